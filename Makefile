@@ -1,0 +1,105 @@
+# cairn - one plain Makefile. Targets: all lib tools test demo fuzz bench install clean.
+# Variables CC, CFLAGS, PREFIX, SANITIZE (e.g. address,undefined or thread), BUILD.
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+BUILD    ?= build
+SANITIZE ?=
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
+           -Wformat=2 -Wundef -Wpointer-arith -Wwrite-strings -Wcast-qual
+CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+OPT     ?= -O2 -g
+CFLAGS  ?= $(OPT)
+INCS    := -Iengine/include -Iengine/common -Iengine/log
+SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
+ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(SANFLAGS) $(INCS) -fPIC -pthread -MMD -MP
+LIBS    := -lzstd -lxxhash -pthread
+LDFLAGS ?=
+ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
+
+ENGINE_SRC := $(sort $(wildcard engine/*/*.c))
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
+TOOL_SRC   := $(sort $(wildcard tools/*.c))
+TOOL_OBJ   := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TESTUTIL_OBJ := $(BUILD)/obj/tests/testutil.o
+FUZZ_SRC   := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/replay_%)
+FUZZ_BIN   := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+
+.PHONY: all lib tools test check demo fuzz fuzz-replay bench install clean deps
+
+all: lib tools
+
+lib: $(BUILD)/libcairn.a $(BUILD)/libcairn.so
+tools: $(BUILD)/cairn
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libcairn.a: $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libcairn.so: $(ENGINE_OBJ)
+	$(CC) -shared -Wl,-soname,libcairn.so.0 $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/cairn: $(TOOL_OBJ) $(BUILD)/libcairn.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libcairn.a -lcjson $(LIBS)
+
+# Tests may use engine internals (they link the static library).
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTUTIL_OBJ) $(BUILD)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(TESTUTIL_OBJ) $(BUILD)/libcairn.a -lcmocka -lcjson $(LIBS)
+
+# Corpus replay: each fuzz target linked with a plain main() that runs every file.
+$(BUILD)/fuzz/replay_%: $(BUILD)/obj/fuzz/%.o $(BUILD)/obj/fuzz/replay_main.o $(BUILD)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/obj/fuzz/replay_main.o $(BUILD)/libcairn.a -lcjson $(LIBS)
+
+deps:
+	@sh tools/install-deps.sh
+
+# The suite: unit tests, corpus replay, crash tests; then all of it again under
+# ASan+UBSan in a separate build directory.
+test: deps
+	$(MAKE) check
+	$(MAKE) check BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
+	@echo "make test: all suites passed (plain and address,undefined)"
+
+check: all $(TEST_BIN) $(FUZZ_REPLAY)
+	@sh tests/run-tests.sh $(BUILD)
+
+demo: deps all
+	@sh tools/demo.sh $(BUILD)/cairn
+
+# libFuzzer builds: make fuzz CC=clang
+fuzz: $(BUILD)/libcairn.a
+	@mkdir -p $(BUILD)/fuzz
+	for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  $(CC) $(CSTD) $(INCS) -g -O1 -fsanitize=fuzzer,address,undefined -o $(BUILD)/fuzz/$$n $$f \
+	    $(ENGINE_SRC) -lcjson $(LIBS) || exit 1; \
+	done
+
+bench: all
+	$(MAKE) -C bench BUILD=$(abspath $(BUILD))
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/libcairn.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libcairn.so $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
+	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
+	install -m 644 engine/include/cairn.h engine/include/cairn_sys.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/cairn $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/cairn.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,186 @@
+/*
+ * io.c - the default I/O table (the real system calls) and the wrappers
+ * every module uses. The wrappers never retry a failed fsync: after an
+ * fsync error the kernel may have dropped the dirty pages, so a retry that
+ * succeeds would pretend the data is safe. Callers treat it as fatal.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int sys_open(void *u, const char *s, const char *p, int fl, int mode)
+{
+    (void)u, (void)s;
+    return open(p, fl | O_CLOEXEC, mode);
+}
+
+static int sys_openat(void *u, const char *s, int dirfd, const char *p, int fl, int mode)
+{
+    (void)u, (void)s;
+    return openat(dirfd, p, fl | O_CLOEXEC, mode);
+}
+
+static int sys_close(void *u, const char *s, int fd)
+{
+    (void)u, (void)s;
+    return close(fd);
+}
+
+static ssize_t sys_pread(void *u, const char *s, int fd, void *b, size_t n, off_t off)
+{
+    (void)u, (void)s;
+    return pread(fd, b, n, off);
+}
+
+static ssize_t sys_pwrite(void *u, const char *s, int fd, const void *b, size_t n, off_t off)
+{
+    (void)u, (void)s;
+    return pwrite(fd, b, n, off);
+}
+
+static int sys_fsync(void *u, const char *s, int fd)
+{
+    (void)u, (void)s;
+    return fsync(fd);
+}
+
+static int sys_fdatasync(void *u, const char *s, int fd)
+{
+    (void)u, (void)s;
+    return fdatasync(fd);
+}
+
+static int sys_ftruncate(void *u, const char *s, int fd, off_t len)
+{
+    (void)u, (void)s;
+    return ftruncate(fd, len);
+}
+
+static int sys_renameat(void *u, const char *s, int dirfd, const char *a, const char *b)
+{
+    (void)u, (void)s;
+    return renameat(dirfd, a, dirfd, b);
+}
+
+static int sys_unlinkat(void *u, const char *s, int dirfd, const char *p)
+{
+    (void)u, (void)s;
+    return unlinkat(dirfd, p, 0);
+}
+
+static const cairn_io default_io = {
+    sys_open,  sys_openat,    sys_close,    sys_pread,      sys_pwrite, sys_fsync,
+    sys_fdatasync, sys_ftruncate, sys_renameat, sys_unlinkat, NULL,
+};
+
+const cairn_io *cairn_io_default(void)
+{
+    return &default_io;
+}
+
+static int io_fail(cairn__err *e, int errnum, const char *what, const char *name)
+{
+    return cairn__fail(e, cairn__errno_status(errnum), "%s %s: %s", what, name ? name : "?",
+                       strerror(errnum));
+}
+
+int cairn__io_open(const cairn_io *io, const char *site, int dirfd, const char *name,
+                   int flags, int mode, int *fd, cairn__err *e)
+{
+    int r = io->openat(io->user, site, dirfd, name, flags, mode);
+    if (r < 0)
+        return io_fail(e, errno, "open", name);
+    *fd = r;
+    return CAIRN_OK;
+}
+
+void cairn__io_close(const cairn_io *io, const char *site, int fd)
+{
+    if (fd >= 0)
+        io->close(io->user, site, fd);
+}
+
+int cairn__io_write(const cairn_io *io, const char *site, int fd, const void *buf,
+                    size_t len, uint64_t off, const char *name, cairn__err *e)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = io->pwrite(io->user, site, fd, p, len, (off_t)off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return io_fail(e, errno, "write", name);
+        }
+        if (n == 0)
+            return cairn__fail(e, CAIRN_EIO, "write %s: no progress at offset %llu", name,
+                               (unsigned long long)off);
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return CAIRN_OK;
+}
+
+int cairn__io_read(const cairn_io *io, const char *site, int fd, void *buf, size_t len,
+                   uint64_t off, size_t *got, const char *name, cairn__err *e)
+{
+    uint8_t *p = buf;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = io->pread(io->user, site, fd, p + done, len - done, (off_t)(off + done));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return io_fail(e, errno, "read", name);
+        }
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    *got = done;
+    return CAIRN_OK;
+}
+
+int cairn__io_fsync(const cairn_io *io, const char *site, int fd, const char *name,
+                    cairn__err *e)
+{
+    if (io->fsync(io->user, site, fd) != 0)
+        return io_fail(e, errno, "fsync", name);
+    return CAIRN_OK;
+}
+
+int cairn__io_fdatasync(const cairn_io *io, const char *site, int fd, const char *name,
+                        cairn__err *e)
+{
+    if (io->fdatasync(io->user, site, fd) != 0)
+        return io_fail(e, errno, "fdatasync", name);
+    return CAIRN_OK;
+}
+
+int cairn__io_truncate(const cairn_io *io, const char *site, int fd, uint64_t len,
+                       const char *name, cairn__err *e)
+{
+    if (io->ftruncate(io->user, site, fd, (off_t)len) != 0)
+        return io_fail(e, errno, "truncate", name);
+    return CAIRN_OK;
+}
+
+int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
+                     const char *to, cairn__err *e)
+{
+    if (io->renameat(io->user, site, dirfd, from, to) != 0)
+        return io_fail(e, errno, "rename", from);
+    return CAIRN_OK;
+}
+
+int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char *name,
+                     cairn__err *e)
+{
+    if (io->unlinkat(io->user, site, dirfd, name) != 0 && errno != ENOENT)
+        return io_fail(e, errno, "unlink", name);
+    return CAIRN_OK;
+}

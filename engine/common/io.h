@@ -1,0 +1,42 @@
+/*
+ * io.h - the library's one I/O layer. Every file operation goes through the
+ * cairn_io table of the handle (cairn_sys.h), so tests can fail any call
+ * site. These wrappers add what every caller needs: full writes across short
+ * writes, errno mapped to a status code, and a message naming the file.
+ */
+#ifndef CAIRN_IO_H
+#define CAIRN_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cairn_sys.h"
+#include "status.h"
+
+/* openat(dirfd, name) -> fd in *fd. */
+int cairn__io_open(const cairn_io *io, const char *site, int dirfd, const char *name,
+                   int flags, int mode, int *fd, cairn__err *e);
+void cairn__io_close(const cairn_io *io, const char *site, int fd);
+
+/* Write all of buf at off, looping over short writes. A write that makes no
+ * progress is CAIRN_EIO; ENOSPC is CAIRN_EFULL. */
+int cairn__io_write(const cairn_io *io, const char *site, int fd, const void *buf,
+                    size_t len, uint64_t off, const char *name, cairn__err *e);
+
+/* Read up to len bytes at off; *got is what was read (short only at EOF). */
+int cairn__io_read(const cairn_io *io, const char *site, int fd, void *buf, size_t len,
+                   uint64_t off, size_t *got, const char *name, cairn__err *e);
+
+int cairn__io_fsync(const cairn_io *io, const char *site, int fd, const char *name,
+                    cairn__err *e);
+int cairn__io_fdatasync(const cairn_io *io, const char *site, int fd, const char *name,
+                        cairn__err *e);
+int cairn__io_truncate(const cairn_io *io, const char *site, int fd, uint64_t len,
+                       const char *name, cairn__err *e);
+int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
+                     const char *to, cairn__err *e);
+int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char *name,
+                     cairn__err *e);
+
+#endif /* CAIRN_IO_H */

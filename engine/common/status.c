@@ -1,0 +1,62 @@
+/*
+ * status.c - names and sentences of the status codes, and the one-line
+ * detail messages. No global state: messages live in the caller's buffer.
+ */
+#include "status.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+const char *cairn_strerror(int code)
+{
+    switch (code) {
+    case CAIRN_OK: return "CAIRN_OK: success";
+    case CAIRN_ENOTFOUND: return "CAIRN_ENOTFOUND: not found";
+    case CAIRN_EEXIST: return "CAIRN_EEXIST: already exists";
+    case CAIRN_EINVAL: return "CAIRN_EINVAL: invalid argument";
+    case CAIRN_ENOMEM: return "CAIRN_ENOMEM: out of memory";
+    case CAIRN_EIO: return "CAIRN_EIO: I/O error";
+    case CAIRN_ECORRUPT: return "CAIRN_ECORRUPT: data is corrupt";
+    case CAIRN_ECHECKSUM: return "CAIRN_ECHECKSUM: checksum mismatch";
+    case CAIRN_EVERSION: return "CAIRN_EVERSION: written by a newer format version";
+    case CAIRN_EFULL: return "CAIRN_EFULL: no space left on device";
+    case CAIRN_ELOCKED: return "CAIRN_ELOCKED: store is locked by another writer";
+    case CAIRN_EPERM: return "CAIRN_EPERM: permission denied";
+    case CAIRN_EUNAVAIL: return "CAIRN_EUNAVAIL: not available";
+    case CAIRN_EDEAD: return "CAIRN_EDEAD: handle failed earlier; reopen the store";
+    case CAIRN_EQUERY: return "CAIRN_EQUERY: invalid query";
+    case CAIRN_ETOOBIG: return "CAIRN_ETOOBIG: record too large";
+    default: return "CAIRN_E?: unknown status code";
+    }
+}
+
+int cairn__fail(cairn__err *e, int code, const char *fmt, ...)
+{
+    if (e != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int cairn__errno_status(int errnum)
+{
+    switch (errnum) {
+    case ENOSPC:
+    case EDQUOT:
+        return CAIRN_EFULL;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+        return CAIRN_EPERM;
+    case ENOENT:
+        return CAIRN_ENOTFOUND;
+    case ENOMEM:
+        return CAIRN_ENOMEM;
+    default:
+        return CAIRN_EIO;
+    }
+}

@@ -1,0 +1,23 @@
+/*
+ * status.h - the detailed error message that travels with a status code.
+ * A cairn__err is a small fixed buffer; modules that can fail with detail
+ * take one (NULL allowed) and fill it with one line naming file and offset.
+ */
+#ifndef CAIRN_STATUS_H
+#define CAIRN_STATUS_H
+
+#include "cairn.h"
+
+typedef struct cairn__err {
+    char msg[CAIRN_ERRMSG_MAX];
+} cairn__err;
+
+/* Format the message into e (if not NULL) and return code unchanged, so a
+ * failure reads `return cairn__fail(e, CAIRN_ECORRUPT, "...", ...);`. */
+int cairn__fail(cairn__err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Map an errno value to a cairn status code. */
+int cairn__errno_status(int errnum);
+
+#endif /* CAIRN_STATUS_H */

@@ -1,0 +1,277 @@
+/*
+ * cairn.h - the one public header of libcairn, an embeddable, append-only,
+ * log-structured memory engine for AI agents.
+ *
+ * A store is a directory. Everything written to it is a record appended to a
+ * segmented log (format-spec/). This header is the whole public API; every
+ * function returns CAIRN_OK (0) or a negative, stable cairn status code, and
+ * the library never prints, exits or aborts.
+ *
+ * Threads: a cairn_db handle may be used from any number of threads at once.
+ * Writes are serialized by one mutex; durability waits (fdatasync) happen
+ * outside it, so concurrent writers in `full` mode share one fsync (group
+ * commit). Readers never wait for an fsync.
+ *
+ * Processes: one writer process per store (it holds an flock on LOCK); any
+ * number of read-only handles, in any process, without the lock.
+ */
+#ifndef CAIRN_H
+#define CAIRN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CAIRN_VERSION_MAJOR 0
+#define CAIRN_VERSION_MINOR 1
+#define CAIRN_VERSION_PATCH 0
+#define CAIRN_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------------------
+ * Status codes. Stable: never renumbered. cairn_strerror() names each.
+ * ------------------------------------------------------------------------- */
+#define CAIRN_OK 0
+#define CAIRN_ENOTFOUND (-1)  /* no such record / end of iteration */
+#define CAIRN_EEXIST (-2)     /* already exists (e.g. init of an existing store) */
+#define CAIRN_EINVAL (-3)     /* invalid argument */
+#define CAIRN_ENOMEM (-4)     /* allocation failed */
+#define CAIRN_EIO (-5)        /* an I/O call failed (errno in the message) */
+#define CAIRN_ECORRUPT (-6)   /* bytes on disk are not a valid cairn structure */
+#define CAIRN_ECHECKSUM (-7)  /* a checksum does not match */
+#define CAIRN_EVERSION (-8)   /* written by a newer format version */
+#define CAIRN_EFULL (-9)      /* no space left on device */
+#define CAIRN_ELOCKED (-10)   /* another process holds the writer lock */
+#define CAIRN_EPERM (-11)     /* permission denied, or a write on a read-only handle */
+#define CAIRN_EUNAVAIL (-12)  /* a needed facility is not available */
+#define CAIRN_EDEAD (-13)     /* the handle failed earlier (e.g. fsync error); reopen */
+#define CAIRN_EQUERY (-14)    /* invalid query */
+#define CAIRN_ETOOBIG (-15)   /* a record would exceed CAIRN_RECORD_MAX */
+
+/* Largest encoded record, header and checksum included (16 MiB). A length
+ * field above this on disk is corruption, never an allocation. */
+#define CAIRN_RECORD_MAX (16u * 1024u * 1024u)
+/* Longest namespace, in bytes. */
+#define CAIRN_NS_MAX 255u
+/* Size of the buffer cairn_open() fills with a one-line message on failure. */
+#define CAIRN_ERRMSG_MAX 256u
+
+/* Static "CAIRN_EXXX: sentence" for a status code; never NULL. */
+const char *cairn_strerror(int code);
+
+/* ---------------------------------------------------------------------------
+ * Opening a store.
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_db cairn_db;
+
+typedef enum cairn_durability {
+    CAIRN_DURABILITY_STORED = -1, /* open: use the mode stored in the store */
+    CAIRN_DURABILITY_NONE = 0,    /* never fsync (except at segment roll and close) */
+    CAIRN_DURABILITY_BATCH = 1,   /* fsync at most every batch_ms */
+    CAIRN_DURABILITY_FULL = 2     /* an append returns after fdatasync (group commit) */
+} cairn_durability;
+
+/* A pluggable allocator; all library allocations go through it. */
+typedef struct cairn_allocator {
+    void *(*malloc_fn)(void *user, size_t size);
+    void *(*realloc_fn)(void *user, void *ptr, size_t size);
+    void (*free_fn)(void *user, void *ptr);
+    void *user;
+} cairn_allocator;
+
+struct cairn_io; /* the I/O table, cairn_sys.h; NULL = the real system calls */
+
+#define CAIRN_OPTIONS_VERSION 1
+typedef struct cairn_options {
+    unsigned version;            /* CAIRN_OPTIONS_VERSION */
+    int read_only;               /* 1: no lock, no writes, no recovery writes */
+    int create;                  /* 1: create the store if it does not exist */
+    cairn_durability durability; /* at creation: stored; at open: overrides for this handle */
+    uint32_t batch_ms;           /* 0 = stored (default 50): batch fsync / buffer flush period */
+    uint64_t segment_size;       /* 0 = stored (default 64 MiB): roll the active segment past this */
+    int background;              /* 1: a background thread flushes, syncs and seals;
+                                    0: all of it happens inline in the calling thread */
+    const cairn_allocator *allocator; /* NULL = malloc/realloc/free */
+    const struct cairn_io *io;        /* NULL = real system calls (tests inject faults) */
+} cairn_options;
+
+#define CAIRN_OPTIONS_INIT \
+    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL }
+
+/* Open (or with opts->create, create) the store in directory `path`.
+ * On success *out owns the handle; release it with cairn_close().
+ * On failure *out is NULL and, if `err` is not NULL, a one-line message is
+ * written to err (at most errlen bytes, NUL-terminated).
+ * Errors: CAIRN_EINVAL (bad options), CAIRN_ENOTFOUND (no store and no create),
+ * CAIRN_ELOCKED (another process writes; message names its pid), CAIRN_EPERM,
+ * CAIRN_ECORRUPT / CAIRN_ECHECKSUM / CAIRN_EVERSION (manifest or segment),
+ * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. */
+int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char *err,
+               size_t errlen);
+
+/* Flush, sync (in every mode), stop the background thread, release the lock
+ * and free the handle. Accepts NULL. Returns the first error met while
+ * flushing (the handle is freed regardless). */
+int cairn_close(cairn_db *db);
+
+/* The one-line detail of the last error on this handle ("" if none). Valid
+ * until the next call on the handle from any thread. */
+const char *cairn_errmsg(const cairn_db *db);
+
+/* ---------------------------------------------------------------------------
+ * Records and appending.
+ * ------------------------------------------------------------------------- */
+
+/* Record types. 1..0x7fff are the engine's; 0x8000..0xffff are free for
+ * embedders. cairn_record_type_name() names the known ones. */
+#define CAIRN_REC_EVENT 1u /* an agent event, appended by `cairn log` */
+#define CAIRN_REC_USER_MIN 0x8000u
+
+/* Name of a record type ("event", ...) or NULL if the engine does not know it. */
+const char *cairn_record_type_name(uint16_t type);
+/* Parse a type name or a decimal number (1..65535) into *type.
+ * Errors: CAIRN_EINVAL. */
+int cairn_record_type_parse(const char *name, uint16_t *type);
+
+/* What the caller appends. The engine copies the bytes; it does not parse the
+ * payload (callers that promise JSON validate it; the tool does). */
+typedef struct cairn_entry {
+    uint16_t type;
+    const char *ns;    /* namespace; NULL = "" */
+    size_t ns_len;     /* <= CAIRN_NS_MAX */
+    const char *json;  /* payload text (JSON by convention); may be NULL if json_len 0 */
+    size_t json_len;
+    const void *bin;   /* optional binary trailer (vectors), may be NULL */
+    size_t bin_len;
+} cairn_entry;
+
+/* A record as read back. Pointers are borrowed: valid until the next call on
+ * the iterator (or until cairn_record_free() for cairn_get()). */
+typedef struct cairn_record {
+    uint64_t seq;     /* sequence number, > 0, strictly increasing */
+    int64_t ts_ms;    /* commit time, ms since the Unix epoch, UTC; non-decreasing */
+    uint16_t type;
+    const char *ns;   /* not NUL-terminated */
+    size_t ns_len;
+    const char *json; /* not NUL-terminated */
+    size_t json_len;
+    const void *bin;
+    size_t bin_len;
+} cairn_record;
+
+/* Append one record; *seq_out (may be NULL) gets its sequence number.
+ * When it returns, the record is committed as the durability mode promises:
+ * `full`: on stable storage; `batch`/`none`: in the handle's write buffer,
+ * visible to this handle's readers at once and written to the file within
+ * batch_ms (see README "Durability").
+ * Errors: CAIRN_EINVAL, CAIRN_ETOOBIG, CAIRN_EPERM (read-only), CAIRN_EDEAD,
+ * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. After CAIRN_EIO/EFULL from a sync
+ * the handle is dead (CAIRN_EDEAD from then on): reopen the store. */
+int cairn_append(cairn_db *db, const cairn_entry *entry, uint64_t *seq_out);
+
+/* Append n records as one commit (one write, one fsync in `full`). They get
+ * consecutive sequence numbers starting at *first_seq_out. All or nothing:
+ * on a validation error none is appended. Errors: as cairn_append(). */
+int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
+                       uint64_t *first_seq_out);
+
+/* Write the handle's buffer to the segment file (visible to other processes,
+ * safe from a crash of this process), without fsync. */
+int cairn_flush(cairn_db *db);
+
+/* Flush and fdatasync: every record appended so far is on stable storage.
+ * An fsync failure is fatal for the handle (CAIRN_EIO, then CAIRN_EDEAD). */
+int cairn_sync(cairn_db *db);
+
+/* Seal every closed segment now (what the background thread does). */
+int cairn_seal(cairn_db *db);
+
+/* Close the active segment now and start a new one (normally done when it
+ * reaches segment_size); the closed one is sealed in the background (or
+ * inline with background = 0). No-op on an empty active segment. */
+int cairn_roll(cairn_db *db);
+
+/* ---------------------------------------------------------------------------
+ * Reading.
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_iter cairn_iter;
+
+#define CAIRN_RANGE_VERSION 1
+typedef struct cairn_range {
+    unsigned version;  /* CAIRN_RANGE_VERSION */
+    uint64_t seq_from; /* first sequence number (inclusive) */
+    uint64_t seq_to;   /* last sequence number (inclusive) */
+    int64_t ts_from;   /* first timestamp, ms (inclusive) */
+    int64_t ts_to;     /* last timestamp, ms (inclusive) */
+    int type;          /* only this record type; -1 = all */
+} cairn_range;
+
+#define CAIRN_RANGE_INIT \
+    { CAIRN_RANGE_VERSION, 0, UINT64_MAX, INT64_MIN, INT64_MAX, -1 }
+
+/* Open a forward iterator over the records in `range` (NULL = everything)
+ * as of now: it sees every record committed before this call and none
+ * after. A read-only handle re-reads the manifest and the active segment's
+ * tail first, so it sees what the writer has committed since.
+ * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, CAIRN_EIO, CAIRN_ECORRUPT. */
+int cairn_iter_open(cairn_db *db, const cairn_range *range, cairn_iter **out);
+
+/* Next record into *rec (pointers valid until the next call on `it`).
+ * Returns CAIRN_OK, CAIRN_ENOTFOUND at the end, or an error
+ * (CAIRN_ECHECKSUM / CAIRN_ECORRUPT naming file and offset in the handle's
+ * message, CAIRN_EIO, CAIRN_ENOMEM). */
+int cairn_iter_next(cairn_iter *it, cairn_record *rec);
+
+/* Free an iterator; accepts NULL. */
+void cairn_iter_close(cairn_iter *it);
+
+/* Read one record by sequence number in O(log n) (binary search over the
+ * manifest, the sealed block index, or the active segment's offsets).
+ * On success *out owns a copy; free it with cairn_record_free().
+ * Errors: CAIRN_ENOTFOUND, CAIRN_ECHECKSUM, CAIRN_ECORRUPT, CAIRN_EIO,
+ * CAIRN_ENOMEM. */
+int cairn_get(cairn_db *db, uint64_t seq, cairn_record **out);
+void cairn_record_free(cairn_db *db, cairn_record *rec);
+
+/* ---------------------------------------------------------------------------
+ * Stats and verification.
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_stats {
+    uint64_t records;          /* records in the log */
+    uint64_t first_seq;        /* 0 if empty */
+    uint64_t last_seq;         /* 0 if empty */
+    uint64_t segments_active;  /* 1 (the active segment), or 0 when empty */
+    uint64_t segments_closed;  /* full, awaiting sealing */
+    uint64_t segments_sealed;
+    uint64_t bytes_on_disk;    /* all files of the store */
+    uint64_t log_bytes;        /* encoded records, uncompressed */
+    uint64_t sealed_raw_bytes; /* encoded records in sealed segments */
+    uint64_t sealed_bytes;     /* sealed segment files on disk */
+    cairn_durability durability;
+    uint32_t batch_ms;
+    uint64_t segment_size;
+    uint64_t generation;       /* manifest generation */
+} cairn_stats;
+
+/* Errors: CAIRN_EIO, CAIRN_ENOMEM. */
+int cairn_stats_get(cairn_db *db, cairn_stats *out);
+
+/* Called by cairn_verify() once per problem. `file` is relative to the store
+ * directory; `offset` is the byte offset in it. */
+typedef void (*cairn_verify_fn)(void *user, const char *file, uint64_t offset, int code,
+                                const char *message);
+
+/* Read every file of the store and check every checksum and structure.
+ * Calls fn for each problem; *problems_out (may be NULL) gets their count.
+ * Returns CAIRN_OK when the check ran (whatever it found) or an error that
+ * stopped it (CAIRN_ENOMEM, CAIRN_EIO on the directory). A torn tail of the
+ * active segment is a problem unless a writer holds the lock (then the
+ * bytes may be in flight). */
+int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CAIRN_H */

@@ -1,0 +1,44 @@
+/*
+ * cairn_sys.h - the I/O table: every system call libcairn makes on a file
+ * goes through one of these pointers, so tests (and unusual hosts) can inject
+ * short writes, EIO, ENOSPC, failed fsyncs, renames and opens at any call
+ * site. Pass a table in cairn_options.io; NULL means the real calls.
+ *
+ * Each function follows its POSIX namesake: it returns -1 and sets errno on
+ * failure. `site` names the call site ("segment.append", "manifest.rename",
+ * ...) so an injector can target one place; the real table ignores it.
+ */
+#ifndef CAIRN_SYS_H
+#define CAIRN_SYS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cairn_io {
+    int (*open)(void *user, const char *site, const char *path, int flags, int mode);
+    int (*openat)(void *user, const char *site, int dirfd, const char *path, int flags,
+                  int mode);
+    int (*close)(void *user, const char *site, int fd);
+    ssize_t (*pread)(void *user, const char *site, int fd, void *buf, size_t len, off_t off);
+    ssize_t (*pwrite)(void *user, const char *site, int fd, const void *buf, size_t len,
+                      off_t off);
+    int (*fsync)(void *user, const char *site, int fd);
+    int (*fdatasync)(void *user, const char *site, int fd);
+    int (*ftruncate)(void *user, const char *site, int fd, off_t len);
+    int (*renameat)(void *user, const char *site, int dirfd, const char *from,
+                    const char *to);
+    int (*unlinkat)(void *user, const char *site, int dirfd, const char *path);
+    void *user;
+} cairn_io;
+
+/* The real system calls (what NULL in cairn_options.io means). */
+const cairn_io *cairn_io_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CAIRN_SYS_H */

@@ -1,0 +1,511 @@
+/*
+ * append.c - the write path: encoding into the write buffer, writing it to
+ * the active segment, group commit, rolling to a new segment, sealing closed
+ * segments, and the background thread that does the periodic work.
+ *
+ * Durability (README "Durability"):
+ *  - every mode: records are encoded into an in-memory buffer under `mu` and
+ *    written to the segment file when the buffer fills, when a commit needs
+ *    it, every batch_ms (background thread), and at flush/sync/close;
+ *  - full: an append writes the buffer and waits until an fdatasync that
+ *    started after its write has finished. Concurrent appenders share that
+ *    fdatasync: the first waiter becomes the leader and syncs everything
+ *    written so far while the others wait on a condition (group commit);
+ *  - batch: the background thread writes and fdatasyncs every batch_ms;
+ *  - none: written every batch_ms, never fsynced except at roll and close.
+ * A failed write or fsync kills the handle (CAIRN_EDEAD afterwards): after
+ * a failed fsync the kernel may have dropped the dirty pages, so no retry
+ * could be trusted. Reopening recovers the valid prefix.
+ *
+ * Roll: fdatasync the full segment, create the next one (header, fsync,
+ * directory fsync), then swap in a manifest that lists the old one as CLOSED
+ * and the new one as ACTIVE. Nothing is appended to the new file before the
+ * manifest names it, so a crash in between leaves an orphan header that the
+ * next open deletes. Sealing runs outside `mu` and swaps the manifest again.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "bytes.h"
+#include "io.h"
+#include "record.h"
+
+static int kill_handle(cairn_db *db, int rc, const cairn__err *e)
+{
+    if (!db->dead)
+        db->dead = rc;
+    pthread_cond_broadcast(&db->sync_cv);
+    return cairn__db_fail(db, rc, e);
+}
+
+static int check_writable(cairn_db *db)
+{
+    if (db->read_only)
+        return cairn__db_failf(db, CAIRN_EPERM, "handle is read-only");
+    if (db->dead)
+        return cairn__db_failf(db, CAIRN_EDEAD, "handle failed earlier (%s); reopen the store",
+                               cairn_strerror(db->dead));
+    return CAIRN_OK;
+}
+
+int cairn__flush_locked(cairn_db *db)
+{
+    cairn__err e;
+    int rc;
+
+    if (db->read_only || db->wbuf_len == 0)
+        return CAIRN_OK;
+    if (db->dead)
+        return check_writable(db);
+    rc = cairn__io_write(db->io, "segment.append", db->act->log.fd, db->wbuf, db->wbuf_len,
+                         db->wbuf_off, db->act->log.name, &e);
+    if (rc != CAIRN_OK)
+        return kill_handle(db, rc, &e);
+    db->wbuf_off += db->wbuf_len;
+    db->wbuf_len = 0;
+    db->written_seq = db->next_seq - 1;
+    db->last_flush_ms = cairn__now_ms();
+    return CAIRN_OK;
+}
+
+/* Wait (mu held) until every record up to `target` is fdatasynced; lead the
+ * sync if nobody is syncing. */
+static int commit_wait(cairn_db *db, uint64_t target)
+{
+    while (db->durable_seq < target) {
+        if (db->dead)
+            return check_writable(db);
+        if (!db->syncing) {
+            seg_ref *s = db->act;
+            uint64_t upto = db->written_seq;
+            cairn__err e;
+            int rc;
+            db->syncing = 1;
+            atomic_fetch_add(&s->refs, 1);
+            pthread_mutex_unlock(&db->mu);
+            rc = cairn__io_fdatasync(db->io, "segment.fdatasync", s->log.fd, s->log.name, &e);
+            pthread_mutex_lock(&db->mu);
+            cairn__seg_release(db, s);
+            db->syncing = 0;
+            if (rc != CAIRN_OK)
+                return kill_handle(db, rc, &e);
+            if (upto > db->durable_seq)
+                db->durable_seq = upto;
+            pthread_cond_broadcast(&db->sync_cv);
+        } else {
+            pthread_cond_wait(&db->sync_cv, &db->mu);
+        }
+    }
+    return CAIRN_OK;
+}
+
+/* Close the active segment and start the next one (mu held). */
+static int roll_locked(cairn_db *db)
+{
+    seg_ref *old = db->act, *nseg = NULL;
+    view *cur = db->view, *nv = NULL;
+    manifest m;
+    manifest_entry *x;
+    seg_ref **segs = NULL;
+    cairn__err e;
+    int rc;
+
+    if (old->log.n == 0)
+        return CAIRN_OK;
+    rc = cairn__flush_locked(db);
+    if (rc != CAIRN_OK)
+        return rc;
+    while (db->syncing)
+        pthread_cond_wait(&db->sync_cv, &db->mu);
+    if (db->dead)
+        return check_writable(db);
+    rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
+    if (rc != CAIRN_OK)
+        return kill_handle(db, rc, &e);
+    db->durable_seq = db->written_seq;
+
+    nseg = cairn__calloc(db->a, 1, sizeof *nseg);
+    if (nseg == NULL)
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to roll");
+    atomic_init(&nseg->refs, 1);
+    rc = cairn__logseg_create(db->io, db->dirfd, &nseg->log, cur->m.next_id,
+                              cairn__random_salt(), db->next_seq, cairn__now_ms(), &e);
+    if (rc != CAIRN_OK) {
+        cairn__free(db->a, nseg);
+        /* Nothing changed: the old segment stays active. */
+        return cairn__db_fail(db, rc, &e);
+    }
+    nseg->id = nseg->log.id;
+    nseg->log_file_size = nseg->log.end;
+
+    rc = cairn__manifest_copy(&cur->m, db->a, &m);
+    if (rc == CAIRN_OK) {
+        x = cairn__realloc(db->a, m.e, (m.n + 1) * sizeof *m.e);
+        if (x == NULL)
+            rc = CAIRN_ENOMEM;
+        else
+            m.e = x;
+    }
+    if (rc != CAIRN_OK) {
+        cairn__manifest_free(db->a, &m);
+        cairn__seg_release(db, nseg);
+        db->io->unlinkat(db->io->user, "roll.cleanup", db->dirfd, nseg->log.name);
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to roll");
+    }
+    x = &m.e[m.n - 1];
+    x->kind = SEG_CLOSED;
+    x->count = old->log.n;
+    x->last_seq = old->log.base_seq + old->log.n - 1;
+    x->first_ts = old->log.ts[0];
+    x->last_ts = old->log.ts[old->log.n - 1];
+    x = &m.e[m.n];
+    memset(x, 0, sizeof *x);
+    x->id = nseg->id;
+    x->kind = SEG_ACTIVE;
+    x->base_seq = db->next_seq;
+    m.n++;
+    m.next_id++;
+    m.generation++;
+    rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+    if (rc != CAIRN_OK) {
+        /* The rename may or may not have happened: only a reopen knows. */
+        cairn__manifest_free(db->a, &m);
+        cairn__seg_release(db, nseg);
+        return kill_handle(db, rc, &e);
+    }
+    segs = cairn__calloc(db->a, m.n, sizeof *segs);
+    if (segs != NULL) {
+        memcpy(segs, cur->segs, (m.n - 1) * sizeof *segs);
+        segs[m.n - 1] = nseg;
+        rc = cairn__view_make(db, &m, segs, &nv);
+    }
+    cairn__free(db->a, segs);
+    cairn__manifest_free(db->a, &m);
+    cairn__seg_release(db, nseg); /* the view holds it now */
+    if (segs == NULL || rc != CAIRN_OK)
+        return kill_handle(db, CAIRN_ENOMEM, NULL);
+    cairn__view_publish(db, nv);
+    db->act = nseg;
+    db->wbuf_off = nseg->log.end;
+    db->seal_pending = 1;
+    pthread_cond_signal(&db->bg_cv);
+    return CAIRN_OK;
+}
+
+/* Seal one closed segment: write the .seg without holding mu, then swap the
+ * manifest and the view under it, then unlink the .log. */
+static int seal_one(cairn_db *db, uint64_t id)
+{
+    view *v = cairn__view_acquire(db);
+    seg_ref *src = NULL, *sealed = NULL;
+    uint64_t size;
+    cairn__err e;
+    manifest m;
+    view *nv = NULL;
+    size_t idx = 0;
+    int rc;
+
+    for (size_t i = 0; i < v->m.n; i++)
+        if (v->m.e[i].id == id && v->m.e[i].kind == SEG_CLOSED) {
+            src = v->segs[i];
+            idx = i;
+        }
+    if (src == NULL) {
+        cairn__view_release(db, v);
+        return CAIRN_OK;
+    }
+    if (src->log.n != v->m.e[idx].count) {
+        cairn__view_release(db, v);
+        return cairn__db_failf(db, CAIRN_ECORRUPT,
+                               "%s: %zu valid records, manifest says %llu; not sealing it",
+                               src->log.name, src->log.n,
+                               (unsigned long long)v->m.e[idx].count);
+    }
+    rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, &size, &e);
+    if (rc == CAIRN_OK)
+        rc = cairn__seg_open_sealed(db, id, &sealed, &e);
+    cairn__view_release(db, v);
+    if (rc != CAIRN_OK)
+        return cairn__db_fail(db, rc, &e);
+
+    pthread_mutex_lock(&db->mu);
+    v = db->view;
+    rc = cairn__manifest_copy(&v->m, db->a, &m);
+    if (rc == CAIRN_OK) {
+        for (idx = 0; idx < m.n && m.e[idx].id != id; idx++)
+            ;
+        m.e[idx].kind = SEG_SEALED;
+        m.generation++;
+        rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+        if (rc != CAIRN_OK) {
+            kill_handle(db, rc, &e);
+        } else {
+            seg_ref *old = v->segs[idx];
+            v->segs[idx] = sealed; /* borrow the array to build the new view */
+            rc = cairn__view_make(db, &m, v->segs, &nv);
+            v->segs[idx] = old;
+            if (rc == CAIRN_OK)
+                cairn__view_publish(db, nv);
+            else
+                kill_handle(db, rc, NULL);
+        }
+        cairn__manifest_free(db->a, &m);
+    }
+    pthread_mutex_unlock(&db->mu);
+    cairn__seg_release(db, sealed);
+    if (rc == CAIRN_OK) {
+        char name[LOGSEG_NAME_MAX];
+        cairn__logseg_name(name, id, "log");
+        /* Readers holding the old view keep the open fd; the name can go. */
+        rc = cairn__io_unlink(db->io, "seal.unlink", db->dirfd, name, &e);
+        if (rc != CAIRN_OK)
+            cairn__db_fail(db, rc, &e);
+    }
+    return rc;
+}
+
+int cairn__seal_pending(cairn_db *db)
+{
+    int rc = CAIRN_OK;
+
+    pthread_mutex_lock(&db->seal_mu);
+    for (;;) {
+        uint64_t id = 0;
+        pthread_mutex_lock(&db->mu);
+        for (size_t i = 0; i < db->view->m.n; i++)
+            if (db->view->m.e[i].kind == SEG_CLOSED) {
+                id = db->view->m.e[i].id;
+                break;
+            }
+        if (id == 0)
+            db->seal_pending = 0;
+        pthread_mutex_unlock(&db->mu);
+        if (id == 0)
+            break;
+        rc = seal_one(db, id);
+        if (rc != CAIRN_OK)
+            break;
+    }
+    db->seal_err = rc;
+    pthread_mutex_unlock(&db->seal_mu);
+    return rc;
+}
+
+int cairn_seal(cairn_db *db)
+{
+    int rc;
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    pthread_mutex_unlock(&db->mu);
+    return rc != CAIRN_OK ? rc : cairn__seal_pending(db);
+}
+
+int cairn_roll(cairn_db *db)
+{
+    int rc;
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    if (rc == CAIRN_OK)
+        rc = roll_locked(db);
+    pthread_mutex_unlock(&db->mu);
+    if (rc == CAIRN_OK && !db->background)
+        rc = cairn__seal_pending(db);
+    return rc;
+}
+
+/* Inline periodic work when there is no background thread (mu held). */
+static int periodic_inline(cairn_db *db)
+{
+    int rc = CAIRN_OK;
+    if (cairn__now_ms() - db->last_flush_ms < (int64_t)db->batch_ms)
+        return CAIRN_OK;
+    rc = cairn__flush_locked(db);
+    if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
+        rc = commit_wait(db, db->written_seq);
+    return rc;
+}
+
+int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
+                       uint64_t *first_seq_out)
+{
+    size_t total = 0, size;
+    int64_t ts;
+    int rc, rolled = 0;
+
+    if (entries == NULL || n == 0)
+        return cairn__db_failf(db, CAIRN_EINVAL, "no entries to append");
+    for (size_t i = 0; i < n; i++) {
+        rc = cairn__record_size(&entries[i], &size);
+        if (rc != CAIRN_OK)
+            return cairn__db_failf(db, rc, "entry %zu: %s", i,
+                                   rc == CAIRN_ETOOBIG ? "record larger than 16 MiB"
+                                                       : "type 0, namespace over 255 bytes, "
+                                                         "or NULL bytes with a length");
+        if (size_add(&total, total, size) != 0)
+            return cairn__db_failf(db, CAIRN_ETOOBIG, "batch too large");
+    }
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    if (rc != CAIRN_OK)
+        goto out;
+    if (db->act->log.n > 0 && db->act->log.end + total > db->segment_size) {
+        rc = roll_locked(db);
+        if (rc != CAIRN_OK)
+            goto out;
+        rolled = 1;
+    }
+    /* Reserve everything first so a failure leaves no half-appended batch. */
+    if (db->wbuf_len + total > db->wbuf_cap) {
+        rc = cairn__flush_locked(db);
+        if (rc != CAIRN_OK)
+            goto out;
+        if (total > db->wbuf_cap) {
+            size_t cap = db->wbuf_cap;
+            if (cairn__grow(db->a, (void **)&db->wbuf, &cap, total < WBUF_CAP ? WBUF_CAP : total,
+                            1) != CAIRN_OK) {
+                rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory for the write buffer");
+                goto out;
+            }
+            db->wbuf_cap = cap;
+        }
+    }
+    if (db->act->log.n + n > db->act->log.cap) {
+        logseg *l = &db->act->log;
+        size_t keep = l->n;
+        for (size_t i = 0; i < n && rc == CAIRN_OK; i++)
+            rc = cairn__logseg_index_push(db->a, l, 0, 0);
+        l->n = keep;
+        if (rc != CAIRN_OK) {
+            rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory for the record index");
+            goto out;
+        }
+    }
+    ts = cairn__now_ms();
+    if (ts < db->last_ts)
+        ts = db->last_ts; /* the clock went back: timestamps never do */
+    db->last_ts = ts;
+    if (first_seq_out != NULL)
+        *first_seq_out = db->next_seq;
+    for (size_t i = 0; i < n; i++) {
+        logseg *l = &db->act->log;
+        uint8_t *p = db->wbuf + db->wbuf_len;
+        cairn__record_size(&entries[i], &size);
+        cairn__record_encode(p, &entries[i], db->next_seq, ts, l->salt);
+        l->off[l->n] = l->end;
+        l->ts[l->n] = ts;
+        l->n++;
+        l->end += size;
+        l->raw_bytes += size;
+        db->wbuf_len += size;
+        db->next_seq++;
+    }
+    if (db->durability == CAIRN_DURABILITY_FULL) {
+        rc = cairn__flush_locked(db);
+        if (rc == CAIRN_OK)
+            rc = commit_wait(db, db->next_seq - 1);
+    } else if (!db->background) {
+        rc = periodic_inline(db);
+    }
+out:
+    pthread_mutex_unlock(&db->mu);
+    if (rc == CAIRN_OK && rolled && !db->background)
+        rc = cairn__seal_pending(db);
+    return rc;
+}
+
+int cairn_append(cairn_db *db, const cairn_entry *entry, uint64_t *seq_out)
+{
+    if (entry == NULL)
+        return cairn__db_failf(db, CAIRN_EINVAL, "no entry to append");
+    return cairn_append_batch(db, entry, 1, seq_out);
+}
+
+int cairn_flush(cairn_db *db)
+{
+    int rc;
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    if (rc == CAIRN_OK)
+        rc = cairn__flush_locked(db);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+int cairn_sync(cairn_db *db)
+{
+    int rc;
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    if (rc == CAIRN_OK)
+        rc = cairn__flush_locked(db);
+    if (rc == CAIRN_OK)
+        rc = commit_wait(db, db->next_seq - 1);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+/* ---- the background thread ---------------------------------------------- */
+
+static void *bg_main(void *arg)
+{
+    cairn_db *db = arg;
+
+    pthread_mutex_lock(&db->mu);
+    while (!db->bg_stop) {
+        struct timespec until;
+        int64_t due = db->last_flush_ms + db->batch_ms, now = cairn__now_ms();
+        if (db->seal_pending && !db->dead) {
+            int rc;
+            pthread_mutex_unlock(&db->mu);
+            rc = cairn__seal_pending(db);
+            pthread_mutex_lock(&db->mu);
+            /* A failed seal is retried at the next roll, not in a busy loop. */
+            if (rc != CAIRN_OK)
+                db->seal_pending = 0;
+            continue;
+        }
+        if (now >= due && !db->dead) {
+            if (cairn__flush_locked(db) == CAIRN_OK &&
+                db->durability == CAIRN_DURABILITY_BATCH && db->durable_seq < db->written_seq)
+                commit_wait(db, db->written_seq);
+            db->last_flush_ms = cairn__now_ms();
+            continue;
+        }
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (due - now) / 1000;
+        until.tv_nsec += ((due - now) % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&db->bg_cv, &db->mu, &until);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+int cairn__bg_start(cairn_db *db)
+{
+    int err = pthread_create(&db->bg, NULL, bg_main, db);
+    if (err != 0)
+        return cairn__db_failf(db, CAIRN_EUNAVAIL, "cannot start the background thread: %s",
+                               strerror(err));
+    db->bg_running = 1;
+    return CAIRN_OK;
+}
+
+void cairn__bg_stop(cairn_db *db)
+{
+    if (!db->bg_running)
+        return;
+    pthread_mutex_lock(&db->mu);
+    db->bg_stop = 1;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    pthread_join(db->bg, NULL);
+    db->bg_running = 0;
+}

@@ -1,0 +1,350 @@
+/*
+ * iter.c - reading the log: forward iteration by sequence or time range,
+ * and one record by sequence number.
+ *
+ * An iterator pins a view and remembers the last sequence number committed
+ * when it was opened, so it sees a fixed prefix of the log however long it
+ * lives. Finding the start is a binary search at each level: segments (the
+ * manifest is ordered by sequence and time), then blocks (sealed index) or
+ * records (the active segment's offset index). Log-form segments are then
+ * read sequentially with pread in chunks; sealed ones a block at a time.
+ *
+ * A damaged block or record is reported (CAIRN_ECHECKSUM / CAIRN_ECORRUPT
+ * with file and offset in the handle's message) and skipped: calling
+ * cairn_iter_next again continues with the next block or segment, so one bad
+ * block never hides the rest of the log.
+ */
+#include "store.h"
+
+#include <string.h>
+
+#include "alloc.h"
+#include "io.h"
+#include "record.h"
+
+#define READ_CHUNK (256u * 1024u)
+
+struct cairn_iter {
+    cairn_db *db;
+    view *v;
+    cairn_range r;
+    uint64_t limit;       /* last sequence number visible to this iterator */
+    size_t seg;           /* current segment in v */
+    int positioned;       /* the cursor is inside v->segs[seg] */
+    /* sealed cursor */
+    uint32_t block;
+    size_t pos, raw_len;
+    /* log cursor */
+    uint64_t off, end;    /* next record's offset; end of visible bytes */
+    uint64_t buf_off;     /* file offset of buf[0] (log form) */
+    size_t buf_len;
+    uint8_t *buf;
+    size_t cap;
+};
+
+static int seg_empty_or_before(const manifest_entry *x, const seg_ref *s, uint64_t n,
+                               const cairn_range *r)
+{
+    int64_t last_ts;
+    if (n == 0)
+        return 1;
+    if (x->base_seq + n - 1 < r->seq_from)
+        return 1;
+    last_ts = s->sealed ? x->last_ts : s->log.ts[n - 1];
+    return last_ts < r->ts_from;
+}
+
+/* Records visible in segment i: sealed and closed ones are fixed; the active
+ * one up to the iterator's limit. */
+static uint64_t seg_count(const cairn_iter *it, size_t i)
+{
+    const manifest_entry *x = &it->v->m.e[i];
+    const seg_ref *s = it->v->segs[i];
+    if (s->sealed)
+        return s->s.record_count;
+    if (x->kind == SEG_CLOSED)
+        return s->log.n;
+    return it->limit >= x->base_seq ? it->limit - x->base_seq + 1 : 0;
+}
+
+/* Place the cursor at the first candidate record of segment it->seg; returns
+ * 0 if the segment holds none. */
+static int position(cairn_iter *it)
+{
+    const manifest_entry *x = &it->v->m.e[it->seg];
+    seg_ref *s = it->v->segs[it->seg];
+    uint64_t n = seg_count(it, it->seg);
+    cairn_db *db = it->db;
+    int in;
+
+    if (s->sealed) {
+        uint32_t b = 0;
+        if (n == 0 || s->s.last_seq < it->r.seq_from)
+            return 0;
+        if (it->r.seq_from > s->s.first_seq)
+            b = cairn__sealed_find_seq(&s->s, it->r.seq_from);
+        if (it->r.ts_from != INT64_MIN) {
+            uint32_t bt = cairn__sealed_find_ts(&s->s, it->r.ts_from);
+            if (bt > b)
+                b = bt;
+        }
+        if (b >= s->s.block_count)
+            return 0;
+        it->block = b;
+        it->pos = it->raw_len = 0; /* inflated on demand */
+        return 1;
+    }
+    pthread_mutex_lock(&db->mu);
+    in = !seg_empty_or_before(x, s, n, &it->r);
+    if (in) {
+        size_t i = 0;
+        if (it->r.seq_from > x->base_seq)
+            i = (size_t)(it->r.seq_from - x->base_seq);
+        if (it->r.ts_from != INT64_MIN) {
+            size_t t = cairn__logseg_lower_ts(&s->log, it->r.ts_from);
+            if (t > i)
+                i = t;
+        }
+        if (i >= n)
+            in = 0;
+        else {
+            it->off = s->log.off[i];
+            it->end = n < s->log.n ? s->log.off[n] : s->log.end;
+        }
+    }
+    pthread_mutex_unlock(&db->mu);
+    it->buf_len = 0;
+    return in;
+}
+
+/* Next record of a log-form segment, or CAIRN_ENOTFOUND at its end. */
+static int next_log(cairn_iter *it, seg_ref *s, cairn_record *rec)
+{
+    cairn__err e;
+    size_t len;
+    rec_result r;
+    int rc;
+
+    if (it->off >= it->end)
+        return CAIRN_ENOTFOUND;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (it->off >= it->buf_off && it->off < it->buf_off + it->buf_len) {
+            size_t at = (size_t)(it->off - it->buf_off);
+            r = cairn__record_decode(it->buf + at, it->buf_len - at, s->log.salt, rec, &len);
+            if (r == REC_OK) {
+                it->off += len;
+                return CAIRN_OK;
+            }
+            if (r != REC_TRUNCATED && r != REC_END)
+                break;
+        }
+        /* Refill from this record; a record is at most CAIRN_RECORD_MAX. */
+        {
+            uint64_t want = it->end - it->off;
+            size_t got;
+            if (want > READ_CHUNK)
+                want = READ_CHUNK;
+            if (attempt == 1)
+                want = it->end - it->off < CAIRN_RECORD_MAX ? it->end - it->off
+                                                            : CAIRN_RECORD_MAX;
+            if (cairn__grow(it->db->a, (void **)&it->buf, &it->cap, (size_t)want, 1) !=
+                CAIRN_OK)
+                return cairn__db_failf(it->db, CAIRN_ENOMEM, "no memory to read %s",
+                                       s->log.name);
+            rc = cairn__io_read(it->db->io, "iter.read", s->log.fd, it->buf, (size_t)want,
+                                it->off, &got, s->log.name, &e);
+            if (rc != CAIRN_OK)
+                return cairn__db_fail(it->db, rc, &e);
+            it->buf_off = it->off;
+            it->buf_len = got;
+        }
+    }
+    /* The bytes changed since they were indexed: report and skip the segment. */
+    rc = cairn__db_failf(it->db, CAIRN_ECORRUPT, "%s: record at offset %llu no longer valid",
+                         s->log.name, (unsigned long long)it->off);
+    it->off = it->end;
+    return rc;
+}
+
+/* Next record of a sealed segment, or CAIRN_ENOTFOUND at its end. */
+static int next_sealed(cairn_iter *it, seg_ref *s, cairn_record *rec)
+{
+    for (;;) {
+        cairn__err e;
+        size_t len;
+        rec_result r;
+        if (it->pos >= it->raw_len) {
+            int rc;
+            if (it->raw_len != 0) {
+                it->block++;
+                it->pos = it->raw_len = 0;
+            }
+            if (it->block >= s->s.block_count)
+                return CAIRN_ENOTFOUND;
+            rc = cairn__sealed_read_block(&s->s, it->block, it->db->a, &it->buf, &it->cap,
+                                          &it->raw_len, s->log.name, &e);
+            if (rc != CAIRN_OK) {
+                it->block++; /* skip the bad block on the next call */
+                it->raw_len = it->pos = 0;
+                return cairn__db_fail(it->db, rc, &e);
+            }
+        }
+        r = cairn__record_decode(it->buf + it->pos, it->raw_len - it->pos, s->s.salt, rec, &len);
+        if (r != REC_OK) {
+            sealed_block b;
+            cairn__sealed_block(&s->s, it->block, &b);
+            it->pos = it->raw_len; /* skip the rest of this block */
+            return cairn__db_failf(it->db, r == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT,
+                                   "%s: block %u at offset %llu: %s", s->log.name, it->block,
+                                   (unsigned long long)b.offset, cairn__record_result_str(r));
+        }
+        it->pos += len;
+        return CAIRN_OK;
+    }
+}
+
+int cairn_iter_open(cairn_db *db, const cairn_range *range, cairn_iter **out)
+{
+    cairn_range all = CAIRN_RANGE_INIT;
+    cairn_iter *it;
+    int rc = CAIRN_OK;
+
+    *out = NULL;
+    if (range != NULL && (range->version != CAIRN_RANGE_VERSION || range->type < -1 ||
+                          range->type > 65535))
+        return cairn__db_failf(db, CAIRN_EINVAL, "invalid range");
+    it = cairn__calloc(db->a, 1, sizeof *it);
+    if (it == NULL)
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory for an iterator");
+    it->db = db;
+    it->r = range ? *range : all;
+    pthread_mutex_lock(&db->mu);
+    if (db->read_only)
+        rc = cairn__refresh(db);
+    else if (!db->dead)
+        rc = cairn__flush_locked(db); /* readers see the buffer's records too */
+    if (rc == CAIRN_OK) {
+        seg_ref *act;
+        it->v = db->view;
+        atomic_fetch_add(&it->v->refs, 1);
+        act = it->v->segs[it->v->m.n - 1];
+        it->limit = act->sealed ? act->s.last_seq : act->log.base_seq + act->log.n - 1;
+    }
+    pthread_mutex_unlock(&db->mu);
+    if (rc != CAIRN_OK) {
+        cairn__free(db->a, it);
+        return rc;
+    }
+    *out = it;
+    return CAIRN_OK;
+}
+
+int cairn_iter_next(cairn_iter *it, cairn_record *rec)
+{
+    while (it->seg < it->v->m.n) {
+        seg_ref *s = it->v->segs[it->seg];
+        int rc;
+        if (!it->positioned) {
+            const manifest_entry *x = &it->v->m.e[it->seg];
+            if (x->base_seq > it->r.seq_to || x->base_seq > it->limit)
+                break;
+            if (!position(it)) {
+                it->seg++;
+                continue;
+            }
+            it->positioned = 1;
+        }
+        rc = s->sealed ? next_sealed(it, s, rec) : next_log(it, s, rec);
+        if (rc == CAIRN_ENOTFOUND) {
+            it->seg++;
+            it->positioned = 0;
+            continue;
+        }
+        if (rc != CAIRN_OK)
+            return rc;
+        if (rec->seq > it->r.seq_to || rec->seq > it->limit || rec->ts_ms > it->r.ts_to)
+            break;
+        if (rec->seq < it->r.seq_from || rec->ts_ms < it->r.ts_from ||
+            (it->r.type >= 0 && rec->type != (uint16_t)it->r.type))
+            continue;
+        return CAIRN_OK;
+    }
+    it->seg = it->v->m.n; /* stay at the end */
+    return CAIRN_ENOTFOUND;
+}
+
+void cairn_iter_close(cairn_iter *it)
+{
+    if (it == NULL)
+        return;
+    cairn__view_release(it->db, it->v);
+    cairn__free(it->db->a, it->buf);
+    cairn__free(it->db->a, it);
+}
+
+/* Copy a record into one allocation owned by the caller. */
+static int record_copy(cairn_db *db, const cairn_record *src, cairn_record **out)
+{
+    size_t n = sizeof(cairn_record) + src->ns_len + src->json_len + src->bin_len + 1;
+    cairn_record *r = cairn__malloc(db->a, n);
+    char *p;
+    if (r == NULL)
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory for a record");
+    *r = *src;
+    p = (char *)(r + 1);
+    memcpy(p, src->ns, src->ns_len);
+    r->ns = p;
+    p += src->ns_len;
+    memcpy(p, src->json, src->json_len);
+    r->json = p;
+    p += src->json_len;
+    memcpy(p, src->bin, src->bin_len);
+    r->bin = p;
+    p[src->bin_len] = '\0';
+    *out = r;
+    return CAIRN_OK;
+}
+
+int cairn_get(cairn_db *db, uint64_t seq, cairn_record **out)
+{
+    cairn_range r = CAIRN_RANGE_INIT;
+    cairn_iter *it;
+    cairn_record rec;
+    int rc;
+
+    *out = NULL;
+    if (seq == 0)
+        return cairn__db_failf(db, CAIRN_ENOTFOUND, "no record 0");
+    r.seq_from = r.seq_to = seq;
+    rc = cairn_iter_open(db, &r, &it);
+    if (rc != CAIRN_OK)
+        return rc;
+    /* Segments before seq are skipped by the first-level search below
+     * without being read: binary search for the segment holding seq. */
+    {
+        size_t lo = 0, hi = it->v->m.n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (it->v->m.e[mid].base_seq <= seq)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        it->seg = lo ? lo - 1 : 0;
+    }
+    rc = cairn_iter_next(it, &rec);
+    if (rc == CAIRN_OK && rec.seq != seq)
+        rc = CAIRN_ENOTFOUND;
+    if (rc == CAIRN_OK)
+        rc = record_copy(db, &rec, out);
+    else if (rc == CAIRN_ENOTFOUND)
+        cairn__db_failf(db, rc, "no record with sequence number %llu", (unsigned long long)seq);
+    cairn_iter_close(it);
+    return rc;
+}
+
+void cairn_record_free(cairn_db *db, cairn_record *rec)
+{
+    if (rec != NULL)
+        cairn__free(db ? db->a : NULL, rec);
+}

@@ -1,0 +1,216 @@
+/*
+ * manifest.c - the MANIFEST file: which segments are live, in which form,
+ * and the store's settings. It is only ever replaced whole: write a temp
+ * file, fsync it, rename it over MANIFEST, fsync the directory. A crash at
+ * any point leaves either the old or the new manifest, never a mix; the
+ * trailing checksum catches anything else.
+ */
+#include "manifest.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "alloc.h"
+#include "bytes.h"
+#include "filehdr.h"
+#include "io.h"
+
+int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t **out,
+                           size_t *len)
+{
+    size_t n = FILEHDR_SIZE + m->n * MAN_ENTRY_SIZE + 8;
+    uint8_t *b = cairn__calloc(a, 1, n), *p;
+
+    if (b == NULL)
+        return CAIRN_ENOMEM;
+    cairn__filehdr_init(b, MAGIC_MAN, MAN_VERSION);
+    put_le64(b + 16, m->generation);
+    put_le64(b + 24, m->next_id);
+    put_le64(b + 32, m->segment_size);
+    put_le32(b + 40, m->batch_ms);
+    b[44] = m->durability;
+    put_le32(b + 48, (uint32_t)m->n);
+    put_le32(b + 52, MAN_ENTRY_SIZE);
+    cairn__filehdr_seal(b);
+    p = b + FILEHDR_SIZE;
+    for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
+        const manifest_entry *x = &m->e[i];
+        put_le64(p, x->id);
+        p[8] = x->kind;
+        put_le64(p + 16, x->base_seq);
+        put_le64(p + 24, x->last_seq);
+        put_le64(p + 32, x->count);
+        put_le64(p + 40, (uint64_t)x->first_ts);
+        put_le64(p + 48, (uint64_t)x->last_ts);
+    }
+    put_le64(p, XXH3_64bits(b, n - 8));
+    *out = b;
+    *len = n;
+    return CAIRN_OK;
+}
+
+static int check_entries(const manifest *m, cairn__err *e)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const manifest_entry *x = &m->e[i];
+        int last = i + 1 == m->n;
+        if (x->kind < SEG_SEALED || x->kind > SEG_ACTIVE)
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %zu has unknown kind %u", i,
+                               x->kind);
+        if ((x->kind == SEG_ACTIVE) != last)
+            return cairn__fail(e, CAIRN_ECORRUPT,
+                               "MANIFEST: entry %zu: the active segment must be the last entry",
+                               i);
+        if (x->id == 0 || x->id >= m->next_id || (i > 0 && x->id <= m->e[i - 1].id))
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %zu: bad segment id", i);
+        if (x->base_seq == 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %zu: base_seq 0", i);
+        if (x->kind != SEG_ACTIVE) {
+            if (x->last_seq + 1 < x->base_seq || x->last_seq - x->base_seq + 1 != x->count ||
+                (x->count > 0 && x->first_ts > x->last_ts))
+                return cairn__fail(e, CAIRN_ECORRUPT,
+                                   "MANIFEST: entry %zu: inconsistent sequence range", i);
+        }
+        if (i > 0 && x->base_seq != m->e[i - 1].last_seq + 1)
+            return cairn__fail(e, CAIRN_ECORRUPT,
+                               "MANIFEST: entry %zu: sequence range does not follow entry %zu",
+                               i, i - 1);
+    }
+    if (m->n == 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: no active segment");
+    return CAIRN_OK;
+}
+
+int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator *a,
+                           manifest *m, cairn__err *e)
+{
+    uint32_t count;
+    const uint8_t *p;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    rc = cairn__filehdr_check(buf, len, MAGIC_MAN, MAN_VERSION, "MANIFEST", e);
+    if (rc != CAIRN_OK)
+        return rc;
+    count = get_le32(buf + 48);
+    if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
+        buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
+        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad entry size, count or settings");
+    if (len != FILEHDR_SIZE + (size_t)count * MAN_ENTRY_SIZE + 8)
+        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, expected %zu", len,
+                           FILEHDR_SIZE + (size_t)count * MAN_ENTRY_SIZE + 8);
+    if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "MANIFEST: checksum mismatch at offset %zu",
+                           len - 8);
+    m->generation = get_le64(buf + 16);
+    m->next_id = get_le64(buf + 24);
+    m->segment_size = get_le64(buf + 32);
+    m->batch_ms = get_le32(buf + 40);
+    m->durability = buf[44];
+    if (m->segment_size < 4096 || m->segment_size > (1ull << 32))
+        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: segment size %llu out of range",
+                           (unsigned long long)m->segment_size);
+    m->e = cairn__calloc(a, count ? count : 1, sizeof *m->e);
+    if (m->e == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
+    m->n = count;
+    p = buf + FILEHDR_SIZE;
+    for (uint32_t i = 0; i < count; i++, p += MAN_ENTRY_SIZE) {
+        manifest_entry *x = &m->e[i];
+        if (p[9] | p[10] | p[11] | p[12] | p[13] | p[14] | p[15]) {
+            rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %u: reserved bytes not zero", i);
+            goto fail;
+        }
+        x->id = get_le64(p);
+        x->kind = p[8];
+        x->base_seq = get_le64(p + 16);
+        x->last_seq = get_le64(p + 24);
+        x->count = get_le64(p + 32);
+        x->first_ts = (int64_t)get_le64(p + 40);
+        x->last_ts = (int64_t)get_le64(p + 48);
+    }
+    rc = check_entries(m, e);
+    if (rc == CAIRN_OK)
+        return CAIRN_OK;
+fail:
+    cairn__manifest_free(a, m);
+    return rc;
+}
+
+int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
+                          const cairn_allocator *a, cairn__err *e)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    int fd = -1, rc;
+
+    rc = cairn__manifest_encode(m, a, &buf, &len);
+    if (rc != CAIRN_OK)
+        return cairn__fail(e, rc, "MANIFEST: no memory to encode");
+    rc = cairn__io_open(io, "manifest.open", dirfd, MANIFEST_TMP, O_WRONLY | O_CREAT | O_TRUNC,
+                        0644, &fd, e);
+    if (rc != CAIRN_OK)
+        goto cleanup;
+    rc = cairn__io_write(io, "manifest.write", fd, buf, len, 0, MANIFEST_TMP, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "manifest.fsync", fd, MANIFEST_TMP, e);
+    cairn__io_close(io, "manifest.close", fd);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_rename(io, "manifest.rename", dirfd, MANIFEST_TMP, MANIFEST_NAME, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "manifest.dirsync", dirfd, ".", e);
+cleanup:
+    cairn__free(a, buf);
+    return rc;
+}
+
+int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a, manifest *m,
+                         cairn__err *e)
+{
+    struct stat st;
+    uint8_t *buf = NULL;
+    size_t got;
+    int fd = -1, rc;
+
+    rc = cairn__io_open(io, "manifest.read", dirfd, MANIFEST_NAME, O_RDONLY, 0, &fd, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (fstat(fd, &st) != 0 || st.st_size > (off_t)(FILEHDR_SIZE + 8 +
+                                                     (uint64_t)MAN_MAX_ENTRIES * MAN_ENTRY_SIZE)) {
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: unreadable size");
+        goto cleanup;
+    }
+    buf = cairn__malloc(a, (size_t)st.st_size);
+    if (buf == NULL) {
+        rc = cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
+        goto cleanup;
+    }
+    rc = cairn__io_read(io, "manifest.read", fd, buf, (size_t)st.st_size, 0, &got,
+                        MANIFEST_NAME, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__manifest_decode(buf, got, a, m, e);
+cleanup:
+    cairn__io_close(io, "manifest.close", fd);
+    cairn__free(a, buf);
+    return rc;
+}
+
+int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest *dst)
+{
+    *dst = *src;
+    dst->e = cairn__calloc(a, src->n ? src->n : 1, sizeof *dst->e);
+    if (dst->e == NULL)
+        return CAIRN_ENOMEM;
+    if (src->n)
+        memcpy(dst->e, src->e, src->n * sizeof *dst->e);
+    return CAIRN_OK;
+}
+
+void cairn__manifest_free(const cairn_allocator *a, manifest *m)
+{
+    cairn__free(a, m->e);
+    m->e = NULL;
+    m->n = 0;
+}

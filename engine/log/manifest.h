@@ -1,0 +1,73 @@
+/*
+ * manifest.h - MANIFEST, the list of live files (format-spec/manifest.md).
+ *
+ * File: a 64-byte file header ("CAIRNMAN"), entry_count entries of 56
+ * bytes, and an 8-byte trailer: XXH3-64 of every byte before it.
+ * Header fields: 16 u64 generation, 24 u64 next_segment_id,
+ * 32 u64 segment_size, 40 u32 batch_ms, 44 u8 durability, 45..47 reserved,
+ * 48 u32 entry_count, 52 u32 entry_size (56).
+ * Entry: 0 u64 segment_id, 8 u8 kind, 9..15 reserved, 16 u64 base_seq,
+ * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
+ */
+#ifndef CAIRN_MANIFEST_H
+#define CAIRN_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "status.h"
+
+#define MANIFEST_NAME "MANIFEST"
+#define MANIFEST_TMP "MANIFEST.tmp"
+#define MAN_ENTRY_SIZE 56u
+#define MAN_MAX_ENTRIES (1u << 20)
+
+enum {
+    SEG_SEALED = 1, /* <id>.seg, immutable, compressed */
+    SEG_CLOSED = 2, /* <id>.log, full and fsynced, awaiting sealing */
+    SEG_ACTIVE = 3  /* <id>.log, appended to; always the last entry */
+};
+
+typedef struct manifest_entry {
+    uint64_t id;
+    uint8_t kind;
+    uint64_t base_seq;
+    uint64_t last_seq;     /* base_seq - 1 when empty; 0 for the active entry */
+    uint64_t count;        /* records; 0 for the active entry (it is scanned) */
+    int64_t first_ts, last_ts;
+} manifest_entry;
+
+typedef struct manifest {
+    uint64_t generation;
+    uint64_t next_id;
+    uint64_t segment_size;
+    uint32_t batch_ms;
+    uint8_t durability;
+    manifest_entry *e;
+    size_t n;
+} manifest;
+
+/* Encode into a new buffer (*out, *len; free with cairn__free). */
+int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t **out,
+                           size_t *len);
+
+/* Decode and validate: checksums, versions, reserved fields, kinds, ids
+ * strictly increasing, one active entry and it is last, sequence ranges
+ * contiguous. On success m->e is allocated (free with cairn__manifest_free). */
+int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator *a,
+                           manifest *m, cairn__err *e);
+
+/* Replace MANIFEST atomically: write MANIFEST.tmp, fsync, rename, fsync dir. */
+int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
+                          const cairn_allocator *a, cairn__err *e);
+
+/* Read and decode MANIFEST. CAIRN_ENOTFOUND when there is none. */
+int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a, manifest *m,
+                         cairn__err *e);
+
+int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest *dst);
+void cairn__manifest_free(const cairn_allocator *a, manifest *m);
+
+#endif /* CAIRN_MANIFEST_H */

@@ -1,0 +1,419 @@
+/*
+ * sealed.c - sealing a full log segment into independently decodable zstd
+ * blocks, and reading it back (format-spec/sealed.md).
+ *
+ * Sealing re-validates every record it copies (checksum and sequence), so
+ * rot in a closed .log is caught before it is baked into a sealed file. The
+ * sealed file is written as <id>.seg.tmp, fsynced and renamed, so a crash
+ * leaves either no .seg or a whole one; the manifest swap that makes it live
+ * happens afterwards, in the store.
+ *
+ * Reading trusts nothing: the footer has its own checksum, the index has a
+ * checksum in the footer, and every index entry is checked for offsets inside
+ * the file, contiguous frames and contiguous sequence numbers before any
+ * pointer into the mapping is formed. Each frame has its own checksum, so a
+ * flipped bit costs one block, never the file.
+ */
+#include "sealed.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "alloc.h"
+#include "bytes.h"
+#include "filehdr.h"
+#include "io.h"
+#include "record.h"
+
+/* Largest raw block: a block closes before it passes the target unless its
+ * first record alone is bigger. */
+#define SEAL_BLOCK_MAX (SEAL_BLOCK_TARGET + CAIRN_RECORD_MAX)
+
+static void put_block(uint8_t *p, const sealed_block *b)
+{
+    put_le64(p, b->offset);
+    put_le32(p + 8, b->comp_len);
+    put_le32(p + 12, b->raw_len);
+    put_le64(p + 16, b->first_seq);
+    put_le64(p + 24, b->last_seq);
+    put_le64(p + 32, (uint64_t)b->first_ts);
+    put_le64(p + 40, (uint64_t)b->last_ts);
+    put_le32(p + 48, b->count);
+    put_le32(p + 52, 0);
+    put_le64(p + 56, b->sum);
+}
+
+void cairn__sealed_block(const sealed_seg *s, uint32_t i, sealed_block *b)
+{
+    const uint8_t *p = s->data + s->index_off + (uint64_t)i * SEAL_INDEX_ENTRY;
+    b->offset = get_le64(p);
+    b->comp_len = get_le32(p + 8);
+    b->raw_len = get_le32(p + 12);
+    b->first_seq = get_le64(p + 16);
+    b->last_seq = get_le64(p + 24);
+    b->first_ts = (int64_t)get_le64(p + 32);
+    b->last_ts = (int64_t)get_le64(p + 40);
+    b->count = get_le32(p + 48);
+    b->sum = get_le64(p + 56);
+}
+
+/* Output state of one seal: appends to the temp file and hashes as it goes. */
+typedef struct seal_out {
+    const cairn_io *io;
+    int fd;
+    uint64_t pos;
+    XXH3_state_t *hash;
+    const char *name;
+} seal_out;
+
+static int out_write(seal_out *o, const void *buf, size_t len, cairn__err *e)
+{
+    int rc = cairn__io_write(o->io, "seal.write", o->fd, buf, len, o->pos, o->name, e);
+    if (rc == CAIRN_OK) {
+        XXH3_64bits_update(o->hash, buf, len);
+        o->pos += len;
+    }
+    return rc;
+}
+
+/* Check the records of one raw block: whole, valid, in sequence. */
+static int check_block_records(const uint8_t *raw, size_t len, const logseg *src,
+                               uint64_t first_seq, cairn__err *e)
+{
+    size_t pos = 0;
+    uint64_t want = first_seq;
+    while (pos < len) {
+        cairn_record rec;
+        size_t rl;
+        rec_result r = cairn__record_decode(raw + pos, len - pos, src->salt, &rec, &rl);
+        if (r != REC_OK || rec.seq != want)
+            return cairn__fail(e, r == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT,
+                               "%s: cannot seal: %s at seq %llu", src->name,
+                               r == REC_OK ? "sequence gap" : cairn__record_result_str(r),
+                               (unsigned long long)want);
+        pos += rl;
+        want++;
+    }
+    return CAIRN_OK;
+}
+
+int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
+                      const logseg *src, uint64_t *file_size, cairn__err *e)
+{
+    char tmp[LOGSEG_NAME_MAX + 8], fin[LOGSEG_NAME_MAX];
+    uint8_t h[FILEHDR_SIZE], foot[SEAL_FOOTER_SIZE];
+    uint8_t *raw = NULL, *comp = NULL, *index = NULL;
+    size_t raw_cap = 0, comp_cap = 0, nblocks = 0, index_cap = 0;
+    ZSTD_CCtx *cctx = NULL;
+    seal_out o = {io, -1, 0, NULL, tmp};
+    uint64_t raw_total = 0;
+    size_t i = 0;
+    int rc = CAIRN_OK;
+
+    cairn__logseg_name(fin, src->id, "seg");
+    snprintf(tmp, sizeof tmp, "%s.tmp", fin);
+    o.hash = XXH3_createState();
+    cctx = ZSTD_createCCtx();
+    if (o.hash == NULL || cctx == NULL) {
+        rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
+        goto cleanup;
+    }
+    XXH3_64bits_reset(o.hash);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0);
+    rc = cairn__io_open(io, "seal.open", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &o.fd,
+                        e);
+    if (rc != CAIRN_OK)
+        goto cleanup;
+    cairn__filehdr_init(h, MAGIC_SEG, SEG_VERSION);
+    put_le64(h + 16, src->id);
+    put_le64(h + 24, src->salt);
+    put_le64(h + 32, src->base_seq);
+    put_le64(h + 40, (uint64_t)src->created_ms);
+    cairn__filehdr_seal(h);
+    rc = out_write(&o, h, sizeof h, e);
+
+    while (rc == CAIRN_OK && i < src->n) {
+        sealed_block b;
+        size_t j = i + 1, raw_len, got, bound, clen;
+        uint64_t start = src->off[i];
+        /* Grow the block while the next record still fits under the target. */
+        while (j < src->n && (j + 1 < src->n ? src->off[j + 1] : src->end) - start <=
+                                 SEAL_BLOCK_TARGET)
+            j++;
+        raw_len = (size_t)((j < src->n ? src->off[j] : src->end) - start);
+        if ((rc = cairn__grow(a, (void **)&raw, &raw_cap, raw_len, 1)) != CAIRN_OK ||
+            (rc = cairn__grow(a, (void **)&comp, &comp_cap, ZSTD_compressBound(raw_len), 1)) !=
+                CAIRN_OK) {
+            rc = cairn__fail(e, rc, "%s: no memory to seal", src->name);
+            break;
+        }
+        rc = cairn__io_read(io, "seal.read", src->fd, raw, raw_len, start, &got, src->name, e);
+        if (rc == CAIRN_OK && got != raw_len)
+            rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: short read at offset %llu while sealing",
+                             src->name, (unsigned long long)start);
+        if (rc == CAIRN_OK)
+            rc = check_block_records(raw, raw_len, src, src->base_seq + i, e);
+        if (rc != CAIRN_OK)
+            break;
+        bound = comp_cap;
+        clen = ZSTD_compress2(cctx, comp, bound, raw, raw_len);
+        if (ZSTD_isError(clen)) {
+            rc = cairn__fail(e, CAIRN_EIO, "%s: zstd: %s", src->name, ZSTD_getErrorName(clen));
+            break;
+        }
+        b.offset = o.pos;
+        b.comp_len = (uint32_t)clen;
+        b.raw_len = (uint32_t)raw_len;
+        b.first_seq = src->base_seq + i;
+        b.last_seq = src->base_seq + j - 1;
+        b.first_ts = src->ts[i];
+        b.last_ts = src->ts[j - 1];
+        b.count = (uint32_t)(j - i);
+        b.sum = XXH3_64bits(comp, clen);
+        rc = out_write(&o, comp, clen, e);
+        if (rc != CAIRN_OK)
+            break;
+        if (cairn__grow(a, (void **)&index, &index_cap, (nblocks + 1) * SEAL_INDEX_ENTRY, 1) !=
+            CAIRN_OK) {
+            rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
+            break;
+        }
+        put_block(index + nblocks * SEAL_INDEX_ENTRY, &b);
+        nblocks++;
+        raw_total += raw_len;
+        i = j;
+    }
+    if (rc == CAIRN_OK) {
+        uint64_t index_off = o.pos;
+        size_t ilen = nblocks * SEAL_INDEX_ENTRY;
+        if (ilen)
+            rc = out_write(&o, index, ilen, e);
+        memset(foot, 0, sizeof foot);
+        memcpy(foot, MAGIC_END, 8);
+        put_le64(foot + 8, index_off);
+        put_le32(foot + 16, (uint32_t)nblocks);
+        put_le64(foot + 24, src->n);
+        put_le64(foot + 32, src->base_seq);
+        put_le64(foot + 40, src->base_seq + src->n - 1);
+        put_le64(foot + 48, raw_total);
+        put_le64(foot + 56, XXH3_64bits(index, ilen));
+        put_le64(foot + 64, XXH3_64bits(foot, 64));
+        if (rc == CAIRN_OK) {
+            XXH3_64bits_update(o.hash, foot, 72);
+            put_le64(foot + 72, XXH3_64bits_digest(o.hash));
+            rc = cairn__io_write(io, "seal.write", o.fd, foot, sizeof foot, o.pos, tmp, e);
+            o.pos += sizeof foot;
+        }
+    }
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "seal.fsync", o.fd, tmp, e);
+    cairn__io_close(io, "seal.close", o.fd);
+    o.fd = -1;
+    if (rc == CAIRN_OK)
+        rc = cairn__io_rename(io, "seal.rename", dirfd, tmp, fin, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "seal.dirsync", dirfd, ".", e);
+    if (rc == CAIRN_OK)
+        *file_size = o.pos;
+    else
+        io->unlinkat(io->user, "seal.cleanup", dirfd, tmp);
+cleanup:
+    if (o.fd >= 0)
+        cairn__io_close(io, "seal.close", o.fd);
+    XXH3_freeState(o.hash);
+    ZSTD_freeCCtx(cctx);
+    cairn__free(a, raw);
+    cairn__free(a, comp);
+    cairn__free(a, index);
+    return rc;
+}
+
+int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const char *what,
+                       cairn__err *e)
+{
+    const uint8_t *f;
+    uint64_t pos = FILEHDR_SIZE, seq, recs = 0, raw = 0;
+    int64_t ts = INT64_MIN;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    rc = cairn__filehdr_check(data, size, MAGIC_SEG, SEG_VERSION, what, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (size < FILEHDR_SIZE + SEAL_FOOTER_SIZE)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short for a footer (%zu bytes)", what,
+                           size);
+    if (get_le64(data + 48) != 0 || get_le64(data + 32) == 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: bad base_seq or reserved field in header",
+                           what);
+    s->data = data;
+    s->size = size;
+    s->id = get_le64(data + 16);
+    s->salt = get_le64(data + 24);
+    s->base_seq = get_le64(data + 32);
+    s->created_ms = (int64_t)get_le64(data + 40);
+
+    f = data + size - SEAL_FOOTER_SIZE;
+    if (memcmp(f, MAGIC_END, 8) != 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: bad footer magic at offset %zu", what,
+                           size - SEAL_FOOTER_SIZE);
+    if (get_le64(f + 64) != XXH3_64bits(f, 64))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: footer checksum mismatch at offset %zu",
+                           what, size - SEAL_FOOTER_SIZE + 64);
+    s->index_off = get_le64(f + 8);
+    s->block_count = get_le32(f + 16);
+    s->record_count = get_le64(f + 24);
+    s->first_seq = get_le64(f + 32);
+    s->last_seq = get_le64(f + 40);
+    s->raw_bytes = get_le64(f + 48);
+    if (get_le32(f + 20) != 0 || s->index_off < FILEHDR_SIZE ||
+        s->index_off > size - SEAL_FOOTER_SIZE ||
+        (size - SEAL_FOOTER_SIZE - s->index_off) != (uint64_t)s->block_count * SEAL_INDEX_ENTRY)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: footer at offset %zu: bad index bounds",
+                           what, size - SEAL_FOOTER_SIZE);
+    if (get_le64(f + 56) !=
+        XXH3_64bits(data + s->index_off, (size_t)s->block_count * SEAL_INDEX_ENTRY))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: block index checksum mismatch at offset %llu",
+                           what, (unsigned long long)s->index_off);
+    seq = s->base_seq;
+    for (uint32_t i = 0; i < s->block_count; i++) {
+        sealed_block b;
+        cairn__sealed_block(s, i, &b);
+        if (b.offset != pos || b.comp_len == 0 || b.comp_len > s->index_off - pos ||
+            b.raw_len < REC_OVERHEAD || b.raw_len > SEAL_BLOCK_MAX || b.count == 0 ||
+            b.first_seq != seq || b.last_seq - b.first_seq + 1 != b.count ||
+            b.last_seq < b.first_seq || b.first_ts > b.last_ts || b.first_ts < ts ||
+            get_le32(data + s->index_off + (uint64_t)i * SEAL_INDEX_ENTRY + 52) != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: block index entry %u at offset %llu is "
+                               "inconsistent", what, i,
+                               (unsigned long long)(s->index_off + (uint64_t)i * SEAL_INDEX_ENTRY));
+        pos += b.comp_len;
+        seq = b.last_seq + 1;
+        ts = b.last_ts;
+        recs += b.count;
+        raw += b.raw_len;
+    }
+    if (pos != s->index_off || recs != s->record_count || raw != s->raw_bytes ||
+        s->first_seq != s->base_seq || s->last_seq != s->base_seq + recs - 1)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: footer totals disagree with the block index",
+                           what);
+    return CAIRN_OK;
+}
+
+uint32_t cairn__sealed_find_seq(const sealed_seg *s, uint64_t seq)
+{
+    uint32_t lo = 0, hi = s->block_count;
+    if (seq < s->first_seq || seq > s->last_seq)
+        return s->block_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        sealed_block b;
+        cairn__sealed_block(s, mid, &b);
+        if (b.last_seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint32_t cairn__sealed_find_ts(const sealed_seg *s, int64_t ts)
+{
+    uint32_t lo = 0, hi = s->block_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        sealed_block b;
+        cairn__sealed_block(s, mid, &b);
+        if (b.last_ts < ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_allocator *a,
+                             uint8_t **buf, size_t *cap, size_t *raw_len, const char *what,
+                             cairn__err *e)
+{
+    sealed_block b;
+    size_t n;
+
+    cairn__sealed_block(s, i, &b);
+    if (XXH3_64bits(s->data + b.offset, b.comp_len) != b.sum)
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: block %u at offset %llu has bad checksum",
+                           what, i, (unsigned long long)b.offset);
+    if (cairn__grow(a, (void **)buf, cap, b.raw_len, 1) != CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for block %u", what, i);
+    n = ZSTD_decompress(*buf, b.raw_len, s->data + b.offset, b.comp_len);
+    if (ZSTD_isError(n) || n != b.raw_len)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: block %u at offset %llu does not inflate to "
+                           "%u bytes", what, i, (unsigned long long)b.offset, b.raw_len);
+    *raw_len = n;
+    return CAIRN_OK;
+}
+
+uint64_t cairn__sealed_verify(const uint8_t *data, size_t size, const cairn_allocator *a,
+                              const char *what, sealed_problem_fn fn, void *user)
+{
+    sealed_seg s;
+    cairn__err e;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    uint64_t problems = 0;
+    int rc;
+
+    rc = cairn__sealed_open(data, size, &s, what, &e);
+    if (rc != CAIRN_OK) {
+        /* Point at the structure that failed: the header, else the footer or index. */
+        uint64_t off = 0;
+        if (cairn__filehdr_check(data, size, MAGIC_SEG, SEG_VERSION, what, NULL) == CAIRN_OK)
+            off = size >= SEAL_FOOTER_SIZE ? size - SEAL_FOOTER_SIZE : 0;
+        if (s.index_off >= FILEHDR_SIZE && s.index_off < size && strstr(e.msg, "index"))
+            off = s.index_off;
+        fn(user, off, rc, e.msg);
+        return 1;
+    }
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        sealed_block b;
+        size_t raw_len, pos = 0;
+        uint64_t want;
+        cairn__sealed_block(&s, i, &b);
+        rc = cairn__sealed_read_block(&s, i, a, &buf, &cap, &raw_len, what, &e);
+        if (rc != CAIRN_OK) {
+            fn(user, b.offset, rc, e.msg);
+            problems++;
+            continue;
+        }
+        for (want = b.first_seq; pos < raw_len; want++) {
+            cairn_record rec;
+            size_t rl;
+            rec_result r = cairn__record_decode(buf + pos, raw_len - pos, s.salt, &rec, &rl);
+            if (r != REC_OK || rec.seq != want || rec.ts_ms < b.first_ts ||
+                rec.ts_ms > b.last_ts) {
+                char m[CAIRN_ERRMSG_MAX];
+                snprintf(m, sizeof m, "%s: block %u: record %llu at inflated offset %zu: %s",
+                         what, i, (unsigned long long)want, pos,
+                         r == REC_OK ? "out of sequence" : cairn__record_result_str(r));
+                fn(user, b.offset, r == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
+                problems++;
+                break;
+            }
+            pos += rl;
+        }
+        if (pos == raw_len && want != b.last_seq + 1) {
+            fn(user, b.offset, CAIRN_ECORRUPT, "block holds fewer records than its index says");
+            problems++;
+        }
+    }
+    if (problems == 0 && get_le64(data + size - 8) != XXH3_64bits(data, size - 8)) {
+        fn(user, size - 8, CAIRN_ECHECKSUM, "whole-file checksum mismatch");
+        problems++;
+    }
+    cairn__free(a, buf);
+    return problems;
+}

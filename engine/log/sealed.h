@@ -1,0 +1,92 @@
+/*
+ * sealed.h - sealed segments (format-spec/sealed.md): a full log segment
+ * rewritten as independently decodable zstd blocks with a block index and a
+ * footer, so any one record is read by inflating one block, and the file can
+ * be shipped or audited on its own.
+ *
+ *   [file header 64: "CAIRNSEG"; fields as in the .log header]
+ *   [block 0: zstd frame] ... [block n-1: zstd frame]
+ *   [block index: n entries of 64 bytes]
+ *   [footer: 80 bytes]
+ *
+ * Block index entry: 0 u64 offset, 8 u32 comp_len, 12 u32 raw_len,
+ *   16 u64 first_seq, 24 u64 last_seq, 32 i64 first_ts, 40 i64 last_ts,
+ *   48 u32 record_count, 52 u32 reserved (0), 56 u64 XXH3-64 of the frame.
+ * Footer: 0 "CAIRNEND", 8 u64 index_offset, 16 u32 block_count,
+ *   20 u32 flags (0), 24 u64 record_count, 32 u64 first_seq,
+ *   40 u64 last_seq, 48 u64 raw_bytes, 56 u64 XXH3-64 of the index,
+ *   64 u64 XXH3-64 of footer bytes [0,64), 72 u64 XXH3-64 of every byte of
+ *   the file before this field.
+ * Records inside a block are encoded exactly as in the .log file, with the
+ * segment's salt; a record never spans two blocks.
+ */
+#ifndef CAIRN_SEALED_H
+#define CAIRN_SEALED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "logseg.h"
+#include "status.h"
+
+#define SEAL_BLOCK_TARGET (64u * 1024u) /* raw bytes per block, before compression */
+#define SEAL_INDEX_ENTRY 64u
+#define SEAL_FOOTER_SIZE 80u
+#define SEAL_ZSTD_LEVEL 1
+
+typedef struct sealed_block {
+    uint64_t offset;
+    uint32_t comp_len, raw_len;
+    uint64_t first_seq, last_seq;
+    int64_t first_ts, last_ts;
+    uint32_t count;
+    uint64_t sum;
+} sealed_block;
+
+/* A validated view of a sealed file held in memory (normally an mmap). */
+typedef struct sealed_seg {
+    const uint8_t *data;
+    size_t size;
+    uint64_t id, salt, base_seq;
+    int64_t created_ms;
+    uint64_t index_off;
+    uint32_t block_count;
+    uint64_t record_count, first_seq, last_seq, raw_bytes;
+} sealed_seg;
+
+/* Write <id>.seg from the records of `src` (a scanned log segment): to
+ * <id>.seg.tmp, fsync, rename, fsync the directory. *file_size gets the
+ * size of the sealed file. */
+int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
+                      const logseg *src, uint64_t *file_size, cairn__err *e);
+
+/* Validate header, footer (its own checksum), index checksum and every index
+ * entry (offsets inside the file and increasing, sequence numbers contiguous
+ * from base_seq, timestamps non-decreasing). Does not read the blocks nor the
+ * whole-file checksum (cairn__sealed_verify does). `what` names the file. */
+int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const char *what,
+                       cairn__err *e);
+
+/* Entry i of the block index (i < block_count). */
+void cairn__sealed_block(const sealed_seg *s, uint32_t i, sealed_block *b);
+
+/* Index of the block holding seq, or block_count if none. */
+uint32_t cairn__sealed_find_seq(const sealed_seg *s, uint64_t seq);
+/* Index of the first block whose last_ts >= ts, or block_count if none. */
+uint32_t cairn__sealed_find_ts(const sealed_seg *s, int64_t ts);
+
+/* Check block i's frame checksum and inflate it into *buf (grown as needed,
+ * capacity *cap); *raw_len gets its size. */
+int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_allocator *a,
+                             uint8_t **buf, size_t *cap, size_t *raw_len, const char *what,
+                             cairn__err *e);
+
+/* Check everything: whole-file checksum, every block and every record in it.
+ * Calls fn for each problem with the offset it concerns; returns the count. */
+typedef void (*sealed_problem_fn)(void *user, uint64_t offset, int code, const char *msg);
+uint64_t cairn__sealed_verify(const uint8_t *data, size_t size, const cairn_allocator *a,
+                              const char *what, sealed_problem_fn fn, void *user);
+
+#endif /* CAIRN_SEALED_H */

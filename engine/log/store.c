@@ -1,0 +1,696 @@
+/*
+ * store.c - opening and closing a store, the writer lock, recovery, views
+ * (refcounted snapshots of the manifest), refreshing read-only handles, and
+ * stats.
+ *
+ * Recovery on a writer open, in order:
+ *  1. read MANIFEST (a missing one creates a store only when asked to and
+ *     only in a directory without segment files; a bad one is an error,
+ *     never a reason to start over);
+ *  2. delete orphans: temp files, and segment files the manifest does not
+ *     name (a roll or seal that crashed before its manifest swap);
+ *  3. scan the closed and active .log segments; truncate the active one
+ *     after its last valid record (the torn tail) and fsync it;
+ *  4. queue closed segments for sealing.
+ * Every record wholly written before the crash is kept; nothing is
+ * invented, nothing earlier is touched.
+ */
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "filehdr.h"
+#include "io.h"
+
+int64_t cairn__now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int cairn__db_fail(cairn_db *db, int code, const cairn__err *e)
+{
+    pthread_mutex_lock(&db->err_mu);
+    if (e != NULL && e != &db->err)
+        memcpy(db->err.msg, e->msg, sizeof db->err.msg);
+    pthread_mutex_unlock(&db->err_mu);
+    return code;
+}
+
+int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&db->err_mu);
+    va_start(ap, fmt);
+    vsnprintf(db->err.msg, sizeof db->err.msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&db->err_mu);
+    return code;
+}
+
+const char *cairn_errmsg(const cairn_db *db)
+{
+    return db ? db->err.msg : "";
+}
+
+/* ---- segments and views ------------------------------------------------ */
+
+void cairn__seg_release(cairn_db *db, seg_ref *s)
+{
+    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    if (s->map != NULL)
+        munmap(s->map, s->map_len);
+    cairn__logseg_free(db->io, db->a, &s->log);
+    cairn__free(db->a, s);
+}
+
+static seg_ref *seg_new(cairn_db *db)
+{
+    seg_ref *s = cairn__calloc(db->a, 1, sizeof *s);
+    if (s != NULL) {
+        atomic_init(&s->refs, 1);
+        s->log.fd = -1;
+    }
+    return s;
+}
+
+int cairn__seg_open_sealed(cairn_db *db, uint64_t id, seg_ref **out, cairn__err *e)
+{
+    char name[LOGSEG_NAME_MAX];
+    struct stat st;
+    seg_ref *s;
+    int fd = -1, rc;
+
+    cairn__logseg_name(name, id, "seg");
+    s = seg_new(db);
+    if (s == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory", name);
+    s->sealed = 1;
+    s->id = id;
+    memcpy(s->log.name, name, sizeof name);
+    rc = cairn__io_open(db->io, "sealed.open", db->dirfd, name, O_RDONLY, 0, &fd, e);
+    if (rc != CAIRN_OK)
+        goto fail;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: empty or unreadable", name);
+        goto fail;
+    }
+    s->map_len = (size_t)st.st_size;
+    s->map = mmap(NULL, s->map_len, PROT_READ, MAP_SHARED, fd, 0);
+    if (s->map == MAP_FAILED) {
+        s->map = NULL;
+        rc = cairn__fail(e, cairn__errno_status(errno), "mmap %s: %s", name, strerror(errno));
+        goto fail;
+    }
+    rc = cairn__sealed_open(s->map, s->map_len, &s->s, name, e);
+    if (rc == CAIRN_OK && s->s.id != id)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: header names segment %llu", name,
+                         (unsigned long long)s->s.id);
+    if (rc != CAIRN_OK)
+        goto fail;
+    cairn__io_close(db->io, "sealed.open", fd);
+    *out = s;
+    return CAIRN_OK;
+fail:
+    cairn__io_close(db->io, "sealed.open", fd);
+    cairn__seg_release(db, s);
+    return rc;
+}
+
+/* Open a log segment (closed or active) and index it. The writer truncates
+ * the active one's torn tail. */
+static int seg_open_log(cairn_db *db, const manifest_entry *x, seg_ref **out, cairn__err *e)
+{
+    seg_ref *s = seg_new(db);
+    logseg_stop stop;
+    int writable = !db->read_only && x->kind == SEG_ACTIVE;
+    int rc;
+
+    if (s == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory");
+    s->id = x->id;
+    rc = cairn__logseg_open(db->io, db->a, db->dirfd, &s->log, x->id, !writable, &stop, e);
+    if (rc == CAIRN_OK && s->log.base_seq != x->base_seq)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: base_seq %llu, manifest says %llu", s->log.name,
+                         (unsigned long long)s->log.base_seq, (unsigned long long)x->base_seq);
+    if (rc != CAIRN_OK) {
+        cairn__seg_release(db, s);
+        return rc;
+    }
+    s->log_file_size = stop.file_size;
+    if (writable && stop.file_size > s->log.end) {
+        /* The torn tail: drop it so the next append starts on a record boundary. */
+        rc = cairn__io_truncate(db->io, "recover.truncate", s->log.fd, s->log.end, s->log.name, e);
+        if (rc == CAIRN_OK)
+            rc = cairn__io_fsync(db->io, "recover.fsync", s->log.fd, s->log.name, e);
+        if (rc != CAIRN_OK) {
+            cairn__seg_release(db, s);
+            return rc;
+        }
+        s->log_file_size = s->log.end;
+    }
+    *out = s;
+    return CAIRN_OK;
+}
+
+int cairn__view_make(cairn_db *db, const manifest *m, seg_ref **segs, view **out)
+{
+    view *v = cairn__calloc(db->a, 1, sizeof *v);
+    if (v == NULL)
+        return CAIRN_ENOMEM;
+    atomic_init(&v->refs, 1);
+    v->segs = cairn__calloc(db->a, m->n ? m->n : 1, sizeof *v->segs);
+    if (v->segs == NULL || cairn__manifest_copy(m, db->a, &v->m) != CAIRN_OK) {
+        cairn__free(db->a, v->segs);
+        cairn__free(db->a, v);
+        return CAIRN_ENOMEM;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        v->segs[i] = segs[i];
+        atomic_fetch_add(&segs[i]->refs, 1);
+    }
+    *out = v;
+    return CAIRN_OK;
+}
+
+void cairn__view_release(cairn_db *db, view *v)
+{
+    if (v == NULL || atomic_fetch_sub(&v->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < v->m.n; i++)
+        cairn__seg_release(db, v->segs[i]);
+    cairn__free(db->a, v->segs);
+    cairn__manifest_free(db->a, &v->m);
+    cairn__free(db->a, v);
+}
+
+view *cairn__view_acquire(cairn_db *db)
+{
+    view *v;
+    pthread_mutex_lock(&db->mu);
+    v = db->view;
+    atomic_fetch_add(&v->refs, 1);
+    pthread_mutex_unlock(&db->mu);
+    return v;
+}
+
+void cairn__view_publish(cairn_db *db, view *nv)
+{
+    view *old = db->view;
+    db->view = nv;
+    cairn__view_release(db, old);
+}
+
+/* Open every segment a manifest names, reusing those of `old` (may be NULL)
+ * with the same id and form. */
+static int segs_open(cairn_db *db, const manifest *m, const view *old, seg_ref ***out,
+                     cairn__err *e)
+{
+    seg_ref **segs = cairn__calloc(db->a, m->n ? m->n : 1, sizeof *segs);
+    int rc = CAIRN_OK;
+    size_t i;
+
+    if (segs == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory");
+    for (i = 0; i < m->n && rc == CAIRN_OK; i++) {
+        const manifest_entry *x = &m->e[i];
+        int want_sealed = x->kind == SEG_SEALED;
+        if (old != NULL) {
+            for (size_t j = 0; j < old->m.n; j++) {
+                seg_ref *o = old->segs[j];
+                if (o->id == x->id && o->sealed == want_sealed) {
+                    segs[i] = o;
+                    atomic_fetch_add(&o->refs, 1);
+                    /* It may have grown (read-only handles follow the writer). */
+                    if (!o->sealed && old->m.e[j].kind == SEG_ACTIVE) {
+                        logseg_stop stop;
+                        rc = cairn__logseg_scan(db->io, db->a, &o->log, &stop, e);
+                    }
+                    break;
+                }
+            }
+            if (segs[i] != NULL)
+                continue;
+        }
+        rc = want_sealed ? cairn__seg_open_sealed(db, x->id, &segs[i], e)
+                         : seg_open_log(db, x, &segs[i], e);
+    }
+    if (rc != CAIRN_OK) {
+        for (size_t j = 0; j < m->n; j++)
+            cairn__seg_release(db, segs[j]);
+        cairn__free(db->a, segs);
+        return rc;
+    }
+    *out = segs;
+    return CAIRN_OK;
+}
+
+/* Build a view of manifest m; consumes nothing. */
+static int view_build(cairn_db *db, const manifest *m, const view *old, view **out,
+                      cairn__err *e)
+{
+    seg_ref **segs = NULL;
+    int rc = segs_open(db, m, old, &segs, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    rc = cairn__view_make(db, m, segs, out);
+    for (size_t i = 0; i < m->n; i++)
+        cairn__seg_release(db, segs[i]);
+    cairn__free(db->a, segs);
+    if (rc != CAIRN_OK)
+        return cairn__fail(e, rc, "no memory for a view");
+    return CAIRN_OK;
+}
+
+int cairn__refresh(cairn_db *db)
+{
+    cairn__err e;
+    int rc = CAIRN_OK;
+
+    /* The writer may seal and unlink a .log between our reading MANIFEST and
+     * opening the file: read the manifest again and retry. */
+    for (int attempt = 0; attempt < 20; attempt++) {
+        manifest m;
+        view *nv;
+        rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, &e);
+        if (rc != CAIRN_OK)
+            return cairn__db_fail(db, rc, &e);
+        if (m.generation == db->view->m.generation) {
+            seg_ref *act = db->view->segs[db->view->m.n - 1];
+            logseg_stop stop;
+            cairn__manifest_free(db->a, &m);
+            if (act->sealed)
+                return CAIRN_OK;
+            rc = cairn__logseg_scan(db->io, db->a, &act->log, &stop, &e);
+            return rc == CAIRN_OK ? CAIRN_OK : cairn__db_fail(db, rc, &e);
+        }
+        rc = view_build(db, &m, db->view, &nv, &e);
+        cairn__manifest_free(db->a, &m);
+        if (rc == CAIRN_OK) {
+            cairn__view_publish(db, nv);
+            return CAIRN_OK;
+        }
+        if (rc != CAIRN_ENOTFOUND)
+            break;
+    }
+    return cairn__db_fail(db, rc, &e);
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static int take_lock(cairn_db *db, cairn__err *e)
+{
+    char buf[32];
+    int n;
+
+    db->lockfd = openat(db->dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (db->lockfd < 0)
+        return cairn__fail(e, cairn__errno_status(errno), "open %s/LOCK: %s", db->path,
+                           strerror(errno));
+    if (flock(db->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        long pid = 0;
+        if (errno != EWOULDBLOCK)
+            return cairn__fail(e, CAIRN_EIO, "flock %s/LOCK: %s", db->path, strerror(errno));
+        n = (int)pread(db->lockfd, buf, sizeof buf - 1, 0);
+        if (n > 0) {
+            buf[n] = '\0';
+            pid = strtol(buf, NULL, 10);
+        }
+        return cairn__fail(e, CAIRN_ELOCKED, "store %s is locked by another writer (pid %ld)",
+                           db->path, pid);
+    }
+    n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+    if (ftruncate(db->lockfd, 0) != 0 || pwrite(db->lockfd, buf, (size_t)n, 0) != n)
+        return cairn__fail(e, cairn__errno_status(errno), "write %s/LOCK: %s", db->path,
+                           strerror(errno));
+    return CAIRN_OK;
+}
+
+/* Parse "<16 hex>.<ext>" names; returns 1 and the id for a match. */
+static int parse_seg_name(const char *name, const char *ext, uint64_t *id)
+{
+    size_t el = strlen(ext);
+    uint64_t v = 0;
+    if (strlen(name) != 17 + el || name[16] != '.' || strcmp(name + 17, ext) != 0)
+        return 0;
+    for (int i = 0; i < 16; i++) {
+        char c = name[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        v = v << 4 | (uint64_t)d;
+    }
+    *id = v;
+    return 1;
+}
+
+static const manifest_entry *find_entry(const manifest *m, uint64_t id)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->e[i].id == id)
+            return &m->e[i];
+    return NULL;
+}
+
+/* Does the directory hold segment files (of a store whose MANIFEST is gone)? */
+static int has_segments(int dirfd)
+{
+    int fd = dup(dirfd), found = 0;
+    DIR *d;
+    struct dirent *de;
+    uint64_t id;
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    while ((de = readdir(d)) != NULL)
+        if (parse_seg_name(de->d_name, "log", &id) || parse_seg_name(de->d_name, "seg", &id))
+            found = 1;
+    closedir(d);
+    return found;
+}
+
+static int remove_orphans(cairn_db *db, const manifest *m, cairn__err *e)
+{
+    int fd = dup(db->dirfd), rc = CAIRN_OK, removed = 0;
+    DIR *d;
+    struct dirent *de;
+
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return cairn__fail(e, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
+    }
+    while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
+        const char *n = de->d_name;
+        size_t len = strlen(n);
+        const manifest_entry *x;
+        uint64_t id;
+        int orphan = 0;
+        if (strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0))
+            orphan = 1;
+        else if (parse_seg_name(n, "log", &id))
+            orphan = (x = find_entry(m, id)) == NULL || x->kind == SEG_SEALED;
+        else if (parse_seg_name(n, "seg", &id))
+            orphan = (x = find_entry(m, id)) == NULL || x->kind != SEG_SEALED;
+        if (orphan) {
+            rc = cairn__io_unlink(db->io, "recover.unlink", db->dirfd, n, e);
+            removed = 1;
+        }
+    }
+    closedir(d);
+    if (rc == CAIRN_OK && removed)
+        rc = cairn__io_fsync(db->io, "recover.dirsync", db->dirfd, ".", e);
+    return rc;
+}
+
+static uint64_t random_salt(void)
+{
+    uint64_t s = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &s, sizeof s) != (ssize_t)sizeof s)
+            s = 0;
+        close(fd);
+    }
+    /* Without /dev/urandom, time and address bits still differ per segment. */
+    s ^= (uint64_t)cairn__now_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&s;
+    return s ? s : 1;
+}
+
+uint64_t cairn__random_salt(void)
+{
+    return random_salt();
+}
+
+static int create_store(cairn_db *db, manifest *m, cairn__err *e)
+{
+    logseg seg;
+    manifest_entry x;
+    int rc;
+
+    if (has_segments(db->dirfd))
+        return cairn__fail(e, CAIRN_ECORRUPT,
+                           "%s has segment files but no MANIFEST; refusing to start over",
+                           db->path);
+    rc = cairn__logseg_create(db->io, db->dirfd, &seg, 1, random_salt(), 1, cairn__now_ms(), e);
+    if (rc != CAIRN_OK)
+        return rc;
+    cairn__logseg_free(db->io, db->a, &seg);
+    memset(m, 0, sizeof *m);
+    memset(&x, 0, sizeof x);
+    x.id = 1;
+    x.kind = SEG_ACTIVE;
+    x.base_seq = 1;
+    m->generation = 1;
+    m->next_id = 2;
+    m->segment_size = db->segment_size ? db->segment_size : DEFAULT_SEGMENT_SIZE;
+    m->batch_ms = db->batch_ms ? db->batch_ms : DEFAULT_BATCH_MS;
+    m->durability = (uint8_t)(db->durability == CAIRN_DURABILITY_STORED ? CAIRN_DURABILITY_BATCH
+                                                                         : db->durability);
+    m->e = &x;
+    m->n = 1;
+    rc = cairn__manifest_write(db->io, db->dirfd, m, db->a, e);
+    m->e = NULL;
+    m->n = 0;
+    if (rc != CAIRN_OK)
+        return rc;
+    return cairn__manifest_read(db->io, db->dirfd, db->a, m, e);
+}
+
+static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
+{
+    manifest m;
+    view *v = NULL;
+    int rc;
+
+    if (o->create && !o->read_only && mkdir(db->path, 0755) != 0 && errno != EEXIST)
+        return cairn__fail(e, cairn__errno_status(errno), "mkdir %s: %s", db->path,
+                           strerror(errno));
+    db->dirfd = open(db->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (db->dirfd < 0) {
+        if (errno == ENOENT)
+            return cairn__fail(e, CAIRN_ENOTFOUND, "no store at %s", db->path);
+        return cairn__fail(e, cairn__errno_status(errno), "open %s: %s", db->path,
+                           strerror(errno));
+    }
+    if (!db->read_only && (rc = take_lock(db, e)) != CAIRN_OK)
+        return rc;
+    rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, e);
+    if (rc == CAIRN_ENOTFOUND) {
+        if (!o->create || db->read_only)
+            return cairn__fail(e, CAIRN_ENOTFOUND, "no store at %s (no MANIFEST)", db->path);
+        rc = create_store(db, &m, e);
+    }
+    if (rc != CAIRN_OK)
+        return rc;
+    if (!db->read_only)
+        rc = remove_orphans(db, &m, e);
+    /* Settings: stored unless this handle overrides them. */
+    if (db->durability == CAIRN_DURABILITY_STORED)
+        db->durability = (cairn_durability)m.durability;
+    if (!db->segment_size)
+        db->segment_size = m.segment_size;
+    if (!db->batch_ms)
+        db->batch_ms = m.batch_ms;
+    if (rc == CAIRN_OK)
+        rc = view_build(db, &m, NULL, &v, e);
+    if (rc == CAIRN_OK) {
+        seg_ref *act = v->segs[m.n - 1];
+        db->view = v;
+        db->act = act;
+        db->next_seq = act->log.base_seq + act->log.n;
+        db->written_seq = db->durable_seq = db->next_seq - 1;
+        db->last_ts = act->log.n ? act->log.ts[act->log.n - 1]
+                                 : (m.n > 1 ? m.e[m.n - 2].last_ts : INT64_MIN);
+        db->wbuf_off = act->log.end;
+        for (size_t i = 0; i < m.n; i++)
+            if (m.e[i].kind == SEG_CLOSED)
+                db->seal_pending = 1;
+    }
+    cairn__manifest_free(db->a, &m);
+    return rc;
+}
+
+int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char *err,
+               size_t errlen)
+{
+    cairn_options def = CAIRN_OPTIONS_INIT;
+    const cairn_options *o = opts ? opts : &def;
+    cairn__err e;
+    cairn_db *db;
+    int rc;
+
+    e.msg[0] = '\0';
+    *out = NULL;
+    if (path == NULL || *path == '\0' || o->version != CAIRN_OPTIONS_VERSION ||
+        o->durability < CAIRN_DURABILITY_STORED || o->durability > CAIRN_DURABILITY_FULL ||
+        (o->segment_size && (o->segment_size < 4096 || o->segment_size > (1ull << 32)))) {
+        rc = cairn__fail(&e, CAIRN_EINVAL, "invalid path or options");
+        goto report;
+    }
+    db = o->allocator ? o->allocator->malloc_fn(o->allocator->user, sizeof *db)
+                      : malloc(sizeof *db);
+    if (db == NULL) {
+        rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for a handle");
+        goto report;
+    }
+    memset(db, 0, sizeof *db);
+    if (o->allocator) {
+        db->a_copy = *o->allocator;
+        db->a = &db->a_copy;
+    }
+    db->io_copy = o->io ? *o->io : *cairn_io_default();
+    db->io = &db->io_copy;
+    db->read_only = o->read_only;
+    db->background = o->background && !o->read_only;
+    db->durability = o->durability;
+    db->batch_ms = o->batch_ms;
+    db->segment_size = o->segment_size;
+    db->dirfd = db->lockfd = -1;
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_mutex_init(&db->seal_mu, NULL);
+    pthread_mutex_init(&db->err_mu, NULL);
+    pthread_cond_init(&db->sync_cv, NULL);
+    pthread_cond_init(&db->bg_cv, NULL);
+    db->path = cairn__malloc(db->a, strlen(path) + 1);
+    if (db->path == NULL) {
+        rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory");
+        cairn_close(db);
+        goto report;
+    }
+    strcpy(db->path, path);
+    rc = open_store(db, o, &e);
+    if (rc == CAIRN_OK && db->background)
+        rc = cairn__bg_start(db);
+    if (rc == CAIRN_OK && !db->background && db->seal_pending) {
+        rc = cairn__seal_pending(db);
+        if (rc != CAIRN_OK)
+            memcpy(e.msg, db->err.msg, sizeof e.msg);
+    }
+    if (rc != CAIRN_OK) {
+        db->dead = rc; /* nothing to flush */
+        cairn_close(db);
+        goto report;
+    }
+    db->last_flush_ms = cairn__now_ms();
+    *out = db;
+    return CAIRN_OK;
+report:
+    if (err != NULL && errlen > 0)
+        snprintf(err, errlen, "%s", e.msg[0] ? e.msg : cairn_strerror(rc));
+    return rc;
+}
+
+int cairn_close(cairn_db *db)
+{
+    int rc = CAIRN_OK;
+    const cairn_allocator *a;
+    cairn_allocator ac;
+
+    if (db == NULL)
+        return CAIRN_OK;
+    cairn__bg_stop(db);
+    pthread_mutex_lock(&db->mu);
+    if (!db->read_only && !db->dead && db->act != NULL) {
+        cairn__err e;
+        rc = cairn__flush_locked(db);
+        if (rc == CAIRN_OK && db->durable_seq < db->written_seq) {
+            rc = cairn__io_fdatasync(db->io, "close.fdatasync", db->act->log.fd,
+                                     db->act->log.name, &e);
+            if (rc != CAIRN_OK)
+                cairn__db_fail(db, rc, &e);
+        }
+    }
+    pthread_mutex_unlock(&db->mu);
+    if (db->view != NULL)
+        cairn__view_release(db, db->view);
+    if (db->lockfd >= 0)
+        close(db->lockfd); /* releases the flock */
+    if (db->dirfd >= 0)
+        close(db->dirfd);
+    pthread_mutex_destroy(&db->mu);
+    pthread_mutex_destroy(&db->seal_mu);
+    pthread_mutex_destroy(&db->err_mu);
+    pthread_cond_destroy(&db->sync_cv);
+    pthread_cond_destroy(&db->bg_cv);
+    a = db->a;
+    if (a) {
+        ac = *a;
+        a = &ac;
+    }
+    cairn__free(a, db->wbuf);
+    cairn__free(a, db->path);
+    cairn__free(a, db);
+    return rc;
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static uint64_t file_bytes(int dirfd, const char *name)
+{
+    struct stat st;
+    return fstatat(dirfd, name, &st, 0) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+int cairn_stats_get(cairn_db *db, cairn_stats *out)
+{
+    view *v;
+    int rc = CAIRN_OK;
+
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&db->mu);
+    if (db->read_only)
+        rc = cairn__refresh(db);
+    else
+        rc = cairn__flush_locked(db);
+    v = db->view;
+    atomic_fetch_add(&v->refs, 1);
+    for (size_t i = 0; i < v->m.n; i++) {
+        const manifest_entry *x = &v->m.e[i];
+        seg_ref *s = v->segs[i];
+        uint64_t n = s->sealed ? s->s.record_count : s->log.n;
+        if (out->first_seq == 0 && n > 0)
+            out->first_seq = x->base_seq;
+        if (n > 0)
+            out->last_seq = x->base_seq + n - 1;
+        out->records += n;
+        if (x->kind == SEG_SEALED) {
+            out->segments_sealed++;
+            out->sealed_raw_bytes += s->s.raw_bytes;
+            out->sealed_bytes += s->map_len;
+            out->log_bytes += s->s.raw_bytes;
+            out->bytes_on_disk += s->map_len;
+        } else {
+            if (x->kind == SEG_ACTIVE)
+                out->segments_active++;
+            else
+                out->segments_closed++;
+            out->log_bytes += s->log.raw_bytes;
+            out->bytes_on_disk += s->sealed ? 0 : file_bytes(db->dirfd, s->log.name);
+        }
+    }
+    out->bytes_on_disk += file_bytes(db->dirfd, MANIFEST_NAME) + file_bytes(db->dirfd, LOCK_NAME);
+    out->durability = db->durability;
+    out->batch_ms = db->batch_ms;
+    out->segment_size = db->segment_size;
+    out->generation = v->m.generation;
+    pthread_mutex_unlock(&db->mu);
+    cairn__view_release(db, v);
+    return rc;
+}

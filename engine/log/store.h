@@ -1,0 +1,123 @@
+/*
+ * store.h - internals of a store handle shared by store.c (open, close,
+ * views, stats), append.c (the write path, group commit, roll, seal, the
+ * background thread), iter.c (reading) and verify.c.
+ *
+ * Concurrency model. `mu` guards the write path and every mutable field
+ * below it, including the index of the active segment. A reader takes `mu`
+ * only for an instant: to pin the current view (a refcounted snapshot of the
+ * manifest and its open segments) and to look an offset up in the active
+ * segment's index; it then reads files with pread or from a read-only mmap,
+ * lock-free. Sealed files are immutable and a segment's fd lives as long as
+ * any view holds it, so a file a snapshot uses is never closed under it
+ * (unlinking it is fine: the fd keeps the inode).
+ */
+#ifndef CAIRN_STORE_H
+#define CAIRN_STORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "logseg.h"
+#include "manifest.h"
+#include "sealed.h"
+#include "status.h"
+
+#define WBUF_CAP (256u * 1024u)
+#define DEFAULT_SEGMENT_SIZE (64ull << 20)
+#define DEFAULT_BATCH_MS 50u
+#define LOCK_NAME "LOCK"
+
+/* One live segment file, shared by the views that list it. */
+typedef struct seg_ref {
+    atomic_int refs;
+    uint8_t sealed;       /* 1: `s` over a read-only mapping; 0: `log` */
+    uint64_t id;
+    void *map;            /* sealed: the mapping */
+    size_t map_len;
+    sealed_seg s;
+    logseg log;           /* log form: fd and the offset/ts index (guarded by
+                             mu while the segment is active) */
+    uint64_t log_file_size; /* at open: bytes in the file (verify, torn tails) */
+} seg_ref;
+
+/* A snapshot: the manifest and its segments, in order. */
+typedef struct view {
+    atomic_int refs;
+    manifest m;
+    seg_ref **segs;       /* m.n entries, parallel to m.e */
+} view;
+
+struct cairn_db {
+    const cairn_allocator *a;
+    const cairn_io *io;
+    cairn_allocator a_copy;
+    cairn_io io_copy;
+    int read_only;
+    int background;
+    cairn_durability durability; /* in force for this handle */
+    uint32_t batch_ms;
+    uint64_t segment_size;
+    int dirfd;
+    int lockfd;
+    char *path;
+
+    pthread_mutex_t mu;
+    pthread_cond_t sync_cv;   /* group commit: a sync finished */
+    pthread_cond_t bg_cv;     /* wakes the background thread */
+    view *view;               /* current view (mu) */
+    seg_ref *act;             /* the active segment (writer; mu) */
+    uint8_t *wbuf;            /* encoded records not yet written (mu) */
+    size_t wbuf_len, wbuf_cap;
+    uint64_t wbuf_off;        /* file offset of wbuf[0] */
+    uint64_t next_seq;        /* next sequence number to hand out (mu) */
+    int64_t last_ts;          /* timestamps never go backwards (mu) */
+    uint64_t written_seq;     /* last seq written to the file (mu) */
+    uint64_t durable_seq;     /* last seq known fdatasynced (mu) */
+    int syncing;              /* a group-commit leader is in fdatasync (mu) */
+    int64_t last_flush_ms;
+    int dead;                 /* != 0: the status that killed the handle (mu) */
+    int seal_pending;         /* closed segments await sealing (mu) */
+    int bg_stop;
+    int bg_running;
+    pthread_t bg;
+    pthread_mutex_t seal_mu;  /* one sealer at a time */
+    int seal_err;             /* last background seal failure, 0 if none */
+
+    pthread_mutex_t err_mu;
+    cairn__err err;
+};
+
+/* Record the message of `e` on the handle and return code. */
+int cairn__db_fail(cairn_db *db, int code, const cairn__err *e);
+int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+int64_t cairn__now_ms(void);
+/* A fresh, random per-segment salt (never 0). */
+uint64_t cairn__random_salt(void);
+
+/* Views. */
+view *cairn__view_acquire(cairn_db *db); /* takes mu briefly */
+void cairn__view_release(cairn_db *db, view *v);
+void cairn__seg_release(cairn_db *db, seg_ref *s);
+/* Open a sealed segment file and map it. */
+int cairn__seg_open_sealed(cairn_db *db, uint64_t id, seg_ref **out, cairn__err *e);
+/* Replace the current view (mu held); takes ownership of nv. */
+void cairn__view_publish(cairn_db *db, view *nv);
+/* A new view with m (copied) and segs (each gets a reference). */
+int cairn__view_make(cairn_db *db, const manifest *m, seg_ref **segs, view **out);
+
+/* Read-only handles: pick up what the writer committed since (mu held). */
+int cairn__refresh(cairn_db *db);
+
+/* Write path (append.c). */
+int cairn__flush_locked(cairn_db *db);
+int cairn__bg_start(cairn_db *db);
+void cairn__bg_stop(cairn_db *db);
+int cairn__seal_pending(cairn_db *db);
+
+#endif /* CAIRN_STORE_H */

@@ -1,0 +1,140 @@
+/*
+ * verify.c - cairn_verify(): read every file of the store and check every
+ * checksum and structural rule, reporting each problem with file and offset
+ * instead of stopping at the first. It never modifies the store.
+ *
+ * A torn tail of the active segment (bytes after the last valid record) is
+ * what a crash leaves and what the next writer open truncates; it is a
+ * problem only when no writer is live, since a live writer's buffer may be
+ * mid-write. Whether a writer is live is probed with a shared, non-blocking
+ * flock on LOCK (it fails while the writer holds its exclusive lock).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "io.h"
+
+typedef struct vctx {
+    cairn_verify_fn fn;
+    void *user;
+    const char *file;
+    uint64_t problems;
+} vctx;
+
+static void problem(vctx *c, const char *file, uint64_t off, int code, const char *msg)
+{
+    c->problems++;
+    if (c->fn != NULL)
+        c->fn(c->user, file, off, code, msg);
+}
+
+static void sealed_problem(void *user, uint64_t off, int code, const char *msg)
+{
+    vctx *c = user;
+    problem(c, c->file, off, code, msg);
+}
+
+static int writer_live(cairn_db *db)
+{
+    int fd, live = 0;
+    if (!db->read_only)
+        return 1; /* we are the writer */
+    fd = openat(db->dirfd, LOCK_NAME, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+        live = errno == EWOULDBLOCK;
+    else
+        flock(fd, LOCK_UN);
+    close(fd);
+    return live;
+}
+
+static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, int live)
+{
+    logseg seg;
+    logseg_stop stop;
+    cairn__err e;
+    char name[LOGSEG_NAME_MAX];
+    int rc;
+
+    cairn__logseg_name(name, x->id, "log");
+    rc = cairn__logseg_open(db->io, db->a, db->dirfd, &seg, x->id, 1, &stop, &e);
+    if (rc != CAIRN_OK) {
+        problem(c, name, 0, rc, e.msg);
+        return;
+    }
+    if (stop.why != REC_END || stop.offset < stop.file_size) {
+        char m[CAIRN_ERRMSG_MAX];
+        if (x->kind != SEG_ACTIVE || !live) {
+            snprintf(m, sizeof m, "%s after record %llu; %llu bytes follow%s",
+                     stop.why == REC_END ? "unreadable bytes" : cairn__record_result_str(stop.why),
+                     (unsigned long long)(seg.base_seq + seg.n - 1),
+                     (unsigned long long)(stop.file_size - stop.offset),
+                     x->kind == SEG_ACTIVE ? " (torn tail: the next writer open truncates it)"
+                                           : "");
+            problem(c, name, stop.offset,
+                    stop.why == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
+        }
+    }
+    if (x->kind == SEG_CLOSED && seg.n != x->count) {
+        char m[CAIRN_ERRMSG_MAX];
+        snprintf(m, sizeof m, "%zu valid records, the manifest says %llu", seg.n,
+                 (unsigned long long)x->count);
+        problem(c, name, stop.offset, CAIRN_ECORRUPT, m);
+    }
+    cairn__logseg_free(db->io, db->a, &seg);
+}
+
+int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out)
+{
+    vctx c = {fn, user, NULL, 0};
+    manifest m;
+    cairn__err e;
+    view *v;
+    int live, rc;
+
+    /* The manifest on disk, as a fresh reader would see it. */
+    rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, &e);
+    if (rc != CAIRN_OK) {
+        problem(&c, MANIFEST_NAME, 0, rc, e.msg);
+        if (problems_out)
+            *problems_out = c.problems;
+        return CAIRN_OK;
+    }
+    cairn__manifest_free(db->a, &m);
+
+    pthread_mutex_lock(&db->mu);
+    rc = db->read_only ? cairn__refresh(db) : (db->dead ? CAIRN_OK : cairn__flush_locked(db));
+    v = db->view;
+    atomic_fetch_add(&v->refs, 1);
+    pthread_mutex_unlock(&db->mu);
+    if (rc != CAIRN_OK)
+        problem(&c, MANIFEST_NAME, 0, rc, cairn_errmsg(db));
+    live = writer_live(db);
+    for (size_t i = 0; i < v->m.n; i++) {
+        const manifest_entry *x = &v->m.e[i];
+        seg_ref *s = v->segs[i];
+        if (x->kind == SEG_SEALED) {
+            c.file = s->log.name;
+            cairn__sealed_verify(s->map, s->map_len, db->a, s->log.name, sealed_problem, &c);
+            if (s->s.record_count != x->count || s->s.base_seq != x->base_seq) {
+                problem(&c, s->log.name, s->map_len - SEAL_FOOTER_SIZE, CAIRN_ECORRUPT,
+                        "record count or base_seq disagrees with the manifest");
+            }
+        } else {
+            verify_log(db, &c, x, live);
+        }
+    }
+    cairn__view_release(db, v);
+    if (problems_out)
+        *problems_out = c.problems;
+    return CAIRN_OK;
+}

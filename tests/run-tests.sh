@@ -1,0 +1,32 @@
+#!/bin/sh
+# Runs every cmocka suite in BUILD/tests and replays every fuzz corpus with
+# BUILD/fuzz/replay_*; prints one line per suite and a closing
+# "N passed, N failed" line; exits non-zero if anything failed.
+BUILD=${1:-build}
+pass=0
+fail=0
+failed=""
+for t in "$BUILD"/tests/test_*; do
+  [ -x "$t" ] || continue
+  n=$(basename "$t")
+  if "$t" > "$BUILD/tests/$n.out" 2>&1; then
+    pass=$((pass + 1)); echo "PASS $n"
+  else
+    fail=$((fail + 1)); failed="$failed $n"; echo "FAIL $n"; tail -n 40 "$BUILD/tests/$n.out"
+  fi
+done
+for r in "$BUILD"/fuzz/replay_fuzz_*; do
+  [ -x "$r" ] || continue
+  target=$(basename "$r" | sed 's/^replay_fuzz_//')
+  dir="fuzz/corpora/$target"
+  if [ ! -d "$dir" ]; then
+    fail=$((fail + 1)); failed="$failed replay_$target"; echo "FAIL replay_$target (no corpus $dir)"; continue
+  fi
+  if "$r" "$dir" > "$BUILD/fuzz/$target.out" 2>&1; then
+    pass=$((pass + 1)); echo "PASS replay_$target ($(tail -n 1 "$BUILD/fuzz/$target.out"))"
+  else
+    fail=$((fail + 1)); failed="$failed replay_$target"; echo "FAIL replay_$target"; tail -n 20 "$BUILD/fuzz/$target.out"
+  fi
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] || { echo "failed:$failed"; exit 1; }

@@ -1,0 +1,116 @@
+/*
+ * testutil.c - see testutil.h.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *tu_mkdtemp(const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    char *p = malloc(4096);
+    if (p == NULL)
+        return NULL;
+    snprintf(p, 4096, "%s/cairn-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    if (mkdtemp(p) == NULL) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void tu_rmrf(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    if (d == NULL) {
+        unlink(path);
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        char *sub;
+        struct stat st;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        sub = tu_join(path, de->d_name);
+        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+            tu_rmrf(sub);
+        else
+            unlink(sub);
+        free(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+char *tu_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+uint8_t *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf;
+    long n;
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf != NULL)
+        *len = (size_t)n;
+    return buf;
+}
+
+int tu_write_file(const char *path, const void *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    int rc;
+    if (f == NULL)
+        return -1;
+    rc = fwrite(buf, 1, len, f) == len ? 0 : -1;
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+long long tu_file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+char *tu_find_last(const char *dir, const char *ext)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char best[256] = "";
+    size_t el = strlen(ext);
+    if (d == NULL)
+        return NULL;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n > el && strcmp(de->d_name + n - el, ext) == 0 && strcmp(de->d_name, best) > 0 &&
+            n < sizeof best)
+            strcpy(best, de->d_name);
+    }
+    closedir(d);
+    return best[0] ? tu_join(dir, best) : NULL;
+}

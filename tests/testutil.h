@@ -1,0 +1,26 @@
+/*
+ * testutil.h - shared helpers of the cmocka suites: a fresh temporary
+ * directory per test, recursive removal, and small file helpers.
+ */
+#ifndef CAIRN_TESTUTIL_H
+#define CAIRN_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Create a fresh directory under $TMPDIR (or /tmp); returns a malloc'd path. */
+char *tu_mkdtemp(const char *tag);
+/* rm -rf path (ignores errors); frees nothing. */
+void tu_rmrf(const char *path);
+/* path + "/" + name in a static buffer per call site is unsafe: returns malloc'd. */
+char *tu_join(const char *dir, const char *name);
+/* Read a whole file; returns malloc'd bytes and *len, NULL on error. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+/* Write bytes to a file (create/truncate); 0 on success. */
+int tu_write_file(const char *path, const void *buf, size_t len);
+/* Size of a file, or -1. */
+long long tu_file_size(const char *path);
+/* The name of the newest file in dir ending with ext (".log", ".seg"), malloc'd, or NULL. */
+char *tu_find_last(const char *dir, const char *ext);
+
+#endif

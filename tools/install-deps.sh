@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs what cairn needs to build and test, with apt-get (via sudo when not
+# root), only when something is missing. Used by `make test` and `make demo`.
+set -e
+need=""
+have_hdr() { [ -f "/usr/include/$1" ]; }
+have_hdr zstd.h        || need="$need libzstd-dev"
+have_hdr xxhash.h      || need="$need libxxhash-dev"
+have_hdr cmocka.h      || need="$need libcmocka-dev"
+have_hdr cjson/cJSON.h || need="$need libcjson-dev"
+command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v make >/dev/null 2>&1 || need="$need make"
+[ -z "$need" ] && exit 0
+echo "installing:$need"
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq $need
