@@ -238,6 +238,13 @@ static int seal_one(cairn_db *db, uint64_t id)
     if (rc == CAIRN_OK) {
         for (idx = 0; idx < m.n && m.e[idx].id != id; idx++)
             ;
+        if (idx == m.n) { /* cannot happen: only the sealer removes CLOSED entries */
+            cairn__manifest_free(db->a, &m);
+            pthread_mutex_unlock(&db->mu);
+            cairn__seg_release(db, sealed);
+            return cairn__db_failf(db, CAIRN_ECORRUPT, "segment %llu vanished while sealing",
+                                   (unsigned long long)id);
+        }
         m.e[idx].kind = SEG_SEALED;
         m.generation++;
         rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);

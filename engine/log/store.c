@@ -510,6 +510,15 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         db->batch_ms = m.batch_ms;
     if (rc == CAIRN_OK)
         rc = view_build(db, &m, NULL, &v, e);
+    /* A reader can lose a race with the writer sealing (and unlinking) a .log
+     * it was about to open: read the newer manifest and try again. */
+    for (int attempt = 0; db->read_only && rc == CAIRN_ENOTFOUND && attempt < 20; attempt++) {
+        cairn__manifest_free(db->a, &m);
+        rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, e);
+        if (rc != CAIRN_OK)
+            return rc;
+        rc = view_build(db, &m, NULL, &v, e);
+    }
     if (rc == CAIRN_OK) {
         seg_ref *act = v->segs[m.n - 1];
         db->view = v;
@@ -520,7 +529,7 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
                                  : (m.n > 1 ? m.e[m.n - 2].last_ts : INT64_MIN);
         db->wbuf_off = act->log.end;
         for (size_t i = 0; i < m.n; i++)
-            if (m.e[i].kind == SEG_CLOSED)
+            if (m.e[i].kind == SEG_CLOSED && !db->read_only)
                 db->seal_pending = 1;
     }
     cairn__manifest_free(db->a, &m);
@@ -578,11 +587,11 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     rc = open_store(db, o, &e);
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);
-    if (rc == CAIRN_OK && !db->background && db->seal_pending) {
-        rc = cairn__seal_pending(db);
-        if (rc != CAIRN_OK)
-            memcpy(e.msg, db->err.msg, sizeof e.msg);
-    }
+    /* Closed segments left by an earlier handle: seal them now. A failure
+     * here loses nothing (the .log stays live) and is reported by the next
+     * cairn_seal() or roll, so it does not fail the open. */
+    if (rc == CAIRN_OK && !db->read_only && !db->background && db->seal_pending)
+        cairn__seal_pending(db);
     if (rc != CAIRN_OK) {
         db->dead = rc; /* nothing to flush */
         cairn_close(db);
