@@ -106,23 +106,27 @@ static int commit_wait(cairn_db *db, uint64_t target)
 /* Close the active segment and start the next one (mu held). */
 static int roll_locked(cairn_db *db)
 {
-    seg_ref *old = db->act, *nseg = NULL;
-    view *cur = db->view, *nv = NULL;
+    seg_ref *old, *nseg = NULL;
+    view *cur, *nv = NULL;
     manifest m;
     manifest_entry *x;
     seg_ref **segs = NULL;
     cairn__err e;
     int rc;
 
+    /* Let a group-commit leader finish first. The wait releases mu, so
+     * another thread may roll meanwhile: read the state only after it. */
+    while (db->syncing)
+        pthread_cond_wait(&db->sync_cv, &db->mu);
+    if (db->dead)
+        return check_writable(db);
+    old = db->act;
+    cur = db->view;
     if (old->log.n == 0)
         return CAIRN_OK;
     rc = cairn__flush_locked(db);
     if (rc != CAIRN_OK)
         return rc;
-    while (db->syncing)
-        pthread_cond_wait(&db->sync_cv, &db->mu);
-    if (db->dead)
-        return check_writable(db);
     rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
     if (rc != CAIRN_OK)
         return kill_handle(db, rc, &e);
@@ -251,10 +255,14 @@ static int seal_one(cairn_db *db, uint64_t id)
         if (rc != CAIRN_OK) {
             kill_handle(db, rc, &e);
         } else {
-            seg_ref *old = v->segs[idx];
-            v->segs[idx] = sealed; /* borrow the array to build the new view */
-            rc = cairn__view_make(db, &m, v->segs, &nv);
-            v->segs[idx] = old;
+            seg_ref **segs = cairn__calloc(db->a, m.n, sizeof *segs);
+            rc = CAIRN_ENOMEM;
+            if (segs != NULL) {
+                memcpy(segs, v->segs, m.n * sizeof *segs);
+                segs[idx] = sealed;
+                rc = cairn__view_make(db, &m, segs, &nv);
+                cairn__free(db->a, segs);
+            }
             if (rc == CAIRN_OK)
                 cairn__view_publish(db, nv);
             else

@@ -585,6 +585,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     }
     strcpy(db->path, path);
     rc = open_store(db, o, &e);
+    db->last_flush_ms = cairn__now_ms();
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);
     /* Closed segments left by an earlier handle: seal them now. A failure
@@ -597,7 +598,6 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         cairn_close(db);
         goto report;
     }
-    db->last_flush_ms = cairn__now_ms();
     *out = db;
     return CAIRN_OK;
 report:

@@ -57,18 +57,35 @@ static int writer_live(cairn_db *db)
     return live;
 }
 
-static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, int live)
+/* Scan a log-form segment from its header, through the fd the view pinned
+ * (the sealer may unlink the name at any moment; the fd keeps the file). */
+static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg_ref *s,
+                       int live)
 {
+    uint8_t h[64];
     logseg seg;
     logseg_stop stop;
     cairn__err e;
-    char name[LOGSEG_NAME_MAX];
+    size_t got;
     int rc;
 
-    cairn__logseg_name(name, x->id, "log");
-    rc = cairn__logseg_open(db->io, db->a, db->dirfd, &seg, x->id, 1, &stop, &e);
+    memset(&seg, 0, sizeof seg);
+    memcpy(seg.name, s->log.name, sizeof seg.name);
+    seg.fd = dup(s->log.fd);
+    if (seg.fd < 0) {
+        problem(c, s->log.name, 0, CAIRN_EIO, "cannot duplicate the segment's descriptor");
+        return;
+    }
+    rc = cairn__io_read(db->io, "verify.read", seg.fd, h, sizeof h, 0, &got, seg.name, &e);
+    if (rc == CAIRN_OK)
+        rc = cairn__logseg_header_decode(h, got, &seg, seg.name, &e);
+    if (rc == CAIRN_OK) {
+        seg.end = sizeof h;
+        rc = cairn__logseg_scan(db->io, db->a, &seg, &stop, &e);
+    }
     if (rc != CAIRN_OK) {
-        problem(c, name, 0, rc, e.msg);
+        problem(c, s->log.name, 0, rc, e.msg);
+        cairn__logseg_free(db->io, db->a, &seg);
         return;
     }
     if (stop.why != REC_END || stop.offset < stop.file_size) {
@@ -80,7 +97,7 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, int live)
                      (unsigned long long)(stop.file_size - stop.offset),
                      x->kind == SEG_ACTIVE ? " (torn tail: the next writer open truncates it)"
                                            : "");
-            problem(c, name, stop.offset,
+            problem(c, seg.name, stop.offset,
                     stop.why == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
         }
     }
@@ -88,7 +105,7 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, int live)
         char m[CAIRN_ERRMSG_MAX];
         snprintf(m, sizeof m, "%zu valid records, the manifest says %llu", seg.n,
                  (unsigned long long)x->count);
-        problem(c, name, stop.offset, CAIRN_ECORRUPT, m);
+        problem(c, seg.name, stop.offset, CAIRN_ECORRUPT, m);
     }
     cairn__logseg_free(db->io, db->a, &seg);
 }
@@ -130,7 +147,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
                         "record count or base_seq disagrees with the manifest");
             }
         } else {
-            verify_log(db, &c, x, live);
+            verify_log(db, &c, x, s, live);
         }
     }
     cairn__view_release(db, v);
