@@ -68,7 +68,9 @@ deps:
 test: deps
 	$(MAKE) check
 	$(MAKE) check BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
-	@echo "make test: all suites passed (plain and address,undefined)"
+	$(MAKE) build/tsan/tests/test_concurrency BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
+	./build/tsan/tests/test_concurrency
+	@echo "make test: all suites passed (plain, address+undefined, thread)"
 
 check: all $(TEST_BIN) $(FUZZ_REPLAY)
 	@sh tests/run-tests.sh $(BUILD)

@@ -1,0 +1,187 @@
+/*
+ * test_concurrency.c - one handle shared by writer and reader threads while
+ * segments roll and seal in the background: every reader sees a gap-free
+ * prefix, every acknowledged record is there afterwards with its payload,
+ * and group commit in `full` mode acknowledges every writer. Run under
+ * SANITIZE=thread too (make test does).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+#define WRITERS 4
+#define READERS 2
+#define PER_WRITER 400
+
+typedef struct shared {
+    cairn_db *db;
+    int failures;          /* set by threads, read after join */
+    uint64_t seqs[WRITERS][PER_WRITER];
+    pthread_mutex_t mu;
+} shared;
+
+typedef struct targ {
+    shared *sh;
+    long id;
+} targ;
+
+static void fail_once(shared *sh, const char *what, int rc)
+{
+    pthread_mutex_lock(&sh->mu);
+    if (sh->failures++ == 0)
+        fprintf(stderr, "%s: %s (%s)\n", what, cairn_strerror(rc), cairn_errmsg(sh->db));
+    pthread_mutex_unlock(&sh->mu);
+}
+
+static void *writer(void *p)
+{
+    targ *t = p;
+    char js[96];
+    for (int i = 0; i < PER_WRITER; i++) {
+        int n = snprintf(js, sizeof js, "{\"w\":%ld,\"i\":%d}", t->id, i);
+        cairn_entry e = {CAIRN_REC_EVENT, "ns", 2, js, (size_t)n, NULL, 0};
+        int rc = cairn_append(t->sh->db, &e, &t->sh->seqs[t->id][i]);
+        if (rc != CAIRN_OK) {
+            fail_once(t->sh, "append", rc);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void *reader(void *p)
+{
+    targ *t = p;
+    for (int k = 0; k < 40; k++) {
+        cairn_iter *it;
+        cairn_record rec;
+        uint64_t last = 0;
+        int rc = cairn_iter_open(t->sh->db, NULL, &it);
+        if (rc != CAIRN_OK) {
+            fail_once(t->sh, "iter_open", rc);
+            return NULL;
+        }
+        while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+            if (rec.seq != last + 1) {
+                fail_once(t->sh, "gap in a reader's view", CAIRN_ECORRUPT);
+                break;
+            }
+            last = rec.seq;
+        }
+        if (rc != CAIRN_OK && rc != CAIRN_ENOTFOUND)
+            fail_once(t->sh, "iter_next", rc);
+        cairn_iter_close(it);
+        if (last > 0) {
+            cairn_record *g;
+            rc = cairn_get(t->sh->db, last / 2 + 1, &g);
+            if (rc != CAIRN_OK || g->seq != last / 2 + 1)
+                fail_once(t->sh, "get", rc);
+            cairn_record_free(t->sh->db, g);
+        }
+    }
+    return NULL;
+}
+
+static void run(cairn_durability d)
+{
+    char *dir = tu_mkdtemp("conc");
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX];
+    shared *sh = calloc(1, sizeof *sh);
+    pthread_t th[WRITERS + READERS];
+    targ args[WRITERS + READERS];
+    cairn_iter *it;
+    cairn_record rec;
+    cairn_stats st;
+    uint64_t problems = 1, count = 0;
+    char *seen;
+
+    assert_non_null(dir);
+    assert_non_null(sh);
+    pthread_mutex_init(&sh->mu, NULL);
+    o.create = 1;
+    o.durability = d;
+    o.segment_size = 8192; /* many rolls and background seals */
+    o.batch_ms = 2;
+    assert_int_equal(cairn_open(&sh->db, dir, &o, err, sizeof err), CAIRN_OK);
+    for (long i = 0; i < WRITERS + READERS; i++) {
+        args[i].sh = sh;
+        args[i].id = i;
+        assert_int_equal(pthread_create(&th[i], NULL, i < WRITERS ? writer : reader, &args[i]),
+                         0);
+    }
+    for (int i = 0; i < WRITERS + READERS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(sh->failures, 0);
+
+    /* Every acknowledged record is there once, with its own payload. */
+    seen = calloc(WRITERS * PER_WRITER + 1, 1);
+    assert_int_equal(cairn_iter_open(sh->db, NULL, &it), CAIRN_OK);
+    while (cairn_iter_next(it, &rec) == CAIRN_OK) {
+        long w;
+        int i;
+        char tail;
+        assert_int_equal(sscanf(rec.json, "{\"w\":%ld,\"i\":%d%c", &w, &i, &tail), 3);
+        assert_true(w >= 0 && w < WRITERS && i >= 0 && i < PER_WRITER);
+        assert_int_equal(sh->seqs[w][i], rec.seq);
+        assert_false(seen[rec.seq]);
+        seen[rec.seq] = 1;
+        count++;
+    }
+    cairn_iter_close(it);
+    assert_int_equal(count, WRITERS * PER_WRITER);
+    assert_int_equal(cairn_stats_get(sh->db, &st), CAIRN_OK);
+    assert_int_equal(st.records, WRITERS * PER_WRITER);
+    assert_true(st.segments_sealed + st.segments_closed > 10);
+    assert_int_equal(cairn_verify(sh->db, NULL, NULL, &problems), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(cairn_close(sh->db), CAIRN_OK);
+
+    /* And after reopening. */
+    assert_int_equal(cairn_open(&sh->db, dir, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(sh->db, &st), CAIRN_OK);
+    assert_int_equal(st.records, WRITERS * PER_WRITER);
+    assert_int_equal(cairn_close(sh->db), CAIRN_OK);
+    free(seen);
+    pthread_mutex_destroy(&sh->mu);
+    free(sh);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void threads_share_a_handle_in_none_mode(void **state)
+{
+    (void)state;
+    run(CAIRN_DURABILITY_NONE);
+}
+
+static void threads_share_a_handle_in_batch_mode(void **state)
+{
+    (void)state;
+    run(CAIRN_DURABILITY_BATCH);
+}
+
+static void group_commit_acknowledges_every_writer_in_full_mode(void **state)
+{
+    (void)state;
+    run(CAIRN_DURABILITY_FULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(threads_share_a_handle_in_none_mode),
+        cmocka_unit_test(threads_share_a_handle_in_batch_mode),
+        cmocka_unit_test(group_commit_acknowledges_every_writer_in_full_mode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
