@@ -28,5 +28,13 @@ for r in "$BUILD"/fuzz/replay_fuzz_*; do
     fail=$((fail + 1)); failed="$failed replay_$target"; echo "FAIL replay_$target"; tail -n 20 "$BUILD/fuzz/$target.out"
   fi
 done
+# The tool, end to end (shell script; takes the binary).
+if [ -x "$BUILD/cairn" ] && [ -f tests/cli-tests.sh ]; then
+  if sh tests/cli-tests.sh "$BUILD/cairn" > "$BUILD/tests/cli-tests.out" 2>&1; then
+    pass=$((pass + 1)); echo "PASS cli-tests ($(tail -n 1 "$BUILD/tests/cli-tests.out"))"
+  else
+    fail=$((fail + 1)); failed="$failed cli-tests"; echo "FAIL cli-tests"; grep -v '^ok' "$BUILD/tests/cli-tests.out" | tail -n 30
+  fi
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ] || { echo "failed:$failed"; exit 1; }

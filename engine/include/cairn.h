@@ -253,6 +253,11 @@ typedef struct cairn_stats {
     uint32_t batch_ms;
     uint64_t segment_size;
     uint64_t generation;       /* manifest generation */
+    uint64_t recovered_torn_bytes;      /* this handle's open truncated a torn tail this long */
+    uint64_t recovered_set_aside_bytes; /* this handle's open found damage with valid records
+                                           after it and moved these bytes to a
+                                           <id>-<offset>.damaged file (cairn_verify reports
+                                           it); their sequence numbers are never reused */
 } cairn_stats;
 
 /* Errors: CAIRN_EIO, CAIRN_ENOMEM. */

@@ -103,8 +103,9 @@ static int commit_wait(cairn_db *db, uint64_t target)
     return CAIRN_OK;
 }
 
-/* Close the active segment and start the next one (mu held). */
-static int roll_locked(cairn_db *db)
+/* Close the active segment and start the next one (mu held). The next
+ * segment's first sequence number is at least seq_floor. */
+static int roll_locked(cairn_db *db, uint64_t seq_floor)
 {
     seg_ref *old, *nseg = NULL;
     view *cur, *nv = NULL;
@@ -122,7 +123,7 @@ static int roll_locked(cairn_db *db)
         return check_writable(db);
     old = db->act;
     cur = db->view;
-    if (old->log.n == 0)
+    if (old->log.n == 0 && seq_floor <= db->next_seq)
         return CAIRN_OK;
     rc = cairn__flush_locked(db);
     if (rc != CAIRN_OK)
@@ -131,6 +132,8 @@ static int roll_locked(cairn_db *db)
     if (rc != CAIRN_OK)
         return kill_handle(db, rc, &e);
     db->durable_seq = db->written_seq;
+    if (seq_floor > db->next_seq)
+        db->next_seq = seq_floor; /* numbers of records set aside are never reused */
 
     nseg = cairn__calloc(db->a, 1, sizeof *nseg);
     if (nseg == NULL)
@@ -164,8 +167,8 @@ static int roll_locked(cairn_db *db)
     x->kind = SEG_CLOSED;
     x->count = old->log.n;
     x->last_seq = old->log.base_seq + old->log.n - 1;
-    x->first_ts = old->log.ts[0];
-    x->last_ts = old->log.ts[old->log.n - 1];
+    x->first_ts = old->log.n ? old->log.ts[0] : 0;
+    x->last_ts = old->log.n ? old->log.ts[old->log.n - 1] : 0;
     x = &m.e[m.n];
     memset(x, 0, sizeof *x);
     x->id = nseg->id;
@@ -283,6 +286,11 @@ static int seal_one(cairn_db *db, uint64_t id)
     return rc;
 }
 
+int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
+{
+    return roll_locked(db, seq_floor);
+}
+
 int cairn__seal_pending(cairn_db *db)
 {
     int rc = CAIRN_OK;
@@ -325,7 +333,7 @@ int cairn_roll(cairn_db *db)
     pthread_mutex_lock(&db->mu);
     rc = check_writable(db);
     if (rc == CAIRN_OK)
-        rc = roll_locked(db);
+        rc = roll_locked(db, 0);
     pthread_mutex_unlock(&db->mu);
     if (rc == CAIRN_OK && !db->background)
         rc = cairn__seal_pending(db);
@@ -368,7 +376,7 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
     if (rc != CAIRN_OK)
         goto out;
     if (db->act->log.n > 0 && db->act->log.end + total > db->segment_size) {
-        rc = roll_locked(db);
+        rc = roll_locked(db, 0);
         if (rc != CAIRN_OK)
             goto out;
         rolled = 1;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "bytes.h"
 #include "io.h"
 #include "record.h"
 
@@ -96,7 +97,13 @@ static int position(cairn_iter *it)
     }
     pthread_mutex_lock(&db->mu);
     in = !seg_empty_or_before(x, s, n, &it->r);
-    if (in) {
+    if (x->kind == SEG_CLOSED && s->log.n < x->count && it->r.seq_from <= x->last_seq &&
+        it->r.seq_from >= x->base_seq + s->log.n) {
+        /* Asked for records the manifest lists but the scan could not read:
+         * stand at the end so the damage is reported. */
+        it->off = it->end = s->log.end;
+        in = 1;
+    } else if (in) {
         size_t i = 0;
         if (it->r.seq_from > x->base_seq)
             i = (size_t)(it->r.seq_from - x->base_seq);
@@ -117,7 +124,8 @@ static int position(cairn_iter *it)
     return in;
 }
 
-/* Next record of a log-form segment, or CAIRN_ENOTFOUND at its end. */
+/* Next record of a log-form segment, or CAIRN_ENOTFOUND at its end. Reads
+ * in chunks; a record longer than a chunk gets a read of its own size. */
 static int next_log(cairn_iter *it, seg_ref *s, cairn_record *rec)
 {
     cairn__err e;
@@ -127,7 +135,9 @@ static int next_log(cairn_iter *it, seg_ref *s, cairn_record *rec)
 
     if (it->off >= it->end)
         return CAIRN_ENOTFOUND;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+        uint64_t want = READ_CHUNK;
+        size_t got;
         if (it->off >= it->buf_off && it->off < it->buf_off + it->buf_len) {
             size_t at = (size_t)(it->off - it->buf_off);
             r = cairn__record_decode(it->buf + at, it->buf_len - at, s->log.salt, rec, &len);
@@ -137,27 +147,19 @@ static int next_log(cairn_iter *it, seg_ref *s, cairn_record *rec)
             }
             if (r != REC_TRUNCATED && r != REC_END)
                 break;
+            if (it->buf_len - at >= 4 && get_le32(it->buf + at) > want)
+                want = get_le32(it->buf + at); /* bounded by the decoder's length check */
         }
-        /* Refill from this record; a record is at most CAIRN_RECORD_MAX. */
-        {
-            uint64_t want = it->end - it->off;
-            size_t got;
-            if (want > READ_CHUNK)
-                want = READ_CHUNK;
-            if (attempt == 1)
-                want = it->end - it->off < CAIRN_RECORD_MAX ? it->end - it->off
-                                                            : CAIRN_RECORD_MAX;
-            if (cairn__grow(it->db->a, (void **)&it->buf, &it->cap, (size_t)want, 1) !=
-                CAIRN_OK)
-                return cairn__db_failf(it->db, CAIRN_ENOMEM, "no memory to read %s",
-                                       s->log.name);
-            rc = cairn__io_read(it->db->io, "iter.read", s->log.fd, it->buf, (size_t)want,
-                                it->off, &got, s->log.name, &e);
-            if (rc != CAIRN_OK)
-                return cairn__db_fail(it->db, rc, &e);
-            it->buf_off = it->off;
-            it->buf_len = got;
-        }
+        if (want > it->end - it->off)
+            want = it->end - it->off;
+        if (cairn__grow(it->db->a, (void **)&it->buf, &it->cap, (size_t)want, 1) != CAIRN_OK)
+            return cairn__db_failf(it->db, CAIRN_ENOMEM, "no memory to read %s", s->log.name);
+        rc = cairn__io_read(it->db->io, "iter.read", s->log.fd, it->buf, (size_t)want, it->off,
+                            &got, s->log.name, &e);
+        if (rc != CAIRN_OK)
+            return cairn__db_fail(it->db, rc, &e);
+        it->buf_off = it->off;
+        it->buf_len = got;
     }
     /* The bytes changed since they were indexed: report and skip the segment. */
     rc = cairn__db_failf(it->db, CAIRN_ECORRUPT, "%s: record at offset %llu no longer valid",
@@ -256,8 +258,27 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec)
         }
         rc = s->sealed ? next_sealed(it, s, rec) : next_log(it, s, rec);
         if (rc == CAIRN_ENOTFOUND) {
+            const manifest_entry *x = &it->v->m.e[it->seg];
+            uint64_t damaged = 0;
+            if (!s->sealed) {
+                pthread_mutex_lock(&it->db->mu);
+                damaged = s->damaged_at;
+                pthread_mutex_unlock(&it->db->mu);
+                /* A closed segment is immutable: fewer valid records than the
+                 * manifest lists means damage, if the range asked for them. */
+                if (x->kind == SEG_CLOSED && s->log.n < x->count &&
+                    it->r.seq_to >= x->base_seq + s->log.n)
+                    damaged = s->log.end;
+            }
             it->seg++;
             it->positioned = 0;
+            /* A reader stopped at damage that valid records follow: say so
+             * rather than end quietly (the next writer open sets them aside). */
+            if (damaged != 0 && it->off >= damaged)
+                return cairn__db_failf(it->db, CAIRN_ECORRUPT,
+                                       "%s: damaged record at offset %llu; the records after "
+                                       "it are not readable (run cairn verify)",
+                                       s->log.name, (unsigned long long)damaged);
             continue;
         }
         if (rc != CAIRN_OK)

@@ -207,6 +207,69 @@ cleanup:
     return rc;
 }
 
+int cairn__logseg_probe(const cairn_io *io, const cairn_allocator *a, const logseg *seg,
+                        uint64_t from, uint64_t to, int *found, uint64_t *max_seq,
+                        cairn__err *e)
+{
+    uint8_t *buf = cairn__malloc(a, SCAN_CHUNK), *big = NULL;
+    uint64_t next = seg->base_seq + seg->n, off = from;
+    int rc = CAIRN_OK;
+
+    *found = 0;
+    *max_seq = 0;
+    if (buf == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for a probe", seg->name);
+    while (off + REC_OVERHEAD <= to && rc == CAIRN_OK) {
+        size_t got, want = to - off < SCAN_CHUNK ? (size_t)(to - off) : SCAN_CHUNK, p = 0;
+        rc = cairn__io_read(io, "segment.probe", seg->fd, buf, want, off, &got, seg->name, e);
+        if (rc != CAIRN_OK || got < REC_OVERHEAD)
+            break;
+        /* Every offset is a candidate; the epoch (low salt) filters almost all. */
+        while (p + REC_OVERHEAD <= got) {
+            uint32_t len = get_le32(buf + p);
+            cairn_record rec;
+            size_t rl;
+            rec_result r;
+            if (get_le32(buf + p + REC_OFF_EPOCH) != (uint32_t)seg->salt || len < REC_OVERHEAD ||
+                len > CAIRN_RECORD_MAX || off + p + len > to) {
+                p++;
+                continue;
+            }
+            if (p + len <= got) {
+                r = cairn__record_decode(buf + p, got - p, seg->salt, &rec, &rl);
+            } else {
+                /* It runs past this chunk: read it whole on its own. */
+                size_t g2;
+                uint8_t *nb = cairn__realloc(a, big, len);
+                if (nb == NULL) {
+                    rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for a probe", seg->name);
+                    break;
+                }
+                big = nb;
+                rc = cairn__io_read(io, "segment.probe", seg->fd, big, len, off + p, &g2,
+                                    seg->name, e);
+                if (rc != CAIRN_OK)
+                    break;
+                r = cairn__record_decode(big, g2, seg->salt, &rec, &rl);
+            }
+            if (r == REC_OK && rec.seq >= next) {
+                *found = 1;
+                if (rec.seq > *max_seq)
+                    *max_seq = rec.seq;
+                p += rl;
+            } else {
+                p++;
+            }
+        }
+        if (got < want)
+            break;
+        off += p;
+    }
+    cairn__free(a, buf);
+    cairn__free(a, big);
+    return rc;
+}
+
 int cairn__logseg_open(const cairn_io *io, const cairn_allocator *a, int dirfd, logseg *seg,
                        uint64_t id, int read_only, logseg_stop *stop, cairn__err *e)
 {

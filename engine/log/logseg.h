@@ -66,6 +66,14 @@ int cairn__logseg_open(const cairn_io *io, const cairn_allocator *a, int dirfd, 
 int cairn__logseg_scan(const cairn_io *io, const cairn_allocator *a, logseg *seg,
                        logseg_stop *stop, cairn__err *e);
 
+/* Look for whole, valid records of this segment (right salt and checksum,
+ * seq beyond the indexed ones) anywhere in [from, to): what tells damage in
+ * the middle of a segment (valid records follow) from a torn tail (nothing
+ * valid follows). *found is 1 if any is found, *max_seq the highest seq. */
+int cairn__logseg_probe(const cairn_io *io, const cairn_allocator *a, const logseg *seg,
+                        uint64_t from, uint64_t to, int *found, uint64_t *max_seq,
+                        cairn__err *e);
+
 /* Add record (offset, ts) to the index. */
 int cairn__logseg_index_push(const cairn_allocator *a, logseg *seg, uint64_t off, int64_t ts);
 

@@ -73,10 +73,12 @@ static int check_entries(const manifest *m, cairn__err *e)
                 return cairn__fail(e, CAIRN_ECORRUPT,
                                    "MANIFEST: entry %zu: inconsistent sequence range", i);
         }
-        if (i > 0 && x->base_seq != m->e[i - 1].last_seq + 1)
+        /* A gap is legal (recovery set damaged records aside and never reuses
+         * their numbers); an overlap is not. */
+        if (i > 0 && x->base_seq <= m->e[i - 1].last_seq)
             return cairn__fail(e, CAIRN_ECORRUPT,
-                               "MANIFEST: entry %zu: sequence range does not follow entry %zu",
-                               i, i - 1);
+                               "MANIFEST: entry %zu: sequence range overlaps entry %zu", i,
+                               i - 1);
     }
     if (m->n == 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: no active segment");

@@ -131,8 +131,89 @@ fail:
     return rc;
 }
 
-/* Open a log segment (closed or active) and index it. The writer truncates
- * the active one's torn tail. */
+/* Copy bytes [from, to) of a segment to <id>-<from>.damaged, fsynced. */
+static int set_aside(cairn_db *db, const logseg *l, uint64_t from, uint64_t to, cairn__err *e)
+{
+    char name[64];
+    uint8_t *buf = cairn__malloc(db->a, 1u << 20);
+    int fd = -1, rc;
+
+    snprintf(name, sizeof name, "%016llx-%016llx.damaged", (unsigned long long)l->id,
+             (unsigned long long)from);
+    if (buf == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory to set damaged bytes aside");
+    rc = cairn__io_open(db->io, "recover.setaside", db->dirfd, name,
+                        O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
+    for (uint64_t off = from; rc == CAIRN_OK && off < to;) {
+        size_t got, want = to - off < (1u << 20) ? (size_t)(to - off) : (1u << 20);
+        rc = cairn__io_read(db->io, "recover.setaside", l->fd, buf, want, off, &got, l->name, e);
+        if (rc == CAIRN_OK && got == 0)
+            break;
+        if (rc == CAIRN_OK)
+            rc = cairn__io_write(db->io, "recover.setaside", fd, buf, got, off - from, name, e);
+        off += got;
+    }
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(db->io, "recover.setaside", fd, name, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(db->io, "recover.setaside.dir", db->dirfd, ".", e);
+    cairn__io_close(db->io, "recover.setaside", fd);
+    cairn__free(db->a, buf);
+    return rc;
+}
+
+/* After a scan of a log segment stopped before the end of its file: is the
+ * rest a torn tail (nothing valid follows: truncate it) or damage (valid
+ * records follow)? The writer sets damaged bytes aside before truncating,
+ * so nothing valid is ever destroyed, and raises the sequence floor so their
+ * numbers are never given again; a reader only flags the damage. */
+static int check_tail(cairn_db *db, seg_ref *s, const logseg_stop *stop, int writable,
+                      cairn__err *e)
+{
+    uint64_t max_seq;
+    int found, rc;
+
+    s->log_file_size = stop->file_size;
+    s->damaged_at = 0;
+    if (stop->file_size <= s->log.end)
+        return CAIRN_OK;
+    rc = cairn__logseg_probe(db->io, db->a, &s->log, s->log.end, stop->file_size, &found,
+                             &max_seq, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (!writable) {
+        if (found)
+            s->damaged_at = s->log.end;
+        return CAIRN_OK;
+    }
+    if (found) {
+        rc = set_aside(db, &s->log, s->log.end, stop->file_size, e);
+        if (rc != CAIRN_OK)
+            return rc;
+        db->set_aside_bytes += stop->file_size - s->log.end;
+        if (max_seq + 1 > db->seq_floor)
+            db->seq_floor = max_seq + 1;
+    } else {
+        db->torn_bytes += stop->file_size - s->log.end;
+    }
+    rc = cairn__io_truncate(db->io, "recover.truncate", s->log.fd, s->log.end, s->log.name, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(db->io, "recover.fsync", s->log.fd, s->log.name, e);
+    if (rc == CAIRN_OK)
+        s->log_file_size = s->log.end;
+    return rc;
+}
+
+/* Scan a log segment further (read-only handles follow the writer). */
+static int log_rescan(cairn_db *db, seg_ref *s, cairn__err *e)
+{
+    logseg_stop stop;
+    int rc = cairn__logseg_scan(db->io, db->a, &s->log, &stop, e);
+    return rc == CAIRN_OK ? check_tail(db, s, &stop, 0, e) : rc;
+}
+
+/* Open a log segment (closed or active) and index it; the writer recovers
+ * the active one's tail. */
 static int seg_open_log(cairn_db *db, const manifest_entry *x, seg_ref **out, cairn__err *e)
 {
     seg_ref *s = seg_new(db);
@@ -147,21 +228,11 @@ static int seg_open_log(cairn_db *db, const manifest_entry *x, seg_ref **out, ca
     if (rc == CAIRN_OK && s->log.base_seq != x->base_seq)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: base_seq %llu, manifest says %llu", s->log.name,
                          (unsigned long long)s->log.base_seq, (unsigned long long)x->base_seq);
+    if (rc == CAIRN_OK)
+        rc = check_tail(db, s, &stop, writable, e);
     if (rc != CAIRN_OK) {
         cairn__seg_release(db, s);
         return rc;
-    }
-    s->log_file_size = stop.file_size;
-    if (writable && stop.file_size > s->log.end) {
-        /* The torn tail: drop it so the next append starts on a record boundary. */
-        rc = cairn__io_truncate(db->io, "recover.truncate", s->log.fd, s->log.end, s->log.name, e);
-        if (rc == CAIRN_OK)
-            rc = cairn__io_fsync(db->io, "recover.fsync", s->log.fd, s->log.name, e);
-        if (rc != CAIRN_OK) {
-            cairn__seg_release(db, s);
-            return rc;
-        }
-        s->log_file_size = s->log.end;
     }
     *out = s;
     return CAIRN_OK;
@@ -236,10 +307,8 @@ static int segs_open(cairn_db *db, const manifest *m, const view *old, seg_ref *
                     segs[i] = o;
                     atomic_fetch_add(&o->refs, 1);
                     /* It may have grown (read-only handles follow the writer). */
-                    if (!o->sealed && old->m.e[j].kind == SEG_ACTIVE) {
-                        logseg_stop stop;
-                        rc = cairn__logseg_scan(db->io, db->a, &o->log, &stop, e);
-                    }
+                    if (!o->sealed && old->m.e[j].kind == SEG_ACTIVE)
+                        rc = log_rescan(db, o, e);
                     break;
                 }
             }
@@ -291,11 +360,10 @@ int cairn__refresh(cairn_db *db)
             return cairn__db_fail(db, rc, &e);
         if (m.generation == db->view->m.generation) {
             seg_ref *act = db->view->segs[db->view->m.n - 1];
-            logseg_stop stop;
             cairn__manifest_free(db->a, &m);
             if (act->sealed)
                 return CAIRN_OK;
-            rc = cairn__logseg_scan(db->io, db->a, &act->log, &stop, &e);
+            rc = log_rescan(db, act, &e);
             return rc == CAIRN_OK ? CAIRN_OK : cairn__db_fail(db, rc, &e);
         }
         rc = view_build(db, &m, db->view, &nv, &e);
@@ -366,10 +434,12 @@ static const manifest_entry *find_entry(const manifest *m, uint64_t id)
     return NULL;
 }
 
-/* Does the directory hold segment files (of a store whose MANIFEST is gone)? */
-static int has_segments(int dirfd)
+/* Does the directory hold segment files of a store whose MANIFEST is gone?
+ * Segment 1 holding no record (at most its header) is not one: it is what a
+ * crash during creation leaves before the first MANIFEST, and is removed. */
+static int has_segments(cairn_db *db)
 {
-    int fd = dup(dirfd), found = 0;
+    int fd = dup(db->dirfd), found = 0, first_empty = 0;
     DIR *d;
     struct dirent *de;
     uint64_t id;
@@ -378,10 +448,17 @@ static int has_segments(int dirfd)
             close(fd);
         return 0;
     }
-    while ((de = readdir(d)) != NULL)
-        if (parse_seg_name(de->d_name, "log", &id) || parse_seg_name(de->d_name, "seg", &id))
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (parse_seg_name(de->d_name, "log", &id) && id == 1 &&
+            fstatat(db->dirfd, de->d_name, &st, 0) == 0 && st.st_size <= (off_t)FILEHDR_SIZE)
+            first_empty = 1;
+        else if (parse_seg_name(de->d_name, "log", &id) || parse_seg_name(de->d_name, "seg", &id))
             found = 1;
+    }
     closedir(d);
+    if (!found && first_empty)
+        unlinkat(db->dirfd, "0000000000000001.log", 0);
     return found;
 }
 
@@ -444,7 +521,7 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     manifest_entry x;
     int rc;
 
-    if (has_segments(db->dirfd))
+    if (has_segments(db))
         return cairn__fail(e, CAIRN_ECORRUPT,
                            "%s has segment files but no MANIFEST; refusing to start over",
                            db->path);
@@ -586,6 +663,13 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     strcpy(db->path, path);
     rc = open_store(db, o, &e);
     db->last_flush_ms = cairn__now_ms();
+    if (rc == CAIRN_OK && db->seq_floor > db->next_seq) {
+        pthread_mutex_lock(&db->mu);
+        rc = cairn__roll_past(db, db->seq_floor);
+        pthread_mutex_unlock(&db->mu);
+        if (rc != CAIRN_OK)
+            memcpy(e.msg, db->err.msg, sizeof e.msg);
+    }
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);
     /* Closed segments left by an earlier handle: seal them now. A failure
@@ -699,6 +783,8 @@ int cairn_stats_get(cairn_db *db, cairn_stats *out)
     out->batch_ms = db->batch_ms;
     out->segment_size = db->segment_size;
     out->generation = v->m.generation;
+    out->recovered_torn_bytes = db->torn_bytes;
+    out->recovered_set_aside_bytes = db->set_aside_bytes;
     pthread_mutex_unlock(&db->mu);
     cairn__view_release(db, v);
     return rc;

@@ -42,6 +42,8 @@ typedef struct seg_ref {
     logseg log;           /* log form: fd and the offset/ts index (guarded by
                              mu while the segment is active) */
     uint64_t log_file_size; /* at open: bytes in the file (verify, torn tails) */
+    uint64_t damaged_at;  /* read-only: offset of damage followed by valid
+                             records (0: none); iteration reports it */
 } seg_ref;
 
 /* A snapshot: the manifest and its segments, in order. */
@@ -87,6 +89,10 @@ struct cairn_db {
     pthread_mutex_t seal_mu;  /* one sealer at a time */
     int seal_err;             /* last background seal failure, 0 if none */
 
+    uint64_t seq_floor;       /* recovery: no seq below this may be handed out */
+    uint64_t torn_bytes;      /* recovery at open: torn tail bytes truncated */
+    uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
+
     pthread_mutex_t err_mu;
     cairn__err err;
 };
@@ -113,6 +119,11 @@ int cairn__view_make(cairn_db *db, const manifest *m, seg_ref **segs, view **out
 
 /* Read-only handles: pick up what the writer committed since (mu held). */
 int cairn__refresh(cairn_db *db);
+
+/* Recovery found damage followed by valid records in the active segment:
+ * start a new segment at seq_floor so their numbers are never reused (mu
+ * held). */
+int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
 
 /* Write path (append.c). */
 int cairn__flush_locked(cairn_db *db);

@@ -11,6 +11,7 @@
  */
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -88,9 +89,19 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg
         cairn__logseg_free(db->io, db->a, &seg);
         return;
     }
-    if (stop.why != REC_END || stop.offset < stop.file_size) {
+    if (stop.offset < stop.file_size) {
         char m[CAIRN_ERRMSG_MAX];
-        if (x->kind != SEG_ACTIVE || !live) {
+        uint64_t max_seq = 0;
+        int found = 0;
+        cairn__logseg_probe(db->io, db->a, &seg, stop.offset, stop.file_size, &found, &max_seq,
+                            &e);
+        if (found) {
+            snprintf(m, sizeof m, "damaged record after record %llu; valid records up to seq "
+                     "%llu follow (a writer open moves them aside to a .damaged file)",
+                     (unsigned long long)(seg.base_seq + seg.n - 1), (unsigned long long)max_seq);
+            problem(c, seg.name, stop.offset,
+                    stop.why == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
+        } else if (x->kind != SEG_ACTIVE || !live) {
             snprintf(m, sizeof m, "%s after record %llu; %llu bytes follow%s",
                      stop.why == REC_END ? "unreadable bytes" : cairn__record_result_str(stop.why),
                      (unsigned long long)(seg.base_seq + seg.n - 1),
@@ -108,6 +119,29 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg
         problem(c, seg.name, stop.offset, CAIRN_ECORRUPT, m);
     }
     cairn__logseg_free(db->io, db->a, &seg);
+}
+
+/* Files recovery moved damaged bytes into: the records in them are not in
+ * the log, so they stay a problem until an operator deals with them. */
+static void report_set_aside(cairn_db *db, vctx *c)
+{
+    int fd = dup(db->dirfd);
+    DIR *d;
+    struct dirent *de;
+
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n > 8 && strcmp(de->d_name + n - 8, ".damaged") == 0)
+            problem(c, de->d_name, 0, CAIRN_ECORRUPT,
+                    "bytes set aside by recovery (damage with valid records after it); "
+                    "the records in this file are not in the log");
+    }
+    closedir(d);
 }
 
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out)
@@ -151,6 +185,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
         }
     }
     cairn__view_release(db, v);
+    report_set_aside(db, &c);
     if (problems_out)
         *problems_out = c.problems;
     return CAIRN_OK;
