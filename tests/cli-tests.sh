@@ -1,0 +1,246 @@
+#!/bin/sh
+# cli-tests.sh - end-to-end checks of the `cairn` command-line tool: every
+# command, its help, the documented exit codes (0, 1, 2, 64) and the error
+# paths (invalid JSON mid-stream, a second writer while one holds the lock,
+# unknown options, corruption found by verify).
+#
+# usage: sh tests/cli-tests.sh PATH/TO/cairn
+# Prints "ok - NAME" or "not ok - NAME" per check and a summary; exits
+# non-zero if any check failed. Uses jq when installed (JSON validity checks
+# are skipped otherwise). Works in a temporary directory; takes ~5 s.
+set -u
+
+CAIRN=${1:-}
+if [ -z "$CAIRN" ] || [ ! -x "$CAIRN" ]; then
+    echo "usage: sh tests/cli-tests.sh PATH/TO/cairn" >&2
+    exit 64
+fi
+case $CAIRN in /*) ;; *) CAIRN=$(pwd)/$CAIRN ;; esac
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/cairn-cli.XXXXXX") || exit 1
+BG=""
+cleanup() {
+    [ -n "$BG" ] && kill "$BG" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+cd "$T" || exit 1
+unset CAIRN_STORE
+
+pass=0
+fail=0
+ok() {
+    pass=$((pass + 1))
+    echo "ok - $1"
+}
+notok() {
+    fail=$((fail + 1))
+    echo "not ok - $1"
+    [ -s out ] && sed 's/^/#   stdout: /' out | head -n 5
+    [ -s err ] && sed 's/^/#   stderr: /' err | head -n 5
+    return 0
+}
+# check NAME CONDITION...: run the condition (a command), report.
+check() {
+    name=$1
+    shift
+    if "$@"; then ok "$name"; else notok "$name"; fi
+}
+# run CMD...: run the tool with stdout in ./out, stderr in ./err; $rc is set.
+run() {
+    "$CAIRN" "$@" >out 2>err
+    rc=$?
+}
+rc_is() { [ "$rc" -eq "$1" ]; }
+out_has() { grep -q -- "$1" out; }
+err_has() { grep -q -- "$1" err; }
+err_lines() { [ "$(wc -l <err | tr -d ' ')" -eq "$1" ]; }
+out_lines() { [ "$(wc -l <out | tr -d ' ')" -eq "$1" ]; }
+out_is() { [ "$(cat out)" = "$1" ]; }
+have_jq() { command -v jq >/dev/null 2>&1; }
+valid_json_lines() { ! have_jq || jq -e . out >/dev/null 2>&1; }
+
+S="--store $T/s"
+
+# ---- help and usage ---------------------------------------------------------
+run --help
+check "--help exits 0" rc_is 0
+check "--help documents exit codes" sh -c 'grep -q "^  64" out && grep -q "^  2 " out && grep -q "^  1 " out'
+check "--help lists every command" sh -c 'for c in init log dump verify stats help; do grep -q "^  $c " out || exit 1; done'
+run --version
+check "--version prints the version" sh -c "[ $rc -eq 0 ] && grep -q '^cairn [0-9]' out"
+for c in init log dump verify stats help; do
+    run "$c" --help
+    check "$c --help exits 0 with usage on stdout" sh -c "[ $rc -eq 0 ] && grep -q '^usage: cairn' out && [ ! -s err ]"
+    run help "$c"
+    check "help $c prints the same text" sh -c "[ $rc -eq 0 ] && $CAIRN $c --help | cmp -s - out"
+done
+run
+check "no command exits 64" rc_is 64
+run frobnicate
+check "unknown command exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'unknown command' err"
+run $S dump --bogus
+check "unknown option exits 64 with one line" sh -c "[ $rc -eq 64 ] && [ \$(wc -l <err) -eq 1 ] && grep -q \"^cairn: dump: unknown option '--bogus'\" err"
+run $S log --namespace
+check "missing option value exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'needs a value' err"
+run $S init --durability sometimes
+check "bad --durability exits 64" rc_is 64
+run $S dump --since yesterday-ish
+check "bad time exits 64" rc_is 64
+run --bogus-global dump
+check "unknown global option exits 64" rc_is 64
+run help nosuch
+check "help of an unknown command exits 64" rc_is 64
+
+# ---- missing store ----------------------------------------------------------
+for c in dump verify stats; do
+    run $S "$c"
+    check "$c without a store exits 1 naming cairn init" \
+        sh -c "[ $rc -eq 1 ] && grep -q \"^cairn: $c: no store at $T/s (run 'cairn init') (CAIRN_ENOTFOUND)\$\" err"
+done
+
+# ---- init -------------------------------------------------------------------
+run $S init --durability full --batch-ms 20 --segment-size 4K
+check "init exits 0 silently" sh -c "[ $rc -eq 0 ] && [ ! -s out ] && [ ! -s err ] && [ -f $T/s/MANIFEST ]"
+run $S init
+check "init of an existing store exits 1" sh -c "[ $rc -eq 1 ] && grep -q 'store already exists' err && grep -q 'CAIRN_EEXIST' err"
+run $S stats
+check "stats shows the init settings" sh -c "[ $rc -eq 0 ] && grep -q '^durability: *full' out && grep -q '^batch ms: *20' out && grep -q '^segment size: *4096' out"
+check "stats of an empty store" sh -c "grep -q '^records: *0\$' out && grep -q '^compression ratio: *n/a' out"
+
+# ---- log ----------------------------------------------------------------------
+run $S log '{"a":1}' '[2, 3]' -- -4
+check "log of arguments prints one seq each" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out | tr '\n' ' ')\" = '1 2 3 ' ]"
+printf '{"b":1}\n\n   \n{"b":2}\r\n{"b":3}' | "$CAIRN" $S log >out 2>err
+rc=$?
+check "log of stdin skips blank lines, takes a last line without newline" \
+    sh -c "[ $rc -eq 0 ] && [ \"\$(cat out | tr '\n' ' ')\" = '4 5 6 ' ]"
+printf '{"c":1}\n{"c":2}\n' | "$CAIRN" $S log --quiet --namespace quiet-ns >out 2>err
+rc=$?
+check "log --quiet prints only the count" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = 2 ]"
+printf '{"d":1}\n{"d":2}\n{"d":\n{"d":4}\n' | "$CAIRN" $S log --namespace bad >out 2>err
+rc=$?
+check "invalid JSON on line 3 exits 1 with one error line" \
+    sh -c "[ $rc -eq 1 ] && [ \$(wc -l <err) -eq 1 ] && grep -q '^cairn: log: line 3: invalid JSON' err"
+run $S dump
+check "lines 1-2 before the invalid line are committed, nothing after" \
+    sh -c "[ \$(grep -c '\"ns\":\"bad\"' out) -eq 2 ] && ! grep -q '\"d\":4' out"
+run $S log '{"e":1}' '{"e":'
+check "an invalid argument appends nothing" sh -c "[ $rc -eq 1 ] && grep -q 'argument 2: invalid JSON' err && [ \$($CAIRN $S dump | grep -c '\"e\":1') -eq 0 ]"
+for bad in '01' '{"a":1,}' '[1 2]' 'nul' '{"a":1}}' "$(printf '"tab\there"')"; do
+    run $S log "$bad"
+    check "log rejects $bad" rc_is 1
+done
+run $S log ''
+check "an empty argument is invalid" sh -c "[ $rc -eq 1 ] && grep -q 'empty' err"
+run $S log --type 32769 '"user type"'
+check "log --type with a number" rc_is 0
+run $S log --type nosuchtype '{}'
+check "log --type with an unknown name exits 64" rc_is 64
+printf '{"x":"%s"}\n' "$(head -c 20000 /dev/zero | tr '\0' 'x')" | "$CAIRN" $S log >out 2>err
+rc=$?
+check "a 20 KB line is one record" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ]"
+
+# ---- dump ---------------------------------------------------------------------
+run $S dump
+check "dump exits 0" rc_is 0
+check "dump output is valid JSON (jq)" valid_json_lines
+check "dump has every record" out_lines 12
+check "dump record format" sh -c "head -n 1 out | grep -Eq '^\\{\"seq\":1,\"ts\":\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z\",\"type\":\"event\",\"ns\":\"default\",\"payload\":\\{\"a\":1\\}\\}\$'"
+check "dump prints an unknown type as a number" grep -q '"type":32769,' out
+check "dump keeps the namespace" grep -q '"ns":"quiet-ns","payload":{"c":1}' out
+run $S dump --from-seq 2 --to-seq 3
+check "dump --from-seq/--to-seq" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ] && head -n 1 out | grep -q '^{\"seq\":2,'"
+run $S dump --type 32769
+check "dump --type number" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ]"
+run $S dump --type event
+check "dump --type name" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 11 ]"
+run $S dump --since 1h
+check "dump --since 1h (relative) sees everything" out_lines 12
+run $S dump --since 2000-01-01 --until 2000-01-02T00:00:00.000Z
+check "dump --since/--until ISO range in the past is empty" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run $S dump --until @0
+check "dump --until @0 is empty" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run $S dump --since "$(date -u +%Y-%m-%d)" --until now
+check "dump --since today (date) --until now" out_lines 12
+run $S dump --since 2026-02-30
+check "an impossible date exits 64" rc_is 64
+run $S dump extra
+check "dump with a positional argument exits 64" rc_is 64
+
+# ---- long lines (own store) ---------------------------------------------------
+L="--store $T/long"
+head -c 300000 /dev/zero | tr '\0' 'x' | sed 's/^/{"long":"/; s/$/"}/' | "$CAIRN" $L log >out 2>err
+rc=$?
+check "a 300 KB line is one record" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = 1 ]"
+run $L dump
+check "a 300 KB record dumps whole" sh -c "[ $rc -eq 0 ] && [ \$(wc -c <out) -gt 300000 ]"
+{ echo '{"before":1}'; head -c 17000000 /dev/zero | tr '\0' 'x'; echo; } | "$CAIRN" $L log >out 2>err
+rc=$?
+check "a line over 16 MiB exits 1 (CAIRN_ETOOBIG), earlier lines kept" \
+    sh -c "[ $rc -eq 1 ] && grep -q '^cairn: log: line 2: .*(CAIRN_ETOOBIG)\$' err && [ \"\$(cat out)\" = 2 ]"
+
+# ---- stats and verify -------------------------------------------------------
+run $S stats --json
+check "stats --json exits 0" rc_is 0
+check "stats --json is valid JSON" valid_json_lines
+check "stats --json counts records" grep -q '"records":12,' out
+run $S stats
+check "stats is aligned key: value lines" sh -c "[ $rc -eq 0 ] && grep -q '^records: *12\$' out && grep -q '^last seq: *12\$' out && grep -q '^segments: *[0-9]* active, [0-9]* closed, [0-9]* sealed\$' out"
+check "stats shows a ratio once segments are sealed" grep -Eq '^compression ratio: *[0-9]+\.[0-9]{2}$' out
+run $S verify
+check "verify of a sound store exits 0 with a summary" sh -c "[ $rc -eq 0 ] && grep -Eq '^ok: 12 records in [0-9]+ segments verified\$' out && [ ! -s err ]"
+
+# ---- CAIRN_STORE and ./.cairn ------------------------------------------------
+CAIRN_STORE=$T/env "$CAIRN" log '{"env":1}' >out 2>err
+rc=$?
+check "\$CAIRN_STORE picks the store (log creates it)" sh -c "[ $rc -eq 0 ] && [ -f $T/env/MANIFEST ]"
+"$CAIRN" log '{"cwd":1}' >out 2>err
+check "the default store is ./.cairn" test -f "$T/.cairn/MANIFEST"
+run dump --store "$T/env"
+check "--store after the command" sh -c "[ $rc -eq 0 ] && grep -q '\"env\":1' out"
+
+# ---- one writer; readers alongside it ----------------------------------------
+# A writer that logs one line, then holds the store for 3 s.
+{ echo '{"live":1}'; sleep 3; } | "$CAIRN" --store "$T/w" log >"$T/w.out" 2>"$T/w.err" &
+BG=$!
+i=0
+while [ $i -lt 40 ]; do
+    "$CAIRN" --store "$T/w" dump 2>/dev/null | grep -q '"live":1' && break
+    sleep 0.05
+    i=$((i + 1))
+done
+check "a streaming writer's line is visible to dump while it runs" test $i -lt 40
+run --store "$T/w" log '{"second":1}'
+check "a second writer exits 1 naming the holder's pid" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'CAIRN_ELOCKED' err && grep -q 'pid $BG)' err"
+run --store "$T/w" verify
+check "verify works while a writer holds the lock" rc_is 0
+run --store "$T/w" stats
+check "stats works while a writer holds the lock" rc_is 0
+wait "$BG"
+rc=$?
+BG=""
+check "the writer exits 0 when its input ends" sh -c "[ $rc -eq 0 ] && [ \"\$(cat $T/w.out)\" = 1 ]"
+run --store "$T/w" log '{"second":1}'
+check "after the writer exits the lock is free" rc_is 0
+
+# ---- verify finds damage ------------------------------------------------------
+seg=$(ls "$T/w" | grep '\.log$' | tail -n 1)
+if [ -n "$seg" ]; then
+    f=$T/w/$seg
+    size=$(wc -c <"$f" | tr -d ' ')
+    off=$((size - 12))
+    b=$(od -An -tu1 -j "$off" -N1 "$f" | tr -d ' ')
+    # shellcheck disable=SC2059
+    printf "\\$(printf %03o $(((b + 1) % 256)))" | dd of="$f" bs=1 seek="$off" conv=notrunc 2>/dev/null
+    run --store "$T/w" verify
+    check "verify of a damaged store exits 2" rc_is 2
+    check "verify prints FILE@OFFSET: CAIRN_EXXX: message" grep -Eq "^$seg@[0-9]+: CAIRN_E[A-Z]+: " out
+    check "verify reports the count on stderr" grep -q '^cairn: verify: [0-9]* problem(s)$' err
+else
+    notok "verify of a damaged store (no .log segment found in $T/w)"
+fi
+
+echo "# $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

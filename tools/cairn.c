@@ -1,0 +1,177 @@
+/*
+ * cairn.c - the dispatcher of the `cairn` command-line tool.
+ *
+ *   cairn [--store DIR] COMMAND [ARGS...]
+ *
+ * Parses the global options, finds COMMAND in the table below and runs it
+ * with the remaining arguments. Commands live one group per file
+ * (cmd_*.c) and use only the public cairn.h; see commands.h to add one.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct command {
+    const char *name;
+    const char *summary; /* one line for `cairn --help` */
+    const char *help;    /* the full help text */
+    cli_cmd_fn run;
+} command;
+
+static const char help_help[] =
+    "usage: cairn help [COMMAND]\n"
+    "\n"
+    "Print the help text of COMMAND (the same as `cairn COMMAND --help`), or\n"
+    "without COMMAND the overview of every command.\n"
+    "\n"
+    "Exit status: 0 success, 64 unknown command.\n";
+
+static int cmd_help(cli_ctx *ctx, int argc, char **argv);
+
+static const command commands[] = {
+    {"init", "create a store", cmd_init_help, cmd_init},
+    {"log", "append JSON records (arguments, or lines of stdin)", cmd_log_help, cmd_log},
+    {"dump", "print records as JSON lines", cmd_dump_help, cmd_dump},
+    {"verify", "check every checksum and structure of the store", cmd_verify_help, cmd_verify},
+    {"stats", "print the store's statistics", cmd_stats_help, cmd_stats},
+    {"help", "print the help of a command", help_help, cmd_help},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void print_overview(FILE *f)
+{
+    fprintf(f,
+            "usage: cairn [--store DIR] COMMAND [ARGS...]\n"
+            "\n"
+            "The command-line tool of libcairn %s, an append-only, log-structured\n"
+            "memory store for AI agents. A store is a directory.\n"
+            "\n"
+            "Commands:\n",
+            CAIRN_VERSION_STRING);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n"
+          "Global options:\n"
+          "  --store DIR   the store directory (default: $CAIRN_STORE if set and not\n"
+          "                empty, else ./.cairn); also accepted after COMMAND\n"
+          "  -h, --help    print this help and exit\n"
+          "  --version     print the version and exit\n"
+          "\n"
+          "Exit status:\n"
+          "  0   success\n"
+          "  1   error: the operation failed (bad input, I/O error, store locked by\n"
+          "      another writer, no store, ...)\n"
+          "  2   `cairn verify` found problems\n"
+          "  64  usage error: unknown command or option, missing or bad argument\n"
+          "\n"
+          "Errors are one line on stderr: \"cairn: COMMAND: detail (CAIRN_EXXX)\".\n"
+          "Run `cairn help COMMAND` or `cairn COMMAND --help` for a command's options.\n",
+          f);
+}
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static int cmd_help(cli_ctx *ctx, int argc, char **argv)
+{
+    const command *c;
+    cli_args a;
+    const char *name, *val, *topic = NULL;
+    int r;
+
+    cli_args_init(&a, ctx, NULL, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(help_help);
+        if (topic != NULL)
+            return cli_usage_error(ctx->cmd, "too many arguments");
+        topic = val;
+    }
+    if (topic == NULL) {
+        print_overview(stdout);
+        return CLI_EXIT_OK;
+    }
+    c = find_command(topic);
+    if (c == NULL)
+        return cli_usage_error(ctx->cmd, "unknown command '%s' (see 'cairn --help')", topic);
+    return cli_help(c->help);
+}
+
+/* Output that could not be written is a failure, not a success (a reader
+ * that went away, EPIPE, is its own business). */
+static int finish(const char *name, int rc)
+{
+    int bad, err;
+
+    errno = 0;
+    bad = fflush(stdout) != 0;
+    err = errno;
+    if (!bad && ferror(stdout)) {
+        bad = 1;
+        err = 0;
+    }
+    if (bad && rc == CLI_EXIT_OK && err != EPIPE) {
+        fprintf(stderr, "cairn: %s: writing the output: %s\n", name,
+                err ? strerror(err) : "write error");
+        rc = CLI_EXIT_FAIL;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    cli_ctx ctx;
+    const command *c;
+    const char *env = getenv("CAIRN_STORE");
+    int i, rc;
+
+    ctx.cmd = "cairn";
+    ctx.store = env && env[0] ? env : "./.cairn";
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_overview(stdout);
+            return finish("help", CLI_EXIT_OK);
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("cairn %s\n", CAIRN_VERSION_STRING);
+            return finish("version", CLI_EXIT_OK);
+        }
+        if (strcmp(arg, "--store") == 0 || strncmp(arg, "--store=", 8) == 0) {
+            const char *v = arg[7] == '=' ? arg + 8 : (i + 1 < argc ? argv[++i] : NULL);
+            if (v == NULL || v[0] == '\0') {
+                fputs("cairn: option '--store' needs a directory\n", stderr);
+                return CLI_EXIT_USAGE;
+            }
+            ctx.store = v;
+            continue;
+        }
+        if (arg[0] == '-') {
+            fprintf(stderr, "cairn: unknown option '%s' (see 'cairn --help')\n", arg);
+            return CLI_EXIT_USAGE;
+        }
+        break;
+    }
+    if (i == argc) {
+        fputs("cairn: no command given (see 'cairn --help')\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
+    c = find_command(argv[i]);
+    if (c == NULL) {
+        fprintf(stderr, "cairn: unknown command '%s' (see 'cairn --help')\n", argv[i]);
+        return CLI_EXIT_USAGE;
+    }
+    ctx.cmd = c->name;
+    rc = c->run(&ctx, argc - i - 1, argv + i + 1);
+    return finish(c->name, rc);
+}

@@ -1,0 +1,420 @@
+/*
+ * cli_util.c - helpers shared by the `cairn` subcommands.
+ *
+ * Error output contract (every command): exactly one line on stderr,
+ * "cairn: <command>: <detail>", where an engine failure's detail is the
+ * handle's (or cairn_open's) message followed by " (CAIRN_EXXX)". Usage
+ * errors carry no status name and lead to exit 64.
+ *
+ * Times are civil UTC computed with Howard Hinnant's days-from-civil
+ * algorithm, so nothing depends on the TZ environment or on timegm().
+ */
+#include "cli_util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- errors ------------------------------------------------------------- */
+
+const char *cli_code_name(int code, char *buf, size_t len)
+{
+    const char *s = cairn_strerror(code);
+    const char *colon = strchr(s, ':');
+    size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+    if (len == 0)
+        return buf;
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fprintf(stderr, "cairn: %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const char *cmd, int code, const char *fmt, ...)
+{
+    char name[32];
+    va_list ap;
+
+    fflush(stdout);
+    fprintf(stderr, "cairn: %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (%s)\n", cli_code_name(code, name, sizeof name));
+    return CLI_EXIT_FAIL;
+}
+
+int cli_fail_db(const char *cmd, cairn_db *db, int code, const char *prefix)
+{
+    const char *msg = db ? cairn_errmsg(db) : "";
+
+    if (msg == NULL || msg[0] == '\0') {
+        /* No detail on the handle: use the sentence of the status. */
+        const char *s = cairn_strerror(code);
+        const char *colon = strchr(s, ':');
+        msg = colon ? colon + 2 : s;
+    }
+    if (prefix != NULL)
+        return cli_fail(cmd, code, "%s: %s", prefix, msg);
+    return cli_fail(cmd, code, "%s", msg);
+}
+
+/* ---- option parsing ------------------------------------------------------ */
+
+void cli_args_init(cli_args *a, cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv)
+{
+    a->ctx = ctx;
+    a->spec = spec;
+    a->argc = argc;
+    a->argv = argv;
+    a->i = 0;
+    a->opts_end = 0;
+}
+
+int cli_args_next(cli_args *a, const char **name, const char **value)
+{
+    static const cli_optspec store_opt = {"store", 1};
+
+    *name = NULL;
+    *value = NULL;
+    while (a->i < a->argc) {
+        const char *arg = a->argv[a->i++];
+        const cli_optspec *o = NULL;
+        const char *eq;
+        size_t n;
+
+        if (a->opts_end || arg[0] != '-') {
+            *value = arg;
+            return CLI_ARG_POS;
+        }
+        if (strcmp(arg, "--") == 0) {
+            a->opts_end = 1;
+            continue;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
+            return CLI_ARG_HELP;
+        if (arg[1] != '-') {
+            /* A single dash: "-5" is JSON; leave it to the command. */
+            *value = arg;
+            return CLI_ARG_POS;
+        }
+        eq = strchr(arg + 2, '=');
+        n = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
+        if (n == 5 && strncmp(arg + 2, "store", 5) == 0)
+            o = &store_opt;
+        for (const cli_optspec *s = a->spec; o == NULL && s && s->name; s++)
+            if (strlen(s->name) == n && strncmp(arg + 2, s->name, n) == 0)
+                o = s;
+        if (o == NULL) {
+            cli_usage_error(a->ctx->cmd, "unknown option '%.*s' (see 'cairn help %s')",
+                            (int)(n + 2), arg, a->ctx->cmd);
+            return CLI_ARG_ERR;
+        }
+        if (!o->has_arg && eq) {
+            cli_usage_error(a->ctx->cmd, "option '--%s' takes no value", o->name);
+            return CLI_ARG_ERR;
+        }
+        if (o->has_arg) {
+            if (eq) {
+                *value = eq + 1;
+            } else if (a->i < a->argc) {
+                *value = a->argv[a->i++];
+            } else {
+                cli_usage_error(a->ctx->cmd, "option '--%s' needs a value", o->name);
+                return CLI_ARG_ERR;
+            }
+        }
+        if (o == &store_opt) {
+            if ((*value)[0] == '\0') {
+                cli_usage_error(a->ctx->cmd, "option '--store' needs a directory");
+                return CLI_ARG_ERR;
+            }
+            a->ctx->store = *value;
+            continue;
+        }
+        *name = o->name;
+        return CLI_ARG_OPT;
+    }
+    return CLI_ARG_END;
+}
+
+int cli_help(const char *text)
+{
+    fputs(text, stdout);
+    return CLI_EXIT_OK;
+}
+
+/* ---- opening a store ------------------------------------------------------ */
+
+int cli_open_read(const cli_ctx *ctx, cairn_db **out)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX];
+    int rc;
+
+    o.read_only = 1;
+    o.background = 0;
+    err[0] = '\0';
+    rc = cairn_open(out, ctx->store, &o, err, sizeof err);
+    if (rc == CAIRN_ENOTFOUND)
+        cli_fail(ctx->cmd, rc, "no store at %s (run 'cairn init')", ctx->store);
+    else if (rc != CAIRN_OK)
+        cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+    return rc;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+int64_t cli_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (m 1..12, d 1..31). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    int64_t era;
+    unsigned yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = (unsigned)(y - era * 400);
+    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    int64_t era;
+    unsigned doe, yoe, doy, mp;
+
+    z += 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = (unsigned)(z - era * 146097);
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+void cli_format_time(int64_t ms, char *buf, size_t len)
+{
+    int64_t secs = ms / 1000, rem = ms % 1000, days, sod, y;
+    unsigned mo, d;
+
+    if (rem < 0) {
+        rem += 1000;
+        secs--;
+    }
+    days = secs / 86400;
+    sod = secs % 86400;
+    if (sod < 0) {
+        sod += 86400;
+        days--;
+    }
+    civil_from_days(days, &y, &mo, &d);
+    snprintf(buf, len, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
+             (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60), (int)rem);
+}
+
+/* Exactly n decimal digits at *p into *out; advances *p. */
+static int fixed_digits(const char **p, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        char c = (*p)[i];
+        if (c < '0' || c > '9')
+            return -1;
+        v = v * 10 + (c - '0');
+    }
+    *p += n;
+    *out = v;
+    return 0;
+}
+
+static int is_leap(int y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int parse_iso(const char *s, int64_t *out_ms)
+{
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const char *p = s;
+    int y, mo, d, h = 0, mi = 0, sec = 0, ms = 0, off = 0;
+
+    if (fixed_digits(&p, 4, &y) || *p++ != '-' || fixed_digits(&p, 2, &mo) || *p++ != '-' ||
+        fixed_digits(&p, 2, &d))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(y)))
+        return -1;
+    if (*p == 'T' || *p == 't' || *p == ' ') {
+        p++;
+        if (fixed_digits(&p, 2, &h) || *p++ != ':' || fixed_digits(&p, 2, &mi))
+            return -1;
+        if (*p == ':') {
+            p++;
+            if (fixed_digits(&p, 2, &sec))
+                return -1;
+            if (*p == '.' || *p == ',') {
+                int scale = 100;
+                p++;
+                if (*p < '0' || *p > '9')
+                    return -1;
+                for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+                    ms += (*p - '0') * scale; /* digits past the third add 0 */
+            }
+        }
+        if (h > 23 || mi > 59 || sec > 59)
+            return -1;
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p++ == '-' ? -1 : 1, oh, om = 0;
+        if (fixed_digits(&p, 2, &oh))
+            return -1;
+        if (*p == ':') {
+            p++;
+            if (fixed_digits(&p, 2, &om))
+                return -1;
+        } else if (*p != '\0' && fixed_digits(&p, 2, &om)) {
+            return -1;
+        }
+        if (oh > 23 || om > 59)
+            return -1;
+        off = sign * (oh * 60 + om);
+    }
+    if (*p != '\0')
+        return -1;
+    *out_ms = ((days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec -
+                (int64_t)off * 60) *
+               1000) +
+              ms;
+    return 0;
+}
+
+int cli_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (*s == '\0')
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        if (v > (max - (uint64_t)(*s - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_time(const char *s, int64_t now_ms, int64_t *out_ms)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t ms;
+    } units[] = {{"ms", 1},         {"s", 1000},        {"m", 60000},
+                 {"h", 3600000},    {"d", 86400000},    {"w", 604800000}};
+    uint64_t v;
+
+    if (strcmp(s, "now") == 0) {
+        *out_ms = now_ms;
+        return 0;
+    }
+    if (s[0] == '@') {
+        int neg = s[1] == '-';
+        if (cli_parse_u64(s + 1 + neg, (uint64_t)INT64_MAX, &v) != 0)
+            return -1;
+        *out_ms = neg ? -(int64_t)v : (int64_t)v;
+        return 0;
+    }
+    if (parse_iso(s, out_ms) == 0)
+        return 0;
+    /* A duration: digits then a unit. */
+    {
+        size_t nd = strspn(s, "0123456789");
+        char num[24];
+        if (nd == 0 || nd >= sizeof num)
+            return -1;
+        memcpy(num, s, nd);
+        num[nd] = '\0';
+        if (cli_parse_u64(num, (uint64_t)INT64_MAX, &v) != 0)
+            return -1;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+            if (strcmp(s + nd, units[i].suffix) != 0)
+                continue;
+            if (v > (uint64_t)INT64_MAX / units[i].ms)
+                return -1;
+            v *= units[i].ms;
+            if (now_ms < INT64_MIN + (int64_t)v)
+                return -1;
+            *out_ms = now_ms - (int64_t)v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    size_t nd = strspn(s, "0123456789");
+    const char *u = s + nd;
+    uint64_t v, mult = 1;
+    char num[24];
+
+    if (nd == 0 || nd >= sizeof num)
+        return -1;
+    memcpy(num, s, nd);
+    num[nd] = '\0';
+    if (cli_parse_u64(num, UINT64_MAX, &v) != 0)
+        return -1;
+    switch (*u) {
+    case 'k': case 'K': mult = 1ull << 10; u++; break;
+    case 'm': case 'M': mult = 1ull << 20; u++; break;
+    case 'g': case 'G': mult = 1ull << 30; u++; break;
+    default: break;
+    }
+    if (mult > 1 && (*u == 'i' || *u == 'I'))
+        u++;
+    if (*u == 'b' || *u == 'B')
+        u++;
+    if (*u != '\0' || v > UINT64_MAX / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+const char *cli_durability_name(cairn_durability d)
+{
+    switch (d) {
+    case CAIRN_DURABILITY_NONE: return "none";
+    case CAIRN_DURABILITY_BATCH: return "batch";
+    case CAIRN_DURABILITY_FULL: return "full";
+    default: return "stored";
+    }
+}

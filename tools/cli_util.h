@@ -1,0 +1,112 @@
+/*
+ * cli_util.h - helpers shared by the subcommands of the `cairn` tool:
+ * exit codes, the one-line error reporters, option parsing, opening a store,
+ * and parsing times, sizes and numbers. Uses only the public cairn.h.
+ */
+#ifndef CAIRN_CLI_UTIL_H
+#define CAIRN_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cairn.h"
+
+/* Exit codes (documented in `cairn --help`). */
+#define CLI_EXIT_OK 0       /* success */
+#define CLI_EXIT_FAIL 1     /* the operation failed: bad input, I/O, locked, not found... */
+#define CLI_EXIT_PROBLEMS 2 /* verify found problems */
+#define CLI_EXIT_USAGE 64   /* unknown command/option, missing or bad argument (EX_USAGE) */
+
+/* What every command receives from the dispatcher. */
+typedef struct cli_ctx {
+    const char *cmd;   /* the command's name, for messages */
+    const char *store; /* --store, else $CAIRN_STORE, else "./.cairn"; a command's
+                          own --store replaces it */
+} cli_ctx;
+
+/* ---- errors: exactly one line on stderr, "cairn: <cmd>: <detail>" ---- */
+
+/* The status name of a code ("CAIRN_ELOCKED"): cairn_strerror() up to the
+ * colon, copied into buf. Returns buf. */
+const char *cli_code_name(int code, char *buf, size_t len);
+
+/* "cairn: <cmd>: <detail>"; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "cairn: <cmd>: <detail> (CAIRN_EXXX)"; returns CLI_EXIT_FAIL. */
+int cli_fail(const char *cmd, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "cairn: <cmd>: [<prefix>: ]<cairn_errmsg(db)> (CAIRN_EXXX)"; prefix may be
+ * NULL. Falls back to cairn_strerror's sentence when the handle has no
+ * message. Returns CLI_EXIT_FAIL. */
+int cli_fail_db(const char *cmd, cairn_db *db, int code, const char *prefix);
+
+/* ---- option parsing -------------------------------------------------- */
+
+/* One option a command accepts, spelled "--name" (or "--name=value"). */
+typedef struct cli_optspec {
+    const char *name; /* without the dashes; NULL ends a table */
+    int has_arg;      /* 1: takes a value ("--name V" or "--name=V") */
+} cli_optspec;
+
+enum {
+    CLI_ARG_END = 0,  /* no more arguments */
+    CLI_ARG_OPT = 1,  /* an option: *name, and *value when it takes one */
+    CLI_ARG_POS = 2,  /* a positional argument in *value */
+    CLI_ARG_HELP = 3, /* --help or -h */
+    CLI_ARG_ERR = 4   /* unknown option or missing value; reported already */
+};
+
+/* Iterates over a command's arguments. Only words starting with "--" are
+ * options (so a JSON argument such as -5 is positional); "--" ends options.
+ * Every command also accepts --store DIR, which updates ctx->store. */
+typedef struct cli_args {
+    cli_ctx *ctx;
+    const cli_optspec *spec;
+    int argc;
+    char **argv;
+    int i;        /* next index into argv */
+    int opts_end; /* "--" seen */
+} cli_args;
+
+void cli_args_init(cli_args *a, cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv);
+/* Next argument; see the CLI_ARG_* values. For CLI_ARG_OPT *name is the
+ * option's name from the spec table (compare with strcmp). */
+int cli_args_next(cli_args *a, const char **name, const char **value);
+
+/* Print a command's help text to stdout; returns CLI_EXIT_OK. */
+int cli_help(const char *text);
+
+/* ---- opening a store --------------------------------------------------- */
+
+/* Open ctx->store read-only (no lock, no background thread). A missing
+ * store is reported as "no store at DIR (run 'cairn init')". On failure
+ * prints the error and returns its status code, *out NULL. */
+int cli_open_read(const cli_ctx *ctx, cairn_db **out);
+
+/* ---- values ------------------------------------------------------------ */
+
+/* Current time in ms since the Unix epoch. */
+int64_t cli_now_ms(void);
+
+/* Parse a time: ISO 8601 UTC ("2026-11-22", "2026-11-22T05:04",
+ * "2026-11-22T05:04:45.123Z", "...+02:00"), "@<epoch ms>", "now", or a
+ * duration meaning that long before `now_ms` ("30s", "15m", "2h", "7d",
+ * "2w", "500ms"). Returns 0 and *out_ms, or -1. */
+int cli_parse_time(const char *s, int64_t now_ms, int64_t *out_ms);
+
+/* Format ms since the epoch as "2026-11-22T05:04:45.123Z" (buf >= 40 bytes). */
+void cli_format_time(int64_t ms, char *buf, size_t len);
+
+/* Parse a decimal unsigned integer (digits only) <= max. Returns 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* Parse a size: BYTES, or NK / NM / NG (binary units, case-insensitive,
+ * optional trailing "B" or "iB"). Returns 0 or -1. */
+int cli_parse_size(const char *s, uint64_t *out);
+
+/* Name of a durability mode ("none", "batch", "full"). */
+const char *cli_durability_name(cairn_durability d);
+
+#endif /* CAIRN_CLI_UTIL_H */

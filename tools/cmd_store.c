@@ -1,0 +1,286 @@
+/*
+ * cmd_store.c - `cairn init` (create a store), `cairn verify` (check every
+ * checksum and structure) and `cairn stats` (counts, sizes, settings).
+ *
+ * verify and stats open the store read-only: they take no lock and work
+ * while a writer runs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+const char cmd_init_help[] =
+    "usage: cairn init [--durability none|batch|full] [--batch-ms N]\n"
+    "                  [--segment-size BYTES|NK|NM|NG]\n"
+    "\n"
+    "Create a store in the store directory (created if missing) with these\n"
+    "settings; later commands use them. Prints nothing on success.\n"
+    "\n"
+    "Options:\n"
+    "  --durability MODE   when appended records reach stable storage\n"
+    "                      (default: batch):\n"
+    "                        none   never fsynced, except at segment roll and close\n"
+    "                        batch  fsynced at most N ms after the append\n"
+    "                        full   an append returns after fdatasync\n"
+    "  --batch-ms N        period in ms of batch fsyncs and buffer flushes,\n"
+    "                      1..4294967295 (default: 50)\n"
+    "  --segment-size S    roll the active segment past S bytes; K, M, G are\n"
+    "                      binary units; 4K..4G (default: 64M)\n"
+    "  --store DIR         the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    "\n"
+    "Exit status: 0 created; 1 the store already exists (DIR/MANIFEST is there),\n"
+    "or it could not be created; 64 usage error.\n";
+
+const char cmd_verify_help[] =
+    "usage: cairn verify\n"
+    "\n"
+    "Read every file of the store and check every checksum and structure. The\n"
+    "store is opened read-only, so verify works while a writer runs (a torn\n"
+    "tail of the active segment is then not a problem: it may be in flight).\n"
+    "\n"
+    "Output: one line per problem, \"FILE@OFFSET: CAIRN_EXXX: message\" (FILE\n"
+    "relative to the store directory, OFFSET in bytes, decimal); when there is\n"
+    "none, \"ok: R records in S segments verified\". With problems, stderr gets\n"
+    "\"cairn: verify: N problem(s)\".\n"
+    "\n"
+    "Options:\n"
+    "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    "\n"
+    "Exit status: 0 no problems; 1 the check could not run (no store, I/O\n"
+    "error); 2 problems found, or the store is too damaged to open; 64 usage\n"
+    "error.\n";
+
+const char cmd_stats_help[] =
+    "usage: cairn stats [--json]\n"
+    "\n"
+    "Print the store's statistics: records, first and last sequence numbers,\n"
+    "segments (active, closed awaiting sealing, sealed), bytes on disk (every\n"
+    "file), log bytes (encoded records, uncompressed), the compression ratio\n"
+    "of sealed segments (their records' raw bytes / their file bytes; n/a when\n"
+    "none is sealed), and the settings: durability, batch ms, segment size.\n"
+    "Opened read-only, so it works while a writer runs.\n"
+    "\n"
+    "Options:\n"
+    "  --json        one JSON object instead of \"key: value\" lines; sizes in\n"
+    "                bytes, compression_ratio null when nothing is sealed\n"
+    "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    "\n"
+    "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
+
+/* Parse the arguments of a command without options of its own (but --store
+ * and --help). Returns -1 to go on, else the exit code. */
+static int no_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv,
+                   const char *help, int *json)
+{
+    const char *name, *val;
+    cli_args a;
+    int r;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        if (json != NULL && strcmp(name, "json") == 0)
+            *json = 1;
+    }
+    return -1;
+}
+
+/* ---- init ----------------------------------------------------------------- */
+
+int cmd_init(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {
+        {"durability", 1}, {"batch-ms", 1}, {"segment-size", 1}, {NULL, 0}};
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX], *manifest;
+    const char *name, *val;
+    cairn_db *db = NULL;
+    cli_args a;
+    size_t plen;
+    uint64_t v;
+    int r, rc, exists;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_init_help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        if (strcmp(name, "durability") == 0) {
+            if (strcmp(val, "none") == 0)
+                o.durability = CAIRN_DURABILITY_NONE;
+            else if (strcmp(val, "batch") == 0)
+                o.durability = CAIRN_DURABILITY_BATCH;
+            else if (strcmp(val, "full") == 0)
+                o.durability = CAIRN_DURABILITY_FULL;
+            else
+                return cli_usage_error(ctx->cmd,
+                                       "invalid durability '%s' (none, batch or full)", val);
+        } else if (strcmp(name, "batch-ms") == 0) {
+            if (cli_parse_u64(val, UINT32_MAX, &v) != 0 || v == 0)
+                return cli_usage_error(ctx->cmd, "invalid --batch-ms '%s' (1..4294967295)",
+                                       val);
+            o.batch_ms = (uint32_t)v;
+        } else if (strcmp(name, "segment-size") == 0) {
+            if (cli_parse_size(val, &v) != 0 || v < 4096 || v > (1ull << 32))
+                return cli_usage_error(ctx->cmd, "invalid --segment-size '%s' (4K..4G)", val);
+            o.segment_size = v;
+        }
+    }
+
+    /* An existing store is an error, not something to reopen quietly. */
+    plen = strlen(ctx->store) + sizeof "/MANIFEST";
+    manifest = malloc(plen);
+    if (manifest == NULL)
+        return cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+    snprintf(manifest, plen, "%s/MANIFEST", ctx->store);
+    exists = access(manifest, F_OK) == 0;
+    free(manifest);
+    if (exists)
+        return cli_fail(ctx->cmd, CAIRN_EEXIST, "store already exists at %s", ctx->store);
+
+    o.create = 1;
+    o.background = 0;
+    err[0] = '\0';
+    rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+    rc = cairn_sync(db);
+    if (rc != CAIRN_OK) {
+        cli_fail_db(ctx->cmd, db, rc, NULL);
+        cairn_close(db);
+        return CLI_EXIT_FAIL;
+    }
+    rc = cairn_close(db);
+    if (rc != CAIRN_OK)
+        return cli_fail(ctx->cmd, rc, "closing %s failed", ctx->store);
+    return CLI_EXIT_OK;
+}
+
+/* ---- verify --------------------------------------------------------------- */
+
+static void verify_problem(void *user, const char *file, uint64_t offset, int code,
+                           const char *message)
+{
+    char name[32];
+
+    (void)user;
+    printf("%s@%llu: %s: %s\n", file ? file : "-", (unsigned long long)offset,
+           cli_code_name(code, name, sizeof name), message ? message : "");
+}
+
+int cmd_verify(cli_ctx *ctx, int argc, char **argv)
+{
+    cairn_db *db = NULL;
+    cairn_stats s;
+    uint64_t problems = 0;
+    int rc = no_args(ctx, NULL, argc, argv, cmd_verify_help, NULL);
+
+    if (rc >= 0)
+        return rc;
+    rc = cli_open_read(ctx, &db);
+    if (rc != CAIRN_OK)
+        /* A store too damaged to open is what verify is for finding. */
+        return rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM || rc == CAIRN_EVERSION
+                   ? CLI_EXIT_PROBLEMS
+                   : CLI_EXIT_FAIL;
+    rc = cairn_verify(db, verify_problem, NULL, &problems);
+    if (rc != CAIRN_OK) {
+        rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+    } else if (problems > 0) {
+        fflush(stdout);
+        fprintf(stderr, "cairn: verify: %llu problem(s)\n", (unsigned long long)problems);
+        rc = CLI_EXIT_PROBLEMS;
+    } else if ((rc = cairn_stats_get(db, &s)) != CAIRN_OK) {
+        rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+    } else {
+        printf("ok: %llu records in %llu segments verified\n", (unsigned long long)s.records,
+               (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed));
+        rc = CLI_EXIT_OK;
+    }
+    cairn_close(db);
+    return rc;
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+/* "123456 (120.6 KiB)" */
+static void print_bytes(const char *key, uint64_t v)
+{
+    static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double d = (double)v;
+    int u = -1;
+
+    printf("%-19s %llu", key, (unsigned long long)v);
+    while (d >= 1024.0 && u < 5) {
+        d /= 1024.0;
+        u++;
+    }
+    if (u >= 0)
+        printf(" (%.1f %s)", d, units[u]);
+    putchar('\n');
+}
+
+int cmd_stats(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"json", 0}, {NULL, 0}};
+    cairn_db *db = NULL;
+    cairn_stats s;
+    int json = 0;
+    int rc = no_args(ctx, spec, argc, argv, cmd_stats_help, &json);
+    char ratio[32];
+
+    if (rc >= 0)
+        return rc;
+    if (cli_open_read(ctx, &db) != CAIRN_OK)
+        return CLI_EXIT_FAIL;
+    rc = cairn_stats_get(db, &s);
+    if (rc != CAIRN_OK) {
+        rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+        cairn_close(db);
+        return rc;
+    }
+    cairn_close(db);
+    if (s.segments_sealed > 0 && s.sealed_bytes > 0)
+        snprintf(ratio, sizeof ratio, "%.2f", (double)s.sealed_raw_bytes / (double)s.sealed_bytes);
+    else
+        snprintf(ratio, sizeof ratio, "%s", json ? "null" : "n/a");
+    if (json) {
+        printf("{\"records\":%llu,\"first_seq\":%llu,\"last_seq\":%llu,"
+               "\"segments\":{\"active\":%llu,\"closed\":%llu,\"sealed\":%llu},"
+               "\"bytes_on_disk\":%llu,\"log_bytes\":%llu,\"sealed_raw_bytes\":%llu,"
+               "\"sealed_bytes\":%llu,\"compression_ratio\":%s,\"durability\":\"%s\","
+               "\"batch_ms\":%u,\"segment_size\":%llu,\"generation\":%llu}\n",
+               (unsigned long long)s.records, (unsigned long long)s.first_seq,
+               (unsigned long long)s.last_seq, (unsigned long long)s.segments_active,
+               (unsigned long long)s.segments_closed, (unsigned long long)s.segments_sealed,
+               (unsigned long long)s.bytes_on_disk, (unsigned long long)s.log_bytes,
+               (unsigned long long)s.sealed_raw_bytes, (unsigned long long)s.sealed_bytes, ratio,
+               cli_durability_name(s.durability), (unsigned)s.batch_ms,
+               (unsigned long long)s.segment_size, (unsigned long long)s.generation);
+        return CLI_EXIT_OK;
+    }
+    printf("%-19s %llu\n", "records:", (unsigned long long)s.records);
+    printf("%-19s %llu\n", "first seq:", (unsigned long long)s.first_seq);
+    printf("%-19s %llu\n", "last seq:", (unsigned long long)s.last_seq);
+    printf("%-19s %llu active, %llu closed, %llu sealed\n", "segments:",
+           (unsigned long long)s.segments_active, (unsigned long long)s.segments_closed,
+           (unsigned long long)s.segments_sealed);
+    print_bytes("bytes on disk:", s.bytes_on_disk);
+    print_bytes("log bytes:", s.log_bytes);
+    printf("%-19s %s\n", "compression ratio:", ratio);
+    printf("%-19s %s\n", "durability:", cli_durability_name(s.durability));
+    printf("%-19s %u\n", "batch ms:", (unsigned)s.batch_ms);
+    print_bytes("segment size:", s.segment_size);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,32 @@
+/*
+ * commands.h - the subcommands of the `cairn` tool. Each takes the
+ * arguments after its name (argv[0] is the first of them, not the name)
+ * and returns the process exit code (CLI_EXIT_*). Each has a help text,
+ * printed by `cairn help NAME` and `cairn NAME --help`.
+ *
+ * To add a command: write `int cmd_x(cli_ctx *, int, char **)` and its
+ * help text in the file of its group, declare both here, and add a row to
+ * the table in cairn.c.
+ */
+#ifndef CAIRN_CLI_COMMANDS_H
+#define CAIRN_CLI_COMMANDS_H
+
+#include "cli_util.h"
+
+typedef int (*cli_cmd_fn)(cli_ctx *ctx, int argc, char **argv);
+
+/* cmd_store.c: creating and inspecting a store. */
+extern const char cmd_init_help[];
+int cmd_init(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_verify_help[];
+int cmd_verify(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_stats_help[];
+int cmd_stats(cli_ctx *ctx, int argc, char **argv);
+
+/* cmd_log.c: writing and reading records. */
+extern const char cmd_log_help[];
+int cmd_log(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_dump_help[];
+int cmd_dump(cli_ctx *ctx, int argc, char **argv);
+
+#endif /* CAIRN_CLI_COMMANDS_H */
