@@ -1,0 +1,679 @@
+/*
+ * test_manifest.c - the MANIFEST file (engine/log/manifest.h): encode and
+ * decode round trips, every class of corruption mapped to its status code,
+ * and the atomic write/read through a directory.
+ *
+ * For the structural checks the test recomputes the header and trailer
+ * checksums itself (XXH3-64, seed 0, per format-spec/README.md), or encodes
+ * an inconsistent in-memory manifest with the (non-validating) encoder, so
+ * that the structural check, not a checksum, is what fires. Decoding always
+ * runs on a heap buffer of exactly the given length so ASan sees over-reads.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "alloc.h"
+#include "bytes.h"
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "filehdr.h"
+#include "manifest.h"
+#include "testutil.h"
+
+/* Offsets of the manifest's header fields and entry fields (manifest.h). */
+#define H_GEN 16
+#define H_NEXT 24
+#define H_SEGSIZE 32
+#define H_BATCH 40
+#define H_DUR 44
+#define H_COUNT 48
+#define H_ESIZE 52
+#define E_KIND 8
+
+/* A valid manifest: sealed 1..100, closed 101..150, active from 151. */
+static manifest_entry good_entries[3];
+
+static void good_manifest(manifest *m)
+{
+    static const manifest_entry init[3] = {
+        {4, SEG_SEALED, 1, 100, 100, -5, 1700000060000ll},
+        {9, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll},
+        {10, SEG_ACTIVE, 151, 0, 0, 0, 0},
+    };
+    memcpy(good_entries, init, sizeof init);
+    memset(m, 0, sizeof *m);
+    m->generation = 0x1122334455667788ull;
+    m->next_id = 11;
+    m->segment_size = 1ull << 20;
+    m->batch_ms = 250;
+    m->durability = CAIRN_DURABILITY_FULL;
+    m->e = good_entries;
+    m->n = 3;
+}
+
+/* Encode m and hand back a malloc'd copy of exactly its length. */
+static uint8_t *encode(const manifest *m, size_t *len)
+{
+    uint8_t *b, *copy;
+    assert_int_equal(cairn__manifest_encode(m, NULL, &b, len), CAIRN_OK);
+    assert_int_equal(*len, FILEHDR_SIZE + m->n * MAN_ENTRY_SIZE + 8);
+    copy = malloc(*len);
+    assert_non_null(copy);
+    memcpy(copy, b, *len);
+    cairn__free(NULL, b);
+    return copy;
+}
+
+/* Recompute both checksums: header [0,56) and trailer [0,len-8). */
+static void reseal(uint8_t *b, size_t len)
+{
+    put_le64(b + FILEHDR_OFF_SUM, XXH3_64bits(b, FILEHDR_OFF_SUM));
+    put_le64(b + len - 8, XXH3_64bits(b, len - 8));
+}
+
+/* Decode from an exact-size heap copy; frees the result on success. */
+static int decode_exact(const uint8_t *buf, size_t len, cairn__err *e)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    manifest m;
+    int rc;
+    assert_non_null(copy);
+    if (len)
+        memcpy(copy, buf, len);
+    rc = cairn__manifest_decode(copy, len, NULL, &m, e);
+    if (rc == CAIRN_OK)
+        cairn__manifest_free(NULL, &m);
+    free(copy);
+    return rc;
+}
+
+/* Encode an in-memory manifest (valid checksums) and return decode's code. */
+static int decode_of(const manifest *m)
+{
+    size_t len;
+    uint8_t *b = encode(m, &len);
+    cairn__err e;
+    int rc;
+    e.msg[0] = '\0';
+    rc = decode_exact(b, len, &e);
+    /* A failure always comes with a message naming the file. */
+    if (rc != CAIRN_OK)
+        assert_non_null(strstr(e.msg, "MANIFEST"));
+    free(b);
+    return rc;
+}
+
+static void assert_same_manifest(const manifest *a, const manifest *b)
+{
+    assert_int_equal(a->generation, b->generation);
+    assert_int_equal(a->next_id, b->next_id);
+    assert_int_equal(a->segment_size, b->segment_size);
+    assert_int_equal(a->batch_ms, b->batch_ms);
+    assert_int_equal(a->durability, b->durability);
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        assert_int_equal(a->e[i].id, b->e[i].id);
+        assert_int_equal(a->e[i].kind, b->e[i].kind);
+        assert_int_equal(a->e[i].base_seq, b->e[i].base_seq);
+        assert_int_equal(a->e[i].last_seq, b->e[i].last_seq);
+        assert_int_equal(a->e[i].count, b->e[i].count);
+        assert_true(a->e[i].first_ts == b->e[i].first_ts);
+        assert_true(a->e[i].last_ts == b->e[i].last_ts);
+    }
+}
+
+static int open_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    return fd;
+}
+
+/* Fixture of the file tests: a fresh directory, removed even on failure. */
+static int dir_setup(void **state)
+{
+    char *dir = tu_mkdtemp("manifest");
+    *state = dir;
+    return dir == NULL ? -1 : 0;
+}
+
+static int dir_teardown(void **state)
+{
+    char *dir = *state;
+    tu_rmrf(dir);
+    free(dir);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_round_trip_keeps_every_field(void **state)
+{
+    manifest m, got;
+    size_t len;
+    uint8_t *b;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    /* The header is a CAIRNMAN file header with a valid checksum. */
+    assert_memory_equal(b, MAGIC_MAN, 8);
+    assert_int_equal(get_le16(b + 8), MAN_VERSION);
+    assert_int_equal(get_le16(b + 10), FILEHDR_SIZE);
+    assert_int_equal(get_le64(b + FILEHDR_OFF_SUM), XXH3_64bits(b, FILEHDR_OFF_SUM));
+    assert_int_equal(get_le32(b + H_COUNT), 3);
+    assert_int_equal(get_le32(b + H_ESIZE), MAN_ENTRY_SIZE);
+    assert_int_equal(get_le64(b + len - 8), XXH3_64bits(b, len - 8));
+    assert_int_equal(cairn__manifest_decode(b, len, NULL, &got, &e), CAIRN_OK);
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    free(b);
+}
+
+static void test_round_trip_of_a_lone_active_entry_and_extreme_values(void **state)
+{
+    manifest m, got;
+    manifest_entry act = {UINT64_MAX - 1, SEG_ACTIVE, UINT64_MAX, 0, 0, 0, 0};
+    size_t len;
+    uint8_t *b;
+    cairn__err e;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    m.generation = UINT64_MAX;
+    m.next_id = UINT64_MAX;
+    m.segment_size = 4096;
+    m.batch_ms = UINT32_MAX;
+    m.durability = CAIRN_DURABILITY_NONE;
+    m.e = &act;
+    m.n = 1;
+    b = encode(&m, &len);
+    assert_int_equal(cairn__manifest_decode(b, len, NULL, &got, &e), CAIRN_OK);
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    free(b);
+}
+
+static void test_copy_is_deep_and_equal(void **state)
+{
+    manifest m, c;
+    (void)state;
+    good_manifest(&m);
+    assert_int_equal(cairn__manifest_copy(&m, NULL, &c), CAIRN_OK);
+    assert_ptr_not_equal(c.e, m.e);
+    assert_same_manifest(&m, &c);
+    c.e[0].id = 1;
+    assert_int_equal(m.e[0].id, 4);
+    cairn__manifest_free(NULL, &c);
+    assert_null(c.e);
+    assert_int_equal(c.n, 0);
+}
+
+static void test_bad_magic_is_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    memcpy(b, MAGIC_LOG, 8); /* another cairn file type */
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    b[0] = 'X';
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    free(b);
+}
+
+static void test_newer_version_is_version_error(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    put_le16(b + 8, MAN_VERSION + 1);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_EVERSION);
+    put_le16(b + 8, 0xffff);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_EVERSION);
+    /* Version 0 never existed. */
+    put_le16(b + 8, 0);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    free(b);
+}
+
+static void test_bad_header_length_or_flags_is_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *orig;
+    (void)state;
+    good_manifest(&m);
+    orig = encode(&m, &len);
+    b = malloc(len);
+    assert_non_null(b);
+    memcpy(b, orig, len);
+    put_le16(b + 10, FILEHDR_SIZE + 8);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    for (unsigned bit = 0; bit < 32; bit++) {
+        memcpy(b, orig, len);
+        put_le32(b + 12, 1u << bit);
+        reseal(b, len);
+        assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    }
+    free(b);
+    free(orig);
+}
+
+static void test_header_checksum_mismatch_is_checksum_error(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    /* Any header byte after the magic, the trailer recomputed: only the
+     * header checksum can tell. */
+    for (size_t i = 8; i < FILEHDR_SIZE; i++) {
+        b[i] ^= 0x04;
+        put_le64(b + len - 8, XXH3_64bits(b, len - 8));
+        if (decode_exact(b, len, NULL) != CAIRN_ECHECKSUM)
+            fail_msg("header byte %zu flipped: expected CAIRN_ECHECKSUM", i);
+        b[i] ^= 0x04;
+    }
+    put_le64(b + len - 8, XXH3_64bits(b, len - 8));
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
+    free(b);
+}
+
+static void test_trailer_checksum_mismatch_is_checksum_error(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    /* Every byte of the entries and of the trailer itself. */
+    for (size_t i = FILEHDR_SIZE; i < len; i++) {
+        b[i] ^= 0x40;
+        if (decode_exact(b, len, &e) != CAIRN_ECHECKSUM)
+            fail_msg("byte %zu flipped: expected CAIRN_ECHECKSUM", i);
+        b[i] ^= 0x40;
+    }
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
+    free(b);
+}
+
+static void test_every_single_bit_flip_is_rejected(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    for (size_t i = 0; i < len; i++)
+        for (unsigned bit = 0; bit < 8; bit++) {
+            int rc;
+            b[i] ^= (uint8_t)(1u << bit);
+            rc = decode_exact(b, len, NULL);
+            if (rc >= 0)
+                fail_msg("bit %u of byte %zu flipped: decoded (%d)", bit, i, rc);
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    free(b);
+}
+
+static void test_nonzero_reserved_bytes_are_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *orig;
+    (void)state;
+    good_manifest(&m);
+    orig = encode(&m, &len);
+    b = malloc(len);
+    assert_non_null(b);
+    /* Header bytes 45..47. */
+    for (size_t i = 45; i < 48; i++) {
+        memcpy(b, orig, len);
+        b[i] = 0x01;
+        reseal(b, len);
+        if (decode_exact(b, len, NULL) != CAIRN_ECORRUPT)
+            fail_msg("header reserved byte %zu set: expected CAIRN_ECORRUPT", i);
+    }
+    /* Entry bytes 9..15 of every entry. */
+    for (size_t k = 0; k < m.n; k++)
+        for (size_t i = 9; i < 16; i++) {
+            memcpy(b, orig, len);
+            b[FILEHDR_SIZE + k * MAN_ENTRY_SIZE + i] = 0x80;
+            reseal(b, len);
+            if (decode_exact(b, len, NULL) != CAIRN_ECORRUPT)
+                fail_msg("entry %zu reserved byte %zu set: expected CAIRN_ECORRUPT", k, i);
+        }
+    memcpy(b, orig, len);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
+    free(b);
+    free(orig);
+}
+
+static void test_bad_settings_are_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *orig;
+    (void)state;
+    good_manifest(&m);
+    orig = encode(&m, &len);
+    b = malloc(len);
+    assert_non_null(b);
+    /* Entry size other than 56. */
+    memcpy(b, orig, len);
+    put_le32(b + H_ESIZE, MAN_ENTRY_SIZE + 8);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    /* An unknown durability mode. */
+    memcpy(b, orig, len);
+    b[H_DUR] = CAIRN_DURABILITY_FULL + 1;
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    /* Segment size outside 4 KiB..4 GiB (format-spec/README.md). */
+    memcpy(b, orig, len);
+    put_le64(b + H_SEGSIZE, 4095);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le64(b + H_SEGSIZE, (4ull << 30) + 1);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    /* A huge entry count must not be believed (nor allocated). */
+    memcpy(b, orig, len);
+    put_le32(b + H_COUNT, UINT32_MAX);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    free(b);
+    free(orig);
+}
+
+static void test_unknown_kind_is_corrupt(void **state)
+{
+    manifest m;
+    static const uint8_t kinds[] = {0, SEG_ACTIVE + 1, 0x80, 0xff};
+    (void)state;
+    for (size_t i = 0; i < sizeof kinds; i++) {
+        good_manifest(&m);
+        m.e[1].kind = kinds[i];
+        assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    }
+    good_manifest(&m);
+    assert_int_equal(decode_of(&m), CAIRN_OK);
+}
+
+static void test_active_entry_not_last_is_corrupt(void **state)
+{
+    manifest m;
+    (void)state;
+    /* An active entry first, before a closed one and the real active one. */
+    good_manifest(&m);
+    m.e[0].kind = SEG_ACTIVE;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* Two active entries. */
+    good_manifest(&m);
+    m.e[0].kind = SEG_ACTIVE;
+    m.e[1].kind = SEG_ACTIVE;
+    m.n = 2;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* No active entry at all. */
+    good_manifest(&m);
+    m.n = 2;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* An active entry in the middle. */
+    good_manifest(&m);
+    m.e[1].kind = SEG_ACTIVE;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* No entries at all. */
+    good_manifest(&m);
+    m.n = 0;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* A lone active entry is fine. */
+    good_manifest(&m);
+    m.e = &m.e[2];
+    m.n = 1;
+    m.e[0].base_seq = 1;
+    assert_int_equal(decode_of(&m), CAIRN_OK);
+}
+
+static void test_segment_ids_not_increasing_are_corrupt(void **state)
+{
+    manifest m;
+    (void)state;
+    good_manifest(&m);
+    m.e[1].id = m.e[0].id; /* equal */
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    good_manifest(&m);
+    m.e[1].id = m.e[0].id - 1; /* decreasing */
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    good_manifest(&m);
+    m.e[2].id = m.next_id; /* not below next_segment_id */
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    good_manifest(&m);
+    m.e[0].id = 0; /* ids start at 1 */
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+}
+
+static void test_sequence_ranges_may_have_gaps_but_never_overlap(void **state)
+{
+    manifest m;
+    (void)state;
+    /* A gap between sealed and closed is legal: recovery leaves one where it
+     * set damaged records aside, so their numbers are never reused. */
+    good_manifest(&m);
+    m.e[1].base_seq++;
+    m.e[1].count--;
+    assert_int_equal(decode_of(&m), CAIRN_OK);
+    /* An overlap. */
+    good_manifest(&m);
+    m.e[1].base_seq--;
+    m.e[1].count++;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* The active segment may start after a gap, never inside the closed one. */
+    good_manifest(&m);
+    m.e[2].base_seq = m.e[1].last_seq + 2;
+    assert_int_equal(decode_of(&m), CAIRN_OK);
+    good_manifest(&m);
+    m.e[2].base_seq = m.e[1].last_seq;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* A count that disagrees with the range. */
+    good_manifest(&m);
+    m.e[0].count = 99;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* last_seq below base_seq - 1 (the range would wrap). */
+    good_manifest(&m);
+    m.e[0].base_seq = 10;
+    m.e[0].last_seq = 5;
+    m.e[0].count = 0;
+    m.e[1].base_seq = 6;
+    m.e[1].count = 145;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* ... whereas an empty entry (last_seq = base_seq - 1, count 0) is fine. */
+    good_manifest(&m);
+    m.e[0].base_seq = 1;
+    m.e[0].last_seq = 0;
+    m.e[0].count = 0;
+    m.e[1].base_seq = 1;
+    m.e[1].count = 150;
+    assert_int_equal(decode_of(&m), CAIRN_OK);
+    /* First timestamp after the last. */
+    good_manifest(&m);
+    m.e[1].first_ts = m.e[1].last_ts + 1;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+    /* base_seq 0 (sequence numbers start at 1). */
+    good_manifest(&m);
+    m.e = &m.e[2];
+    m.n = 1;
+    m.e[0].base_seq = 0;
+    assert_int_equal(decode_of(&m), CAIRN_ECORRUPT);
+}
+
+static void test_wrong_length_is_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *big;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    /* Every truncation: too short for a header, or not count entries. */
+    for (size_t cut = 0; cut < len; cut++)
+        if (decode_exact(b, cut, NULL) != CAIRN_ECORRUPT)
+            fail_msg("truncated to %zu of %zu bytes: expected CAIRN_ECORRUPT", cut, len);
+    /* A whole extra entry the count does not announce, checksum recomputed. */
+    big = calloc(1, len + MAN_ENTRY_SIZE);
+    assert_non_null(big);
+    memcpy(big, b, len - 8);
+    memcpy(big + len - 8 + MAN_ENTRY_SIZE, b + len - 8, 8);
+    reseal(big, len + MAN_ENTRY_SIZE);
+    assert_int_equal(decode_exact(big, len + MAN_ENTRY_SIZE, NULL), CAIRN_ECORRUPT);
+    /* One trailing byte. */
+    memcpy(big, b, len);
+    big[len] = 0;
+    assert_int_equal(decode_exact(big, len + 1, NULL), CAIRN_ECORRUPT);
+    /* A count one short of the entries present. */
+    memcpy(big, b, len);
+    put_le32(big + H_COUNT, 2);
+    reseal(big, len);
+    assert_int_equal(decode_exact(big, len, NULL), CAIRN_ECORRUPT);
+    free(big);
+    free(b);
+}
+
+static void test_write_then_read_round_trips_and_leaves_no_temp(void **state)
+{
+    char *dir = *state, *path;
+    manifest m, got;
+    cairn__err e;
+    int dfd;
+    assert_non_null(dir);
+    dfd = open_dir(dir);
+    good_manifest(&m);
+    assert_int_equal(cairn__manifest_write(cairn_io_default(), dfd, &m, NULL, &e), CAIRN_OK);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e), CAIRN_OK);
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    /* The file holds exactly the encoding. */
+    path = tu_join(dir, MANIFEST_NAME);
+    assert_int_equal(tu_file_size(path), FILEHDR_SIZE + 3 * MAN_ENTRY_SIZE + 8);
+    free(path);
+    path = tu_join(dir, MANIFEST_TMP);
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+
+    /* A second write replaces the first whole. */
+    m.generation++;
+    m.n = 1;
+    m.e = &m.e[2];
+    m.e[0].base_seq = 1;
+    assert_int_equal(cairn__manifest_write(cairn_io_default(), dfd, &m, NULL, &e), CAIRN_OK);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e), CAIRN_OK);
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    path = tu_join(dir, MANIFEST_TMP);
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+    close(dfd);
+}
+
+static void test_read_of_missing_manifest_is_not_found(void **state)
+{
+    char *dir = *state;
+    manifest got;
+    cairn__err e;
+    int dfd;
+    assert_non_null(dir);
+    dfd = open_dir(dir);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e),
+                     CAIRN_ENOTFOUND);
+    close(dfd);
+}
+
+static void test_read_reports_a_damaged_file(void **state)
+{
+    char *dir = *state, *path;
+    manifest m, got;
+    cairn__err e;
+    uint8_t *b;
+    size_t len;
+    int dfd;
+    assert_non_null(dir);
+    dfd = open_dir(dir);
+    good_manifest(&m);
+    assert_int_equal(cairn__manifest_write(cairn_io_default(), dfd, &m, NULL, &e), CAIRN_OK);
+    path = tu_join(dir, MANIFEST_NAME);
+    b = tu_read_file(path, &len);
+    assert_non_null(b);
+    /* A flipped entry byte on disk: checksum error through read. */
+    b[FILEHDR_SIZE + 20] ^= 1;
+    assert_int_equal(tu_write_file(path, b, len), 0);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e),
+                     CAIRN_ECHECKSUM);
+    /* A torn file: corrupt. */
+    b[FILEHDR_SIZE + 20] ^= 1;
+    assert_int_equal(tu_write_file(path, b, len - 1), 0);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e),
+                     CAIRN_ECORRUPT);
+    /* An empty file: corrupt. */
+    assert_int_equal(tu_write_file(path, b, 0), 0);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e),
+                     CAIRN_ECORRUPT);
+    free(b);
+    free(path);
+    close(dfd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_keeps_every_field),
+        cmocka_unit_test(test_round_trip_of_a_lone_active_entry_and_extreme_values),
+        cmocka_unit_test(test_copy_is_deep_and_equal),
+        cmocka_unit_test(test_bad_magic_is_corrupt),
+        cmocka_unit_test(test_newer_version_is_version_error),
+        cmocka_unit_test(test_bad_header_length_or_flags_is_corrupt),
+        cmocka_unit_test(test_header_checksum_mismatch_is_checksum_error),
+        cmocka_unit_test(test_trailer_checksum_mismatch_is_checksum_error),
+        cmocka_unit_test(test_every_single_bit_flip_is_rejected),
+        cmocka_unit_test(test_nonzero_reserved_bytes_are_corrupt),
+        cmocka_unit_test(test_bad_settings_are_corrupt),
+        cmocka_unit_test(test_unknown_kind_is_corrupt),
+        cmocka_unit_test(test_active_entry_not_last_is_corrupt),
+        cmocka_unit_test(test_segment_ids_not_increasing_are_corrupt),
+        cmocka_unit_test(test_sequence_ranges_may_have_gaps_but_never_overlap),
+        cmocka_unit_test(test_wrong_length_is_corrupt),
+#define DIR_TEST(name) cmocka_unit_test_setup_teardown(name, dir_setup, dir_teardown)
+        DIR_TEST(test_write_then_read_round_trips_and_leaves_no_temp),
+        DIR_TEST(test_read_of_missing_manifest_is_not_found),
+        DIR_TEST(test_read_reports_a_damaged_file),
+#undef DIR_TEST
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1095 @@
+/*
+ * test_store.c - the public API of a store (cairn.h): opening and creating,
+ * appending (single and batch), reading back (iteration by sequence, time
+ * and type; cairn_get), read-only handles, stats, and the segment life cycle
+ * (roll, seal; inline and in the background thread) as seen through the API.
+ *
+ * The content of record k is a pure function of k (gen_entry), so every
+ * read can be checked against what was appended. Timestamps are chosen by
+ * the engine; the tests take them from a full read-back (itself checked to
+ * lie between the wall clock before and after each append) and derive the
+ * expected answer of every time-range query from that list by brute force.
+ * Each test works in a fresh temporary directory and removes it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+#define JSON_MAX 512
+
+/* ------------------------------------------------------------------------
+ * Record content: a deterministic function of k.
+ * ---------------------------------------------------------------------- */
+
+static const uint16_t gen_types[3] = {CAIRN_REC_EVENT, 0x8001u, 0x8002u};
+
+typedef struct gen {
+    char json[JSON_MAX];
+    uint8_t bin[16];
+    cairn_entry e;
+} gen;
+
+static const cairn_entry *gen_entry(unsigned k, gen *g)
+{
+    static const char *const nss[] = {"", "agent/a", "agent/bb", "tools/x"};
+    static const char filler[] = "observation observation observation ";
+    size_t want = 40 + (k * 53u) % 200u, n;
+    memset(&g->e, 0, sizeof g->e);
+    n = (size_t)snprintf(g->json, sizeof g->json, "{\"k\":%u,\"t\":\"", k);
+    for (; n < want; n++)
+        g->json[n] = filler[n % (sizeof filler - 1)];
+    g->json[n++] = '"';
+    g->json[n++] = '}';
+    g->e.type = gen_types[k % 3];
+    g->e.ns = nss[k % 4];
+    g->e.ns_len = strlen(g->e.ns);
+    g->e.json = g->json;
+    g->e.json_len = n;
+    if (k % 5 == 4) {
+        for (unsigned i = 0; i < sizeof g->bin; i++)
+            g->bin[i] = (uint8_t)(k * 3 + i);
+        g->e.bin = g->bin;
+        g->e.bin_len = sizeof g->bin;
+    }
+    return &g->e;
+}
+
+/* Encoded size of record k (format-spec/record.md: 40 bytes of overhead). */
+static uint64_t gen_size(unsigned k)
+{
+    gen g;
+    const cairn_entry *e = gen_entry(k, &g);
+    return 40u + e->ns_len + e->json_len + e->bin_len;
+}
+
+/* Does rec hold exactly the content of record k? */
+static void check_content(const cairn_record *rec, unsigned k)
+{
+    gen g;
+    const cairn_entry *e = gen_entry(k, &g);
+    if (rec->type != e->type || rec->ns_len != e->ns_len || rec->json_len != e->json_len ||
+        rec->bin_len != e->bin_len)
+        fail_msg("seq %llu: type/lengths differ from record %u", (unsigned long long)rec->seq, k);
+    if (e->ns_len)
+        assert_memory_equal(rec->ns, e->ns, e->ns_len);
+    assert_memory_equal(rec->json, e->json, e->json_len);
+    if (e->bin_len)
+        assert_memory_equal(rec->bin, e->bin, e->bin_len);
+}
+
+/* ------------------------------------------------------------------------
+ * Helpers.
+ * ---------------------------------------------------------------------- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct fx {
+    char *dir;   /* the temp dir */
+    char *path;  /* dir/db: the store (created by cairn_open) */
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return -1;
+    f->dir = tu_mkdtemp("store");
+    if (f->dir == NULL)
+        return -1;
+    f->path = tu_join(f->dir, "db");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f->path);
+    free(f);
+    return 0;
+}
+
+static cairn_db *open_db(const char *path, int create, int background, uint64_t segment_size)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    int rc;
+    o.create = create;
+    o.background = background;
+    o.segment_size = segment_size;
+    if (create)
+        o.durability = CAIRN_DURABILITY_NONE;
+    rc = cairn_open(&db, path, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_open(%s): %d %s", path, rc, err);
+    assert_non_null(db);
+    return db;
+}
+
+static cairn_db *open_ro(const char *path)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    int rc;
+    o.read_only = 1;
+    rc = cairn_open(&db, path, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_open(%s, read-only): %d %s", path, rc, err);
+    return db;
+}
+
+/* Append records k = from..to-1; the store must hand out seq k + 1. */
+static void append_range(cairn_db *db, unsigned from, unsigned to)
+{
+    for (unsigned k = from; k < to; k++) {
+        gen g;
+        uint64_t seq = 0;
+        int rc = cairn_append(db, gen_entry(k, &g), &seq);
+        if (rc != CAIRN_OK)
+            fail_msg("append of record %u: %d %s", k, rc, cairn_errmsg(db));
+        if (seq != (uint64_t)k + 1)
+            fail_msg("append of record %u got seq %llu, expected %u", k,
+                     (unsigned long long)seq, k + 1);
+    }
+}
+
+/* What an iteration returned. */
+typedef struct seen {
+    uint64_t *seq;
+    int64_t *ts;
+    uint16_t *type;
+    size_t n, cap;
+} seen;
+
+static void seen_free(seen *s)
+{
+    free(s->seq);
+    free(s->ts);
+    free(s->type);
+    memset(s, 0, sizeof *s);
+}
+
+/* Iterate `r` (NULL = all), checking strictly increasing seqs,
+ * non-decreasing timestamps and, with `content`, that seq s holds record
+ * s - 1. */
+static void collect_ex(cairn_db *db, const cairn_range *r, seen *out, int content)
+{
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    int rc;
+    memset(out, 0, sizeof *out);
+    rc = cairn_iter_open(db, r, &it);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_iter_open: %d %s", rc, cairn_errmsg(db));
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+        if (out->n == out->cap) {
+            out->cap = out->cap ? out->cap * 2 : 64;
+            out->seq = realloc(out->seq, out->cap * sizeof *out->seq);
+            out->ts = realloc(out->ts, out->cap * sizeof *out->ts);
+            out->type = realloc(out->type, out->cap * sizeof *out->type);
+            assert_true(out->seq && out->ts && out->type);
+        }
+        assert_true(rec.seq > 0);
+        if (content)
+            check_content(&rec, (unsigned)(rec.seq - 1));
+        if (out->n > 0) {
+            assert_true(rec.seq > out->seq[out->n - 1]);
+            assert_true(rec.ts_ms >= out->ts[out->n - 1]);
+        }
+        out->seq[out->n] = rec.seq;
+        out->ts[out->n] = rec.ts_ms;
+        out->type[out->n] = rec.type;
+        out->n++;
+    }
+    if (rc != CAIRN_ENOTFOUND)
+        fail_msg("cairn_iter_next: %d %s", rc, cairn_errmsg(db));
+    /* The end stays the end. */
+    assert_int_equal(cairn_iter_next(it, &rec), CAIRN_ENOTFOUND);
+    cairn_iter_close(it);
+}
+
+static void collect(cairn_db *db, const cairn_range *r, seen *out)
+{
+    collect_ex(db, r, out, 1);
+}
+
+/* Everything: seqs 1..n exactly. */
+static void check_all(cairn_db *db, uint64_t n, seen *all)
+{
+    collect(db, NULL, all);
+    assert_int_equal(all->n, n);
+    for (size_t i = 0; i < all->n; i++)
+        assert_int_equal(all->seq[i], i + 1);
+}
+
+/* cairn_get of every seq 1..n, its content and (if ts != NULL) its timestamp;
+ * and of absent seqs. */
+static void check_get_all(cairn_db *db, uint64_t n, const int64_t *ts)
+{
+    static const uint64_t absent_off[] = {1, 2, 1000};
+    cairn_record *rec;
+    for (uint64_t s = 1; s <= n; s++) {
+        int rc;
+        rec = NULL;
+        rc = cairn_get(db, s, &rec);
+        if (rc != CAIRN_OK)
+            fail_msg("cairn_get(%llu): %d %s", (unsigned long long)s, rc, cairn_errmsg(db));
+        assert_non_null(rec);
+        assert_int_equal(rec->seq, s);
+        check_content(rec, (unsigned)(s - 1));
+        if (ts != NULL)
+            assert_true(rec->ts_ms == ts[s - 1]);
+        cairn_record_free(db, rec);
+    }
+    rec = NULL;
+    assert_int_equal(cairn_get(db, 0, &rec), CAIRN_ENOTFOUND);
+    assert_null(rec);
+    for (size_t i = 0; i < sizeof absent_off / sizeof absent_off[0]; i++) {
+        assert_int_equal(cairn_get(db, n + absent_off[i], &rec), CAIRN_ENOTFOUND);
+        assert_null(rec);
+    }
+    assert_int_equal(cairn_get(db, UINT64_MAX, &rec), CAIRN_ENOTFOUND);
+    assert_null(rec);
+}
+
+/* Compare an iteration of r with the brute-force filter of `all` (whose
+ * content was checked when it was collected). */
+static void check_range(cairn_db *db, const cairn_range *r, const seen *all)
+{
+    seen got;
+    size_t j = 0;
+    collect_ex(db, r, &got, 0);
+    for (size_t i = 0; i < all->n; i++) {
+        if (all->seq[i] < r->seq_from || all->seq[i] > r->seq_to || all->ts[i] < r->ts_from ||
+            all->ts[i] > r->ts_to || (r->type >= 0 && all->type[i] != r->type))
+            continue;
+        if (j >= got.n || got.seq[j] != all->seq[i])
+            fail_msg("range seq %llu..%llu ts %lld..%lld type %d: missing seq %llu",
+                     (unsigned long long)r->seq_from, (unsigned long long)r->seq_to,
+                     (long long)r->ts_from, (long long)r->ts_to, r->type,
+                     (unsigned long long)all->seq[i]);
+        assert_true(got.ts[j] == all->ts[i]);
+        j++;
+    }
+    if (j != got.n)
+        fail_msg("range seq %llu..%llu ts %lld..%lld type %d: %zu records, expected %zu",
+                 (unsigned long long)r->seq_from, (unsigned long long)r->seq_to,
+                 (long long)r->ts_from, (long long)r->ts_to, r->type, got.n, j);
+    seen_free(&got);
+}
+
+static void get_stats(cairn_db *db, cairn_stats *st)
+{
+    memset(st, 0xa5, sizeof *st);
+    assert_int_equal(cairn_stats_get(db, st), CAIRN_OK);
+}
+
+static uint64_t sum_sizes(unsigned from, unsigned to)
+{
+    uint64_t s = 0;
+    for (unsigned k = from; k < to; k++)
+        s += gen_size(k);
+    return s;
+}
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (d == NULL)
+        return -1;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Opening.
+ * ---------------------------------------------------------------------- */
+
+static void test_create_close_reopen_keeps_records(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    seen all;
+    uint64_t seq = 0;
+    gen g;
+    append_range(db, 0, 3);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* The store directory and its manifest exist. */
+    {
+        char *m = tu_join(f->path, "MANIFEST");
+        assert_true(tu_file_size(m) > 0);
+        free(m);
+    }
+    db = open_db(f->path, 0, 0, 0);
+    check_all(db, 3, &all);
+    seen_free(&all);
+    /* Sequence numbers continue where they were. */
+    assert_int_equal(cairn_append(db, gen_entry(3, &g), &seq), CAIRN_OK);
+    assert_int_equal(seq, 4);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* create = 1 on an existing store opens it, nothing lost. */
+    db = open_db(f->path, 1, 1, 0);
+    check_all(db, 4, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_open_missing_store_without_create_is_not_found(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = (cairn_db *)&o; /* not NULL: must be reset */
+    char err[CAIRN_ERRMSG_MAX] = "";
+    assert_int_equal(cairn_open(&db, f->path, &o, err, sizeof err), CAIRN_ENOTFOUND);
+    assert_null(db);
+    assert_true(strlen(err) > 0);
+    /* An existing but empty directory is not a store either. */
+    db = (cairn_db *)&o;
+    assert_int_equal(cairn_open(&db, f->dir, &o, NULL, 0), CAIRN_ENOTFOUND);
+    assert_null(db);
+    /* Read-only never creates. */
+    o.read_only = 1;
+    o.create = 1;
+    assert_int_not_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_OK);
+    assert_null(db);
+    assert_int_equal(access(f->path, F_OK), -1);
+}
+
+static void test_open_refuses_bad_options(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    o.create = 1;
+    o.version = CAIRN_OPTIONS_VERSION + 1;
+    assert_int_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_EINVAL);
+    assert_null(db);
+    o.version = CAIRN_OPTIONS_VERSION;
+    o.segment_size = 4095; /* below the 4 KiB minimum */
+    assert_int_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_EINVAL);
+    assert_null(db);
+    /* Nothing was created by the refused calls. */
+    assert_int_equal(access(f->path, F_OK), -1);
+}
+
+static void test_settings_chosen_at_creation_are_stored(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    cairn_stats st;
+    o.create = 1;
+    o.durability = CAIRN_DURABILITY_FULL;
+    o.batch_ms = 7;
+    o.segment_size = 8192;
+    o.background = 0;
+    assert_int_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_OK);
+    get_stats(db, &st);
+    assert_int_equal(st.durability, CAIRN_DURABILITY_FULL);
+    assert_int_equal(st.batch_ms, 7);
+    assert_int_equal(st.segment_size, 8192);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->path, 0, 0, 0); /* everything "stored" */
+    get_stats(db, &st);
+    assert_int_equal(st.durability, CAIRN_DURABILITY_FULL);
+    assert_int_equal(st.batch_ms, 7);
+    assert_int_equal(st.segment_size, 8192);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_second_writer_is_locked_out(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0), *db2 = NULL;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    assert_int_equal(cairn_open(&db2, f->path, &o, err, sizeof err), CAIRN_ELOCKED);
+    assert_null(db2);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* The lock goes with the handle. */
+    db2 = open_db(f->path, 0, 0, 0);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+}
+
+/* ------------------------------------------------------------------------
+ * Appending.
+ * ---------------------------------------------------------------------- */
+
+static void test_append_returns_increasing_seqs_from_one(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    cairn_stats st;
+    gen g;
+    append_range(db, 0, 50); /* asserts seq == k + 1 */
+    /* seq_out may be NULL. */
+    assert_int_equal(cairn_append(db, gen_entry(50, &g), NULL), CAIRN_OK);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 51);
+    assert_int_equal(st.first_seq, 1);
+    assert_int_equal(st.last_seq, 51);
+    assert_int_equal(st.log_bytes, sum_sizes(0, 51));
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_empty_store_has_nothing_to_read(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    cairn_stats st;
+    seen all;
+    check_all(db, 0, &all);
+    seen_free(&all);
+    check_get_all(db, 0, NULL);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 0);
+    assert_int_equal(st.first_seq, 0);
+    assert_int_equal(st.last_seq, 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_append_refuses_invalid_entries(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    char ns[CAIRN_NS_MAX + 1];
+    cairn_entry e = {CAIRN_REC_EVENT, NULL, 0, "{}", 2, NULL, 0};
+    cairn_stats st;
+    uint64_t seq = 0;
+    memset(ns, 'n', sizeof ns);
+    e.type = 0;
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_EINVAL);
+    e.type = 1;
+    e.ns = ns;
+    e.ns_len = CAIRN_NS_MAX + 1;
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_EINVAL);
+    e.ns_len = CAIRN_NS_MAX;
+    e.json = NULL;
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_EINVAL);
+    assert_true(strlen(cairn_errmsg(db)) > 0);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 0);
+    /* The longest namespace is fine, and it gets seq 1: nothing was consumed. */
+    e.json = "{}";
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_OK);
+    assert_int_equal(seq, 1);
+    /* An entry with nothing in it (NULL pointers, zero lengths) is fine too. */
+    {
+        cairn_entry empty = {CAIRN_REC_EVENT, NULL, 0, NULL, 0, NULL, 0};
+        cairn_record *rec = NULL;
+        assert_int_equal(cairn_append(db, &empty, &seq), CAIRN_OK);
+        assert_int_equal(seq, 2);
+        assert_int_equal(cairn_get(db, 2, &rec), CAIRN_OK);
+        assert_int_equal(rec->type, CAIRN_REC_EVENT);
+        assert_int_equal(rec->ns_len, 0);
+        assert_int_equal(rec->json_len, 0);
+        assert_int_equal(rec->bin_len, 0);
+        cairn_record_free(db, rec);
+        assert_int_equal(cairn_get(db, 1, &rec), CAIRN_OK);
+        assert_int_equal(rec->ns_len, CAIRN_NS_MAX);
+        assert_memory_equal(rec->ns, ns, CAIRN_NS_MAX);
+        cairn_record_free(db, rec);
+    }
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_record_too_big_is_refused_and_max_size_is_kept(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    size_t json_len = CAIRN_RECORD_MAX - 40 - 2; /* ns "ns": exactly the maximum */
+    char *json = malloc(json_len + 1);
+    cairn_entry e = {0x8001u, "ns", 2, NULL, 0, NULL, 0};
+    cairn_record *rec = NULL;
+    cairn_stats st;
+    uint64_t seq = 0;
+    gen g;
+    assert_non_null(json);
+    for (size_t i = 0; i < json_len + 1; i++)
+        json[i] = (char)('a' + i % 23);
+    append_range(db, 0, 1);
+    e.json = json;
+    e.json_len = json_len + 1;
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_ETOOBIG);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 1);
+    /* The largest legal record goes in (far past the write buffer and the
+     * segment size) and comes back whole. */
+    e.json_len = json_len;
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_OK);
+    assert_int_equal(seq, 2);
+    assert_int_equal(cairn_append(db, gen_entry(2, &g), &seq), CAIRN_OK);
+    assert_int_equal(seq, 3);
+    assert_int_equal(cairn_get(db, 2, &rec), CAIRN_OK);
+    assert_int_equal(rec->json_len, json_len);
+    assert_memory_equal(rec->json, json, json_len);
+    cairn_record_free(db, rec);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* And after a reopen. */
+    db = open_db(f->path, 0, 0, 0);
+    rec = NULL;
+    assert_int_equal(cairn_get(db, 2, &rec), CAIRN_OK);
+    assert_int_equal(rec->json_len, json_len);
+    assert_memory_equal(rec->json, json, json_len);
+    cairn_record_free(db, rec);
+    assert_int_equal(cairn_get(db, 3, &rec), CAIRN_OK);
+    check_content(rec, 2);
+    cairn_record_free(db, rec);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(json);
+}
+
+static void test_append_batch_gives_consecutive_seqs(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    gen g[10];
+    cairn_entry es[10];
+    uint64_t first = 0;
+    seen all;
+    append_range(db, 0, 5);
+    for (unsigned i = 0; i < 10; i++)
+        es[i] = *gen_entry(5 + i, &g[i]);
+    assert_int_equal(cairn_append_batch(db, es, 10, &first), CAIRN_OK);
+    assert_int_equal(first, 6);
+    append_range(db, 15, 17);
+    check_all(db, 17, &all);
+    /* One commit: the batch shares one timestamp. */
+    for (size_t i = 6; i < 15; i++)
+        assert_true(all.ts[i] == all.ts[5]);
+    seen_free(&all);
+    check_get_all(db, 17, NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_append_batch_is_all_or_nothing(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    gen g[6];
+    cairn_entry es[6];
+    char ns[CAIRN_NS_MAX + 1];
+    static const char dummy[1] = {0};
+    uint64_t first = 12345;
+    cairn_stats st;
+    seen all;
+    memset(ns, 'x', sizeof ns);
+    append_range(db, 0, 4);
+    for (unsigned i = 0; i < 6; i++)
+        es[i] = *gen_entry(4 + i, &g[i]);
+    /* type 0 in the middle */
+    es[3].type = 0;
+    assert_int_equal(cairn_append_batch(db, es, 6, &first), CAIRN_EINVAL);
+    es[3].type = gen_entry(7, &g[3])->type;
+    /* a namespace too long at the end */
+    es[5].ns = ns;
+    es[5].ns_len = CAIRN_NS_MAX + 1;
+    assert_int_equal(cairn_append_batch(db, es, 6, &first), CAIRN_EINVAL);
+    es[5] = *gen_entry(9, &g[5]);
+    /* a record too big at the start (the bytes are never read) */
+    es[0].json = dummy;
+    es[0].json_len = CAIRN_RECORD_MAX;
+    assert_int_equal(cairn_append_batch(db, es, 6, &first), CAIRN_ETOOBIG);
+    es[0] = *gen_entry(4, &g[0]);
+    /* Nothing of any of them is visible. */
+    get_stats(db, &st);
+    assert_int_equal(st.records, 4);
+    assert_int_equal(st.last_seq, 4);
+    check_all(db, 4, &all);
+    seen_free(&all);
+    /* The whole batch, fixed, goes in with the next seqs: no seq was used up. */
+    assert_int_equal(cairn_append_batch(db, es, 6, &first), CAIRN_OK);
+    assert_int_equal(first, 5);
+    check_all(db, 10, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->path, 0, 0, 0);
+    check_all(db, 10, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* ------------------------------------------------------------------------
+ * Reading.
+ * ---------------------------------------------------------------------- */
+
+static void test_iterate_everything_in_order_with_content(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    seen all;
+    append_range(db, 0, 120);
+    check_all(db, 120, &all); /* content checked record by record */
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_iterator_sees_the_store_as_of_its_opening(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    uint64_t n = 0;
+    int rc;
+    append_range(db, 0, 10);
+    assert_int_equal(cairn_iter_open(db, NULL, &it), CAIRN_OK);
+    assert_int_equal(cairn_iter_next(it, &rec), CAIRN_OK);
+    n++;
+    append_range(db, 10, 20);
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+        n++;
+        assert_true(rec.seq <= 10);
+    }
+    assert_int_equal(rc, CAIRN_ENOTFOUND);
+    assert_int_equal(n, 10);
+    cairn_iter_close(it);
+    cairn_iter_close(NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_iter_open_refuses_an_invalid_range(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    cairn_iter *it = NULL;
+    cairn_range r = CAIRN_RANGE_INIT;
+    append_range(db, 0, 3);
+    r.version = CAIRN_RANGE_VERSION + 1;
+    assert_int_equal(cairn_iter_open(db, &r, &it), CAIRN_EINVAL);
+    r.version = CAIRN_RANGE_VERSION;
+    r.type = 65536; /* not a record type */
+    assert_int_equal(cairn_iter_open(db, &r, &it), CAIRN_EINVAL);
+    r.type = -2;
+    assert_int_equal(cairn_iter_open(db, &r, &it), CAIRN_EINVAL);
+    /* The edges of the legal range are accepted. */
+    r.type = 65535;
+    assert_int_equal(cairn_iter_open(db, &r, &it), CAIRN_OK);
+    cairn_iter_close(it);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_open_iterator_survives_sealing_of_its_segments(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    cairn_stats st;
+    uint64_t n = 0;
+    int rc;
+    append_range(db, 0, 50);
+    assert_int_equal(cairn_iter_open(db, NULL, &it), CAIRN_OK);
+    assert_int_equal(cairn_iter_next(it, &rec), CAIRN_OK);
+    check_content(&rec, 0);
+    n++;
+    /* The segment it reads is rolled, sealed and its .log unlinked. */
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    get_stats(db, &st);
+    assert_int_equal(st.segments_sealed, 1);
+    append_range(db, 50, 60);
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+        assert_int_equal(rec.seq, n + 1);
+        check_content(&rec, (unsigned)n);
+        n++;
+    }
+    assert_int_equal(rc, CAIRN_ENOTFOUND);
+    assert_int_equal(n, 50);
+    cairn_iter_close(it);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_seq_range_iteration_returns_exactly_the_range(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    seen all;
+    static const uint64_t pts[] = {0, 1, 2, 17, 33, 59, 60, 61, 99, 100, 101, 500, UINT64_MAX};
+    append_range(db, 0, 60);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    append_range(db, 60, 100); /* 1..~60 sealed or closed, the rest active */
+    check_all(db, 100, &all);
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++)
+        for (size_t j = i; j < sizeof pts / sizeof pts[0]; j++) {
+            cairn_range r = CAIRN_RANGE_INIT;
+            r.seq_from = pts[i];
+            r.seq_to = pts[j];
+            check_range(db, &r, &all);
+        }
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_type_filter_returns_only_that_type(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    seen all, got;
+    append_range(db, 0, 40);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    append_range(db, 40, 70);
+    check_all(db, 70, &all);
+    for (size_t t = 0; t < 3; t++) {
+        cairn_range r = CAIRN_RANGE_INIT;
+        r.type = gen_types[t];
+        collect(db, &r, &got);
+        assert_true(got.n > 0);
+        for (size_t i = 0; i < got.n; i++)
+            assert_int_equal(got.type[i], gen_types[t]);
+        seen_free(&got);
+        check_range(db, &r, &all);
+        /* With a seq range too. */
+        r.seq_from = 20;
+        r.seq_to = 55;
+        check_range(db, &r, &all);
+    }
+    {
+        cairn_range r = CAIRN_RANGE_INIT;
+        r.type = 0x7777; /* no such records */
+        collect(db, &r, &got);
+        assert_int_equal(got.n, 0);
+        seen_free(&got);
+    }
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_time_range_iteration_matches_the_timestamps(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    /* 6 groups (~90 KiB, so more than one sealed block) end up sealed, the
+     * rest stays in the active segment; 3 ms between groups. */
+    enum { GROUPS = 8, PER = 80, N = GROUPS * PER, SEALED_GROUPS = 6 };
+    int64_t *before = calloc(N, sizeof *before), *after = calloc(N, sizeof *after);
+    int64_t probes[3 * N + 2];
+    size_t np = 0;
+    seen all;
+    assert_true(before && after);
+    for (unsigned k = 0; k < N; k++) {
+        if (k % PER == 0 && k > 0)
+            sleep_ms(3);
+        if (k == SEALED_GROUPS * PER) {
+            assert_int_equal(cairn_roll(db), CAIRN_OK);
+            assert_int_equal(cairn_seal(db), CAIRN_OK);
+        }
+        before[k] = wall_ms();
+        append_range(db, k, k + 1);
+        after[k] = wall_ms();
+    }
+    check_all(db, N, &all);
+    for (size_t i = 0; i < N; i++) {
+        /* A commit time lies between the clock before and after the append. */
+        assert_true(all.ts[i] >= before[i] && all.ts[i] <= after[i]);
+        if (i > 0 && all.ts[i] == all.ts[i - 1])
+            continue; /* probe each distinct timestamp once */
+        probes[np++] = all.ts[i] - 1;
+        probes[np++] = all.ts[i];
+        probes[np++] = all.ts[i] + 1;
+    }
+    /* The sleeps gave several distinct timestamps. */
+    assert_true(all.ts[N - 1] - all.ts[0] >= 3 * (GROUPS - 1));
+    assert_true(np >= 3 * GROUPS);
+    probes[np++] = INT64_MIN;
+    probes[np++] = INT64_MAX;
+    check_get_all(db, N, all.ts);
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = 0; j < np; j++) {
+            cairn_range r = CAIRN_RANGE_INIT;
+            if (probes[i] > probes[j])
+                continue;
+            r.ts_from = probes[i];
+            r.ts_to = probes[j];
+            check_range(db, &r, &all);
+            if ((i + j) % 7 == 0) {
+                /* Mixed with a seq range and a type. */
+                r.seq_from = 100;
+                r.seq_to = 520;
+                check_range(db, &r, &all);
+                r.type = gen_types[(i + j) % 3];
+                check_range(db, &r, &all);
+            }
+        }
+    seen_free(&all);
+    free(before);
+    free(after);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* ------------------------------------------------------------------------
+ * Segments: roll, seal, get across them, reopen.
+ * ---------------------------------------------------------------------- */
+
+static void test_get_finds_every_seq_across_sealed_segments_and_reopen(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    cairn_stats st;
+    seen all;
+    append_range(db, 0, 200); /* ~30 KiB: several automatic rolls */
+    check_get_all(db, 200, NULL);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    get_stats(db, &st);
+    assert_true(st.segments_sealed >= 3);
+    assert_int_equal(st.segments_closed, 0);
+    check_get_all(db, 200, NULL);
+    /* New records in the fresh active segment, next to the sealed ones. */
+    append_range(db, 200, 230);
+    check_all(db, 230, &all);
+    check_get_all(db, 230, all.ts);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->path, 0, 0, 0);
+    check_get_all(db, 230, all.ts);
+    seen_free(&all);
+    check_all(db, 230, &all);
+    seen_free(&all);
+    append_range(db, 230, 240);
+    check_get_all(db, 240, NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_roll_of_an_empty_active_segment_is_a_no_op(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    cairn_stats a, b;
+    append_range(db, 0, 5);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    get_stats(db, &a);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    get_stats(db, &b);
+    assert_int_equal(a.segments_sealed, b.segments_sealed);
+    assert_int_equal(a.segments_closed, b.segments_closed);
+    assert_int_equal(a.generation, b.generation);
+    assert_int_equal(b.records, 5);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_stats_count_records_segments_and_compression(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    cairn_stats st, st2;
+    append_range(db, 0, 150);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 150);
+    assert_int_equal(st.first_seq, 1);
+    assert_int_equal(st.last_seq, 150);
+    assert_int_equal(st.log_bytes, sum_sizes(0, 150));
+    assert_int_equal(st.segments_active, 1);
+    assert_int_equal(st.segment_size, 4096);
+    assert_true(st.segments_closed + st.segments_sealed >= 4);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    get_stats(db, &st2);
+    assert_int_equal(st2.records, 150);
+    assert_int_equal(st2.segments_closed, 0);
+    /* The active segment held records, so the roll added one more to seal. */
+    assert_true(st2.segments_sealed >= st.segments_sealed + st.segments_closed + 1);
+    assert_true(st2.generation > st.generation);
+    /* Everything was rolled out of the active segment, so all of it is sealed. */
+    assert_int_equal(st2.sealed_raw_bytes, sum_sizes(0, 150));
+    /* The payloads are repetitive: zstd makes them smaller. */
+    assert_true(st2.sealed_bytes < st2.sealed_raw_bytes);
+    assert_true(st2.bytes_on_disk >= st2.sealed_bytes);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* The same counts after a reopen. */
+    db = open_db(f->path, 0, 0, 0);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 150);
+    assert_int_equal(st.last_seq, 150);
+    assert_int_equal(st.segments_sealed, st2.segments_sealed);
+    assert_int_equal(st.sealed_raw_bytes, st2.sealed_raw_bytes);
+    assert_int_equal(st.sealed_bytes, st2.sealed_bytes);
+    assert_int_equal(st.log_bytes, st2.log_bytes);
+    /* With every record sealed and the active segment empty, the next seq
+     * still follows the last. */
+    append_range(db, 150, 151);
+    check_get_all(db, 151, NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_background_thread_seals_after_roll(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 1, 0);
+    cairn_stats st;
+    int64_t deadline;
+    seen all;
+    append_range(db, 0, 100);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    deadline = wall_ms() + 10000;
+    for (;;) {
+        get_stats(db, &st);
+        if (st.segments_sealed >= 1 && st.segments_closed == 0)
+            break;
+        if (wall_ms() > deadline)
+            fail_msg("no seal within 10 s: %llu sealed, %llu closed",
+                     (unsigned long long)st.segments_sealed,
+                     (unsigned long long)st.segments_closed);
+        sleep_ms(5);
+    }
+    assert_int_equal(st.records, 100);
+    assert_int_equal(st.sealed_raw_bytes, sum_sizes(0, 100));
+    check_all(db, 100, &all);
+    check_get_all(db, 100, all.ts);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_handle_survives_many_rolls(void **state)
+{
+    fx *f = *state;
+    int fds_before = count_fds();
+    cairn_db *db = open_db(f->path, 1, 1, 4096);
+    cairn_stats st;
+    seen all;
+    append_range(db, 0, 2000);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 2000);
+    assert_true(st.segments_sealed + st.segments_closed >= 50);
+    check_all(db, 2000, &all);
+    check_get_all(db, 2000, all.ts);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* Closing gave back every file descriptor (and stopped the thread). */
+    assert_int_equal(count_fds(), fds_before);
+    db = open_db(f->path, 0, 0, 0);
+    check_get_all(db, 2000, all.ts);
+    seen_free(&all);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    get_stats(db, &st);
+    assert_int_equal(st.segments_closed, 0);
+    assert_int_equal(st.records, 2000);
+    append_range(db, 2000, 2010);
+    check_all(db, 2010, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(count_fds(), fds_before);
+}
+
+/* ------------------------------------------------------------------------
+ * Read-only handles.
+ * ---------------------------------------------------------------------- */
+
+static void test_read_only_handle_refuses_appends(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0), *ro;
+    gen g;
+    cairn_entry e;
+    uint64_t seq = 0;
+    seen all;
+    append_range(db, 0, 5);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    ro = open_ro(f->path);
+    assert_int_equal(cairn_append(ro, gen_entry(5, &g), &seq), CAIRN_EPERM);
+    e = *gen_entry(5, &g);
+    assert_int_equal(cairn_append_batch(ro, &e, 1, &seq), CAIRN_EPERM);
+    check_all(ro, 5, &all);
+    seen_free(&all);
+    check_get_all(ro, 5, NULL);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    /* Nothing was written: a writer continues at seq 6. */
+    db = open_db(f->path, 0, 0, 0);
+    assert_int_equal(cairn_append(db, gen_entry(5, &g), &seq), CAIRN_OK);
+    assert_int_equal(seq, 6);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_read_only_handle_follows_the_writer(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096), *ro;
+    seen all;
+    append_range(db, 0, 10);
+    assert_int_equal(cairn_flush(db), CAIRN_OK);
+    ro = open_ro(f->path); /* no lock needed while the writer runs */
+    check_all(ro, 10, &all);
+    seen_free(&all);
+    /* Flushed records, across rolls and a seal, show up in a new iterator. */
+    append_range(db, 10, 80);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    append_range(db, 80, 90);
+    assert_int_equal(cairn_flush(db), CAIRN_OK);
+    /* cairn_get alone (no iterator opened first) sees them too. */
+    check_get_all(ro, 90, NULL);
+    check_all(ro, 90, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    check_all(ro, 90, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_create_close_reopen_keeps_records),
+        T(test_open_missing_store_without_create_is_not_found),
+        T(test_open_refuses_bad_options),
+        T(test_settings_chosen_at_creation_are_stored),
+        T(test_second_writer_is_locked_out),
+        T(test_append_returns_increasing_seqs_from_one),
+        T(test_empty_store_has_nothing_to_read),
+        T(test_append_refuses_invalid_entries),
+        T(test_record_too_big_is_refused_and_max_size_is_kept),
+        T(test_append_batch_gives_consecutive_seqs),
+        T(test_append_batch_is_all_or_nothing),
+        T(test_iterate_everything_in_order_with_content),
+        T(test_iterator_sees_the_store_as_of_its_opening),
+        T(test_iter_open_refuses_an_invalid_range),
+        T(test_open_iterator_survives_sealing_of_its_segments),
+        T(test_seq_range_iteration_returns_exactly_the_range),
+        T(test_type_filter_returns_only_that_type),
+        T(test_time_range_iteration_matches_the_timestamps),
+        T(test_get_finds_every_seq_across_sealed_segments_and_reopen),
+        T(test_roll_of_an_empty_active_segment_is_a_no_op),
+        T(test_stats_count_records_segments_and_compression),
+        T(test_background_thread_seals_after_roll),
+        T(test_handle_survives_many_rolls),
+        T(test_read_only_handle_refuses_appends),
+        T(test_read_only_handle_follows_the_writer),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
