@@ -28,8 +28,9 @@ trap 'rm -rf "$TMP"' EXIT
 step "rm -rf $STORE"
 rm -rf "$STORE" || fail "could not remove $STORE"
 
-step "cairn --store $STORE init --durability batch"
-"$CAIRN" --store "$STORE" init --durability batch || fail "init"
+# 4 KiB segments, so the demo also rolls and seals (zstd blocks) a few.
+step "cairn --store $STORE init --durability batch --segment-size 4K"
+"$CAIRN" --store "$STORE" init --durability batch --segment-size 4K || fail "init"
 
 step "cairn --store $STORE log --quiet < tools/demo/sample-events.jsonl"
 n=$("$CAIRN" --store "$STORE" log --quiet <"$EVENTS") || fail "log"
