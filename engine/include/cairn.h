@@ -111,8 +111,8 @@ typedef struct cairn_options {
 int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char *err,
                size_t errlen);
 
-/* Flush, sync (in every mode), stop the background thread, release the lock
- * and free the handle. Accepts NULL. Returns the first error met while
+/* Flush, sync (in every mode), stop the background thread, seal segments
+ * still waiting for it, release the lock and free the handle. Accepts NULL. Returns the first error met while
  * flushing (the handle is freed regardless). */
 int cairn_close(cairn_db *db);
 

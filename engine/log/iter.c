@@ -68,6 +68,32 @@ static uint64_t seg_count(const cairn_iter *it, size_t i)
     return it->limit >= x->base_seq ? it->limit - x->base_seq + 1 : 0;
 }
 
+/* Offset of damage in log-form segment i that the iterator's range asks
+ * for, or 0: a closed segment holding fewer valid records than the manifest
+ * lists, or (read-only) an active one with valid records after damage. */
+static uint64_t damage_in_range(const cairn_iter *it, size_t i)
+{
+    const manifest_entry *x = &it->v->m.e[i];
+    seg_ref *s = it->v->segs[i];
+    uint64_t at = 0, first_missing, last_missing;
+
+    if (s->sealed)
+        return 0;
+    pthread_mutex_lock(&it->db->mu);
+    first_missing = s->log.base_seq + s->log.n;
+    if (x->kind == SEG_CLOSED && s->log.n < x->count) {
+        at = s->log.end;
+        last_missing = x->last_seq;
+    } else if (s->damaged_at != 0) {
+        at = s->damaged_at;
+        last_missing = s->damaged_max_seq;
+    }
+    pthread_mutex_unlock(&it->db->mu);
+    if (at == 0 || it->r.seq_to < first_missing || it->r.seq_from > last_missing)
+        return 0;
+    return at;
+}
+
 /* Place the cursor at the first candidate record of segment it->seg; returns
  * 0 if the segment holds none. */
 static int position(cairn_iter *it)
@@ -97,13 +123,7 @@ static int position(cairn_iter *it)
     }
     pthread_mutex_lock(&db->mu);
     in = !seg_empty_or_before(x, s, n, &it->r);
-    if (x->kind == SEG_CLOSED && s->log.n < x->count && it->r.seq_from <= x->last_seq &&
-        it->r.seq_from >= x->base_seq + s->log.n) {
-        /* Asked for records the manifest lists but the scan could not read:
-         * stand at the end so the damage is reported. */
-        it->off = it->end = s->log.end;
-        in = 1;
-    } else if (in) {
+    if (in) {
         size_t i = 0;
         if (it->r.seq_from > x->base_seq)
             i = (size_t)(it->r.seq_from - x->base_seq);
@@ -121,6 +141,14 @@ static int position(cairn_iter *it)
     }
     pthread_mutex_unlock(&db->mu);
     it->buf_len = 0;
+    if (!in && damage_in_range(it, it->seg) != 0) {
+        /* Nothing readable here, but the range asks for records behind
+         * damage: stand at the end so the damage is reported. */
+        pthread_mutex_lock(&db->mu);
+        it->off = it->end = s->log.end;
+        pthread_mutex_unlock(&db->mu);
+        in = 1;
+    }
     return in;
 }
 
@@ -248,7 +276,8 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec)
         int rc;
         if (!it->positioned) {
             const manifest_entry *x = &it->v->m.e[it->seg];
-            if (x->base_seq > it->r.seq_to || x->base_seq > it->limit)
+            if (x->base_seq > it->r.seq_to ||
+                (x->base_seq > it->limit && damage_in_range(it, it->seg) == 0))
                 break;
             if (!position(it)) {
                 it->seg++;
@@ -258,18 +287,7 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec)
         }
         rc = s->sealed ? next_sealed(it, s, rec) : next_log(it, s, rec);
         if (rc == CAIRN_ENOTFOUND) {
-            const manifest_entry *x = &it->v->m.e[it->seg];
-            uint64_t damaged = 0;
-            if (!s->sealed) {
-                pthread_mutex_lock(&it->db->mu);
-                damaged = s->damaged_at;
-                pthread_mutex_unlock(&it->db->mu);
-                /* A closed segment is immutable: fewer valid records than the
-                 * manifest lists means damage, if the range asked for them. */
-                if (x->kind == SEG_CLOSED && s->log.n < x->count &&
-                    it->r.seq_to >= x->base_seq + s->log.n)
-                    damaged = s->log.end;
-            }
+            uint64_t damaged = damage_in_range(it, it->seg);
             it->seg++;
             it->positioned = 0;
             /* A reader stopped at damage that valid records follow: say so

@@ -129,19 +129,24 @@ int cairn__logseg_scan(const cairn_io *io, const cairn_allocator *a, logseg *seg
                        logseg_stop *stop, cairn__err *e)
 {
     size_t bufsize = SCAN_CHUNK;
-    uint8_t *buf = cairn__malloc(a, bufsize);
+    uint8_t *buf = NULL;
     uint64_t off = seg->end;
     struct stat st;
     int rc = CAIRN_OK;
 
+    if (fstat(seg->fd, &st) != 0)
+        return cairn__fail(e, cairn__errno_status(errno), "stat %s: %s", seg->name,
+                           strerror(errno));
+    stop->file_size = (uint64_t)st.st_size;
+    /* Readers rescan the active tail on every refresh: size the buffer to
+     * what is left, not to a whole chunk. */
+    if ((uint64_t)st.st_size <= off + 4096)
+        bufsize = 4096;
+    else if ((uint64_t)st.st_size - off < SCAN_CHUNK)
+        bufsize = (size_t)((uint64_t)st.st_size - off);
+    buf = cairn__malloc(a, bufsize);
     if (buf == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for scan", seg->name);
-    if (fstat(seg->fd, &st) != 0) {
-        rc = cairn__fail(e, cairn__errno_status(errno), "stat %s: %s", seg->name,
-                         strerror(errno));
-        goto cleanup;
-    }
-    stop->file_size = (uint64_t)st.st_size;
     stop->why = REC_END;
     for (;;) {
         size_t got, pos = 0;

@@ -67,6 +67,10 @@ static int check_entries(const manifest *m, cairn__err *e)
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %zu: bad segment id", i);
         if (x->base_seq == 0)
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %zu: base_seq 0", i);
+        if (x->kind == SEG_ACTIVE && (x->last_seq | x->count | (uint64_t)x->first_ts |
+                                      (uint64_t)x->last_ts) != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT,
+                               "MANIFEST: entry %zu: the active entry's counters must be 0", i);
         if (x->kind != SEG_ACTIVE) {
             if (x->last_seq + 1 < x->base_seq || x->last_seq - x->base_seq + 1 != x->count ||
                 (x->count > 0 && x->first_ts > x->last_ts))
@@ -111,6 +115,8 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     m->segment_size = get_le64(buf + 32);
     m->batch_ms = get_le32(buf + 40);
     m->durability = buf[44];
+    if (m->batch_ms == 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: batch_ms 0");
     if (m->segment_size < 4096 || m->segment_size > (1ull << 32))
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: segment size %llu out of range",
                            (unsigned long long)m->segment_size);

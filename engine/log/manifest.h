@@ -55,7 +55,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
 
 /* Decode and validate: checksums, versions, reserved fields, kinds, ids
  * strictly increasing, one active entry and it is last, sequence ranges
- * contiguous. On success m->e is allocated (free with cairn__manifest_free). */
+ * non-overlapping (gaps are legal). On success m->e is allocated (free with cairn__manifest_free). */
 int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator *a,
                            manifest *m, cairn__err *e);
 

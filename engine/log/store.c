@@ -9,11 +9,16 @@
  *     never a reason to start over);
  *  2. delete orphans: temp files, and segment files the manifest does not
  *     name (a roll or seal that crashed before its manifest swap);
- *  3. scan the closed and active .log segments; truncate the active one
- *     after its last valid record (the torn tail) and fsync it;
- *  4. queue closed segments for sealing.
- * Every record wholly written before the crash is kept; nothing is
- * invented, nothing earlier is touched.
+ *  3. scan the closed and active .log segments. After the active one's last
+ *     valid record comes either a torn tail (nothing valid follows), which
+ *     is truncated, or damage with valid records after it, which is copied
+ *     to <id>-<offset>.damaged, then a roll starts a new segment past the
+ *     highest sequence number found there (recorded in MANIFEST), and only
+ *     then is the damaged segment truncated;
+ *  4. remove a sealed entry's leftover .log once its .seg has validated;
+ *  5. queue closed segments for sealing.
+ * Every record wholly written before the crash is kept or set aside; nothing
+ * is invented, nothing valid is destroyed, no sequence number is reused.
  */
 #include "store.h"
 
@@ -162,6 +167,8 @@ static int set_aside(cairn_db *db, const logseg *l, uint64_t from, uint64_t to, 
     return rc;
 }
 
+static int truncate_tail(cairn_db *db, seg_ref *s, cairn__err *e);
+
 /* After a scan of a log segment stopped before the end of its file: is the
  * rest a torn tail (nothing valid follows: truncate it) or damage (valid
  * records follow)? The writer sets damaged bytes aside before truncating,
@@ -182,21 +189,33 @@ static int check_tail(cairn_db *db, seg_ref *s, const logseg_stop *stop, int wri
     if (rc != CAIRN_OK)
         return rc;
     if (!writable) {
-        if (found)
+        if (found) {
             s->damaged_at = s->log.end;
+            s->damaged_max_seq = max_seq;
+        }
         return CAIRN_OK;
     }
     if (found) {
+        /* Copy aside now; the segment is truncated only after a roll has
+         * recorded the sequence floor in the MANIFEST (cairn_open), so a
+         * crash in between finds the same damage again, never a clean tail
+         * whose numbers could be reused. */
         rc = set_aside(db, &s->log, s->log.end, stop->file_size, e);
         if (rc != CAIRN_OK)
             return rc;
         db->set_aside_bytes += stop->file_size - s->log.end;
         if (max_seq + 1 > db->seq_floor)
             db->seq_floor = max_seq + 1;
-    } else {
-        db->torn_bytes += stop->file_size - s->log.end;
+        return CAIRN_OK;
     }
-    rc = cairn__io_truncate(db->io, "recover.truncate", s->log.fd, s->log.end, s->log.name, e);
+    db->torn_bytes += stop->file_size - s->log.end;
+    return truncate_tail(db, s, e);
+}
+
+/* Cut a log segment's file after its last valid record, durably. */
+static int truncate_tail(cairn_db *db, seg_ref *s, cairn__err *e)
+{
+    int rc = cairn__io_truncate(db->io, "recover.truncate", s->log.fd, s->log.end, s->log.name, e);
     if (rc == CAIRN_OK)
         rc = cairn__io_fsync(db->io, "recover.fsync", s->log.fd, s->log.name, e);
     if (rc == CAIRN_OK)
@@ -389,6 +408,14 @@ static int take_lock(cairn_db *db, cairn__err *e)
     if (db->lockfd < 0)
         return cairn__fail(e, cairn__errno_status(errno), "open %s/LOCK: %s", db->path,
                            strerror(errno));
+    /* A reader's cairn_verify() holds a shared lock for an instant to see
+     * whether a writer lives; a few 1 ms retries keep that from looking
+     * like a second writer. A real writer holds the lock for its lifetime. */
+    for (int i = 0; i < 5 && flock(db->lockfd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+         i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     if (flock(db->lockfd, LOCK_EX | LOCK_NB) != 0) {
         long pid = 0;
         if (errno != EWOULDBLOCK)
@@ -448,6 +475,7 @@ static int has_segments(cairn_db *db)
             close(fd);
         return 0;
     }
+    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (parse_seg_name(de->d_name, "log", &id) && id == 1 &&
@@ -457,12 +485,19 @@ static int has_segments(cairn_db *db)
             found = 1;
     }
     closedir(d);
-    if (!found && first_empty)
-        unlinkat(db->dirfd, "0000000000000001.log", 0);
+    if (!found && first_empty &&
+        (cairn__io_unlink(db->io, "create.unlink", db->dirfd, "0000000000000001.log", NULL) !=
+             CAIRN_OK ||
+         cairn__io_fsync(db->io, "create.dirsync", db->dirfd, ".", NULL) != CAIRN_OK))
+        found = 1; /* could not clear it: refuse rather than build on it */
     return found;
 }
 
-static int remove_orphans(cairn_db *db, const manifest *m, cairn__err *e)
+/* Remove files the manifest does not name. The .log of an entry already
+ * SEALED (a crash after the seal's manifest swap) goes only in the second
+ * pass, once its .seg has been validated: until then it may be the only
+ * good copy. */
+static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cairn__err *e)
 {
     int fd = dup(db->dirfd), rc = CAIRN_OK, removed = 0;
     DIR *d;
@@ -473,6 +508,7 @@ static int remove_orphans(cairn_db *db, const manifest *m, cairn__err *e)
             close(fd);
         return cairn__fail(e, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
     }
+    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
         const char *n = de->d_name;
         size_t len = strlen(n);
@@ -480,11 +516,12 @@ static int remove_orphans(cairn_db *db, const manifest *m, cairn__err *e)
         uint64_t id;
         int orphan = 0;
         if (strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0))
-            orphan = 1;
+            orphan = !sealed_logs;
         else if (parse_seg_name(n, "log", &id))
-            orphan = (x = find_entry(m, id)) == NULL || x->kind == SEG_SEALED;
+            orphan = (x = find_entry(m, id)) == NULL ? !sealed_logs
+                                                     : x->kind == SEG_SEALED && sealed_logs;
         else if (parse_seg_name(n, "seg", &id))
-            orphan = (x = find_entry(m, id)) == NULL || x->kind != SEG_SEALED;
+            orphan = !sealed_logs && ((x = find_entry(m, id)) == NULL || x->kind != SEG_SEALED);
         if (orphan) {
             rc = cairn__io_unlink(db->io, "recover.unlink", db->dirfd, n, e);
             removed = 1;
@@ -577,7 +614,7 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
     if (rc != CAIRN_OK)
         return rc;
     if (!db->read_only)
-        rc = remove_orphans(db, &m, e);
+        rc = remove_orphans(db, &m, 0, e);
     /* Settings: stored unless this handle overrides them. */
     if (db->durability == CAIRN_DURABILITY_STORED)
         db->durability = (cairn_durability)m.durability;
@@ -595,6 +632,12 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         if (rc != CAIRN_OK)
             return rc;
         rc = view_build(db, &m, NULL, &v, e);
+    }
+    if (rc == CAIRN_OK && !db->read_only)
+        rc = remove_orphans(db, &m, 1, e); /* every .seg validated by view_build */
+    if (rc != CAIRN_OK && v != NULL) {
+        cairn__view_release(db, v);
+        v = NULL;
     }
     if (rc == CAIRN_OK) {
         seg_ref *act = v->segs[m.n - 1];
@@ -664,11 +707,16 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     rc = open_store(db, o, &e);
     db->last_flush_ms = cairn__now_ms();
     if (rc == CAIRN_OK && db->seq_floor > db->next_seq) {
+        seg_ref *damaged = db->act;
+        atomic_fetch_add(&damaged->refs, 1);
         pthread_mutex_lock(&db->mu);
         rc = cairn__roll_past(db, db->seq_floor);
         pthread_mutex_unlock(&db->mu);
         if (rc != CAIRN_OK)
             memcpy(e.msg, db->err.msg, sizeof e.msg);
+        else
+            rc = truncate_tail(db, damaged, &e); /* the floor is durable now */
+        cairn__seg_release(db, damaged);
     }
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);
@@ -711,6 +759,10 @@ int cairn_close(cairn_db *db)
         }
     }
     pthread_mutex_unlock(&db->mu);
+    /* Leave no segment waiting for a seal the background thread had no time
+     * to do; a failure here loses nothing (the next open seals it). */
+    if (rc == CAIRN_OK && !db->read_only && !db->dead && db->view != NULL && db->seal_pending)
+        cairn__seal_pending(db);
     if (db->view != NULL)
         cairn__view_release(db, db->view);
     if (db->lockfd >= 0)

@@ -44,6 +44,7 @@ typedef struct seg_ref {
     uint64_t log_file_size; /* at open: bytes in the file (verify, torn tails) */
     uint64_t damaged_at;  /* read-only: offset of damage followed by valid
                              records (0: none); iteration reports it */
+    uint64_t damaged_max_seq; /* the highest seq found after that damage */
 } seg_ref;
 
 /* A snapshot: the manifest and its segments, in order. */

@@ -134,6 +134,7 @@ static void report_set_aside(cairn_db *db, vctx *c)
             close(fd);
         return;
     }
+    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
         if (n > 8 && strcmp(de->d_name + n - 8, ".damaged") == 0)
