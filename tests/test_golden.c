@@ -1,0 +1,761 @@
+/*
+ * test_golden.c - golden files pin the on-disk formats (format-spec/).
+ *
+ * Each golden file under tests/golden/ was produced by this program from
+ * fixed inputs (fixed sequence numbers, timestamps, salts, namespaces,
+ * payloads). The tests re-encode the same inputs and compare byte for byte,
+ * and decode each golden file with the engine's own readers and check every
+ * field. A failure here means the bytes on disk changed: that is a format
+ * change, which needs a new format version in format-spec/ (and its
+ * changelog) before the goldens are regenerated.
+ *
+ * Regenerate (only together with a spec version change):
+ *   build/tests/test_golden --regen tests/golden
+ *   CAIRN_GOLDEN_REGEN=1 build/tests/test_golden     (writes to the golden dir)
+ * The golden dir is $CAIRN_GOLDEN_DIR, else "tests/golden" relative to the
+ * current directory (tests/run-tests.sh runs from the repository root).
+ *
+ * The sealed segment holds zstd frames; zstd only promises that its output
+ * decodes, not that a later version compresses to the same bytes. So the
+ * whole-file comparison of the sealed golden runs only when the linked zstd
+ * is the version recorded in sealed-v1.zstd-version; with any other version
+ * the test still pins the header, every index field that does not depend
+ * on the compressor, the footer totals and the inflated block bytes.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "bytes.h"
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "filehdr.h"
+#include "logseg.h"
+#include "manifest.h"
+#include "record.h"
+#include "sealed.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------------------
+ * Fixed inputs. Changing any of these changes the goldens.
+ * ---------------------------------------------------------------------- */
+
+/* The record golden (record-v1.bin). */
+#define REC_SALT 0x0123456789abcdefull
+#define REC_SEQ 42u
+#define REC_TS 1700000000123ll /* 2023-11-14T22:13:20.123Z */
+static const char rec_ns[] = "agent/alpha";
+static const char rec_json[] = "{\"a\":1}";
+/* Two little-endian f32: 1.0, -2.5. */
+static const uint8_t rec_bin[8] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x20, 0xc0};
+
+/* The log segment golden (segment-v1.log): header plus three records. */
+#define SEGL_ID 1u
+#define SEGL_SALT 0x0123456789abcdefull
+#define SEGL_BASE 1u
+#define SEGL_CREATED 1700000000000ll
+static const struct {
+    uint16_t type;
+    const char *ns;
+    const char *json;
+    size_t bin_len; /* bytes of rec_bin */
+    int64_t ts;
+} segl_recs[] = {
+    {CAIRN_REC_EVENT, "", "{\"a\":1}", 0, 1700000000001ll},
+    {CAIRN_REC_EVENT, "agent/alpha", "{\"msg\":\"hello\"}", 0, 1700000000005ll},
+    {0x8001u, "agent/beta", "{}", 8, 1700000000005ll},
+};
+#define SEGL_N (sizeof segl_recs / sizeof segl_recs[0])
+
+/* The manifest golden (manifest-v1.bin): sealed, closed, active. */
+static const manifest_entry man_entries[] = {
+    {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll},
+    {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll},
+    {3, SEG_ACTIVE, 151, 0, 0, 0, 0},
+};
+#define MAN_GEN 7u
+#define MAN_NEXT_ID 4u
+#define MAN_SEGSIZE (64ull << 20)
+#define MAN_BATCH_MS 50u
+#define MAN_DURABILITY CAIRN_DURABILITY_BATCH
+
+/* The sealed golden (sealed-v1.seg): a log segment of SEALS_N records,
+ * about 80 KiB raw, so two blocks. */
+#define SEALS_ID 2u
+#define SEALS_SALT 0xfedcba9876543210ull
+#define SEALS_BASE 101u
+#define SEALS_CREATED 1700000060000ll
+#define SEALS_N 90u
+
+static const char *golden_dir(void)
+{
+    const char *d = getenv("CAIRN_GOLDEN_DIR");
+    return d && *d ? d : "tests/golden";
+}
+
+/* ------------------------------------------------------------------------
+ * Producers: each builds one golden's bytes from the fixed inputs.
+ * ---------------------------------------------------------------------- */
+
+static uint8_t *make_record(size_t *len)
+{
+    cairn_entry e = {CAIRN_REC_EVENT, rec_ns,  sizeof rec_ns - 1, rec_json,
+                     sizeof rec_json - 1, rec_bin, sizeof rec_bin};
+    uint8_t *buf;
+    assert_int_equal(cairn__record_size(&e, len), CAIRN_OK);
+    buf = malloc(*len);
+    assert_non_null(buf);
+    cairn__record_encode(buf, &e, REC_SEQ, REC_TS, REC_SALT);
+    return buf;
+}
+
+/* Text of the json payload of record k of the sealed source segment:
+ * compressible and of varied length. */
+static size_t seals_json(char *out, size_t cap, unsigned k)
+{
+    static const char words[] = "the agent observed the tool output and noted the result ";
+    size_t n = (size_t)snprintf(out, cap, "{\"i\":%u,\"text\":\"", k);
+    size_t want = 600 + (k * 37u) % 500u;
+    while (n < want && n + 1 < cap) {
+        out[n] = words[(n + k) % (sizeof words - 1)];
+        n++;
+    }
+    n += (size_t)snprintf(out + n, cap - n, "\"}");
+    return n;
+}
+
+static void seals_entry(unsigned k, cairn_entry *e, char *json, size_t cap, uint8_t *bin)
+{
+    static const char *const nss[] = {"agent/alpha", "agent/beta", ""};
+    memset(e, 0, sizeof *e);
+    e->type = k % 7 == 3 ? 0x8001u : CAIRN_REC_EVENT;
+    e->ns = nss[k % 3];
+    e->ns_len = strlen(e->ns);
+    e->json = json;
+    e->json_len = seals_json(json, cap, k);
+    if (k % 10 == 9) {
+        for (unsigned i = 0; i < 16; i++)
+            bin[i] = (uint8_t)(k * 16 + i);
+        e->bin = bin;
+        e->bin_len = 16;
+    }
+}
+
+static int64_t seals_ts(unsigned k)
+{
+    return SEALS_CREATED + 1 + (int64_t)(k / 2) * 250; /* pairs share a timestamp */
+}
+
+static int open_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    return fd;
+}
+
+/* Append one encoded record at seg->end of a freshly created segment. */
+static void seg_append(logseg *seg, const cairn_entry *e, uint64_t seq, int64_t ts)
+{
+    size_t len;
+    uint8_t *buf;
+    assert_int_equal(cairn__record_size(e, &len), CAIRN_OK);
+    buf = malloc(len);
+    assert_non_null(buf);
+    cairn__record_encode(buf, e, seq, ts, seg->salt);
+    assert_int_equal(pwrite(seg->fd, buf, len, (off_t)seg->end), (ssize_t)len);
+    seg->end += len;
+    free(buf);
+}
+
+/* segment-v1.log, built in dir with the engine's segment code. */
+static void build_segl(const char *dir)
+{
+    int dfd = open_dir(dir);
+    logseg seg;
+    cairn__err e;
+    assert_int_equal(cairn__logseg_create(cairn_io_default(), dfd, &seg, SEGL_ID, SEGL_SALT,
+                                          SEGL_BASE, SEGL_CREATED, &e),
+                     CAIRN_OK);
+    for (size_t i = 0; i < SEGL_N; i++) {
+        cairn_entry en = {segl_recs[i].type, segl_recs[i].ns, strlen(segl_recs[i].ns),
+                          segl_recs[i].json, strlen(segl_recs[i].json),
+                          segl_recs[i].bin_len ? rec_bin : NULL, segl_recs[i].bin_len};
+        seg_append(&seg, &en, SEGL_BASE + i, segl_recs[i].ts);
+    }
+    cairn__logseg_free(cairn_io_default(), NULL, &seg);
+    close(dfd);
+}
+
+static uint8_t *make_segl(size_t *len)
+{
+    char *dir = tu_mkdtemp("golden"), *path;
+    uint8_t *b;
+    assert_non_null(dir);
+    build_segl(dir);
+    path = tu_join(dir, "0000000000000001.log");
+    b = tu_read_file(path, len);
+    assert_non_null(b);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+    return b;
+}
+
+static uint8_t *make_manifest(size_t *len)
+{
+    manifest m;
+    uint8_t *b, *copy;
+    memset(&m, 0, sizeof m);
+    m.generation = MAN_GEN;
+    m.next_id = MAN_NEXT_ID;
+    m.segment_size = MAN_SEGSIZE;
+    m.batch_ms = MAN_BATCH_MS;
+    m.durability = (uint8_t)MAN_DURABILITY;
+    m.e = (manifest_entry *)(uintptr_t)man_entries;
+    m.n = sizeof man_entries / sizeof man_entries[0];
+    assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
+    /* Hand back a malloc'd copy: the engine buffer belongs to its allocator. */
+    copy = malloc(*len);
+    assert_non_null(copy);
+    memcpy(copy, b, *len);
+    free(b);
+    return copy;
+}
+
+/* The sealed source segment in dir, as <SEALS_ID>.log; returns its bytes. */
+static uint8_t *build_seals_log(const char *dir, size_t *len)
+{
+    int dfd = open_dir(dir);
+    logseg seg;
+    cairn__err e;
+    char json[2048], name[LOGSEG_NAME_MAX], *path;
+    uint8_t bin[16], *b;
+    assert_int_equal(cairn__logseg_create(cairn_io_default(), dfd, &seg, SEALS_ID, SEALS_SALT,
+                                          SEALS_BASE, SEALS_CREATED, &e),
+                     CAIRN_OK);
+    for (unsigned k = 0; k < SEALS_N; k++) {
+        cairn_entry en;
+        seals_entry(k, &en, json, sizeof json, bin);
+        seg_append(&seg, &en, SEALS_BASE + k, seals_ts(k));
+    }
+    cairn__logseg_free(cairn_io_default(), NULL, &seg);
+    close(dfd);
+    cairn__logseg_name(name, SEALS_ID, "log");
+    path = tu_join(dir, name);
+    b = tu_read_file(path, len);
+    assert_non_null(b);
+    free(path);
+    return b;
+}
+
+/* Seal the source segment with the engine; returns the .seg bytes and
+ * (optionally) the source log bytes. */
+static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
+{
+    char *dir = tu_mkdtemp("golden"), *path, name[LOGSEG_NAME_MAX];
+    uint8_t *log, *b;
+    size_t loglen;
+    int dfd;
+    logseg seg;
+    logseg_stop stop;
+    cairn__err e;
+    uint64_t fsize = 0;
+
+    assert_non_null(dir);
+    log = build_seals_log(dir, &loglen);
+    dfd = open_dir(dir);
+    assert_int_equal(cairn__logseg_open(cairn_io_default(), NULL, dfd, &seg, SEALS_ID, 1, &stop,
+                                        &e),
+                     CAIRN_OK);
+    assert_int_equal(seg.n, SEALS_N);
+    assert_int_equal(stop.why, REC_END);
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, &fsize, &e),
+                     CAIRN_OK);
+    cairn__logseg_free(cairn_io_default(), NULL, &seg);
+    close(dfd);
+    cairn__logseg_name(name, SEALS_ID, "seg");
+    path = tu_join(dir, name);
+    b = tu_read_file(path, len);
+    assert_non_null(b);
+    assert_int_equal(*len, fsize);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+    if (log_out != NULL) {
+        *log_out = log;
+        *log_len = loglen;
+    } else {
+        free(log);
+    }
+    return b;
+}
+
+/* ------------------------------------------------------------------------
+ * Golden file access.
+ * ---------------------------------------------------------------------- */
+
+static uint8_t *read_golden(const char *name, size_t *len)
+{
+    char *path = tu_join(golden_dir(), name);
+    uint8_t *b = tu_read_file(path, len);
+    if (b == NULL)
+        fail_msg("cannot read golden file %s (run from the repository root, or set "
+                 "CAIRN_GOLDEN_DIR)", path);
+    free(path);
+    return b;
+}
+
+/* Compare with a golden; on a mismatch name the first differing offset. */
+static void assert_same_bytes(const char *name, const uint8_t *got, size_t got_len,
+                              const uint8_t *want, size_t want_len)
+{
+    size_t n = got_len < want_len ? got_len : want_len;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("%s: byte 0x%zx is 0x%02x, golden has 0x%02x: the on-disk format changed "
+                     "(bump the format version, see format-spec/README.md)",
+                     name, i, got[i], want[i]);
+    if (got_len != want_len)
+        fail_msg("%s: %zu bytes, golden has %zu", name, got_len, want_len);
+}
+
+/* ------------------------------------------------------------------------
+ * Tests.
+ * ---------------------------------------------------------------------- */
+
+/* XXH3-64 (xxHash 0.8) is part of the format: pin it with the published
+ * value for empty input and with values this spec quotes. */
+static void test_xxh3_is_the_specified_hash(void **state)
+{
+    (void)state;
+    assert_int_equal(XXH3_64bits("", 0), 0x2d06800538d394c2ull);
+    assert_int_equal(XXH3_64bits("cairn", 5), 0x00192f3582df1eeeull);
+    assert_int_equal(XXH3_64bits_withSeed("cairn", 5, 0x0123456789abcdefull),
+                     0xdaad3f43d9856810ull);
+}
+
+static void test_record_encoding_matches_golden(void **state)
+{
+    size_t len, glen;
+    uint8_t *b, *g;
+    (void)state;
+    b = make_record(&len);
+    g = read_golden("record-v1.bin", &glen);
+    assert_same_bytes("record-v1.bin", b, len, g, glen);
+    free(b);
+    free(g);
+}
+
+static void test_record_golden_decodes_to_its_fields(void **state)
+{
+    size_t glen, len = 0;
+    uint8_t *g;
+    cairn_record r;
+    (void)state;
+    g = read_golden("record-v1.bin", &glen);
+    assert_int_equal(glen, 40 + 11 + 7 + 8);
+    assert_int_equal(get_le32(g + REC_OFF_LEN), glen);
+    assert_int_equal(get_le32(g + REC_OFF_EPOCH), (uint32_t)REC_SALT);
+    assert_int_equal(cairn__record_decode(g, glen, REC_SALT, &r, &len), REC_OK);
+    assert_int_equal(len, glen);
+    assert_int_equal(r.seq, REC_SEQ);
+    assert_int_equal(r.ts_ms, REC_TS);
+    assert_int_equal(r.type, CAIRN_REC_EVENT);
+    assert_int_equal(r.ns_len, 11);
+    assert_memory_equal(r.ns, rec_ns, 11);
+    assert_int_equal(r.json_len, 7);
+    assert_memory_equal(r.json, rec_json, 7);
+    assert_int_equal(r.bin_len, 8);
+    assert_memory_equal(r.bin, rec_bin, 8);
+    /* The checksum is XXH3-64 of [0, len-8) seeded with the full salt. */
+    assert_int_equal(get_le64(g + glen - 8), XXH3_64bits_withSeed(g, glen - 8, REC_SALT));
+    /* Another salt with the same low half: checksum mismatch; other epoch: stale. */
+    assert_int_equal(cairn__record_decode(g, glen, REC_SALT ^ (1ull << 40), &r, &len),
+                     REC_BAD_SUM);
+    assert_int_equal(cairn__record_decode(g, glen, REC_SALT ^ 1u, &r, &len), REC_BAD_EPOCH);
+    /* Every proper prefix is a torn record (or too short to be one). */
+    for (size_t cut = 4; cut < glen; cut++)
+        assert_int_equal(cairn__record_decode(g, cut, REC_SALT, &r, &len), REC_TRUNCATED);
+    free(g);
+}
+
+static void test_segment_encoding_matches_golden(void **state)
+{
+    size_t len, glen;
+    uint8_t *b, *g;
+    (void)state;
+    b = make_segl(&len);
+    g = read_golden("segment-v1.log", &glen);
+    assert_same_bytes("segment-v1.log", b, len, g, glen);
+    free(b);
+    free(g);
+}
+
+static void test_segment_golden_scans_to_its_records(void **state)
+{
+    size_t glen;
+    uint8_t *g, h[FILEHDR_SIZE];
+    char *dir = tu_mkdtemp("golden"), *path;
+    logseg seg;
+    logseg_stop stop;
+    cairn__err e;
+    uint64_t off = FILEHDR_SIZE;
+    int dfd;
+    (void)state;
+
+    g = read_golden("segment-v1.log", &glen);
+    /* The header, field by field. */
+    assert_memory_equal(g, "CAIRNLOG", 8);
+    assert_int_equal(get_le16(g + 8), 1);
+    assert_int_equal(get_le16(g + 10), 64);
+    assert_int_equal(get_le32(g + 12), 0);
+    assert_int_equal(get_le64(g + 16), SEGL_ID);
+    assert_int_equal(get_le64(g + 24), SEGL_SALT);
+    assert_int_equal(get_le64(g + 32), SEGL_BASE);
+    assert_int_equal(get_le64(g + 40), (uint64_t)SEGL_CREATED);
+    assert_int_equal(get_le64(g + 48), 0);
+    assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
+    cairn__logseg_header_encode(h, SEGL_ID, SEGL_SALT, SEGL_BASE, SEGL_CREATED);
+    assert_memory_equal(h, g, FILEHDR_SIZE);
+
+    /* The engine's scanner reads it back whole. */
+    assert_non_null(dir);
+    path = tu_join(dir, "0000000000000001.log");
+    assert_int_equal(tu_write_file(path, g, glen), 0);
+    dfd = open_dir(dir);
+    assert_int_equal(cairn__logseg_open(cairn_io_default(), NULL, dfd, &seg, SEGL_ID, 1, &stop,
+                                        &e),
+                     CAIRN_OK);
+    assert_int_equal(stop.why, REC_END);
+    assert_int_equal(stop.offset, glen);
+    assert_int_equal(seg.end, glen);
+    assert_int_equal(seg.n, SEGL_N);
+    assert_int_equal(seg.salt, SEGL_SALT);
+    assert_int_equal(seg.base_seq, SEGL_BASE);
+    assert_int_equal(seg.created_ms, SEGL_CREATED);
+    for (size_t i = 0; i < SEGL_N; i++) {
+        cairn_record r;
+        size_t len;
+        assert_int_equal(seg.off[i], off);
+        assert_int_equal(cairn__record_decode(g + off, glen - off, SEGL_SALT, &r, &len), REC_OK);
+        assert_int_equal(r.seq, SEGL_BASE + i);
+        assert_int_equal(r.ts_ms, segl_recs[i].ts);
+        assert_int_equal(r.type, segl_recs[i].type);
+        assert_int_equal(r.ns_len, strlen(segl_recs[i].ns));
+        assert_memory_equal(r.ns, segl_recs[i].ns, r.ns_len);
+        assert_int_equal(r.json_len, strlen(segl_recs[i].json));
+        assert_memory_equal(r.json, segl_recs[i].json, r.json_len);
+        assert_int_equal(r.bin_len, segl_recs[i].bin_len);
+        assert_int_equal(len, 40 + r.ns_len + r.json_len + r.bin_len);
+        off += len;
+    }
+    assert_int_equal(off, glen);
+    cairn__logseg_free(cairn_io_default(), NULL, &seg);
+    close(dfd);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+    free(g);
+}
+
+static void test_manifest_encoding_matches_golden(void **state)
+{
+    size_t len, glen;
+    uint8_t *b, *g;
+    (void)state;
+    b = make_manifest(&len);
+    g = read_golden("manifest-v1.bin", &glen);
+    assert_same_bytes("manifest-v1.bin", b, len, g, glen);
+    free(b);
+    free(g);
+}
+
+static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    size_t glen, n = sizeof man_entries / sizeof man_entries[0];
+    uint8_t *g;
+    manifest m;
+    cairn__err e;
+    (void)state;
+    g = read_golden("manifest-v1.bin", &glen);
+    assert_int_equal(glen, 64 + n * 56 + 8);
+    assert_memory_equal(g, "CAIRNMAN", 8);
+    assert_int_equal(get_le16(g + 8), 1);
+    assert_int_equal(get_le32(g + 48), n);
+    assert_int_equal(get_le32(g + 52), 56);
+    assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
+    assert_int_equal(get_le64(g + glen - 8), XXH3_64bits(g, glen - 8));
+    assert_int_equal(cairn__manifest_decode(g, glen, NULL, &m, &e), CAIRN_OK);
+    assert_int_equal(m.generation, MAN_GEN);
+    assert_int_equal(m.next_id, MAN_NEXT_ID);
+    assert_int_equal(m.segment_size, MAN_SEGSIZE);
+    assert_int_equal(m.batch_ms, MAN_BATCH_MS);
+    assert_int_equal(m.durability, MAN_DURABILITY);
+    assert_int_equal(m.n, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(m.e[i].id, man_entries[i].id);
+        assert_int_equal(m.e[i].kind, man_entries[i].kind);
+        assert_int_equal(m.e[i].base_seq, man_entries[i].base_seq);
+        assert_int_equal(m.e[i].last_seq, man_entries[i].last_seq);
+        assert_int_equal(m.e[i].count, man_entries[i].count);
+        assert_int_equal(m.e[i].first_ts, man_entries[i].first_ts);
+        assert_int_equal(m.e[i].last_ts, man_entries[i].last_ts);
+    }
+    cairn__manifest_free(NULL, &m);
+    free(g);
+}
+
+static unsigned long golden_zstd_version(void)
+{
+    size_t len;
+    char *path = tu_join(golden_dir(), "sealed-v1.zstd-version");
+    uint8_t *b = tu_read_file(path, &len);
+    unsigned long v = 0;
+    free(path);
+    if (b == NULL)
+        return 0;
+    for (size_t i = 0; i < len && b[i] >= '0' && b[i] <= '9'; i++)
+        v = v * 10 + (unsigned long)(b[i] - '0');
+    free(b);
+    return v;
+}
+
+/* Fields of a sealed file that do not depend on the compressor's output:
+ * the header, and per block raw_len, seqs, timestamps, count, reserved. */
+static void assert_same_sealed_structure(const uint8_t *a, size_t alen, const uint8_t *b,
+                                         size_t blen)
+{
+    sealed_seg sa, sb;
+    cairn__err e;
+    assert_int_equal(cairn__sealed_open(a, alen, &sa, "new", &e), CAIRN_OK);
+    assert_int_equal(cairn__sealed_open(b, blen, &sb, "golden", &e), CAIRN_OK);
+    assert_memory_equal(a, b, FILEHDR_SIZE);
+    assert_int_equal(sa.block_count, sb.block_count);
+    assert_int_equal(sa.record_count, sb.record_count);
+    assert_int_equal(sa.first_seq, sb.first_seq);
+    assert_int_equal(sa.last_seq, sb.last_seq);
+    assert_int_equal(sa.raw_bytes, sb.raw_bytes);
+    for (uint32_t i = 0; i < sa.block_count; i++) {
+        sealed_block x, y;
+        cairn__sealed_block(&sa, i, &x);
+        cairn__sealed_block(&sb, i, &y);
+        assert_int_equal(x.raw_len, y.raw_len);
+        assert_int_equal(x.first_seq, y.first_seq);
+        assert_int_equal(x.last_seq, y.last_seq);
+        assert_int_equal(x.first_ts, y.first_ts);
+        assert_int_equal(x.last_ts, y.last_ts);
+        assert_int_equal(x.count, y.count);
+    }
+}
+
+static void test_sealed_encoding_matches_golden(void **state)
+{
+    size_t len, glen, loglen;
+    uint8_t *b, *g, *log;
+    unsigned long want = golden_zstd_version();
+    (void)state;
+    b = make_sealed(&len, &log, &loglen);
+    g = read_golden("sealed-v1.seg", &glen);
+    assert_same_sealed_structure(b, len, g, glen);
+    if (want == ZSTD_versionNumber())
+        assert_same_bytes("sealed-v1.seg", b, len, g, glen);
+    else
+        print_message("note: zstd %u differs from the golden's %lu: compared the sealed "
+                      "structure and inflated blocks, not the compressed bytes\n",
+                      ZSTD_versionNumber(), want);
+    free(b);
+    free(g);
+    free(log);
+}
+
+static void test_sealed_golden_decodes_to_the_log_records(void **state)
+{
+    size_t glen, loglen, cap = 0, raw_len, blen;
+    uint8_t *g, *log, *raw = NULL, *b;
+    sealed_seg s;
+    cairn__err e;
+    uint64_t pos = FILEHDR_SIZE, logpos = FILEHDR_SIZE, seq = SEALS_BASE, raw_total = 0;
+    (void)state;
+
+    g = read_golden("sealed-v1.seg", &glen);
+    b = make_sealed(&blen, &log, &loglen);
+    free(b);
+    /* Header: as the .log header, with magic CAIRNSEG. */
+    assert_memory_equal(g, "CAIRNSEG", 8);
+    assert_int_equal(get_le16(g + 8), 1);
+    assert_int_equal(get_le16(g + 10), 64);
+    assert_int_equal(get_le32(g + 12), 0);
+    assert_memory_equal(g + 16, log + 16, 40); /* id, salt, base_seq, created, reserved */
+    assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
+
+    assert_int_equal(cairn__sealed_open(g, glen, &s, "sealed-v1.seg", &e), CAIRN_OK);
+    assert_int_equal(s.id, SEALS_ID);
+    assert_int_equal(s.salt, SEALS_SALT);
+    assert_int_equal(s.base_seq, SEALS_BASE);
+    assert_int_equal(s.created_ms, SEALS_CREATED);
+    assert_int_equal(s.record_count, SEALS_N);
+    assert_int_equal(s.first_seq, SEALS_BASE);
+    assert_int_equal(s.last_seq, SEALS_BASE + SEALS_N - 1);
+    assert_int_equal(s.raw_bytes, loglen - FILEHDR_SIZE);
+    assert_true(s.block_count >= 2); /* the golden exercises a block boundary */
+    /* Footer, field by field. */
+    {
+        const uint8_t *f = g + glen - SEAL_FOOTER_SIZE;
+        assert_memory_equal(f, "CAIRNEND", 8);
+        assert_int_equal(get_le64(f + 8), s.index_off);
+        assert_int_equal(get_le32(f + 16), s.block_count);
+        assert_int_equal(get_le32(f + 20), 0);
+        assert_int_equal(get_le64(f + 56),
+                         XXH3_64bits(g + s.index_off, (size_t)s.block_count * SEAL_INDEX_ENTRY));
+        assert_int_equal(get_le64(f + 64), XXH3_64bits(f, 64));
+        assert_int_equal(get_le64(f + 72), XXH3_64bits(g, glen - 8));
+        assert_int_equal(s.index_off + (uint64_t)s.block_count * SEAL_INDEX_ENTRY +
+                             SEAL_FOOTER_SIZE,
+                         glen);
+    }
+    /* Each block: contiguous frames, and it inflates to exactly the bytes of
+     * its records in the .log, which are never split across blocks. */
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        sealed_block bl;
+        cairn__sealed_block(&s, i, &bl);
+        assert_int_equal(bl.offset, pos);
+        assert_int_equal(bl.first_seq, seq);
+        assert_int_equal(bl.count, bl.last_seq - bl.first_seq + 1);
+        assert_true(bl.raw_len <= SEAL_BLOCK_TARGET);
+        assert_int_equal(bl.sum, XXH3_64bits(g + bl.offset, bl.comp_len));
+        assert_int_equal(get_le32(g + s.index_off + (uint64_t)i * SEAL_INDEX_ENTRY + 52), 0);
+        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, "golden",
+                                                  &e),
+                         CAIRN_OK);
+        assert_int_equal(raw_len, bl.raw_len);
+        assert_true(logpos + raw_len <= loglen);
+        assert_memory_equal(raw, log + logpos, raw_len);
+        for (size_t p = 0; p < raw_len;) {
+            cairn_record r;
+            size_t rl;
+            assert_int_equal(cairn__record_decode(raw + p, raw_len - p, SEALS_SALT, &r, &rl),
+                             REC_OK);
+            assert_int_equal(r.seq, seq);
+            assert_int_equal(r.ts_ms, seals_ts((unsigned)(seq - SEALS_BASE)));
+            if (r.seq == bl.first_seq)
+                assert_int_equal(r.ts_ms, bl.first_ts);
+            if (r.seq == bl.last_seq)
+                assert_int_equal(r.ts_ms, bl.last_ts);
+            p += rl;
+            seq++;
+        }
+        assert_int_equal(seq, bl.last_seq + 1);
+        pos += bl.comp_len;
+        logpos += raw_len;
+        raw_total += raw_len;
+    }
+    assert_int_equal(pos, s.index_off);
+    assert_int_equal(logpos, loglen);
+    assert_int_equal(raw_total, s.raw_bytes);
+    assert_int_equal(seq, SEALS_BASE + SEALS_N);
+    free(raw);
+    free(log);
+    free(g);
+}
+
+static void count_problem(void *user, uint64_t off, int code, const char *msg)
+{
+    (void)off, (void)code, (void)msg;
+    (*(int *)user)++;
+}
+
+static void test_sealed_golden_verifies_clean(void **state)
+{
+    size_t glen;
+    uint8_t *g;
+    int n = 0;
+    (void)state;
+    g = read_golden("sealed-v1.seg", &glen);
+    assert_int_equal(cairn__sealed_verify(g, glen, NULL, "sealed-v1.seg", count_problem, &n), 0);
+    assert_int_equal(n, 0);
+    free(g);
+}
+
+/* ------------------------------------------------------------------------
+ * Regeneration.
+ * ---------------------------------------------------------------------- */
+
+static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
+{
+    char *path = tu_join(dir, name);
+    assert_int_equal(tu_write_file(path, b, len), 0);
+    print_message("wrote %s (%zu bytes)\n", path, len);
+    free(path);
+}
+
+static void regen(void **state)
+{
+    const char *dir = *state;
+    size_t len;
+    uint8_t *b;
+    char ver[32];
+
+    mkdir(dir, 0755);
+    b = make_record(&len);
+    regen_one(dir, "record-v1.bin", b, len);
+    free(b);
+    b = make_segl(&len);
+    regen_one(dir, "segment-v1.log", b, len);
+    free(b);
+    b = make_manifest(&len);
+    regen_one(dir, "manifest-v1.bin", b, len);
+    free(b);
+    b = make_sealed(&len, NULL, NULL);
+    regen_one(dir, "sealed-v1.seg", b, len);
+    free(b);
+    snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
+    regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
+}
+
+int main(int argc, char **argv)
+{
+    const char *regen_dir = NULL;
+    const char *env = getenv("CAIRN_GOLDEN_REGEN");
+
+    if (argc == 3 && strcmp(argv[1], "--regen") == 0)
+        regen_dir = argv[2];
+    else if (env != NULL && strcmp(env, "1") == 0)
+        regen_dir = golden_dir();
+    else if (argc > 1) {
+        fprintf(stderr, "usage: %s [--regen DIR]\n", argv[0]);
+        return 2;
+    }
+    if (regen_dir != NULL) {
+        const struct CMUnitTest r[] = {
+            cmocka_unit_test_prestate(regen, (void *)(uintptr_t)regen_dir),
+        };
+        return cmocka_run_group_tests_name("golden regen", r, NULL, NULL);
+    }
+    {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_xxh3_is_the_specified_hash),
+            cmocka_unit_test(test_record_encoding_matches_golden),
+            cmocka_unit_test(test_record_golden_decodes_to_its_fields),
+            cmocka_unit_test(test_segment_encoding_matches_golden),
+            cmocka_unit_test(test_segment_golden_scans_to_its_records),
+            cmocka_unit_test(test_manifest_encoding_matches_golden),
+            cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_sealed_encoding_matches_golden),
+            cmocka_unit_test(test_sealed_golden_decodes_to_the_log_records),
+            cmocka_unit_test(test_sealed_golden_verifies_clean),
+        };
+        return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
+    }
+}
