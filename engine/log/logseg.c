@@ -165,6 +165,7 @@ int cairn__logseg_scan(const cairn_io *io, const cairn_allocator *a, logseg *seg
                 int64_t prev_ts = seg->n ? seg->ts[seg->n - 1] : INT64_MIN;
                 if (rec.seq != seg->base_seq + seg->n || rec.ts_ms < prev_ts) {
                     stop->why = REC_BAD_FIELD;
+                    off += pos; /* end after the last record indexed */
                     goto done;
                 }
                 rc = cairn__logseg_index_push(a, seg, off + pos, rec.ts_ms);
