@@ -1,0 +1,263 @@
+/*
+ * bench_util.c - what the benches share: clocks, fatal errors, the data set
+ * (agent-event-like JSON from a fixed seed) and the result table with its
+ * JSON-lines output (bench_util.h).
+ */
+#include "bench_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- small helpers -------------------------------------------------------- */
+
+double bench_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+double bench_cpu(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench_append: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+void bench_check(cairn_db *db, int rc, const char *what)
+{
+    if (rc != CAIRN_OK)
+        bench_die("%s: %s (%s)", what, cairn_strerror(rc), db ? cairn_errmsg(db) : "");
+}
+
+void *bench_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        bench_die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static uint64_t rng_state;
+static uint64_t rng(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static unsigned rnd(unsigned n) { return (unsigned)(rng() % n); }
+
+void bench_rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *de;
+        if (d != NULL) {
+            while ((de = readdir(d)) != NULL) {
+                char sub[4096];
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                    continue;
+                snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
+                bench_rm_rf(sub);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+void bench_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            bench_die("write: %s", strerror(errno));
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+const char *bench_fs_name(long type)
+{
+    switch ((unsigned long)type) {
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x01021994: return "tmpfs";
+    case 0x794c7630: return "overlay";
+    case 0x2FC12FC1: return "zfs";
+    default: return "other";
+    }
+}
+
+/* ---- the data set --------------------------------------------------------- */
+
+
+static char ns_names[N_NS][12];
+
+static const char *const KINDS[] = {"tool_call", "tool_result", "observation", "thought",
+                                    "message",   "plan",        "error",       "reflection"};
+static const char *const TOOLS[] = {"web_search", "read_file", "write_file", "shell",
+                                    "http_get",   "sql_query", "calendar",   "email_send",
+                                    "none"};
+static const char *const STATUS[] = {"ok", "ok", "ok", "retry", "error", "timeout"};
+static const char *const WORDS[] = {
+    "the",      "user",   "asked",   "for",     "a",        "summary",  "of",     "quarterly",
+    "revenue",  "found",  "three",   "sources", "file",     "contains", "error",  "when",
+    "parsing",  "json",   "retry",   "with",    "smaller",  "batch",    "memory", "agent",
+    "plan",     "step",   "next",    "check",   "calendar", "meeting",  "moved",  "to",
+    "tuesday",  "deploy", "failed",  "because", "token",    "expired",  "cache",  "hit",
+    "latency",  "budget", "exceeded", "answer", "draft",    "ready",    "review", "and",
+    "schedule", "follow", "up",      "on",      "invoice",  "customer", "reply",  "sent"};
+
+
+void bench_dataset_make(dataset *d, size_t n, uint64_t seed)
+{
+    size_t cap = n * 320 + 1024, len = 0;
+    rng_state = seed;
+    for (int i = 0; i < N_NS; i++)
+        snprintf(ns_names[i], sizeof ns_names[i], "agent-%02d", i);
+    d->n = n;
+    d->buf = bench_malloc(cap);
+    d->e = bench_malloc(n * sizeof *d->e);
+    d->ts = bench_malloc(n * sizeof *d->ts);
+    d->bytes = 0;
+    size_t *off = bench_malloc(n * sizeof *off);
+    int64_t ts = 1700000000000;
+    for (size_t i = 0; i < n; i++) {
+        char text[160];
+        size_t tl = 0, want_len = 20 + rnd(60);
+        unsigned agent = rnd(N_NS);
+        while (tl < want_len) {
+            const char *w = WORDS[rnd(NELEM(WORDS))];
+            size_t wl = strlen(w);
+            if (tl + wl + 2 >= sizeof text)
+                break;
+            if (tl)
+                text[tl++] = ' ';
+            memcpy(text + tl, w, wl);
+            tl += wl;
+        }
+        text[tl] = 0;
+        ts += 1 + rnd(200);
+        int w = snprintf(d->buf + len, cap - len,
+                         "{\"agent\":\"%s\",\"session\":\"%08x\",\"step\":%u,\"kind\":\"%s\","
+                         "\"tool\":\"%s\",\"status\":\"%s\",\"latency_ms\":%u,\"tokens\":%u,"
+                         "\"text\":\"%s\"}",
+                         ns_names[agent], (unsigned)(rng() & 0xffffffffu), (unsigned)(i % 5000),
+                         KINDS[rnd(NELEM(KINDS))], TOOLS[rnd(NELEM(TOOLS))],
+                         STATUS[rnd(NELEM(STATUS))], rnd(5000), rnd(4096), text);
+        if (w < 0 || (size_t)w >= cap - len)
+            bench_die("data buffer too small");
+        off[i] = len;
+        d->e[i].type = CAIRN_REC_EVENT;
+        d->e[i].ns = ns_names[agent];
+        d->e[i].ns_len = 8;
+        d->e[i].json_len = (size_t)w;
+        d->e[i].bin = NULL;
+        d->e[i].bin_len = 0;
+        d->ts[i] = ts;
+        d->bytes += 8 + (uint64_t)w;
+        len += (size_t)w;
+    }
+    for (size_t i = 0; i < n; i++)
+        d->e[i].json = d->buf + off[i];
+    free(off);
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+
+result bench_results[BENCH_RESULTS_MAX];
+int bench_n_results;
+uint64_t bench_seed;
+
+double bench_rate(const result *r) { return r->secs > 0 ? (double)r->records / r->secs : 0; }
+double bench_mbps(const result *r) { return r->secs > 0 ? (double)r->bytes / r->secs / 1e6 : 0; }
+
+/* Median by records/s: insertion-sort the (few) repetitions. */
+const result *bench_find_stats(const char *name, double *lo, double *hi, int *n)
+{
+    const result *m[NELEM(bench_results)];
+    int k = 0;
+    for (int i = 0; i < bench_n_results; i++)
+        if (strcmp(bench_results[i].name, name) == 0)
+            m[k++] = &bench_results[i];
+    if (n)
+        *n = k;
+    if (k == 0)
+        return NULL;
+    for (int i = 1; i < k; i++) /* insertion sort by rate */
+        for (int j = i; j > 0 && bench_rate(m[j]) < bench_rate(m[j - 1]); j--) {
+            const result *t = m[j];
+            m[j] = m[j - 1];
+            m[j - 1] = t;
+        }
+    if (lo)
+        *lo = bench_rate(m[0]);
+    if (hi)
+        *hi = bench_rate(m[k - 1]);
+    return m[(k - 1) / 2];
+}
+
+const result *bench_find(const char *name) { return bench_find_stats(name, NULL, NULL, NULL); }
+
+void bench_emit(const result *r)
+{
+    double load[1] = {0};
+    getloadavg(load, 1);
+    printf("{\"bench\":\"append\",\"name\":\"%s\",\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
+           ",\"seconds\":%.6f,\"records_per_s\":%.1f,\"mb_per_s\":%.2f,\"cpu_seconds\":%.4f",
+           r->name, r->records, r->bytes, r->secs, bench_rate(r), bench_mbps(r), r->cpu_secs);
+    if (r->open_secs >= 0)
+        printf(",\"open_seconds\":%.6f", r->open_secs);
+    if (r->close_secs >= 0)
+        printf(",\"close_seconds\":%.6f,\"records_per_s_with_close\":%.1f", r->close_secs,
+               (double)r->records / (r->secs + r->close_secs));
+    if (r->rep >= 0)
+        printf(",\"rep\":%d", r->rep);
+    printf("%s,\"load1\":%.2f,\"seed\":%" PRIu64 "}\n", r->extra, load[0], bench_seed);
+    fflush(stdout);
+    fprintf(stderr, "  %-18s %9" PRIu64 " rec %8.3f s %12.0f rec/s %9.1f MB/s%s\n", r->name,
+            r->records, r->secs, bench_rate(r), bench_mbps(r), r->note);
+}
+
+result *bench_result_new(const char *name)
+{
+    if (bench_n_results >= (int)NELEM(bench_results))
+        bench_die("too many results");
+    result *r = &bench_results[bench_n_results++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->open_secs = -1;
+    r->close_secs = -1;
+    r->rep = -1;
+    return r;
+}
