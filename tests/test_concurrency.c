@@ -104,6 +104,7 @@ static void run(cairn_durability d)
     cairn_stats st;
     uint64_t problems = 1, count = 0;
     char *seen;
+    int rc;
 
     assert_non_null(dir);
     assert_non_null(sh);
@@ -126,7 +127,7 @@ static void run(cairn_durability d)
     /* Every acknowledged record is there once, with its own payload. */
     seen = calloc(WRITERS * PER_WRITER + 1, 1);
     assert_int_equal(cairn_iter_open(sh->db, NULL, &it), CAIRN_OK);
-    while (cairn_iter_next(it, &rec) == CAIRN_OK) {
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
         long w;
         int i;
         char tail;
@@ -137,6 +138,8 @@ static void run(cairn_durability d)
         seen[rec.seq] = 1;
         count++;
     }
+    if (rc != CAIRN_ENOTFOUND)
+        fail_msg("iteration ended with %s: %s", cairn_strerror(rc), cairn_errmsg(sh->db));
     cairn_iter_close(it);
     assert_int_equal(count, WRITERS * PER_WRITER);
     assert_int_equal(cairn_stats_get(sh->db, &st), CAIRN_OK);

@@ -72,32 +72,79 @@ int cairn__flush_locked(cairn_db *db)
     return CAIRN_OK;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Group commit, the leader's side: before it syncs, give appenders already
+ * on their way (counted in `appenders`, whether they hold mu yet or not) a
+ * bounded moment to add their records, so one fdatasync covers them too.
+ * The wait is at most half the last fdatasync's duration (and 1 ms), and
+ * none at all for a lone writer. (PostgreSQL's commit_delay, adaptive.) */
+static void commit_delay(cairn_db *db)
+{
+    int64_t wait_ns = db->last_sync_ns / 2, until;
+    struct timespec ts;
+
+    if (wait_ns > 1000000)
+        wait_ns = 1000000;
+    if (wait_ns <= 0 || atomic_load(&db->appenders) <= db->sync_waiters + 1)
+        return;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + wait_ns;
+    ts.tv_sec = (time_t)(until / 1000000000);
+    ts.tv_nsec = (long)(until % 1000000000);
+    while (atomic_load(&db->appenders) > db->sync_waiters + 1 && !db->dead) {
+        if (pthread_cond_timedwait(&db->append_cv, &db->mu, &ts) != 0)
+            break; /* time is up */
+    }
+}
+
 /* Wait (mu held) until every record up to `target` is fdatasynced; lead the
- * sync if nobody is syncing. */
+ * sync if nobody is syncing. The leader writes the whole group's buffered
+ * records with one write, then fdatasyncs once for all of them. */
 static int commit_wait(cairn_db *db, uint64_t target)
 {
     while (db->durable_seq < target) {
         if (db->dead)
             return check_writable(db);
         if (!db->syncing) {
-            seg_ref *s = db->act;
-            uint64_t upto = db->written_seq;
+            seg_ref *s;
+            uint64_t upto;
+            int64_t t0;
             cairn__err e;
             int rc;
             db->syncing = 1;
+            commit_delay(db);
+            rc = cairn__flush_locked(db);
+            if (rc != CAIRN_OK) {
+                db->syncing = 0;
+                return rc; /* the handle is dead; waiters see it */
+            }
+            s = db->act;
+            upto = db->written_seq;
             atomic_fetch_add(&s->refs, 1);
             pthread_mutex_unlock(&db->mu);
+            t0 = mono_ns();
             rc = cairn__io_fdatasync(db->io, "segment.fdatasync", s->log.fd, s->log.name, &e);
+            t0 = mono_ns() - t0;
             pthread_mutex_lock(&db->mu);
             cairn__seg_release(db, s);
             db->syncing = 0;
+            db->last_sync_ns = t0;
             if (rc != CAIRN_OK)
                 return kill_handle(db, rc, &e);
             if (upto > db->durable_seq)
                 db->durable_seq = upto;
             pthread_cond_broadcast(&db->sync_cv);
         } else {
+            db->sync_waiters++;
+            pthread_cond_signal(&db->append_cv); /* one more is waiting: the leader counts */
             pthread_cond_wait(&db->sync_cv, &db->mu);
+            db->sync_waiters--;
         }
     }
     return CAIRN_OK;
@@ -115,12 +162,21 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     cairn__err e;
     int rc;
 
-    /* Let a group-commit leader finish first. The wait releases mu, so
-     * another thread may roll meanwhile: read the state only after it. */
-    while (db->syncing)
-        pthread_cond_wait(&db->sync_cv, &db->mu);
-    if (db->dead)
-        return check_writable(db);
+    /* Let a group-commit leader finish first, and sync a segment an
+     * earlier roll left unsynced (rolls outpaced the background thread).
+     * Both release mu, so another thread may append or roll meanwhile:
+     * read the state only once neither is needed. */
+    for (;;) {
+        while (db->syncing)
+            pthread_cond_wait(&db->sync_cv, &db->mu);
+        if (db->dead)
+            return check_writable(db);
+        if (db->closed_unsynced == NULL)
+            break;
+        rc = cairn__sync_closed(db);
+        if (rc != CAIRN_OK)
+            return rc;
+    }
     old = db->act;
     cur = db->view;
     if (old->log.n == 0 && seq_floor <= db->next_seq)
@@ -128,10 +184,13 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     rc = cairn__flush_locked(db);
     if (rc != CAIRN_OK)
         return rc;
-    rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
-    if (rc != CAIRN_OK)
-        return kill_handle(db, rc, &e);
-    db->durable_seq = db->written_seq;
+    if (db->durability == CAIRN_DURABILITY_FULL) {
+        /* Group-commit waiters may be owed records in this segment. */
+        rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
+        if (rc != CAIRN_OK)
+            return kill_handle(db, rc, &e);
+        db->durable_seq = db->written_seq;
+    }
     if (seq_floor > db->next_seq)
         db->next_seq = seq_floor; /* numbers of records set aside are never reused */
 
@@ -196,6 +255,14 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     if (segs == NULL || rc != CAIRN_OK)
         return kill_handle(db, CAIRN_ENOMEM, NULL);
     cairn__view_publish(db, nv);
+    if (db->durability != CAIRN_DURABILITY_FULL) {
+        /* No 64 MiB fdatasync on the append path: the background thread
+         * syncs the closed segment within batch_ms (cairn_sync and close do
+         * it at once). A power loss before then leaves it with a torn tail,
+         * which writer recovery accepts (format-spec/segment.md). */
+        atomic_fetch_add(&old->refs, 1);
+        db->closed_unsynced = old;
+    }
     db->act = nseg;
     db->wbuf_off = nseg->log.end;
     db->seal_pending = 1;
@@ -286,6 +353,22 @@ static int seal_one(cairn_db *db, uint64_t id)
     return rc;
 }
 
+int cairn__sync_closed(cairn_db *db)
+{
+    seg_ref *s = db->closed_unsynced;
+    cairn__err e;
+    int rc;
+
+    if (s == NULL)
+        return CAIRN_OK;
+    db->closed_unsynced = NULL;
+    pthread_mutex_unlock(&db->mu);
+    rc = cairn__io_fdatasync(db->io, "closed.fdatasync", s->log.fd, s->log.name, &e);
+    pthread_mutex_lock(&db->mu);
+    cairn__seg_release(db, s);
+    return rc == CAIRN_OK ? CAIRN_OK : kill_handle(db, rc, &e);
+}
+
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
 {
     return roll_locked(db, seq_floor);
@@ -348,6 +431,8 @@ static int periodic_inline(cairn_db *db)
         return CAIRN_OK;
     rc = cairn__flush_locked(db);
     if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
+        rc = cairn__sync_closed(db);
+    if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
         rc = commit_wait(db, db->written_seq);
     return rc;
 }
@@ -371,6 +456,8 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
         if (size_add(&total, total, size) != 0)
             return cairn__db_failf(db, CAIRN_ETOOBIG, "batch too large");
     }
+    if (db->durability == CAIRN_DURABILITY_FULL)
+        atomic_fetch_add(&db->appenders, 1);
     pthread_mutex_lock(&db->mu);
     rc = check_writable(db);
     if (rc != CAIRN_OK)
@@ -427,13 +514,15 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
         db->next_seq++;
     }
     if (db->durability == CAIRN_DURABILITY_FULL) {
-        rc = cairn__flush_locked(db);
-        if (rc == CAIRN_OK)
-            rc = commit_wait(db, db->next_seq - 1);
+        rc = commit_wait(db, db->next_seq - 1); /* the leader writes the buffer */
     } else if (!db->background) {
         rc = periodic_inline(db);
     }
 out:
+    if (db->durability == CAIRN_DURABILITY_FULL) {
+        atomic_fetch_sub(&db->appenders, 1);
+        pthread_cond_signal(&db->append_cv);
+    }
     pthread_mutex_unlock(&db->mu);
     if (rc == CAIRN_OK && rolled && !db->background)
         rc = cairn__seal_pending(db);
@@ -466,6 +555,8 @@ int cairn_sync(cairn_db *db)
     if (rc == CAIRN_OK)
         rc = cairn__flush_locked(db);
     if (rc == CAIRN_OK)
+        rc = cairn__sync_closed(db);
+    if (rc == CAIRN_OK)
         rc = commit_wait(db, db->next_seq - 1);
     pthread_mutex_unlock(&db->mu);
     return rc;
@@ -481,6 +572,10 @@ static void *bg_main(void *arg)
     while (!db->bg_stop) {
         struct timespec until;
         int64_t due = db->last_flush_ms + db->batch_ms, now = cairn__now_ms();
+        if (db->closed_unsynced != NULL && !db->dead) {
+            cairn__sync_closed(db);
+            continue;
+        }
         if (db->seal_pending && !db->dead) {
             int rc;
             pthread_mutex_unlock(&db->mu);

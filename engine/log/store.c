@@ -533,6 +533,33 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
     return rc;
 }
 
+/* A CLOSED segment with fewer valid records than its entry lists, and
+ * nothing valid after them, lost an unsynced tail to a power loss (a
+ * none/batch roll does not fsync; format-spec/segment.md): correct its
+ * entry so it can be sealed. The lost numbers stay a gap, never reused.
+ * Damage with valid records after it is left alone: reported, not sealed. */
+static int recover_closed(cairn_db *db, view *v, cairn__err *e)
+{
+    int dirty = 0;
+
+    for (size_t i = 0; i < v->m.n; i++) {
+        manifest_entry *x = &v->m.e[i];
+        seg_ref *s = v->segs[i];
+        if (x->kind != SEG_CLOSED || s->sealed || s->log.n >= x->count || s->damaged_at != 0)
+            continue;
+        x->count = s->log.n;
+        x->last_seq = x->base_seq + s->log.n - 1;
+        x->first_ts = s->log.n ? s->log.ts[0] : 0;
+        x->last_ts = s->log.n ? s->log.ts[s->log.n - 1] : 0;
+        db->torn_bytes += s->log_file_size > s->log.end ? s->log_file_size - s->log.end : 0;
+        dirty = 1;
+    }
+    if (!dirty)
+        return CAIRN_OK;
+    v->m.generation++;
+    return cairn__manifest_write(db->io, db->dirfd, &v->m, db->a, e);
+}
+
 static uint64_t random_salt(void)
 {
     uint64_t s = 0;
@@ -635,6 +662,8 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
     }
     if (rc == CAIRN_OK && !db->read_only)
         rc = remove_orphans(db, &m, 1, e); /* every .seg validated by view_build */
+    if (rc == CAIRN_OK && !db->read_only)
+        rc = recover_closed(db, v, e);
     if (rc != CAIRN_OK && v != NULL) {
         cairn__view_release(db, v);
         v = NULL;
@@ -696,6 +725,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     pthread_mutex_init(&db->seal_mu, NULL);
     pthread_mutex_init(&db->err_mu, NULL);
     pthread_cond_init(&db->sync_cv, NULL);
+    pthread_cond_init(&db->append_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     db->path = cairn__malloc(db->a, strlen(path) + 1);
     if (db->path == NULL) {
@@ -751,12 +781,18 @@ int cairn_close(cairn_db *db)
     if (!db->read_only && !db->dead && db->act != NULL) {
         cairn__err e;
         rc = cairn__flush_locked(db);
+        if (rc == CAIRN_OK)
+            rc = cairn__sync_closed(db);
         if (rc == CAIRN_OK && db->durable_seq < db->written_seq) {
             rc = cairn__io_fdatasync(db->io, "close.fdatasync", db->act->log.fd,
                                      db->act->log.name, &e);
             if (rc != CAIRN_OK)
                 cairn__db_fail(db, rc, &e);
         }
+    }
+    if (db->closed_unsynced != NULL) { /* dead handle: just drop it */
+        cairn__seg_release(db, db->closed_unsynced);
+        db->closed_unsynced = NULL;
     }
     pthread_mutex_unlock(&db->mu);
     /* Leave no segment waiting for a seal the background thread had no time
@@ -773,6 +809,7 @@ int cairn_close(cairn_db *db)
     pthread_mutex_destroy(&db->seal_mu);
     pthread_mutex_destroy(&db->err_mu);
     pthread_cond_destroy(&db->sync_cv);
+    pthread_cond_destroy(&db->append_cv);
     pthread_cond_destroy(&db->bg_cv);
     a = db->a;
     if (a) {

@@ -81,6 +81,10 @@ struct cairn_db {
     uint64_t written_seq;     /* last seq written to the file (mu) */
     uint64_t durable_seq;     /* last seq known fdatasynced (mu) */
     int syncing;              /* a group-commit leader is in fdatasync (mu) */
+    int sync_waiters;         /* appenders waiting for a sync to cover them (mu) */
+    atomic_int appenders;     /* `full`-mode appends in progress, mu or not */
+    int64_t last_sync_ns;     /* duration of the last fdatasync (mu) */
+    pthread_cond_t append_cv; /* an appender has encoded its records */
     int64_t last_flush_ms;
     int dead;                 /* != 0: the status that killed the handle (mu) */
     int seal_pending;         /* closed segments await sealing (mu) */
@@ -90,6 +94,7 @@ struct cairn_db {
     pthread_mutex_t seal_mu;  /* one sealer at a time */
     int seal_err;             /* last background seal failure, 0 if none */
 
+    seg_ref *closed_unsynced; /* none/batch: a rolled segment not yet fdatasynced (mu) */
     uint64_t seq_floor;       /* recovery: no seq below this may be handed out */
     uint64_t torn_bytes;      /* recovery at open: torn tail bytes truncated */
     uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
@@ -125,6 +130,10 @@ int cairn__refresh(cairn_db *db);
  * start a new segment at seq_floor so their numbers are never reused (mu
  * held). */
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
+
+/* fdatasync the segment a none/batch roll left unsynced, if any (mu held;
+ * released during the sync). */
+int cairn__sync_closed(cairn_db *db);
 
 /* Write path (append.c). */
 int cairn__flush_locked(cairn_db *db);
