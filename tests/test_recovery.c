@@ -1472,6 +1472,62 @@ static void test_damaged_closed_segment_is_reported_not_shortened(void **state)
     model_free(&m);
 }
 
+/* A none/batch roll does not fdatasync the closed segment on the append
+ * path, so a power loss can cut its tail. Writer recovery accepts that torn
+ * tail: the MANIFEST entry is corrected, the segment is sealed, the records
+ * before the cut read back, and the lost numbers are never handed out again. */
+static void test_closed_segment_with_a_torn_tail_is_corrected_and_sealed(void **state)
+{
+    model m;
+    char *dir = build_closed_store(&m, 40), *path;
+    const size_t keep = 25; /* records 0..24 survive the cut */
+    cairn_db *db;
+    cairn_stats st;
+    cairn_record *r;
+    problems p;
+    uint64_t lost_last, seq;
+    (void)state;
+
+    /* Cut inside record `keep`: a torn write, nothing valid after it. */
+    path = tu_join(dir, "0000000000000001.log");
+    assert_int_equal(truncate(path, (off_t)(m.r[keep].end - 7)), 0);
+    lost_last = m.r[m.n - 1].seq;
+
+    db = open_store(dir, 0, 0); /* writer, background = 0: seals inline */
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    assert_int_equal(st.records, keep);
+    assert_int_equal(st.segments_closed, 0);
+    assert_int_equal(st.segments_sealed, 1);
+    assert_true(st.recovered_torn_bytes > 0);
+    assert_int_equal(st.recovered_set_aside_bytes, 0);
+    assert_records(db, &m, 0, keep);
+    /* The cut records are gone, not damaged: not found, never an error. */
+    assert_int_equal(cairn_get(db, m.r[keep].seq, &r), CAIRN_ENOTFOUND);
+    assert_null(r);
+    /* Their numbers stay retired: the next record is numbered past them. */
+    {
+        cairn_entry e = {CAIRN_REC_EVENT, "ns", 2, "{\"after\":1}", 11, NULL, 0};
+        assert_int_equal(cairn_append(db, &e, &seq), CAIRN_OK);
+    }
+    assert_int_equal(seq, lost_last + 1);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_false(file_exists(dir, "0000000000000001.log"));
+    assert_true(file_exists(dir, "0000000000000001.seg"));
+
+    verify_store(dir, &p);
+    assert_int_equal(p.n, 0);
+    db = open_store(dir, 0, 1);
+    assert_int_equal(cairn_get(db, seq, &r), CAIRN_OK);
+    assert_int_equal(r->seq, seq);
+    cairn_record_free(db, r);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+    model_free(&m);
+}
+
 /* Every directory of the run lives under one, removed at the end even when
  * a test failed half-way (and so could not clean up after itself). */
 static char *run_dir;
@@ -1513,6 +1569,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_manifest_fails_open_and_touches_nothing),
         cmocka_unit_test(test_crashes_around_a_seal_recover_to_one_sealed_copy),
         cmocka_unit_test(test_damaged_closed_segment_is_reported_not_shortened),
+        cmocka_unit_test(test_closed_segment_with_a_torn_tail_is_corrected_and_sealed),
     };
     return cmocka_run_group_tests_name("recovery", tests, NULL, remove_run_dir);
 }
