@@ -68,8 +68,9 @@ typedef struct cairn_db cairn_db;
 
 typedef enum cairn_durability {
     CAIRN_DURABILITY_STORED = -1, /* open: use the mode stored in the store */
-    CAIRN_DURABILITY_NONE = 0,    /* never fsync (except at segment roll and close) */
-    CAIRN_DURABILITY_BATCH = 1,   /* fsync at most every batch_ms */
+    CAIRN_DURABILITY_NONE = 0,    /* the active segment is fsynced only at close (closed
+                                     segments in the background, before sealing) */
+    CAIRN_DURABILITY_BATCH = 1,   /* fsync every batch_ms (background thread) */
     CAIRN_DURABILITY_FULL = 2     /* an append returns after fdatasync (group commit) */
 } cairn_durability;
 
