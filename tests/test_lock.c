@@ -1,0 +1,764 @@
+/*
+ * test_lock.c - one writer per store across processes, and read-only
+ * handles in other processes following the writer.
+ *
+ *  - A second writer in another process gets CAIRN_ELOCKED at once (it never
+ *    waits for the lock), and its message names the holder's pid; LOCK holds
+ *    that pid; read-only opens are not refused.
+ *  - The lock goes with the holder: after cairn_close, or when the holder is
+ *    killed with SIGKILL, a new writer process gets in.
+ *  - A read-only handle in another process sees, at the first iterator it
+ *    opens after the writer commits (cairn_flush; or a `full` append, with no
+ *    flush), every record committed, with its payload, and none that is
+ *    still in the writer's buffer.
+ *  - Reader processes iterating while the writer appends, rolls 4 KiB
+ *    segments and seals them in the background always see a gap-free prefix
+ *    1..n with the right payloads, n never shrinking, and in the end all.
+ *
+ * Children report through a pipe (a fixed-size struct, written atomically)
+ * and an exit code; they never call cmocka and leave with _exit. Every wait
+ * on a child is bounded: a hung child is killed and fails the test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------------------
+ * Helpers: time, payloads, child processes.
+ * ---------------------------------------------------------------------- */
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+/* The payload of record seq: it names seq and has a size that varies. */
+static size_t payload(uint64_t seq, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "{\"i\":%llu,\"pad\":\"", (unsigned long long)seq);
+    size_t pad = (size_t)(seq * 7u % 300u);
+    for (size_t i = 0; i < pad && n + 3 < cap; i++)
+        buf[n++] = (char)('a' + (seq + i) % 26);
+    n += (size_t)snprintf(buf + n, cap - n, "\"}");
+    return n;
+}
+
+static int append_seq(cairn_db *db, uint64_t expect_seq)
+{
+    char js[400];
+    cairn_entry e = {CAIRN_REC_EVENT, "lock", 4, js, 0, NULL, 0};
+    uint64_t seq = 0;
+    int rc;
+    e.json_len = payload(expect_seq, js, sizeof js);
+    rc = cairn_append(db, &e, &seq);
+    if (rc == CAIRN_OK && seq != expect_seq)
+        return CAIRN_ECORRUPT;
+    return rc;
+}
+
+/* What a child sends back: numbers and a message. */
+typedef struct report {
+    long long v[4];
+    char msg[200];
+} report;
+
+_Static_assert(sizeof(report) <= PIPE_BUF, "a report is written atomically");
+
+static void send_report(int fd, long long a, long long b, long long c, long long d,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void send_report(int fd, long long a, long long b, long long c, long long d,
+                        const char *fmt, ...)
+{
+    report r;
+    va_list ap;
+    memset(&r, 0, sizeof r);
+    r.v[0] = a;
+    r.v[1] = b;
+    r.v[2] = c;
+    r.v[3] = d;
+    va_start(ap, fmt);
+    vsnprintf(r.msg, sizeof r.msg, fmt, ap);
+    va_end(ap);
+    if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+        _exit(9);
+}
+
+/* Read one report within timeout_ms: 1 read, 0 end of file, -1 timeout. */
+static int read_report(int fd, report *r, long timeout_ms)
+{
+    size_t got = 0;
+    long long until = now_ms() + timeout_ms;
+    while (got < sizeof *r) {
+        struct pollfd p = {fd, POLLIN, 0};
+        long left = (long)(until - now_ms());
+        ssize_t n;
+        if (left <= 0)
+            return -1;
+        if (poll(&p, 1, (int)left) <= 0)
+            continue;
+        n = read(fd, (char *)r + got, sizeof *r - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        got += (size_t)n;
+    }
+    return 1;
+}
+
+/* Wait for a child at most timeout_ms; kill it if it hangs. Returns its exit
+ * status, or -1 if it had to be killed or died of a signal. */
+static int wait_child(pid_t pid, long timeout_ms)
+{
+    long long until = now_ms() + timeout_ms;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (now_ms() > until) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        sleep_ms(2);
+    }
+}
+
+/* Does msg contain pid as a whole decimal number? */
+static int names_pid(const char *msg, long pid)
+{
+    char num[32];
+    size_t n = (size_t)snprintf(num, sizeof num, "%ld", pid);
+    for (const char *p = strstr(msg, num); p != NULL; p = strstr(p + 1, num)) {
+        int before = p > msg && p[-1] >= '0' && p[-1] <= '9';
+        int after = p[n] >= '0' && p[n] <= '9';
+        if (!before && !after)
+            return 1;
+    }
+    return 0;
+}
+
+static cairn_db *open_writer(const char *dir, cairn_durability dur, uint64_t segment_size,
+                             int background, uint32_t batch_ms)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX];
+    int rc;
+    o.create = 1;
+    o.durability = dur;
+    o.segment_size = segment_size;
+    o.background = background;
+    o.batch_ms = batch_ms;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_open(%s) as writer: %s: %s", dir, cairn_strerror(rc), err);
+    return db;
+}
+
+/* ------------------------------------------------------------------------
+ * A second writer, probed from a child process.
+ * ---------------------------------------------------------------------- */
+
+typedef struct probe {
+    int rc;          /* cairn_open as writer */
+    int out_null;    /* *out was NULL after a failure */
+    long long ms;    /* how long the open took */
+    int ro_rc;       /* a read-only open, when the writer open failed */
+    long pid;        /* the child's pid */
+    char err[CAIRN_ERRMSG_MAX];
+} probe;
+
+_Static_assert(sizeof(probe) <= PIPE_BUF, "a probe is written atomically");
+
+/* Fork a child that tries to open dir as a writer (and appends one record
+ * and closes if it gets in), and read what it saw. */
+static probe probe_writer(const char *dir)
+{
+    probe p;
+    int fds[2], st;
+    pid_t pid;
+    size_t got = 0;
+
+    memset(&p, 0, sizeof p);
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_db *db = (cairn_db *)&p; /* must be overwritten with NULL on failure */
+        long long t0;
+        close(fds[0]);
+        p.pid = (long)getpid();
+        o.background = 0;
+        t0 = now_ms();
+        p.rc = cairn_open(&db, dir, &o, p.err, sizeof p.err);
+        p.ms = now_ms() - t0;
+        p.out_null = db == NULL;
+        if (p.rc == CAIRN_OK) {
+            cairn_stats s;
+            if (cairn_stats_get(db, &s) != CAIRN_OK || append_seq(db, s.last_seq + 1) != CAIRN_OK)
+                p.rc = 1000;
+            if (cairn_close(db) != CAIRN_OK)
+                p.rc = 1001;
+        } else {
+            o.read_only = 1;
+            db = NULL;
+            p.ro_rc = cairn_open(&db, dir, &o, NULL, 0);
+            cairn_close(db);
+        }
+        if (write(fds[1], &p, sizeof p) != (ssize_t)sizeof p)
+            _exit(2);
+        _exit(0);
+    }
+    close(fds[1]);
+    {
+        long long until = now_ms() + 10000;
+        while (got < sizeof p && now_ms() < until) {
+            struct pollfd pf = {fds[0], POLLIN, 0};
+            ssize_t n;
+            if (poll(&pf, 1, 100) <= 0)
+                continue;
+            n = read(fds[0], (char *)&p + got, sizeof p - got);
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+    }
+    close(fds[0]);
+    st = wait_child(pid, 5000);
+    if (got != sizeof p)
+        fail_msg("the second-writer process sent no answer within 10 s (blocked on the lock?)");
+    assert_int_equal(st, 0);
+    return p;
+}
+
+static void test_second_writer_process_gets_elocked_at_once_naming_the_holder(void **state)
+{
+    char *dir = tu_mkdtemp("lock");
+    char *lock, want[32];
+    uint8_t *content;
+    size_t len;
+    cairn_db *db;
+    probe p;
+    (void)state;
+
+    assert_non_null(dir);
+    db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 0);
+
+    /* LOCK holds the holder's pid in decimal and a newline. */
+    lock = tu_join(dir, "LOCK");
+    content = tu_read_file(lock, &len);
+    assert_non_null(content);
+    snprintf(want, sizeof want, "%ld\n", (long)getpid());
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(content, want, len);
+    free(content);
+
+    p = probe_writer(dir);
+    if (p.rc != CAIRN_ELOCKED)
+        fail_msg("second writer: %s (%s), expected CAIRN_ELOCKED", cairn_strerror(p.rc), p.err);
+    assert_true(p.out_null);
+    if (p.ms > 2000)
+        fail_msg("second writer waited %lld ms for CAIRN_ELOCKED; it must not block", p.ms);
+    if (!names_pid(p.err, (long)getpid()))
+        fail_msg("message \"%s\" does not name the holder's pid %ld", p.err, (long)getpid());
+    /* Readers take no lock. */
+    assert_int_equal(p.ro_rc, CAIRN_OK);
+
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(lock);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void test_closing_the_holder_lets_a_new_writer_process_in(void **state)
+{
+    char *dir = tu_mkdtemp("lock");
+    char *lock, want[32];
+    uint8_t *content;
+    size_t len;
+    cairn_db *db;
+    cairn_stats s;
+    probe p;
+    (void)state;
+
+    assert_non_null(dir);
+    db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 0);
+    assert_int_equal(append_seq(db, 1), CAIRN_OK);
+    p = probe_writer(dir);
+    assert_int_equal(p.rc, CAIRN_ELOCKED);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+
+    p = probe_writer(dir);
+    if (p.rc != CAIRN_OK)
+        fail_msg("writer after the holder closed: %s (%s)", cairn_strerror(p.rc), p.err);
+    /* The child left its pid in LOCK and appended record 2. */
+    lock = tu_join(dir, "LOCK");
+    content = tu_read_file(lock, &len);
+    assert_non_null(content);
+    snprintf(want, sizeof want, "%ld\n", p.pid);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(content, want, len);
+    free(content);
+    free(lock);
+
+    db = open_writer(dir, CAIRN_DURABILITY_STORED, 0, 0, 0);
+    assert_int_equal(cairn_stats_get(db, &s), CAIRN_OK);
+    assert_int_equal(s.records, 2);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void test_killed_holder_releases_the_lock(void **state)
+{
+    char *dir = tu_mkdtemp("lock");
+    int fds[2], hold[2], st;
+    pid_t pid;
+    report r;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX];
+    probe p;
+    int rc;
+    (void)state;
+
+    assert_non_null(dir);
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(pipe(hold), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char c;
+        close(fds[0]);
+        close(hold[1]);
+        o.create = 1;
+        rc = cairn_open(&db, dir, &o, err, sizeof err);
+        if (rc != CAIRN_OK) {
+            send_report(fds[1], -1, 0, 0, 0, "open: %s", err);
+            _exit(1);
+        }
+        if (append_seq(db, 1) != CAIRN_OK || cairn_sync(db) != CAIRN_OK) {
+            send_report(fds[1], -1, 0, 0, 0, "append: %s", cairn_errmsg(db));
+            _exit(1);
+        }
+        send_report(fds[1], 1, 0, 0, 0, "holding");
+        /* Until SIGKILL; or, should this test fail first, until the parent
+         * closes the pipe (or dies), so no holder outlives the suite. */
+        while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+            ;
+        _exit(0);
+    }
+    close(fds[1]);
+    close(hold[0]);
+    if (read_report(fds[0], &r, 10000) != 1 || r.v[0] != 1) {
+        kill(pid, SIGKILL);
+        wait_child(pid, 5000);
+        fail_msg("the holder did not start: %s", r.msg);
+    }
+
+    /* Probed from another child: a blocking lock must not hang this process. */
+    p = probe_writer(dir);
+    if (p.rc != CAIRN_ELOCKED || !names_pid(p.err, (long)pid)) {
+        kill(pid, SIGKILL);
+        wait_child(pid, 5000);
+        fail_msg("open while child %ld holds the lock: %s (%s)", (long)pid,
+                 cairn_strerror(p.rc), p.err);
+    }
+
+    kill(pid, SIGKILL);
+    st = wait_child(pid, 5000);
+    assert_int_equal(st, -1); /* died of the signal */
+    close(fds[0]);
+    close(hold[1]);
+
+    o.background = 0;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("open after the holder was killed: %s (%s)", cairn_strerror(rc), err);
+    assert_int_equal(append_seq(db, 2), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------------------------------
+ * Readers in other processes.
+ * ---------------------------------------------------------------------- */
+
+/* Iterate everything: records must be 1..n with the payload of their seq.
+ * Returns n, or -1 with the problem in msg. */
+static long long scan_prefix(cairn_db *db, char *msg, size_t cap)
+{
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    long long n = 0;
+    char want[400];
+    int rc = cairn_iter_open(db, NULL, &it);
+    if (rc != CAIRN_OK) {
+        snprintf(msg, cap, "cairn_iter_open: %s: %s", cairn_strerror(rc), cairn_errmsg(db));
+        return -1;
+    }
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+        size_t wl;
+        if (rec.seq != (uint64_t)n + 1) {
+            snprintf(msg, cap, "record %llu after %lld: a gap or disorder",
+                     (unsigned long long)rec.seq, n);
+            cairn_iter_close(it);
+            return -1;
+        }
+        wl = payload(rec.seq, want, sizeof want);
+        if (rec.json_len != wl || memcmp(rec.json, want, wl) != 0 || rec.ns_len != 4 ||
+            memcmp(rec.ns, "lock", 4) != 0 || rec.type != CAIRN_REC_EVENT) {
+            snprintf(msg, cap, "record %llu has a wrong payload", (unsigned long long)rec.seq);
+            cairn_iter_close(it);
+            return -1;
+        }
+        n++;
+    }
+    cairn_iter_close(it);
+    if (rc != CAIRN_ENOTFOUND) {
+        snprintf(msg, cap, "cairn_iter_next after %lld: %s: %s", n, cairn_strerror(rc),
+                 cairn_errmsg(db));
+        return -1;
+    }
+    return n;
+}
+
+static cairn_db *child_open_reader(const char *dir, int rep)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX];
+    int rc;
+    o.read_only = 1;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK) {
+        send_report(rep, -1, 0, 0, 0, "read-only open: %s: %s", cairn_strerror(rc), err);
+        _exit(1);
+    }
+    return db;
+}
+
+/*
+ * The follower child: for each target t read from ctl (8 bytes; EOF ends),
+ * open an iterator and report (count at the first iterator, polls needed to
+ * reach t within 5 s). Target 0 means "report what you see now".
+ */
+static void follower(const char *dir, int ctl, int rep)
+{
+    cairn_db *db = child_open_reader(dir, rep);
+    char msg[200];
+    long long t;
+    send_report(rep, 0, 0, 0, 0, "ready");
+    while (read(ctl, &t, sizeof t) == (ssize_t)sizeof t) {
+        long long first = -1, n = -1, polls = 0, until = now_ms() + 5000;
+        do {
+            n = scan_prefix(db, msg, sizeof msg);
+            if (n < 0) {
+                send_report(rep, -1, 0, 0, 0, "%s", msg);
+                _exit(1);
+            }
+            if (first < 0)
+                first = n;
+            polls++;
+            if (n >= t)
+                break;
+            sleep_ms(5);
+        } while (now_ms() < until);
+        send_report(rep, first, n, polls, 0, "seen");
+    }
+    cairn_close(db);
+    _exit(0);
+}
+
+typedef struct follow {
+    pid_t pid;
+    int ctl, rep;
+} follow;
+
+static follow start_follower(const char *dir)
+{
+    follow f;
+    int c[2], r[2];
+    report rp;
+    assert_int_equal(pipe(c), 0);
+    assert_int_equal(pipe(r), 0);
+    f.pid = fork();
+    assert_true(f.pid >= 0);
+    if (f.pid == 0) {
+        close(c[1]);
+        close(r[0]);
+        follower(dir, c[0], r[1]);
+    }
+    close(c[0]);
+    close(r[1]);
+    f.ctl = c[1];
+    f.rep = r[0];
+    if (read_report(f.rep, &rp, 10000) != 1 || rp.v[0] != 0)
+        fail_msg("the reader process did not start: %s", rp.msg);
+    return f;
+}
+
+/* Ask the follower to look for t records; returns its report. */
+static report ask(follow *f, long long t)
+{
+    report r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(write(f->ctl, &t, sizeof t), (ssize_t)sizeof t);
+    if (read_report(f->rep, &r, 10000) != 1)
+        fail_msg("the reader process did not answer within 10 s");
+    if (r.v[0] < 0)
+        fail_msg("reader process: %s", r.msg);
+    return r;
+}
+
+static void stop_follower(follow *f)
+{
+    close(f->ctl);
+    assert_int_equal(wait_child(f->pid, 10000), 0);
+    close(f->rep);
+}
+
+static void test_reader_process_sees_flushed_records_and_not_buffered_ones(void **state)
+{
+    char *dir = tu_mkdtemp("lock");
+    cairn_db *db;
+    follow f;
+    report r;
+    (void)state;
+
+    assert_non_null(dir);
+    /* No background thread and a huge batch period: records stay in the
+     * writer's buffer until cairn_flush. */
+    db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 1000000);
+    for (uint64_t s = 1; s <= 10; s++)
+        assert_int_equal(append_seq(db, s), CAIRN_OK);
+    f = start_follower(dir);
+    r = ask(&f, 0);
+    if (r.v[0] != 0)
+        fail_msg("the reader saw %lld records still in the writer's buffer", r.v[0]);
+
+    assert_int_equal(cairn_flush(db), CAIRN_OK);
+    r = ask(&f, 10);
+    if (r.v[0] != 10)
+        fail_msg("the first iterator after cairn_flush saw %lld of 10 records (%lld after %lld "
+                 "polls)",
+                 r.v[0], r.v[1], r.v[2]);
+
+    for (uint64_t s = 11; s <= 25; s++)
+        assert_int_equal(append_seq(db, s), CAIRN_OK);
+    r = ask(&f, 10);
+    assert_int_equal(r.v[0], 10);
+    assert_int_equal(cairn_flush(db), CAIRN_OK);
+    r = ask(&f, 25);
+    if (r.v[0] != 25)
+        fail_msg("the first iterator after the second cairn_flush saw %lld of 25 records",
+                 r.v[0]);
+
+    stop_follower(&f);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void test_reader_process_sees_full_mode_appends_without_flush(void **state)
+{
+    char *dir = tu_mkdtemp("lock");
+    cairn_db *db;
+    follow f;
+    report r;
+    (void)state;
+
+    assert_non_null(dir);
+    /* 8 KiB segments: some appends roll, and the background thread seals. */
+    db = open_writer(dir, CAIRN_DURABILITY_FULL, 8192, 1, 0);
+    f = start_follower(dir);
+    for (uint64_t s = 1; s <= 60; s++) {
+        assert_int_equal(append_seq(db, s), CAIRN_OK);
+        if (s % 3 == 0) {
+            r = ask(&f, (long long)s);
+            if (r.v[0] < (long long)s)
+                fail_msg("after %llu acknowledged `full` appends the reader's first iterator "
+                         "saw %lld (%lld after %lld polls)",
+                         (unsigned long long)s, r.v[0], r.v[1], r.v[2]);
+        }
+    }
+    stop_follower(&f);
+    {
+        cairn_stats st;
+        assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+        assert_true(st.segments_sealed + st.segments_closed >= 1);
+    }
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/*
+ * The scanner child: iterate again and again while the writer runs; the
+ * prefix must be gap-free and never shrink; every 8 scans it reopens its
+ * handle. When the parent sends the final count (8 bytes on ctl), scan
+ * until it is reached. Reports (scans, distinct counts seen, final count,
+ * reopens).
+ */
+static void scanner(const char *dir, int ctl, int rep)
+{
+    cairn_db *db = child_open_reader(dir, rep);
+    long long last = 0, scans = 0, distinct = 0, reopens = 0, total = -1;
+    long long until = now_ms() + 30000;
+    char msg[200];
+    fcntl(ctl, F_SETFL, O_NONBLOCK);
+    while (now_ms() < until) {
+        long long n;
+        if (total < 0 && read(ctl, &total, sizeof total) != (ssize_t)sizeof total)
+            total = -1;
+        n = scan_prefix(db, msg, sizeof msg);
+        if (n < 0) {
+            send_report(rep, -1, 0, 0, 0, "scan %lld: %s", scans, msg);
+            _exit(1);
+        }
+        if (n < last) {
+            send_report(rep, -1, 0, 0, 0, "scan %lld saw %lld records, an earlier one %lld",
+                        scans, n, last);
+            _exit(1);
+        }
+        if (n != last)
+            distinct++;
+        last = n;
+        scans++;
+        if (total >= 0 && n >= total)
+            break;
+        if (scans % 8 == 0) {
+            cairn_close(db);
+            db = child_open_reader(dir, rep);
+            reopens++;
+        }
+    }
+    cairn_close(db);
+    if (total < 0 || last != total) {
+        send_report(rep, -1, 0, 0, 0, "after 30 s: saw %lld records, the writer made %lld", last,
+                    total);
+        _exit(1);
+    }
+    send_report(rep, scans, distinct, last, reopens, "done");
+    _exit(0);
+}
+
+static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_and_seals(
+    void **state)
+{
+    enum { NSCAN = 2 };
+    char *dir = tu_mkdtemp("lock");
+    cairn_db *db;
+    cairn_stats st;
+    pid_t pids[NSCAN];
+    int ctl[NSCAN], rep[NSCAN];
+    long long total, t0;
+    uint64_t s = 0;
+    (void)state;
+
+    assert_non_null(dir);
+    db = open_writer(dir, CAIRN_DURABILITY_BATCH, 4096, 1, 5);
+    for (int i = 0; i < NSCAN; i++) {
+        int c[2], r[2];
+        assert_int_equal(pipe(c), 0);
+        assert_int_equal(pipe(r), 0);
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            close(c[1]);
+            close(r[0]);
+            scanner(dir, c[0], r[1]);
+        }
+        close(c[0]);
+        close(r[1]);
+        ctl[i] = c[1];
+        rep[i] = r[0];
+    }
+    t0 = now_ms();
+    while (now_ms() - t0 < 1500) {
+        assert_int_equal(append_seq(db, ++s), CAIRN_OK);
+        if (s % 50 == 0)
+            assert_int_equal(cairn_flush(db), CAIRN_OK);
+    }
+    assert_int_equal(cairn_sync(db), CAIRN_OK);
+    total = (long long)s;
+    for (int i = 0; i < NSCAN; i++)
+        assert_int_equal(write(ctl[i], &total, sizeof total), (ssize_t)sizeof total);
+    for (int i = 0; i < NSCAN; i++) {
+        report r;
+        int got = read_report(rep[i], &r, 40000);
+        int status = wait_child(pids[i], 10000);
+        if (got != 1)
+            fail_msg("scanner %d sent no report (%s; exit status %d)", i,
+                     got == 0 ? "it closed the pipe" : "timed out", status);
+        if (r.v[0] < 0)
+            fail_msg("scanner %d: %s", i, r.msg);
+        assert_int_equal(status, 0);
+        assert_int_equal(r.v[2], total);
+        print_message("scanner %d: %lld scans, %lld lengths, %lld records, %lld reopens\n", i,
+                      r.v[0], r.v[1], r.v[2], r.v[3]);
+        /* It really ran alongside the writer: it saw the log grow. */
+        if (r.v[1] < 3)
+            fail_msg("scanner %d saw only %lld distinct lengths in %lld scans", i, r.v[1],
+                     r.v[0]);
+        close(ctl[i]);
+        close(rep[i]);
+    }
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    print_message("writer: %lld records, %llu sealed and %llu closed segments\n", total,
+                  (unsigned long long)st.segments_sealed, (unsigned long long)st.segments_closed);
+    if (st.segments_sealed < 5)
+        fail_msg("only %llu sealed segments after %lld records: the run did not exercise "
+                 "sealing",
+                 (unsigned long long)st.segments_sealed, total);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_second_writer_process_gets_elocked_at_once_naming_the_holder),
+        cmocka_unit_test(test_closing_the_holder_lets_a_new_writer_process_in),
+        cmocka_unit_test(test_killed_holder_releases_the_lock),
+        cmocka_unit_test(test_reader_process_sees_flushed_records_and_not_buffered_ones),
+        cmocka_unit_test(test_reader_process_sees_full_mode_appends_without_flush),
+        cmocka_unit_test(
+            test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_and_seals),
+    };
+    return cmocka_run_group_tests_name("lock", tests, NULL, NULL);
+}
