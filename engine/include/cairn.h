@@ -113,8 +113,12 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
                size_t errlen);
 
 /* Flush, sync (in every mode), stop the background thread, seal segments
- * still waiting for it, release the lock and free the handle. Accepts NULL. Returns the first error met while
- * flushing (the handle is freed regardless). */
+ * still waiting for it, release the lock and free the handle. Accepts NULL.
+ * Returns the first error met while flushing, or CAIRN_EDEAD if the handle
+ * had died earlier (records acknowledged in none/batch mode before the
+ * failure may be lost; reopen to see what was kept). The handle is freed
+ * regardless. A failure to seal here is not an error: nothing is lost and
+ * the next open seals. */
 int cairn_close(cairn_db *db);
 
 /* The one-line detail of the last error on this handle ("" if none). Valid

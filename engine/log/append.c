@@ -524,8 +524,11 @@ out:
         pthread_cond_signal(&db->append_cv);
     }
     pthread_mutex_unlock(&db->mu);
+    /* The records are committed: a failed inline seal must not make the
+     * caller think otherwise (and append them again). It loses nothing (the
+     * .log stays live) and is reported by cairn_seal() or a later roll. */
     if (rc == CAIRN_OK && rolled && !db->background)
-        rc = cairn__seal_pending(db);
+        cairn__seal_pending(db);
     return rc;
 }
 
