@@ -17,7 +17,10 @@
  *
  * Children report through a pipe (a fixed-size struct, written atomically)
  * and an exit code; they never call cmocka and leave with _exit. Every wait
- * on a child is bounded: a hung child is killed and fails the test.
+ * on a child is bounded: a hung child is killed and fails the test. Children
+ * are forked only while this process has no other thread (no writer with a
+ * background thread open), so none inherits a lock held by a thread that
+ * does not exist in it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +189,21 @@ static cairn_db *open_writer(const char *dir, cairn_durability dur, uint64_t seg
     return db;
 }
 
+/* The fixture: a fresh directory in *state, removed afterwards even when
+ * the test fails. */
+static int dir_setup(void **state)
+{
+    *state = tu_mkdtemp("lock");
+    return *state != NULL ? 0 : -1;
+}
+
+static int dir_teardown(void **state)
+{
+    tu_rmrf(*state);
+    free(*state);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------
  * A second writer, probed from a child process.
  * ---------------------------------------------------------------------- */
@@ -265,15 +283,13 @@ static probe probe_writer(const char *dir)
 
 static void test_second_writer_process_gets_elocked_at_once_naming_the_holder(void **state)
 {
-    char *dir = tu_mkdtemp("lock");
+    char *dir = *state;
     char *lock, want[32];
     uint8_t *content;
     size_t len;
     cairn_db *db;
     probe p;
-    (void)state;
 
-    assert_non_null(dir);
     db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 0);
 
     /* LOCK holds the holder's pid in decimal and a newline. */
@@ -298,22 +314,18 @@ static void test_second_writer_process_gets_elocked_at_once_naming_the_holder(vo
 
     assert_int_equal(cairn_close(db), CAIRN_OK);
     free(lock);
-    tu_rmrf(dir);
-    free(dir);
 }
 
 static void test_closing_the_holder_lets_a_new_writer_process_in(void **state)
 {
-    char *dir = tu_mkdtemp("lock");
+    char *dir = *state;
     char *lock, want[32];
     uint8_t *content;
     size_t len;
     cairn_db *db;
     cairn_stats s;
     probe p;
-    (void)state;
 
-    assert_non_null(dir);
     db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 0);
     assert_int_equal(append_seq(db, 1), CAIRN_OK);
     p = probe_writer(dir);
@@ -337,13 +349,11 @@ static void test_closing_the_holder_lets_a_new_writer_process_in(void **state)
     assert_int_equal(cairn_stats_get(db, &s), CAIRN_OK);
     assert_int_equal(s.records, 2);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    tu_rmrf(dir);
-    free(dir);
 }
 
 static void test_killed_holder_releases_the_lock(void **state)
 {
-    char *dir = tu_mkdtemp("lock");
+    char *dir = *state;
     int fds[2], hold[2], st;
     pid_t pid;
     report r;
@@ -352,9 +362,7 @@ static void test_killed_holder_releases_the_lock(void **state)
     char err[CAIRN_ERRMSG_MAX];
     probe p;
     int rc;
-    (void)state;
 
-    assert_non_null(dir);
     assert_int_equal(pipe(fds), 0);
     assert_int_equal(pipe(hold), 0);
     pid = fork();
@@ -409,8 +417,6 @@ static void test_killed_holder_releases_the_lock(void **state)
         fail_msg("open after the holder was killed: %s (%s)", cairn_strerror(rc), err);
     assert_int_equal(append_seq(db, 2), CAIRN_OK);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    tu_rmrf(dir);
-    free(dir);
 }
 
 /* ------------------------------------------------------------------------
@@ -537,10 +543,15 @@ static report ask(follow *f, long long t)
     report r;
     memset(&r, 0, sizeof r);
     assert_int_equal(write(f->ctl, &t, sizeof t), (ssize_t)sizeof t);
-    if (read_report(f->rep, &r, 10000) != 1)
+    if (read_report(f->rep, &r, 10000) != 1) {
+        kill(f->pid, SIGKILL);
+        wait_child(f->pid, 5000);
         fail_msg("the reader process did not answer within 10 s");
-    if (r.v[0] < 0)
+    }
+    if (r.v[0] < 0) {
+        wait_child(f->pid, 5000);
         fail_msg("reader process: %s", r.msg);
+    }
     return r;
 }
 
@@ -553,13 +564,11 @@ static void stop_follower(follow *f)
 
 static void test_reader_process_sees_flushed_records_and_not_buffered_ones(void **state)
 {
-    char *dir = tu_mkdtemp("lock");
+    char *dir = *state;
     cairn_db *db;
     follow f;
     report r;
-    (void)state;
 
-    assert_non_null(dir);
     /* No background thread and a huge batch period: records stay in the
      * writer's buffer until cairn_flush. */
     db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 1000000);
@@ -589,22 +598,22 @@ static void test_reader_process_sees_flushed_records_and_not_buffered_ones(void 
 
     stop_follower(&f);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    tu_rmrf(dir);
-    free(dir);
 }
 
 static void test_reader_process_sees_full_mode_appends_without_flush(void **state)
 {
-    char *dir = tu_mkdtemp("lock");
+    char *dir = *state;
     cairn_db *db;
     follow f;
     report r;
-    (void)state;
 
-    assert_non_null(dir);
+    /* Create the store, start the reader, and only then open the writer with
+     * its background thread: a child forked from a process with threads may
+     * inherit a lock some other thread held, and hang on it. */
+    cairn_close(open_writer(dir, CAIRN_DURABILITY_FULL, 8192, 0, 0));
+    f = start_follower(dir);
     /* 8 KiB segments: some appends roll, and the background thread seals. */
     db = open_writer(dir, CAIRN_DURABILITY_FULL, 8192, 1, 0);
-    f = start_follower(dir);
     for (uint64_t s = 1; s <= 60; s++) {
         assert_int_equal(append_seq(db, s), CAIRN_OK);
         if (s % 3 == 0) {
@@ -622,8 +631,6 @@ static void test_reader_process_sees_full_mode_appends_without_flush(void **stat
         assert_true(st.segments_sealed + st.segments_closed >= 1);
     }
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    tu_rmrf(dir);
-    free(dir);
 }
 
 /*
@@ -680,17 +687,16 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
     void **state)
 {
     enum { NSCAN = 2 };
-    char *dir = tu_mkdtemp("lock");
+    char *dir = *state;
     cairn_db *db;
     cairn_stats st;
     pid_t pids[NSCAN];
     int ctl[NSCAN], rep[NSCAN];
     long long total, t0;
     uint64_t s = 0;
-    (void)state;
 
-    assert_non_null(dir);
-    db = open_writer(dir, CAIRN_DURABILITY_BATCH, 4096, 1, 5);
+    /* Fork before the writer's background thread exists (see above). */
+    cairn_close(open_writer(dir, CAIRN_DURABILITY_BATCH, 4096, 0, 5));
     for (int i = 0; i < NSCAN; i++) {
         int c[2], r[2];
         assert_int_equal(pipe(c), 0);
@@ -707,6 +713,7 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
         ctl[i] = c[1];
         rep[i] = r[0];
     }
+    db = open_writer(dir, CAIRN_DURABILITY_BATCH, 4096, 1, 5);
     t0 = now_ms();
     while (now_ms() - t0 < 1500) {
         assert_int_equal(append_seq(db, ++s), CAIRN_OK);
@@ -721,11 +728,16 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
         report r;
         int got = read_report(rep[i], &r, 40000);
         int status = wait_child(pids[i], 10000);
-        if (got != 1)
-            fail_msg("scanner %d sent no report (%s; exit status %d)", i,
-                     got == 0 ? "it closed the pipe" : "timed out", status);
-        if (r.v[0] < 0)
+        if (got != 1 || r.v[0] < 0) {
+            for (int k = i + 1; k < NSCAN; k++) {
+                kill(pids[k], SIGKILL);
+                wait_child(pids[k], 5000);
+            }
+            if (got != 1)
+                fail_msg("scanner %d sent no report (%s; exit status %d)", i,
+                         got == 0 ? "it closed the pipe" : "timed out", status);
             fail_msg("scanner %d: %s", i, r.msg);
+        }
         assert_int_equal(status, 0);
         assert_int_equal(r.v[2], total);
         print_message("scanner %d: %lld scans, %lld lengths, %lld records, %lld reopens\n", i,
@@ -745,20 +757,26 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
                  "sealing",
                  (unsigned long long)st.segments_sealed, total);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    tu_rmrf(dir);
-    free(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_second_writer_process_gets_elocked_at_once_naming_the_holder),
-        cmocka_unit_test(test_closing_the_holder_lets_a_new_writer_process_in),
-        cmocka_unit_test(test_killed_holder_releases_the_lock),
-        cmocka_unit_test(test_reader_process_sees_flushed_records_and_not_buffered_ones),
-        cmocka_unit_test(test_reader_process_sees_full_mode_appends_without_flush),
-        cmocka_unit_test(
-            test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_and_seals),
+        cmocka_unit_test_setup_teardown(
+            test_second_writer_process_gets_elocked_at_once_naming_the_holder,
+            dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_closing_the_holder_lets_a_new_writer_process_in, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_killed_holder_releases_the_lock, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_reader_process_sees_flushed_records_and_not_buffered_ones,
+            dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_reader_process_sees_full_mode_appends_without_flush, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_and_seals,
+            dir_setup, dir_teardown),
     };
     return cmocka_run_group_tests_name("lock", tests, NULL, NULL);
 }
