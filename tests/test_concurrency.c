@@ -16,7 +16,11 @@
 #include <string.h>
 
 #include "cairn.h"
+#include "cairn_sys.h"
 #include "testutil.h"
+
+#include <errno.h>
+#include <time.h>
 
 #define WRITERS 4
 #define READERS 2
@@ -179,12 +183,125 @@ static void group_commit_acknowledges_every_writer_in_full_mode(void **state)
     run(CAIRN_DURABILITY_FULL);
 }
 
+/* An I/O table that holds the sealer inside its first write until the
+ * flusher fdatasyncs the active segment (or 5 s pass). */
+typedef struct holdio {
+    cairn_io io;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int seal_blocked; /* the sealer is parked in seal.write */
+    int synced;       /* a segment.fdatasync happened while it was */
+    int timed_out;
+} holdio;
+
+static ssize_t hold_pwrite(void *user, const char *site, int fd, const void *buf, size_t len,
+                           off_t off)
+{
+    holdio *h = user;
+    if (strcmp(site, "seal.write") == 0) {
+        struct timespec until;
+        pthread_mutex_lock(&h->mu);
+        if (!h->synced && !h->timed_out) {
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 5;
+            h->seal_blocked = 1;
+            pthread_cond_broadcast(&h->cv);
+            while (!h->synced && !h->timed_out)
+                if (pthread_cond_timedwait(&h->cv, &h->mu, &until) == ETIMEDOUT)
+                    h->timed_out = 1;
+            h->seal_blocked = 0;
+            pthread_cond_broadcast(&h->cv); /* wake the test on a timeout too */
+        }
+        pthread_mutex_unlock(&h->mu);
+    }
+    return cairn_io_default()->pwrite(NULL, site, fd, buf, len, off);
+}
+
+static int hold_fdatasync(void *user, const char *site, int fd)
+{
+    holdio *h = user;
+    if (strcmp(site, "segment.fdatasync") == 0) {
+        pthread_mutex_lock(&h->mu);
+        if (h->seal_blocked) {
+            h->synced = 1;
+            pthread_cond_broadcast(&h->cv);
+        }
+        pthread_mutex_unlock(&h->mu);
+    }
+    return cairn_io_default()->fdatasync(NULL, site, fd);
+}
+
+static void batch_sync_goes_on_while_a_segment_is_sealed(void **state)
+{
+    char *dir = tu_mkdtemp("sealbatch");
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX], js[64];
+    holdio h;
+    cairn_db *db;
+    cairn_stats st;
+    struct timespec until;
+    int n;
+    (void)state;
+
+    memset(&h, 0, sizeof h);
+    h.io = *cairn_io_default();
+    h.io.pwrite = hold_pwrite;
+    h.io.fdatasync = hold_fdatasync;
+    h.io.user = &h;
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    o.create = 1;
+    o.durability = CAIRN_DURABILITY_BATCH;
+    o.batch_ms = 10;
+    o.segment_size = 4096;
+    o.io = &h.io;
+    assert_non_null(dir);
+    assert_int_equal(cairn_open(&db, dir, &o, err, sizeof err), CAIRN_OK);
+    /* Fill a segment and roll: the sealer starts and parks in its first write. */
+    for (int i = 0; i < 60; i++) {
+        cairn_entry e = {CAIRN_REC_EVENT, "ns", 2, js, 0, NULL, 0};
+        e.json_len = (size_t)(n = snprintf(js, sizeof js, "{\"i\":%d,\"pad\":\"%040d\"}", i, 0));
+        assert_true(n > 0);
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    pthread_mutex_lock(&h.mu);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (!h.seal_blocked && !h.synced && !h.timed_out &&
+           pthread_cond_timedwait(&h.cv, &h.mu, &until) != ETIMEDOUT)
+        ;
+    assert_true(h.seal_blocked || h.synced);
+    pthread_mutex_unlock(&h.mu);
+    /* A record appended now must be fdatasynced within batch_ms, seal or no seal. */
+    {
+        cairn_entry e = {CAIRN_REC_EVENT, "ns", 2, "{\"during\":1}", 12, NULL, 0};
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+    }
+    pthread_mutex_lock(&h.mu);
+    while (!h.synced && !h.timed_out)
+        pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    assert_false(h.timed_out);
+    assert_true(h.synced);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(cairn_open(&db, dir, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    assert_int_equal(st.records, 61);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    pthread_cond_destroy(&h.cv);
+    pthread_mutex_destroy(&h.mu);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(threads_share_a_handle_in_none_mode),
         cmocka_unit_test(threads_share_a_handle_in_batch_mode),
         cmocka_unit_test(group_commit_acknowledges_every_writer_in_full_mode),
+        cmocka_unit_test(batch_sync_goes_on_while_a_segment_is_sealed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

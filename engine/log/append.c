@@ -267,6 +267,7 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     db->wbuf_off = nseg->log.end;
     db->seal_pending = 1;
     pthread_cond_signal(&db->bg_cv);
+    pthread_cond_signal(&db->seal_cv);
     return CAIRN_OK;
 }
 
@@ -565,9 +566,13 @@ int cairn_sync(cairn_db *db)
     return rc;
 }
 
-/* ---- the background thread ---------------------------------------------- */
+/* ---- the background threads --------------------------------------------- */
 
-static void *bg_main(void *arg)
+/* Two threads, because a seal takes a quarter of a second per 64 MiB segment
+ * and batch mode promises an fdatasync every batch_ms: the flusher must never
+ * wait behind the sealer. */
+
+static void *flusher_main(void *arg)
 {
     cairn_db *db = arg;
 
@@ -577,16 +582,6 @@ static void *bg_main(void *arg)
         int64_t due = db->last_flush_ms + db->batch_ms, now = cairn__now_ms();
         if (db->closed_unsynced != NULL && !db->dead) {
             cairn__sync_closed(db);
-            continue;
-        }
-        if (db->seal_pending && !db->dead) {
-            int rc;
-            pthread_mutex_unlock(&db->mu);
-            rc = cairn__seal_pending(db);
-            pthread_mutex_lock(&db->mu);
-            /* A failed seal is retried at the next roll, not in a busy loop. */
-            if (rc != CAIRN_OK)
-                db->seal_pending = 0;
             continue;
         }
         if (now >= due && !db->dead) {
@@ -609,11 +604,44 @@ static void *bg_main(void *arg)
     return NULL;
 }
 
+static void *sealer_main(void *arg)
+{
+    cairn_db *db = arg;
+
+    pthread_mutex_lock(&db->mu);
+    while (!db->bg_stop) {
+        if (db->seal_pending && !db->dead) {
+            int rc;
+            pthread_mutex_unlock(&db->mu);
+            rc = cairn__seal_pending(db);
+            pthread_mutex_lock(&db->mu);
+            /* A failed seal is retried at the next roll, not in a busy loop. */
+            if (rc != CAIRN_OK)
+                db->seal_pending = 0;
+            continue;
+        }
+        pthread_cond_wait(&db->seal_cv, &db->mu);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
 int cairn__bg_start(cairn_db *db)
 {
-    int err = pthread_create(&db->bg, NULL, bg_main, db);
+    int err = pthread_create(&db->bg, NULL, flusher_main, db);
+    if (err == 0) {
+        err = pthread_create(&db->sealer, NULL, sealer_main, db);
+        if (err != 0) {
+            pthread_mutex_lock(&db->mu);
+            db->bg_stop = 1;
+            pthread_cond_broadcast(&db->bg_cv);
+            pthread_mutex_unlock(&db->mu);
+            pthread_join(db->bg, NULL);
+            db->bg_stop = 0;
+        }
+    }
     if (err != 0)
-        return cairn__db_failf(db, CAIRN_EUNAVAIL, "cannot start the background thread: %s",
+        return cairn__db_failf(db, CAIRN_EUNAVAIL, "cannot start a background thread: %s",
                                strerror(err));
     db->bg_running = 1;
     return CAIRN_OK;
@@ -626,7 +654,9 @@ void cairn__bg_stop(cairn_db *db)
     pthread_mutex_lock(&db->mu);
     db->bg_stop = 1;
     pthread_cond_broadcast(&db->bg_cv);
+    pthread_cond_broadcast(&db->seal_cv);
     pthread_mutex_unlock(&db->mu);
     pthread_join(db->bg, NULL);
+    pthread_join(db->sealer, NULL);
     db->bg_running = 0;
 }

@@ -727,6 +727,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     pthread_cond_init(&db->sync_cv, NULL);
     pthread_cond_init(&db->append_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
+    pthread_cond_init(&db->seal_cv, NULL);
     db->path = cairn__malloc(db->a, strlen(path) + 1);
     if (db->path == NULL) {
         rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory");
@@ -813,6 +814,7 @@ int cairn_close(cairn_db *db)
     pthread_cond_destroy(&db->sync_cv);
     pthread_cond_destroy(&db->append_cv);
     pthread_cond_destroy(&db->bg_cv);
+    pthread_cond_destroy(&db->seal_cv);
     a = db->a;
     if (a) {
         ac = *a;

@@ -70,7 +70,8 @@ struct cairn_db {
 
     pthread_mutex_t mu;
     pthread_cond_t sync_cv;   /* group commit: a sync finished */
-    pthread_cond_t bg_cv;     /* wakes the background thread */
+    pthread_cond_t bg_cv;     /* wakes the flusher thread */
+    pthread_cond_t seal_cv;   /* wakes the sealer thread */
     view *view;               /* current view (mu) */
     seg_ref *act;             /* the active segment (writer; mu) */
     uint8_t *wbuf;            /* encoded records not yet written (mu) */
@@ -90,7 +91,8 @@ struct cairn_db {
     int seal_pending;         /* closed segments await sealing (mu) */
     int bg_stop;
     int bg_running;
-    pthread_t bg;
+    pthread_t bg;             /* flusher: batch/none syncs, never blocked by a seal */
+    pthread_t sealer;         /* rewrites closed segments into sealed files */
     pthread_mutex_t seal_mu;  /* one sealer at a time */
     int seal_err;             /* last background seal failure, 0 if none */
 
