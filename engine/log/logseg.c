@@ -89,22 +89,33 @@ int cairn__logseg_create(const cairn_io *io, int dirfd, logseg *seg, uint64_t id
     return CAIRN_OK;
 }
 
+int cairn__logseg_index_reserve(const cairn_allocator *a, logseg *seg, size_t cap)
+{
+    size_t bytes;
+    void *p;
+
+    if (cap <= seg->cap)
+        return CAIRN_OK;
+    if (size_mul(&bytes, cap, sizeof(uint64_t)) != 0)
+        return CAIRN_ENOMEM;
+    p = cairn__realloc(a, seg->off, bytes);
+    if (p == NULL)
+        return CAIRN_ENOMEM;
+    seg->off = p;
+    p = cairn__realloc(a, seg->ts, bytes);
+    if (p == NULL)
+        return CAIRN_ENOMEM;
+    seg->ts = p;
+    seg->cap = cap;
+    return CAIRN_OK;
+}
+
 int cairn__logseg_index_push(const cairn_allocator *a, logseg *seg, uint64_t off, int64_t ts)
 {
     if (seg->n == seg->cap) {
-        size_t ncap = seg->cap ? seg->cap * 2 : 1024, bytes;
-        void *p;
-        if (size_mul(&bytes, ncap, sizeof(uint64_t)) != 0)
-            return CAIRN_ENOMEM;
-        p = cairn__realloc(a, seg->off, bytes);
-        if (p == NULL)
-            return CAIRN_ENOMEM;
-        seg->off = p;
-        p = cairn__realloc(a, seg->ts, bytes);
-        if (p == NULL)
-            return CAIRN_ENOMEM;
-        seg->ts = p;
-        seg->cap = ncap;
+        int rc = cairn__logseg_index_reserve(a, seg, seg->cap ? seg->cap * 2 : 1024);
+        if (rc != CAIRN_OK)
+            return rc;
     }
     seg->off[seg->n] = off;
     seg->ts[seg->n] = ts;

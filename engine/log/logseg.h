@@ -74,6 +74,9 @@ int cairn__logseg_probe(const cairn_io *io, const cairn_allocator *a, const logs
                         uint64_t from, uint64_t to, int *found, uint64_t *max_seq,
                         cairn__err *e);
 
+/* Make room for cap records in the index (never shrinks). */
+int cairn__logseg_index_reserve(const cairn_allocator *a, logseg *seg, size_t cap);
+
 /* Add record (offset, ts) to the index. */
 int cairn__logseg_index_push(const cairn_allocator *a, logseg *seg, uint64_t off, int64_t ts);
 

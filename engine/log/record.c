@@ -34,7 +34,7 @@ int cairn__record_size(const cairn_entry *e, size_t *size)
     return CAIRN_OK;
 }
 
-void cairn__record_encode(uint8_t *buf, const cairn_entry *e, uint64_t seq, int64_t ts_ms,
+size_t cairn__record_encode(uint8_t *buf, const cairn_entry *e, uint64_t seq, int64_t ts_ms,
                           uint64_t salt)
 {
     size_t len = REC_OVERHEAD + e->ns_len + e->json_len + e->bin_len;
@@ -56,6 +56,7 @@ void cairn__record_encode(uint8_t *buf, const cairn_entry *e, uint64_t seq, int6
     if (e->bin_len)
         memcpy(p, e->bin, e->bin_len);
     put_le64(buf + len - REC_TRAILER_SIZE, XXH3_64bits_withSeed(buf, len - REC_TRAILER_SIZE, salt));
+    return len;
 }
 
 rec_result cairn__record_decode(const uint8_t *buf, size_t avail, uint64_t salt,

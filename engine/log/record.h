@@ -36,8 +36,8 @@
  * CAIRN_EINVAL for a bad entry (type 0, namespace too long, NULL bytes). */
 int cairn__record_size(const cairn_entry *e, size_t *size);
 
-/* Encode into buf (exactly cairn__record_size() bytes). */
-void cairn__record_encode(uint8_t *buf, const cairn_entry *e, uint64_t seq, int64_t ts_ms,
+/* Encode into buf (exactly cairn__record_size() bytes); returns that size. */
+size_t cairn__record_encode(uint8_t *buf, const cairn_entry *e, uint64_t seq, int64_t ts_ms,
                           uint64_t salt);
 
 /* Outcome of decoding at one position. */

@@ -677,6 +677,11 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         db->last_ts = act->log.n ? act->log.ts[act->log.n - 1]
                                  : (m.n > 1 ? m.e[m.n - 2].last_ts : INT64_MIN);
         db->wbuf_off = act->log.end;
+        /* A writer's record index starts at one entry per 256 bytes of
+         * segment, so a fresh segment rarely pays for doubling it; the
+         * pages are touched only as records come (failure: it grows). */
+        if (!db->read_only)
+            (void)cairn__logseg_index_reserve(db->a, &act->log, (size_t)(db->segment_size / 256));
         for (size_t i = 0; i < m.n; i++)
             if (m.e[i].kind == SEG_CLOSED && !db->read_only)
                 db->seal_pending = 1;
