@@ -28,6 +28,11 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "alloc.h"
 #include "bytes.h"
@@ -88,24 +93,34 @@ static void commit_delay(cairn_db *db)
 {
     int64_t wait_ns = db->last_sync_ns / 2, until;
     struct timespec ts;
+    int want;
 
+    /* Wait for everyone inside cairn_append, and for all the threads seen
+     * when the last sync ended: those it released are on their way back
+     * but not yet counted in `appenders`. */
+    want = atomic_load(&db->appenders);
+    if (want < db->writers_seen)
+        want = db->writers_seen;
     if (wait_ns > 1000000)
         wait_ns = 1000000;
-    if (wait_ns <= 0 || atomic_load(&db->appenders) <= db->sync_waiters + 1)
+    if (wait_ns <= 0 || want <= db->sync_waiters + 1)
         return;
     clock_gettime(CLOCK_REALTIME, &ts);
     until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + wait_ns;
     ts.tv_sec = (time_t)(until / 1000000000);
     ts.tv_nsec = (long)(until % 1000000000);
-    while (atomic_load(&db->appenders) > db->sync_waiters + 1 && !db->dead) {
+    /* Waiters wake the leader only when the group is complete: a wakeup
+     * per arrival costs more CPU than the wait saves. */
+    db->delay_want = want;
+    while (db->sync_waiters + 1 < db->delay_want && !db->dead) {
         if (pthread_cond_timedwait(&db->append_cv, &db->mu, &ts) != 0)
             break; /* time is up */
+        if (atomic_load(&db->appenders) > db->delay_want)
+            db->delay_want = atomic_load(&db->appenders);
     }
+    db->delay_want = 0;
 }
 
-/* Wait (mu held) until every record up to `target` is fdatasynced; lead the
- * sync if nobody is syncing. The leader writes the whole group's buffered
- * records with one write, then fdatasyncs once for all of them. */
 static int commit_wait(cairn_db *db, uint64_t target)
 {
     while (db->durable_seq < target) {
@@ -135,6 +150,10 @@ static int commit_wait(cairn_db *db, uint64_t target)
             cairn__seg_release(db, s);
             db->syncing = 0;
             db->last_sync_ns = t0;
+            /* Right now every thread appending in full mode is inside
+             * cairn_append: the group just synced has not left yet, the
+             * next one is waiting. */
+            db->writers_seen = atomic_load(&db->appenders);
             if (rc != CAIRN_OK)
                 return kill_handle(db, rc, &e);
             if (upto > db->durable_seq)
@@ -142,7 +161,8 @@ static int commit_wait(cairn_db *db, uint64_t target)
             pthread_cond_broadcast(&db->sync_cv);
         } else {
             db->sync_waiters++;
-            pthread_cond_signal(&db->append_cv); /* one more is waiting: the leader counts */
+            if (db->delay_want != 0)
+                pthread_cond_signal(&db->append_cv); /* the leader counts */
             pthread_cond_wait(&db->sync_cv, &db->mu);
             db->sync_waiters--;
         }
@@ -207,6 +227,9 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     }
     nseg->id = nseg->log.id;
     nseg->log_file_size = nseg->log.end;
+    /* Size the record index like the segment before, so appends do not pay
+     * for doubling it (a failure only means it grows on demand). */
+    (void)cairn__logseg_index_reserve(db->a, &nseg->log, old->log.n + old->log.n / 8);
 
     rc = cairn__manifest_copy(&cur->m, db->a, &m);
     if (rc == CAIRN_OK) {
@@ -486,10 +509,10 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
     }
     if (db->act->log.n + n > db->act->log.cap) {
         logseg *l = &db->act->log;
-        size_t keep = l->n;
-        for (size_t i = 0; i < n && rc == CAIRN_OK; i++)
-            rc = cairn__logseg_index_push(db->a, l, 0, 0);
-        l->n = keep;
+        size_t want = l->cap ? l->cap : 1024;
+        while (want < l->n + n)
+            want *= 2;
+        rc = cairn__logseg_index_reserve(db->a, l, want);
         if (rc != CAIRN_OK) {
             rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory for the record index");
             goto out;
@@ -504,8 +527,7 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
     for (size_t i = 0; i < n; i++) {
         logseg *l = &db->act->log;
         uint8_t *p = db->wbuf + db->wbuf_len;
-        cairn__record_size(&entries[i], &size);
-        cairn__record_encode(p, &entries[i], db->next_seq, ts, l->salt);
+        size = cairn__record_encode(p, &entries[i], db->next_seq, ts, l->salt);
         l->off[l->n] = l->end;
         l->ts[l->n] = ts;
         l->n++;
@@ -521,8 +543,9 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
     }
 out:
     if (db->durability == CAIRN_DURABILITY_FULL) {
+        /* No wakeup for a delaying leader: a thread leaving now will most
+         * likely be back with its next record, and the delay is bounded. */
         atomic_fetch_sub(&db->appenders, 1);
-        pthread_cond_signal(&db->append_cv);
     }
     pthread_mutex_unlock(&db->mu);
     /* The records are committed: a failed inline seal must not make the
@@ -607,6 +630,12 @@ static void *flusher_main(void *arg)
 static void *sealer_main(void *arg)
 {
     cairn_db *db = arg;
+
+#ifdef __linux__
+    /* Sealing is catch-up work: on a busy host it yields the CPU to the
+     * appenders (Linux nice values are per thread). Best effort. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+#endif
 
     pthread_mutex_lock(&db->mu);
     while (!db->bg_stop) {

@@ -83,6 +83,8 @@ struct cairn_db {
     uint64_t durable_seq;     /* last seq known fdatasynced (mu) */
     int syncing;              /* a group-commit leader is in fdatasync (mu) */
     int sync_waiters;         /* appenders waiting for a sync to cover them (mu) */
+    int writers_seen;         /* full-mode appenders when the last sync ended (mu) */
+    int delay_want;           /* group size a delaying leader waits for, 0 if none (mu) */
     atomic_int appenders;     /* `full`-mode appends in progress, mu or not */
     int64_t last_sync_ns;     /* duration of the last fdatasync (mu) */
     pthread_cond_t append_cv; /* an appender has encoded its records */
