@@ -92,7 +92,8 @@ typedef struct cairn_options {
     cairn_durability durability; /* at creation: stored; at open: overrides for this handle */
     uint32_t batch_ms;           /* 0 = stored (default 50): batch fsync / buffer flush period */
     uint64_t segment_size;       /* 0 = stored (default 64 MiB): roll the active segment past this */
-    int background;              /* 1: a background thread flushes, syncs and seals;
+    int background;              /* 1: two background threads, one flushes and syncs,
+                                    one seals (at nice 10 on Linux);
                                     0: all of it happens inline in the calling thread */
     const cairn_allocator *allocator; /* NULL = malloc/realloc/free */
     const struct cairn_io *io;        /* NULL = real system calls (tests inject faults) */
@@ -112,7 +113,7 @@ typedef struct cairn_options {
 int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char *err,
                size_t errlen);
 
-/* Flush, sync (in every mode), stop the background thread, seal segments
+/* Flush, sync (in every mode), stop the background threads, seal segments
  * still waiting for it, release the lock and free the handle. Accepts NULL.
  * Returns the first error met while flushing, or CAIRN_EDEAD if the handle
  * had died earlier (records acknowledged in none/batch mode before the
