@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <errno.h>
 #include "cairn.h"
+#include "cairn_sys.h"
 #include "testutil.h"
 
 #define JSON_MAX 512
@@ -1060,6 +1062,91 @@ static void test_read_only_handle_follows_the_writer(void **state)
     assert_int_equal(cairn_close(ro), CAIRN_OK);
 }
 
+/* Counts fdatasyncs of closed segments, and can make every seal fail. */
+typedef struct countio {
+    cairn_io io;
+    int closed_syncs;
+    int fail_seal;
+} countio;
+
+static ssize_t count_pwrite(void *user, const char *site, int fd, const void *buf, size_t len,
+                            off_t off)
+{
+    countio *c = user;
+    if (c->fail_seal && strcmp(site, "seal.write") == 0) {
+        errno = EIO;
+        return -1;
+    }
+    return cairn_io_default()->pwrite(NULL, site, fd, buf, len, off);
+}
+
+static int count_fdatasync(void *user, const char *site, int fd)
+{
+    countio *c = user;
+    if (strcmp(site, "closed.fdatasync") == 0)
+        c->closed_syncs++;
+    return cairn_io_default()->fdatasync(NULL, site, fd);
+}
+
+static void closed_segments_sync(cairn_durability mode, const char *path)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    countio c;
+    cairn_db *db = NULL;
+    cairn_stats st;
+    int after_roll;
+
+    memset(&c, 0, sizeof c);
+    c.io = *cairn_io_default();
+    c.io.pwrite = count_pwrite;
+    c.io.fdatasync = count_fdatasync;
+    c.io.user = &c;
+    c.fail_seal = 1; /* closed segments stay unsealed */
+    o.create = 1;
+    o.background = 0;
+    o.segment_size = 4096;
+    o.durability = mode;
+    o.io = &c.io;
+    assert_int_equal(cairn_open(&db, path, &o, err, sizeof err), CAIRN_OK);
+    append_range(db, 0, 120); /* rolls; the inline seals fail, unreported */
+    get_stats(db, &st);
+    assert_true(st.segments_closed >= 1);
+    assert_int_equal(st.segments_sealed, 0);
+    after_roll = c.closed_syncs;
+    assert_int_equal(cairn_sync(db), CAIRN_OK);
+    if (mode == CAIRN_DURABILITY_NONE) {
+        /* No sync at a roll; cairn_sync syncs every unsealed closed one. */
+        assert_int_equal(after_roll, 0);
+        assert_int_equal(c.closed_syncs, (int)st.segments_closed);
+    } else {
+        /* batch: each roll leaves its closed segment for the flusher, and
+         * the next roll or cairn_sync syncs it at the latest. */
+        assert_int_equal(c.closed_syncs, (int)st.segments_closed);
+    }
+    c.closed_syncs = 0;
+    assert_int_equal(cairn_close(db), CAIRN_OK); /* its seals fail too */
+    assert_int_equal(c.closed_syncs, mode == CAIRN_DURABILITY_NONE ? (int)st.segments_closed : 0);
+    c.fail_seal = 0;
+    o.create = 0;
+    assert_int_equal(cairn_open(&db, path, &o, err, sizeof err), CAIRN_OK);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 120);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_none_mode_syncs_closed_segments_only_when_asked(void **state)
+{
+    fx *f = *state;
+    closed_segments_sync(CAIRN_DURABILITY_NONE, f->path);
+}
+
+static void test_batch_mode_syncs_every_closed_segment(void **state)
+{
+    fx *f = *state;
+    closed_segments_sync(CAIRN_DURABILITY_BATCH, f->path);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1089,6 +1176,8 @@ int main(void)
         T(test_handle_survives_many_rolls),
         T(test_read_only_handle_refuses_appends),
         T(test_read_only_handle_follows_the_writer),
+        T(test_none_mode_syncs_closed_segments_only_when_asked),
+        T(test_batch_mode_syncs_every_closed_segment),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -278,11 +278,13 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     if (segs == NULL || rc != CAIRN_OK)
         return kill_handle(db, CAIRN_ENOMEM, NULL);
     cairn__view_publish(db, nv);
-    if (db->durability != CAIRN_DURABILITY_FULL) {
-        /* No 64 MiB fdatasync on the append path: the background thread
-         * syncs the closed segment within batch_ms (cairn_sync and close do
-         * it at once). A power loss before then leaves it with a torn tail,
-         * which writer recovery accepts (format-spec/segment.md). */
+    if (db->durability == CAIRN_DURABILITY_BATCH) {
+        /* No 64 MiB fdatasync on the append path: the flusher syncs the
+         * closed segment within batch_ms (cairn_sync and close do it at
+         * once). In `none` nobody does: its seal makes it durable, or
+         * cairn_sync / close (cairn__sync_unsealed). A power loss before
+         * then leaves it with a torn tail, which writer recovery accepts
+         * (format-spec/segment.md). */
         atomic_fetch_add(&old->refs, 1);
         db->closed_unsynced = old;
     }
@@ -375,6 +377,32 @@ static int seal_one(cairn_db *db, uint64_t id)
             cairn__db_fail(db, rc, &e);
     }
     return rc;
+}
+
+int cairn__sync_unsealed(cairn_db *db)
+{
+    uint64_t after = 0;
+
+    for (;;) {
+        view *v = db->view;
+        seg_ref *s = NULL;
+        cairn__err e;
+        int rc;
+        for (size_t i = 0; i + 1 < v->m.n && s == NULL; i++)
+            if (v->m.e[i].kind == SEG_CLOSED && v->m.e[i].id > after && !v->segs[i]->sealed)
+                s = v->segs[i];
+        if (s == NULL)
+            return CAIRN_OK;
+        after = s->id;
+        atomic_fetch_add(&s->refs, 1);
+        pthread_mutex_unlock(&db->mu);
+        /* The sealer may unlink the .log meanwhile: the fd keeps the file. */
+        rc = cairn__io_fdatasync(db->io, "closed.fdatasync", s->log.fd, s->log.name, &e);
+        pthread_mutex_lock(&db->mu);
+        cairn__seg_release(db, s);
+        if (rc != CAIRN_OK)
+            return kill_handle(db, rc, &e);
+    }
 }
 
 int cairn__sync_closed(cairn_db *db)
@@ -583,6 +611,8 @@ int cairn_sync(cairn_db *db)
         rc = cairn__flush_locked(db);
     if (rc == CAIRN_OK)
         rc = cairn__sync_closed(db);
+    if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_NONE)
+        rc = cairn__sync_unsealed(db);
     if (rc == CAIRN_OK)
         rc = commit_wait(db, db->next_seq - 1);
     pthread_mutex_unlock(&db->mu);

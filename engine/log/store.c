@@ -807,6 +807,14 @@ int cairn_close(cairn_db *db)
      * to do; a failure here loses nothing (the next open seals it). */
     if (rc == CAIRN_OK && !db->read_only && !db->dead && db->view != NULL && db->seal_pending)
         cairn__seal_pending(db);
+    /* `none` syncs closed segments only by sealing them: any left unsealed
+     * (a failed seal) are synced here, as close promises. */
+    if (rc == CAIRN_OK && !db->read_only && !db->dead && db->view != NULL &&
+        db->durability == CAIRN_DURABILITY_NONE) {
+        pthread_mutex_lock(&db->mu);
+        rc = cairn__sync_unsealed(db);
+        pthread_mutex_unlock(&db->mu);
+    }
     if (db->view != NULL)
         cairn__view_release(db, db->view);
     if (db->lockfd >= 0)

@@ -135,9 +135,14 @@ int cairn__refresh(cairn_db *db);
  * held). */
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
 
-/* fdatasync the segment a none/batch roll left unsynced, if any (mu held;
+/* fdatasync the segment a batch roll left unsynced, if any (mu held;
  * released during the sync). */
 int cairn__sync_closed(cairn_db *db);
+
+/* fdatasync every closed segment not sealed yet (`none` mode leaves them
+ * to their seal; cairn_sync and close call this; mu held, released during
+ * each sync). */
+int cairn__sync_unsealed(cairn_db *db);
 
 /* Write path (append.c). */
 int cairn__flush_locked(cairn_db *db);
