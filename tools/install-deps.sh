@@ -8,6 +8,8 @@ have_hdr zstd.h        || need="$need libzstd-dev"
 have_hdr xxhash.h      || need="$need libxxhash-dev"
 have_hdr cmocka.h      || need="$need libcmocka-dev"
 have_hdr cjson/cJSON.h || need="$need libcjson-dev"
+have_hdr utf8proc.h    || need="$need libutf8proc-dev"
+have_hdr libstemmer.h  || need="$need libstemmer-dev"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 [ -z "$need" ] && exit 0

@@ -1,0 +1,63 @@
+/*
+ * fuzz_tokenize.c - cairn__tok_run() over arbitrary bytes, with the default
+ * English stemmer and with none. Input: any bytes (text of a memory or a
+ * query).
+ *
+ * Invariants: every term is 1..TOK_MAX_BYTES bytes of valid UTF-8;
+ * positions count up from 0 with no gap; without stemming no term holds an
+ * ASCII upper-case letter, a separator byte or NUL; two runs over the same
+ * bytes give the same terms (checked through a running XXH3 of them).
+ */
+#include "fuzz.h"
+
+#include <utf8proc.h>
+
+#include "tokenize.h"
+
+typedef struct state {
+    uint32_t next_pos;
+    uint64_t hash;
+    int stemmed;
+} state;
+
+static int on_term(void *user, const char *term, size_t len, uint32_t pos)
+{
+    state *s = user;
+    size_t i = 0;
+
+    FUZZ_CHECK(pos == s->next_pos);
+    FUZZ_CHECK(len >= 1 && len <= TOK_MAX_BYTES);
+    while (i < len) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)term + i,
+                                              (utf8proc_ssize_t)(len - i), &c);
+        FUZZ_CHECK(k > 0);
+        FUZZ_CHECK(c != 0);
+        if (!s->stemmed && c < 0x80)
+            FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\'');
+        i += (size_t)k;
+    }
+    s->hash = XXH3_64bits_withSeed(term, len, s->hash ^ pos);
+    s->next_pos++;
+    return 0;
+}
+
+static uint64_t run(cairn__tokenizer *t, const uint8_t *data, size_t size, int stemmed)
+{
+    state s = {0, 0, stemmed};
+    FUZZ_CHECK(cairn__tok_run(t, data, size, on_term, &s) == CAIRN_OK);
+    return s.hash ^ s.next_pos;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static cairn__tokenizer *eng, *none;
+
+    if (eng == NULL) {
+        FUZZ_CHECK(cairn__tok_new(&eng, NULL, NULL) == CAIRN_OK);
+        FUZZ_CHECK(cairn__tok_new(&none, NULL, "none") == CAIRN_OK);
+    }
+    FUZZ_CHECK(run(eng, data, size, 1) == run(eng, data, size, 1));
+    FUZZ_CHECK(run(none, data, size, 0) == run(none, data, size, 0));
+    return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * test_tokenize.c - the tokenizer (engine/text/tokenize.c), rule by rule of
+ * format-spec/tokenizer.md: splitting, folding, accents, compatibility
+ * forms, scripts without spaces, apostrophes, invalid UTF-8, the length
+ * cut, stemming and its choices, and stopping early.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tokenize.h"
+
+/* The terms of a run joined by '|', with their positions checked. */
+typedef struct collect {
+    char out[1024];
+    size_t len;
+    uint32_t next_pos;
+    int stop_after; /* > 0: return 99 after that many terms */
+} collect;
+
+static int on_term(void *user, const char *term, size_t len, uint32_t pos)
+{
+    collect *c = user;
+    assert_int_equal(pos, c->next_pos);
+    assert_true(len >= 1 && len <= TOK_MAX_BYTES);
+    assert_true(c->len + len + 1 < sizeof c->out);
+    if (c->len > 0)
+        c->out[c->len++] = '|';
+    memcpy(c->out + c->len, term, len);
+    c->len += len;
+    c->out[c->len] = 0;
+    c->next_pos++;
+    if (c->stop_after > 0 && (int)c->next_pos == c->stop_after)
+        return 99;
+    return 0;
+}
+
+static const char *toks(const char *stemmer, const char *text)
+{
+    static collect c;
+    cairn__tokenizer *t = NULL;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(cairn__tok_new(&t, NULL, stemmer), CAIRN_OK);
+    assert_int_equal(cairn__tok_run(t, (const uint8_t *)text, strlen(text), on_term, &c),
+                     CAIRN_OK);
+    cairn__tok_free(t);
+    return c.out;
+}
+
+static void splits_on_everything_but_letters_and_digits(void **state)
+{
+    (void)state;
+    assert_string_equal(toks("none", "Hello, World! multi-agent v1.2 snake_case x"),
+                        "hello|world|multi|agent|v1|2|snake|case|x");
+    assert_string_equal(toks("none", ""), "");
+    assert_string_equal(toks("none", "  ...  "), "");
+}
+
+static void keeps_stop_words(void **state)
+{
+    (void)state;
+    assert_string_equal(toks("none", "the cat and the hat"), "the|cat|and|the|hat");
+}
+
+static void folds_case_and_compatibility_forms(void **state)
+{
+    (void)state;
+    /* full-width letters, the fi ligature, sharp s, Greek final sigma */
+    assert_string_equal(toks("none", "\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3 \xef\xac\x81le"),
+                        "abc|file");
+    assert_string_equal(toks("none", "Stra\xc3\x9f" "e"), "strasse");
+    assert_string_equal(toks("none", "\xce\xa3\xce\x9f\xce\xa6\xce\x9f\xce\xa3 "
+                                     "\xcf\x83\xce\xbf\xcf\x86\xce\xbf\xcf\x82"),
+                        "\xcf\x83\xce\xbf\xcf\x86\xce\xbf\xcf\x83|\xcf\x83\xce\xbf\xcf\x86\xce\xbf\xcf\x83");
+}
+
+static void removes_accents_from_latin_letters_only(void **state)
+{
+    (void)state;
+    /* café (precomposed) and cafe + combining acute give the same term */
+    assert_string_equal(toks("none", "Caf\xc3\xa9 cafe\xcc\x81 r\xc3\xa9sum\xc3\xa9"),
+                        "cafe|cafe|resume");
+    /* Devanagari vowel signs are marks of a non-Latin word: kept */
+    assert_string_equal(toks("none", "\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\x82\xe0\xa4\xa6\xe0\xa5\x80"),
+                        "\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\x82\xe0\xa4\xa6\xe0\xa5\x80");
+    /* Hangul stays composed (NFC after folding) */
+    assert_string_equal(toks("none", "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4"),
+                        "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4");
+}
+
+static void scripts_without_spaces_give_one_term_per_character(void **state)
+{
+    (void)state;
+    /* 記憶 + hiragana no + ab */
+    assert_string_equal(toks("none", "\xe8\xa8\x98\xe6\x86\xb6\xe3\x81\xae" "ab"),
+                        "\xe8\xa8\x98|\xe6\x86\xb6|\xe3\x81\xae|ab");
+}
+
+static void apostrophes_join_letters_only(void **state)
+{
+    (void)state;
+    assert_string_equal(toks("none", "don't don\xe2\x80\x99t 'quoted' dogs' '"),
+                        "don't|don't|quoted|dogs");
+}
+
+static void invalid_utf8_and_nul_separate_words(void **state)
+{
+    collect c;
+    cairn__tokenizer *t = NULL;
+    static const uint8_t bad[] = {'a', 'b', 0xff, 'c', 0xc3, 'd', 0, 'e', 0xe2, 0x82};
+    (void)state;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(cairn__tok_new(&t, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__tok_run(t, bad, sizeof bad, on_term, &c), CAIRN_OK);
+    assert_string_equal(c.out, "ab|c|d|e");
+    cairn__tok_free(t);
+}
+
+static void long_words_are_cut_at_a_character_boundary(void **state)
+{
+    char in[300], want[TOK_MAX_BYTES + 3];
+    const char *got;
+    (void)state;
+    memset(in, 'a', 200);
+    strcpy(in + 200, " b");
+    memset(want, 'a', TOK_MAX_BYTES);
+    strcpy(want + TOK_MAX_BYTES, "|b");
+    assert_string_equal(toks("none", in), want);
+    /* 2-byte letters: 64 bytes hold 32 of them, never half of one */
+    in[0] = 0;
+    for (int i = 0; i < 40; i++)
+        strcat(in, "\xc3\xb0"); /* eth, Latin, no decomposition */
+    got = toks("none", in);
+    assert_int_equal(strlen(got), TOK_MAX_BYTES);
+    assert_memory_equal(got, in, TOK_MAX_BYTES);
+}
+
+static void stems_english_by_default(void **state)
+{
+    (void)state;
+    assert_string_equal(toks(NULL, "Running connections quickly"), "run|connect|quick");
+    assert_string_equal(toks("english", "the agent's decisions"), "the|agent|decis");
+    assert_string_equal(toks("none", "Running connections"), "running|connections");
+    assert_string_equal(toks("porter", "generalizations"), "gener");
+}
+
+static void refuses_an_unknown_stemmer(void **state)
+{
+    cairn__tokenizer *t = (cairn__tokenizer *)&t;
+    (void)state;
+    assert_int_equal(cairn__tok_new(&t, NULL, "klingon"), CAIRN_EINVAL);
+    assert_null(t);
+    assert_int_equal(cairn__tok_new(&t, NULL, "french"), CAIRN_OK);
+    assert_string_equal(cairn__tok_stemmer(t), "french");
+    cairn__tok_free(t);
+    cairn__tok_free(NULL);
+}
+
+static void a_callback_can_stop_the_run(void **state)
+{
+    collect c;
+    cairn__tokenizer *t = NULL;
+    const char *text = "one two three four";
+    (void)state;
+    memset(&c, 0, sizeof c);
+    c.stop_after = 2;
+    assert_int_equal(cairn__tok_new(&t, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__tok_run(t, (const uint8_t *)text, strlen(text), on_term, &c), 99);
+    assert_string_equal(c.out, "one|two");
+    cairn__tok_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(splits_on_everything_but_letters_and_digits),
+        cmocka_unit_test(keeps_stop_words),
+        cmocka_unit_test(folds_case_and_compatibility_forms),
+        cmocka_unit_test(removes_accents_from_latin_letters_only),
+        cmocka_unit_test(scripts_without_spaces_give_one_term_per_character),
+        cmocka_unit_test(apostrophes_join_letters_only),
+        cmocka_unit_test(invalid_utf8_and_nul_separate_words),
+        cmocka_unit_test(long_words_are_cut_at_a_character_boundary),
+        cmocka_unit_test(stems_english_by_default),
+        cmocka_unit_test(refuses_an_unknown_stemmer),
+        cmocka_unit_test(a_callback_can_stop_the_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
