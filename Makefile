@@ -14,7 +14,7 @@ CFLAGS  ?= $(OPT)
 INCS    := -Iengine/include -Iengine/common -Iengine/log -Iengine/text
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(SANFLAGS) $(INCS) -fPIC -pthread -MMD -MP
-LIBS    := -lzstd -lxxhash -lutf8proc -lstemmer -pthread
+LIBS    := -lzstd -lxxhash -lutf8proc -lstemmer -lm -pthread
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
