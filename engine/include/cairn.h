@@ -133,6 +133,12 @@ const char *cairn_errmsg(const cairn_db *db);
 /* Record types. 1..0x7fff are the engine's; 0x8000..0xffff are free for
  * embedders. cairn_record_type_name() names the known ones. */
 #define CAIRN_REC_EVENT 1u /* an agent event, appended by `cairn log` */
+/* Memories (format-spec/memory.md); written by the cairn_mem_* calls. */
+#define CAIRN_REC_MEMORY 2u        /* "memory": a memory stored */
+#define CAIRN_REC_MEMORY_UPDATE 3u /* "memory.update": fields changed */
+#define CAIRN_REC_MEMORY_DELETE 4u /* "memory.delete": a tombstone */
+#define CAIRN_REC_MEMORY_ACCESS 5u /* "memory.access": memories a recall returned */
+#define CAIRN_REC_MEMORY_CLEAR 6u  /* "memory.clear": a namespace, or all, cleared */
 #define CAIRN_REC_USER_MIN 0x8000u
 
 /* Name of a record type ("event", ...) or NULL if the engine does not know it. */
@@ -281,6 +287,141 @@ typedef void (*cairn_verify_fn)(void *user, const char *file, uint64_t offset, i
  * active segment is a problem unless a writer holds the lock (then the
  * bytes may be in flight). */
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out);
+
+/* ---------------------------------------------------------------------------
+ * Memories (engine/memory): store, get, update, delete and recall, over the
+ * log. A cairn_mem reads every memory record of the store when it opens and
+ * then keeps its state (and a BM25 text index per namespace) in RAM; every
+ * change is a record appended first, so the log alone rebuilds it.
+ * A cairn_mem is safe to use from several threads (one mutex); a memory
+ * stored by one call is found by the next, from any thread. Only one
+ * cairn_mem per writable cairn_db.
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_mem cairn_mem;
+
+#define CAIRN_MEM_ID_MAX 32   /* ids: 1..32 of [A-Za-z0-9_.-] */
+
+#define CAIRN_MEM_OPTIONS_VERSION 1
+typedef struct cairn_mem_options {
+    unsigned version;          /* CAIRN_MEM_OPTIONS_VERSION */
+    const char *stemmer;       /* NULL = "english"; "none"; any Snowball name */
+    double half_life_days;     /* importance and recency decay; 0 = 30 */
+    /* Ranking weights; all four 0 = the defaults 0.5, 0.3, 0.2, 0.0. */
+    double w_relevance, w_importance, w_recency, w_access;
+} cairn_mem_options;
+
+#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0 }
+
+/* A memory as returned (a copy the caller owns: cairn_mem_free()). Strings
+ * are NUL-terminated. Times are ms since the epoch, UTC. */
+typedef struct cairn_memory {
+    char id[CAIRN_MEM_ID_MAX + 1];
+    char *ns;                  /* namespace ("" = default) */
+    char *content;
+    char *category;
+    char *metadata;            /* JSON object text, "{}" if none */
+    double importance;         /* as stored, 0..1 */
+    int64_t created_at;
+    int64_t accessed_at;
+    uint64_t access_count;
+    int64_t expires_at;        /* 0 = never */
+    uint64_t seq;              /* the log record that stored it */
+} cairn_memory;
+
+/* Open the memory engine over db (read-only handles work for get and
+ * recall; recall then records no access). Replays every memory record;
+ * a record that does not decode is skipped and counted
+ * (cairn_mem_skipped()). Errors: CAIRN_EINVAL (options, stemmer),
+ * CAIRN_ENOMEM, CAIRN_EIO, CAIRN_ECORRUPT, CAIRN_ECHECKSUM (from the log). */
+int cairn_mem_open(cairn_db *db, const cairn_mem_options *opts, cairn_mem **out);
+
+/* Close (the db stays open). Accepts NULL. */
+void cairn_mem_close(cairn_mem *m);
+
+/* Memory records replay skipped because their payload did not decode. */
+uint64_t cairn_mem_skipped(const cairn_mem *m);
+
+typedef struct cairn_mem_store_opts {
+    const char *ns;            /* NULL = "" */
+    const char *category;      /* NULL = "fact"; 1..64 bytes */
+    double importance;         /* 0..1; < 0 = the default 0.5 */
+    int64_t expires_at;        /* 0 = never */
+    const char *metadata;      /* JSON object text, NULL = none */
+} cairn_mem_store_opts;
+
+#define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL }
+
+/* Store content (UTF-8, 1 byte..1 MiB). If the same content is already
+ * stored in the namespace, nothing is written and *out is the existing
+ * memory, with *existed = 1 (existed may be NULL). out may be NULL.
+ * Errors: CAIRN_EINVAL (empty or too long content, importance out of 0..1,
+ * bad category or metadata; cairn_errmsg names which), CAIRN_EPERM
+ * (read-only), and the errors of cairn_append(). */
+int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opts *o,
+                    cairn_memory **out, int *existed);
+
+/* Get a live memory by id. Errors: CAIRN_ENOTFOUND (no such id, deleted,
+ * or expired), CAIRN_ENOMEM. */
+int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out);
+
+typedef struct cairn_mem_update_opts {
+    double importance;         /* < 0 = unchanged */
+    const char *category;      /* NULL = unchanged */
+    const char *metadata;      /* NULL = unchanged; a JSON object replaces it */
+    int set_expires;           /* 1: expires_at below replaces it */
+    int64_t expires_at;        /* 0 = never */
+} cairn_mem_update_opts;
+
+#define CAIRN_MEM_UPDATE_OPTS_INIT { -1.0, NULL, NULL, 0, 0 }
+
+/* Change fields of a live memory. Errors: CAIRN_ENOTFOUND, CAIRN_EINVAL,
+ * CAIRN_EPERM, and those of cairn_append(). */
+int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *u);
+
+/* Delete (a tombstone record; the content stays in the log for audits).
+ * reason may be NULL. Errors: CAIRN_ENOTFOUND, CAIRN_EPERM, cairn_append's. */
+int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason);
+
+typedef struct cairn_recall_opts {
+    size_t k;                  /* 0 = 5 */
+    const char *const *ns;     /* namespaces to search, n_ns of them; NULL = {""} */
+    size_t n_ns;
+    const char *const *categories; /* only these, NULL = all */
+    size_t n_categories;
+    double min_importance;     /* stored importance at least this; 0 = all */
+    int64_t since, until;      /* created_at within [since, until]; 0 = open */
+} cairn_recall_opts;
+
+#define CAIRN_RECALL_OPTS_INIT { 0, NULL, 0, NULL, 0, 0.0, 0, 0 }
+
+/* One recalled memory and every component of its score:
+ * score = w_relevance*relevance + w_importance*importance
+ *       + w_recency*recency + w_access*access (README "Recall"). */
+typedef struct cairn_recall_hit {
+    cairn_memory mem;          /* as it is after this recall's access */
+    double score;
+    double bm25;               /* raw BM25 of the query in its namespace */
+    double relevance;          /* bm25 / the best bm25 of the candidates */
+    double importance;         /* importance * 0.5^(days since accessed / half-life) */
+    double recency;            /* 0.5^(days since created / half-life) */
+    double access;             /* ln(1+count) / ln(1+highest count), 0 if none */
+} cairn_recall_hit;
+
+/* The best k live, unexpired memories for query, best first (ties: the
+ * older memory first). A query with no terms ranks every memory of the
+ * namespaces without relevance. On a writable handle the returned
+ * memories' accessedAt/accessCount are updated by one appended record.
+ * *hits (free with cairn_recall_free) gets *n_hits entries.
+ * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, cairn_append's. */
+int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
+                     cairn_recall_hit **hits, size_t *n_hits);
+
+void cairn_mem_free(cairn_memory *mem);
+void cairn_recall_free(cairn_recall_hit *hits, size_t n);
+
+/* The one-line detail of the last failed cairn_mem_* call ("" if none);
+ * valid until the next call on m. */
+const char *cairn_mem_errmsg(const cairn_mem *m);
 
 #ifdef __cplusplus
 }

@@ -116,6 +116,11 @@ static const struct {
     const char *name;
 } type_names[] = {
     {CAIRN_REC_EVENT, "event"},
+    {CAIRN_REC_MEMORY, "memory"},
+    {CAIRN_REC_MEMORY_UPDATE, "memory.update"},
+    {CAIRN_REC_MEMORY_DELETE, "memory.delete"},
+    {CAIRN_REC_MEMORY_ACCESS, "memory.access"},
+    {CAIRN_REC_MEMORY_CLEAR, "memory.clear"},
 };
 
 const char *cairn_record_type_name(uint16_t type)

@@ -1,0 +1,725 @@
+/*
+ * memory.c - the memory engine (cairn_mem_* in cairn.h): memories as log
+ * records (format-spec/memory.md), their current state in RAM with a BM25
+ * index per namespace, replay, store, get, update, delete. Recall is in
+ * recall.c.
+ *
+ * Invariants:
+ * - Every change is appended to the log before it is applied in RAM, and
+ *   replay applies records through the same functions, so a reopened
+ *   cairn_mem has exactly the state the old one had.
+ * - Entries are kept in sequence order of their store record (appends and
+ *   replay both go forward), so a document number (the store record's seq)
+ *   finds its entry by binary search.
+ * - An entry is "live" until deleted or cleared; expiry is checked when
+ *   reading, against the wall clock, and never changes the state.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "cairn.h"
+#include "memstate.h"
+#include "status.h"
+
+int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err, sizeof m->err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int64_t cairn__mem_wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static char *dup_str(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+/* ---- tables -------------------------------------------------------------- */
+
+static uint64_t hash_id(const char *id)
+{
+    return XXH3_64bits(id, strlen(id));
+}
+
+static uint64_t hash_content(uint32_t nsi, const char *c, size_t len)
+{
+    return XXH3_64bits_withSeed(c, len, 0x9E3779B97F4A7C15ull * (nsi + 1));
+}
+
+static void table_put(uint32_t *t, size_t cap, uint64_t h, uint32_t idx, const ment *e,
+                      int by_id)
+{
+    size_t i = (size_t)h & (cap - 1);
+    for (;; i = (i + 1) & (cap - 1)) {
+        /* by id: the newest entry of an id replaces the older one */
+        if (t[i] == 0 || (by_id && strcmp(e[t[i] - 1].id, e[idx].id) == 0)) {
+            t[i] = idx + 1;
+            return;
+        }
+    }
+}
+
+static int tables_grow(cairn_mem *m)
+{
+    size_t cap = m->tcap ? m->tcap * 2 : 1024;
+    uint32_t *a = calloc(cap, sizeof *a), *b = calloc(cap, sizeof *b);
+    if (a == NULL || b == NULL) {
+        free(a);
+        free(b);
+        return CAIRN_ENOMEM;
+    }
+    free(m->by_id);
+    free(m->by_content);
+    m->by_id = a;
+    m->by_content = b;
+    m->tcap = cap;
+    for (size_t i = 0; i < m->n; i++) {
+        table_put(m->by_id, cap, hash_id(m->e[i].id), (uint32_t)i, m->e, 1);
+        table_put(m->by_content, cap, m->e[i].content_hash, (uint32_t)i, m->e, 0);
+    }
+    return CAIRN_OK;
+}
+
+/* The live entry with this id, or NULL. */
+static ment *find_id(cairn_mem *m, const char *id)
+{
+    size_t i;
+    if (m->tcap == 0)
+        return NULL;
+    for (i = (size_t)hash_id(id) & (m->tcap - 1); m->by_id[i]; i = (i + 1) & (m->tcap - 1)) {
+        ment *x = &m->e[m->by_id[i] - 1];
+        if (strcmp(x->id, id) == 0)
+            return x->live ? x : NULL;
+    }
+    return NULL;
+}
+
+static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len, uint64_t h)
+{
+    size_t i;
+    if (m->tcap == 0)
+        return NULL;
+    for (i = (size_t)h & (m->tcap - 1); m->by_content[i]; i = (i + 1) & (m->tcap - 1)) {
+        ment *x = &m->e[m->by_content[i] - 1];
+        if (x->live && x->content_hash == h && x->nsi == nsi && x->content_len == len &&
+            memcmp(x->content, c, len) == 0)
+            return x;
+    }
+    return NULL;
+}
+
+ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->e[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->n && m->e[lo].seq == seq ? &m->e[lo] : NULL;
+}
+
+/* The namespace's index, created if asked. -1: absent (or no memory). */
+long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
+{
+    nspace *p;
+    for (size_t i = 0; i < m->nns; i++)
+        if (strlen(m->ns[i].name) == len && memcmp(m->ns[i].name, name, len) == 0)
+            return (long)i;
+    if (!create)
+        return -1;
+    p = realloc(m->ns, (m->nns + 1) * sizeof *p);
+    if (p == NULL)
+        return -1;
+    m->ns = p;
+    p = &m->ns[m->nns];
+    p->name = dup_str(name, len);
+    if (p->name == NULL || cairn__ramidx_new(&p->idx, NULL, m->stemmer) != CAIRN_OK) {
+        free(p->name);
+        return -1;
+    }
+    return (long)m->nns++;
+}
+
+/* ---- applying records (live appends and replay alike) -------------------- */
+
+static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq, int64_t ts,
+                       const memrec *r)
+{
+    long nsi = cairn__mem_ns_index(m, ns, ns_len, 1);
+    ment *x;
+    int rc;
+
+    if (nsi < 0)
+        return CAIRN_ENOMEM;
+    if (find_id(m, r->id) != NULL)
+        return CAIRN_EEXIST; /* a second live memory with one id: not applied */
+    if (m->n > 0 && seq <= m->e[m->n - 1].seq)
+        return CAIRN_EINVAL;
+    if ((m->n + 1) * 2 > m->tcap && tables_grow(m) != CAIRN_OK)
+        return CAIRN_ENOMEM;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        ment *p = realloc(m->e, cap * sizeof *p);
+        if (p == NULL)
+            return CAIRN_ENOMEM;
+        m->e = p;
+        m->cap = cap;
+    }
+    x = &m->e[m->n];
+    memset(x, 0, sizeof *x);
+    strcpy(x->id, r->id);
+    x->nsi = (uint32_t)nsi;
+    x->content = dup_str(r->content, r->content_len);
+    x->content_len = r->content_len;
+    x->category = dup_str(r->category, strlen(r->category));
+    x->metadata = r->metadata ? dup_str(r->metadata, strlen(r->metadata)) : NULL;
+    if (x->content == NULL || x->category == NULL || (r->metadata && x->metadata == NULL)) {
+        free(x->content);
+        free(x->category);
+        free(x->metadata);
+        return CAIRN_ENOMEM;
+    }
+    x->importance = r->importance;
+    x->created = r->created_at ? r->created_at : ts;
+    x->accessed = r->accessed_at ? r->accessed_at : x->created;
+    x->access_count = r->access_count;
+    x->expires = r->expires_at;
+    x->seq = seq;
+    x->content_hash = hash_content(x->nsi, x->content, x->content_len);
+    rc = cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content, x->content_len);
+    if (rc != CAIRN_OK) {
+        free(x->content);
+        free(x->category);
+        free(x->metadata);
+        return rc;
+    }
+    x->live = 1;
+    table_put(m->by_id, m->tcap, hash_id(x->id), (uint32_t)m->n, m->e, 1);
+    table_put(m->by_content, m->tcap, x->content_hash, (uint32_t)m->n, m->e, 0);
+    m->n++;
+    return CAIRN_OK;
+}
+
+static void apply_update(ment *x, const memrec *r)
+{
+    if (r->has & MEMREC_HAS_IMPORTANCE)
+        x->importance = r->importance;
+    if (r->has & MEMREC_HAS_CATEGORY) {
+        char *c = dup_str(r->category, strlen(r->category));
+        if (c != NULL) {
+            free(x->category);
+            x->category = c;
+        }
+    }
+    if (r->has & MEMREC_HAS_METADATA) {
+        char *c = r->metadata ? dup_str(r->metadata, strlen(r->metadata)) : NULL;
+        if (c != NULL || r->metadata == NULL) {
+            free(x->metadata);
+            x->metadata = c;
+        }
+    }
+    if (r->has & MEMREC_HAS_EXPIRES)
+        x->expires = r->expires_at;
+}
+
+static void kill_entry(cairn_mem *m, ment *x)
+{
+    (void)cairn__ramidx_remove(m->ns[x->nsi].idx, x->seq, (const uint8_t *)x->content,
+                               x->content_len);
+    x->live = 0;
+}
+
+static void apply_clear(cairn_mem *m, const char *ns)
+{
+    long nsi = ns ? cairn__mem_ns_index(m, ns, strlen(ns), 0) : -1;
+    if (ns != NULL && nsi < 0)
+        return;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->e[i].live && (ns == NULL || m->e[i].nsi == (uint32_t)nsi))
+            kill_entry(m, &m->e[i]);
+}
+
+/* Apply one decoded record. A record that cannot apply (unknown id, a
+ * second store of a live id) changes nothing and is counted as skipped. */
+static int apply(cairn_mem *m, const cairn_record *rec, const memrec *r)
+{
+    ment *x;
+    int rc;
+
+    switch (r->type) {
+    case CAIRN_REC_MEMORY:
+        rc = apply_store(m, rec->ns, rec->ns_len, rec->seq, rec->ts_ms, r);
+        if (rc == CAIRN_EEXIST || rc == CAIRN_EINVAL) {
+            m->skipped++;
+            return CAIRN_OK;
+        }
+        return rc;
+    case CAIRN_REC_MEMORY_UPDATE:
+        if ((x = find_id(m, r->id)) != NULL)
+            apply_update(x, r);
+        else
+            m->skipped++;
+        return CAIRN_OK;
+    case CAIRN_REC_MEMORY_DELETE:
+        if ((x = find_id(m, r->id)) != NULL)
+            kill_entry(m, x);
+        else
+            m->skipped++;
+        return CAIRN_OK;
+    case CAIRN_REC_MEMORY_ACCESS:
+        for (size_t i = 0; i < r->n_ids; i++)
+            if ((x = find_id(m, r->ids[i])) != NULL) {
+                if (r->accessed_at > x->accessed)
+                    x->accessed = r->accessed_at;
+                x->access_count++;
+            }
+        return CAIRN_OK;
+    case CAIRN_REC_MEMORY_CLEAR:
+        apply_clear(m, r->clear_ns);
+        return CAIRN_OK;
+    }
+    return CAIRN_OK;
+}
+
+/* ---- open / close -------------------------------------------------------- */
+
+static int replay(cairn_mem *m)
+{
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    int rc = cairn_iter_open(m->db, NULL, &it);
+
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+        memrec r;
+        if (rec.type < CAIRN_REC_MEMORY || rec.type > CAIRN_REC_MEMORY_CLEAR)
+            continue;
+        if (cairn__memrec_decode(rec.type, rec.json, rec.json_len, &r, NULL) != CAIRN_OK) {
+            m->skipped++;
+            continue;
+        }
+        rc = apply(m, &rec, &r);
+        cairn__memrec_done(&r);
+        if (rc != CAIRN_OK)
+            break;
+    }
+    cairn_iter_close(it);
+    if (rc == CAIRN_ENOTFOUND)
+        return CAIRN_OK;
+    return cairn__mem_fail(m, rc, "replaying memories: %s",
+                rc == CAIRN_ENOMEM ? "no memory" : cairn_errmsg(m->db));
+}
+
+int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
+{
+    cairn_mem_options def = CAIRN_MEM_OPTIONS_INIT;
+    cairn_stats st;
+    cairn_mem *m;
+    int rc;
+
+    *out = NULL;
+    if (o == NULL)
+        o = &def;
+    if (db == NULL || o->version != CAIRN_MEM_OPTIONS_VERSION || o->half_life_days < 0 ||
+        o->w_relevance < 0 || o->w_importance < 0 || o->w_recency < 0 || o->w_access < 0)
+        return CAIRN_EINVAL;
+    if (o->stemmer != NULL && strlen(o->stemmer) >= sizeof m->stemmer)
+        return CAIRN_EINVAL;
+    m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return CAIRN_ENOMEM;
+    m->db = db;
+    strcpy(m->stemmer, o->stemmer ? o->stemmer : "english");
+    m->half_life = o->half_life_days > 0 ? o->half_life_days : 30.0;
+    if (o->w_relevance + o->w_importance + o->w_recency + o->w_access == 0) {
+        m->w_rel = 0.5;
+        m->w_imp = 0.3;
+        m->w_rec = 0.2;
+        m->w_acc = 0.0;
+    } else {
+        m->w_rel = o->w_relevance;
+        m->w_imp = o->w_importance;
+        m->w_rec = o->w_recency;
+        m->w_acc = o->w_access;
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    rc = cairn__tok_new(&m->tok, NULL, m->stemmer);
+    if (rc == CAIRN_OK && tables_grow(m) != CAIRN_OK)
+        rc = CAIRN_ENOMEM;
+    if (rc == CAIRN_OK)
+        rc = cairn_stats_get(db, &st);
+    if (rc == CAIRN_OK)
+        rc = replay(m);
+    if (rc != CAIRN_OK) {
+        cairn_mem_close(m);
+        return rc;
+    }
+    /* A writable handle proves itself on the first store (CAIRN_EPERM). */
+    m->read_only = 0;
+    *out = m;
+    return CAIRN_OK;
+}
+
+void cairn_mem_close(cairn_mem *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->e[i].content);
+        free(m->e[i].category);
+        free(m->e[i].metadata);
+    }
+    for (size_t i = 0; i < m->nns; i++) {
+        free(m->ns[i].name);
+        cairn__ramidx_free(m->ns[i].idx);
+    }
+    free(m->ns);
+    free(m->e);
+    free(m->by_id);
+    free(m->by_content);
+    cairn__tok_free(m->tok);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+uint64_t cairn_mem_skipped(const cairn_mem *m)
+{
+    return m->skipped;
+}
+
+const char *cairn_mem_errmsg(const cairn_mem *m)
+{
+    return m->err;
+}
+
+/* ---- copies for the caller ----------------------------------------------- */
+
+int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c)
+{
+    memset(c, 0, sizeof *c);
+    strcpy(c->id, x->id);
+    c->ns = dup_str(m->ns[x->nsi].name, strlen(m->ns[x->nsi].name));
+    c->content = dup_str(x->content, x->content_len);
+    c->category = dup_str(x->category, strlen(x->category));
+    c->metadata = x->metadata ? dup_str(x->metadata, strlen(x->metadata)) : dup_str("{}", 2);
+    c->importance = x->importance;
+    c->created_at = x->created;
+    c->accessed_at = x->accessed;
+    c->access_count = x->access_count;
+    c->expires_at = x->expires;
+    c->seq = x->seq;
+    if (c->ns == NULL || c->content == NULL || c->category == NULL || c->metadata == NULL) {
+        free(c->ns);
+        free(c->content);
+        free(c->category);
+        free(c->metadata);
+        return CAIRN_ENOMEM;
+    }
+    return CAIRN_OK;
+}
+
+static void free_fields(cairn_memory *c)
+{
+    free(c->ns);
+    free(c->content);
+    free(c->category);
+    free(c->metadata);
+}
+
+void cairn_mem_free(cairn_memory *mem)
+{
+    if (mem == NULL)
+        return;
+    free_fields(mem);
+    free(mem);
+}
+
+void cairn_recall_free(cairn_recall_hit *hits, size_t n)
+{
+    if (hits == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free_fields(&hits[i].mem);
+    free(hits);
+}
+
+static int copy_new(cairn_mem *m, const ment *x, cairn_memory **out)
+{
+    cairn_memory *c = malloc(sizeof *c);
+    if (c == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
+        free(c);
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    }
+    *out = c;
+    return CAIRN_OK;
+}
+
+int cairn__mem_expired(const ment *x, int64_t now)
+{
+    return x->expires != 0 && x->expires <= now;
+}
+
+/* ---- writes -------------------------------------------------------------- */
+
+/* Append r as a record of namespace ns, then apply it. */
+int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out)
+{
+    cairn__err e;
+    char *json = NULL;
+    size_t len = 0;
+    cairn_entry ent;
+    cairn_record rec;
+    uint64_t seq = 0;
+    int rc = cairn__memrec_encode(r, &json, &len, &e);
+
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", e.msg);
+    memset(&ent, 0, sizeof ent);
+    ent.type = r->type;
+    ent.ns = ns;
+    ent.ns_len = strlen(ns);
+    ent.json = json;
+    ent.json_len = len;
+    rc = cairn_append(m->db, &ent, &seq);
+    free(json);
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    memset(&rec, 0, sizeof rec);
+    rec.seq = seq;
+    rec.ts_ms = cairn__mem_wall_ms();
+    rec.type = r->type;
+    rec.ns = ns;
+    rec.ns_len = ent.ns_len;
+    rc = apply(m, &rec, r);
+    if (seq_out != NULL)
+        *seq_out = seq;
+    /* Appended but not applied (no memory): the log is right, this handle
+     * is not; a reopen would be. Say so rather than pretend. */
+    return rc == CAIRN_OK ? CAIRN_OK
+                          : cairn__mem_fail(m, rc, "the record was appended but the in-memory state could "
+                                        "not take it; reopen the store");
+}
+
+static int check_metadata(cairn_mem *m, const char *meta)
+{
+    memrec probe;
+    char *json = NULL;
+    size_t len;
+    cairn__err e;
+    int rc;
+    /* The encoder parses it back: the one place that says what is valid. */
+    memset(&probe, 0, sizeof probe);
+    probe.type = CAIRN_REC_MEMORY_UPDATE;
+    probe.id = "x";
+    probe.metadata = (char *)(uintptr_t)meta;
+    probe.has = MEMREC_HAS_METADATA;
+    rc = cairn__memrec_encode(&probe, &json, &len, &e);
+    free(json);
+    return rc == CAIRN_OK ? CAIRN_OK : cairn__mem_fail(m, CAIRN_EINVAL, "--meta: %s", e.msg);
+}
+
+static int check_category(cairn_mem *m, const char *c)
+{
+    size_t n = strlen(c);
+    if (n == 0 || n > MEM_CATEGORY_MAX)
+        return cairn__mem_fail(m, CAIRN_EINVAL, "category must be 1..%d bytes", MEM_CATEGORY_MAX);
+    return CAIRN_OK;
+}
+
+static void new_id(cairn_mem *m, const char *content, char *id)
+{
+    do {
+        uint64_t seed = (uint64_t)cairn__mem_wall_ms() ^ (++m->id_counter << 40) ^ (uint64_t)(uintptr_t)m;
+        uint64_t h = XXH3_64bits_withSeed(content, strlen(content), seed);
+        snprintf(id, CAIRN_MEM_ID_MAX + 1, "m%016llx", (unsigned long long)h);
+    } while (find_id(m, id) != NULL);
+}
+
+int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opts *o,
+                    cairn_memory **out, int *existed)
+{
+    cairn_mem_store_opts def = CAIRN_MEM_STORE_OPTS_INIT;
+    const char *ns;
+    size_t len;
+    long nsi;
+    ment *x;
+    memrec r;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    uint64_t seq = 0;
+    int64_t now = cairn__mem_wall_ms();
+    int rc;
+
+    if (o == NULL)
+        o = &def;
+    ns = o->ns ? o->ns : "";
+    if (out != NULL)
+        *out = NULL;
+    if (existed != NULL)
+        *existed = 0;
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    len = content ? strlen(content) : 0;
+    if (len == 0 || len > MEM_CONTENT_MAX) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "content must be 1 byte..1 MiB");
+        goto out;
+    }
+    if (strlen(ns) > CAIRN_NS_MAX) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "namespace longer than %d bytes", CAIRN_NS_MAX);
+        goto out;
+    }
+    if (o->importance > 1.0 || o->importance != o->importance) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid importance: must be between 0 and 1");
+        goto out;
+    }
+    if ((rc = check_category(m, o->category ? o->category : "fact")) != CAIRN_OK)
+        goto out;
+    if (o->metadata != NULL && (rc = check_metadata(m, o->metadata)) != CAIRN_OK)
+        goto out;
+    if (o->expires_at < 0) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "expiry before 1970");
+        goto out;
+    }
+    nsi = cairn__mem_ns_index(m, ns, strlen(ns), 0);
+    if (nsi >= 0 && (x = find_content(m, (uint32_t)nsi, content, len,
+                                      hash_content((uint32_t)nsi, content, len))) != NULL) {
+        if (existed != NULL)
+            *existed = 1;
+        rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
+        goto out;
+    }
+    new_id(m, content, id);
+    memset(&r, 0, sizeof r);
+    r.type = CAIRN_REC_MEMORY;
+    r.id = id;
+    r.content = content;
+    r.content_len = len;
+    r.category = o->category ? o->category : "fact";
+    r.importance = o->importance < 0 ? 0.5 : o->importance;
+    r.created_at = r.accessed_at = now;
+    r.expires_at = o->expires_at;
+    r.metadata = (char *)(uintptr_t)o->metadata;
+    rc = cairn__mem_write_rec(m, ns, &r, &seq);
+    if (rc == CAIRN_OK && out != NULL)
+        rc = copy_new(m, cairn__mem_find_seq(m, seq), out);
+out:
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
+{
+    ment *x;
+    int rc;
+
+    *out = NULL;
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    x = id ? find_id(m, id) : NULL;
+    if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
+        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
+    else
+        rc = copy_new(m, x, out);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *u)
+{
+    ment *x;
+    memrec r;
+    int rc = CAIRN_OK;
+
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    x = id ? find_id(m, id) : NULL;
+    if (x == NULL || u == NULL) {
+        rc = x == NULL ? cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)")
+                       : cairn__mem_fail(m, CAIRN_EINVAL, "nothing to update");
+        goto out;
+    }
+    memset(&r, 0, sizeof r);
+    r.type = CAIRN_REC_MEMORY_UPDATE;
+    r.id = x->id;
+    if (u->importance >= 0) {
+        if (u->importance > 1.0) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid importance: must be between 0 and 1");
+            goto out;
+        }
+        r.importance = u->importance;
+        r.has |= MEMREC_HAS_IMPORTANCE;
+    }
+    if (u->category != NULL) {
+        if ((rc = check_category(m, u->category)) != CAIRN_OK)
+            goto out;
+        r.category = u->category;
+        r.has |= MEMREC_HAS_CATEGORY;
+    }
+    if (u->metadata != NULL) {
+        if ((rc = check_metadata(m, u->metadata)) != CAIRN_OK)
+            goto out;
+        r.metadata = (char *)(uintptr_t)u->metadata;
+        r.has |= MEMREC_HAS_METADATA;
+    }
+    if (u->set_expires) {
+        if (u->expires_at < 0) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "expiry before 1970");
+            goto out;
+        }
+        r.expires_at = u->expires_at;
+        r.has |= MEMREC_HAS_EXPIRES;
+    }
+    if (r.has == 0) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "nothing to update");
+        goto out;
+    }
+    rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
+out:
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
+{
+    ment *x;
+    memrec r;
+    int rc;
+
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    x = id ? find_id(m, id) : NULL;
+    if (x == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
+    } else {
+        memset(&r, 0, sizeof r);
+        r.type = CAIRN_REC_MEMORY_DELETE;
+        r.id = x->id;
+        r.reason = reason;
+        rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+

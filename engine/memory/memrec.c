@@ -1,0 +1,293 @@
+/*
+ * memrec.c - see memrec.h and format-spec/memory.md.
+ *
+ * cJSON parses (it is the project's JSON library; it allocates with
+ * malloc). Numbers are doubles in JSON: a timestamp must be an integer
+ * between 0 and 2^53, a count an integer between 0 and 2^53, an importance
+ * a number in [0, 1]. Unknown fields are ignored (a later version may add
+ * some); a known field of the wrong type is corruption.
+ */
+#include "memrec.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SAFE_INT 9007199254740992.0 /* 2^53 */
+
+int cairn__memrec_id_ok(const char *s)
+{
+    size_t n = 0;
+    if (s == NULL)
+        return 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return 0;
+    }
+    return n >= 1 && n <= MEM_ID_MAX;
+}
+
+static const char *kind(uint16_t type)
+{
+    const char *n = cairn_record_type_name(type);
+    return n ? n : "memory record";
+}
+
+/* A string field: required or not. */
+static int get_str(const cJSON *root, const char *name, int required, const char **out,
+                   size_t max, uint16_t type, cairn__err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    *out = NULL;
+    if (v == NULL || cJSON_IsNull(v)) {
+        if (required)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" missing", kind(type), name);
+        return CAIRN_OK;
+    }
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" is not a string", kind(type), name);
+    if (strlen(v->valuestring) > max)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" longer than %zu bytes", kind(type),
+                           name, max);
+    *out = v->valuestring;
+    return CAIRN_OK;
+}
+
+/* An integer time or count in [0, 2^53]; absent or null gives 0. *present
+ * (may be NULL) tells whether the field was there (null counts). */
+static int get_int(const cJSON *root, const char *name, int64_t *out, int *present, uint16_t type,
+                   cairn__err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    *out = 0;
+    if (present)
+        *present = v != NULL;
+    if (v == NULL || cJSON_IsNull(v))
+        return CAIRN_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > MAX_SAFE_INT ||
+        v->valuedouble != floor(v->valuedouble))
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" is not an integer in 0..2^53",
+                           kind(type), name);
+    *out = (int64_t)v->valuedouble;
+    return CAIRN_OK;
+}
+
+static int get_importance(const cJSON *root, double *out, int *present, uint16_t type,
+                          cairn__err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "importance");
+    *present = v != NULL;
+    if (v == NULL)
+        return CAIRN_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0.0 && v->valuedouble <= 1.0))
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"importance\" is not a number in 0..1",
+                           kind(type));
+    *out = v->valuedouble;
+    return CAIRN_OK;
+}
+
+static int get_metadata(const cJSON *root, char **out, int *present, uint16_t type, cairn__err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+    *out = NULL;
+    *present = v != NULL;
+    if (v == NULL || cJSON_IsNull(v))
+        return CAIRN_OK;
+    if (!cJSON_IsObject(v))
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"metadata\" is not an object",
+                           kind(type));
+    *out = cJSON_PrintUnformatted(v);
+    return *out == NULL ? cairn__fail(e, CAIRN_ENOMEM, "no memory for metadata") : CAIRN_OK;
+}
+
+static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
+{
+    int rc = CAIRN_OK, present;
+    int64_t n;
+
+    switch (type) {
+    case CAIRN_REC_MEMORY:
+        if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        if ((rc = get_str(root, "content", 1, &r->content, MEM_CONTENT_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        r->content_len = strlen(r->content);
+        if (r->content_len == 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"content\" is empty", kind(type));
+        if ((rc = get_str(root, "category", 1, &r->category, MEM_CATEGORY_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        r->importance = 0.5;
+        if ((rc = get_importance(root, &r->importance, &present, type, e)) != CAIRN_OK)
+            return rc;
+        if ((rc = get_int(root, "createdAt", &r->created_at, NULL, type, e)) != CAIRN_OK ||
+            (rc = get_int(root, "accessedAt", &r->accessed_at, NULL, type, e)) != CAIRN_OK ||
+            (rc = get_int(root, "expiresAt", &r->expires_at, NULL, type, e)) != CAIRN_OK ||
+            (rc = get_int(root, "accessCount", &n, NULL, type, e)) != CAIRN_OK)
+            return rc;
+        r->access_count = (uint64_t)n;
+        return get_metadata(root, &r->metadata, &present, type, e);
+    case CAIRN_REC_MEMORY_UPDATE:
+        if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        if ((rc = get_importance(root, &r->importance, &present, type, e)) != CAIRN_OK)
+            return rc;
+        r->has |= present ? MEMREC_HAS_IMPORTANCE : 0;
+        if ((rc = get_str(root, "category", 0, &r->category, MEM_CATEGORY_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        r->has |= r->category != NULL ? MEMREC_HAS_CATEGORY : 0;
+        if ((rc = get_int(root, "expiresAt", &r->expires_at, &present, type, e)) != CAIRN_OK)
+            return rc;
+        r->has |= present ? MEMREC_HAS_EXPIRES : 0;
+        if ((rc = get_metadata(root, &r->metadata, &present, type, e)) != CAIRN_OK)
+            return rc;
+        r->has |= present ? MEMREC_HAS_METADATA : 0;
+        return CAIRN_OK;
+    case CAIRN_REC_MEMORY_DELETE:
+        if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        return get_str(root, "reason", 0, &r->reason, 4096, type, e);
+    case CAIRN_REC_MEMORY_ACCESS: {
+        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(root, "ids"), *v;
+        size_t i = 0;
+        if ((rc = get_int(root, "at", &r->accessed_at, NULL, type, e)) != CAIRN_OK)
+            return rc;
+        if (!cJSON_IsArray(ids))
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"ids\" is not an array", kind(type));
+        r->n_ids = (size_t)cJSON_GetArraySize(ids);
+        r->ids = calloc(r->n_ids ? r->n_ids : 1, sizeof *r->ids);
+        if (r->ids == NULL)
+            return cairn__fail(e, CAIRN_ENOMEM, "no memory");
+        cJSON_ArrayForEach(v, ids) {
+            if (!cJSON_IsString(v) || !cairn__memrec_id_ok(v->valuestring))
+                return cairn__fail(e, CAIRN_ECORRUPT, "%s: ids[%zu] is not a memory id",
+                                   kind(type), i);
+            r->ids[i++] = v->valuestring;
+        }
+        return CAIRN_OK;
+    }
+    case CAIRN_REC_MEMORY_CLEAR: {
+        const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "all");
+        if ((rc = get_str(root, "namespace", 0, &r->clear_ns, CAIRN_NS_MAX, type, e)) != CAIRN_OK)
+            return rc;
+        if (r->clear_ns == NULL && !cJSON_IsTrue(all))
+            return cairn__fail(e, CAIRN_ECORRUPT,
+                               "%s: neither \"namespace\" nor \"all\": true", kind(type));
+        return CAIRN_OK;
+    }
+    default:
+        return cairn__fail(e, CAIRN_ECORRUPT, "record type %u is not a memory record",
+                           (unsigned)type);
+    }
+}
+
+int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *out, cairn__err *e)
+{
+    cJSON *root;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    out->type = type;
+    root = cJSON_ParseWithLength(json, len);
+    if (root == NULL)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: payload is not JSON", kind(type));
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: payload is not a JSON object", kind(type));
+    }
+    out->root = root;
+    rc = decode_fields(type, root, out, e);
+    if (rc == CAIRN_OK && out->id != NULL && !cairn__memrec_id_ok(out->id))
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"id\" is not a memory id", kind(type));
+    if (rc == CAIRN_OK && out->category != NULL && out->category[0] == '\0')
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"category\" is empty", kind(type));
+    if (rc != CAIRN_OK)
+        cairn__memrec_done(out);
+    return rc;
+}
+
+void cairn__memrec_done(memrec *r)
+{
+    cJSON_Delete(r->root);
+    free(r->metadata);
+    free(r->ids);
+    memset(r, 0, sizeof *r);
+}
+
+static int add_int(cJSON *o, const char *name, int64_t v)
+{
+    return cJSON_AddNumberToObject(o, name, (double)v) != NULL;
+}
+
+int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    int ok = o != NULL;
+
+    *out = NULL;
+    if (ok && r->id != NULL)
+        ok = cJSON_AddStringToObject(o, "id", r->id) != NULL;
+    switch (r->type) {
+    case CAIRN_REC_MEMORY:
+        ok = ok && cJSON_AddStringToObject(o, "content", r->content) != NULL &&
+             cJSON_AddStringToObject(o, "category", r->category) != NULL &&
+             cJSON_AddNumberToObject(o, "importance", r->importance) != NULL &&
+             add_int(o, "createdAt", r->created_at) && add_int(o, "accessedAt", r->accessed_at) &&
+             add_int(o, "accessCount", (int64_t)r->access_count);
+        if (ok)
+            ok = r->expires_at ? add_int(o, "expiresAt", r->expires_at)
+                               : cJSON_AddNullToObject(o, "expiresAt") != NULL;
+        break;
+    case CAIRN_REC_MEMORY_UPDATE:
+        if (ok && (r->has & MEMREC_HAS_IMPORTANCE))
+            ok = cJSON_AddNumberToObject(o, "importance", r->importance) != NULL;
+        if (ok && (r->has & MEMREC_HAS_CATEGORY))
+            ok = cJSON_AddStringToObject(o, "category", r->category) != NULL;
+        if (ok && (r->has & MEMREC_HAS_EXPIRES))
+            ok = r->expires_at ? add_int(o, "expiresAt", r->expires_at)
+                               : cJSON_AddNullToObject(o, "expiresAt") != NULL;
+        break;
+    case CAIRN_REC_MEMORY_DELETE:
+        if (ok && r->reason != NULL)
+            ok = cJSON_AddStringToObject(o, "reason", r->reason) != NULL;
+        break;
+    case CAIRN_REC_MEMORY_ACCESS: {
+        cJSON *ids = ok ? cJSON_AddArrayToObject(o, "ids") : NULL;
+        ok = ok && add_int(o, "at", r->accessed_at) && ids != NULL;
+        for (size_t i = 0; ok && i < r->n_ids; i++) {
+            cJSON *s = cJSON_CreateString(r->ids[i]);
+            ok = s != NULL && cJSON_AddItemToArray(ids, s);
+        }
+        break;
+    }
+    case CAIRN_REC_MEMORY_CLEAR:
+        if (ok)
+            ok = r->clear_ns != NULL ? cJSON_AddStringToObject(o, "namespace", r->clear_ns) != NULL
+                                     : cJSON_AddTrueToObject(o, "all") != NULL;
+        break;
+    default:
+        cJSON_Delete(o);
+        return cairn__fail(e, CAIRN_EINVAL, "record type %u is not a memory record",
+                           (unsigned)r->type);
+    }
+    /* metadata last: it is already JSON text, parsed back in */
+    if (ok && r->metadata != NULL &&
+        (r->type == CAIRN_REC_MEMORY || (r->has & MEMREC_HAS_METADATA))) {
+        cJSON *m = cJSON_Parse(r->metadata);
+        if (m == NULL || !cJSON_IsObject(m)) {
+            cJSON_Delete(m);
+            cJSON_Delete(o);
+            return cairn__fail(e, CAIRN_EINVAL, "metadata is not a JSON object");
+        }
+        ok = cJSON_AddItemToObject(o, "metadata", m);
+    }
+    if (ok)
+        *out = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (*out == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory to encode a memory record");
+    *len = strlen(*out);
+    return CAIRN_OK;
+}

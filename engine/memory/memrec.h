@@ -1,0 +1,67 @@
+/*
+ * memrec.h - the JSON payloads of memory records (format-spec/memory.md):
+ * encoding for the writer, strict decoding for replay and import.
+ *
+ * Decoding takes any bytes (a record's payload is data: another writer, a
+ * bug, or a hostile import may have put anything there) and either fills a
+ * memrec or returns CAIRN_ECORRUPT with one line naming the field.
+ * Strings in a decoded memrec point into the cJSON tree it holds: valid
+ * until cairn__memrec_done().
+ */
+#ifndef CAIRN_MEMREC_H
+#define CAIRN_MEMREC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cairn.h"
+#include "status.h"
+
+/* Record types of memories (cairn.h has their public names). */
+#define MEM_ID_MAX 32          /* id: 1..32 of [A-Za-z0-9_.-] */
+#define MEM_CATEGORY_MAX 64    /* category: 1..64 bytes */
+#define MEM_CONTENT_MAX (1u << 20)
+
+/* Which fields an update record carries. */
+#define MEMREC_HAS_IMPORTANCE 1u
+#define MEMREC_HAS_CATEGORY 2u
+#define MEMREC_HAS_METADATA 4u
+#define MEMREC_HAS_EXPIRES 8u
+
+typedef struct memrec {
+    uint16_t type;             /* CAIRN_REC_MEMORY... */
+    const char *id;            /* store, update, delete */
+    const char *content;       /* store */
+    size_t content_len;
+    const char *category;      /* store; update if HAS_CATEGORY */
+    double importance;         /* store; update if HAS_IMPORTANCE */
+    int64_t created_at;        /* store: 0 = the record's time */
+    int64_t accessed_at;       /* store: 0 = created_at; access: the time */
+    uint64_t access_count;     /* store */
+    int64_t expires_at;        /* store/update: 0 = never */
+    char *metadata;            /* store/update: JSON object text (malloc), NULL = {} */
+    const char *reason;        /* delete: may be NULL */
+    const char **ids;          /* access: the memories read (malloc array) */
+    size_t n_ids;
+    const char *clear_ns;      /* clear: the namespace, NULL = all */
+    unsigned has;              /* update: MEMREC_HAS_* */
+    void *root;                /* the cJSON tree */
+} memrec;
+
+/* Decode the payload of a record of memory type `type`.
+ * Errors: CAIRN_ECORRUPT (e names the field), CAIRN_ENOMEM. On error
+ * nothing needs freeing. */
+int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *out, cairn__err *e);
+
+/* Free what a successful decode holds. */
+void cairn__memrec_done(memrec *r);
+
+/* Encode r (type r->type) as JSON text into *out (malloc'd, NUL-terminated;
+ * the caller frees it with free()). Errors: CAIRN_ENOMEM, CAIRN_EINVAL (a
+ * field out of range: e names it). */
+int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e);
+
+/* 1 if s is a valid memory id. */
+int cairn__memrec_id_ok(const char *s);
+
+#endif /* CAIRN_MEMREC_H */

@@ -1,0 +1,213 @@
+/*
+ * recall.c - cairn_mem_recall: candidates from each namespace's BM25 index
+ * (or every memory, for a query without terms), the filters, the score
+ * components, the ranking, and one access record for what is returned.
+ * The formula is in cairn.h (cairn_recall_hit) and README "Recall".
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "memstate.h"
+
+typedef struct cand {
+    ment *x;
+    double bm25;
+    cairn_recall_hit h; /* components and score; h.mem filled at the end */
+} cand;
+
+static int count_term(void *user, const char *t, size_t len, uint32_t pos)
+{
+    (void)t;
+    (void)len;
+    (void)pos;
+    (*(size_t *)user)++;
+    return 0;
+}
+
+static int passes(const ment *x, const cairn_recall_opts *o, int64_t now)
+{
+    if (!x->live || cairn__mem_expired(x, now) || x->importance < o->min_importance)
+        return 0;
+    if (o->since != 0 && x->created < o->since)
+        return 0;
+    if (o->until != 0 && x->created > o->until)
+        return 0;
+    if (o->categories != NULL) {
+        for (size_t i = 0; i < o->n_categories; i++)
+            if (strcmp(o->categories[i], x->category) == 0)
+                return 1;
+        return 0;
+    }
+    return 1;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->h.score != y->h.score)
+        return x->h.score > y->h.score ? -1 : 1;
+    return x->x->seq < y->x->seq ? -1 : x->x->seq > y->x->seq;
+}
+
+static int push_cand(cand **c, size_t *n, size_t *cap, ment *x, double bm25)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        cand *p = realloc(*c, nc * sizeof *p);
+        if (p == NULL)
+            return CAIRN_ENOMEM;
+        *c = p;
+        *cap = nc;
+    }
+    memset(&(*c)[*n], 0, sizeof **c);
+    (*c)[*n].x = x;
+    (*c)[*n].bm25 = bm25;
+    (*n)++;
+    return CAIRN_OK;
+}
+
+/* Candidates of one namespace: its best BM25 matches that pass the
+ * filters, asking the index for more until k pass or none are left. */
+static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_t now,
+                     const cairn_recall_opts *o, cand **c, size_t *n, size_t *cap)
+{
+    size_t want = k * 4 < 64 ? 64 : k * 4;
+    for (;;) {
+        uint64_t *docs = malloc(want * sizeof *docs);
+        double *sc = malloc(want * sizeof *sc);
+        size_t got = 0, kept = 0, start = *n;
+        int rc = docs && sc ? cairn__ramidx_search(m->ns[nsi].idx, (const uint8_t *)q, strlen(q),
+                                                   want, docs, sc, &got, NULL)
+                            : CAIRN_ENOMEM;
+        for (size_t i = 0; rc == CAIRN_OK && i < got; i++) {
+            ment *x = cairn__mem_find_seq(m, docs[i]);
+            if (x != NULL && passes(x, o, now)) {
+                rc = push_cand(c, n, cap, x, sc[i]);
+                kept++;
+            }
+        }
+        free(docs);
+        free(sc);
+        if (rc != CAIRN_OK || kept >= k || got < want)
+            return rc;
+        *n = start; /* too few passed: ask for more */
+        want *= 4;
+    }
+}
+
+int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
+                     cairn_recall_hit **hits, size_t *n_hits)
+{
+    cairn_recall_opts def = CAIRN_RECALL_OPTS_INIT;
+    static const char *const default_ns[] = {""};
+    const char *const *nss;
+    size_t n_ns, k, n = 0, cap = 0, nterms = 0, take;
+    cand *c = NULL;
+    cairn_recall_hit *out = NULL;
+    double best = 0, most = 0;
+    int64_t now = cairn__mem_wall_ms();
+    int rc = CAIRN_OK;
+
+    *hits = NULL;
+    *n_hits = 0;
+    if (o == NULL)
+        o = &def;
+    if (query == NULL)
+        query = "";
+    k = o->k ? o->k : 5;
+    nss = o->ns ? o->ns : default_ns;
+    n_ns = o->ns ? o->n_ns : 1;
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    if (o->min_importance < 0 || o->min_importance > 1 || k > 100000) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, o->min_importance < 0 || o->min_importance > 1
+                                       ? "minImportance must be between 0 and 1"
+                                       : "k must be 1..100000");
+        goto out;
+    }
+    (void)cairn__tok_run(m->tok, (const uint8_t *)query, strlen(query), count_term, &nterms);
+    for (size_t i = 0; i < n_ns && rc == CAIRN_OK; i++) {
+        long nsi = cairn__mem_ns_index(m, nss[i], strlen(nss[i]), 0);
+        if (nsi < 0)
+            continue;
+        if (nterms > 0) {
+            rc = gather_ns(m, (uint32_t)nsi, query, k, now, o, &c, &n, &cap);
+        } else {
+            for (size_t j = 0; j < m->n && rc == CAIRN_OK; j++)
+                if (m->e[j].nsi == (uint32_t)nsi && passes(&m->e[j], o, now))
+                    rc = push_cand(&c, &n, &cap, &m->e[j], 0.0);
+        }
+    }
+    if (rc != CAIRN_OK) {
+        rc = cairn__mem_fail(m, rc, "no memory for recall");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].bm25 > best)
+            best = c[i].bm25;
+        if ((double)c[i].x->access_count > most)
+            most = (double)c[i].x->access_count;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cairn_recall_hit *h = &c[i].h;
+        const ment *x = c[i].x;
+        double since_access = (double)(now - x->accessed) / DAY_MS;
+        double since_create = (double)(now - x->created) / DAY_MS;
+        h->bm25 = c[i].bm25;
+        h->relevance = best > 0 ? c[i].bm25 / best : 0.0;
+        h->importance = x->importance * pow(0.5, (since_access > 0 ? since_access : 0) / m->half_life);
+        h->recency = pow(0.5, (since_create > 0 ? since_create : 0) / m->half_life);
+        h->access = most > 0 ? log1p((double)x->access_count) / log1p(most) : 0.0;
+        h->score = m->w_rel * h->relevance + m->w_imp * h->importance + m->w_rec * h->recency +
+                   m->w_acc * h->access;
+    }
+    if (n > 1)
+        qsort(c, n, sizeof *c, cand_cmp);
+    take = n < k ? n : k;
+    if (take == 0)
+        goto out;
+    /* Access first (one record for the whole recall), so the copies show it. */
+    {
+        memrec r;
+        const char **ids = malloc(take * sizeof *ids);
+        if (ids == NULL) {
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
+            goto out;
+        }
+        for (size_t i = 0; i < take; i++)
+            ids[i] = c[i].x->id;
+        memset(&r, 0, sizeof r);
+        r.type = CAIRN_REC_MEMORY_ACCESS;
+        r.accessed_at = now;
+        r.ids = ids;
+        r.n_ids = take;
+        rc = cairn__mem_write_rec(m, "", &r, NULL);
+        free(ids);
+        if (rc == CAIRN_EPERM) /* a read-only handle recalls without recording it */
+            rc = CAIRN_OK;
+        if (rc != CAIRN_OK)
+            goto out;
+    }
+    out = calloc(take, sizeof *out);
+    if (out == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
+        goto out;
+    }
+    for (size_t i = 0; i < take; i++) {
+        out[i] = c[i].h;
+        if (cairn__mem_copy_out(m, c[i].x, &out[i].mem) != CAIRN_OK) {
+            cairn_recall_free(out, i);
+            out = NULL;
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
+            goto out;
+        }
+    }
+    *hits = out;
+    *n_hits = take;
+out:
+    free(c);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}

@@ -1,0 +1,499 @@
+/*
+ * test_memory.c - the memory engine (engine/memory): store, duplicates,
+ * get, update, delete, recall and its score components, access records,
+ * namespaces, filters, expiry, decay, persistence across reopen and
+ * sealing, hostile records in the log, and read-your-writes across threads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+typedef struct fx {
+    char *dir;
+    cairn_db *db;
+    cairn_mem *mem;
+} fx;
+
+static void open_all(fx *f, int background)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    int rc;
+    o.create = 1;
+    o.background = background;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 4096;
+    rc = cairn_open(&f->db, f->dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+}
+
+static void close_all(fx *f)
+{
+    cairn_mem_close(f->mem);
+    f->mem = NULL;
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    char *d = tu_mkdtemp("memory");
+    if (f == NULL || d == NULL)
+        return -1;
+    f->dir = tu_join(d, "store");
+    free(d);
+    open_all(f, 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    char *parent = strdup(f->dir);
+    if (f->db != NULL)
+        close_all(f);
+    *strrchr(parent, '/') = 0;
+    tu_rmrf(parent);
+    free(parent);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static int contains(const char *buf, size_t len, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(buf + i, s, n) == 0)
+            return 1;
+    return 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static char *store(fx *f, const char *ns, const char *content, const char *cat, double imp)
+{
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *m = NULL;
+    int existed = -1;
+    char *id;
+    o.ns = ns;
+    o.category = cat;
+    o.importance = imp;
+    if (cairn_mem_store(f->mem, content, &o, &m, &existed) != CAIRN_OK)
+        fail_msg("store: %s", cairn_mem_errmsg(f->mem));
+    assert_int_equal(existed, 0);
+    id = strdup(m->id);
+    cairn_mem_free(m);
+    return id;
+}
+
+static void store_returns_the_memory_with_defaults_and_get_finds_it(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *m = NULL, *g = NULL;
+    int64_t before = now_ms();
+    o.metadata = "{\"source\":\"test\",\"n\":1}";
+    assert_int_equal(cairn_mem_store(f->mem, "User lives in San Francisco", &o, &m, NULL), CAIRN_OK);
+    assert_string_equal(m->content, "User lives in San Francisco");
+    assert_string_equal(m->category, "fact");
+    assert_true(fabs(m->importance - 0.5) < 1e-12);
+    assert_true(m->created_at >= before && m->created_at <= now_ms());
+    assert_int_equal(m->accessed_at, m->created_at);
+    assert_int_equal(m->access_count, 0);
+    assert_int_equal(m->expires_at, 0);
+    assert_string_equal(m->ns, "");
+    assert_string_equal(m->metadata, "{\"source\":\"test\",\"n\":1}");
+    assert_true(strlen(m->id) >= 1);
+    assert_int_equal(cairn_mem_get(f->mem, m->id, &g), CAIRN_OK);
+    assert_string_equal(g->id, m->id);
+    assert_string_equal(g->content, m->content);
+    assert_int_equal(g->seq, m->seq);
+    cairn_mem_free(g);
+    cairn_mem_free(m);
+    assert_int_equal(cairn_mem_get(f->mem, "nope", &g), CAIRN_ENOTFOUND);
+    assert_null(g);
+}
+
+static void exact_duplicates_are_stored_once_per_namespace(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *a = NULL, *b = NULL, *c = NULL;
+    cairn_stats st1, st2;
+    int existed = -1;
+    assert_int_equal(cairn_mem_store(f->mem, "prefers TypeScript", &o, &a, &existed), CAIRN_OK);
+    assert_int_equal(existed, 0);
+    assert_int_equal(cairn_stats_get(f->db, &st1), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(f->mem, "prefers TypeScript", &o, &b, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+    assert_string_equal(a->id, b->id);
+    assert_int_equal(cairn_stats_get(f->db, &st2), CAIRN_OK);
+    assert_int_equal(st2.records, st1.records); /* nothing written */
+    o.ns = "other";
+    assert_int_equal(cairn_mem_store(f->mem, "prefers TypeScript", &o, &c, &existed), CAIRN_OK);
+    assert_int_equal(existed, 0);
+    assert_string_not_equal(c->id, a->id);
+    cairn_mem_free(a);
+    cairn_mem_free(b);
+    cairn_mem_free(c);
+}
+
+static void invalid_input_is_refused_with_a_message(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    char *id;
+    o.importance = 1.5;
+    assert_int_equal(cairn_mem_store(f->mem, "x", &o, NULL, NULL), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "Invalid importance"));
+    o.importance = -1;
+    assert_int_equal(cairn_mem_store(f->mem, "", &o, NULL, NULL), CAIRN_EINVAL);
+    o.metadata = "[1,2]";
+    assert_int_equal(cairn_mem_store(f->mem, "x", &o, NULL, NULL), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "metadata"));
+    o.metadata = NULL;
+    o.category = "";
+    assert_int_equal(cairn_mem_store(f->mem, "x", &o, NULL, NULL), CAIRN_EINVAL);
+    id = store(f, NULL, "something", NULL, -1);
+    u.importance = 2;
+    assert_int_equal(cairn_mem_update(f->mem, id, &u), CAIRN_EINVAL);
+    u.importance = -1;
+    assert_int_equal(cairn_mem_update(f->mem, id, &u), CAIRN_EINVAL); /* nothing to update */
+    assert_int_equal(cairn_mem_update(f->mem, "missing", &u), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_delete(f->mem, "missing", NULL), CAIRN_ENOTFOUND);
+    free(id);
+}
+
+static void update_changes_fields_and_survives_reopen(void **state)
+{
+    fx *f = *state;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    cairn_memory *g = NULL;
+    char *id = store(f, NULL, "deploys go through staging", "skill", 0.4);
+    u.importance = 0.9;
+    u.category = "preference";
+    u.metadata = "{\"why\":\"review\"}";
+    assert_int_equal(cairn_mem_update(f->mem, id, &u), CAIRN_OK);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, id, &g), CAIRN_OK);
+    assert_true(fabs(g->importance - 0.9) < 1e-12);
+    assert_string_equal(g->category, "preference");
+    assert_string_equal(g->metadata, "{\"why\":\"review\"}");
+    cairn_mem_free(g);
+    free(id);
+}
+
+static void deleted_memories_never_come_back_but_stay_in_the_log(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *h = NULL;
+    cairn_memory *g = NULL;
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    size_t n = 9;
+    int found_content = 0, found_tombstone = 0;
+    char *id = store(f, NULL, "the staging password rotates weekly", NULL, 0.9);
+    assert_int_equal(cairn_mem_delete(f->mem, id, "obsolete"), CAIRN_OK);
+    assert_int_equal(cairn_mem_get(f->mem, id, &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_delete(f->mem, id, NULL), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_recall(f->mem, "staging password", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 0);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, id, &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_iter_open(f->db, NULL, &it), CAIRN_OK);
+    while (cairn_iter_next(it, &rec) == CAIRN_OK) {
+        if (rec.type == CAIRN_REC_MEMORY && rec.json_len > 0 &&
+            contains(rec.json, rec.json_len, "rotates weekly"))
+            found_content = 1;
+        if (rec.type == CAIRN_REC_MEMORY_DELETE && contains(rec.json, rec.json_len, "obsolete"))
+            found_tombstone = 1;
+    }
+    cairn_iter_close(it);
+    assert_true(found_content);
+    assert_true(found_tombstone);
+    free(id);
+}
+
+static void recall_ranks_by_relevance_and_explains_every_component(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    char *a = store(f, NULL, "User prefers TypeScript over JavaScript", "preference", 0.8);
+    char *b = store(f, NULL, "User lives in San Francisco", "fact", 0.9);
+    char *c = store(f, NULL, "The build uses TypeScript strict mode and TypeScript paths", "fact",
+                    0.2);
+    assert_int_equal(cairn_mem_recall(f->mem, "typescript preference", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2); /* b has neither word */
+    assert_string_equal(h[0].mem.id, a);
+    assert_string_equal(h[1].mem.id, c);
+    assert_true(fabs(h[0].relevance - 1.0) < 1e-12);
+    for (size_t i = 0; i < n; i++) {
+        double want = 0.5 * h[i].relevance + 0.3 * h[i].importance + 0.2 * h[i].recency;
+        assert_true(fabs(h[i].score - want) < 1e-12);
+        assert_true(h[i].bm25 > 0);
+        assert_true(h[i].recency > 0.99 && h[i].recency <= 1.0); /* stored just now */
+        assert_true(fabs(h[i].importance - h[i].mem.importance) < 1e-6);
+        assert_int_equal(h[i].mem.access_count, 1); /* this recall */
+    }
+    assert_true(h[0].score >= h[1].score);
+    cairn_recall_free(h, n);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void recall_records_access_and_it_persists(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *h = NULL;
+    cairn_memory *g = NULL;
+    size_t n = 0;
+    char *id = store(f, NULL, "the CI cache lives in S3", NULL, -1);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cairn_mem_recall(f->mem, "CI cache", NULL, &h, &n), CAIRN_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(h[0].mem.access_count, (uint64_t)i + 1);
+        cairn_recall_free(h, n);
+    }
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, id, &g), CAIRN_OK);
+    assert_int_equal(g->access_count, 3);
+    assert_true(g->accessed_at >= g->created_at);
+    cairn_mem_free(g);
+    free(id);
+}
+
+static void namespaces_isolate_unless_a_recall_names_several(void **state)
+{
+    fx *f = *state;
+    cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+    const char *both[] = {"alice", "bob"}, *only_bob[] = {"bob"};
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    char *a = store(f, "alice", "likes green tea", NULL, -1);
+    char *b = store(f, "bob", "likes black tea", NULL, -1);
+    assert_int_equal(cairn_mem_recall(f->mem, "tea", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 0); /* the default namespace has none */
+    o.ns = only_bob;
+    o.n_ns = 1;
+    assert_int_equal(cairn_mem_recall(f->mem, "tea", &o, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, b);
+    assert_string_equal(h[0].mem.ns, "bob");
+    cairn_recall_free(h, n);
+    o.ns = both;
+    o.n_ns = 2;
+    assert_int_equal(cairn_mem_recall(f->mem, "tea", &o, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2);
+    cairn_recall_free(h, n);
+    free(a);
+    free(b);
+}
+
+static void filters_and_expiry_apply(void **state)
+{
+    fx *f = *state;
+    cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    const char *cats[] = {"skill"};
+    cairn_recall_hit *h = NULL;
+    cairn_memory *g = NULL, *e = NULL;
+    size_t n = 0;
+    char *a = store(f, NULL, "rust borrow checker tips", "skill", 0.3);
+    char *b = store(f, NULL, "rust release notes", "fact", 0.9);
+    so.expires_at = now_ms() - 1;
+    assert_int_equal(cairn_mem_store(f->mem, "rust old news", &so, &e, NULL), CAIRN_OK);
+    o.categories = cats;
+    o.n_categories = 1;
+    assert_int_equal(cairn_mem_recall(f->mem, "rust", &o, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, a);
+    cairn_recall_free(h, n);
+    o.categories = NULL;
+    o.min_importance = 0.5;
+    assert_int_equal(cairn_mem_recall(f->mem, "rust", &o, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, b);
+    cairn_recall_free(h, n);
+    o.min_importance = 0;
+    assert_int_equal(cairn_mem_recall(f->mem, "rust", &o, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2); /* never the expired one */
+    cairn_recall_free(h, n);
+    assert_int_equal(cairn_mem_get(f->mem, e->id, &g), CAIRN_ENOTFOUND);
+    cairn_mem_free(e);
+    free(a);
+    free(b);
+}
+
+/* Append a memory record directly, as an import would, with old times. */
+static void append_raw(fx *f, const char *json)
+{
+    cairn_entry ent = {CAIRN_REC_MEMORY, "", 0, json, strlen(json), NULL, 0};
+    assert_int_equal(cairn_append(f->db, &ent, NULL), CAIRN_OK);
+}
+
+static void importance_and_recency_decay_with_a_30_day_half_life(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    char json[512];
+    int64_t now = now_ms(), day = 86400000;
+    cairn_mem_close(f->mem);
+    snprintf(json, sizeof json,
+             "{\"id\":\"old1\",\"content\":\"quarterly report template\",\"category\":\"fact\","
+             "\"importance\":0.8,\"createdAt\":%lld,\"accessedAt\":%lld,\"accessCount\":4}",
+             (long long)(now - 60 * day), (long long)(now - 30 * day));
+    append_raw(f, json);
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_recall(f->mem, "quarterly report", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, "old1");
+    assert_true(fabs(h[0].importance - 0.4) < 1e-3);  /* 0.8 after one half-life */
+    assert_true(fabs(h[0].recency - 0.25) < 1e-3);    /* two half-lives */
+    assert_true(fabs(h[0].access - 1.0) < 1e-12);     /* the most accessed candidate */
+    assert_int_equal(h[0].mem.access_count, 5);
+    cairn_recall_free(h, n);
+}
+
+static void hostile_records_are_skipped_and_counted(void **state)
+{
+    fx *f = *state;
+    cairn_memory *g = NULL;
+    static const char *bad[] = {
+        "not json",
+        "[1,2,3]",
+        "{\"content\":\"no id\",\"category\":\"fact\"}",
+        "{\"id\":\"a b\",\"content\":\"bad id\",\"category\":\"fact\"}",
+        "{\"id\":\"x1\",\"content\":\"\",\"category\":\"fact\"}",
+        "{\"id\":\"x2\",\"content\":\"c\",\"category\":\"fact\",\"importance\":2}",
+        "{\"id\":\"x3\",\"content\":\"c\",\"category\":\"fact\",\"createdAt\":-5}",
+        "{\"id\":\"x4\",\"content\":\"c\",\"category\":7}",
+        "{\"id\":\"x5\",\"content\":\"c\",\"category\":\"fact\",\"metadata\":[1]}",
+    };
+    cairn_mem_close(f->mem);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        append_raw(f, bad[i]);
+    append_raw(f, "{\"id\":\"good\",\"content\":\"valid one\",\"category\":\"fact\"}");
+    append_raw(f, "{\"id\":\"good\",\"content\":\"same id again\",\"category\":\"fact\"}");
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_skipped(f->mem), sizeof bad / sizeof bad[0] + 1);
+    assert_int_equal(cairn_mem_get(f->mem, "good", &g), CAIRN_OK);
+    assert_string_equal(g->content, "valid one");
+    cairn_mem_free(g);
+}
+
+static void memories_survive_sealing_and_reopen(void **state)
+{
+    fx *f = *state;
+    char content[128];
+    char *ids[200];
+    cairn_stats st;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    for (int i = 0; i < 200; i++) {
+        snprintf(content, sizeof content, "memory number %d about topic%d", i, i % 10);
+        ids[i] = store(f, NULL, content, NULL, -1);
+    }
+    assert_int_equal(cairn_seal(f->db), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    assert_true(st.segments_sealed > 0); /* 4 KiB segments: most are sealed */
+    close_all(f);
+    open_all(f, 1);
+    for (int i = 0; i < 200; i++) {
+        cairn_memory *g = NULL;
+        assert_int_equal(cairn_mem_get(f->mem, ids[i], &g), CAIRN_OK);
+        snprintf(content, sizeof content, "memory number %d about topic%d", i, i % 10);
+        assert_string_equal(g->content, content);
+        cairn_mem_free(g);
+        free(ids[i]);
+    }
+    assert_int_equal(cairn_mem_recall(f->mem, "topic7", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(strstr(h[i].mem.content, "topic7"));
+    cairn_recall_free(h, n);
+}
+
+typedef struct thr {
+    fx *f;
+    char id[CAIRN_MEM_ID_MAX + 1];
+} thr;
+
+static void *store_in_thread(void *arg)
+{
+    thr *t = arg;
+    cairn_memory *m = NULL;
+    if (cairn_mem_store(t->f->mem, "written by another thread", NULL, &m, NULL) == CAIRN_OK) {
+        strcpy(t->id, m->id);
+        cairn_mem_free(m);
+    }
+    return NULL;
+}
+
+static void a_stored_memory_is_recallable_from_another_thread_at_once(void **state)
+{
+    fx *f = *state;
+    pthread_t th;
+    thr t;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    memset(&t, 0, sizeof t);
+    t.f = f;
+    assert_int_equal(pthread_create(&th, NULL, store_in_thread, &t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(t.id[0] != 0);
+    assert_int_equal(cairn_mem_recall(f->mem, "another thread", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, t.id);
+    cairn_recall_free(h, n);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(store_returns_the_memory_with_defaults_and_get_finds_it),
+        T(exact_duplicates_are_stored_once_per_namespace),
+        T(invalid_input_is_refused_with_a_message),
+        T(update_changes_fields_and_survives_reopen),
+        T(deleted_memories_never_come_back_but_stay_in_the_log),
+        T(recall_ranks_by_relevance_and_explains_every_component),
+        T(recall_records_access_and_it_persists),
+        T(namespaces_isolate_unless_a_recall_names_several),
+        T(filters_and_expiry_apply),
+        T(importance_and_recency_decay_with_a_30_day_half_life),
+        T(hostile_records_are_skipped_and_counted),
+        T(memories_survive_sealing_and_reopen),
+        T(a_stored_memory_is_recallable_from_another_thread_at_once),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
