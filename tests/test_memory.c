@@ -442,6 +442,35 @@ static void memories_survive_sealing_and_reopen(void **state)
     cairn_recall_free(h, n);
 }
 
+static void clear_empties_one_namespace_or_all_and_survives_reopen(void **state)
+{
+    fx *f = *state;
+    cairn_memory *g = NULL;
+    char *a = store(f, "alice", "alice likes tea", NULL, -1);
+    char *b = store(f, "bob", "bob likes tea", NULL, -1);
+    char *c = store(f, NULL, "default likes tea", NULL, -1);
+    assert_int_equal(cairn_mem_clear(f->mem, "alice"), CAIRN_OK);
+    assert_int_equal(cairn_mem_get(f->mem, a, &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(f->mem, b, &g), CAIRN_OK);
+    cairn_mem_free(g);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, a, &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(f->mem, b, &g), CAIRN_OK);
+    cairn_mem_free(g);
+    assert_int_equal(cairn_mem_clear(f->mem, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_get(f->mem, b, &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(f->mem, c, &g), CAIRN_ENOTFOUND);
+    /* the same content can be stored again after a clear */
+    free(c);
+    c = store(f, NULL, "default likes tea", NULL, -1);
+    assert_int_equal(cairn_mem_get(f->mem, c, &g), CAIRN_OK);
+    cairn_mem_free(g);
+    free(a);
+    free(b);
+    free(c);
+}
+
 typedef struct thr {
     fx *f;
     char id[CAIRN_MEM_ID_MAX + 1];
@@ -493,6 +522,7 @@ int main(void)
         T(hostile_records_are_skipped_and_counted),
         T(memories_survive_sealing_and_reopen),
         T(a_stored_memory_is_recallable_from_another_thread_at_once),
+        T(clear_empties_one_namespace_or_all_and_survives_reopen),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -382,6 +382,11 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
  * reason may be NULL. Errors: CAIRN_ENOTFOUND, CAIRN_EPERM, cairn_append's. */
 int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason);
 
+/* Clear a namespace (ns), or every namespace (ns NULL): every live memory
+ * in it is deleted by one memory.clear record. Irreversible for queries;
+ * the records stay in the log. Errors: CAIRN_EPERM, cairn_append's. */
+int cairn_mem_clear(cairn_mem *m, const char *ns);
+
 typedef struct cairn_recall_opts {
     size_t k;                  /* 0 = 5 */
     const char *const *ns;     /* namespaces to search, n_ns of them; NULL = {""} */

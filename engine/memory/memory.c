@@ -723,3 +723,21 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
     return rc;
 }
 
+
+int cairn_mem_clear(cairn_mem *m, const char *ns)
+{
+    memrec r;
+    int rc;
+
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    memset(&r, 0, sizeof r);
+    r.type = CAIRN_REC_MEMORY_CLEAR;
+    r.clear_ns = ns;
+    if (ns != NULL && strlen(ns) > CAIRN_NS_MAX)
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "namespace longer than %d bytes", CAIRN_NS_MAX);
+    else
+        rc = cairn__mem_write_rec(m, "", &r, NULL);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
