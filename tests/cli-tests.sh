@@ -242,5 +242,38 @@ else
     notok "verify of a damaged store (no .log segment found in $T/w)"
 fi
 
+# ---- memories: add, get, remove, recall ------------------------------------------
+M=$T/mem
+run --store "$M" add "User prefers TypeScript over JavaScript" --category preference --importance 0.8 --tags lang,ts
+check "add prints an id" sh -c "[ $rc -eq 0 ] && grep -Eq '^m[0-9a-f]{16}$' out"
+id1=$(cat out)
+run --store "$M" add "User lives in San Francisco" --importance 0.9
+id2=$(cat out)
+run --store "$M" add "User lives in San Francisco"
+check "add of the same text prints the same id and writes nothing" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '$id2' ] && grep -q 'already stored' err"
+run --store "$M" add "x" --importance 1.5
+check "add refuses an importance out of 0..1 (exit 64)" sh -c "[ $rc -eq 64 ] && grep -q 'importance' err"
+run --store "$M" add "x" --meta '[1]'
+check "add refuses metadata that is not an object" rc_is 64
+run --store "$M" get "$id1" --format json
+check "get --format json has the seed's fields" sh -c "[ $rc -eq 0 ] && grep -q '\"id\":\"$id1\"' out && grep -q '\"accessCount\":0' out && grep -q '\"tags\":\[\"lang\",\"ts\"\]' out"
+run --store "$M" recall "typescript" --explain
+check "recall finds the matching memory first, with its components" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -q '$id1' && grep -q 'relevance 1.0000' out"
+run --store "$M" recall "typescript" --format json
+check "recall counts the access" grep -q '"accessCount":2' out
+check "recall --format json is valid JSON" valid_json_lines
+run --store "$M" recall "typescript" --categories fact
+check "recall --categories filters" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run --store "$M" remove "$id2" --reason "moved"
+check "remove exits 0" rc_is 0
+run --store "$M" get "$id2"
+check "a removed memory is not found (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run --store "$M" recall "San Francisco"
+check "a removed memory is never recalled" sh -c "[ $rc -eq 0 ] && ! grep -q '$id2' out"
+run --store "$M" dump --type memory.delete
+check "the tombstone is in the log with its reason" grep -q '"reason":"moved"' out
+run --store "$M" recall
+check "recall without QUERY exits 64" rc_is 64
+
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -37,6 +37,10 @@ static const command commands[] = {
     {"dump", "print records as JSON lines", cmd_dump_help, cmd_dump},
     {"verify", "check every checksum and structure of the store", cmd_verify_help, cmd_verify},
     {"stats", "print the store's statistics", cmd_stats_help, cmd_stats},
+    {"add", "store a memory", cmd_add_help, cmd_add},
+    {"get", "print a memory", cmd_get_help, cmd_get},
+    {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove},
+    {"recall", "the memories that best match a query", cmd_recall_help, cmd_recall},
     {"help", "print the help of a command", help_help, cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -29,4 +29,14 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_dump_help[];
 int cmd_dump(cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_mem.c: memories. */
+extern const char cmd_add_help[];
+int cmd_add(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_get_help[];
+int cmd_get(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_remove_help[];
+int cmd_remove(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_recall_help[];
+int cmd_recall(cli_ctx *ctx, int argc, char **argv);
+
 #endif /* CAIRN_CLI_COMMANDS_H */

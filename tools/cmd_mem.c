@@ -1,0 +1,478 @@
+/*
+ * cmd_mem.c - the memory commands: `cairn add`, `cairn get`, `cairn remove`
+ * and `cairn recall`, over the cairn_mem_* API.
+ *
+ * Output: text by default ("key: value" lines for one memory, one line per
+ * hit for recall), or with --format json the seed's objects (field names
+ * id, content, category, importance, createdAt, accessedAt, accessCount,
+ * expiresAt, metadata, plus namespace), built with cJSON.
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+
+const char cmd_add_help[] =
+    "usage: cairn add TEXT [--category C] [--importance X] [--tags a,b]\n"
+    "                 [--expires TIME] [--namespace NS] [--meta JSON] [--format text|json]\n"
+    "\n"
+    "Store a memory and print its id. If the same text is already stored in the\n"
+    "namespace, nothing is written and the existing memory's id is printed\n"
+    "(stderr says so). The store is created with default settings if missing.\n"
+    "\n"
+    "Options:\n"
+    "  --category C      fact, preference, skill, episode, context, or any name of\n"
+    "                    1..64 bytes (default: fact)\n"
+    "  --importance X    0..1 (default: 0.5)\n"
+    "  --tags a,b        kept in the metadata as \"tags\": [\"a\",\"b\"]\n"
+    "  --expires TIME    after TIME the memory is never returned: ISO 8601,\n"
+    "                    @<epoch ms>, or a duration from now (30m, 2h, 7d)\n"
+    "  --namespace NS    the memory pool (default: the empty namespace)\n"
+    "  --meta JSON       a JSON object kept with the memory\n"
+    "  --format F        text (the id) or json (the whole memory)\n"
+    "  --store DIR       the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    "\n"
+    "Exit status: 0 stored (or already there); 1 invalid value, I/O error, store\n"
+    "locked; 64 usage error.\n";
+
+const char cmd_get_help[] =
+    "usage: cairn get ID [--format text|json]\n"
+    "\n"
+    "Print a memory. Deleted and expired memories are not found.\n"
+    "\n"
+    "Exit status: 0 found; 1 not found or I/O error; 64 usage error.\n";
+
+const char cmd_remove_help[] =
+    "usage: cairn remove ID [--reason TEXT]\n"
+    "\n"
+    "Delete a memory: a tombstone record is appended (with the reason), and the\n"
+    "memory is never returned again; its text stays in the log for audits.\n"
+    "\n"
+    "Exit status: 0 removed; 1 not found, I/O error, store locked; 64 usage error.\n";
+
+const char cmd_recall_help[] =
+    "usage: cairn recall QUERY [--k N] [--categories a,b] [--min-importance X]\n"
+    "                    [--namespace NS[,NS...]] [--explain] [--format text|json]\n"
+    "\n"
+    "Print the memories that best match QUERY, best first. Ranking: BM25\n"
+    "relevance (0.5), importance decayed with a 30-day half-life since last\n"
+    "access (0.3), recency with a 30-day half-life since creation (0.2), access\n"
+    "count (0.0); see README \"Recall\". Each returned memory's accessedAt and\n"
+    "accessCount are updated (one record per recall).\n"
+    "\n"
+    "Options:\n"
+    "  --k N               how many, 1..1000 (default: 5)\n"
+    "  --categories a,b    only these categories\n"
+    "  --min-importance X  only memories stored with importance >= X (0..1)\n"
+    "  --namespace NS,...  the namespaces to search (default: the empty one)\n"
+    "  --explain           show every component of each score\n"
+    "  --format F          text: \"score  [category] content  (id)\" lines;\n"
+    "                      json: an array of memories with \"score\" (and\n"
+    "                      \"explain\" with --explain)\n"
+    "\n"
+    "Exit status: 0 success (also when nothing matches); 1 I/O error; 64 usage\n"
+    "error.\n";
+
+/* Open the store (created if missing) and the memory engine. */
+static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    int rc;
+
+    *mem = NULL;
+    o.create = 1;
+    rc = cairn_open(db, ctx->store, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+    rc = cairn_mem_open(*db, NULL, mem);
+    if (rc != CAIRN_OK) {
+        int r = cli_fail_db(ctx->cmd, *db, rc, "opening memories");
+        cairn_close(*db);
+        *db = NULL;
+        return r;
+    }
+    if (cairn_mem_skipped(*mem) > 0)
+        fprintf(stderr, "cairn: %s: warning: %llu memory record(s) in the log could not be "
+                        "applied and were skipped\n",
+                ctx->cmd, (unsigned long long)cairn_mem_skipped(*mem));
+    return CLI_EXIT_OK;
+}
+
+static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code)
+{
+    int rc;
+    cairn_mem_close(mem);
+    rc = cairn_close(db);
+    if (rc != CAIRN_OK && exit_code == CLI_EXIT_OK)
+        return cli_fail(ctx->cmd, rc, "closing the store");
+    return exit_code;
+}
+
+static int mem_fail(cli_ctx *ctx, cairn_mem *mem, int rc)
+{
+    const char *m = cairn_mem_errmsg(mem);
+    return cli_fail(ctx->cmd, rc, "%s", m[0] ? m : cairn_strerror(rc));
+}
+
+static cJSON *mem_json(const cairn_memory *m)
+{
+    cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(m->metadata);
+    if (o == NULL)
+        return NULL;
+    cJSON_AddStringToObject(o, "id", m->id);
+    cJSON_AddStringToObject(o, "content", m->content);
+    cJSON_AddStringToObject(o, "category", m->category);
+    cJSON_AddNumberToObject(o, "importance", m->importance);
+    cJSON_AddNumberToObject(o, "createdAt", (double)m->created_at);
+    cJSON_AddNumberToObject(o, "accessedAt", (double)m->accessed_at);
+    cJSON_AddNumberToObject(o, "accessCount", (double)m->access_count);
+    if (m->expires_at)
+        cJSON_AddNumberToObject(o, "expiresAt", (double)m->expires_at);
+    else
+        cJSON_AddNullToObject(o, "expiresAt");
+    cJSON_AddItemToObject(o, "metadata", meta ? meta : cJSON_CreateObject());
+    cJSON_AddStringToObject(o, "namespace", m->ns);
+    return o;
+}
+
+static void print_json(cJSON *o)
+{
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (s != NULL)
+        printf("%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+}
+
+static void print_text(const cairn_memory *m)
+{
+    char t[40];
+    printf("id: %s\nnamespace: %s\ncategory: %s\nimportance: %g\n", m->id, m->ns, m->category,
+           m->importance);
+    cli_format_time(m->created_at, t, sizeof t);
+    printf("created: %s\n", t);
+    cli_format_time(m->accessed_at, t, sizeof t);
+    printf("accessed: %s (%llu times)\n", t, (unsigned long long)m->access_count);
+    if (m->expires_at) {
+        cli_format_time(m->expires_at, t, sizeof t);
+        printf("expires: %s\n", t);
+    }
+    printf("metadata: %s\ncontent: %s\n", m->metadata, m->content);
+}
+
+static int parse_format(const char *cmd, const char *v, int *json)
+{
+    if (strcmp(v, "json") == 0)
+        *json = 1;
+    else if (strcmp(v, "text") == 0)
+        *json = 0;
+    else
+        return cli_usage_error(cmd, "--format must be text or json, not '%s'", v);
+    return -1;
+}
+
+/* --meta and --tags as one JSON object text (malloc'd), or NULL if neither. */
+static int build_meta(cli_ctx *ctx, const char *meta, const char *tags, char **out)
+{
+    cJSON *o = meta ? cJSON_Parse(meta) : cJSON_CreateObject();
+    *out = NULL;
+    if (meta == NULL && tags == NULL) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    if (o == NULL || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return cli_usage_error(ctx->cmd, "--meta must be a JSON object");
+    }
+    if (tags != NULL) {
+        cJSON *arr = cJSON_CreateArray();
+        char *copy = strdup(tags), *save = NULL;
+        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+            if (*t)
+                cJSON_AddItemToArray(arr, cJSON_CreateString(t));
+        free(copy);
+        cJSON_DeleteItemFromObjectCaseSensitive(o, "tags");
+        cJSON_AddItemToObject(o, "tags", arr);
+    }
+    *out = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return *out ? -1 : cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+}
+
+static int parse_unit(const char *cmd, const char *opt, const char *v, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (*v == 0 || *end != 0 || !(d >= 0.0 && d <= 1.0))
+        return cli_usage_error(cmd, "%s must be a number from 0 to 1, not '%s'", opt, v);
+    *out = d;
+    return -1;
+}
+
+int cmd_add(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"category", 1}, {"importance", 1}, {"tags", 1},
+                                       {"expires", 1},  {"namespace", 1},  {"meta", 1},
+                                       {"format", 1},   {NULL, 0}};
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    const char *name, *val, *text = NULL, *meta = NULL, *tags = NULL;
+    char *meta_json = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cairn_memory *m = NULL;
+    cli_args a;
+    int r, rc = -1, json = 0, existed = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_add_help);
+        if (r == CLI_ARG_POS) {
+            if (text != NULL)
+                return cli_usage_error(ctx->cmd, "one TEXT only (quote it)");
+            text = val;
+        } else if (strcmp(name, "category") == 0) {
+            so.category = val;
+        } else if (strcmp(name, "importance") == 0) {
+            rc = parse_unit(ctx->cmd, "--importance", val, &so.importance);
+        } else if (strcmp(name, "tags") == 0) {
+            tags = val;
+        } else if (strcmp(name, "expires") == 0) {
+            int64_t now = cli_now_ms();
+            if (cli_parse_time(val, now, &so.expires_at) != 0)
+                return cli_usage_error(ctx->cmd, "bad time '%s'", val);
+            /* cli_parse_time reads a duration as that long ago; here it
+             * means that long from now. Durations are the only times that
+             * start with a digit and have no '-'. */
+            if (val[0] >= '0' && val[0] <= '9' && strchr(val, '-') == NULL)
+                so.expires_at = now + (now - so.expires_at);
+        } else if (strcmp(name, "namespace") == 0) {
+            so.ns = val;
+        } else if (strcmp(name, "meta") == 0) {
+            meta = val;
+        } else if (strcmp(name, "format") == 0) {
+            rc = parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc >= 0)
+        return rc;
+    if (text == NULL)
+        return cli_usage_error(ctx->cmd, "missing TEXT");
+    if ((rc = build_meta(ctx, meta, tags, &meta_json)) >= 0)
+        return rc;
+    so.metadata = meta_json;
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK) {
+        free(meta_json);
+        return rc;
+    }
+    r = cairn_mem_store(mem, text, &so, &m, &existed);
+    if (r != CAIRN_OK) {
+        rc = mem_fail(ctx, mem, r);
+    } else {
+        if (existed)
+            fprintf(stderr, "cairn: add: already stored as %s; nothing written\n", m->id);
+        if (json)
+            print_json(mem_json(m));
+        else
+            printf("%s\n", m->id);
+        rc = CLI_EXIT_OK;
+    }
+    cairn_mem_free(m);
+    free(meta_json);
+    return close_mem(ctx, db, mem, rc);
+}
+
+int cmd_get(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
+    const char *name, *val, *id = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cairn_memory *m = NULL;
+    cli_args a;
+    int r, rc = -1, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_get_help);
+        if (r == CLI_ARG_POS) {
+            if (id != NULL)
+                return cli_usage_error(ctx->cmd, "one ID only");
+            id = val;
+        } else {
+            rc = parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc >= 0)
+        return rc;
+    if (id == NULL)
+        return cli_usage_error(ctx->cmd, "missing ID");
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    r = cairn_mem_get(mem, id, &m);
+    if (r != CAIRN_OK) {
+        rc = mem_fail(ctx, mem, r);
+    } else {
+        if (json)
+            print_json(mem_json(m));
+        else
+            print_text(m);
+        rc = CLI_EXIT_OK;
+    }
+    cairn_mem_free(m);
+    return close_mem(ctx, db, mem, rc);
+}
+
+int cmd_remove(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"reason", 1}, {NULL, 0}};
+    const char *name, *val, *id = NULL, *reason = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cli_args a;
+    int r, rc;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_remove_help);
+        if (r == CLI_ARG_POS) {
+            if (id != NULL)
+                return cli_usage_error(ctx->cmd, "one ID only");
+            id = val;
+        } else {
+            reason = val;
+        }
+    }
+    if (id == NULL)
+        return cli_usage_error(ctx->cmd, "missing ID");
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    r = cairn_mem_delete(mem, id, reason);
+    rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    return close_mem(ctx, db, mem, rc);
+}
+
+/* Split a comma list in place into *out (malloc'd array). */
+static size_t split_list(char *s, const char ***out)
+{
+    size_t n = 1, k = 0;
+    char *save = NULL;
+    for (const char *p = s; *p; p++)
+        n += *p == ',';
+    *out = calloc(n, sizeof **out);
+    if (*out == NULL)
+        return 0;
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        (*out)[k++] = t;
+    return k;
+}
+
+int cmd_recall(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"k", 1}, {"categories", 1}, {"min-importance", 1},
+                                       {"namespace", 1}, {"explain", 0}, {"format", 1},
+                                       {NULL, 0}};
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    const char *name, *val, *query = NULL;
+    char *cats = NULL, *nss = NULL;
+    const char **cat_list = NULL, **ns_list = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    uint64_t k;
+    cli_args a;
+    int r, rc = -1, json = 0, explain = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            rc = CLI_EXIT_USAGE;
+        else if (r == CLI_ARG_HELP)
+            rc = cli_help(cmd_recall_help);
+        else if (r == CLI_ARG_POS) {
+            if (query != NULL)
+                rc = cli_usage_error(ctx->cmd, "one QUERY only (quote it)");
+            query = val;
+        } else if (strcmp(name, "k") == 0) {
+            if (cli_parse_u64(val, 1000, &k) != 0 || k == 0)
+                rc = cli_usage_error(ctx->cmd, "--k must be 1..1000, not '%s'", val);
+            ro.k = (size_t)k;
+        } else if (strcmp(name, "categories") == 0) {
+            free(cats);
+            cats = strdup(val);
+        } else if (strcmp(name, "min-importance") == 0) {
+            rc = parse_unit(ctx->cmd, "--min-importance", val, &ro.min_importance);
+        } else if (strcmp(name, "namespace") == 0) {
+            free(nss);
+            nss = strdup(val);
+        } else if (strcmp(name, "explain") == 0) {
+            explain = 1;
+        } else if (strcmp(name, "format") == 0) {
+            rc = parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc < 0 && query == NULL)
+        rc = cli_usage_error(ctx->cmd, "missing QUERY");
+    if (rc >= 0)
+        goto done;
+    if (cats != NULL) {
+        ro.n_categories = split_list(cats, &cat_list);
+        ro.categories = cat_list;
+    }
+    if (nss != NULL) {
+        ro.n_ns = split_list(nss, &ns_list);
+        ro.ns = ns_list;
+    }
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        goto done;
+    r = cairn_mem_recall(mem, query, &ro, &h, &n);
+    if (r != CAIRN_OK) {
+        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        goto done;
+    }
+    if (json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (size_t i = 0; i < n && arr; i++) {
+            cJSON *o = mem_json(&h[i].mem);
+            cJSON_AddNumberToObject(o, "score", h[i].score);
+            if (explain) {
+                cJSON *x = cJSON_AddObjectToObject(o, "explain");
+                cJSON_AddNumberToObject(x, "bm25", h[i].bm25);
+                cJSON_AddNumberToObject(x, "relevance", h[i].relevance);
+                cJSON_AddNumberToObject(x, "importance", h[i].importance);
+                cJSON_AddNumberToObject(x, "recency", h[i].recency);
+                cJSON_AddNumberToObject(x, "access", h[i].access);
+            }
+            cJSON_AddItemToArray(arr, o);
+        }
+        print_json(arr);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            printf("%.4f  [%s] %s  (%s)\n", h[i].score, h[i].mem.category, h[i].mem.content,
+                   h[i].mem.id);
+            if (explain)
+                printf("        bm25 %.4f  relevance %.4f  importance %.4f  recency %.4f  "
+                       "access %.4f\n",
+                       h[i].bm25, h[i].relevance, h[i].importance, h[i].recency, h[i].access);
+        }
+    }
+    cairn_recall_free(h, n);
+    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+done:
+    free(cats);
+    free(nss);
+    free(cat_list);
+    free(ns_list);
+    return rc;
+}
