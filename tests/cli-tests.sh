@@ -274,6 +274,12 @@ run --store "$M" dump --type memory.delete
 check "the tombstone is in the log with its reason" grep -q '"reason":"moved"' out
 run --store "$M" recall
 check "recall without QUERY exits 64" rc_is 64
+run --store "$M" context "typescript" --format xml
+check "context --format xml prints the memories block" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -qx '<memories>' && grep -q '<memory category=\"preference\">User prefers TypeScript over JavaScript</memory>' out && tail -n 1 out | grep -qx '</memories>'"
+run --store "$M" context "typescript" --max-tokens 2
+check "context prints nothing when no memory fits --max-tokens" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run --store "$M" context "typescript" --format yaml
+check "context refuses an unknown format (exit 64)" rc_is 64
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -471,6 +471,102 @@ static void clear_empties_one_namespace_or_all_and_survives_reopen(void **state)
     free(c);
 }
 
+static char *context(fx *f, cairn_context_format fmt, size_t max_tokens, size_t *n)
+{
+    cairn_context_opts o = CAIRN_CONTEXT_OPTS_INIT;
+    char *out = NULL;
+    o.format = fmt;
+    o.max_tokens = max_tokens;
+    assert_int_equal(cairn_mem_context(f->mem, "", &o, &out, n), CAIRN_OK);
+    assert_non_null(out);
+    return out;
+}
+
+static void context_formats_as_the_seed_shows(void **state)
+{
+    fx *f = *state;
+    char *a = store(f, NULL, "User prefers TypeScript over JavaScript", "preference", 0.8);
+    char *b = store(f, NULL, "User lives in San Francisco", "fact", 0.9);
+    char *out;
+    size_t n = 0;
+    /* an empty query ranks by importance and recency: b first */
+    out = context(f, CAIRN_CONTEXT_BULLETS, 0, &n);
+    assert_string_equal(out, "Relevant memories:\n- User lives in San Francisco [fact]\n"
+                             "- User prefers TypeScript over JavaScript [preference]");
+    assert_int_equal(n, 2);
+    free(out);
+    out = context(f, CAIRN_CONTEXT_PROSE, 0, &n);
+    assert_string_equal(out, "Relevant memories: User lives in San Francisco. "
+                             "User prefers TypeScript over JavaScript.");
+    free(out);
+    out = context(f, CAIRN_CONTEXT_XML, 0, &n);
+    assert_string_equal(out, "<memories>\n  <memory category=\"fact\">User lives in San "
+                             "Francisco</memory>\n  <memory category=\"preference\">User "
+                             "prefers TypeScript over JavaScript</memory>\n</memories>");
+    free(out);
+    out = context(f, CAIRN_CONTEXT_JSON, 0, &n);
+    assert_string_equal(out, "[\n  {\"content\": \"User lives in San Francisco\", "
+                             "\"category\": \"fact\"},\n  {\"content\": \"User prefers "
+                             "TypeScript over JavaScript\", \"category\": \"preference\"}\n]");
+    free(out);
+    free(a);
+    free(b);
+}
+
+static void context_stays_within_max_tokens(void **state)
+{
+    fx *f = *state;
+    char *a = store(f, NULL, "first memory with quite a few words in it", NULL, 0.9);
+    char *b = store(f, NULL, "second memory", NULL, 0.5);
+    char *one, *cut;
+    size_t n = 0, budget;
+    one = context(f, CAIRN_CONTEXT_XML, 0, &n);
+    assert_int_equal(n, 2);
+    free(one);
+    /* the block holding only the first memory, and its estimate */
+    one = strdup("<memories>\n  <memory category=\"fact\">first memory with quite a few words "
+                 "in it</memory>\n</memories>");
+    budget = cairn_token_estimate(one, strlen(one));
+    cut = context(f, CAIRN_CONTEXT_XML, budget, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(cut, one);
+    assert_true(cairn_token_estimate(cut, strlen(cut)) <= budget);
+    free(cut);
+    cut = context(f, CAIRN_CONTEXT_BULLETS, 3, &n); /* not even one fits */
+    assert_int_equal(n, 0);
+    assert_string_equal(cut, "");
+    free(cut);
+    free(one);
+    free(a);
+    free(b);
+}
+
+static void token_estimate_counts_characters_by_four(void **state)
+{
+    (void)state;
+    assert_int_equal(cairn_token_estimate("", 0), 0);
+    assert_int_equal(cairn_token_estimate("abcd", 4), 1);
+    assert_int_equal(cairn_token_estimate("abcde", 5), 2);
+    assert_int_equal(cairn_token_estimate("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8), 1); /* 4 chars */
+}
+
+static void context_escapes_xml_and_json(void **state)
+{
+    fx *f = *state;
+    char *a = store(f, NULL, "a <b> & \"c\"", "x<y", 0.9);
+    char *out;
+    size_t n = 0;
+    out = context(f, CAIRN_CONTEXT_XML, 0, &n);
+    assert_string_equal(out, "<memories>\n  <memory category=\"x&lt;y\">a &lt;b&gt; &amp; "
+                             "&quot;c&quot;</memory>\n</memories>");
+    free(out);
+    out = context(f, CAIRN_CONTEXT_JSON, 0, &n);
+    assert_string_equal(out, "[\n  {\"content\": \"a <b> & \\\"c\\\"\", \"category\": "
+                             "\"x<y\"}\n]");
+    free(out);
+    free(a);
+}
+
 typedef struct thr {
     fx *f;
     char id[CAIRN_MEM_ID_MAX + 1];
@@ -523,6 +619,10 @@ int main(void)
         T(memories_survive_sealing_and_reopen),
         T(a_stored_memory_is_recallable_from_another_thread_at_once),
         T(clear_empties_one_namespace_or_all_and_survives_reopen),
+        T(context_formats_as_the_seed_shows),
+        T(context_stays_within_max_tokens),
+        T(token_estimate_counts_characters_by_four),
+        T(context_escapes_xml_and_json),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,6 +41,7 @@ static const command commands[] = {
     {"get", "print a memory", cmd_get_help, cmd_get},
     {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove},
     {"recall", "the memories that best match a query", cmd_recall_help, cmd_recall},
+    {"context", "recalled memories as a block for a prompt", cmd_context_help, cmd_context},
     {"help", "print the help of a command", help_help, cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

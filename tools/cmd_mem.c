@@ -476,3 +476,99 @@ done:
     free(ns_list);
     return rc;
 }
+
+const char cmd_context_help[] =
+    "usage: cairn context QUERY [--format bullets|prose|xml|json] [--max-tokens N]\n"
+    "                     [--k N] [--categories a,b] [--namespace NS[,NS...]]\n"
+    "\n"
+    "Print the memories recall finds for QUERY as a block for a prompt:\n"
+    "  bullets  Relevant memories:\\n- content [category] ... (default)\n"
+    "  prose    Relevant memories: First. Second.\n"
+    "  xml      <memories> <memory category=\"...\">...</memory> </memories>\n"
+    "  json     [{\"content\": \"...\", \"category\": \"...\"}, ...]\n"
+    "With --max-tokens, memories are added best first while the whole block's\n"
+    "estimate (characters / 4, rounded up) stays within N. Prints nothing when\n"
+    "no memory is included. Counts as a recall (access statistics).\n"
+    "\n"
+    "Exit status: 0 success; 1 I/O error; 64 usage error.\n";
+
+int cmd_context(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"format", 1}, {"max-tokens", 1}, {"k", 1},
+                                       {"categories", 1}, {"namespace", 1}, {NULL, 0}};
+    cairn_context_opts co = CAIRN_CONTEXT_OPTS_INIT;
+    const char *name, *val, *query = NULL;
+    char *cats = NULL, *nss = NULL, *out = NULL;
+    const char **cat_list = NULL, **ns_list = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    uint64_t v;
+    cli_args a;
+    int r, rc = -1;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            rc = CLI_EXIT_USAGE;
+        else if (r == CLI_ARG_HELP)
+            rc = cli_help(cmd_context_help);
+        else if (r == CLI_ARG_POS) {
+            if (query != NULL)
+                rc = cli_usage_error(ctx->cmd, "one QUERY only (quote it)");
+            query = val;
+        } else if (strcmp(name, "format") == 0) {
+            static const char *const names[] = {"bullets", "prose", "xml", "json"};
+            int found = 0;
+            for (int i = 0; i < 4; i++)
+                if (strcmp(val, names[i]) == 0) {
+                    co.format = (cairn_context_format)i;
+                    found = 1;
+                }
+            if (!found)
+                rc = cli_usage_error(ctx->cmd, "--format must be bullets, prose, xml or json");
+        } else if (strcmp(name, "max-tokens") == 0) {
+            if (cli_parse_u64(val, 100000000, &v) != 0 || v == 0)
+                rc = cli_usage_error(ctx->cmd, "--max-tokens must be a positive integer");
+            co.max_tokens = (size_t)v;
+        } else if (strcmp(name, "k") == 0) {
+            if (cli_parse_u64(val, 1000, &v) != 0 || v == 0)
+                rc = cli_usage_error(ctx->cmd, "--k must be 1..1000, not '%s'", val);
+            co.recall.k = (size_t)v;
+        } else if (strcmp(name, "categories") == 0) {
+            free(cats);
+            cats = strdup(val);
+        } else if (strcmp(name, "namespace") == 0) {
+            free(nss);
+            nss = strdup(val);
+        }
+    }
+    if (rc < 0 && query == NULL)
+        rc = cli_usage_error(ctx->cmd, "missing QUERY");
+    if (rc >= 0)
+        goto done;
+    if (cats != NULL) {
+        co.recall.n_categories = split_list(cats, &cat_list);
+        co.recall.categories = cat_list;
+    }
+    if (nss != NULL) {
+        co.recall.n_ns = split_list(nss, &ns_list);
+        co.recall.ns = ns_list;
+    }
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        goto done;
+    r = cairn_mem_context(mem, query, &co, &out, NULL);
+    if (r != CAIRN_OK) {
+        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        goto done;
+    }
+    if (out[0])
+        printf("%s\n", out);
+    free(out);
+    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+done:
+    free(cats);
+    free(nss);
+    free(cat_list);
+    free(ns_list);
+    return rc;
+}

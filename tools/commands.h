@@ -38,5 +38,7 @@ extern const char cmd_remove_help[];
 int cmd_remove(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_recall_help[];
 int cmd_recall(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_context_help[];
+int cmd_context(cli_ctx *ctx, int argc, char **argv);
 
 #endif /* CAIRN_CLI_COMMANDS_H */

@@ -421,6 +421,33 @@ typedef struct cairn_recall_hit {
 int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
                      cairn_recall_hit **hits, size_t *n_hits);
 
+typedef enum cairn_context_format {
+    CAIRN_CONTEXT_BULLETS = 0, /* "Relevant memories:\n- content [category]\n..." */
+    CAIRN_CONTEXT_PROSE = 1,   /* "Relevant memories: First. Second." */
+    CAIRN_CONTEXT_XML = 2,     /* <memories><memory category="...">...</memory></memories> */
+    CAIRN_CONTEXT_JSON = 3     /* [{"content": "...", "category": "..."}, ...] */
+} cairn_context_format;
+
+typedef struct cairn_context_opts {
+    cairn_recall_opts recall;   /* which memories, as cairn_mem_recall */
+    cairn_context_format format;
+    size_t max_tokens;          /* 0 = no limit; else the block's estimate stays <= it */
+} cairn_context_opts;
+
+#define CAIRN_CONTEXT_OPTS_INIT { CAIRN_RECALL_OPTS_INIT, CAIRN_CONTEXT_BULLETS, 0 }
+
+/* Estimated tokens of UTF-8 text: ceil(characters / 4), the usual rule of
+ * thumb for English with GPT-style tokenizers (code points, not bytes). */
+size_t cairn_token_estimate(const char *s, size_t len);
+
+/* Recall (as cairn_mem_recall, access records included) and format the
+ * memories as a block for a prompt. Memories are added best first while
+ * the whole block's estimate stays within max_tokens; the first that does
+ * not fit ends it. *out (free()) is "" when no memory is included;
+ * *n_included (may be NULL) says how many are. Errors: as recall. */
+int cairn_mem_context(cairn_mem *m, const char *query, const cairn_context_opts *o, char **out,
+                      size_t *n_included);
+
 void cairn_mem_free(cairn_memory *mem);
 void cairn_recall_free(cairn_recall_hit *hits, size_t n);
 
