@@ -278,6 +278,21 @@ run --store "$M" context "typescript" --format xml
 check "context --format xml prints the memories block" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -qx '<memories>' && grep -q '<memory category=\"preference\">User prefers TypeScript over JavaScript</memory>' out && tail -n 1 out | grep -qx '</memories>'"
 run --store "$M" context "typescript" --max-tokens 2
 check "context prints nothing when no memory fits --max-tokens" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run --store "$M" forget --dry-run --mode aggressive --format json
+check "forget --dry-run reports and keeps everything" sh -c "[ $rc -eq 0 ] && grep -qx '{\"pruned\":0,\"kept\":1}' out"
+run --store "$M" add "fleeting note" --expires @1
+run --store "$M" forget --mode gentle
+check "forget prunes an expired memory" sh -c "[ $rc -eq 0 ] && grep -qx 'pruned: 1' out && grep -qx 'kept: 1' out"
+run --store "$M" dump --type memory.delete
+check "forget's tombstone names the mode" grep -q '"reason":"forget:gentle"' out
+run --store "$M" stats --json
+check "stats --json has the memory statistics" sh -c "[ $rc -eq 0 ] && grep -q '\"memories\":{\"total\":1,\"byCategory\":{\"preference\":1}' out"
+run --store "$M" clear
+check "clear without --yes exits 64" rc_is 64
+run --store "$M" clear --yes
+check "clear --yes exits 0" rc_is 0
+run --store "$M" recall "typescript"
+check "nothing is recalled after clear" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
 run --store "$M" context "typescript" --format yaml
 check "context refuses an unknown format (exit 64)" rc_is 64
 

@@ -567,6 +567,104 @@ static void context_escapes_xml_and_json(void **state)
     free(a);
 }
 
+/* Memories with controlled times for forget: 2 that every mode prunes, 1
+ * that normal prunes, and 20 fresh ones with importance 0.05, 0.10, ... 1.00. */
+static void forget_fixture(fx *f)
+{
+    char json[512];
+    int64_t now = now_ms(), day = 86400000;
+    cairn_mem_close(f->mem);
+    snprintf(json, sizeof json, "{\"id\":\"expired\",\"content\":\"e1\",\"category\":\"fact\","
+             "\"importance\":0.9,\"expiresAt\":%lld}", (long long)(now - 1000));
+    append_raw(f, json);
+    snprintf(json, sizeof json, "{\"id\":\"old\",\"content\":\"e2\",\"category\":\"fact\","
+             "\"importance\":0.9,\"createdAt\":%lld,\"accessedAt\":%lld}",
+             (long long)(now - 100 * day), (long long)now);
+    append_raw(f, json);
+    snprintf(json, sizeof json, "{\"id\":\"faded\",\"content\":\"e3\",\"category\":\"fact\","
+             "\"importance\":0.05,\"createdAt\":%lld,\"accessedAt\":%lld}",
+             (long long)(now - 80 * day), (long long)(now - 80 * day));
+    append_raw(f, json);
+    for (int i = 1; i <= 20; i++) {
+        snprintf(json, sizeof json, "{\"id\":\"fresh%d\",\"content\":\"fresh memory %d\","
+                 "\"category\":\"%s\",\"importance\":%g}", i, i, i % 2 ? "skill" : "fact",
+                 i * 0.05);
+        append_raw(f, json);
+    }
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+}
+
+static void forget_modes_prune_what_they_say(void **state)
+{
+    fx *f = *state;
+    cairn_forget_opts o = CAIRN_FORGET_OPTS_INIT;
+    cairn_memory *g = NULL;
+    uint64_t pruned = 0, kept = 0;
+    cairn_stats st1, st2;
+    forget_fixture(f);
+    assert_int_equal(cairn_stats_get(f->db, &st1), CAIRN_OK);
+    o.dry_run = 1;
+    o.mode = CAIRN_FORGET_GENTLE;
+    assert_int_equal(cairn_mem_forget(f->mem, &o, &pruned, &kept), CAIRN_OK);
+    assert_int_equal(pruned, 2); /* expired, older than 90 days */
+    assert_int_equal(kept, 21);  /* the expired one still counts as live */
+    o.mode = CAIRN_FORGET_NORMAL;
+    assert_int_equal(cairn_mem_forget(f->mem, &o, &pruned, &kept), CAIRN_OK);
+    assert_int_equal(pruned, 3); /* + faded: 0.05 x 0.5^(80/30) < 0.01 */
+    o.mode = CAIRN_FORGET_AGGRESSIVE;
+    assert_int_equal(cairn_mem_forget(f->mem, &o, &pruned, &kept), CAIRN_OK);
+    assert_int_equal(pruned, 5); /* + the bottom 10% of the 20 left */
+    o.mode = CAIRN_FORGET_GENTLE;
+    o.min_importance = 0.5;
+    assert_int_equal(cairn_mem_forget(f->mem, &o, &pruned, &kept), CAIRN_OK);
+    assert_int_equal(pruned, 2 + 1 + 9); /* + faded and fresh1..fresh9 (< 0.5) */
+    assert_int_equal(cairn_stats_get(f->db, &st2), CAIRN_OK);
+    assert_int_equal(st2.records, st1.records); /* dry runs wrote nothing */
+    assert_int_equal(cairn_mem_get(f->mem, "fresh1", &g), CAIRN_OK);
+    cairn_mem_free(g);
+    o.dry_run = 0;
+    o.min_importance = 0;
+    o.mode = CAIRN_FORGET_AGGRESSIVE;
+    assert_int_equal(cairn_mem_forget(f->mem, &o, &pruned, &kept), CAIRN_OK);
+    assert_int_equal(pruned, 5);
+    assert_int_equal(kept, 18);
+    close_all(f);
+    open_all(f, 0);
+    static const char *gone[] = {"old", "faded", "fresh1", "fresh2"};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(cairn_mem_get(f->mem, gone[i], &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(f->mem, "fresh3", &g), CAIRN_OK);
+    cairn_mem_free(g);
+    o.min_importance = 2;
+    assert_int_equal(cairn_mem_forget(f->mem, &o, &pruned, &kept), CAIRN_EINVAL);
+}
+
+static void stats_count_categories_importance_and_times(void **state)
+{
+    fx *f = *state;
+    cairn_mem_stats s;
+    forget_fixture(f);
+    assert_int_equal(cairn_mem_delete(f->mem, "fresh20", NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &s), CAIRN_OK);
+    /* 23 stored, 1 expired (not counted), 1 deleted */
+    assert_int_equal(s.total, 21);
+    assert_int_equal(s.deleted, 1);
+    assert_int_equal(s.n_categories, 2);
+    assert_string_equal(s.by_category[0].name, "fact"); /* old, faded, fresh2..18 even: 11 */
+    assert_int_equal(s.by_category[0].count, 11);
+    assert_string_equal(s.by_category[1].name, "skill");
+    assert_int_equal(s.by_category[1].count, 10);
+    {
+        double sum = 0.9 + 0.05;
+        for (int i = 1; i <= 19; i++)
+            sum += i * 0.05;
+        assert_true(fabs(s.avg_importance - sum / 21) < 1e-9);
+    }
+    assert_true(s.oldest < s.newest);
+    assert_true(now_ms() - s.oldest > 99LL * 86400000);
+    cairn_mem_stats_free(&s);
+}
+
 typedef struct thr {
     fx *f;
     char id[CAIRN_MEM_ID_MAX + 1];
@@ -623,6 +721,8 @@ int main(void)
         T(context_stays_within_max_tokens),
         T(token_estimate_counts_characters_by_four),
         T(context_escapes_xml_and_json),
+        T(forget_modes_prune_what_they_say),
+        T(stats_count_categories_importance_and_times),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

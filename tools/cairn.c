@@ -42,6 +42,8 @@ static const command commands[] = {
     {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove},
     {"recall", "the memories that best match a query", cmd_recall_help, cmd_recall},
     {"context", "recalled memories as a block for a prompt", cmd_context_help, cmd_context},
+    {"forget", "prune expired, old or faded memories", cmd_forget_help, cmd_forget},
+    {"clear", "delete every memory of a namespace, or all", cmd_clear_help, cmd_clear},
     {"help", "print the help of a command", help_help, cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

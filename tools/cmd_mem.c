@@ -572,3 +572,134 @@ done:
     free(ns_list);
     return rc;
 }
+
+const char cmd_forget_help[] =
+    "usage: cairn forget [--mode gentle|normal|aggressive] [--max-age DAYS]\n"
+    "                    [--min-importance X] [--namespace NS[,NS...]] [--dry-run]\n"
+    "                    [--format text|json]\n"
+    "\n"
+    "Prune memories. Every mode prunes expired memories and those created more\n"
+    "than --max-age days ago (default 90, maxRetentionDays); normal (the default)\n"
+    "also those whose decayed importance (importance x 0.5^(days since last\n"
+    "access / 30)) is below 0.01; aggressive also the bottom 10% of the rest by\n"
+    "decayed importance. --min-importance X also prunes decayed importance < X.\n"
+    "Pruned memories get tombstones (reason \"forget:MODE\"), all in one commit.\n"
+    "\n"
+    "Output: \"pruned: N\" and \"kept: M\" lines, or {\"pruned\":N,\"kept\":M}.\n"
+    "With --dry-run, what would be pruned, and nothing changes.\n"
+    "\n"
+    "Exit status: 0 success; 1 I/O error, store locked; 64 usage error.\n";
+
+int cmd_forget(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"mode", 1}, {"max-age", 1}, {"min-importance", 1},
+                                       {"namespace", 1}, {"dry-run", 0}, {"format", 1},
+                                       {NULL, 0}};
+    cairn_forget_opts fo = CAIRN_FORGET_OPTS_INIT;
+    const char *name, *val;
+    const char **ns_list = NULL;
+    char *nss = NULL, *end;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    uint64_t pruned = 0, kept = 0;
+    cli_args a;
+    int r, rc = -1, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            rc = CLI_EXIT_USAGE;
+        else if (r == CLI_ARG_HELP)
+            rc = cli_help(cmd_forget_help);
+        else if (r == CLI_ARG_POS)
+            rc = cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        else if (strcmp(name, "mode") == 0) {
+            if (strcmp(val, "gentle") == 0)
+                fo.mode = CAIRN_FORGET_GENTLE;
+            else if (strcmp(val, "normal") == 0)
+                fo.mode = CAIRN_FORGET_NORMAL;
+            else if (strcmp(val, "aggressive") == 0)
+                fo.mode = CAIRN_FORGET_AGGRESSIVE;
+            else
+                rc = cli_usage_error(ctx->cmd, "--mode must be gentle, normal or aggressive");
+        } else if (strcmp(name, "max-age") == 0) {
+            fo.max_age_days = strtod(val, &end);
+            if (*val == 0 || *end != 0 || !(fo.max_age_days > 0))
+                rc = cli_usage_error(ctx->cmd, "--max-age must be a positive number of days");
+        } else if (strcmp(name, "min-importance") == 0) {
+            rc = parse_unit(ctx->cmd, "--min-importance", val, &fo.min_importance);
+        } else if (strcmp(name, "namespace") == 0) {
+            free(nss);
+            nss = strdup(val);
+        } else if (strcmp(name, "dry-run") == 0) {
+            fo.dry_run = 1;
+        } else if (strcmp(name, "format") == 0) {
+            rc = parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc >= 0)
+        goto done;
+    if (nss != NULL) {
+        fo.n_ns = split_list(nss, &ns_list);
+        fo.ns = ns_list;
+    }
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        goto done;
+    r = cairn_mem_forget(mem, &fo, &pruned, &kept);
+    if (r != CAIRN_OK) {
+        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        goto done;
+    }
+    if (json)
+        printf("{\"pruned\":%llu,\"kept\":%llu}\n", (unsigned long long)pruned,
+               (unsigned long long)kept);
+    else
+        printf("pruned: %llu\nkept: %llu\n", (unsigned long long)pruned,
+               (unsigned long long)kept);
+    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+done:
+    free(nss);
+    free(ns_list);
+    return rc;
+}
+
+const char cmd_clear_help[] =
+    "usage: cairn clear [--namespace NS] --yes\n"
+    "\n"
+    "Delete every memory of a namespace (--namespace), or of every namespace\n"
+    "(without it), with one memory.clear record. Irreversible for queries; the\n"
+    "records stay in the log for audits. --yes is required.\n"
+    "\n"
+    "Exit status: 0 cleared; 1 I/O error, store locked; 64 usage error (no --yes).\n";
+
+int cmd_clear(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"namespace", 1}, {"yes", 0}, {NULL, 0}};
+    const char *name, *val, *ns = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cli_args a;
+    int r, rc, yes = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_clear_help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        if (strcmp(name, "namespace") == 0)
+            ns = val;
+        else
+            yes = 1;
+    }
+    if (!yes)
+        return cli_usage_error(ctx->cmd, "this deletes every memory%s; add --yes",
+                               ns ? " of the namespace" : "");
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    r = cairn_mem_clear(mem, ns);
+    rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    return close_mem(ctx, db, mem, rc);
+}

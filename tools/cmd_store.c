@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_json.h"
 #include "commands.h"
 
 const char cmd_init_help[] =
@@ -60,7 +61,10 @@ const char cmd_stats_help[] =
     "segments (active, closed awaiting sealing, sealed), bytes on disk (every\n"
     "file), log bytes (encoded records, uncompressed), the compression ratio\n"
     "of sealed segments (their records' raw bytes / their file bytes; n/a when\n"
-    "none is sealed), and the settings: durability, batch ms, segment size.\n"
+    "none is sealed), the settings: durability, batch ms, segment size; and the\n"
+    "memories: live ones (not deleted or expired), deleted ones, by category,\n"
+    "average importance, oldest and newest (JSON: \"memories\" with the seed's\n"
+    "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped).\n"
     "Opened read-only, so it works while a writer runs.\n"
     "\n"
     "Options:\n"
@@ -235,22 +239,32 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"json", 0}, {NULL, 0}};
     cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
     cairn_stats s;
+    cairn_mem_stats ms;
     int json = 0;
     int rc = no_args(ctx, spec, argc, argv, cmd_stats_help, &json);
-    char ratio[32];
+    char ratio[32], t1[40], t2[40];
 
     if (rc >= 0)
         return rc;
     if (cli_open_read(ctx, &db) != CAIRN_OK)
         return CLI_EXIT_FAIL;
     rc = cairn_stats_get(db, &s);
+    if (rc == CAIRN_OK)
+        rc = cairn_mem_open(db, NULL, &mem);
+    if (rc == CAIRN_OK)
+        rc = cairn_mem_stats_get(mem, &ms);
     if (rc != CAIRN_OK) {
         rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+        cairn_mem_close(mem);
         cairn_close(db);
         return rc;
     }
+    cairn_mem_close(mem);
     cairn_close(db);
+    cli_format_time(ms.oldest, t1, sizeof t1);
+    cli_format_time(ms.newest, t2, sizeof t2);
     if (s.segments_sealed > 0 && s.sealed_bytes > 0)
         snprintf(ratio, sizeof ratio, "%.2f", (double)s.sealed_raw_bytes / (double)s.sealed_bytes);
     else
@@ -260,7 +274,7 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
                "\"segments\":{\"active\":%llu,\"closed\":%llu,\"sealed\":%llu},"
                "\"bytes_on_disk\":%llu,\"log_bytes\":%llu,\"sealed_raw_bytes\":%llu,"
                "\"sealed_bytes\":%llu,\"compression_ratio\":%s,\"durability\":\"%s\","
-               "\"batch_ms\":%u,\"segment_size\":%llu,\"generation\":%llu}\n",
+               "\"batch_ms\":%u,\"segment_size\":%llu,\"generation\":%llu,",
                (unsigned long long)s.records, (unsigned long long)s.first_seq,
                (unsigned long long)s.last_seq, (unsigned long long)s.segments_active,
                (unsigned long long)s.segments_closed, (unsigned long long)s.segments_sealed,
@@ -268,6 +282,17 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
                (unsigned long long)s.sealed_raw_bytes, (unsigned long long)s.sealed_bytes, ratio,
                cli_durability_name(s.durability), (unsigned)s.batch_ms,
                (unsigned long long)s.segment_size, (unsigned long long)s.generation);
+        printf("\"memories\":{\"total\":%llu,\"byCategory\":{", (unsigned long long)ms.total);
+        for (size_t i = 0; i < ms.n_categories; i++) {
+            printf(i ? "," : "");
+            cli_json_put_string(stdout, ms.by_category[i].name, strlen(ms.by_category[i].name));
+            printf(":%llu", (unsigned long long)ms.by_category[i].count);
+        }
+        printf("},\"avgImportance\":%.6g,\"oldest\":%lld,\"newest\":%lld,\"deleted\":%llu,"
+               "\"skipped\":%llu}}\n",
+               ms.avg_importance, (long long)ms.oldest, (long long)ms.newest,
+               (unsigned long long)ms.deleted, (unsigned long long)ms.skipped);
+        cairn_mem_stats_free(&ms);
         return CLI_EXIT_OK;
     }
     printf("%-19s %llu\n", "records:", (unsigned long long)s.records);
@@ -282,5 +307,17 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     printf("%-19s %s\n", "durability:", cli_durability_name(s.durability));
     printf("%-19s %u\n", "batch ms:", (unsigned)s.batch_ms);
     print_bytes("segment size:", s.segment_size);
+    printf("%-19s %llu (%llu deleted)\n", "memories:", (unsigned long long)ms.total,
+           (unsigned long long)ms.deleted);
+    if (ms.total > 0) {
+        printf("%-19s", "by category:");
+        for (size_t i = 0; i < ms.n_categories; i++)
+            printf(" %s %llu%s", ms.by_category[i].name,
+                   (unsigned long long)ms.by_category[i].count,
+                   i + 1 < ms.n_categories ? "," : "");
+        printf("\n%-19s %.3f\n", "avg importance:", ms.avg_importance);
+        printf("%-19s %s\n%-19s %s\n", "oldest memory:", t1, "newest memory:", t2);
+    }
+    cairn_mem_stats_free(&ms);
     return CLI_EXIT_OK;
 }

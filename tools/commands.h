@@ -40,5 +40,9 @@ extern const char cmd_recall_help[];
 int cmd_recall(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_context_help[];
 int cmd_context(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_forget_help[];
+int cmd_forget(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_clear_help[];
+int cmd_clear(cli_ctx *ctx, int argc, char **argv);
 
 #endif /* CAIRN_CLI_COMMANDS_H */

@@ -448,6 +448,53 @@ size_t cairn_token_estimate(const char *s, size_t len);
 int cairn_mem_context(cairn_mem *m, const char *query, const cairn_context_opts *o, char **out,
                       size_t *n_included);
 
+typedef enum cairn_forget_mode {
+    CAIRN_FORGET_GENTLE = 0,     /* expired, and older than max_age_days */
+    CAIRN_FORGET_NORMAL = 1,     /* + decayed importance < 0.01 */
+    CAIRN_FORGET_AGGRESSIVE = 2  /* + the bottom 10% of the rest by decayed importance */
+} cairn_forget_mode;
+
+typedef struct cairn_forget_opts {
+    cairn_forget_mode mode;
+    double max_age_days;       /* created longer ago is pruned; 0 = 90 (maxRetentionDays) */
+    double min_importance;     /* decayed importance below it is pruned; 0 = no such rule */
+    int dry_run;               /* count only, change nothing */
+    const char *const *ns;     /* namespaces, as recall; NULL = {""} */
+    size_t n_ns;
+} cairn_forget_opts;
+
+#define CAIRN_FORGET_OPTS_INIT { CAIRN_FORGET_NORMAL, 0, 0, 0, NULL, 0 }
+
+/* Prune memories by the rules of the mode (every mode prunes expired ones
+ * and those older than max_age_days; decayed importance as in recall).
+ * Pruned memories get memory.delete records with reason "forget:<mode>",
+ * all in one commit. *pruned and *kept (may be NULL) count the live
+ * memories of the namespaces pruned and left (what would be, in a dry
+ * run). Errors: CAIRN_EINVAL, cairn_append's. */
+int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
+                     uint64_t *kept);
+
+typedef struct cairn_mem_category_count {
+    char *name;
+    uint64_t count;
+} cairn_mem_category_count;
+
+/* Statistics of the live, unexpired memories of every namespace. */
+typedef struct cairn_mem_stats {
+    uint64_t total;
+    cairn_mem_category_count *by_category; /* n_categories entries, most first */
+    size_t n_categories;
+    double avg_importance;     /* as stored; 0 when total is 0 */
+    int64_t oldest, newest;    /* createdAt; 0 when total is 0 */
+    uint64_t namespaces;       /* with at least one memory ever */
+    uint64_t deleted;          /* memories deleted or cleared (their records stay) */
+    uint64_t skipped;          /* records replay could not apply */
+} cairn_mem_stats;
+
+/* Errors: CAIRN_ENOMEM. Free with cairn_mem_stats_free. */
+int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *out);
+void cairn_mem_stats_free(cairn_mem_stats *s);
+
 void cairn_mem_free(cairn_memory *mem);
 void cairn_recall_free(cairn_recall_hit *hits, size_t n);
 

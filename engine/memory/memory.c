@@ -741,3 +741,58 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
+
+double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now)
+{
+    double days = (double)(now - x->accessed) / DAY_MS;
+    return x->importance * pow(0.5, (days > 0 ? days : 0) / m->half_life);
+}
+
+int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *reason)
+{
+    cairn_entry *ents;
+    char **json;
+    size_t i;
+    int rc = CAIRN_OK;
+
+    if (n == 0)
+        return CAIRN_OK;
+    ents = calloc(n, sizeof *ents);
+    json = calloc(n, sizeof *json);
+    if (ents == NULL || json == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    for (i = 0; i < n && rc == CAIRN_OK; i++) {
+        memrec r;
+        size_t len = 0;
+        cairn__err e;
+        memset(&r, 0, sizeof r);
+        r.type = CAIRN_REC_MEMORY_DELETE;
+        r.id = xs[i]->id;
+        r.reason = reason;
+        rc = cairn__memrec_encode(&r, &json[i], &len, &e);
+        if (rc != CAIRN_OK) {
+            rc = cairn__mem_fail(m, rc, "%s", e.msg);
+            break;
+        }
+        ents[i].type = CAIRN_REC_MEMORY_DELETE;
+        ents[i].ns = m->ns[xs[i]->nsi].name;
+        ents[i].ns_len = strlen(ents[i].ns);
+        ents[i].json = json[i];
+        ents[i].json_len = len;
+    }
+    if (rc == CAIRN_OK) {
+        rc = cairn_append_batch(m->db, ents, n, NULL);
+        if (rc != CAIRN_OK)
+            rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    }
+    for (i = 0; rc == CAIRN_OK && i < n; i++)
+        kill_entry(m, xs[i]);
+out:
+    for (i = 0; json != NULL && i < n; i++)
+        free(json[i]);
+    free(json);
+    free(ents);
+    return rc;
+}

@@ -73,4 +73,11 @@ int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c);
 /* Append r as a record of namespace ns, then apply it in RAM. */
 int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out);
 
+/* Delete n live entries with one append (a batch of memory.delete records
+ * with this reason, one commit), then in RAM. */
+int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *reason);
+
+/* importance x 0.5^(days since last access / half-life). */
+double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now);
+
 #endif /* CAIRN_MEMSTATE_H */

@@ -153,11 +153,10 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     for (size_t i = 0; i < n; i++) {
         cairn_recall_hit *h = &c[i].h;
         const ment *x = c[i].x;
-        double since_access = (double)(now - x->accessed) / DAY_MS;
         double since_create = (double)(now - x->created) / DAY_MS;
         h->bm25 = c[i].bm25;
         h->relevance = best > 0 ? c[i].bm25 / best : 0.0;
-        h->importance = x->importance * pow(0.5, (since_access > 0 ? since_access : 0) / m->half_life);
+        h->importance = cairn__mem_decayed(m, x, now);
         h->recency = pow(0.5, (since_create > 0 ? since_create : 0) / m->half_life);
         h->access = most > 0 ? log1p((double)x->access_count) / log1p(most) : 0.0;
         h->score = m->w_rel * h->relevance + m->w_imp * h->importance + m->w_rec * h->recency +
