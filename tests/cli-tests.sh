@@ -293,6 +293,25 @@ run --store "$M" clear --yes
 check "clear --yes exits 0" rc_is 0
 run --store "$M" recall "typescript"
 check "nothing is recalled after clear" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run --store "$M" add "exported memory, with \"quotes\"" --namespace ex --tags t1
+for fmt in json md csv; do
+    run --store "$M" export --format $fmt
+    cp out "$T/export.$fmt"
+    run --store "$T/imp-$fmt" import --format $fmt "$T/export.$fmt"
+    check "import --format $fmt of an export imports it" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 1' out"
+    run --store "$T/imp-$fmt" export --format $fmt
+    check "export --format $fmt round-trips exactly" cmp -s out "$T/export.$fmt"
+done
+run --store "$M" import --format json "$T/export.json"
+check "importing what is there already skips it" sh -c "[ $rc -eq 0 ] && grep -qx 'skipped: 1' out"
+printf '[{"content":"ok"},{"content":"bad","importance":7}]' >"$T/bad.json"
+run --store "$M" import --format json "$T/bad.json"
+check "a bad import fails naming the memory and stores nothing" sh -c "[ $rc -eq 1 ] && grep -q 'memory 2' err"
+mkdir -p "$T/mdir" && printf 'first note\n' >"$T/mdir/alpha.md" && printf 'second note\n' >"$T/mdir/beta.md" && printf 'x' >"$T/mdir/skip.txt"
+run --store "$T/mdstore" import --from markdown "$T/mdir"
+check "import --from markdown takes every .md file" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
+run --store "$T/mdstore" export --format json
+check "a markdown memory keeps its name and path" sh -c "grep -q '\"name\":.*\"alpha\"' out && grep -q 'mdir/alpha.md' out"
 run --store "$M" context "typescript" --format yaml
 check "context refuses an unknown format (exit 64)" rc_is 64
 

@@ -665,6 +665,131 @@ static void stats_count_categories_importance_and_times(void **state)
     cairn_mem_stats_free(&s);
 }
 
+static void fill_tricky(fx *f)
+{
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    static const char *contents[] = {
+        "plain memory",
+        "with, commas and \"quotes\"",
+        "two\nlines",
+        "## looks like a header\nand more",
+        "text\n## header inside",
+        "ends with a newline\n",
+        "unicode: caf\xc3\xa9 \xe8\xa8\x98\xe6\x86\xb6",
+        "- looks like a field: 1",
+    };
+    for (size_t i = 0; i < sizeof contents / sizeof contents[0]; i++) {
+        o.ns = i % 2 ? "ns1" : NULL;
+        o.category = i % 3 ? "skill" : "fact";
+        o.importance = (double)i / 10;
+        o.metadata = i % 2 ? "{\"k\":[1,\"two\",{\"x\":null}]}" : NULL;
+        o.expires_at = i == 2 ? now_ms() + 86400000LL * 365 : 0;
+        assert_int_equal(cairn_mem_store(f->mem, contents[i], &o, NULL, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_mem_recall(f->mem, "memory", NULL, &h, &n), CAIRN_OK);
+    cairn_recall_free(h, n);
+}
+
+static void round_trip(fx *f, cairn_mem_format fmt)
+{
+    char *a = NULL, *b = NULL, *other = NULL;
+    size_t alen = 0, blen = 0;
+    uint64_t imported = 0, skipped = 0;
+    cairn_db *db2 = NULL;
+    cairn_mem *m2 = NULL;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX];
+    fill_tricky(f);
+    assert_int_equal(cairn_mem_export(f->mem, fmt, &a, &alen), CAIRN_OK);
+    assert_int_equal(strlen(a), alen);
+    /* into the same store: everything is there already */
+    assert_int_equal(cairn_mem_import(f->mem, fmt, a, alen, NULL, &imported, &skipped), CAIRN_OK);
+    assert_int_equal(imported, 0);
+    assert_int_equal(skipped, 8);
+    /* into a new store: everything comes back exactly */
+    other = malloc(strlen(f->dir) + 8);
+    sprintf(other, "%s-2", f->dir);
+    o.create = 1;
+    o.background = 0;
+    assert_int_equal(cairn_open(&db2, other, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db2, NULL, &m2), CAIRN_OK);
+    if (cairn_mem_import(m2, fmt, a, alen, NULL, &imported, &skipped) != CAIRN_OK)
+        fail_msg("import: %s", cairn_mem_errmsg(m2));
+    assert_int_equal(imported, 8);
+    assert_int_equal(skipped, 0);
+    assert_int_equal(cairn_mem_export(m2, fmt, &b, &blen), CAIRN_OK);
+    assert_int_equal(alen, blen);
+    assert_string_equal(a, b);
+    cairn_mem_close(m2);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+    tu_rmrf(other);
+    free(other);
+    free(a);
+    free(b);
+}
+
+static void json_export_round_trips_exactly(void **state)
+{
+    fx *f = *state;
+    char *a = NULL;
+    size_t alen;
+    round_trip(f, CAIRN_MEM_JSON);
+    assert_int_equal(cairn_mem_export(f->mem, CAIRN_MEM_JSON, &a, &alen), CAIRN_OK);
+    /* the recall in fill_tricky counted: access statistics are exported */
+    assert_non_null(strstr(a, "\"accessCount\":\t1"));
+    free(a);
+}
+
+static void md_export_round_trips_exactly(void **state)
+{
+    round_trip(*state, CAIRN_MEM_MD);
+}
+
+static void csv_export_round_trips_exactly(void **state)
+{
+    round_trip(*state, CAIRN_MEM_CSV);
+}
+
+static void a_bad_import_stores_nothing(void **state)
+{
+    fx *f = *state;
+    cairn_mem_stats s;
+    uint64_t imported = 9, skipped = 9;
+    static const struct {
+        cairn_mem_format f;
+        const char *data;
+        const char *msg;
+    } bad[] = {
+        {CAIRN_MEM_JSON, "{\"not\":\"an array\"}", "array"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},{\"content\":\"x\",\"importance\":2}]", "memory 2"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},{\"content\":\"\"}]", "memory 2"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},7]", "memory 2"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\",\"namespace\":5}]", "namespace"},
+        {CAIRN_MEM_CSV, "id,namespace\r\n", "header"},
+        {CAIRN_MEM_CSV, "id,namespace,category,importance,createdAt,accessedAt,accessCount,"
+                        "expiresAt,metadata,content\r\n,,fact,0.5,,,,,,\"unterminated\r\n", "row 2"},
+        {CAIRN_MEM_CSV, "id,namespace,category,importance,createdAt,accessedAt,accessCount,"
+                        "expiresAt,metadata,content\r\n,,fact,0.5\r\n", "row 2"},
+        {CAIRN_MEM_MD, "# Memories\n\n## m1\n- importance 0.5\n\ntext\n", "line 4"},
+        {CAIRN_MEM_MD, "# Memories\n\n## m1\n- importance: zero\n\ntext\n", "line 4"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = cairn_mem_import(f->mem, bad[i].f, bad[i].data, strlen(bad[i].data), NULL,
+                                  &imported, &skipped);
+        if (rc != CAIRN_EINVAL)
+            fail_msg("bad import %zu: rc %d", i, rc);
+        if (strstr(cairn_mem_errmsg(f->mem), bad[i].msg) == NULL)
+            fail_msg("bad import %zu: message '%s' lacks '%s'", i, cairn_mem_errmsg(f->mem),
+                     bad[i].msg);
+        assert_int_equal(imported, 0);
+    }
+    assert_int_equal(cairn_mem_stats_get(f->mem, &s), CAIRN_OK);
+    assert_int_equal(s.total, 0); /* not even the valid first ones */
+    cairn_mem_stats_free(&s);
+}
+
 typedef struct thr {
     fx *f;
     char id[CAIRN_MEM_ID_MAX + 1];
@@ -723,6 +848,10 @@ int main(void)
         T(context_escapes_xml_and_json),
         T(forget_modes_prune_what_they_say),
         T(stats_count_categories_importance_and_times),
+        T(json_export_round_trips_exactly),
+        T(md_export_round_trips_exactly),
+        T(csv_export_round_trips_exactly),
+        T(a_bad_import_stores_nothing),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,9 @@ static const command commands[] = {
     {"context", "recalled memories as a block for a prompt", cmd_context_help, cmd_context},
     {"forget", "prune expired, old or faded memories", cmd_forget_help, cmd_forget},
     {"clear", "delete every memory of a namespace, or all", cmd_clear_help, cmd_clear},
+    {"export", "print every memory as json, md or csv", cmd_export_help, cmd_export},
+    {"import", "import memories (export formats, or a folder of markdown)", cmd_import_help,
+     cmd_import},
     {"help", "print the help of a command", help_help, cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

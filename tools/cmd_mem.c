@@ -8,6 +8,8 @@
  * expiresAt, metadata, plus namespace), built with cJSON.
  */
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,9 +69,10 @@ const char cmd_recall_help[] =
     "  --min-importance X  only memories stored with importance >= X (0..1)\n"
     "  --namespace NS,...  the namespaces to search (default: the empty one)\n"
     "  --explain           show every component of each score\n"
-    "  --format F          text: \"score  [category] content  (id)\" lines;\n"
-    "                      json: an array of memories with \"score\" (and\n"
-    "                      \"explain\" with --explain)\n"
+    "  --format F          text: \"score  [category] content  (id)\" lines, the\n"
+    "                      content's first line cut at 100 bytes (\" ...\" when\n"
+    "                      cut); json: an array of the whole memories with\n"
+    "                      \"score\" (and \"explain\" with --explain)\n"
     "\n"
     "Exit status: 0 success (also when nothing matches); 1 I/O error; 64 usage\n"
     "error.\n";
@@ -459,8 +462,13 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         print_json(arr);
     } else {
         for (size_t i = 0; i < n; i++) {
-            printf("%.4f  [%s] %s  (%s)\n", h[i].score, h[i].mem.category, h[i].mem.content,
-                   h[i].mem.id);
+            /* one line each: the content's first line, cut at 100 bytes */
+            const char *c = h[i].mem.content;
+            int w = (int)strcspn(c, "\r\n"), cut = w > 100 ? 100 : w;
+            while (cut > 0 && cut < w && ((unsigned char)c[cut] & 0xC0) == 0x80)
+                cut--; /* never half a UTF-8 character */
+            printf("%.4f  [%s] %.*s%s  (%s)\n", h[i].score, h[i].mem.category, cut, c,
+                   cut < w || c[w] ? " ..." : "", h[i].mem.id);
             if (explain)
                 printf("        bm25 %.4f  relevance %.4f  importance %.4f  recency %.4f  "
                        "access %.4f\n",
@@ -701,5 +709,273 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
         return rc;
     r = cairn_mem_clear(mem, ns);
     rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    return close_mem(ctx, db, mem, rc);
+}
+
+const char cmd_export_help[] =
+    "usage: cairn export [--format json|md|csv]\n"
+    "\n"
+    "Print every live, unexpired memory of every namespace, oldest first:\n"
+    "  json  an array of the seed's memory objects plus \"namespace\" (default)\n"
+    "  md    \"## id\" sections of \"- field: value\" lines (values in JSON), then\n"
+    "        the content\n"
+    "  csv   RFC 4180 with a header row: id,namespace,category,importance,\n"
+    "        createdAt,accessedAt,accessCount,expiresAt,metadata,content\n"
+    "Each imports back exactly with `cairn import --format F` (ids, times,\n"
+    "access statistics, metadata, namespaces).\n"
+    "\n"
+    "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
+
+const char cmd_import_help[] =
+    "usage: cairn import --format json|md|csv FILE|-  [--namespace NS]\n"
+    "       cairn import --from markdown DIR [--category C] [--namespace NS]\n"
+    "\n"
+    "First form: import what `cairn export` wrote (FILE, or - for stdin). Every\n"
+    "memory is checked first: one invalid memory fails the import and nothing\n"
+    "is stored. Memories whose id is already live, or whose content is already\n"
+    "in their namespace, are skipped. --namespace: for memories without one.\n"
+    "\n"
+    "Second form: every *.md file of DIR (not recursive, in name order) becomes\n"
+    "a memory: content = the file, metadata {\"name\": file stem, \"path\": the\n"
+    "path}; category C (default: fact).\n"
+    "\n"
+    "Output: \"imported: N\" and \"skipped: M\".\n"
+    "\n"
+    "Exit status: 0 success; 1 invalid input, unreadable file, I/O error; 64\n"
+    "usage error.\n";
+
+static int parse_mem_format(const char *cmd, const char *v, cairn_mem_format *f)
+{
+    if (strcmp(v, "json") == 0)
+        *f = CAIRN_MEM_JSON;
+    else if (strcmp(v, "md") == 0)
+        *f = CAIRN_MEM_MD;
+    else if (strcmp(v, "csv") == 0)
+        *f = CAIRN_MEM_CSV;
+    else
+        return cli_usage_error(cmd, "Invalid format '%s': json, md or csv", v);
+    return -1;
+}
+
+int cmd_export(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
+    cairn_mem_format f = CAIRN_MEM_JSON;
+    const char *name, *val;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    cli_args a;
+    int r, rc = -1;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_export_help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        rc = parse_mem_format(ctx->cmd, val, &f);
+    }
+    if (rc >= 0)
+        return rc;
+    if (cli_open_read(ctx, &db) != CAIRN_OK)
+        return CLI_EXIT_FAIL;
+    r = cairn_mem_open(db, NULL, &mem);
+    if (r == CAIRN_OK)
+        r = cairn_mem_export(mem, f, &out, &len);
+    if (r != CAIRN_OK) {
+        rc = mem ? mem_fail(ctx, mem, r) : cli_fail_db(ctx->cmd, db, r, "opening memories");
+    } else {
+        fwrite(out, 1, len, stdout);
+        if (len > 0 && out[len - 1] != '\n')
+            putchar('\n');
+        rc = CLI_EXIT_OK;
+    }
+    free(out);
+    cairn_mem_close(mem);
+    cairn_close(db);
+    return rc;
+}
+
+/* All of a file (or stdin for "-") into *out. 0, or -1 with errno. */
+static int slurp(const char *path, char **out, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    char *p = NULL;
+    size_t n = 0, cap = 0;
+    if (f == NULL)
+        return -1;
+    for (;;) {
+        size_t got;
+        if (n + 65536 + 1 > cap) {
+            char *q = realloc(p, cap = cap ? cap * 2 : 131072);
+            if (q == NULL) {
+                free(p);
+                if (f != stdin)
+                    fclose(f);
+                return -1;
+            }
+            p = q;
+        }
+        got = fread(p + n, 1, 65536, f);
+        n += got;
+        if (got < 65536)
+            break;
+    }
+    if (ferror(f)) {
+        free(p);
+        if (f != stdin)
+            fclose(f);
+        return -1;
+    }
+    if (f != stdin)
+        fclose(f);
+    p[n] = 0;
+    *out = p;
+    *len = n;
+    return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.md file of dir as a memory. */
+static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, const char *cat,
+                               const char *ns, uint64_t *imported, uint64_t *skipped)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = CLI_EXIT_OK;
+
+    if (d == NULL)
+        return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", dir, strerror(errno));
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 4 || strcmp(de->d_name + l - 3, ".md") != 0 || de->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            char **q = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof *names);
+            if (q == NULL)
+                break;
+            names = q;
+        }
+        names[n] = strdup(de->d_name);
+        if (names[n] != NULL)
+            n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, name_cmp);
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
+        char *path = malloc(strlen(dir) + strlen(names[i]) + 2), *text = NULL, *meta = NULL;
+        size_t len = 0;
+        cJSON *o = cJSON_CreateObject();
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        int existed = 0, r;
+        if (path == NULL || o == NULL) {
+            rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+        } else {
+            sprintf(path, "%s/%s", dir, names[i]);
+            if (slurp(path, &text, &len) != 0) {
+                rc = cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
+            } else if (len == 0 || strlen(text) != len) {
+                fprintf(stderr, "cairn: import: %s: empty or not text; skipped\n", path);
+                (*skipped)++;
+            } else {
+                names[i][strlen(names[i]) - 3] = 0; /* the stem */
+                cJSON_AddStringToObject(o, "name", names[i]);
+                cJSON_AddStringToObject(o, "path", path);
+                meta = cJSON_PrintUnformatted(o);
+                so.metadata = meta;
+                so.category = cat;
+                so.ns = ns;
+                r = cairn_mem_store(mem, text, &so, NULL, &existed);
+                if (r != CAIRN_OK)
+                    rc = cli_fail(ctx->cmd, r, "%s: %s", path, cairn_mem_errmsg(mem));
+                else if (existed)
+                    (*skipped)++;
+                else
+                    (*imported)++;
+            }
+        }
+        cJSON_Delete(o);
+        free(meta);
+        free(text);
+        free(path);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+int cmd_import(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"format", 1}, {"from", 1}, {"category", 1},
+                                       {"namespace", 1}, {NULL, 0}};
+    cairn_mem_format f = CAIRN_MEM_JSON;
+    const char *name, *val, *path = NULL, *from = NULL, *cat = NULL, *ns = NULL;
+    int have_format = 0;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    uint64_t imported = 0, skipped = 0;
+    cli_args a;
+    int r, rc = -1;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_import_help);
+        if (r == CLI_ARG_POS) {
+            if (path != NULL)
+                return cli_usage_error(ctx->cmd, "one FILE or DIR only");
+            path = val;
+        } else if (strcmp(name, "format") == 0) {
+            rc = parse_mem_format(ctx->cmd, val, &f);
+            have_format = 1;
+        } else if (strcmp(name, "from") == 0) {
+            if (strcmp(val, "markdown") != 0)
+                return cli_usage_error(ctx->cmd, "--from takes markdown (episodes and "
+                                                 "causal-graph come with reflexion)");
+            from = val;
+        } else if (strcmp(name, "category") == 0) {
+            cat = val;
+        } else if (strcmp(name, "namespace") == 0) {
+            ns = val;
+        }
+    }
+    if (rc >= 0)
+        return rc;
+    if (path == NULL)
+        return cli_usage_error(ctx->cmd, "missing %s", from ? "DIR" : "FILE");
+    if ((from != NULL) == have_format)
+        return cli_usage_error(ctx->cmd, "give either --format F FILE or --from markdown DIR");
+    if (from == NULL && slurp(path, &data, &len) != 0)
+        return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK) {
+        free(data);
+        return rc;
+    }
+    if (from != NULL) {
+        rc = import_markdown_dir(ctx, mem, path, cat, ns, &imported, &skipped);
+    } else {
+        r = cairn_mem_import(mem, f, data, len, ns, &imported, &skipped);
+        rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    }
+    if (rc == CLI_EXIT_OK)
+        printf("imported: %llu\nskipped: %llu\n", (unsigned long long)imported,
+               (unsigned long long)skipped);
+    free(data);
     return close_mem(ctx, db, mem, rc);
 }

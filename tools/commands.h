@@ -44,5 +44,9 @@ extern const char cmd_forget_help[];
 int cmd_forget(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_clear_help[];
 int cmd_clear(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_export_help[];
+int cmd_export(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_import_help[];
+int cmd_import(cli_ctx *ctx, int argc, char **argv);
 
 #endif /* CAIRN_CLI_COMMANDS_H */

@@ -495,6 +495,28 @@ typedef struct cairn_mem_stats {
 int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *out);
 void cairn_mem_stats_free(cairn_mem_stats *s);
 
+typedef enum cairn_mem_format {
+    CAIRN_MEM_JSON = 0,  /* an array of the seed's memory objects, plus "namespace" */
+    CAIRN_MEM_MD = 1,    /* "## id" sections with "- field: value" lines, then the content */
+    CAIRN_MEM_CSV = 2    /* RFC 4180, a header row, one memory a row */
+} cairn_mem_format;
+
+/* Every live, unexpired memory (all namespaces), oldest first, as text in
+ * *out (free()), *len bytes. JSON round-trips exactly through
+ * cairn_mem_import (ids, times, access statistics, metadata, namespace);
+ * so do md and csv. Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
+int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
+
+/* Import memories from text in format f. Every memory is checked first;
+ * one that is not valid fails the whole import (CAIRN_EINVAL, the message
+ * names it) and nothing is stored. Memories whose id is live already, or
+ * whose content is already in their namespace, are skipped; the rest are
+ * stored with their ids, times and statistics (one record each; a missing
+ * id gets a new one, a missing namespace is default_ns, NULL = "").
+ * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, cairn_append's. */
+int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
+                     const char *default_ns, uint64_t *imported, uint64_t *skipped);
+
 void cairn_mem_free(cairn_memory *mem);
 void cairn_recall_free(cairn_recall_hit *hits, size_t n);
 

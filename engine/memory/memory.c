@@ -100,7 +100,7 @@ static int tables_grow(cairn_mem *m)
 }
 
 /* The live entry with this id, or NULL. */
-static ment *find_id(cairn_mem *m, const char *id)
+ment *cairn__mem_find_id(cairn_mem *m, const char *id)
 {
     size_t i;
     if (m->tcap == 0)
@@ -173,7 +173,7 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
 
     if (nsi < 0)
         return CAIRN_ENOMEM;
-    if (find_id(m, r->id) != NULL)
+    if (cairn__mem_find_id(m, r->id) != NULL)
         return CAIRN_EEXIST; /* a second live memory with one id: not applied */
     if (m->n > 0 && seq <= m->e[m->n - 1].seq)
         return CAIRN_EINVAL;
@@ -277,20 +277,20 @@ static int apply(cairn_mem *m, const cairn_record *rec, const memrec *r)
         }
         return rc;
     case CAIRN_REC_MEMORY_UPDATE:
-        if ((x = find_id(m, r->id)) != NULL)
+        if ((x = cairn__mem_find_id(m, r->id)) != NULL)
             apply_update(x, r);
         else
             m->skipped++;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_DELETE:
-        if ((x = find_id(m, r->id)) != NULL)
+        if ((x = cairn__mem_find_id(m, r->id)) != NULL)
             kill_entry(m, x);
         else
             m->skipped++;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_ACCESS:
         for (size_t i = 0; i < r->n_ids; i++)
-            if ((x = find_id(m, r->ids[i])) != NULL) {
+            if ((x = cairn__mem_find_id(m, r->ids[i])) != NULL) {
                 if (r->accessed_at > x->accessed)
                     x->accessed = r->accessed_at;
                 x->access_count++;
@@ -549,13 +549,13 @@ static int check_category(cairn_mem *m, const char *c)
     return CAIRN_OK;
 }
 
-static void new_id(cairn_mem *m, const char *content, char *id)
+void cairn__mem_new_id(cairn_mem *m, const char *content, char *id)
 {
     do {
         uint64_t seed = (uint64_t)cairn__mem_wall_ms() ^ (++m->id_counter << 40) ^ (uint64_t)(uintptr_t)m;
         uint64_t h = XXH3_64bits_withSeed(content, strlen(content), seed);
         snprintf(id, CAIRN_MEM_ID_MAX + 1, "m%016llx", (unsigned long long)h);
-    } while (find_id(m, id) != NULL);
+    } while (cairn__mem_find_id(m, id) != NULL);
 }
 
 int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opts *o,
@@ -610,7 +610,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
         goto out;
     }
-    new_id(m, content, id);
+    cairn__mem_new_id(m, content, id);
     memset(&r, 0, sizeof r);
     r.type = CAIRN_REC_MEMORY;
     r.id = id;
@@ -637,7 +637,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
     *out = NULL;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    x = id ? find_id(m, id) : NULL;
+    x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
         rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
     else
@@ -654,7 +654,7 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
 
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    x = id ? find_id(m, id) : NULL;
+    x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || u == NULL) {
         rc = x == NULL ? cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)")
                        : cairn__mem_fail(m, CAIRN_EINVAL, "nothing to update");
@@ -709,7 +709,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
 
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    x = id ? find_id(m, id) : NULL;
+    x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
     } else {
@@ -795,4 +795,12 @@ out:
     free(json);
     free(ents);
     return rc;
+}
+
+ment *cairn__mem_find_dup(cairn_mem *m, const char *ns, const char *content, size_t len)
+{
+    long nsi = cairn__mem_ns_index(m, ns, strlen(ns), 0);
+    if (nsi < 0)
+        return NULL;
+    return find_content(m, (uint32_t)nsi, content, len, hash_content((uint32_t)nsi, content, len));
 }

@@ -80,4 +80,13 @@ int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *
 /* importance x 0.5^(days since last access / half-life). */
 double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now);
 
+/* The live entry with this id, or NULL. */
+ment *cairn__mem_find_id(cairn_mem *m, const char *id);
+
+/* The live entry of namespace ns with exactly this content, or NULL. */
+ment *cairn__mem_find_dup(cairn_mem *m, const char *ns, const char *content, size_t len);
+
+/* A fresh id ("m" + 16 hex digits) no live memory has, into id. */
+void cairn__mem_new_id(cairn_mem *m, const char *content, char *id);
+
 #endif /* CAIRN_MEMSTATE_H */

@@ -1,0 +1,555 @@
+/*
+ * exchange.c - export and import of memories as JSON, Markdown and CSV.
+ *
+ * All three formats are turned into the same thing on import: one cJSON
+ * object per memory with the seed's field names, which is then checked by
+ * the memory record decoder (memrec.c: the one definition of a valid
+ * memory) before anything is written. Formats (README "Export and import"):
+ *
+ *   json  [{"id":..,"content":..,"category":..,"importance":..,"createdAt":..,
+ *           "accessedAt":..,"accessCount":..,"expiresAt":..|null,
+ *           "metadata":{..},"namespace":..}, ...]
+ *   md    # Memories
+ *         (blank line)
+ *         ## <id>
+ *         - namespace: ""             every value is JSON, on one line
+ *         - category: "fact"
+ *         - importance: 0.5  ...  - metadata: {}
+ *         (blank line)
+ *         <the content, verbatim>
+ *   csv   id,namespace,category,importance,createdAt,accessedAt,accessCount,
+ *         expiresAt,metadata,content   (RFC 4180; strings bare, the rest
+ *         JSON; an empty expiresAt is none)
+ *
+ * Markdown content runs to the next "## " line. Content that could not come
+ * back verbatim that way (it has a line starting with "## ", or starts or
+ * ends with a line break) is written instead as a JSON string in a
+ * "- content:" field line, so every export imports back exactly.
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "memstate.h"
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sput(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *p;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void sputs(sbuf *b, const char *s)
+{
+    sput(b, s, strlen(s));
+}
+
+/* One memory as a cJSON object with the seed's names. */
+static cJSON *to_json(const cairn_mem *m, const ment *x)
+{
+    cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(x->metadata ? x->metadata : "{}");
+    if (o == NULL || meta == NULL) {
+        cJSON_Delete(o);
+        cJSON_Delete(meta);
+        return NULL;
+    }
+    cJSON_AddStringToObject(o, "id", x->id);
+    cJSON_AddStringToObject(o, "content", x->content);
+    cJSON_AddStringToObject(o, "category", x->category);
+    cJSON_AddNumberToObject(o, "importance", x->importance);
+    cJSON_AddNumberToObject(o, "createdAt", (double)x->created);
+    cJSON_AddNumberToObject(o, "accessedAt", (double)x->accessed);
+    cJSON_AddNumberToObject(o, "accessCount", (double)x->access_count);
+    if (x->expires)
+        cJSON_AddNumberToObject(o, "expiresAt", (double)x->expires);
+    else
+        cJSON_AddNullToObject(o, "expiresAt");
+    cJSON_AddItemToObject(o, "metadata", meta);
+    cJSON_AddStringToObject(o, "namespace", m->ns[x->nsi].name);
+    return o;
+}
+
+static const char *const fields[] = {"id", "namespace", "category", "importance", "createdAt",
+                                     "accessedAt", "accessCount", "expiresAt", "metadata"};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static void csv_field(sbuf *b, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        sputs(b, s);
+        return;
+    }
+    sputs(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"')
+            sputs(b, "\""); /* a quote is doubled */
+        sput(b, s, 1);
+    }
+    sputs(b, "\"");
+}
+
+/* A field's value as text: strings bare for csv, JSON otherwise. */
+static char *value_text(const cJSON *o, const char *name, int bare_strings)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (v == NULL || cJSON_IsNull(v))
+        return strdup(bare_strings ? "" : "null");
+    if (bare_strings && cJSON_IsString(v))
+        return strdup(v->valuestring);
+    return cJSON_PrintUnformatted(v);
+}
+
+int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
+{
+    int64_t now = cairn__mem_wall_ms();
+    sbuf b = {NULL, 0, 0, 0};
+    cJSON *arr = NULL;
+    int rc = CAIRN_OK;
+
+    *out = NULL;
+    *len = 0;
+    if ((unsigned)f > CAIRN_MEM_CSV)
+        return CAIRN_EINVAL;
+    pthread_mutex_lock(&m->mu);
+    if (f == CAIRN_MEM_JSON)
+        arr = cJSON_CreateArray();
+    else if (f == CAIRN_MEM_MD)
+        sputs(&b, "# Memories\n");
+    else {
+        for (size_t i = 0; i < NFIELDS; i++) {
+            sputs(&b, fields[i]);
+            sputs(&b, ",");
+        }
+        sputs(&b, "content\r\n");
+    }
+    for (size_t i = 0; i < m->n && rc == CAIRN_OK; i++) {
+        const ment *x = &m->e[i];
+        cJSON *o;
+        if (!x->live || cairn__mem_expired(x, now))
+            continue;
+        o = to_json(m, x);
+        if (o == NULL) {
+            rc = CAIRN_ENOMEM;
+            break;
+        }
+        if (f == CAIRN_MEM_JSON) {
+            cJSON_AddItemToArray(arr, o);
+            continue;
+        }
+        if (f == CAIRN_MEM_MD) {
+            sputs(&b, "\n## ");
+            sputs(&b, x->id);
+            sputs(&b, "\n");
+            for (size_t k = 1; k < NFIELDS; k++) {
+                char *t = value_text(o, fields[k], 0);
+                sputs(&b, "- ");
+                sputs(&b, fields[k]);
+                sputs(&b, ": ");
+                sputs(&b, t ? t : "null");
+                sputs(&b, "\n");
+                free(t);
+            }
+            if (strstr(x->content, "\n## ") != NULL || strncmp(x->content, "## ", 3) == 0 ||
+                x->content[0] == '\n' || x->content[x->content_len - 1] == '\n' ||
+                x->content[x->content_len - 1] == '\r') {
+                /* not representable verbatim: a JSON string instead */
+                char *t = value_text(o, "content", 0);
+                sputs(&b, "- content: ");
+                sputs(&b, t ? t : "\"\"");
+                sputs(&b, "\n");
+                free(t);
+            } else {
+                sputs(&b, "\n");
+                sputs(&b, x->content);
+                sputs(&b, "\n");
+            }
+        } else {
+            for (size_t k = 0; k < NFIELDS; k++) {
+                char *t = value_text(o, fields[k], 1);
+                csv_field(&b, t ? t : "");
+                sputs(&b, ",");
+                free(t);
+            }
+            csv_field(&b, x->content);
+            sputs(&b, "\r\n");
+        }
+        cJSON_Delete(o);
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (f == CAIRN_MEM_JSON && rc == CAIRN_OK) {
+        char *s = arr ? cJSON_Print(arr) : NULL;
+        if (s == NULL)
+            rc = CAIRN_ENOMEM;
+        else
+            sputs(&b, s);
+        free(s);
+    }
+    cJSON_Delete(arr);
+    if (rc == CAIRN_OK && b.oom)
+        rc = CAIRN_ENOMEM;
+    if (rc != CAIRN_OK) {
+        free(b.p);
+        return rc;
+    }
+    *out = b.p ? b.p : strdup("");
+    *len = b.len;
+    return *out ? CAIRN_OK : CAIRN_ENOMEM;
+}
+
+/* ---- import: every format to an array of cJSON objects ------------------- */
+
+/* Parse one RFC 4180 record from *p; fills up to max fields (strdup'd).
+ * Returns the number of fields, -1 at a malformed quote, -2 no memory; on
+ * an error nothing is left allocated. */
+static int csv_record(const char **p, const char *end, char **f, int max)
+{
+    int n = 0, err = 0;
+    const char *s = *p;
+    for (;;) {
+        sbuf b = {NULL, 0, 0, 0};
+        if (s < end && *s == '"') {
+            s++;
+            for (;;) {
+                if (s >= end) {
+                    err = -1; /* unterminated */
+                    break;
+                }
+                if (*s == '"') {
+                    if (s + 1 < end && s[1] == '"') {
+                        sput(&b, "\"", 1);
+                        s += 2;
+                        continue;
+                    }
+                    s++;
+                    break;
+                }
+                sput(&b, s, 1);
+                s++;
+            }
+            if (err == 0 && s < end && *s != ',' && *s != '\r' && *s != '\n')
+                err = -1;
+        } else {
+            const char *t = s;
+            while (t < end && *t != ',' && *t != '\r' && *t != '\n' && err == 0)
+                err = *t++ == '"' ? -1 : 0;
+            sput(&b, s, (size_t)(t - s));
+            s = t;
+        }
+        if (err == 0 && (b.oom || (b.p == NULL && (b.p = strdup("")) == NULL)))
+            err = -2;
+        if (err != 0) {
+            free(b.p);
+            for (int i = 0; i < n && i < max; i++)
+                free(f[i]);
+            return err;
+        }
+        if (n < max)
+            f[n] = b.p;
+        else
+            free(b.p);
+        n++;
+        if (s < end && *s == ',') {
+            s++;
+            continue;
+        }
+        if (s < end && *s == '\r')
+            s++;
+        if (s < end && *s == '\n')
+            s++;
+        *p = s;
+        return n;
+    }
+}
+
+/* A csv or md value (text) into o as field `name`: numbers and objects are
+ * JSON; strings bare in csv, JSON in md. */
+static int put_value(cJSON *o, const char *name, const char *text, int bare_strings)
+{
+    cJSON *v;
+    int is_string = strcmp(name, "id") == 0 || strcmp(name, "namespace") == 0 ||
+                    strcmp(name, "category") == 0 || strcmp(name, "content") == 0;
+    if (is_string && bare_strings)
+        v = cJSON_CreateString(text);
+    else if (bare_strings && text[0] == 0)
+        v = cJSON_CreateNull();
+    else
+        v = cJSON_Parse(text);
+    if (v == NULL)
+        return -1;
+    cJSON_AddItemToObject(o, name, v);
+    return 0;
+}
+
+static int from_csv(cairn_mem *m, const char *data, size_t len, cJSON **out)
+{
+    const char *p = data, *end = data + len;
+    char *f[NFIELDS + 1];
+    cJSON *arr = cJSON_CreateArray();
+    int n, row = 1;
+
+    if (arr == NULL)
+        return CAIRN_ENOMEM;
+    n = csv_record(&p, end, f, (int)NFIELDS + 1);
+    if (n == -2) {
+        cJSON_Delete(arr);
+        return CAIRN_ENOMEM;
+    }
+    {
+        int same = n == (int)NFIELDS + 1;
+        for (int i = 0; i < n && i <= (int)NFIELDS; i++) {
+            same &= strcmp(f[i], i < (int)NFIELDS ? fields[i] : "content") == 0;
+            free(f[i]);
+        }
+        n = same ? n : -1;
+    }
+    if (n != (int)NFIELDS + 1) {
+        cJSON_Delete(arr);
+        return cairn__mem_fail(m, CAIRN_EINVAL, "csv: the header must be %s,...,content",
+                               fields[0]);
+    }
+    while (p < end) {
+        cJSON *o;
+        row++;
+        n = csv_record(&p, end, f, (int)NFIELDS + 1);
+        if (n == -2) {
+            cJSON_Delete(arr);
+            return CAIRN_ENOMEM;
+        }
+        if (n == 1 && f[0][0] == 0) { /* a blank line */
+            free(f[0]);
+            continue;
+        }
+        if (n != (int)NFIELDS + 1) {
+            for (int i = 0; i < n && i <= (int)NFIELDS; i++)
+                free(f[i]);
+            cJSON_Delete(arr);
+            return cairn__mem_fail(m, CAIRN_EINVAL, "csv row %d: %s", row,
+                                   n < 0 ? "malformed quotes" : "wrong number of fields");
+        }
+        o = cJSON_CreateObject();
+        for (int i = 0; i <= (int)NFIELDS; i++) {
+            const char *name = i < (int)NFIELDS ? fields[i] : "content";
+            if (o != NULL && !(f[i][0] == 0 && strcmp(name, "id") == 0) &&
+                put_value(o, name, f[i], 1) != 0) {
+                cJSON_Delete(o);
+                o = NULL;
+                cairn__mem_fail(m, CAIRN_EINVAL, "csv row %d: field %s is not valid", row, name);
+            }
+            free(f[i]);
+        }
+        if (o == NULL) {
+            cJSON_Delete(arr);
+            return CAIRN_EINVAL;
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    *out = arr;
+    return CAIRN_OK;
+}
+
+static int from_md(cairn_mem *m, const char *data, size_t len, cJSON **out)
+{
+    cJSON *arr = cJSON_CreateArray(), *o = NULL;
+    char *text = malloc(len + 1), *line, *next;
+    sbuf content = {NULL, 0, 0, 0};
+    int in_body = 0, lineno = 0, rc = CAIRN_OK;
+
+    if (arr == NULL || text == NULL) {
+        cJSON_Delete(arr);
+        free(text);
+        return CAIRN_ENOMEM;
+    }
+    memcpy(text, data, len);
+    text[len] = 0;
+    for (line = text; line != NULL && rc == CAIRN_OK; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = 0;
+        lineno++;
+        if (strncmp(line, "## ", 3) == 0) {
+            if (o != NULL) {
+                /* the body ends with the newline before the next section */
+                while (content.len > 0 && content.p[content.len - 1] == '\n')
+                    content.p[--content.len] = 0;
+                if (content.len > 0 && !cJSON_HasObjectItem(o, "content"))
+                    cJSON_AddStringToObject(o, "content", content.p);
+                cJSON_AddItemToArray(arr, o);
+            }
+            content.len = 0;
+            if (content.p)
+                content.p[0] = 0;
+            o = cJSON_CreateObject();
+            if (o == NULL || cJSON_AddStringToObject(o, "id", line + 3) == NULL)
+                rc = CAIRN_ENOMEM;
+            in_body = 0;
+            continue;
+        }
+        if (o == NULL)
+            continue; /* the title and anything before the first section */
+        if (!in_body && strncmp(line, "- ", 2) == 0) {
+            char *colon = strstr(line + 2, ": ");
+            if (colon == NULL) {
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "md line %d: expected \"- field: value\"",
+                                     lineno);
+                break;
+            }
+            *colon = 0;
+            if (cJSON_HasObjectItem(o, line + 2) || put_value(o, line + 2, colon + 2, 0) != 0)
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "md line %d: field %s is not valid JSON "
+                                     "or repeated", lineno, line + 2);
+            continue;
+        }
+        if (!in_body && line[0] == 0) {
+            in_body = 1;
+            continue;
+        }
+        in_body = 1;
+        sputs(&content, line);
+        sputs(&content, "\n");
+    }
+    if (rc == CAIRN_OK && o != NULL) {
+        while (content.len > 0 && content.p[content.len - 1] == '\n')
+            content.p[--content.len] = 0;
+        if (content.len > 0 && !cJSON_HasObjectItem(o, "content"))
+            cJSON_AddStringToObject(o, "content", content.p);
+        cJSON_AddItemToArray(arr, o);
+        o = NULL;
+    }
+    cJSON_Delete(o);
+    free(content.p);
+    free(text);
+    if (rc == CAIRN_OK && content.oom)
+        rc = CAIRN_ENOMEM;
+    if (rc != CAIRN_OK) {
+        cJSON_Delete(arr);
+        return rc;
+    }
+    *out = arr;
+    return CAIRN_OK;
+}
+
+int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
+                     const char *default_ns, uint64_t *imported, uint64_t *skipped)
+{
+    cJSON *arr = NULL, *o;
+    memrec *recs = NULL;
+    char (*ids)[CAIRN_MEM_ID_MAX + 1] = NULL;
+    const char **nss = NULL;
+    size_t n = 0, i = 0;
+    int rc = CAIRN_OK;
+
+    if (imported)
+        *imported = 0;
+    if (skipped)
+        *skipped = 0;
+    if (default_ns == NULL)
+        default_ns = "";
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    if (f == CAIRN_MEM_JSON) {
+        arr = cJSON_ParseWithLength(data, len);
+        if (arr == NULL || !cJSON_IsArray(arr))
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "json: not a JSON array of memories");
+    } else if (f == CAIRN_MEM_CSV) {
+        rc = from_csv(m, data, len, &arr);
+    } else if (f == CAIRN_MEM_MD) {
+        rc = from_md(m, data, len, &arr);
+    } else {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid format");
+    }
+    if (rc != CAIRN_OK)
+        goto out;
+    n = (size_t)cJSON_GetArraySize(arr);
+    recs = calloc(n ? n : 1, sizeof *recs);
+    ids = calloc(n ? n : 1, sizeof *ids);
+    nss = calloc(n ? n : 1, sizeof *nss);
+    if (recs == NULL || ids == NULL || nss == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    /* Check every memory before writing any. */
+    cJSON_ArrayForEach(o, arr) {
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(o, "namespace"),
+                    *content = cJSON_GetObjectItemCaseSensitive(o, "content");
+        char *text;
+        cairn__err e;
+        if (!cJSON_IsObject(o)) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: not an object", i + 1);
+            break;
+        }
+        if (!cJSON_HasObjectItem(o, "id"))
+            cairn__mem_new_id(m, cJSON_IsString(content) ? content->valuestring : "", ids[i]);
+        else
+            ids[i][0] = 0;
+        if (ids[i][0] && cJSON_AddStringToObject(o, "id", ids[i]) == NULL) {
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+            break;
+        }
+        if (!cJSON_HasObjectItem(o, "category"))
+            cJSON_AddStringToObject(o, "category", "fact");
+        if (ns != NULL && (!cJSON_IsString(ns) || strlen(ns->valuestring) > CAIRN_NS_MAX)) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: namespace is not a string of "
+                                 "at most %d bytes", i + 1, CAIRN_NS_MAX);
+            break;
+        }
+        nss[i] = ns != NULL ? ns->valuestring : default_ns;
+        text = cJSON_PrintUnformatted(o);
+        if (text == NULL) {
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+            break;
+        }
+        rc = cairn__memrec_decode(CAIRN_REC_MEMORY, text, strlen(text), &recs[i], &e);
+        free(text);
+        if (rc != CAIRN_OK) {
+            rc = cairn__mem_fail(m, rc == CAIRN_ECORRUPT ? CAIRN_EINVAL : rc, "memory %zu: %s",
+                                 i + 1, e.msg);
+            break;
+        }
+        i++;
+    }
+    if (rc != CAIRN_OK)
+        goto out;
+    for (i = 0; i < n && rc == CAIRN_OK; i++) {
+        if (cairn__mem_find_id(m, recs[i].id) != NULL ||
+            cairn__mem_find_dup(m, nss[i], recs[i].content, recs[i].content_len) != NULL) {
+            if (skipped)
+                (*skipped)++;
+            continue;
+        }
+        rc = cairn__mem_write_rec(m, nss[i], &recs[i], NULL);
+        if (rc == CAIRN_OK && imported)
+            (*imported)++;
+    }
+out:
+    for (size_t k = 0; recs != NULL && k < n; k++)
+        if (recs[k].root != NULL)
+            cairn__memrec_done(&recs[k]);
+    free(recs);
+    free(ids);
+    free(nss);
+    cJSON_Delete(arr);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
