@@ -790,6 +790,143 @@ static void a_bad_import_stores_nothing(void **state)
     cairn_mem_stats_free(&s);
 }
 
+typedef struct seen {
+    int stored, recalled, pruned_events;
+    uint64_t pruned;
+    char reason[32];
+    char last_stored[CAIRN_MEM_ID_MAX + 1];
+    int after_store;
+} seen;
+
+static void on_event(void *user, const cairn_mem_event *ev)
+{
+    seen *w = user;
+    if (ev->kind == CAIRN_EVENT_STORED) {
+        w->stored++;
+        strcpy(w->last_stored, ev->memory->id);
+    } else if (ev->kind == CAIRN_EVENT_RECALLED) {
+        w->recalled += (int)ev->n_hits;
+    } else if (ev->kind == CAIRN_EVENT_PRUNED) {
+        w->pruned_events++;
+        w->pruned += ev->pruned;
+        snprintf(w->reason, sizeof w->reason, "%s", ev->reason);
+    }
+}
+
+static int before_store(void *user, cairn_mem_draft *d)
+{
+    (void)user;
+    if (strstr(d->content, "secret") != NULL)
+        return 1; /* rejected */
+    if (strcmp(d->category, "fact") == 0)
+        d->category = "checked-fact"; /* modified */
+    return 0;
+}
+
+static void after_store(void *user, const cairn_memory *m)
+{
+    seen *w = user;
+    (void)m;
+    w->after_store++;
+}
+
+static char *before_recall(void *user, const char *q)
+{
+    (void)user;
+    return strcmp(q, "alias") == 0 ? strdup("deploy") : NULL;
+}
+
+static void after_recall(void *user, const cairn_recall_hit *h, size_t n, int *keep)
+{
+    (void)user;
+    for (size_t i = 0; i < n; i++)
+        keep[i] = h[i].mem.importance > 0.5;
+}
+
+static void hooks_modify_reject_rewrite_and_filter(void **state)
+{
+    fx *f = *state;
+    seen w;
+    cairn_mem_hooks hk = {NULL, before_store, after_store, before_recall, after_recall};
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *m = NULL;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    memset(&w, 0, sizeof w);
+    hk.user = &w;
+    cairn_mem_set_hooks(f->mem, &hk);
+    assert_int_equal(cairn_mem_on(f->mem, on_event, &w), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(f->mem, "the secret token is 1234", NULL, NULL, NULL),
+                     CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "beforeStore"));
+    assert_int_equal(w.stored, 0);
+    o.importance = 0.9;
+    assert_int_equal(cairn_mem_store(f->mem, "deploy runs on fridays", &o, &m, NULL), CAIRN_OK);
+    assert_string_equal(m->category, "checked-fact");
+    assert_int_equal(w.after_store, 1);
+    assert_int_equal(w.stored, 1);
+    assert_string_equal(w.last_stored, m->id);
+    o.importance = 0.2;
+    assert_int_equal(cairn_mem_store(f->mem, "deploy needs approval", &o, NULL, NULL), CAIRN_OK);
+    /* "alias" is rewritten to "deploy"; the 0.2 one is filtered out */
+    assert_int_equal(cairn_mem_recall(f->mem, "alias", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, m->id);
+    assert_int_equal(h[0].mem.access_count, 1);
+    assert_int_equal(w.recalled, 1);
+    cairn_recall_free(h, n);
+    cairn_mem_set_hooks(f->mem, NULL);
+    assert_int_equal(cairn_mem_recall(f->mem, "deploy", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2); /* without hooks both come back */
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(h[i].mem.id, m->id) != 0)
+            assert_int_equal(h[i].mem.access_count, 1); /* the filtered recall did not count */
+    cairn_recall_free(h, n);
+    cairn_mem_free(m);
+}
+
+static void max_memories_prunes_the_least_important_and_says_so(void **state)
+{
+    fx *f = *state;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_stats st;
+    cairn_memory *g = NULL;
+    char content[64], *low = NULL, *newest = NULL;
+    seen w;
+    memset(&w, 0, sizeof w);
+    cairn_mem_close(f->mem);
+    mo.max_memories = 10;
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_on(f->mem, on_event, &w), CAIRN_OK);
+    for (int i = 0; i < 10; i++) {
+        snprintf(content, sizeof content, "memory %d", i);
+        o.importance = i == 3 ? 0.05 : 0.5 + i * 0.01;
+        if (i == 3) {
+            cairn_memory *m = NULL;
+            assert_int_equal(cairn_mem_store(f->mem, content, &o, &m, NULL), CAIRN_OK);
+            low = strdup(m->id);
+            cairn_mem_free(m);
+        } else {
+            assert_int_equal(cairn_mem_store(f->mem, content, &o, NULL, NULL), CAIRN_OK);
+        }
+    }
+    assert_int_equal(w.pruned_events, 0);
+    o.importance = 0.01; /* the least important of all, but just stored: kept */
+    newest = store(f, NULL, "memory 10", NULL, 0.01);
+    assert_int_equal(w.pruned_events, 1);
+    assert_int_equal(w.pruned, 1);
+    assert_string_equal(w.reason, "maxMemories");
+    assert_int_equal(cairn_mem_get(f->mem, low, &g), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(f->mem, newest, &g), CAIRN_OK);
+    cairn_mem_free(g);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, 10);
+    cairn_mem_stats_free(&st);
+    free(low);
+    free(newest);
+}
+
 typedef struct thr {
     fx *f;
     char id[CAIRN_MEM_ID_MAX + 1];
@@ -852,6 +989,8 @@ int main(void)
         T(md_export_round_trips_exactly),
         T(csv_export_round_trips_exactly),
         T(a_bad_import_stores_nothing),
+        T(hooks_modify_reject_rewrite_and_filter),
+        T(max_memories_prunes_the_least_important_and_says_so),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

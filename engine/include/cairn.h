@@ -308,9 +308,11 @@ typedef struct cairn_mem_options {
     double half_life_days;     /* importance and recency decay; 0 = 30 */
     /* Ranking weights; all four 0 = the defaults 0.5, 0.3, 0.2, 0.0. */
     double w_relevance, w_importance, w_recency, w_access;
+    double max_retention_days; /* forget's default max age; 0 = 90 */
+    uint64_t max_memories;     /* per namespace; 0 = 10000 (see cairn_mem_store) */
 } cairn_mem_options;
 
-#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0 }
+#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, 0 }
 
 /* A memory as returned (a copy the caller owns: cairn_mem_free()). Strings
  * are NUL-terminated. Times are ms since the epoch, UTC. */
@@ -354,6 +356,10 @@ typedef struct cairn_mem_store_opts {
 /* Store content (UTF-8, 1 byte..1 MiB). If the same content is already
  * stored in the namespace, nothing is written and *out is the existing
  * memory, with *existed = 1 (existed may be NULL). out may be NULL.
+ * If the namespace then holds more than max_memories live memories, it is
+ * pruned back to max_memories: first by forget's normal rule, then the
+ * lowest decayed importance (never the memory just stored), in one commit,
+ * and a CAIRN_EVENT_PRUNED event with reason "maxMemories" says so.
  * Errors: CAIRN_EINVAL (empty or too long content, importance out of 0..1,
  * bad category or metadata; cairn_errmsg names which), CAIRN_EPERM
  * (read-only), and the errors of cairn_append(). */
@@ -456,7 +462,7 @@ typedef enum cairn_forget_mode {
 
 typedef struct cairn_forget_opts {
     cairn_forget_mode mode;
-    double max_age_days;       /* created longer ago is pruned; 0 = 90 (maxRetentionDays) */
+    double max_age_days;       /* created longer ago is pruned; 0 = max_retention_days */
     double min_importance;     /* decayed importance below it is pruned; 0 = no such rule */
     int dry_run;               /* count only, change nothing */
     const char *const *ns;     /* namespaces, as recall; NULL = {""} */
@@ -519,6 +525,62 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
 
 void cairn_mem_free(cairn_memory *mem);
 void cairn_recall_free(cairn_recall_hit *hits, size_t n);
+
+/* ---- hooks and events ------------------------------------------------- */
+
+/* What beforeStore sees and may change: the hook may point any field at its
+ * own data (valid until cairn_mem_store returns). */
+typedef struct cairn_mem_draft {
+    const char *ns;
+    const char *content;
+    const char *category;
+    double importance;
+    int64_t expires_at;
+    const char *metadata;      /* NULL = none */
+} cairn_mem_draft;
+
+/* Hooks run in the calling thread, outside the engine's lock (they may
+ * call cairn_mem_* on the same handle, except from inside a hook of that
+ * same call). Any may be NULL. */
+typedef struct cairn_mem_hooks {
+    void *user;
+    /* Return 0 to store the (possibly changed) draft, non-zero to reject it:
+     * cairn_mem_store then fails with CAIRN_EINVAL ("rejected by the
+     * beforeStore hook"). Not called for an exact duplicate. */
+    int (*before_store)(void *user, cairn_mem_draft *draft);
+    void (*after_store)(void *user, const cairn_memory *stored);
+    /* Return a malloc'd query to use instead (freed by the engine), or NULL
+     * to keep it. */
+    char *(*before_recall)(void *user, const char *query);
+    /* Set keep[i] = 0 to drop hits[i]; dropped hits are not returned and
+     * not counted as accessed. */
+    void (*after_recall)(void *user, const cairn_recall_hit *hits, size_t n, int *keep);
+} cairn_mem_hooks;
+
+/* Replace the hooks (NULL: none). */
+void cairn_mem_set_hooks(cairn_mem *m, const cairn_mem_hooks *hooks);
+
+typedef enum cairn_mem_event_kind {
+    CAIRN_EVENT_STORED = 0,    /* memory */
+    CAIRN_EVENT_RECALLED = 1,  /* hits, n_hits */
+    CAIRN_EVENT_MERGED = 2,    /* merged, kept (with merge, issue 4) */
+    CAIRN_EVENT_PRUNED = 3     /* pruned, kept, reason ("forget:normal", "maxMemories") */
+} cairn_mem_event_kind;
+
+typedef struct cairn_mem_event {
+    cairn_mem_event_kind kind;
+    const cairn_memory *memory;
+    const cairn_recall_hit *hits;
+    size_t n_hits;
+    uint64_t merged, pruned, kept;
+    const char *reason;
+} cairn_mem_event;
+
+typedef void (*cairn_mem_event_fn)(void *user, const cairn_mem_event *ev);
+
+/* Add a listener (up to 8), called after the operation, outside the lock,
+ * in the calling thread. Errors: CAIRN_EINVAL (NULL fn or 8 already). */
+int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user);
 
 /* The one-line detail of the last failed cairn_mem_* call ("" if none);
  * valid until the next call on m. */

@@ -69,7 +69,7 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "forget: mode, maxAge >= 0 or minImportance 0..1");
         goto done;
     }
-    max_age = o->max_age_days > 0 ? o->max_age_days : 90.0;
+    max_age = o->max_age_days > 0 ? o->max_age_days : m->max_retention;
     out = calloc(m->n ? m->n : 1, sizeof *out);
     rest = calloc(m->n ? m->n : 1, sizeof *rest);
     if (out == NULL || rest == NULL) {
@@ -111,6 +111,15 @@ done:
     free(out);
     free(rest);
     pthread_mutex_unlock(&m->mu);
+    if (rc == CAIRN_OK && !o->dry_run && nout > 0) {
+        cairn_mem_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CAIRN_EVENT_PRUNED;
+        ev.pruned = nout;
+        ev.kept = live - nout;
+        ev.reason = mode_reason(o->mode);
+        cairn__mem_emit(m, &ev);
+    }
     return rc;
 }
 

@@ -344,6 +344,7 @@ int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
     if (o == NULL)
         o = &def;
     if (db == NULL || o->version != CAIRN_MEM_OPTIONS_VERSION || o->half_life_days < 0 ||
+        o->max_retention_days < 0 ||
         o->w_relevance < 0 || o->w_importance < 0 || o->w_recency < 0 || o->w_access < 0)
         return CAIRN_EINVAL;
     if (o->stemmer != NULL && strlen(o->stemmer) >= sizeof m->stemmer)
@@ -354,6 +355,8 @@ int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
     m->db = db;
     strcpy(m->stemmer, o->stemmer ? o->stemmer : "english");
     m->half_life = o->half_life_days > 0 ? o->half_life_days : 30.0;
+    m->max_retention = o->max_retention_days > 0 ? o->max_retention_days : 90.0;
+    m->max_memories = o->max_memories > 0 ? o->max_memories : 10000;
     if (o->w_relevance + o->w_importance + o->w_recency + o->w_access == 0) {
         m->w_rel = 0.5;
         m->w_imp = 0.3;
@@ -558,73 +561,228 @@ void cairn__mem_new_id(cairn_mem *m, const char *content, char *id)
     } while (cairn__mem_find_id(m, id) != NULL);
 }
 
+/* max_memories: prune namespace nsi back to the limit, never `keep`
+ * (mu held). *pruned gets how many went. */
+static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t *pruned,
+                         uint64_t *kept)
+{
+    int64_t now = cairn__mem_wall_ms();
+    size_t live = 0, nout = 0, nrest = 0;
+    ment **out, **rest;
+    int rc;
+
+    *pruned = 0;
+    for (size_t i = 0; i < m->n; i++)
+        live += m->e[i].live && m->e[i].nsi == nsi;
+    *kept = live;
+    if (live <= m->max_memories)
+        return CAIRN_OK;
+    out = calloc(live, sizeof *out);
+    rest = calloc(live, sizeof *rest);
+    if (out == NULL || rest == NULL) {
+        free(out);
+        free(rest);
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        ment *x = &m->e[i];
+        if (!x->live || x->nsi != nsi || x == keep)
+            continue;
+        /* forget's normal rule first */
+        if (cairn__mem_expired(x, now) ||
+            (double)(now - x->created) / DAY_MS > m->max_retention ||
+            cairn__mem_decayed(m, x, now) < 0.01)
+            out[nout++] = x;
+        else
+            rest[nrest++] = x;
+    }
+    /* then the lowest decayed importance (older first among equals) */
+    while (live - nout > m->max_memories && nrest > 0) {
+        size_t worst = 0;
+        for (size_t i = 1; i < nrest; i++)
+            if (cairn__mem_decayed(m, rest[i], now) < cairn__mem_decayed(m, rest[worst], now))
+                worst = i;
+        out[nout++] = rest[worst];
+        rest[worst] = rest[--nrest];
+    }
+    rc = cairn__mem_delete_many(m, out, nout, "maxMemories");
+    if (rc == CAIRN_OK) {
+        *pruned = nout;
+        *kept = live - nout;
+    }
+    free(out);
+    free(rest);
+    return rc;
+}
+
 int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opts *o,
                     cairn_memory **out, int *existed)
 {
     cairn_mem_store_opts def = CAIRN_MEM_STORE_OPTS_INIT;
-    const char *ns;
+    cairn_mem_hooks hooks = cairn__mem_hooks(m);
+    cairn_mem_draft d;
+    cairn_memory *copy = NULL;
     size_t len;
     long nsi;
     ment *x;
     memrec r;
     char id[CAIRN_MEM_ID_MAX + 1];
-    uint64_t seq = 0;
+    uint64_t seq = 0, pruned = 0, kept = 0;
     int64_t now = cairn__mem_wall_ms();
-    int rc;
+    int rc, dup = 0;
 
     if (o == NULL)
         o = &def;
-    ns = o->ns ? o->ns : "";
     if (out != NULL)
         *out = NULL;
     if (existed != NULL)
         *existed = 0;
+    d.ns = o->ns ? o->ns : "";
+    d.content = content;
+    d.category = o->category ? o->category : "fact";
+    d.importance = o->importance < 0 ? 0.5 : o->importance;
+    d.expires_at = o->expires_at;
+    d.metadata = o->metadata;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    len = content ? strlen(content) : 0;
+    if (hooks.before_store != NULL && content != NULL && *content) {
+        /* not for a duplicate: it is not stored */
+        nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
+        len = strlen(content);
+        dup = nsi >= 0 && find_content(m, (uint32_t)nsi, content, len,
+                                       hash_content((uint32_t)nsi, content, len)) != NULL;
+        if (!dup) {
+            pthread_mutex_unlock(&m->mu);
+            if (hooks.before_store(hooks.user, &d) != 0) {
+                pthread_mutex_lock(&m->mu);
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "rejected by the beforeStore hook");
+                goto out;
+            }
+            pthread_mutex_lock(&m->mu);
+        }
+    }
+    len = d.content ? strlen(d.content) : 0;
     if (len == 0 || len > MEM_CONTENT_MAX) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "content must be 1 byte..1 MiB");
         goto out;
     }
-    if (strlen(ns) > CAIRN_NS_MAX) {
+    if (d.ns == NULL || strlen(d.ns) > CAIRN_NS_MAX) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "namespace longer than %d bytes", CAIRN_NS_MAX);
         goto out;
     }
-    if (o->importance > 1.0 || o->importance != o->importance) {
+    if (!(d.importance >= 0.0 && d.importance <= 1.0)) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid importance: must be between 0 and 1");
         goto out;
     }
-    if ((rc = check_category(m, o->category ? o->category : "fact")) != CAIRN_OK)
+    if (d.category == NULL || (rc = check_category(m, d.category)) != CAIRN_OK) {
+        rc = d.category ? rc : cairn__mem_fail(m, CAIRN_EINVAL, "no category");
         goto out;
-    if (o->metadata != NULL && (rc = check_metadata(m, o->metadata)) != CAIRN_OK)
+    }
+    if (d.metadata != NULL && (rc = check_metadata(m, d.metadata)) != CAIRN_OK)
         goto out;
-    if (o->expires_at < 0) {
+    if (d.expires_at < 0) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "expiry before 1970");
         goto out;
     }
-    nsi = cairn__mem_ns_index(m, ns, strlen(ns), 0);
-    if (nsi >= 0 && (x = find_content(m, (uint32_t)nsi, content, len,
-                                      hash_content((uint32_t)nsi, content, len))) != NULL) {
+    nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
+    if (nsi >= 0 && (x = find_content(m, (uint32_t)nsi, d.content, len,
+                                      hash_content((uint32_t)nsi, d.content, len))) != NULL) {
         if (existed != NULL)
             *existed = 1;
         rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
         goto out;
     }
-    cairn__mem_new_id(m, content, id);
+    cairn__mem_new_id(m, d.content, id);
     memset(&r, 0, sizeof r);
     r.type = CAIRN_REC_MEMORY;
     r.id = id;
-    r.content = content;
+    r.content = d.content;
     r.content_len = len;
-    r.category = o->category ? o->category : "fact";
-    r.importance = o->importance < 0 ? 0.5 : o->importance;
+    r.category = d.category;
+    r.importance = d.importance;
     r.created_at = r.accessed_at = now;
-    r.expires_at = o->expires_at;
-    r.metadata = (char *)(uintptr_t)o->metadata;
-    rc = cairn__mem_write_rec(m, ns, &r, &seq);
-    if (rc == CAIRN_OK && out != NULL)
-        rc = copy_new(m, cairn__mem_find_seq(m, seq), out);
+    r.expires_at = d.expires_at;
+    r.metadata = (char *)(uintptr_t)d.metadata;
+    rc = cairn__mem_write_rec(m, d.ns, &r, &seq);
+    if (rc != CAIRN_OK)
+        goto out;
+    x = cairn__mem_find_seq(m, seq);
+    /* The memory is stored: a failed prune is reported, not undone. */
+    rc = enforce_limit(m, x->nsi, x, &pruned, &kept);
+    if (rc == CAIRN_OK && (out != NULL || hooks.after_store != NULL || m->nlisteners > 0))
+        rc = copy_new(m, x, &copy);
 out:
+    pthread_mutex_unlock(&m->mu);
+    if (copy != NULL) {
+        cairn_mem_event ev;
+        if (hooks.after_store != NULL)
+            hooks.after_store(hooks.user, copy);
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CAIRN_EVENT_STORED;
+        ev.memory = copy;
+        cairn__mem_emit(m, &ev);
+        if (pruned > 0) {
+            memset(&ev, 0, sizeof ev);
+            ev.kind = CAIRN_EVENT_PRUNED;
+            ev.pruned = pruned;
+            ev.kept = kept;
+            ev.reason = "maxMemories";
+            cairn__mem_emit(m, &ev);
+        }
+        if (out != NULL)
+            *out = copy;
+        else
+            cairn_mem_free(copy);
+    }
+    return rc;
+}
+
+void cairn__mem_emit(cairn_mem *m, const cairn_mem_event *ev)
+{
+    size_t n;
+    cairn_mem_event_fn fn[8];
+    void *user[8];
+    pthread_mutex_lock(&m->mu);
+    n = m->nlisteners;
+    for (size_t i = 0; i < n; i++) {
+        fn[i] = m->listeners[i].fn;
+        user[i] = m->listeners[i].user;
+    }
+    pthread_mutex_unlock(&m->mu);
+    for (size_t i = 0; i < n; i++)
+        fn[i](user[i], ev);
+}
+
+cairn_mem_hooks cairn__mem_hooks(cairn_mem *m)
+{
+    cairn_mem_hooks h;
+    pthread_mutex_lock(&m->mu);
+    h = m->hooks;
+    pthread_mutex_unlock(&m->mu);
+    return h;
+}
+
+void cairn_mem_set_hooks(cairn_mem *m, const cairn_mem_hooks *hooks)
+{
+    pthread_mutex_lock(&m->mu);
+    if (hooks != NULL)
+        m->hooks = *hooks;
+    else
+        memset(&m->hooks, 0, sizeof m->hooks);
+    pthread_mutex_unlock(&m->mu);
+}
+
+int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user)
+{
+    int rc = CAIRN_OK;
+    pthread_mutex_lock(&m->mu);
+    if (fn == NULL || m->nlisteners == 8) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "at most 8 listeners, not NULL");
+    } else {
+        m->listeners[m->nlisteners].fn = fn;
+        m->listeners[m->nlisteners].user = user;
+        m->nlisteners++;
+    }
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -53,6 +53,14 @@ struct cairn_mem {
     size_t nns;
     uint64_t skipped;
     uint64_t id_counter;
+    double max_retention;    /* days */
+    uint64_t max_memories;   /* per namespace */
+    cairn_mem_hooks hooks;
+    struct {
+        cairn_mem_event_fn fn;
+        void *user;
+    } listeners[8];
+    size_t nlisteners;
     char err[CAIRN_ERRMSG_MAX];
 };
 
@@ -88,5 +96,11 @@ ment *cairn__mem_find_dup(cairn_mem *m, const char *ns, const char *content, siz
 
 /* A fresh id ("m" + 16 hex digits) no live memory has, into id. */
 void cairn__mem_new_id(cairn_mem *m, const char *content, char *id);
+
+/* Call every listener with ev (mu NOT held). */
+void cairn__mem_emit(cairn_mem *m, const cairn_mem_event *ev);
+
+/* The hooks, copied under mu (mu NOT held). */
+cairn_mem_hooks cairn__mem_hooks(cairn_mem *m);
 
 #endif /* CAIRN_MEMSTATE_H */

@@ -97,15 +97,64 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_
     }
 }
 
+/* Keep the kept hits (compacting out), append one access record for them
+ * (skipped on a read-only handle), and show the new counts in the copies. */
+static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, size_t take,
+                         int64_t now, size_t *kept_n)
+{
+    const char **ids = malloc(take * sizeof *ids);
+    size_t n = 0;
+    memrec r;
+    int rc;
+
+    if (ids == NULL)
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
+    for (size_t i = 0; i < take; i++) {
+        if (!keep[i] || cairn__mem_find_id(m, out[i].mem.id) == NULL) {
+            free(out[i].mem.ns);
+            free(out[i].mem.content);
+            free(out[i].mem.category);
+            free(out[i].mem.metadata);
+            continue;
+        }
+        out[n] = out[i];
+        ids[n] = out[n].mem.id;
+        n++;
+    }
+    *kept_n = n;
+    if (n == 0) {
+        free(ids);
+        return CAIRN_OK;
+    }
+    memset(&r, 0, sizeof r);
+    r.type = CAIRN_REC_MEMORY_ACCESS;
+    r.accessed_at = now;
+    r.ids = ids;
+    r.n_ids = n;
+    rc = cairn__mem_write_rec(m, "", &r, NULL);
+    free(ids);
+    if (rc == CAIRN_EPERM) /* a read-only handle recalls without recording it */
+        return CAIRN_OK;
+    for (size_t i = 0; rc == CAIRN_OK && i < n; i++) {
+        const ment *x = cairn__mem_find_id(m, out[i].mem.id);
+        out[i].mem.accessed_at = x->accessed;
+        out[i].mem.access_count = x->access_count;
+    }
+    return rc;
+}
+
 int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
                      cairn_recall_hit **hits, size_t *n_hits)
 {
     cairn_recall_opts def = CAIRN_RECALL_OPTS_INIT;
     static const char *const default_ns[] = {""};
     const char *const *nss;
-    size_t n_ns, k, n = 0, cap = 0, nterms = 0, take;
+    size_t n_ns, k, n = 0, cap = 0, nterms = 0, take = 0, kept_n = 0;
     cand *c = NULL;
     cairn_recall_hit *out = NULL;
+    int *keep = NULL;
+    char *rewritten = NULL;
+    cairn_mem_hooks hooks = cairn__mem_hooks(m);
     double best = 0, most = 0;
     int64_t now = cairn__mem_wall_ms();
     int rc = CAIRN_OK;
@@ -116,6 +165,8 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         o = &def;
     if (query == NULL)
         query = "";
+    if (hooks.before_recall != NULL && (rewritten = hooks.before_recall(hooks.user, query)) != NULL)
+        query = rewritten;
     k = o->k ? o->k : 5;
     nss = o->ns ? o->ns : default_ns;
     n_ns = o->ns ? o->n_ns : 1;
@@ -167,35 +218,15 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     take = n < k ? n : k;
     if (take == 0)
         goto out;
-    /* Access first (one record for the whole recall), so the copies show it. */
-    {
-        memrec r;
-        const char **ids = malloc(take * sizeof *ids);
-        if (ids == NULL) {
-            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
-            goto out;
-        }
-        for (size_t i = 0; i < take; i++)
-            ids[i] = c[i].x->id;
-        memset(&r, 0, sizeof r);
-        r.type = CAIRN_REC_MEMORY_ACCESS;
-        r.accessed_at = now;
-        r.ids = ids;
-        r.n_ids = take;
-        rc = cairn__mem_write_rec(m, "", &r, NULL);
-        free(ids);
-        if (rc == CAIRN_EPERM) /* a read-only handle recalls without recording it */
-            rc = CAIRN_OK;
-        if (rc != CAIRN_OK)
-            goto out;
-    }
     out = calloc(take, sizeof *out);
-    if (out == NULL) {
+    keep = malloc(take * sizeof *keep);
+    if (out == NULL || keep == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
         goto out;
     }
     for (size_t i = 0; i < take; i++) {
         out[i] = c[i].h;
+        keep[i] = 1;
         if (cairn__mem_copy_out(m, c[i].x, &out[i].mem) != CAIRN_OK) {
             cairn_recall_free(out, i);
             out = NULL;
@@ -203,10 +234,35 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
             goto out;
         }
     }
+    /* afterRecall may drop hits: it runs unlocked, so what it keeps is
+     * looked up again before it is counted as accessed. */
+    if (hooks.after_recall != NULL) {
+        pthread_mutex_unlock(&m->mu);
+        hooks.after_recall(hooks.user, out, take, keep);
+        pthread_mutex_lock(&m->mu);
+    }
+    rc = record_access(m, out, keep, take, now, &kept_n);
+    if (rc != CAIRN_OK) {
+        take = kept_n; /* what is left in out after compaction */
+        goto out;
+    }
     *hits = out;
-    *n_hits = take;
+    *n_hits = kept_n;
+    out = NULL;
 out:
     free(c);
+    free(keep);
+    if (out != NULL)
+        cairn_recall_free(out, take);
     pthread_mutex_unlock(&m->mu);
+    free(rewritten);
+    if (rc == CAIRN_OK && *n_hits > 0) {
+        cairn_mem_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CAIRN_EVENT_RECALLED;
+        ev.hits = *hits;
+        ev.n_hits = *n_hits;
+        cairn__mem_emit(m, &ev);
+    }
     return rc;
 }
