@@ -1,7 +1,9 @@
 #!/bin/sh
 # demo.sh - a short tour of the `cairn` tool on a fresh store ./demo.cairn:
-# init, log a file of agent events, dump, verify, stats. Every step says
-# what it runs; the script stops with a non-zero exit at the first failure.
+# init, log a file of agent events, dump, verify; then import a sample of
+# memories, recall with explanations, a context block for a prompt, forget
+# (dry run), stats. Every step says what it runs; the script stops with a
+# non-zero exit at the first failure.
 #
 # usage: sh tools/demo.sh PATH/TO/cairn      (what `make demo` runs)
 set -u
@@ -9,6 +11,7 @@ set -u
 CAIRN=${1:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 EVENTS=$HERE/demo/sample-events.jsonl
+MEMORIES=$HERE/demo/sample-memories.json
 STORE=./demo.cairn
 
 fail() {
@@ -51,6 +54,26 @@ step "cairn --store $STORE dump --from-seq 21 --to-seq 22 --since 1h"
 
 step "cairn --store $STORE verify"
 "$CAIRN" --store "$STORE" verify || fail "verify"
+
+step "cairn --store $STORE import --format json tools/demo/sample-memories.json"
+"$CAIRN" --store "$STORE" import --format json "$MEMORIES" || fail "import memories"
+
+step "cairn --store $STORE add 'Staging deploys freeze on Fridays after 15:00.' --category fact --importance 0.7"
+"$CAIRN" --store "$STORE" add "Staging deploys freeze on Fridays after 15:00." --category fact \
+    --importance 0.7 || fail "add"
+
+step "cairn --store $STORE recall 'how do I deploy to production' --k 3 --explain"
+"$CAIRN" --store "$STORE" recall "how do I deploy to production" --k 3 --explain || fail "recall"
+
+step "cairn --store $STORE context 'deploying and rolling back' --format xml --max-tokens 120"
+"$CAIRN" --store "$STORE" context "deploying and rolling back" --format xml --max-tokens 120 ||
+    fail "context"
+
+step "cairn --store $STORE forget --mode aggressive --dry-run"
+"$CAIRN" --store "$STORE" forget --mode aggressive --dry-run || fail "forget"
+
+step "cairn --store $STORE verify"
+"$CAIRN" --store "$STORE" verify || fail "verify after the memories"
 
 step "cairn --store $STORE stats"
 "$CAIRN" --store "$STORE" stats || fail "stats"
