@@ -312,6 +312,34 @@ run --store "$T/mdstore" import --from markdown "$T/mdir"
 check "import --from markdown takes every .md file" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run --store "$T/mdstore" export --format json
 check "a markdown memory keeps its name and path" sh -c "grep -q '\"name\":.*\"alpha\"' out && grep -q 'mdir/alpha.md' out"
+# ---- search (the Search-Memory skill) and status ----------------------------------
+S=$T/search
+run --store "$S" add "PowerShell arrays need @() to stay arrays" --meta '{"name":"powershell-arrays","path":"mem/powershell-arrays.md"}'
+run --store "$S" add "git hooks run before each commit"
+run --store "$S" stats --json
+recs_before=$(grep -o '"records":[0-9]*' out)
+run --store "$S" search "PowerShell arrays"
+check "search prints the seed's JSON" sh -c "[ $rc -eq 0 ] && grep -q '\"Query\":.*\"PowerShell arrays\"' out && grep -q '\"Count\":.*1' out && grep -q '\"Source\":.*\"Unified\"' out && grep -q '\"Name\":.*\"powershell-arrays\"' out && grep -q '\"Path\":.*\"mem/powershell-arrays.md\"' out && grep -q '\"Diagnostic\"' out"
+want=$(printf '%s' "PowerShell arrays need @() to stay arrays" | sha256sum | cut -c1-64)
+check "search's Hash is the SHA-256 of the content" grep -q "\"Hash\":.*\"$want\"" out
+check "search output is valid JSON" sh -c "! command -v jq >/dev/null || jq -e .Results out >/dev/null"
+run --store "$S" stats --json
+check "search writes nothing (no access records)" sh -c "grep -q '$recs_before' out"
+run --store "$S" search "bad<query"
+check "search refuses a query outside the pattern with the Error JSON, exit 1" sh -c "[ $rc -eq 1 ] && grep -q '\"Error\":.*Query' out"
+run --store "$S" search "$(head -c 501 /dev/zero | tr '\0' a)"
+check "search refuses a query over 500 characters" rc_is 1
+run --store "$S" search "git" --max-results 101
+check "search refuses --max-results over 100" sh -c "[ $rc -eq 1 ] && grep -q MaxResults out"
+run --store "$S" search "git" --lexical-only --semantic-only
+check "search refuses both switches" sh -c "[ $rc -eq 1 ] && grep -q 'Cannot specify both' out"
+run --store "$S" search "git" --semantic-only
+check "search --semantic-only fails without vectors" sh -c "[ $rc -eq 1 ] && grep -q 'Semantic search is not available' out"
+run --store "$S" search "git hooks" --lexical-only --format table
+check "search --format table has the header and the Lexical source" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -q '^Name .*Source .*Score .*Preview' && grep -q 'Lexical' out"
+run --store "$S" status
+check "status reports both sides" sh -c "[ $rc -eq 0 ] && grep -q '\"Lexical\"' out && grep -q '\"Semantic\"' out && grep -q '\"MemoryCount\":.*2' out"
+
 run --store "$M" context "typescript" --format yaml
 check "context refuses an unknown format (exit 64)" rc_is 64
 

@@ -47,6 +47,9 @@ static const command commands[] = {
     {"export", "print every memory as json, md or csv", cmd_export_help, cmd_export},
     {"import", "import memories (export formats, or a folder of markdown)", cmd_import_help,
      cmd_import},
+    {"search", "search memories by relevance (the Search-Memory skill)", cmd_search_help,
+     cmd_search},
+    {"status", "the search router's status", cmd_status_help, cmd_status},
     {"help", "print the help of a command", help_help, cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

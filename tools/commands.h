@@ -49,4 +49,10 @@ int cmd_export(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_import_help[];
 int cmd_import(cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_search.c: the Search-Memory skill and the router status. */
+extern const char cmd_search_help[];
+int cmd_search(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_status_help[];
+int cmd_status(cli_ctx *ctx, int argc, char **argv);
+
 #endif /* CAIRN_CLI_COMMANDS_H */
