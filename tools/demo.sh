@@ -1,8 +1,8 @@
 #!/bin/sh
 # demo.sh - a short tour of the `cairn` tool on a fresh store ./demo.cairn:
 # init, log a file of agent events, dump, verify; then import a sample of
-# memories, recall with explanations, a context block for a prompt, forget
-# (dry run), stats. Every step says what it runs; the script stops with a
+# memories, recall with explanations, a context block for a prompt, a
+# search, forget (dry run), stats. Every step says what it runs; the script stops with a
 # non-zero exit at the first failure.
 #
 # usage: sh tools/demo.sh PATH/TO/cairn      (what `make demo` runs)
@@ -68,6 +68,9 @@ step "cairn --store $STORE recall 'how do I deploy to production' --k 3 --explai
 step "cairn --store $STORE context 'deploying and rolling back' --format xml --max-tokens 120"
 "$CAIRN" --store "$STORE" context "deploying and rolling back" --format xml --max-tokens 120 ||
     fail "context"
+
+step "cairn --store $STORE search 'staging deploy' --max-results 3 --format table"
+"$CAIRN" --store "$STORE" search "staging deploy" --max-results 3 --format table || fail "search"
 
 step "cairn --store $STORE forget --mode aggressive --dry-run"
 "$CAIRN" --store "$STORE" forget --mode aggressive --dry-run || fail "forget"
