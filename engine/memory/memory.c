@@ -154,6 +154,7 @@ long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
         return -1;
     m->ns = p;
     p = &m->ns[m->nns];
+    p->live = 0;
     p->name = dup_str(name, len);
     if (p->name == NULL || cairn__ramidx_new(&p->idx, NULL, m->stemmer) != CAIRN_OK) {
         free(p->name);
@@ -216,6 +217,7 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
         return rc;
     }
     x->live = 1;
+    m->ns[nsi].live++;
     table_put(m->by_id, m->tcap, hash_id(x->id), (uint32_t)m->n, m->e, 1);
     table_put(m->by_content, m->tcap, x->content_hash, (uint32_t)m->n, m->e, 0);
     m->n++;
@@ -249,6 +251,7 @@ static void kill_entry(cairn_mem *m, ment *x)
     (void)cairn__ramidx_remove(m->ns[x->nsi].idx, x->seq, (const uint8_t *)x->content,
                                x->content_len);
     x->live = 0;
+    m->ns[x->nsi].live--;
 }
 
 static void apply_clear(cairn_mem *m, const char *ns)
@@ -572,11 +575,10 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
     int rc;
 
     *pruned = 0;
-    for (size_t i = 0; i < m->n; i++)
-        live += m->e[i].live && m->e[i].nsi == nsi;
+    live = m->ns[nsi].live;
     *kept = live;
     if (live <= m->max_memories)
-        return CAIRN_OK;
+        return CAIRN_OK; /* the common case, O(1) */
     out = calloc(live, sizeof *out);
     rest = calloc(live, sizeof *rest);
     if (out == NULL || rest == NULL) {

@@ -34,6 +34,7 @@ typedef struct ment {
 typedef struct nspace {
     char *name;
     cairn__ramidx *idx;
+    uint64_t live;           /* live memories in it */
 } nspace;
 
 struct cairn_mem {

@@ -151,7 +151,7 @@ static long term_id(cairn__ramidx *x, const char *s, size_t len)
     size_t slot;
     term *tm;
 
-    if (x->table_cap == 0 || (x->nterms + 1) * 4 > x->table_cap * 3) {
+    if (x->table_cap == 0 || (x->nterms + 1) * 2 > x->table_cap) { /* load <= 1/2: short probes */
         if (x->lookup_only && x->table_cap == 0)
             return -1;
         if (!x->lookup_only && grow_table(x) != CAIRN_OK)

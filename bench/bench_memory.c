@@ -1,0 +1,499 @@
+/*
+ * bench_memory.c - memories and lexical recall (issue 3): cairn next to
+ * SQLite FTS5 (bm25(), porter tokenizer, ORDER BY rank LIMIT 10), same run,
+ * same data. Public API only. Never part of `make test`.
+ *
+ *   synthetic  N memories of 20-60 words from a Zipfian vocabulary (fixed
+ *              seed): ingest (index included; FTS5 at 1000 rows per
+ *              transaction, WAL, synchronous NORMAL), 1000 queries of 1-4
+ *              terms top 10 (median and p99), and opening the store read-only
+ *              plus its first query
+ *   locomo     ../shared/data/locomo-dev: every dialog turn a memory ("Speaker:
+ *              text"), every question of categories 1-4 a query; recall@5 and
+ *              recall@10 of the evidence turns (dia_id), per question
+ *              |evidence in top k| / |evidence|, averaged
+ *
+ * usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S]
+ *                     [--only synthetic|locomo]
+ * Output: JSON lines on stdout, a summary with PASS/FAIL on stderr.
+ */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cairn.h"
+
+#define VOCAB 50000
+#define QUERIES 1000
+
+static const char *stemmer; /* --stemmer; NULL = cairn's default (english) */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench_memory: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static uint64_t rng = 0xC0FFEE;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double *zipf_cdf;
+static int zipf(void)
+{
+    double u = (double)(rnd() >> 11) / 9007199254740992.0;
+    int lo = 0, hi = VOCAB - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (zipf_cdf[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Word i: letters only, 3-9 of them, distinct for distinct i. */
+static int word(char *out, int i)
+{
+    static const char cons[] = "bcdfghjklmnprstvz", vow[] = "aeiou";
+    int n = 0, x = i + 1;
+    while (x > 0) {
+        out[n++] = cons[x % 17];
+        x /= 17;
+        out[n++] = vow[x % 5];
+        x /= 5;
+    }
+    out[n] = 0;
+    return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void rm_rf(const char *path)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    if (system(cmd) != 0)
+        die("cannot remove %s", path);
+}
+
+static sqlite3 *fts_open(const char *path)
+{
+    sqlite3 *db;
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        die("sqlite3_open %s", path);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                     "CREATE VIRTUAL TABLE IF NOT EXISTS m USING fts5(content, tokenize='porter');",
+                 NULL, NULL, NULL);
+    return db;
+}
+
+/* "a OR b OR c" from the words of text (FTS5 query syntax, each quoted). */
+static void fts_query(const char *text, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *p = text; *p;) {
+        const char *s;
+        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                       (*p >= '0' && *p <= '9')))
+            p++;
+        s = p;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
+            p++;
+        if (p > s && n + (size_t)(p - s) + 8 < cap)
+            n += (size_t)snprintf(out + n, cap - n, "%s\"%.*s\"", n ? " OR " : "",
+                                  (int)(p - s), s);
+    }
+}
+
+static int fts_search(sqlite3_stmt *st, const char *q, int64_t *rowids, int k)
+{
+    int n = 0;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, k);
+    while (sqlite3_step(st) == SQLITE_ROW && n < k)
+        rowids[n++] = sqlite3_column_int64(st, 0);
+    return n;
+}
+
+static cairn_db *open_store(const char *dir, int create, int read_only)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db;
+    char err[CAIRN_ERRMSG_MAX];
+    o.create = create;
+    o.read_only = read_only;
+    if (cairn_open(&db, dir, &o, err, sizeof err) != CAIRN_OK)
+        die("cairn_open %s: %s", dir, err);
+    return db;
+}
+
+/* ---- synthetic ----------------------------------------------------------- */
+
+static void synthetic(const char *dir, size_t n)
+{
+    char path[1100], *text = malloc(64 * 12), fq[512];
+    char (*queries)[128] = calloc(QUERIES, sizeof *queries);
+    double t0, c_ingest, f_ingest, c_open, *cq = calloc(QUERIES, sizeof(double)),
+                                          *fq_t = calloc(QUERIES, sizeof(double));
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_db *db;
+    cairn_mem *mem;
+    sqlite3 *fdb;
+    sqlite3_stmt *ins, *sel;
+    uint64_t seed_state;
+    mo.stemmer = stemmer;
+    mo.max_memories = n + 1; /* keep them all (the default limit is 10,000) */
+    double s = 0;
+
+    zipf_cdf = malloc(VOCAB * sizeof *zipf_cdf);
+    for (int i = 0; i < VOCAB; i++)
+        zipf_cdf[i] = (s += 1.0 / (i + 1));
+    for (int i = 0; i < VOCAB; i++)
+        zipf_cdf[i] /= s;
+    snprintf(path, sizeof path, "%s/mem-cairn", dir);
+    rm_rf(path);
+    mo.w_relevance = 1.0; /* rank as FTS5 does: relevance alone */
+    /* cairn ingest */
+    seed_state = rng;
+    db = open_store(path, 1, 0);
+    if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
+        die("cairn_mem_open");
+    t0 = now();
+    for (size_t i = 0; i < n; i++) {
+        int words = 20 + (int)(rnd() % 41), len = 0;
+        for (int w = 0; w < words; w++) {
+            len += word(text + len, zipf());
+            text[len++] = ' ';
+        }
+        len += snprintf(text + len, 24, "n%zu", i); /* distinct contents */
+        if (cairn_mem_store(mem, text, NULL, NULL, NULL) != CAIRN_OK)
+            die("store %zu: %s", i, cairn_mem_errmsg(mem));
+    }
+    cairn_mem_close(mem);
+    if (cairn_close(db) != CAIRN_OK)
+        die("close");
+    c_ingest = now() - t0;
+    /* FTS5 ingest, same texts */
+    rng = seed_state;
+    snprintf(path, sizeof path, "%s/mem-fts5.db", dir);
+    rm_rf(path);
+    fdb = fts_open(path);
+    sqlite3_prepare_v2(fdb, "INSERT INTO m(content) VALUES (?)", -1, &ins, NULL);
+    t0 = now();
+    for (size_t i = 0; i < n; i++) {
+        int words = 20 + (int)(rnd() % 41), len = 0;
+        if (i % 1000 == 0)
+            sqlite3_exec(fdb, i ? "COMMIT; BEGIN" : "BEGIN", NULL, NULL, NULL);
+        for (int w = 0; w < words; w++) {
+            len += word(text + len, zipf());
+            text[len++] = ' ';
+        }
+        len += snprintf(text + len, 24, "n%zu", i);
+        sqlite3_reset(ins);
+        sqlite3_bind_text(ins, 1, text, len, SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            die("fts insert: %s", sqlite3_errmsg(fdb));
+    }
+    sqlite3_exec(fdb, "COMMIT", NULL, NULL, NULL);
+    f_ingest = now() - t0;
+    sqlite3_finalize(ins);
+    /* queries: 1-4 terms, skipping the 100 most frequent words */
+    for (int i = 0; i < QUERIES; i++) {
+        int terms = 1 + (int)(rnd() % 4), len = 0;
+        for (int t = 0; t < terms; t++) {
+            int w;
+            do
+                w = zipf();
+            while (w < 100);
+            len += word(queries[i] + len, w);
+            queries[i][len++] = ' ';
+        }
+        queries[i][len - 1] = 0;
+    }
+    /* cairn: open read-only (replay) and the first query */
+    snprintf(path, sizeof path, "%s/mem-cairn", dir);
+    t0 = now();
+    db = open_store(path, 0, 1);
+    if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
+        die("cairn_mem_open read-only");
+    {
+        cairn_recall_hit *h;
+        size_t nh;
+        ro.k = 10;
+        if (cairn_mem_recall(mem, queries[0], &ro, &h, &nh) != CAIRN_OK)
+            die("recall");
+        cairn_recall_free(h, nh);
+    }
+    c_open = now() - t0;
+    for (int i = 0; i < QUERIES; i++) {
+        cairn_recall_hit *h;
+        size_t nh;
+        t0 = now();
+        if (cairn_mem_recall(mem, queries[i], &ro, &h, &nh) != CAIRN_OK)
+            die("recall");
+        cq[i] = now() - t0;
+        cairn_recall_free(h, nh);
+    }
+    cairn_mem_close(mem);
+    cairn_close(db);
+    sqlite3_prepare_v2(fdb, "SELECT rowid FROM m WHERE m MATCH ?1 ORDER BY rank LIMIT ?2", -1,
+                       &sel, NULL);
+    for (int i = 0; i < QUERIES; i++) {
+        int64_t ids[10];
+        fts_query(queries[i], fq, sizeof fq);
+        t0 = now();
+        (void)fts_search(sel, fq, ids, 10);
+        fq_t[i] = now() - t0;
+    }
+    sqlite3_finalize(sel);
+    sqlite3_close(fdb);
+    qsort(cq, QUERIES, sizeof *cq, cmp_double);
+    qsort(fq_t, QUERIES, sizeof *fq_t, cmp_double);
+    printf("{\"bench\":\"memory\",\"part\":\"synthetic\",\"memories\":%zu,"
+           "\"cairn_ingest_s\":%.3f,\"fts5_ingest_s\":%.3f,\"ingest_ratio\":%.3f,"
+           "\"cairn_query_median_ms\":%.4f,\"cairn_query_p99_ms\":%.4f,"
+           "\"fts5_query_median_ms\":%.4f,\"fts5_query_p99_ms\":%.4f,\"query_speedup\":%.3f,"
+           "\"cairn_open_first_query_ms\":%.1f}\n",
+           n, c_ingest, f_ingest, f_ingest / c_ingest, cq[QUERIES / 2] * 1e3,
+           cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3, fq_t[QUERIES * 99 / 100] * 1e3,
+           fq_t[QUERIES / 2] / cq[QUERIES / 2], c_open * 1e3);
+    fprintf(stderr, "synthetic, %zu memories:\n", n);
+    fprintf(stderr, "  ingest      cairn %.2f s (%.0f/s)   fts5 %.2f s (%.0f/s)   %.2fx  %s (target >= 3x)\n",
+            c_ingest, n / c_ingest, f_ingest, n / f_ingest, f_ingest / c_ingest,
+            f_ingest / c_ingest >= 3 ? "PASS" : "FAIL");
+    fprintf(stderr, "  query       cairn median %.3f ms p99 %.3f ms   fts5 median %.3f ms p99 %.3f ms\n",
+            cq[QUERIES / 2] * 1e3, cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3,
+            fq_t[QUERIES * 99 / 100] * 1e3);
+    fprintf(stderr, "              median <= 0.5 ms: %s;  >= 10x faster than fts5 (%.1fx): %s\n",
+            cq[QUERIES / 2] * 1e3 <= 0.5 ? "PASS" : "FAIL", fq_t[QUERIES / 2] / cq[QUERIES / 2],
+            fq_t[QUERIES / 2] / cq[QUERIES / 2] >= 10 ? "PASS" : "FAIL");
+    fprintf(stderr, "  open + first query  %.1f ms  %s (target < 50 ms)\n", c_open * 1e3,
+            c_open < 0.05 ? "PASS" : "FAIL");
+    free(text);
+    free(queries);
+    free(cq);
+    free(fq_t);
+    free(zipf_cdf);
+}
+
+/* ---- LoCoMo -------------------------------------------------------------- */
+
+typedef struct turn {
+    char dia[16];
+    char id[CAIRN_MEM_ID_MAX + 1];
+} turn;
+
+static void locomo(const char *dir, const char *data)
+{
+    DIR *d = opendir(data);
+    struct dirent *de;
+    double c5 = 0, c10 = 0, f5 = 0, f10 = 0;
+    int questions = 0, convs = 0;
+    char path[1100];
+
+    if (d == NULL)
+        die("cannot open %s", data);
+    while ((de = readdir(d)) != NULL) {
+        FILE *fp;
+        char *buf;
+        long len;
+        cJSON *root, *qa, *q;
+        cairn_db *db;
+        cairn_mem *mem;
+        cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+        sqlite3 *fdb;
+        sqlite3_stmt *ins, *sel;
+        turn *turns = NULL;
+        size_t nturns = 0;
+        if (strstr(de->d_name, ".json") == NULL)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", data, de->d_name);
+        fp = fopen(path, "rb");
+        if (fp == NULL)
+            die("open %s", path);
+        fseek(fp, 0, SEEK_END);
+        len = ftell(fp);
+        fseek(fp, 0, SEEK_SET);
+        buf = malloc((size_t)len + 1);
+        if (fread(buf, 1, (size_t)len, fp) != (size_t)len)
+            die("read %s", path);
+        buf[len] = 0;
+        fclose(fp);
+        root = cJSON_Parse(buf);
+        free(buf);
+        if (root == NULL)
+            die("parse %s", path);
+        convs++;
+        snprintf(path, sizeof path, "%s/locomo-cairn", dir);
+        rm_rf(path);
+        db = open_store(path, 1, 0);
+        mo.w_relevance = 1.0;
+        mo.stemmer = stemmer;
+        if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
+            die("mem open");
+        snprintf(path, sizeof path, "%s/locomo-fts5.db", dir);
+        rm_rf(path);
+        fdb = fts_open(path);
+        sqlite3_prepare_v2(fdb, "INSERT INTO m(rowid, content) VALUES (?, ?)", -1, &ins, NULL);
+        sqlite3_exec(fdb, "BEGIN", NULL, NULL, NULL);
+        for (cJSON *s = root->child; s != NULL; s = s->next) {
+            cJSON *t;
+            if (strncmp(s->string, "session_", 8) != 0 || !cJSON_IsArray(s))
+                continue;
+            cJSON_ArrayForEach(t, s) {
+                const cJSON *sp = cJSON_GetObjectItem(t, "speaker"),
+                            *tx = cJSON_GetObjectItem(t, "text"),
+                            *di = cJSON_GetObjectItem(t, "dia_id");
+                char content[8192];
+                cairn_memory *m = NULL;
+                if (!cJSON_IsString(sp) || !cJSON_IsString(tx) || !cJSON_IsString(di))
+                    continue;
+                snprintf(content, sizeof content, "%s: %s", sp->valuestring, tx->valuestring);
+                turns = realloc(turns, (nturns + 1) * sizeof *turns);
+                snprintf(turns[nturns].dia, sizeof turns[nturns].dia, "%s", di->valuestring);
+                if (cairn_mem_store(mem, content, NULL, &m, NULL) != CAIRN_OK)
+                    die("store: %s", cairn_mem_errmsg(mem));
+                strcpy(turns[nturns].id, m->id); /* a duplicate maps to the first one */
+                cairn_mem_free(m);
+                sqlite3_reset(ins);
+                sqlite3_bind_int64(ins, 1, (sqlite3_int64)nturns + 1);
+                sqlite3_bind_text(ins, 2, content, -1, SQLITE_TRANSIENT);
+                if (sqlite3_step(ins) != SQLITE_DONE)
+                    die("fts insert");
+                nturns++;
+            }
+        }
+        sqlite3_exec(fdb, "COMMIT", NULL, NULL, NULL);
+        sqlite3_finalize(ins);
+        sqlite3_prepare_v2(fdb, "SELECT rowid FROM m WHERE m MATCH ?1 ORDER BY rank LIMIT ?2",
+                           -1, &sel, NULL);
+        qa = cJSON_GetObjectItem(root, "qa");
+        cJSON_ArrayForEach(q, qa) {
+            const cJSON *cat = cJSON_GetObjectItem(q, "category"),
+                        *qs = cJSON_GetObjectItem(q, "question"),
+                        *ev = cJSON_GetObjectItem(q, "evidence"), *e;
+            cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+            cairn_recall_hit *h = NULL;
+            size_t nh = 0;
+            int64_t rows[10];
+            int nr, nev = 0, hit[4] = {0, 0, 0, 0};
+            char fq[2048];
+            if (!cJSON_IsNumber(cat) || cat->valueint < 1 || cat->valueint > 4 ||
+                !cJSON_IsString(qs) || !cJSON_IsArray(ev) || cJSON_GetArraySize(ev) == 0)
+                continue;
+            ro.k = 10;
+            if (cairn_mem_recall(mem, qs->valuestring, &ro, &h, &nh) != CAIRN_OK)
+                die("recall: %s", cairn_mem_errmsg(mem));
+            fts_query(qs->valuestring, fq, sizeof fq);
+            nr = fts_search(sel, fq, rows, 10);
+            cJSON_ArrayForEach(e, ev) {
+                size_t t;
+                if (!cJSON_IsString(e))
+                    continue;
+                nev++;
+                for (t = 0; t < nturns && strcmp(turns[t].dia, e->valuestring) != 0; t++)
+                    ;
+                if (t == nturns)
+                    continue; /* evidence that names no turn */
+                for (size_t r = 0; r < nh; r++)
+                    if (strcmp(h[r].mem.id, turns[t].id) == 0) {
+                        hit[0] += r < 5;
+                        hit[1]++;
+                    }
+                for (int r = 0; r < nr; r++)
+                    if (rows[r] == (int64_t)t + 1) {
+                        hit[2] += r < 5;
+                        hit[3]++;
+                    }
+            }
+            cairn_recall_free(h, nh);
+            if (nev == 0)
+                continue;
+            c5 += (double)hit[0] / nev;
+            c10 += (double)hit[1] / nev;
+            f5 += (double)hit[2] / nev;
+            f10 += (double)hit[3] / nev;
+            questions++;
+        }
+        sqlite3_finalize(sel);
+        sqlite3_close(fdb);
+        cairn_mem_close(mem);
+        cairn_close(db);
+        free(turns);
+        cJSON_Delete(root);
+    }
+    closedir(d);
+    if (questions == 0)
+        die("no questions in %s", data);
+    printf("{\"bench\":\"memory\",\"part\":\"locomo\",\"conversations\":%d,\"questions\":%d,"
+           "\"cairn_recall_at_5\":%.4f,\"cairn_recall_at_10\":%.4f,"
+           "\"fts5_recall_at_5\":%.4f,\"fts5_recall_at_10\":%.4f}\n",
+           convs, questions, c5 / questions, c10 / questions, f5 / questions, f10 / questions);
+    fprintf(stderr, "locomo-dev, %d conversations, %d questions (categories 1-4):\n", convs,
+            questions);
+    fprintf(stderr, "  recall@5   cairn %.4f   fts5 %.4f   %s\n", c5 / questions, f5 / questions,
+            c5 >= f5 ? "PASS" : "FAIL");
+    fprintf(stderr, "  recall@10  cairn %.4f   fts5 %.4f   %s (cairn not below fts5)\n",
+            c10 / questions, f10 / questions, c10 >= f10 ? "PASS" : "FAIL");
+}
+
+int main(int argc, char **argv)
+{
+    size_t n = 1000000;
+    const char *dir = "build/bench-tmp", *data = "../shared/data/locomo-dev", *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
+            n = (size_t)strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--locomo") == 0 && i + 1 < argc)
+            data = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--stemmer") == 0 && i + 1 < argc)
+            stemmer = argv[++i];
+        else
+            die("usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S] "
+                "[--only synthetic|locomo]");
+    }
+    mkdir(dir, 0755);
+    if (only == NULL || strcmp(only, "locomo") == 0)
+        locomo(dir, data);
+    if (only == NULL || strcmp(only, "synthetic") == 0)
+        synthetic(dir, n);
+    return 0;
+}
