@@ -54,7 +54,9 @@ struct cairn__ramidx {
     size_t arena_len, arena_cap;
     term *terms;
     size_t nterms, terms_cap;
-    uint32_t *table;         /* term number + 1, 0 = empty; size a power of 2 */
+    uint64_t *table;         /* slot: (hash >> 32) << 32 | term number + 1; 0 = empty;
+                                size a power of 2. The hash half answers most
+                                mismatches without touching the term. */
     size_t table_cap;
     uint64_t *ext;           /* caller's number of each local document */
     uint32_t *dl;            /* its length in terms */
@@ -115,11 +117,14 @@ uint64_t cairn__ramidx_count(const cairn__ramidx *x)
 static size_t find_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)
 {
     size_t mask = x->table_cap - 1, i = (size_t)h & mask;
+    uint64_t fp = h >> 32;
     for (;; i = (i + 1) & mask) {
-        uint32_t v = x->table[i];
+        uint64_t v = x->table[i];
+        uint32_t id = (uint32_t)v;
         if (v == 0)
             return i;
-        if (x->terms[v - 1].len == len && memcmp(x->arena + x->terms[v - 1].off, s, len) == 0)
+        if ((v >> 32) == fp && x->terms[id - 1].len == len &&
+            memcmp(x->arena + x->terms[id - 1].off, s, len) == 0)
             return i;
     }
 }
@@ -127,7 +132,7 @@ static size_t find_slot(const cairn__ramidx *x, const char *s, size_t len, uint6
 static int grow_table(cairn__ramidx *x)
 {
     size_t cap = x->table_cap ? x->table_cap * 2 : 1024;
-    uint32_t *t = cairn__calloc(x->a, cap, sizeof *t), *old = x->table;
+    uint64_t *t = cairn__calloc(x->a, cap, sizeof *t), *old = x->table;
     size_t old_cap = x->table_cap;
     if (t == NULL)
         return CAIRN_ENOMEM;
@@ -135,7 +140,7 @@ static int grow_table(cairn__ramidx *x)
     x->table_cap = cap;
     for (size_t i = 0; i < old_cap; i++)
         if (old[i] != 0) {
-            const term *tm = &x->terms[old[i] - 1];
+            const term *tm = &x->terms[(uint32_t)old[i] - 1];
             const char *s = x->arena + tm->off;
             x->table[find_slot(x, s, tm->len, XXH3_64bits(s, tm->len))] = old[i];
         }
@@ -159,7 +164,7 @@ static long term_id(cairn__ramidx *x, const char *s, size_t len)
     }
     slot = find_slot(x, s, len, h);
     if (x->table[slot] != 0)
-        return (long)x->table[slot] - 1;
+        return (long)(uint32_t)x->table[slot] - 1;
     if (x->lookup_only)
         return -1;
     if (cairn__grow(x->a, (void **)&x->terms, &x->terms_cap, x->nterms + 1, sizeof *x->terms) != CAIRN_OK ||
@@ -172,7 +177,7 @@ static long term_id(cairn__ramidx *x, const char *s, size_t len)
     tm->min_dl = UINT32_MAX;
     memcpy(x->arena + x->arena_len, s, len);
     x->arena_len += len;
-    x->table[slot] = (uint32_t)(x->nterms + 1);
+    x->table[slot] = (h >> 32) << 32 | (uint64_t)(x->nterms + 1);
     return (long)x->nterms++;
 }
 
