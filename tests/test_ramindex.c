@@ -175,7 +175,8 @@ static double ref_score_of(const ref_hit *all, size_t n, uint64_t doc)
     return 0;
 }
 
-static void compare(cairn__ramidx *x, cairn__tokenizer *tok, const char *qtext, size_t k)
+static void compare_many(cairn__ramidx *const *xs, size_t nx, cairn__tokenizer *tok,
+                         const char *qtext, size_t k)
 {
     rdoc q;
     static ref_hit ref[NDOCS];
@@ -187,8 +188,8 @@ static void compare(cairn__ramidx *x, cairn__tokenizer *tok, const char *qtext, 
     assert_int_equal(cairn__tok_run(tok, (const uint8_t *)qtext, strlen(qtext), collect_terms, &q),
                      CAIRN_OK);
     nref = brute_force(&q, ref);
-    assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)qtext, strlen(qtext), k, got_doc,
-                                          got_score, &ngot, NULL),
+    assert_int_equal(cairn__ramidx_search_many(xs, nx, (const uint8_t *)qtext, strlen(qtext), k,
+                                               got_doc, got_score, &ngot, NULL),
                      CAIRN_OK);
     assert_int_equal(ngot, nref < k ? nref : k);
     for (size_t i = 0; i < ngot; i++) {
@@ -202,6 +203,189 @@ static void compare(cairn__ramidx *x, cairn__tokenizer *tok, const char *qtext, 
         for (size_t j = 0; j < i; j++)
             assert_true(got_doc[j] != got_doc[i]);
     }
+}
+
+static void compare(cairn__ramidx *x, cairn__tokenizer *tok, const char *qtext, size_t k)
+{
+    compare_many(&x, 1, tok, qtext, k);
+}
+
+static void random_query(char *qtext)
+{
+    char *p = qtext;
+    int n = 1 + (int)(rnd() % 4);
+    for (int j = 0; j < n; j++) {
+        /* common and rare words, sometimes a word no document has */
+        int w = rnd() % 10 == 0 ? VOCAB + (int)(rnd() % 50) : zipf();
+        word(p, w);
+        if (w >= VOCAB)
+            p[2] = 'z';
+        p += 4;
+        *p++ = ' ';
+    }
+    *p = 0;
+}
+
+static void make_doc(cairn__tokenizer *tok, int i)
+{
+    int n = 3 + (int)(rnd() % 40);
+    char *p = docs[i].text;
+    for (int j = 0; j < n; j++) {
+        word(p, zipf());
+        p += 4;
+        *p++ = ' ';
+    }
+    *p = 0;
+    assert_int_equal(cairn__tok_run(tok, (const uint8_t *)docs[i].text, strlen(docs[i].text),
+                                    collect_terms, &docs[i]),
+                     CAIRN_OK);
+    docs[i].live = 1;
+}
+
+typedef struct image {
+    uint8_t *b;
+    size_t len, cap;
+} image;
+
+static int put_bytes(void *user, const void *bytes, size_t len)
+{
+    image *im = user;
+    if (im->len + len > im->cap) {
+        im->cap = (im->len + len) * 2;
+        im->b = realloc(im->b, im->cap);
+        assert_non_null(im->b);
+    }
+    memcpy(im->b + im->len, bytes, len);
+    im->len += len;
+    return CAIRN_OK;
+}
+
+static void remove_doc(cairn__ramidx *x, int i)
+{
+    assert_int_equal(cairn__ramidx_remove(x, 1000 + 7 * (uint64_t)i, (const uint8_t *)docs[i].text,
+                                          strlen(docs[i].text)),
+                     CAIRN_OK);
+    docs[i].live = 0;
+}
+
+/* Two thirds of the corpus frozen into a file image and mapped, the rest
+ * in RAM, removals in both before and after: searched as one, and merged
+ * into one, the ranking is still the brute force's. */
+static void mapped_and_ram_indexes_rank_as_one(void **state)
+{
+    cairn__ramidx *a = NULL, *f = NULL, *b = NULL, *merged = NULL, *xs[2];
+    cairn__tokenizer *tok = NULL;
+    image im = {NULL, 0, 0};
+    uint8_t *aligned;
+    size_t used = 0;
+    static const size_t ks[] = {1, 5, 10, 50};
+    (void)state;
+
+    rng_state = 7;
+    docs = calloc(NDOCS, sizeof *docs);
+    assert_non_null(docs);
+    assert_int_equal(cairn__tok_new(&tok, NULL, "english"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_new(&a, NULL, "english"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_new(&b, NULL, "english"), CAIRN_OK);
+    for (int i = 0; i < NDOCS; i++) {
+        make_doc(tok, i);
+        assert_int_equal(cairn__ramidx_add(i < 2 * NDOCS / 3 ? a : b, 1000 + 7 * (uint64_t)i,
+                                           (const uint8_t *)docs[i].text, strlen(docs[i].text)),
+                         CAIRN_OK);
+    }
+    for (int i = 0; i < 2 * NDOCS / 3; i++)
+        if (rnd() % 8 == 0)
+            remove_doc(a, i);
+    /* freeze: merge drops the removed documents, then write and map */
+    assert_int_equal(cairn__ramidx_merge(&merged, NULL, "english", &a, 1), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_count(merged), cairn__ramidx_count(a));
+    assert_int_equal(cairn__ramidx_write(merged, put_bytes, &im), CAIRN_OK);
+    cairn__ramidx_free(merged);
+    cairn__ramidx_free(a);
+    aligned = aligned_alloc(8, (im.len + 7) / 8 * 8);
+    assert_non_null(aligned);
+    memcpy(aligned, im.b, im.len);
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "english", aligned, im.len, &used), CAIRN_OK);
+    assert_int_equal(used, im.len);
+    assert_int_equal(cairn__ramidx_add(f, 1u << 30, (const uint8_t *)"x", 1), CAIRN_EINVAL);
+    for (int i = 0; i < NDOCS; i++)
+        if (docs[i].live && rnd() % 8 == 0)
+            remove_doc(i < 2 * NDOCS / 3 ? f : b, i);
+    xs[0] = f;
+    xs[1] = b;
+    for (int qi = 0; qi < 150; qi++) {
+        char qtext[64];
+        random_query(qtext);
+        compare_many(xs, 2, tok, qtext, ks[qi % 4]);
+    }
+    /* out of document order: refused, since ties would break wrongly */
+    xs[0] = b;
+    xs[1] = f;
+    {
+        uint64_t d[1];
+        double sc[1];
+        size_t n;
+        assert_int_equal(cairn__ramidx_search_many(xs, 2, (const uint8_t *)"x", 1, 1, d, sc, &n, NULL),
+                         CAIRN_EINVAL);
+    }
+    xs[0] = f;
+    xs[1] = b;
+    assert_int_equal(cairn__ramidx_merge(&merged, NULL, "english", xs, 2), CAIRN_OK);
+    for (int qi = 0; qi < 100; qi++) {
+        char qtext[64];
+        random_query(qtext);
+        compare(merged, tok, qtext, ks[qi % 4]);
+    }
+    cairn__ramidx_free(merged);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(b);
+    cairn__tok_free(tok);
+    free(aligned);
+    free(im.b);
+    free(docs);
+}
+
+/* A damaged image: refused at map time when a bound breaks, or when a
+ * query first reads the damaged postings. */
+static void damaged_images_are_refused(void **state)
+{
+    cairn__ramidx *x = NULL, *f = NULL;
+    image im = {NULL, 0, 0};
+    uint64_t *copy, d[4];
+    double sc[4];
+    size_t n, words;
+    (void)state;
+
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x, 1, (const uint8_t *)"alpha beta", 10), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x, 2, (const uint8_t *)"beta gamma", 10), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_write(x, put_bytes, &im), CAIRN_OK);
+    words = (im.len + 7) / 8;
+    copy = calloc(words, 8);
+    assert_non_null(copy);
+    /* every truncation is refused */
+    for (size_t cut = 0; cut < im.len; cut += 8) {
+        memcpy(copy, im.b, cut);
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", copy, cut, NULL), CAIRN_ECORRUPT);
+        assert_null(f);
+    }
+    /* a posting flipped: the map succeeds (postings are checked lazily),
+     * the first query that reads it fails */
+    memcpy(copy, im.b, im.len);
+    ((uint8_t *)copy)[im.len - 4] ^= 0x01; /* tf of the last posting */
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", copy, im.len, NULL), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"alpha", 5, 4, d, sc, &n, NULL),
+                     CAIRN_OK); /* alpha's postings are intact */
+    assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"gamma", 5, 4, d, sc, &n, NULL),
+                     CAIRN_ECHECKSUM);
+    cairn__ramidx_free(f);
+    /* the magic */
+    memcpy(copy, im.b, im.len);
+    ((uint8_t *)copy)[0] ^= 0xff;
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", copy, im.len, NULL), CAIRN_ECORRUPT);
+    cairn__ramidx_free(x);
+    free(copy);
+    free(im.b);
 }
 
 static void ranking_equals_brute_force_bm25(void **state)
@@ -361,6 +545,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ranking_equals_brute_force_bm25),
+        cmocka_unit_test(mapped_and_ram_indexes_rank_as_one),
+        cmocka_unit_test(damaged_images_are_refused),
         cmocka_unit_test(pruning_skips_documents_of_a_common_term),
         cmocka_unit_test(removal_and_order_errors),
         cmocka_unit_test(empty_and_unknown_queries_find_nothing),

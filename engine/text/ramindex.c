@@ -40,6 +40,8 @@ typedef struct term {
     uint32_t min_dl;
     uint32_t mark;       /* last local document (+1) that counted it */
     uint32_t slot;       /* its place in the scratch list of that document */
+    uint32_t checked;    /* mapped: its postings were verified */
+    uint64_t sum;        /* mapped: XXH3-64 of its postings, from the file */
 } term;
 
 typedef struct scratch_ent {
@@ -69,6 +71,8 @@ struct cairn__ramidx {
     uint32_t cur_mark;
     int failed;              /* no memory during the current tokenization */
     int lookup_only;         /* query: do not add unknown terms */
+    int frozen;              /* mapped from a file: arena, table, postings, ext
+                                and dl point into the caller's bytes */
 };
 
 int cairn__ramidx_new(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer)
@@ -94,13 +98,15 @@ void cairn__ramidx_free(cairn__ramidx *x)
 {
     if (x == NULL)
         return;
-    for (size_t i = 0; i < x->nterms; i++)
-        cairn__free(x->a, x->terms[i].p);
+    if (!x->frozen) {
+        for (size_t i = 0; i < x->nterms; i++)
+            cairn__free(x->a, x->terms[i].p);
+        cairn__free(x->a, x->arena);
+        cairn__free(x->a, x->table);
+        cairn__free(x->a, x->ext);
+        cairn__free(x->a, x->dl);
+    }
     cairn__free(x->a, x->terms);
-    cairn__free(x->a, x->arena);
-    cairn__free(x->a, x->table);
-    cairn__free(x->a, x->ext);
-    cairn__free(x->a, x->dl);
     cairn__free(x->a, x->live);
     cairn__free(x->a, x->scr);
     cairn__tok_free(x->tok);
@@ -262,7 +268,7 @@ int cairn__ramidx_add(cairn__ramidx *x, uint64_t doc, const uint8_t *text, size_
     uint32_t local = (uint32_t)x->ndocs;
     int rc;
 
-    if (x->ndocs > 0 && doc <= x->ext[x->ndocs - 1])
+    if (x->frozen || (x->ndocs > 0 && doc <= x->ext[x->ndocs - 1]))
         return CAIRN_EINVAL;
     if (x->ndocs >= UINT32_MAX - 1)
         return CAIRN_ENOMEM;
@@ -335,6 +341,68 @@ int cairn__ramidx_remove(cairn__ramidx *x, uint64_t doc, const uint8_t *text, si
 
 /* ---- search ------------------------------------------------------------- */
 
+/* A distinct query term, and what every index says about it. */
+typedef struct qword {
+    uint32_t off, len; /* in the query's copy of term bytes */
+    uint64_t df;       /* live documents holding it, over all indexes */
+    double idf;
+} qword;
+
+typedef struct qbuf {
+    const cairn_allocator *a;
+    char *bytes;
+    size_t len, cap;
+    qword *w;
+    size_t n, wcap;
+    int failed;
+} qbuf;
+
+static int on_query_term(void *user, const char *s, size_t len, uint32_t pos)
+{
+    qbuf *q = user;
+    (void)pos;
+    for (size_t i = 0; i < q->n; i++)
+        if (q->w[i].len == len && memcmp(q->bytes + q->w[i].off, s, len) == 0)
+            return 0;
+    if (cairn__grow(q->a, (void **)&q->w, &q->wcap, q->n + 1, sizeof *q->w) != CAIRN_OK ||
+        cairn__grow(q->a, (void **)&q->bytes, &q->cap, q->len + len, 1) != CAIRN_OK) {
+        q->failed = 1;
+        return CAIRN_ENOMEM;
+    }
+    memcpy(q->bytes + q->len, s, len);
+    q->w[q->n].off = (uint32_t)q->len;
+    q->w[q->n].len = (uint32_t)len;
+    q->w[q->n].df = 0;
+    q->len += len;
+    q->n++;
+    return 0;
+}
+
+/* The term's number in x, or -1. */
+static long lookup(const cairn__ramidx *x, const char *s, size_t len)
+{
+    size_t slot;
+    if (x->table_cap == 0)
+        return -1;
+    slot = find_slot(x, s, len, XXH3_64bits(s, len));
+    return x->table[slot] ? (long)(uint32_t)x->table[slot] - 1 : -1;
+}
+
+/* A mapped term's postings, checked once: the sum the file gives, and
+ * document numbers in range and increasing (the search relies on both). */
+static int check_postings(const cairn__ramidx *x, term *t)
+{
+    if (!x->frozen || t->checked)
+        return CAIRN_OK;
+    if (XXH3_64bits(t->p, (size_t)t->n * sizeof *t->p) != t->sum)
+        return CAIRN_ECHECKSUM;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->p[i].doc >= x->ndocs || (i > 0 && t->p[i].doc <= t->p[i - 1].doc) || t->p[i].tf == 0)
+            return CAIRN_ECORRUPT;
+    t->checked = 1;
+    return CAIRN_OK;
+}
+
 typedef struct qterm {
     const term *t;
     double idf;
@@ -362,49 +430,18 @@ static uint32_t seek(const term *t, uint32_t from, uint32_t d)
     return lo;
 }
 
-int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, size_t k,
-                         uint64_t *docs, double *scores, size_t *n_out, ramidx_trace *trace)
+/* MaxScore over one index, into the shared top-k; its documents enter the
+ * heap as base + local number. q: its query terms (m of them). */
+static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, double avgdl,
+                     uint32_t base, bm25_topk *top, ramidx_trace *tr)
 {
-    qterm *q = NULL;
-    double *cum = NULL, avgdl;
-    bm25_hit *heap = NULL;
-    bm25_topk top;
-    size_t m = 0, p = 0;
-    ramidx_trace tr = {0, 0, 0};
-    int rc;
+    size_t p = 0;
 
-    *n_out = 0;
-    if (k == 0 || x->n_live == 0)
-        goto done_ok;
-    rc = gather(x, query, len, 1);
-    if (rc != CAIRN_OK)
-        return rc;
-    q = cairn__calloc(x->a, x->nscr ? x->nscr : 1, sizeof *q);
-    cum = cairn__calloc(x->a, x->nscr ? x->nscr : 1, sizeof *cum);
-    heap = cairn__calloc(x->a, k, sizeof *heap);
-    if (q == NULL || cum == NULL || heap == NULL) {
-        rc = CAIRN_ENOMEM;
-        goto cleanup;
-    }
-    avgdl = (double)x->sum_dl / (double)x->n_live;
-    for (size_t i = 0; i < x->nscr; i++) {
-        const term *t = &x->terms[x->scr[i].term];
-        if (t->df == 0)
-            continue;
-        q[m].t = t;
-        q[m].idf = cairn__bm25_idf(x->n_live, t->df);
-        /* Rounding must never make a real score exceed its bound. */
-        q[m].ub = q[m].idf * cairn__bm25_tf(t->max_tf, t->min_dl, avgdl) * (1.0 + 1e-9);
-        q[m].at = 0;
-        tr.postings += t->n;
-        m++;
-    }
     qsort(q, m, sizeof *q, by_ub);
     for (size_t i = 0; i < m; i++)
         cum[i] = q[i].ub + (i ? cum[i - 1] : 0.0);
-    cairn__bm25_topk_init(&top, heap, k);
     for (;;) {
-        double floor = cairn__bm25_topk_floor(&top), s = 0.0, norm;
+        double floor = cairn__bm25_topk_floor(top), s = 0.0, norm;
         uint32_t d = UINT32_MAX;
         int pruned = 0;
         /* Terms [0, p) cannot lift a document to the floor on their own. */
@@ -441,24 +478,376 @@ int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, siz
             }
         }
         if (pruned) {
-            tr.docs_pruned++;
+            tr->docs_pruned++;
             continue;
         }
-        tr.docs_scored++;
-        cairn__bm25_topk_push(&top, d, s);
+        tr->docs_scored++;
+        cairn__bm25_topk_push(top, base + d, s);
+    }
+}
+
+int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t *text,
+                              size_t len, size_t k, uint64_t *docs, double *scores,
+                              size_t *n_out, ramidx_trace *trace)
+{
+    const cairn_allocator *a = nx ? xs[0]->a : NULL;
+    qbuf qy;
+    qterm *q = NULL;
+    double *cum = NULL, avgdl;
+    bm25_hit *heap = NULL;
+    bm25_topk top;
+    uint64_t n_live = 0, sum_dl = 0, ndocs = 0;
+    ramidx_trace tr = {0, 0, 0};
+    int rc = CAIRN_OK;
+
+    *n_out = 0;
+    memset(&qy, 0, sizeof qy);
+    qy.a = a;
+    for (size_t s = 0; s < nx; s++) {
+        n_live += xs[s]->n_live;
+        sum_dl += xs[s]->sum_dl;
+        ndocs += xs[s]->ndocs;
+        if (s > 0 && xs[s]->ndocs > 0 && xs[s - 1]->ndocs > 0 &&
+            xs[s]->ext[0] <= xs[s - 1]->ext[xs[s - 1]->ndocs - 1])
+            return CAIRN_EINVAL; /* ties would not follow document numbers */
+    }
+    if (ndocs >= UINT32_MAX)
+        return CAIRN_EINVAL;
+    if (k == 0 || n_live == 0)
+        goto done;
+    rc = cairn__tok_run(xs[0]->tok, text, len, on_query_term, &qy);
+    if (qy.failed)
+        rc = CAIRN_ENOMEM;
+    if (rc != CAIRN_OK)
+        goto done;
+    q = cairn__calloc(a, qy.n ? qy.n : 1, sizeof *q);
+    cum = cairn__calloc(a, qy.n ? qy.n : 1, sizeof *cum);
+    heap = cairn__calloc(a, k, sizeof *heap);
+    if (q == NULL || cum == NULL || heap == NULL) {
+        rc = CAIRN_ENOMEM;
+        goto done;
+    }
+    /* Statistics over every index: the score of a document does not depend
+     * on which index holds it. */
+    for (size_t i = 0; i < qy.n; i++) {
+        for (size_t s = 0; s < nx; s++) {
+            long id = lookup(xs[s], qy.bytes + qy.w[i].off, qy.w[i].len);
+            if (id >= 0)
+                qy.w[i].df += xs[s]->terms[id].df;
+        }
+        qy.w[i].idf = cairn__bm25_idf(n_live, qy.w[i].df);
+    }
+    avgdl = (double)sum_dl / (double)n_live;
+    cairn__bm25_topk_init(&top, heap, k);
+    for (size_t s = 0, base = 0; s < nx; base += xs[s]->ndocs, s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < qy.n; i++) {
+            long id = lookup(xs[s], qy.bytes + qy.w[i].off, qy.w[i].len);
+            term *t = id >= 0 ? &xs[s]->terms[id] : NULL;
+            if (t == NULL || t->df == 0)
+                continue;
+            if ((rc = check_postings(xs[s], t)) != CAIRN_OK)
+                goto done;
+            q[m].t = t;
+            q[m].idf = qy.w[i].idf;
+            /* Rounding must never make a real score exceed its bound. */
+            q[m].ub = q[m].idf * cairn__bm25_tf(t->max_tf, t->min_dl, avgdl) * (1.0 + 1e-9);
+            q[m].at = 0;
+            tr.postings += t->n;
+            m++;
+        }
+        maxscore(xs[s], q, m, cum, avgdl, (uint32_t)base, &top, &tr);
     }
     *n_out = cairn__bm25_topk_finish(&top);
     for (size_t i = 0; i < *n_out; i++) {
-        docs[i] = x->ext[heap[i].doc];
+        uint32_t d = heap[i].doc;
+        size_t s = 0;
+        while (d >= xs[s]->ndocs)
+            d -= (uint32_t)xs[s++]->ndocs;
+        docs[i] = xs[s]->ext[d];
         scores[i] = heap[i].score;
     }
-done_ok:
-    rc = CAIRN_OK;
-cleanup:
-    cairn__free(x->a, q);
-    cairn__free(x->a, cum);
-    cairn__free(x->a, heap);
+done:
+    cairn__free(a, qy.bytes);
+    cairn__free(a, qy.w);
+    cairn__free(a, q);
+    cairn__free(a, cum);
+    cairn__free(a, heap);
     if (trace != NULL)
         *trace = tr;
     return rc;
+}
+
+int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, size_t k,
+                         uint64_t *docs, double *scores, size_t *n_out, ramidx_trace *trace)
+{
+    return cairn__ramidx_search_many(&x, 1, query, len, k, docs, scores, n_out, trace);
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
+                        cairn__ramidx *const *src, size_t n)
+{
+    cairn__ramidx *x = NULL;
+    uint32_t *remap = NULL;
+    int rc = cairn__ramidx_new(&x, a, stemmer);
+
+    *out = NULL;
+    for (size_t s = 0; rc == CAIRN_OK && s < n; s++) {
+        const cairn__ramidx *y = src[s];
+        remap = cairn__calloc(a, y->ndocs ? y->ndocs : 1, sizeof *remap);
+        if (remap == NULL) {
+            rc = CAIRN_ENOMEM;
+            break;
+        }
+        for (size_t d = 0; rc == CAIRN_OK && d < y->ndocs; d++) {
+            uint32_t nd = (uint32_t)x->ndocs;
+            remap[d] = UINT32_MAX;
+            if (!is_live(y, (uint32_t)d))
+                continue;
+            if (x->ndocs > 0 && y->ext[d] <= x->ext[x->ndocs - 1]) {
+                rc = CAIRN_EINVAL;
+                break;
+            }
+            if (x->ndocs == x->docs_cap && grow_docs(x) != CAIRN_OK) {
+                rc = CAIRN_ENOMEM;
+                break;
+            }
+            x->ext[nd] = y->ext[d];
+            x->dl[nd] = y->dl[d];
+            x->live[nd / 64] |= 1ull << (nd % 64);
+            x->ndocs++;
+            x->n_live++;
+            x->sum_dl += y->dl[d];
+            remap[d] = nd;
+        }
+        for (size_t i = 0; rc == CAIRN_OK && i < y->nterms; i++) {
+            term *from = &y->terms[i], *to;
+            long id;
+            size_t cap;
+            if (from->df == 0)
+                continue;
+            if ((rc = check_postings(y, from)) != CAIRN_OK)
+                break;
+            id = term_id(x, y->arena + from->off, from->len);
+            if (id < 0) {
+                rc = CAIRN_ENOMEM;
+                break;
+            }
+            to = &x->terms[id];
+            cap = to->cap;
+            if (cairn__grow(a, (void **)&to->p, &cap, (size_t)to->n + from->df, sizeof *to->p) != CAIRN_OK) {
+                rc = CAIRN_ENOMEM;
+                break;
+            }
+            to->cap = (uint32_t)cap;
+            for (uint32_t j = 0; j < from->n; j++) {
+                uint32_t nd = remap[from->p[j].doc];
+                if (nd == UINT32_MAX)
+                    continue;
+                to->p[to->n].doc = nd;
+                to->p[to->n].tf = from->p[j].tf;
+                to->n++;
+                to->df++;
+                if (from->p[j].tf > to->max_tf)
+                    to->max_tf = from->p[j].tf;
+                if (x->dl[nd] < to->min_dl)
+                    to->min_dl = x->dl[nd];
+            }
+        }
+        cairn__free(a, remap);
+        remap = NULL;
+    }
+    if (rc != CAIRN_OK) {
+        cairn__free(a, remap);
+        cairn__ramidx_free(x);
+        return rc;
+    }
+    *out = x;
+    return CAIRN_OK;
+}
+
+/* ---- the file image (format-spec/memindex.md, "text index") ------------ */
+
+#define TIX_MAGIC 0x31584954u /* "TIX1" */
+#define TIX_HEAD 64
+#define TIX_TERM 40
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4); /* little-endian hosts only: see cairn__ramidx_write */
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
+{
+    static const uint8_t zeros[8];
+    uint8_t h[TIX_HEAD], t[TIX_TERM];
+    uint64_t npost = 0;
+    int rc;
+
+    if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
+        return CAIRN_EINVAL;
+    for (size_t i = 0; i < x->nterms; i++)
+        npost += x->terms[i].n;
+    memset(h, 0, sizeof h);
+    put32(h, TIX_MAGIC);
+    put32(h + 4, 1);
+    put64(h + 8, x->ndocs);
+    put64(h + 16, x->nterms);
+    put64(h + 24, x->table_cap);
+    put64(h + 32, x->arena_len);
+    put64(h + 40, npost);
+    if ((rc = put(user, h, sizeof h)) != CAIRN_OK)
+        return rc;
+    npost = 0;
+    for (size_t i = 0; i < x->nterms; i++) {
+        const term *tm = &x->terms[i];
+        put32(t, tm->off);
+        put32(t + 4, tm->len);
+        put64(t + 8, npost);
+        put32(t + 16, tm->n);
+        put32(t + 20, tm->df);
+        put32(t + 24, tm->max_tf);
+        put32(t + 28, tm->min_dl);
+        put64(t + 32, XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
+        npost += tm->n;
+        if ((rc = put(user, t, sizeof t)) != CAIRN_OK)
+            return rc;
+    }
+    if ((x->table_cap && (rc = put(user, x->table, x->table_cap * 8)) != CAIRN_OK) ||
+        (x->ndocs && (rc = put(user, x->ext, x->ndocs * 8)) != CAIRN_OK) ||
+        (x->ndocs && (rc = put(user, x->dl, x->ndocs * 4)) != CAIRN_OK) ||
+        (rc = put(user, zeros, pad8(x->ndocs * 4) - x->ndocs * 4)) != CAIRN_OK ||
+        (x->ndocs && (rc = put(user, x->live, (x->ndocs + 63) / 64 * 8)) != CAIRN_OK) ||
+        (x->arena_len && (rc = put(user, x->arena, x->arena_len)) != CAIRN_OK) ||
+        (rc = put(user, zeros, pad8(x->arena_len) - x->arena_len)) != CAIRN_OK)
+        return rc;
+    for (size_t i = 0; i < x->nterms; i++)
+        if (x->terms[i].n && (rc = put(user, x->terms[i].p, (size_t)x->terms[i].n * 8)) != CAIRN_OK)
+            return rc;
+    return CAIRN_OK;
+}
+
+int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
+                      const void *bytes, size_t len, size_t *used)
+{
+    const uint8_t *b = bytes, *tterms, *live;
+    uint64_t ndocs, nterms, tcap, alen, npost, need, filled = 0;
+    size_t o_terms, o_table, o_ext, o_dl, o_live, o_arena, o_post;
+    cairn__ramidx *x = NULL;
+    int rc;
+
+    *out = NULL;
+    if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC || get32(b + 4) != 1)
+        return CAIRN_ECORRUPT;
+    ndocs = get64(b + 8);
+    nterms = get64(b + 16);
+    tcap = get64(b + 24);
+    alen = get64(b + 32);
+    npost = get64(b + 40);
+    /* Every count bounded by the bytes there are before any product. */
+    if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 8 || alen > len ||
+        npost > len / 8 || (tcap & (tcap - 1)) != 0 || (nterms > 0 && tcap < 2 * nterms) ||
+        nterms > len / TIX_TERM || ndocs > len / 8)
+        return CAIRN_ECORRUPT;
+    o_terms = TIX_HEAD;
+    o_table = o_terms + (size_t)nterms * TIX_TERM;
+    o_ext = o_table + (size_t)tcap * 8;
+    o_dl = o_ext + (size_t)ndocs * 8;
+    o_live = o_dl + pad8((size_t)ndocs * 4);
+    o_arena = o_live + (size_t)(ndocs + 63) / 64 * 8;
+    o_post = o_arena + pad8((size_t)alen);
+    need = o_post + npost * 8;
+    if (need > len)
+        return CAIRN_ECORRUPT;
+    rc = cairn__ramidx_new(&x, a, stemmer);
+    if (rc != CAIRN_OK)
+        return rc;
+    x->frozen = 1;
+    x->terms = cairn__calloc(a, nterms ? nterms : 1, sizeof *x->terms);
+    x->live = cairn__calloc(a, (ndocs + 63) / 64 + 1, sizeof *x->live);
+    if (x->terms == NULL || x->live == NULL) {
+        cairn__ramidx_free(x);
+        return CAIRN_ENOMEM;
+    }
+    x->table = (uint64_t *)(uintptr_t)(b + o_table);
+    x->table_cap = (size_t)tcap;
+    x->ext = (uint64_t *)(uintptr_t)(b + o_ext);
+    x->dl = (uint32_t *)(uintptr_t)(b + o_dl);
+    x->arena = (char *)(uintptr_t)(b + o_arena);
+    x->arena_len = (size_t)alen;
+    x->ndocs = x->docs_cap = (size_t)ndocs;
+    live = b + o_live;
+    tterms = b + o_terms;
+    for (size_t i = 0; i < nterms; i++) {
+        const uint8_t *t = tterms + i * TIX_TERM;
+        term *tm = &x->terms[i];
+        uint64_t first = get64(t + 8);
+        tm->off = get32(t);
+        tm->len = get32(t + 4);
+        tm->n = get32(t + 16);
+        tm->df = get32(t + 20);
+        tm->max_tf = get32(t + 24);
+        tm->min_dl = get32(t + 28);
+        tm->sum = get64(t + 32);
+        if ((uint64_t)tm->off + tm->len > alen || tm->len == 0 || first > npost ||
+            tm->n > npost - first || tm->df > tm->n)
+            goto corrupt;
+        tm->p = (posting *)(uintptr_t)(b + o_post + first * 8);
+    }
+    /* Every slot names a term, and one at least is empty: probes end. */
+    for (size_t i = 0; i < tcap; i++) {
+        uint64_t v = x->table[i];
+        if (v == 0)
+            continue;
+        if ((uint32_t)v == 0 || (uint32_t)v > nterms)
+            goto corrupt;
+        filled++;
+    }
+    if (tcap > 0 && filled == tcap)
+        goto corrupt;
+    /* Live documents and their statistics are counted, not trusted. */
+    for (size_t d = 0; d < ndocs; d++) {
+        if (d > 0 && x->ext[d] <= x->ext[d - 1])
+            goto corrupt;
+        if ((live[d / 8] >> (d % 8)) & 1) {
+            x->live[d / 64] |= 1ull << (d % 64);
+            x->n_live++;
+            x->sum_dl += x->dl[d];
+        }
+    }
+    x->nterms = (size_t)nterms;
+    x->terms_cap = (size_t)nterms;
+    if (used != NULL)
+        *used = (size_t)need;
+    *out = x;
+    return CAIRN_OK;
+corrupt:
+    cairn__ramidx_free(x);
+    return CAIRN_ECORRUPT;
 }

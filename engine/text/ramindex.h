@@ -53,4 +53,35 @@ uint64_t cairn__ramidx_count(const cairn__ramidx *x);
 int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, size_t k,
                          uint64_t *docs, double *scores, size_t *n_out, ramidx_trace *trace);
 
+/* The same over several indexes searched as one: N, df and avgdl are
+ * summed over all of them, so a document scores the same whichever holds
+ * it. xs must be in document order (every document of xs[i] below every
+ * one of xs[i + 1]). Errors: CAIRN_ENOMEM, CAIRN_EINVAL (out of order),
+ * CAIRN_ECHECKSUM / CAIRN_ECORRUPT (a mapped index's postings are
+ * damaged: they are checked the first time a query reads them). */
+int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t *query,
+                              size_t len, size_t k, uint64_t *docs, double *scores,
+                              size_t *n_out, ramidx_trace *trace);
+
+/* A new in-RAM index of the live documents of src[0..n) (in document
+ * order, as for search_many), without re-tokenizing anything. */
+int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
+                        cairn__ramidx *const *src, size_t n);
+
+/* Write x as the text-index image of format-spec/memindex.md, in pieces,
+ * through put (which returns CAIRN_OK or an error that stops the write).
+ * x must not be mapped (merge a mapped index first): CAIRN_EINVAL. */
+typedef int (*cairn__ramidx_put_fn)(void *user, const void *bytes, size_t len);
+int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user);
+
+/* An index over an image written by cairn__ramidx_write, 8-byte aligned,
+ * which must outlive it: postings, terms bytes and document tables are read
+ * in place; the dictionary's counters and the live bitmap are copied (a
+ * mapped index accepts cairn__ramidx_remove, not cairn__ramidx_add).
+ * Validates every bound it will rely on in O(terms + table + documents);
+ * each term's postings are checked against their sum on first use.
+ * *used = the image's length. Errors: CAIRN_ECORRUPT, CAIRN_ENOMEM. */
+int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
+                      const void *bytes, size_t len, size_t *used);
+
 #endif /* CAIRN_RAMINDEX_H */
