@@ -250,6 +250,8 @@ typedef struct image {
 static int put_bytes(void *user, const void *bytes, size_t len)
 {
     image *im = user;
+    if (bytes == NULL)
+        return CAIRN_OK; /* the head/postings marker */
     if (im->len + len > im->cap) {
         im->cap = (im->len + len) * 2;
         im->b = realloc(im->b, im->cap);

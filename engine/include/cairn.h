@@ -495,7 +495,22 @@ typedef struct cairn_mem_stats {
     uint64_t namespaces;       /* with at least one memory ever */
     uint64_t deleted;          /* memories deleted or cleared (their records stay) */
     uint64_t skipped;          /* records replay could not apply */
+    uint64_t index_bytes;      /* the memory index file in use; 0 if none */
+    uint64_t index_seq;        /* the last seq it covers */
+    uint64_t index_rows;       /* memories it holds */
+    uint64_t unindexed;        /* memory records folded after it (replayed at open) */
+    char index_note[CAIRN_ERRMSG_MAX]; /* why a file was set aside at open, or "" */
 } cairn_mem_stats;
+
+/* Write the memory index file now (format-spec/memindex.md): the state of
+ * every memory and a text index per namespace, read in place by the next
+ * cairn_mem_open, which then replays only the records after it. The log
+ * is synced first. cairn_mem_close does this by itself once 1000 memory
+ * records have been folded since the last file; the file is only a cache
+ * of the log, and a missing or damaged one is rebuilt from it.
+ * Errors: CAIRN_EPERM (read-only handle), CAIRN_EIO, CAIRN_EFULL,
+ * CAIRN_ENOMEM, CAIRN_ECORRUPT (the current file is damaged: reopen). */
+int cairn_mem_checkpoint(cairn_mem *m);
 
 /* Errors: CAIRN_ENOMEM. Free with cairn_mem_stats_free. */
 int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *out);

@@ -144,8 +144,10 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
         }
         sputs(&b, "content\r\n");
     }
-    for (size_t i = 0; i < m->n && rc == CAIRN_OK; i++) {
-        const ment *x = &m->e[i];
+    if (rc == CAIRN_OK)
+        rc = cairn__mem_read_all(m);
+    for (size_t i = 0; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
+        const ment *x = cairn__mem_at(m, i);
         cJSON *o;
         if (!x->live || cairn__mem_expired(x, now))
             continue;

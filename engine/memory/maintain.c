@@ -70,14 +70,16 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
         goto done;
     }
     max_age = o->max_age_days > 0 ? o->max_age_days : m->max_retention;
-    out = calloc(m->n ? m->n : 1, sizeof *out);
-    rest = calloc(m->n ? m->n : 1, sizeof *rest);
+    if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
+        goto done;
+    out = calloc(cairn__mem_total(m) + 1, sizeof *out);
+    rest = calloc(cairn__mem_total(m) + 1, sizeof *rest);
     if (out == NULL || rest == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
         goto done;
     }
-    for (size_t i = 0; i < m->n; i++) {
-        ment *x = &m->e[i];
+    for (size_t i = 0; i < cairn__mem_total(m); i++) {
+        ment *x = cairn__mem_at(m, i);
         double d;
         if (!x->live || !in_scope(m, x, o))
             continue;
@@ -141,8 +143,15 @@ int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *s)
     pthread_mutex_lock(&m->mu);
     s->namespaces = m->nns;
     s->skipped = m->skipped;
-    for (size_t i = 0; i < m->n && rc == CAIRN_OK; i++) {
-        const ment *x = &m->e[i];
+    s->deleted = m->base_deleted;
+    s->index_bytes = m->mx.len;
+    s->index_seq = m->mx.covered;
+    s->index_rows = m->mx.nrows;
+    s->unindexed = m->tail_records;
+    strcpy(s->index_note, m->index_note);
+    rc = cairn__mem_read_all(m);
+    for (size_t i = 0; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
+        const ment *x = cairn__mem_at(m, i);
         size_t c;
         if (!x->live) {
             s->deleted++;

@@ -13,6 +13,9 @@
  *   finds its entry by binary search.
  * - An entry is "live" until deleted or cleared; expiry is checked when
  *   reading, against the wall clock, and never changes the state.
+ * - With an index file (memindex.h), the memories it holds are read in
+ *   place, an entry of m->be made on first use; only records after it are
+ *   replayed. Every seq in the file is below every seq in m->e.
  */
 #include <math.h>
 #include <pthread.h>
@@ -25,7 +28,9 @@
 
 #include "cairn.h"
 #include "memstate.h"
+#include "io.h"
 #include "status.h"
+#include "store.h"
 
 int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...)
 {
@@ -102,34 +107,146 @@ static int tables_grow(cairn_mem *m)
 /* The live entry with this id, or NULL. */
 ment *cairn__mem_find_id(cairn_mem *m, const char *id)
 {
+    uint64_t h = hash_id(id);
     size_t i;
-    if (m->tcap == 0)
-        return NULL;
-    for (i = (size_t)hash_id(id) & (m->tcap - 1); m->by_id[i]; i = (i + 1) & (m->tcap - 1)) {
+    for (i = (size_t)h & (m->tcap - 1); m->tcap && m->by_id[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x = &m->e[m->by_id[i] - 1];
+        if (strcmp(x->id, id) == 0) {
+            if (x->live)
+                return x;
+            break; /* a dead one here; the file may hold a live one */
+        }
+    }
+    if (m->mx.map == NULL)
+        return NULL;
+    for (i = (size_t)h & (m->mx.tcap - 1); m->mx.idtab[i]; i = (i + 1) & (m->mx.tcap - 1)) {
+        ment *x = cairn__mem_base(m, m->mx.idtab[i] - 1);
+        if (x == NULL)
+            return NULL;
         if (strcmp(x->id, id) == 0)
             return x->live ? x : NULL;
     }
     return NULL;
 }
 
+static int same_content(const ment *x, uint32_t nsi, const char *c, size_t len, uint64_t h)
+{
+    return x->live && x->content_hash == h && x->nsi == nsi && x->content_len == len &&
+           memcmp(x->content, c, len) == 0;
+}
+
 static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len, uint64_t h)
 {
     size_t i;
-    if (m->tcap == 0)
-        return NULL;
-    for (i = (size_t)h & (m->tcap - 1); m->by_content[i]; i = (i + 1) & (m->tcap - 1)) {
+    for (i = (size_t)h & (m->tcap - 1); m->tcap && m->by_content[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x = &m->e[m->by_content[i] - 1];
-        if (x->live && x->content_hash == h && x->nsi == nsi && x->content_len == len &&
-            memcmp(x->content, c, len) == 0)
+        if (same_content(x, nsi, c, len, h))
+            return x;
+    }
+    if (m->mx.map == NULL)
+        return NULL;
+    for (i = (size_t)h & (m->mx.tcap - 1); m->mx.ctab[i]; i = (i + 1) & (m->mx.tcap - 1)) {
+        ment *x = cairn__mem_base(m, m->mx.ctab[i] - 1);
+        if (x == NULL)
+            return NULL;
+        if (same_content(x, nsi, c, len, h))
             return x;
     }
     return NULL;
 }
 
+/* ---- the index file's rows ----------------------------------------------- */
+
+static void set_aside(cairn_mem *m)
+{
+    /* A writer removes the file, so that the next open rebuilds it from
+     * the log instead of tripping on it again. */
+    if (!m->db->read_only)
+        (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->mx.name, NULL);
+}
+
+int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
+{
+    if (m->mx.map == NULL || m->damaged)
+        return m->damaged ? CAIRN_ECORRUPT : cairn__mem_fail(m, rc, "%s: %s", what, cairn_strerror(rc));
+    set_aside(m);
+    m->damaged = 1;
+    return cairn__mem_fail(m, CAIRN_ECORRUPT, "memory index file %s is damaged (%s: %s): it was "
+                           "removed; reopen the store to rebuild it from the log",
+                           m->mx.name, what, cairn_strerror(rc));
+}
+
+ment *cairn__mem_base(cairn_mem *m, size_t i)
+{
+    ment *x = &m->be[i];
+    mx_row r;
+    int rc;
+
+    if (x->seq != 0)
+        return x;
+    rc = cairn__mx_row(&m->mx, i, &r);
+    if (rc == CAIRN_OK && (r.nsi >= m->mx.n_ns || r.seq == 0 || r.seq > m->mx.covered))
+        rc = CAIRN_ECORRUPT;
+    if (rc != CAIRN_OK) {
+        char what[40];
+        snprintf(what, sizeof what, "row %zu", i);
+        cairn__mem_index_damaged(m, rc, what);
+        return NULL;
+    }
+    strcpy(x->id, r.id);
+    x->nsi = r.nsi;
+    x->live = 1;
+    x->content = (char *)(uintptr_t)r.content;
+    x->content_len = r.content_len;
+    x->category = (char *)(uintptr_t)r.category;
+    x->metadata = (char *)(uintptr_t)r.metadata;
+    x->importance = r.importance;
+    x->created = r.created;
+    x->accessed = r.accessed;
+    x->expires = r.expires;
+    x->access_count = r.access_count;
+    x->content_hash = r.content_hash;
+    x->owns = 0;
+    x->seq = r.seq;
+    return x;
+}
+
+int cairn__mem_read_all(cairn_mem *m)
+{
+    for (size_t i = 0; i < m->mx.nrows; i++)
+        if (cairn__mem_base(m, i) == NULL)
+            return CAIRN_ECORRUPT;
+    return CAIRN_OK;
+}
+
+size_t cairn__mem_total(const cairn_mem *m)
+{
+    return (size_t)m->mx.nrows + m->n;
+}
+
+ment *cairn__mem_at(cairn_mem *m, size_t i)
+{
+    return i < m->mx.nrows ? &m->be[i] : &m->e[i - m->mx.nrows];
+}
+
 ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq)
 {
     size_t lo = 0, hi = m->n;
+    if (m->mx.map != NULL && seq <= m->mx.covered) {
+        hi = (size_t)m->mx.nrows;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cairn__mx_row_seq(&m->mx, mid) < seq)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < m->mx.nrows && cairn__mx_row_seq(&m->mx, lo) == seq) {
+            ment *x = cairn__mem_base(m, lo);
+            return x != NULL && x->seq == seq ? x : NULL;
+        }
+        return NULL;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (m->e[mid].seq < seq)
@@ -155,6 +272,7 @@ long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
     m->ns = p;
     p = &m->ns[m->nns];
     p->live = 0;
+    p->base_idx = NULL;
     p->name = dup_str(name, len);
     if (p->name == NULL || cairn__ramidx_new(&p->idx, NULL, m->stemmer) != CAIRN_OK) {
         free(p->name);
@@ -176,7 +294,7 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
         return CAIRN_ENOMEM;
     if (cairn__mem_find_id(m, r->id) != NULL)
         return CAIRN_EEXIST; /* a second live memory with one id: not applied */
-    if (m->n > 0 && seq <= m->e[m->n - 1].seq)
+    if ((m->n > 0 && seq <= m->e[m->n - 1].seq) || (m->mx.map && seq <= m->mx.covered))
         return CAIRN_EINVAL;
     if ((m->n + 1) * 2 > m->tcap && tables_grow(m) != CAIRN_OK)
         return CAIRN_ENOMEM;
@@ -208,6 +326,7 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     x->access_count = r->access_count;
     x->expires = r->expires_at;
     x->seq = seq;
+    x->owns = OWN_CONTENT | OWN_CATEGORY | OWN_METADATA;
     x->content_hash = hash_content(x->nsi, x->content, x->content_len);
     rc = cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content, x->content_len);
     if (rc != CAIRN_OK) {
@@ -231,15 +350,19 @@ static void apply_update(ment *x, const memrec *r)
     if (r->has & MEMREC_HAS_CATEGORY) {
         char *c = dup_str(r->category, strlen(r->category));
         if (c != NULL) {
-            free(x->category);
+            if (x->owns & OWN_CATEGORY)
+                free(x->category);
             x->category = c;
+            x->owns |= OWN_CATEGORY;
         }
     }
     if (r->has & MEMREC_HAS_METADATA) {
         char *c = r->metadata ? dup_str(r->metadata, strlen(r->metadata)) : NULL;
         if (c != NULL || r->metadata == NULL) {
-            free(x->metadata);
+            if (x->owns & OWN_METADATA)
+                free(x->metadata);
             x->metadata = c;
+            x->owns |= OWN_METADATA;
         }
     }
     if (r->has & MEMREC_HAS_EXPIRES)
@@ -248,25 +371,48 @@ static void apply_update(ment *x, const memrec *r)
 
 static void kill_entry(cairn_mem *m, ment *x)
 {
-    (void)cairn__ramidx_remove(m->ns[x->nsi].idx, x->seq, (const uint8_t *)x->content,
-                               x->content_len);
+    nspace *p = &m->ns[x->nsi];
+    (void)cairn__ramidx_remove(m->mx.map && x->seq <= m->mx.covered ? p->base_idx : p->idx, x->seq,
+                               (const uint8_t *)x->content, x->content_len);
     x->live = 0;
     m->ns[x->nsi].live--;
 }
 
-static void apply_clear(cairn_mem *m, const char *ns)
+static int apply_clear(cairn_mem *m, const char *ns)
 {
     long nsi = ns ? cairn__mem_ns_index(m, ns, strlen(ns), 0) : -1;
     if (ns != NULL && nsi < 0)
-        return;
-    for (size_t i = 0; i < m->n; i++)
-        if (m->e[i].live && (ns == NULL || m->e[i].nsi == (uint32_t)nsi))
-            kill_entry(m, &m->e[i]);
+        return CAIRN_OK;
+    if (cairn__mem_read_all(m) != CAIRN_OK)
+        return CAIRN_ECORRUPT;
+    for (size_t i = 0; i < cairn__mem_total(m); i++) {
+        ment *x = cairn__mem_at(m, i);
+        if (x->live && (ns == NULL || x->nsi == (uint32_t)nsi))
+            kill_entry(m, x);
+    }
+    return CAIRN_OK;
 }
 
+static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r);
+
 /* Apply one decoded record. A record that cannot apply (unknown id, a
- * second store of a live id) changes nothing and is counted as skipped. */
+ * second store of a live id) changes nothing and is counted as skipped.
+ * A damaged index row met on the way is an error (CAIRN_ECORRUPT): the
+ * state can no longer be trusted. */
 static int apply(cairn_mem *m, const cairn_record *rec, const memrec *r)
+{
+    int rc = apply_one(m, rec, r);
+    if (rc == CAIRN_OK && m->damaged)
+        rc = CAIRN_ECORRUPT;
+    if (rc == CAIRN_OK) {
+        m->tail_records++;
+        if (rec->seq > m->folded)
+            m->folded = rec->seq;
+    }
+    return rc;
+}
+
+static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
 {
     ment *x;
     int rc;
@@ -300,24 +446,29 @@ static int apply(cairn_mem *m, const cairn_record *rec, const memrec *r)
             }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
-        apply_clear(m, r->clear_ns);
-        return CAIRN_OK;
+        return apply_clear(m, r->clear_ns);
     }
     return CAIRN_OK;
 }
 
 /* ---- open / close -------------------------------------------------------- */
 
-static int replay(cairn_mem *m)
+/* Fold the records from seq `from` on. */
+static int replay(cairn_mem *m, uint64_t from)
 {
+    cairn_range range = CAIRN_RANGE_INIT;
     cairn_iter *it = NULL;
     cairn_record rec;
-    int rc = cairn_iter_open(m->db, NULL, &it);
+    int rc;
 
+    range.seq_from = from;
+    rc = cairn_iter_open(m->db, &range, &it);
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
         memrec r;
+        if (rec.seq > m->folded)
+            m->folded = rec.seq;
         if (rec.type < CAIRN_REC_MEMORY || rec.type > CAIRN_REC_MEMORY_CLEAR)
             continue;
         if (cairn__memrec_decode(rec.type, rec.json, rec.json_len, &r, NULL) != CAIRN_OK) {
@@ -332,11 +483,91 @@ static int replay(cairn_mem *m)
     cairn_iter_close(it);
     if (rc == CAIRN_ENOTFOUND)
         return CAIRN_OK;
+    if (m->damaged)
+        return CAIRN_ECORRUPT; /* m->err names the file */
     return cairn__mem_fail(m, rc, "replaying memories: %s",
                 rc == CAIRN_ENOMEM ? "no memory" : cairn_errmsg(m->db));
 }
 
+/* Drop the index file from m (namespaces keep their RAM indexes). */
+static void drop_index(cairn_mem *m)
+{
+    for (size_t i = 0; i < m->nns; i++) {
+        cairn__ramidx_free(m->ns[i].base_idx);
+        m->ns[i].base_idx = NULL;
+    }
+    free(m->be);
+    m->be = NULL;
+    cairn__mx_close(&m->mx);
+}
+
+/* Take the newest usable index file, or note why none is used. */
+static int open_index(cairn_mem *m, uint64_t last_seq)
+{
+    cairn__err e;
+    int rc = cairn__mx_open(&m->mx, m->db->io, m->db->dirfd, last_seq, &e);
+
+    if (rc == CAIRN_ENOTFOUND)
+        return CAIRN_OK;
+    if (rc == CAIRN_OK && strcmp(m->mx.stemmer, m->stemmer) != 0)
+        rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with stemmer \"%s\", not \"%s\"",
+                         m->mx.name, m->mx.stemmer, m->stemmer);
+    if (rc == CAIRN_OK && (m->be = calloc(m->mx.nrows ? m->mx.nrows : 1, sizeof *m->be)) == NULL)
+        rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for %s", m->mx.name);
+    for (size_t i = 0; rc == CAIRN_OK && i < m->mx.n_ns; i++) {
+        const char *name = NULL;
+        uint64_t live = 0;
+        cairn__ramidx *x = NULL;
+        long nsi;
+        rc = cairn__mx_ns(&m->mx, i, m->stemmer, &name, &live, &x);
+        if (rc != CAIRN_OK) {
+            rc = cairn__fail(&e, rc, "%s: namespace %zu is damaged", m->mx.name, i);
+            break;
+        }
+        nsi = cairn__mem_ns_index(m, name, strlen(name), 1);
+        if (nsi != (long)i) { /* no memory, or a name twice */
+            cairn__ramidx_free(x);
+            rc = cairn__fail(&e, nsi < 0 ? CAIRN_ENOMEM : CAIRN_ECORRUPT, "%s: namespace %zu: %s",
+                             m->mx.name, i, nsi < 0 ? "no memory" : "listed twice");
+            break;
+        }
+        m->ns[i].base_idx = x;
+        m->ns[i].live = live;
+    }
+    if (rc == CAIRN_ENOMEM)
+        return cairn__mem_fail(m, rc, "%s", e.msg);
+    if (rc != CAIRN_OK) {
+        size_t k = strlen(e.msg) < sizeof m->index_note - 32 ? strlen(e.msg) : sizeof m->index_note - 32;
+        memcpy(m->index_note, e.msg, k);
+        strcpy(m->index_note + k, "; rebuilt from the log");
+        if (m->mx.name[0] != 0)
+            set_aside(m);
+        drop_index(m);
+        for (size_t i = 0; i < m->nns; i++) {
+            free(m->ns[i].name);
+            cairn__ramidx_free(m->ns[i].idx);
+        }
+        m->nns = 0;
+        return CAIRN_OK;
+    }
+    m->folded = m->mx.covered;
+    m->skipped = m->mx.skipped;
+    m->base_deleted = m->mx.deleted;
+    return CAIRN_OK;
+}
+
+static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cairn_mem **out);
+static void free_state(cairn_mem *m);
+
 int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
+{
+    int rc = open_mem(db, o, 1, out);
+    if (rc == CAIRN_ECORRUPT && *out == NULL) /* a damaged index row: without the file */
+        rc = open_mem(db, o, 0, out);
+    return rc;
+}
+
+static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cairn_mem **out)
 {
     cairn_mem_options def = CAIRN_MEM_OPTIONS_INIT;
     cairn_stats st;
@@ -377,31 +608,40 @@ int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
         rc = CAIRN_ENOMEM;
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &st);
+    if (rc == CAIRN_OK && use_index)
+        rc = open_index(m, st.last_seq);
     if (rc == CAIRN_OK)
-        rc = replay(m);
+        rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
     if (rc != CAIRN_OK) {
         cairn_mem_close(m);
         return rc;
     }
+    m->opened = 1;
     /* A writable handle proves itself on the first store (CAIRN_EPERM). */
     m->read_only = 0;
     *out = m;
     return CAIRN_OK;
 }
 
+static void free_entry(ment *x)
+{
+    if (x->owns & OWN_CONTENT)
+        free(x->content);
+    if (x->owns & OWN_CATEGORY)
+        free(x->category);
+    if (x->owns & OWN_METADATA)
+        free(x->metadata);
+}
+
 void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
         return;
-    for (size_t i = 0; i < m->n; i++) {
-        free(m->e[i].content);
-        free(m->e[i].category);
-        free(m->e[i].metadata);
-    }
-    for (size_t i = 0; i < m->nns; i++) {
-        free(m->ns[i].name);
-        cairn__ramidx_free(m->ns[i].idx);
-    }
+    /* Best effort: the log has everything; a failure only makes the next
+     * open replay more. */
+    if (m->opened && !m->db->read_only && m->tail_records >= MEM_CHECKPOINT_MIN)
+        (void)cairn_mem_checkpoint(m);
+    free_state(m);
     free(m->ns);
     free(m->e);
     free(m->by_id);
@@ -520,6 +760,8 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     rec.ns = ns;
     rec.ns_len = ent.ns_len;
     rc = apply(m, &rec, r);
+    if (rc == CAIRN_ECORRUPT && m->damaged)
+        return rc; /* m->err names the index file */
     if (seq_out != NULL)
         *seq_out = seq;
     /* Appended but not applied (no memory): the log is right, this handle
@@ -579,6 +821,8 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
     *kept = live;
     if (live <= m->max_memories)
         return CAIRN_OK; /* the common case, O(1) */
+    if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
+        return rc;
     out = calloc(live, sizeof *out);
     rest = calloc(live, sizeof *rest);
     if (out == NULL || rest == NULL) {
@@ -586,8 +830,8 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
         free(rest);
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
     }
-    for (size_t i = 0; i < m->n; i++) {
-        ment *x = &m->e[i];
+    for (size_t i = 0; i < cairn__mem_total(m); i++) {
+        ment *x = cairn__mem_at(m, i);
         if (!x->live || x->nsi != nsi || x == keep)
             continue;
         /* forget's normal rule first */
@@ -789,6 +1033,14 @@ int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user)
     return rc;
 }
 
+/* No live memory has this id, or a damaged index file hid it. */
+static int not_found(cairn_mem *m, const char *id)
+{
+    if (m->damaged)
+        return CAIRN_ECORRUPT; /* m->err names the file */
+    return cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
+}
+
 int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
 {
     ment *x;
@@ -799,7 +1051,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
     m->err[0] = 0;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
-        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
+        rc = not_found(m, id);
     else
         rc = copy_new(m, x, out);
     pthread_mutex_unlock(&m->mu);
@@ -816,7 +1068,7 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
     m->err[0] = 0;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || u == NULL) {
-        rc = x == NULL ? cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)")
+        rc = x == NULL ? not_found(m, id)
                        : cairn__mem_fail(m, CAIRN_EINVAL, "nothing to update");
         goto out;
     }
@@ -871,7 +1123,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
     m->err[0] = 0;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
-        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
+        rc = not_found(m, id);
     } else {
         memset(&r, 0, sizeof r);
         r.type = CAIRN_REC_MEMORY_DELETE;
@@ -943,12 +1195,17 @@ int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *
         ents[i].json_len = len;
     }
     if (rc == CAIRN_OK) {
-        rc = cairn_append_batch(m->db, ents, n, NULL);
+        uint64_t first = 0;
+        rc = cairn_append_batch(m->db, ents, n, &first);
         if (rc != CAIRN_OK)
             rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+        else if (first + n - 1 > m->folded)
+            m->folded = first + n - 1;
     }
-    for (i = 0; rc == CAIRN_OK && i < n; i++)
+    for (i = 0; rc == CAIRN_OK && i < n; i++) {
         kill_entry(m, xs[i]);
+        m->tail_records++;
+    }
 out:
     for (i = 0; json != NULL && i < n; i++)
         free(json[i]);
@@ -963,4 +1220,152 @@ ment *cairn__mem_find_dup(cairn_mem *m, const char *ns, const char *content, siz
     if (nsi < 0)
         return NULL;
     return find_content(m, (uint32_t)nsi, content, len, hash_content((uint32_t)nsi, content, len));
+}
+
+/* ---- the index file ------------------------------------------------------ */
+
+static int reload(cairn_mem *m);
+
+static void fill_row(const ment *x, mx_row *r)
+{
+    r->seq = x->seq;
+    r->importance = x->importance;
+    r->created = x->created;
+    r->accessed = x->accessed;
+    r->expires = x->expires;
+    r->access_count = x->access_count;
+    r->content_hash = x->content_hash;
+    r->content = x->content;
+    r->content_len = (uint32_t)x->content_len;
+    r->id = x->id;
+    r->category = x->category;
+    r->metadata = x->metadata;
+    r->nsi = x->nsi;
+}
+
+/* Free the state (entries, namespaces, the file) but not the handle. */
+static void free_state(cairn_mem *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free_entry(&m->e[i]);
+    for (size_t i = 0; m->be != NULL && i < m->mx.nrows; i++)
+        free_entry(&m->be[i]);
+    drop_index(m);
+    for (size_t i = 0; i < m->nns; i++) {
+        free(m->ns[i].name);
+        cairn__ramidx_free(m->ns[i].idx);
+    }
+    m->nns = 0;
+    m->n = 0;
+    if (m->tcap) {
+        memset(m->by_id, 0, m->tcap * sizeof *m->by_id);
+        memset(m->by_content, 0, m->tcap * sizeof *m->by_content);
+    }
+    m->folded = m->tail_records = m->base_deleted = m->skipped = 0;
+}
+
+/* The state again from the newest index file and the records after it. */
+static int reload(cairn_mem *m)
+{
+    cairn_stats st;
+    int rc;
+    free_state(m);
+    rc = cairn_stats_get(m->db, &st);
+    if (rc == CAIRN_OK)
+        rc = open_index(m, st.last_seq);
+    if (rc == CAIRN_OK)
+        rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
+    if (rc != CAIRN_OK) {
+        m->damaged = 1;
+        return cairn__mem_fail(m, rc, "the memory index was written, but reading it back failed "
+                               "(%s): reopen the store", cairn_strerror(rc));
+    }
+    return CAIRN_OK;
+}
+
+static int checkpoint_locked(cairn_mem *m)
+{
+    cairn__err e;
+    mx_in in;
+    mx_row *rows = NULL;
+    mx_ns_in *ns = NULL;
+    size_t nrows = 0, total;
+    uint64_t dead = 0;
+    int rc;
+
+    if (m->db->read_only)
+        return cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot write the memory index");
+    if (m->damaged)
+        return CAIRN_ECORRUPT;
+    /* Everything the file will cover must be durable first. */
+    if ((rc = cairn_sync(m->db)) != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    /* Records another handle of this process appended: fold them in. */
+    if ((rc = replay(m, m->folded + 1)) != CAIRN_OK)
+        return rc;
+    if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
+        return rc;
+    total = cairn__mem_total(m);
+    rows = malloc((total ? total : 1) * sizeof *rows);
+    ns = calloc(m->nns ? m->nns : 1, sizeof *ns);
+    if (rows == NULL || ns == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
+        goto out;
+    }
+    for (size_t i = 0; i < total; i++) {
+        const ment *x = cairn__mem_at(m, i);
+        if (x->live)
+            fill_row(x, &rows[nrows++]);
+        else
+            dead++;
+    }
+    for (size_t i = 0; i < m->nns && rc == CAIRN_OK; i++) {
+        cairn__ramidx *src[2], *merged = NULL;
+        size_t nsrc = 0;
+        if (m->ns[i].base_idx != NULL)
+            src[nsrc++] = m->ns[i].base_idx;
+        src[nsrc++] = m->ns[i].idx;
+        rc = cairn__ramidx_merge(&merged, NULL, m->stemmer, src, nsrc);
+        if (rc != CAIRN_OK) {
+            rc = cairn__mem_fail(m, rc, "memory index: merging the text index of \"%s\" failed",
+                                 m->ns[i].name);
+            break;
+        }
+        ns[i].name = m->ns[i].name;
+        ns[i].live = m->ns[i].live;
+        ns[i].idx = merged;
+    }
+    if (rc != CAIRN_OK)
+        goto out;
+    memset(&in, 0, sizeof in);
+    in.covered = m->folded;
+    in.skipped = m->skipped;
+    in.deleted = m->base_deleted + dead;
+    in.stemmer = m->stemmer;
+    in.ns = ns;
+    in.n_ns = m->nns;
+    in.rows = rows;
+    in.nrows = nrows;
+    in.hash_id = hash_id;
+    rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
+    if (rc != CAIRN_OK)
+        rc = cairn__mem_fail(m, rc, "%s", e.msg);
+out:
+    for (size_t i = 0; ns != NULL && i < m->nns; i++)
+        cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
+    free(ns);
+    free(rows);
+    /* Read the new file in place of the RAM copies: the handle's memory
+     * use drops back to what a fresh open needs. */
+    return rc == CAIRN_OK ? reload(m) : rc;
+}
+
+int cairn_mem_checkpoint(cairn_mem *m)
+{
+    int rc;
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    rc = checkpoint_locked(m);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cairn.h"
+#include "memindex.h"
 #include "memrec.h"
 #include "ramindex.h"
 #include "tokenize.h"
@@ -29,11 +30,21 @@ typedef struct ment {
     uint64_t access_count;
     uint64_t seq;            /* its store record: the index's document number */
     uint64_t content_hash;   /* of namespace + content: duplicate check */
+    uint8_t owns;            /* OWN_*: strings malloc'd, not in the index file */
 } ment;
+
+#define OWN_CONTENT 1
+#define OWN_CATEGORY 2
+#define OWN_METADATA 4
+
+/* Memory records folded since the index file before close writes a new
+ * one (cairn_mem_close); cairn_mem_checkpoint writes one at any time. */
+#define MEM_CHECKPOINT_MIN 1000
 
 typedef struct nspace {
     char *name;
-    cairn__ramidx *idx;
+    cairn__ramidx *idx;      /* memories stored after the index file */
+    cairn__ramidx *base_idx; /* mapped from the index file, or NULL */
     uint64_t live;           /* live memories in it */
 } nspace;
 
@@ -45,8 +56,19 @@ struct cairn_mem {
     double half_life;
     double w_rel, w_imp, w_rec, w_acc;
     cairn__tokenizer *tok;   /* counts a query's terms */
+    /* The memories the index file holds ("base"): row i is be[i] once read
+     * (be[i].seq != 0); be is calloc'd, so unread rows cost no RAM. */
+    memindex mx;             /* mx.map NULL: no index file in use */
+    ment *be;
+    uint64_t base_deleted;   /* dead memories the file no longer lists */
+    char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
+    int damaged;             /* a row of the file failed its check */
+    /* The memories stored after it, in seq order. */
     ment *e;
     size_t n, cap;
+    uint64_t folded;         /* last log seq folded into this state */
+    uint64_t tail_records;   /* memory records folded after the file */
+    int opened;
     uint32_t *by_id;         /* entry + 1; 0 empty; cap a power of 2 */
     uint32_t *by_content;    /* likewise, keyed by content_hash */
     size_t tcap;
@@ -67,6 +89,23 @@ struct cairn_mem {
 
 int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int64_t cairn__mem_wall_ms(void);
+
+/* The index file failed a check (rc) at `what`: remove it (a writer), mark
+ * the handle damaged, say so in m->err. Returns CAIRN_ECORRUPT. */
+int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what);
+
+/* Base row i as an entry, read and checked on first use; NULL if the row
+ * is damaged (then m->damaged is set and m->err says so). */
+ment *cairn__mem_base(cairn_mem *m, size_t i);
+
+/* Read every base row, so that cairn__mem_at never fails: for the
+ * operations that visit every memory. Errors: CAIRN_ECORRUPT. */
+int cairn__mem_read_all(cairn_mem *m);
+
+/* Every entry, base rows first: i < cairn__mem_total(m), after
+ * cairn__mem_read_all. */
+size_t cairn__mem_total(const cairn_mem *m);
+ment *cairn__mem_at(cairn_mem *m, size_t i);
 
 /* The entry whose store record is seq, or NULL. */
 ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq);

@@ -78,12 +78,20 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_
         uint64_t *docs = malloc(want * sizeof *docs);
         double *sc = malloc(want * sizeof *sc);
         size_t got = 0, kept = 0, start = *n;
-        int rc = docs && sc ? cairn__ramidx_search(m->ns[nsi].idx, (const uint8_t *)q, strlen(q),
-                                                   want, docs, sc, &got, NULL)
-                            : CAIRN_ENOMEM;
+        cairn__ramidx *xs[2];
+        size_t nx = 0;
+        int rc;
+        if (m->ns[nsi].base_idx != NULL)
+            xs[nx++] = m->ns[nsi].base_idx;
+        xs[nx++] = m->ns[nsi].idx;
+        rc = docs && sc ? cairn__ramidx_search_many(xs, nx, (const uint8_t *)q, strlen(q), want,
+                                                    docs, sc, &got, NULL)
+                        : CAIRN_ENOMEM;
         for (size_t i = 0; rc == CAIRN_OK && i < got; i++) {
             ment *x = cairn__mem_find_seq(m, docs[i]);
-            if (x != NULL && passes(x, o, now)) {
+            if (x == NULL) /* the index names a memory the rows do not hold */
+                rc = CAIRN_ECORRUPT;
+            else if (passes(x, o, now)) {
                 rc = push_cand(c, n, cap, x, sc[i]);
                 kept++;
             }
@@ -186,13 +194,17 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         if (nterms > 0) {
             rc = gather_ns(m, (uint32_t)nsi, query, k, now, o, &c, &n, &cap);
         } else {
-            for (size_t j = 0; j < m->n && rc == CAIRN_OK; j++)
-                if (m->e[j].nsi == (uint32_t)nsi && passes(&m->e[j], o, now))
-                    rc = push_cand(&c, &n, &cap, &m->e[j], 0.0);
+            rc = cairn__mem_read_all(m);
+            for (size_t j = 0; j < cairn__mem_total(m) && rc == CAIRN_OK; j++) {
+                ment *x = cairn__mem_at(m, j);
+                if (x->nsi == (uint32_t)nsi && passes(x, o, now))
+                    rc = push_cand(&c, &n, &cap, x, 0.0);
+            }
         }
     }
     if (rc != CAIRN_OK) {
-        rc = cairn__mem_fail(m, rc, "no memory for recall");
+        rc = rc == CAIRN_ENOMEM ? cairn__mem_fail(m, rc, "no memory for recall")
+                                : cairn__mem_index_damaged(m, rc, "a text index");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {

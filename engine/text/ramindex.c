@@ -747,6 +747,8 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
         (x->arena_len && (rc = put(user, x->arena, x->arena_len)) != CAIRN_OK) ||
         (rc = put(user, zeros, pad8(x->arena_len) - x->arena_len)) != CAIRN_OK)
         return rc;
+    if ((rc = put(user, NULL, 0)) != CAIRN_OK) /* the head ends: postings follow */
+        return rc;
     for (size_t i = 0; i < x->nterms; i++)
         if (x->terms[i].n && (rc = put(user, x->terms[i].p, (size_t)x->terms[i].n * 8)) != CAIRN_OK)
             return rc;

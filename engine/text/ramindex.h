@@ -70,6 +70,7 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 
 /* Write x as the text-index image of format-spec/memindex.md, in pieces,
  * through put (which returns CAIRN_OK or an error that stops the write).
+ * put(user, NULL, 0) marks where the head (all but the postings) ends.
  * x must not be mapped (merge a mapped index first): CAIRN_EINVAL. */
 typedef int (*cairn__ramidx_put_fn)(void *user, const void *bytes, size_t len);
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user);

@@ -1,0 +1,538 @@
+/*
+ * memindex.c - see memindex.h; the bytes are format-spec/memindex.md.
+ *
+ * Layout, all little-endian, every section 8-byte aligned:
+ *   header (128) | namespaces (64 each) | id table | content table |
+ *   rows (96 each) | string heap | one text index image per namespace
+ */
+#include "memindex.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "io.h"
+
+#define MX_MAGIC "CAIRNMX1"
+#define MX_VERSION 1
+#define MX_HEAD 128
+#define MX_NS 64
+#define MX_ROW 96
+#define MX_ROW_SUMMED 88 /* row bytes under its sum */
+#define MX_BUF (1u << 20)
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the memory index file is little-endian and read in place"
+#endif
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static uint64_t pad8(uint64_t n)
+{
+    return (n + 7) & ~(uint64_t)7;
+}
+
+static uint64_t rows_off(uint64_t n_ns, uint64_t tcap)
+{
+    return MX_HEAD + n_ns * MX_NS + 2 * pad8(tcap * 4);
+}
+
+/* "mem-" 16 hex digits ".cmx" -> its covered seq. */
+static int parse_name(const char *n, uint64_t *covered)
+{
+    char *end;
+    if (strlen(n) != 4 + 16 + 4 || strncmp(n, "mem-", 4) != 0 || strcmp(n + 20, ".cmx") != 0)
+        return 0;
+    for (int i = 4; i < 20; i++)
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return 0;
+    *covered = strtoull(n + 4, &end, 16);
+    return end == n + 20;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+void cairn__mx_close(memindex *mx)
+{
+    if (mx->map != NULL)
+        munmap(mx->map, mx->len);
+    memset(mx, 0, sizeof *mx);
+}
+
+/* The newest file name with covered <= max_seq into best; 0 if none. */
+static int newest(int dirfd, uint64_t max_seq, char *best, uint64_t *best_seq)
+{
+    int fd = dup(dirfd), found = 0;
+    DIR *d;
+    struct dirent *de;
+
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        uint64_t c;
+        if (parse_name(de->d_name, &c) && c <= max_seq && (!found || c > *best_seq)) {
+            *best_seq = c;
+            strcpy(best, de->d_name);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static int check_header(memindex *mx, cairn__err *e)
+{
+    const uint8_t *h = mx->map;
+    uint64_t ro, need;
+
+    if (mx->len < MX_HEAD || memcmp(h, MX_MAGIC, 8) != 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: not a memory index file", mx->name);
+    if (get32(h + 8) != MX_VERSION)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads %d",
+                           mx->name, get32(h + 8), MX_VERSION);
+    if (XXH3_64bits(h, 120) != get64(h + 120))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
+    mx->n_ns = get32(h + 12);
+    mx->covered = get64(h + 16);
+    mx->nrows = get64(h + 24);
+    mx->skipped = get64(h + 32);
+    mx->deleted = get64(h + 40);
+    mx->tcap = get64(h + 48);
+    mx->heap_len = get64(h + 56);
+    memcpy(mx->stemmer, h + 72, 32);
+    if (get64(h + 64) != mx->len)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: %zu bytes, the header says %" PRIu64, mx->name,
+                           mx->len, get64(h + 64));
+    /* Bounded by the file before any product. */
+    if (mx->stemmer[31] != 0 || mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
+        mx->tcap > mx->len / 4 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 2 * mx->nrows ||
+        mx->heap_len > mx->len)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: header counts out of range", mx->name);
+    ro = rows_off(mx->n_ns, mx->tcap);
+    need = ro + mx->nrows * MX_ROW + pad8(mx->heap_len);
+    if (need > mx->len)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: sections run past the end", mx->name);
+    if (XXH3_64bits(h + MX_HEAD, ro - MX_HEAD) != get64(h + 104))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: table checksum mismatch", mx->name);
+    mx->nstab = h + MX_HEAD;
+    mx->idtab = (const uint32_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS);
+    mx->ctab = (const uint32_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS + pad8(mx->tcap * 4));
+    mx->rows = h + ro;
+    mx->heap = h + ro + mx->nrows * MX_ROW;
+    /* Probes end at an empty slot and land on a row. */
+    for (int t = 0; t < 2; t++) {
+        const uint32_t *tab = t ? mx->ctab : mx->idtab;
+        uint64_t filled = 0;
+        for (uint64_t i = 0; i < mx->tcap; i++) {
+            if (tab[i] == 0)
+                continue;
+            if (tab[i] > mx->nrows)
+                return cairn__fail(e, CAIRN_ECORRUPT, "%s: hash table slot out of range", mx->name);
+            filled++;
+        }
+        if (mx->tcap > 0 && filled == mx->tcap)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: hash table full", mx->name);
+    }
+    return CAIRN_OK;
+}
+
+int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
+{
+    struct stat st;
+    uint64_t covered = 0;
+    int fd, rc, found;
+
+    memset(mx, 0, sizeof *mx);
+    found = newest(dirfd, max_seq, mx->name, &covered);
+    if (found < 0)
+        return cairn__fail(e, CAIRN_EIO, "read the store directory: %s", strerror(errno));
+    if (found == 0)
+        return CAIRN_ENOTFOUND;
+    rc = cairn__io_open(io, "memindex.open", dirfd, mx->name, O_RDONLY, 0, &fd, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (fstat(fd, &st) != 0 || st.st_size < MX_HEAD) {
+        cairn__io_close(io, "memindex.close", fd);
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", mx->name);
+    }
+    mx->len = (size_t)st.st_size;
+    mx->map = mmap(NULL, mx->len, PROT_READ, MAP_SHARED, fd, 0);
+    cairn__io_close(io, "memindex.close", fd);
+    if (mx->map == MAP_FAILED) {
+        mx->map = NULL;
+        return cairn__fail(e, CAIRN_EIO, "mmap %s: %s", mx->name, strerror(errno));
+    }
+    rc = check_header(mx, e);
+    if (rc == CAIRN_OK && mx->covered != covered)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
+                         mx->name, mx->covered);
+    if (rc != CAIRN_OK) {
+        char name[MX_NAME_MAX];
+        strcpy(name, mx->name);
+        cairn__mx_close(mx);
+        strcpy(mx->name, name);
+    }
+    return rc;
+}
+
+int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char **name,
+                 uint64_t *live, cairn__ramidx **idx)
+{
+    const uint8_t *p = mx->nstab + i * MX_NS;
+    uint64_t noff = get64(p), nlen = get32(p + 8), toff = get64(p + 24), tlen = get64(p + 32),
+             thead = get64(p + 40);
+    size_t used = 0;
+    int rc;
+
+    *idx = NULL;
+    if (i >= mx->n_ns || noff > mx->heap_len || nlen >= mx->heap_len - noff ||
+        mx->heap[noff + nlen] != 0 || memchr(mx->heap + noff, 0, nlen) != NULL ||
+        toff % 8 != 0 || toff > mx->len || tlen > mx->len - toff || thead > tlen)
+        return CAIRN_ECORRUPT;
+    if (XXH3_64bits(mx->map + toff, thead) != get64(p + 48))
+        return CAIRN_ECHECKSUM;
+    rc = cairn__ramidx_map(idx, NULL, stemmer, mx->map + toff, tlen, &used);
+    if (rc == CAIRN_OK && (used != tlen || cairn__ramidx_count(*idx) != get64(p + 16))) {
+        cairn__ramidx_free(*idx);
+        *idx = NULL;
+        rc = CAIRN_ECORRUPT;
+    }
+    *name = (const char *)mx->heap + noff;
+    *live = get64(p + 16);
+    return rc;
+}
+
+uint64_t cairn__mx_row_seq(const memindex *mx, size_t i)
+{
+    return get64(mx->rows + i * MX_ROW);
+}
+
+int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
+{
+    const uint8_t *p = mx->rows + i * MX_ROW;
+    uint64_t off = get64(p + 56), clen = get32(p + 64), mlen = get32(p + 68);
+    uint64_t idlen = get16(p + 76), catlen = get16(p + 78), total;
+    const char *s;
+    XXH3_state_t st;
+
+    if (i >= mx->nrows)
+        return CAIRN_ECORRUPT;
+    total = clen + 1 + idlen + 1 + catlen + 1 + (mlen ? mlen + 1 : 0);
+    if (off > mx->heap_len || total > mx->heap_len - off || idlen == 0 ||
+        idlen > CAIRN_MEM_ID_MAX || catlen == 0 || get32(p + 72) >= mx->n_ns)
+        return CAIRN_ECORRUPT;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, p, MX_ROW_SUMMED);
+    XXH3_64bits_update(&st, mx->heap + off, total);
+    if (XXH3_64bits_digest(&st) != get64(p + 88))
+        return CAIRN_ECHECKSUM;
+    s = (const char *)mx->heap + off;
+    if (s[clen] != 0 || s[clen + 1 + idlen] != 0 || s[clen + 1 + idlen + 1 + catlen] != 0 ||
+        (mlen && s[total - 1] != 0))
+        return CAIRN_ECORRUPT;
+    r->seq = get64(p);
+    memcpy(&r->importance, p + 8, 8);
+    r->created = (int64_t)get64(p + 16);
+    r->accessed = (int64_t)get64(p + 24);
+    r->expires = (int64_t)get64(p + 32);
+    r->access_count = get64(p + 40);
+    r->content_hash = get64(p + 48);
+    r->content = s;
+    r->content_len = (uint32_t)clen;
+    r->id = s + clen + 1;
+    r->category = r->id + idlen + 1;
+    r->metadata = mlen ? r->category + catlen + 1 : NULL;
+    r->nsi = get32(p + 72);
+    if (strlen(r->id) != idlen || strlen(r->category) != catlen ||
+        (r->metadata && strlen(r->metadata) != mlen))
+        return CAIRN_ECORRUPT;
+    return CAIRN_OK;
+}
+
+int cairn__mx_check_all(const memindex *mx, cairn__err *e)
+{
+    for (uint64_t i = 0; i < mx->nrows; i++) {
+        mx_row r;
+        int rc = cairn__mx_row(mx, (size_t)i, &r);
+        if (rc != CAIRN_OK)
+            return cairn__fail(e, rc, "%s: row %" PRIu64 " is damaged", mx->name, i);
+        if (i > 0 && r.seq <= cairn__mx_row_seq(mx, (size_t)i - 1))
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " out of order", mx->name, i);
+        if (r.seq > mx->covered)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " after the covered seq",
+                               mx->name, i);
+    }
+    for (uint64_t i = 0; i < mx->n_ns; i++) {
+        const char *name;
+        uint64_t live;
+        cairn__ramidx *x = NULL, *merged = NULL;
+        int rc = cairn__mx_ns(mx, (size_t)i, mx->stemmer, &name, &live, &x);
+        /* merging reads and checks every posting */
+        if (rc == CAIRN_OK)
+            rc = cairn__ramidx_merge(&merged, NULL, mx->stemmer, &x, 1);
+        cairn__ramidx_free(merged);
+        cairn__ramidx_free(x);
+        if (rc != CAIRN_OK)
+            return cairn__fail(e, rc, "%s: the text index of namespace %" PRIu64 " is damaged",
+                               mx->name, i);
+    }
+    return CAIRN_OK;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+typedef struct wbuf {
+    const cairn_io *io;
+    int fd;
+    const char *name;
+    uint8_t *b;
+    size_t n;
+    uint64_t off;          /* file offset of b[0] */
+    cairn__err *e;
+    /* the text image being written: its head's sum */
+    int in_head;
+    XXH3_state_t head;
+    uint64_t head_len, head_sum, img_start;
+} wbuf;
+
+static int flush(wbuf *w)
+{
+    int rc = w->n ? cairn__io_write(w->io, "memindex.write", w->fd, w->b, w->n, w->off, w->name, w->e)
+                  : CAIRN_OK;
+    w->off += w->n;
+    w->n = 0;
+    return rc;
+}
+
+static int put(void *user, const void *bytes, size_t len)
+{
+    wbuf *w = user;
+    const uint8_t *p = bytes;
+    if (bytes == NULL) { /* ramidx_write: the head ends here */
+        w->in_head = 0;
+        w->head_len = w->off + w->n - w->img_start;
+        w->head_sum = XXH3_64bits_digest(&w->head);
+        return CAIRN_OK;
+    }
+    if (w->in_head)
+        XXH3_64bits_update(&w->head, bytes, len);
+    while (len > 0) {
+        size_t k = MX_BUF - w->n < len ? MX_BUF - w->n : len;
+        int rc;
+        memcpy(w->b + w->n, p, k);
+        w->n += k;
+        p += k;
+        len -= k;
+        if (w->n == MX_BUF && (rc = flush(w)) != CAIRN_OK)
+            return rc;
+    }
+    return CAIRN_OK;
+}
+
+static int put_pad(wbuf *w)
+{
+    static const uint8_t zeros[8];
+    uint64_t at = w->off + w->n;
+    return put(w, zeros, (size_t)(pad8(at) - at));
+}
+
+static uint64_t row_strings(const mx_row *r)
+{
+    return (uint64_t)r->content_len + 1 + strlen(r->id) + 1 + strlen(r->category) + 1 +
+           (r->metadata ? strlen(r->metadata) + 1 : 0);
+}
+
+static void table_put(uint32_t *t, uint64_t cap, uint64_t h, uint32_t row)
+{
+    uint64_t i = h & (cap - 1);
+    while (t[i] != 0)
+        i = (i + 1) & (cap - 1);
+    t[i] = row + 1;
+}
+
+/* Remove every index file but `keep`. Failures leave a stale file, which
+ * the next open passes over for the newest. */
+static void remove_older(const cairn_io *io, int dirfd, const char *keep)
+{
+    int fd = dup(dirfd);
+    DIR *d;
+    struct dirent *de;
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        uint64_t c;
+        size_t n = strlen(de->d_name);
+        if ((parse_name(de->d_name, &c) && strcmp(de->d_name, keep) != 0) ||
+            (n > 8 && strncmp(de->d_name, "mem-", 4) == 0 && strcmp(de->d_name + n - 8, ".cmx.tmp") == 0 &&
+             strncmp(de->d_name, keep, 20) != 0))
+            (void)cairn__io_unlink(io, "memindex.unlink", dirfd, de->d_name, NULL);
+    }
+    closedir(d);
+}
+
+int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e)
+{
+    uint64_t tcap = 16, ro, heap_len = 0, at;
+    uint8_t *head = NULL, h[MX_HEAD];
+    uint32_t *idtab = NULL, *ctab = NULL;
+    char name[MX_NAME_MAX], tmp[MX_NAME_MAX + 8];
+    wbuf w;
+    int rc = CAIRN_OK;
+
+    if (in->stemmer == NULL || strlen(in->stemmer) >= 32 || in->nrows >= UINT32_MAX)
+        return cairn__fail(e, CAIRN_EINVAL, "memory index: bad input");
+    while (tcap < 2 * in->nrows)
+        tcap *= 2;
+    ro = rows_off(in->n_ns, tcap);
+    snprintf(name, sizeof name, "mem-%016" PRIx64 ".cmx", in->covered);
+    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    memset(&w, 0, sizeof w);
+    w.io = io;
+    w.name = tmp;
+    w.e = e;
+    w.fd = -1;
+    head = calloc(1, (size_t)(ro - MX_HEAD));
+    idtab = (uint32_t *)(void *)(head ? head + in->n_ns * MX_NS : NULL);
+    ctab = (uint32_t *)(void *)(head ? head + in->n_ns * MX_NS + pad8(tcap * 4) : NULL);
+    w.b = malloc(MX_BUF);
+    if (head == NULL || w.b == NULL) {
+        rc = cairn__fail(e, CAIRN_ENOMEM, "memory index: no memory");
+        goto out;
+    }
+    rc = cairn__io_open(io, "memindex.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+                        &w.fd, e);
+    if (rc != CAIRN_OK)
+        goto out;
+    /* The namespace names open the heap, then each row's strings. */
+    for (size_t i = 0; i < in->n_ns; i++)
+        heap_len += strlen(in->ns[i].name) + 1;
+    w.off = ro;
+    for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
+        const mx_row *r = &in->rows[i];
+        uint8_t row[MX_ROW];
+        XXH3_state_t st;
+        size_t clen = r->content_len, il = strlen(r->id), cl = strlen(r->category);
+        size_t ml = r->metadata ? strlen(r->metadata) : 0;
+        memset(row, 0, sizeof row);
+        put64(row, r->seq);
+        memcpy(row + 8, &r->importance, 8);
+        put64(row + 16, (uint64_t)r->created);
+        put64(row + 24, (uint64_t)r->accessed);
+        put64(row + 32, (uint64_t)r->expires);
+        put64(row + 40, r->access_count);
+        put64(row + 48, r->content_hash);
+        put64(row + 56, heap_len);
+        put32(row + 64, (uint32_t)clen);
+        put32(row + 68, (uint32_t)ml);
+        put32(row + 72, r->nsi);
+        put16(row + 76, (uint16_t)il);
+        put16(row + 78, (uint16_t)cl);
+        XXH3_64bits_reset(&st);
+        XXH3_64bits_update(&st, row, MX_ROW_SUMMED);
+        XXH3_64bits_update(&st, r->content, clen + 1);
+        XXH3_64bits_update(&st, r->id, il + 1);
+        XXH3_64bits_update(&st, r->category, cl + 1);
+        if (r->metadata)
+            XXH3_64bits_update(&st, r->metadata, ml + 1);
+        put64(row + 88, XXH3_64bits_digest(&st));
+        heap_len += row_strings(r);
+        table_put(idtab, tcap, in->hash_id(r->id), (uint32_t)i);
+        table_put(ctab, tcap, r->content_hash, (uint32_t)i);
+        rc = put(&w, row, sizeof row);
+    }
+    for (size_t i = 0; i < in->n_ns && rc == CAIRN_OK; i++)
+        rc = put(&w, in->ns[i].name, strlen(in->ns[i].name) + 1);
+    for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
+        const mx_row *r = &in->rows[i];
+        rc = put(&w, r->content, (size_t)r->content_len + 1);
+        if (rc == CAIRN_OK)
+            rc = put(&w, r->id, strlen(r->id) + 1);
+        if (rc == CAIRN_OK)
+            rc = put(&w, r->category, strlen(r->category) + 1);
+        if (rc == CAIRN_OK && r->metadata)
+            rc = put(&w, r->metadata, strlen(r->metadata) + 1);
+    }
+    if (rc == CAIRN_OK)
+        rc = put_pad(&w);
+    at = 0;
+    for (size_t i = 0; i < in->n_ns && rc == CAIRN_OK; i++) {
+        uint8_t *p = head + i * MX_NS;
+        put64(p, at);
+        put32(p + 8, (uint32_t)strlen(in->ns[i].name));
+        at += strlen(in->ns[i].name) + 1;
+        put64(p + 16, in->ns[i].live);
+        w.img_start = w.off + w.n;
+        w.in_head = 1;
+        XXH3_64bits_reset(&w.head);
+        rc = cairn__ramidx_write(in->ns[i].idx, put, &w);
+        if (rc == CAIRN_OK && w.in_head)
+            rc = cairn__fail(e, CAIRN_EINVAL, "memory index: text image without a head mark");
+        put64(p + 24, w.img_start);
+        put64(p + 32, w.off + w.n - w.img_start);
+        put64(p + 40, w.head_len);
+        put64(p + 48, w.head_sum);
+        if (rc == CAIRN_OK)
+            rc = put_pad(&w);
+    }
+    if (rc == CAIRN_OK)
+        rc = flush(&w);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_write(io, "memindex.write", w.fd, head, (size_t)(ro - MX_HEAD), MX_HEAD, tmp, e);
+    if (rc == CAIRN_OK) {
+        memset(h, 0, sizeof h);
+        memcpy(h, MX_MAGIC, 8);
+        put32(h + 8, MX_VERSION);
+        put32(h + 12, (uint32_t)in->n_ns);
+        put64(h + 16, in->covered);
+        put64(h + 24, in->nrows);
+        put64(h + 32, in->skipped);
+        put64(h + 40, in->deleted);
+        put64(h + 48, tcap);
+        put64(h + 56, heap_len);
+        put64(h + 64, w.off);
+        memcpy(h + 72, in->stemmer, strlen(in->stemmer));
+        put64(h + 104, XXH3_64bits(head, (size_t)(ro - MX_HEAD)));
+        put64(h + 120, XXH3_64bits(h, 120));
+        rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
+    }
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "memindex.fsync", w.fd, tmp, e);
+    cairn__io_close(io, "memindex.close", w.fd);
+    w.fd = -1;
+    if (rc == CAIRN_OK)
+        rc = cairn__io_rename(io, "memindex.rename", dirfd, tmp, name, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "memindex.dirsync", dirfd, ".", e);
+    if (rc == CAIRN_OK)
+        remove_older(io, dirfd, name);
+    else
+        (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
+out:
+    if (w.fd >= 0)
+        cairn__io_close(io, "memindex.close", w.fd);
+    free(w.b);
+    free(head);
+    return rc;
+}

@@ -1,0 +1,101 @@
+/*
+ * memindex.h - the memory index file (format-spec/memindex.md): the state
+ * of every live memory up to one sequence number, with a text index per
+ * namespace, written once and then read in place through mmap, so that
+ * opening a store replays only the records after it.
+ *
+ * The file is a cache of the log, never the source of truth: a missing,
+ * stale or damaged file is set aside and the state rebuilt from the log.
+ * What is read at open (header, namespace table, id and content hash
+ * tables, each text index's dictionary and document tables) is checked
+ * against sums at open; a row is checked when first read, a term's
+ * postings when a query first reads them.
+ */
+#ifndef CAIRN_MEMINDEX_H
+#define CAIRN_MEMINDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "ramindex.h"
+#include "status.h"
+
+#define MX_NAME_MAX 48
+
+/* One row, decoded and checked. Strings point into the mapping and are
+ * NUL-terminated; metadata is NULL when the memory has none. */
+typedef struct mx_row {
+    uint64_t seq;
+    double importance;
+    int64_t created, accessed, expires;
+    uint64_t access_count;
+    uint64_t content_hash;
+    const char *content, *id, *category, *metadata;
+    uint32_t content_len;
+    uint32_t nsi;
+} mx_row;
+
+typedef struct memindex {
+    uint8_t *map;
+    size_t len;
+    char name[MX_NAME_MAX];
+    char stemmer[32];
+    uint64_t covered;        /* every record up to this seq is folded in */
+    uint64_t skipped;        /* records replay could not apply, up to covered */
+    uint64_t deleted;        /* memories deleted or cleared, up to covered */
+    uint64_t nrows, n_ns, tcap, heap_len;
+    const uint8_t *nstab, *rows, *heap;
+    const uint32_t *idtab, *ctab; /* row + 1; 0 empty; tcap slots */
+} memindex;
+
+/* Map the newest index file of the store directory whose covered seq is
+ * at most max_seq. CAIRN_ENOTFOUND: there is none. Any other error (with
+ * the file's name in e): the file is unusable (damaged, another version,
+ * newer than the log); mx->name says which, for the caller to set aside. */
+int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e);
+
+/* Unmap; accepts a zeroed memindex. */
+void cairn__mx_close(memindex *mx);
+
+/* Namespace i: its name (NUL-terminated), live memories, and its text
+ * index mapped from the file (the caller frees it before closing mx).
+ * Errors: CAIRN_ECORRUPT, CAIRN_ECHECKSUM, CAIRN_ENOMEM. */
+int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char **name,
+                 uint64_t *live, cairn__ramidx **idx);
+
+/* Row i, checked against its sum. Errors: CAIRN_ECHECKSUM, CAIRN_ECORRUPT. */
+int cairn__mx_row(const memindex *mx, size_t i, mx_row *r);
+
+/* The seq of row i as stored (unchecked: for binary search only). */
+uint64_t cairn__mx_row_seq(const memindex *mx, size_t i);
+
+/* What one file holds, for cairn__mx_write. */
+typedef struct mx_ns_in {
+    const char *name;
+    uint64_t live;
+    const cairn__ramidx *idx; /* its live documents; not mapped */
+} mx_ns_in;
+
+typedef struct mx_in {
+    uint64_t covered, skipped, deleted;
+    const char *stemmer;
+    const mx_ns_in *ns;
+    size_t n_ns;
+    const mx_row *rows;      /* live memories in seq order; content_hash and
+                                nsi as the engine computes them */
+    size_t nrows;
+    uint64_t (*hash_id)(const char *id);
+} mx_in;
+
+/* Write the file for `in` (temp file, fsync, rename, fsync the directory),
+ * then remove older index files. Errors: CAIRN_EIO, CAIRN_EFULL,
+ * CAIRN_ENOMEM, CAIRN_EINVAL. */
+int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e);
+
+/* Check every byte of a mapped file: rows, postings and all. For verify.
+ * Errors as above, the first problem named in e. */
+int cairn__mx_check_all(const memindex *mx, cairn__err *e);
+
+#endif /* CAIRN_MEMINDEX_H */

@@ -1,0 +1,373 @@
+/*
+ * test_memindex.c - the memory index file (engine/memory/memindex.c,
+ * format-spec/memindex.md): a store reopened from the file plus the records
+ * after it has exactly the state (every field of every memory) and the
+ * rankings of the live handle and of a full replay of the log; a damaged
+ * file is set aside and the state rebuilt from the log, losing nothing;
+ * a read-only handle reads the file but cannot write one.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+#define NQ 12
+
+typedef struct fx {
+    char *parent, *dir;
+    cairn_db *db;
+    cairn_mem *mem;
+} fx;
+
+static const char *const vocab[] = {
+    "deploy", "database", "migration", "index", "prompt", "agent", "review", "tests",
+    "latency", "cache", "schema", "rollback", "release", "branch", "merge", "token",
+    "budget", "session", "error", "retry", "timeout", "parser", "memory", "vector",
+};
+#define NVOCAB (sizeof vocab / sizeof vocab[0])
+
+static const char *const queries[NQ] = {
+    "deploy database", "migration rollback", "agent prompt", "cache latency timeout",
+    "index", "release branch merge", "token budget", "parser error", "unique needle",
+    "memory vector", "nothing-matches-this", "session retry",
+};
+
+static void open_all(fx *f, int read_only)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    o.create = !read_only;
+    o.read_only = read_only;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 64 * 1024; /* some records end up in sealed segments */
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    /* Relevance only: rankings do not move as recalls update access times. */
+    mo.w_relevance = 1.0;
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+}
+
+static void close_all(fx *f)
+{
+    cairn_mem_close(f->mem);
+    f->mem = NULL;
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->parent = tu_mkdtemp("memindex");
+    f->dir = tu_join(f->parent, "store");
+    open_all(f, 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    if (f->db != NULL)
+        close_all(f);
+    tu_rmrf(f->parent);
+    free(f->parent);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* The index file's name in dir, or NULL. */
+static char *index_file(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char *found = NULL;
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ".cmx") == 0) {
+            assert_null(found); /* one at a time */
+            found = tu_join(dir, de->d_name);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static uint64_t rnd_state = 99;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rnd_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void store_some(fx *f, int from, int to, char ids[][CAIRN_MEM_ID_MAX + 1])
+{
+    for (int i = from; i < to; i++) {
+        char text[400];
+        int n = 4 + (int)(rnd() % 20), len;
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        cairn_memory *m = NULL;
+        len = snprintf(text, sizeof text, "memory %d:", i);
+        for (int j = 0; j < n; j++)
+            len += snprintf(text + len, sizeof text - (size_t)len, " %s", vocab[rnd() % NVOCAB]);
+        if (i == 77)
+            snprintf(text + len, sizeof text - (size_t)len, " unique needle");
+        so.ns = i % 3 == 0 ? "work" : i % 10 == 1 ? "tmp" : "";
+        so.category = i % 4 == 0 ? "decision" : "fact";
+        so.importance = (double)(i % 10) / 10.0;
+        so.metadata = i % 5 == 0 ? "{\"source\":\"test\",\"n\":1}" : NULL;
+        assert_int_equal(cairn_mem_store(f->mem, text, &so, &m, NULL), CAIRN_OK);
+        strcpy(ids[i], m->id);
+        cairn_mem_free(m);
+    }
+}
+
+/* Every field of every memory, as JSON. */
+static char *export_all(fx *f)
+{
+    char *out = NULL;
+    size_t len = 0;
+    assert_int_equal(cairn_mem_export(f->mem, CAIRN_MEM_JSON, &out, &len), CAIRN_OK);
+    return out;
+}
+
+typedef struct ranking {
+    char id[20][CAIRN_MEM_ID_MAX + 1];
+    double bm25[20];
+    size_t n;
+} ranking;
+
+static void rank_all(fx *f, const char *const *nss, size_t n_ns, ranking *r)
+{
+    for (int q = 0; q < NQ; q++) {
+        cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+        cairn_recall_hit *h = NULL;
+        size_t n = 0;
+        ro.k = 20;
+        ro.ns = nss;
+        ro.n_ns = n_ns;
+        assert_int_equal(cairn_mem_recall(f->mem, queries[q], &ro, &h, &n), CAIRN_OK);
+        r[q].n = n;
+        for (size_t i = 0; i < n; i++) {
+            strcpy(r[q].id[i], h[i].mem.id);
+            r[q].bm25[i] = h[i].bm25;
+        }
+        cairn_recall_free(h, n);
+    }
+}
+
+static void same_rankings(const ranking *a, const ranking *b)
+{
+    for (int q = 0; q < NQ; q++) {
+        assert_int_equal(a[q].n, b[q].n);
+        for (size_t i = 0; i < a[q].n; i++) {
+            if (strcmp(a[q].id[i], b[q].id[i]) != 0 || fabs(a[q].bm25[i] - b[q].bm25[i]) > 1e-9)
+                fail_msg("query '%s' rank %zu: %s %.12f vs %s %.12f", queries[q], i, a[q].id[i],
+                         a[q].bm25[i], b[q].id[i], b[q].bm25[i]);
+        }
+    }
+}
+
+/* Stores, deletes, updates and a clear before the file and after it. */
+static void build_history(fx *f, char ids[][CAIRN_MEM_ID_MAX + 1])
+{
+    cairn_mem_stats st;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+
+    store_some(f, 0, 600, ids);
+    for (int i = 0; i < 600; i += 7)
+        if (i != 77)
+            assert_int_equal(cairn_mem_delete(f->mem, ids[i], "test"), CAIRN_OK);
+    u.importance = 0.95;
+    u.metadata = "{\"updated\":true}";
+    for (int i = 2; i < 600; i += 11)
+        if (i % 7 != 0)
+            assert_int_equal(cairn_mem_update(f->mem, ids[i], &u), CAIRN_OK);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_rows, st.total);
+    assert_true(st.index_bytes > 0);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+    /* after the file: new memories, and old ones deleted, updated, cleared */
+    store_some(f, 600, 700, ids);
+    for (int i = 3; i < 600; i += 50)
+        if (i % 7 != 0)
+            assert_int_equal(cairn_mem_delete(f->mem, ids[i], "after"), CAIRN_OK);
+    u.importance = 0.05;
+    u.metadata = NULL;
+    u.category = "lesson";
+    for (int i = 5; i < 600; i += 60)
+        if (i % 7 != 0)
+            assert_int_equal(cairn_mem_update(f->mem, ids[i], &u), CAIRN_OK);
+    assert_int_equal(cairn_mem_clear(f->mem, "tmp"), CAIRN_OK);
+}
+
+static void reopened_from_the_file_equals_the_live_state_and_a_full_replay(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    static ranking live[NQ], from_file[NQ], replayed[NQ];
+    const char *nss[] = {"", "work"};
+    char *e_live, *e_file, *e_file_after, *e_replay, *path;
+    cairn_mem_stats st;
+
+    build_history(f, ids);
+    rank_all(f, nss, 2, live);
+    e_live = export_all(f); /* with the access records of those recalls */
+    assert_true(live[8].n == 1); /* "unique needle": one memory, in the file */
+    close_all(f);
+
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_true(st.index_rows > 300);
+    assert_true(st.unindexed > 100 && st.unindexed < 400); /* only the tail was replayed */
+    assert_string_equal(st.index_note, "");
+    cairn_mem_stats_free(&st);
+    e_file = export_all(f);
+    assert_string_equal(e_file, e_live);
+    rank_all(f, nss, 2, from_file);
+    same_rankings(live, from_file);
+    e_file_after = export_all(f); /* with this handle's access records */
+    close_all(f);
+
+    path = index_file(f->dir);
+    assert_non_null(path);
+    assert_int_equal(remove(path), 0);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_rows, 0);
+    cairn_mem_stats_free(&st);
+    e_replay = export_all(f);
+    assert_string_equal(e_replay, e_file_after);
+    rank_all(f, nss, 2, replayed);
+    same_rankings(live, replayed);
+    free(path);
+    free(e_live);
+    free(e_file);
+    free(e_file_after);
+    free(e_replay);
+}
+
+static void flip_byte(const char *path, size_t at)
+{
+    size_t len = 0;
+    uint8_t *b = tu_read_file(path, &len);
+    assert_non_null(b);
+    assert_true(at < len);
+    b[at] ^= 0x20;
+    assert_int_equal(tu_write_file(path, b, len), 0);
+    free(b);
+}
+
+static size_t find_in_file(const char *path, const char *s)
+{
+    size_t len = 0, n = strlen(s);
+    uint8_t *b = tu_read_file(path, &len);
+    assert_non_null(b);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(b + i, s, n) == 0) {
+            free(b);
+            return i;
+        }
+    free(b);
+    fail_msg("'%s' not in %s", s, path);
+    return 0;
+}
+
+static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *e_before, *e, *path;
+    cairn_mem_stats st;
+    cairn_memory *m = NULL;
+
+    build_history(f, ids);
+    e_before = export_all(f);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+
+    /* 1. the header: refused at open, rebuilt from the log */
+    path = index_file(f->dir);
+    flip_byte(path, 20);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_rows, 0);
+    assert_non_null(strstr(st.index_note, "rebuilt from the log"));
+    cairn_mem_stats_free(&st);
+    e = export_all(f);
+    assert_string_equal(e, e_before);
+    free(e);
+    free(path);
+    assert_null(index_file(f->dir)); /* the writer removed it */
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+
+    /* 2. one memory's text: found when that row is first read */
+    path = index_file(f->dir);
+    assert_non_null(path);
+    flip_byte(path, find_in_file(path, "unique needle") + 2);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, ids[77], &m), CAIRN_ECORRUPT);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "damaged"));
+    assert_null(m);
+    close_all(f);
+    assert_null(index_file(f->dir));
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, ids[77], &m), CAIRN_OK);
+    assert_non_null(strstr(m->content, "unique needle"));
+    cairn_mem_free(m);
+    e = export_all(f);
+    assert_string_equal(e, e_before);
+    free(e);
+    free(path);
+    free(e_before);
+}
+
+static void a_read_only_handle_reads_the_file_and_cannot_write_one(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    cairn_mem_stats st;
+    cairn_memory *m = NULL;
+
+    build_history(f, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+    open_all(f, 1);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_true(st.index_rows > 300);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+    assert_int_equal(cairn_mem_get(f->mem, ids[77], &m), CAIRN_OK);
+    cairn_mem_free(m);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_EPERM);
+    close_all(f);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(reopened_from_the_file_equals_the_live_state_and_a_full_replay),
+        T(a_damaged_file_is_set_aside_and_nothing_is_lost),
+        T(a_read_only_handle_reads_the_file_and_cannot_write_one),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
