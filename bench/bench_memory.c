@@ -166,7 +166,7 @@ static void synthetic(const char *dir, size_t n)
 {
     char path[1100], *text = malloc(64 * 12), fq[512];
     char (*queries)[128] = calloc(QUERIES, sizeof *queries);
-    double t0, c_ingest, f_ingest, c_open, *cq = calloc(QUERIES, sizeof(double)),
+    double t0, c_ingest, c_index, f_ingest, c_open, *cq = calloc(QUERIES, sizeof(double)),
                                           *fq_t = calloc(QUERIES, sizeof(double));
     cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
@@ -203,9 +203,11 @@ static void synthetic(const char *dir, size_t n)
         if (cairn_mem_store(mem, text, NULL, NULL, NULL) != CAIRN_OK)
             die("store %zu: %s", i, cairn_mem_errmsg(mem));
     }
-    cairn_mem_close(mem);
+    c_index = now();
+    cairn_mem_close(mem); /* writes the memory index file */
     if (cairn_close(db) != CAIRN_OK)
         die("close");
+    c_index = now() - c_index;
     c_ingest = now() - t0;
     /* FTS5 ingest, same texts */
     rng = seed_state;
@@ -284,17 +286,19 @@ static void synthetic(const char *dir, size_t n)
     qsort(cq, QUERIES, sizeof *cq, cmp_double);
     qsort(fq_t, QUERIES, sizeof *fq_t, cmp_double);
     printf("{\"bench\":\"memory\",\"part\":\"synthetic\",\"memories\":%zu,"
-           "\"cairn_ingest_s\":%.3f,\"fts5_ingest_s\":%.3f,\"ingest_ratio\":%.3f,"
+           "\"cairn_ingest_s\":%.3f,\"cairn_index_write_s\":%.3f,\"fts5_ingest_s\":%.3f,\"ingest_ratio\":%.3f,"
            "\"cairn_query_median_ms\":%.4f,\"cairn_query_p99_ms\":%.4f,"
            "\"fts5_query_median_ms\":%.4f,\"fts5_query_p99_ms\":%.4f,\"query_speedup\":%.3f,"
            "\"cairn_open_first_query_ms\":%.1f}\n",
-           n, c_ingest, f_ingest, f_ingest / c_ingest, cq[QUERIES / 2] * 1e3,
+           n, c_ingest, c_index, f_ingest, f_ingest / c_ingest, cq[QUERIES / 2] * 1e3,
            cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3, fq_t[QUERIES * 99 / 100] * 1e3,
            fq_t[QUERIES / 2] / cq[QUERIES / 2], c_open * 1e3);
     fprintf(stderr, "synthetic, %zu memories:\n", n);
     fprintf(stderr, "  ingest      cairn %.2f s (%.0f/s)   fts5 %.2f s (%.0f/s)   %.2fx  %s (target >= 3x)\n",
             c_ingest, n / c_ingest, f_ingest, n / f_ingest, f_ingest / c_ingest,
             f_ingest / c_ingest >= 3 ? "PASS" : "FAIL");
+    fprintf(stderr, "              (cairn's includes %.2f s writing the memory index file at close)\n",
+            c_index);
     fprintf(stderr, "  query       cairn median %.3f ms p99 %.3f ms   fts5 median %.3f ms p99 %.3f ms\n",
             cq[QUERIES / 2] * 1e3, cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3,
             fq_t[QUERIES * 99 / 100] * 1e3);

@@ -43,7 +43,9 @@
 #include "cairn_sys.h"
 #include "filehdr.h"
 #include "logseg.h"
+#include "io.h"
 #include "manifest.h"
+#include "memindex.h"
 #include "record.h"
 #include "sealed.h"
 #include "testutil.h"
@@ -299,6 +301,71 @@ static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
     } else {
         free(log);
     }
+    return b;
+}
+
+
+/* The memory index golden: three memories in two namespaces, a text index
+ * each, covering seq 50 (format-spec/memindex.md). */
+#define MX_COVERED 50u
+#define MX_GOLDEN "mem-0000000000000032.cmx"
+
+static const mx_row mx_rows[] = {
+    {7, 0.5, 1700000000000ll, 1700000001000ll, 0, 2, 0x1111111111111111ull,
+     "the deploy failed on friday", "m0000000000000001", "fact", NULL, 27, 0},
+    {9, 0.875, 1700000002000ll, 1700000002000ll, 1800000000000ll, 0, 0x2222222222222222ull,
+     "use a canary before every deploy", "m0000000000000002", "lesson",
+     "{\"source\":\"retro\"}", 32, 1},
+    {12, 0.25, 1700000003000ll, 1700000004000ll, 0, 1, 0x3333333333333333ull,
+     "friday deploys need two reviewers", "m0000000000000003", "decision", NULL, 33, 0},
+};
+
+static uint64_t mx_hash_id(const char *id)
+{
+    return XXH3_64bits(id, strlen(id));
+}
+
+/* Write the golden into a fresh directory, return its bytes. */
+static uint8_t *make_memindex(size_t *len)
+{
+    char *dir = tu_mkdtemp("golden-mx"), *path;
+    cairn__ramidx *x[2] = {NULL, NULL};
+    mx_ns_in ns[2] = {{"", 2, NULL}, {"work", 1, NULL}};
+    mx_in in;
+    cairn__err e;
+    uint8_t *b;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+    assert_true(dirfd >= 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(cairn__ramidx_new(&x[i], NULL, "english"), CAIRN_OK);
+    for (size_t i = 0; i < sizeof mx_rows / sizeof mx_rows[0]; i++)
+        assert_int_equal(cairn__ramidx_add(x[mx_rows[i].nsi], mx_rows[i].seq,
+                                           (const uint8_t *)mx_rows[i].content, mx_rows[i].content_len),
+                         CAIRN_OK);
+    ns[0].idx = x[0];
+    ns[1].idx = x[1];
+    memset(&in, 0, sizeof in);
+    in.covered = MX_COVERED;
+    in.skipped = 1;
+    in.deleted = 4;
+    in.stemmer = "english";
+    in.ns = ns;
+    in.n_ns = 2;
+    in.rows = mx_rows;
+    in.nrows = sizeof mx_rows / sizeof mx_rows[0];
+    in.hash_id = mx_hash_id;
+    if (cairn__mx_write(cairn_io_default(), dirfd, &in, &e) != CAIRN_OK)
+        fail_msg("cairn__mx_write: %s", e.msg);
+    path = tu_join(dir, MX_GOLDEN);
+    b = tu_read_file(path, len);
+    assert_non_null(b);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(path);
+    free(dir);
+    cairn__ramidx_free(x[0]);
+    cairn__ramidx_free(x[1]);
     return b;
 }
 
@@ -692,6 +759,96 @@ static void test_sealed_golden_verifies_clean(void **state)
  * Regeneration.
  * ---------------------------------------------------------------------- */
 
+
+static void test_memindex_encoding_matches_golden(void **state)
+{
+    size_t len, glen;
+    uint8_t *b, *g;
+    (void)state;
+    b = make_memindex(&len);
+    g = read_golden("memindex-v1.cmx", &glen);
+    assert_same_bytes("memindex-v1.cmx", b, len, g, glen);
+    free(b);
+    free(g);
+}
+
+static void test_memindex_golden_reads_back(void **state)
+{
+    char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
+    size_t glen;
+    uint8_t *g = read_golden("memindex-v1.cmx", &glen);
+    memindex mx;
+    cairn__err e;
+    int dirfd;
+    (void)state;
+
+    assert_int_equal(tu_write_file(path, g, glen), 0);
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    /* not when the log ends before the covered seq */
+    assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED - 1, &e), CAIRN_ENOTFOUND);
+    if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, &e) != CAIRN_OK)
+        fail_msg("cairn__mx_open: %s", e.msg);
+    assert_int_equal(mx.covered, MX_COVERED);
+    assert_int_equal(mx.skipped, 1);
+    assert_int_equal(mx.deleted, 4);
+    assert_int_equal(mx.nrows, 3);
+    assert_int_equal(mx.n_ns, 2);
+    assert_string_equal(mx.stemmer, "english");
+    for (size_t i = 0; i < 3; i++) {
+        mx_row r;
+        assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
+        assert_int_equal(r.seq, mx_rows[i].seq);
+        assert_true(r.importance == mx_rows[i].importance);
+        assert_int_equal(r.created, mx_rows[i].created);
+        assert_int_equal(r.accessed, mx_rows[i].accessed);
+        assert_int_equal(r.expires, mx_rows[i].expires);
+        assert_int_equal(r.access_count, mx_rows[i].access_count);
+        assert_int_equal(r.content_hash, mx_rows[i].content_hash);
+        assert_string_equal(r.content, mx_rows[i].content);
+        assert_string_equal(r.id, mx_rows[i].id);
+        assert_string_equal(r.category, mx_rows[i].category);
+        if (mx_rows[i].metadata)
+            assert_string_equal(r.metadata, mx_rows[i].metadata);
+        else
+            assert_null(r.metadata);
+        assert_int_equal(r.nsi, mx_rows[i].nsi);
+        /* the id table finds it */
+        {
+            uint64_t h = mx_hash_id(r.id);
+            size_t slot = (size_t)h & (mx.tcap - 1);
+            while (mx.idtab[slot] != 0 && mx.idtab[slot] != i + 1)
+                slot = (slot + 1) & (mx.tcap - 1);
+            assert_int_equal(mx.idtab[slot], i + 1);
+        }
+    }
+    for (size_t i = 0; i < 2; i++) {
+        const char *name;
+        uint64_t live;
+        cairn__ramidx *x = NULL;
+        uint64_t docs[4];
+        double sc[4];
+        size_t n = 0;
+        assert_int_equal(cairn__mx_ns(&mx, i, "english", &name, &live, &x), CAIRN_OK);
+        assert_string_equal(name, i ? "work" : "");
+        assert_int_equal(live, i ? 1 : 2);
+        assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)"friday deploy", 13, 4, docs, sc,
+                                              &n, NULL),
+                         CAIRN_OK);
+        assert_int_equal(n, i ? 1 : 2);
+        assert_int_equal(docs[0], i ? 9 : 7);
+        cairn__ramidx_free(x);
+    }
+    if (cairn__mx_check_all(&mx, &e) != CAIRN_OK)
+        fail_msg("check_all: %s", e.msg);
+    cairn__mx_close(&mx);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+    free(g);
+}
+
 static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
 {
     char *path = tu_join(dir, name);
@@ -719,6 +876,9 @@ static void regen(void **state)
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
+    free(b);
+    b = make_memindex(&len);
+    regen_one(dir, "memindex-v1.cmx", b, len);
     free(b);
     snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
     regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
@@ -755,6 +915,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_sealed_encoding_matches_golden),
             cmocka_unit_test(test_sealed_golden_decodes_to_the_log_records),
             cmocka_unit_test(test_sealed_golden_verifies_clean),
+            cmocka_unit_test(test_memindex_encoding_matches_golden),
+            cmocka_unit_test(test_memindex_golden_reads_back),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

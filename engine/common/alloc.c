@@ -26,6 +26,8 @@ void *cairn__calloc(const cairn_allocator *a, size_t n, size_t size)
 
     if (size_mul(&total, n, size) != 0)
         return NULL;
+    if (a == NULL) /* large blocks come as fresh zero pages, touched only when used */
+        return calloc(total ? total : 1, 1);
     p = cairn__malloc(a, total);
     if (p != NULL)
         memset(p, 0, total == 0 ? 1 : total);

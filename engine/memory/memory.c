@@ -105,10 +105,21 @@ static int tables_grow(cairn_mem *m)
 }
 
 /* The live entry with this id, or NULL. */
+/* The row a slot of the file's hash tables names, checked; NULL (and the
+ * handle damaged) for a slot out of range or a probe past every slot. */
+static ment *base_slot(cairn_mem *m, uint32_t v, size_t *probes)
+{
+    if (v > m->mx.nrows || ++*probes > m->mx.tcap) {
+        cairn__mem_index_damaged(m, CAIRN_ECORRUPT, "a hash table");
+        return NULL;
+    }
+    return cairn__mem_base(m, v - 1);
+}
+
 ment *cairn__mem_find_id(cairn_mem *m, const char *id)
 {
     uint64_t h = hash_id(id);
-    size_t i;
+    size_t i, probes = 0;
     for (i = (size_t)h & (m->tcap - 1); m->tcap && m->by_id[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x = &m->e[m->by_id[i] - 1];
         if (strcmp(x->id, id) == 0) {
@@ -120,7 +131,7 @@ ment *cairn__mem_find_id(cairn_mem *m, const char *id)
     if (m->mx.map == NULL)
         return NULL;
     for (i = (size_t)h & (m->mx.tcap - 1); m->mx.idtab[i]; i = (i + 1) & (m->mx.tcap - 1)) {
-        ment *x = cairn__mem_base(m, m->mx.idtab[i] - 1);
+        ment *x = base_slot(m, m->mx.idtab[i], &probes);
         if (x == NULL)
             return NULL;
         if (strcmp(x->id, id) == 0)
@@ -137,7 +148,7 @@ static int same_content(const ment *x, uint32_t nsi, const char *c, size_t len, 
 
 static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len, uint64_t h)
 {
-    size_t i;
+    size_t i, probes = 0;
     for (i = (size_t)h & (m->tcap - 1); m->tcap && m->by_content[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x = &m->e[m->by_content[i] - 1];
         if (same_content(x, nsi, c, len, h))
@@ -146,7 +157,7 @@ static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len,
     if (m->mx.map == NULL)
         return NULL;
     for (i = (size_t)h & (m->mx.tcap - 1); m->mx.ctab[i]; i = (i + 1) & (m->mx.tcap - 1)) {
-        ment *x = cairn__mem_base(m, m->mx.ctab[i] - 1);
+        ment *x = base_slot(m, m->mx.ctab[i], &probes);
         if (x == NULL)
             return NULL;
         if (same_content(x, nsi, c, len, h))
@@ -343,8 +354,27 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     return CAIRN_OK;
 }
 
-static void apply_update(ment *x, const memrec *r)
+/* A base row is about to own malloc'd strings: remember it for free_state. */
+static int note_owned(cairn_mem *m, ment *x)
 {
+    if (m->be == NULL || x < m->be || x >= m->be + m->mx.nrows || x->owns != 0)
+        return CAIRN_OK;
+    if (m->n_owned == m->owned_cap) {
+        size_t cap = m->owned_cap ? m->owned_cap * 2 : 64;
+        size_t *p = realloc(m->owned, cap * sizeof *p);
+        if (p == NULL)
+            return CAIRN_ENOMEM;
+        m->owned = p;
+        m->owned_cap = cap;
+    }
+    m->owned[m->n_owned++] = (size_t)(x - m->be);
+    return CAIRN_OK;
+}
+
+static void apply_update(cairn_mem *m, ment *x, const memrec *r)
+{
+    if ((r->has & (MEMREC_HAS_CATEGORY | MEMREC_HAS_METADATA)) && note_owned(m, x) != CAIRN_OK)
+        return; /* no memory: not applied, as a failed strdup below */
     if (r->has & MEMREC_HAS_IMPORTANCE)
         x->importance = r->importance;
     if (r->has & MEMREC_HAS_CATEGORY) {
@@ -427,7 +457,7 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
         return rc;
     case CAIRN_REC_MEMORY_UPDATE:
         if ((x = cairn__mem_find_id(m, r->id)) != NULL)
-            apply_update(x, r);
+            apply_update(m, x, r);
         else
             m->skipped++;
         return CAIRN_OK;
@@ -1248,8 +1278,13 @@ static void free_state(cairn_mem *m)
 {
     for (size_t i = 0; i < m->n; i++)
         free_entry(&m->e[i]);
-    for (size_t i = 0; m->be != NULL && i < m->mx.nrows; i++)
-        free_entry(&m->be[i]);
+    /* Only rows whose strings an update replaced own any: the rest were
+     * never touched, and visiting them would fault in every page of be. */
+    for (size_t i = 0; i < m->n_owned; i++)
+        free_entry(&m->be[m->owned[i]]);
+    free(m->owned);
+    m->owned = NULL;
+    m->n_owned = m->owned_cap = 0;
     drop_index(m);
     for (size_t i = 0; i < m->nns; i++) {
         free(m->ns[i].name);

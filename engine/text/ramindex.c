@@ -41,6 +41,7 @@ typedef struct term {
     uint32_t mark;       /* last local document (+1) that counted it */
     uint32_t slot;       /* its place in the scratch list of that document */
     uint32_t checked;    /* mapped: its postings were verified */
+    uint32_t loaded;     /* mapped: read from its file record */
     uint64_t sum;        /* mapped: XXH3-64 of its postings, from the file */
 } term;
 
@@ -72,8 +73,22 @@ struct cairn__ramidx {
     int failed;              /* no memory during the current tokenization */
     int lookup_only;         /* query: do not add unknown terms */
     int frozen;              /* mapped from a file: arena, table, postings, ext
-                                and dl point into the caller's bytes */
+                                and dl point into the caller's bytes; a term is
+                                read from its record on first use */
+    const uint8_t *tfile;    /* mapped: the term records */
+    size_t post_off;         /* mapped: the postings' offset in the image */
+    uint64_t npost;          /* mapped: postings in the image */
+    int damaged;             /* mapped: a record or slot failed its bounds */
 };
+
+static term *load_term(cairn__ramidx *x, size_t id);
+
+/* Term id, read from the file first if the index is mapped. */
+static inline term *T(cairn__ramidx *x, size_t id)
+{
+    term *t = &x->terms[id];
+    return !x->frozen || t->loaded ? t : load_term(x, id);
+}
 
 int cairn__ramidx_new(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer)
 {
@@ -156,12 +171,17 @@ static int grow_table(cairn__ramidx *x)
 
 /* The term's number, added if new (unless lookup_only): -1 unknown,
  * -2 no memory. */
+static long frozen_lookup(cairn__ramidx *x, const char *s, size_t len);
+
 static long term_id(cairn__ramidx *x, const char *s, size_t len)
 {
-    uint64_t h = XXH3_64bits(s, len);
+    uint64_t h;
     size_t slot;
     term *tm;
 
+    if (x->frozen)
+        return frozen_lookup(x, s, len);
+    h = XXH3_64bits(s, len);
     if (x->table_cap == 0 || (x->nterms + 1) * 2 > x->table_cap) { /* load <= 1/2: short probes */
         if (x->lookup_only && x->table_cap == 0)
             return -1;
@@ -331,8 +351,8 @@ int cairn__ramidx_remove(cairn__ramidx *x, uint64_t doc, const uint8_t *text, si
     if (rc != CAIRN_OK)
         return rc;
     for (size_t i = 0; i < x->nscr; i++)
-        if (x->terms[x->scr[i].term].df > 0)
-            x->terms[x->scr[i].term].df--;
+        if (T(x, x->scr[i].term)->df > 0)
+            T(x, x->scr[i].term)->df--;
     x->live[local / 64] &= ~(1ull << (local % 64));
     x->n_live--;
     x->sum_dl -= x->dl[local];
@@ -379,9 +399,11 @@ static int on_query_term(void *user, const char *s, size_t len, uint32_t pos)
 }
 
 /* The term's number in x, or -1. */
-static long lookup(const cairn__ramidx *x, const char *s, size_t len)
+static long lookup(cairn__ramidx *x, const char *s, size_t len)
 {
     size_t slot;
+    if (x->frozen)
+        return frozen_lookup(x, s, len);
     if (x->table_cap == 0)
         return -1;
     slot = find_slot(x, s, len, XXH3_64bits(s, len));
@@ -515,6 +537,9 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
         return CAIRN_EINVAL;
     if (k == 0 || n_live == 0)
         goto done;
+    for (size_t s = 0; s < nx; s++)
+        if (xs[s]->damaged)
+            return CAIRN_ECORRUPT;
     rc = cairn__tok_run(xs[0]->tok, text, len, on_query_term, &qy);
     if (qy.failed)
         rc = CAIRN_ENOMEM;
@@ -533,7 +558,7 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
         for (size_t s = 0; s < nx; s++) {
             long id = lookup(xs[s], qy.bytes + qy.w[i].off, qy.w[i].len);
             if (id >= 0)
-                qy.w[i].df += xs[s]->terms[id].df;
+                qy.w[i].df += T(xs[s], (size_t)id)->df;
         }
         qy.w[i].idf = cairn__bm25_idf(n_live, qy.w[i].df);
     }
@@ -543,11 +568,15 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
         size_t m = 0;
         for (size_t i = 0; i < qy.n; i++) {
             long id = lookup(xs[s], qy.bytes + qy.w[i].off, qy.w[i].len);
-            term *t = id >= 0 ? &xs[s]->terms[id] : NULL;
+            term *t = id >= 0 ? T(xs[s], (size_t)id) : NULL;
             if (t == NULL || t->df == 0)
                 continue;
             if ((rc = check_postings(xs[s], t)) != CAIRN_OK)
                 goto done;
+            if (xs[s]->damaged) {
+                rc = CAIRN_ECORRUPT;
+                goto done;
+            }
             q[m].t = t;
             q[m].idf = qy.w[i].idf;
             /* Rounding must never make a real score exceed its bound. */
@@ -595,7 +624,7 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 
     *out = NULL;
     for (size_t s = 0; rc == CAIRN_OK && s < n; s++) {
-        const cairn__ramidx *y = src[s];
+        cairn__ramidx *y = src[s];
         remap = cairn__calloc(a, y->ndocs ? y->ndocs : 1, sizeof *remap);
         if (remap == NULL) {
             rc = CAIRN_ENOMEM;
@@ -623,13 +652,17 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
             remap[d] = nd;
         }
         for (size_t i = 0; rc == CAIRN_OK && i < y->nterms; i++) {
-            term *from = &y->terms[i], *to;
+            term *from = T(y, i), *to;
             long id;
             size_t cap;
             if (from->df == 0)
                 continue;
             if ((rc = check_postings(y, from)) != CAIRN_OK)
                 break;
+            if (y->damaged) {
+                rc = CAIRN_ECORRUPT;
+                break;
+            }
             id = term_id(x, y->arena + from->off, from->len);
             if (id < 0) {
                 rc = CAIRN_ENOMEM;
@@ -671,7 +704,7 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 /* ---- the file image (format-spec/memindex.md, "text index") ------------ */
 
 #define TIX_MAGIC 0x31584954u /* "TIX1" */
-#define TIX_HEAD 64
+#define TIX_HEAD 72
 #define TIX_TERM 40
 
 static void put32(uint8_t *p, uint32_t v)
@@ -722,6 +755,9 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
     put64(h + 24, x->table_cap);
     put64(h + 32, x->arena_len);
     put64(h + 40, npost);
+    put64(h + 48, x->n_live);
+    put64(h + 56, x->sum_dl);
+    put64(h + 64, XXH3_64bits(h, 64));
     if ((rc = put(user, h, sizeof h)) != CAIRN_OK)
         return rc;
     npost = 0;
@@ -755,27 +791,86 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
     return CAIRN_OK;
 }
 
+/* A term's record, checked against the image's bounds. A bad one reads as
+ * a term that matches nothing, and marks the index damaged. */
+static term *load_term(cairn__ramidx *x, size_t id)
+{
+    const uint8_t *t = x->tfile + id * TIX_TERM;
+    term *tm = &x->terms[id];
+    uint64_t first = get64(t + 8);
+
+    tm->loaded = 1;
+    tm->off = get32(t);
+    tm->len = get32(t + 4);
+    tm->n = get32(t + 16);
+    tm->df = get32(t + 20);
+    tm->max_tf = get32(t + 24);
+    tm->min_dl = get32(t + 28);
+    tm->sum = get64(t + 32);
+    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || first > x->npost ||
+        tm->n > x->npost - first || tm->df > tm->n) {
+        x->damaged = 1;
+        tm->len = 0;
+        tm->n = tm->df = 0;
+        tm->p = NULL;
+        return tm;
+    }
+    tm->p = (posting *)(uintptr_t)((const uint8_t *)x->tfile - TIX_HEAD + x->post_off + first * 8);
+    return tm;
+}
+
+/* Probe the mapped table: every slot is checked before it is followed,
+ * and a table with no empty slot cannot loop. */
+static long frozen_lookup(cairn__ramidx *x, const char *s, size_t len)
+{
+    uint64_t h = XXH3_64bits(s, len), fp = h >> 32;
+    size_t mask = x->table_cap - 1, i = (size_t)h & mask;
+    if (x->table_cap == 0)
+        return -1;
+    for (size_t probes = 0; probes < x->table_cap; probes++, i = (i + 1) & mask) {
+        uint64_t v = x->table[i];
+        uint32_t id = (uint32_t)v;
+        const term *tm;
+        if (v == 0)
+            return -1;
+        if (id == 0 || id > x->nterms) {
+            x->damaged = 1;
+            return -1;
+        }
+        if ((v >> 32) != fp)
+            continue;
+        tm = T(x, id - 1);
+        if (tm->len == len && memcmp(x->arena + tm->off, s, len) == 0)
+            return (long)id - 1;
+    }
+    x->damaged = 1;
+    return -1;
+}
+
 int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                       const void *bytes, size_t len, size_t *used)
 {
-    const uint8_t *b = bytes, *tterms, *live;
-    uint64_t ndocs, nterms, tcap, alen, npost, need, filled = 0;
+    const uint8_t *b = bytes;
+    uint64_t ndocs, nterms, tcap, alen, npost, need, n_live, sum_dl;
     size_t o_terms, o_table, o_ext, o_dl, o_live, o_arena, o_post;
     cairn__ramidx *x = NULL;
     int rc;
 
     *out = NULL;
-    if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC || get32(b + 4) != 1)
+    if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC || get32(b + 4) != 1 ||
+        XXH3_64bits(b, 64) != get64(b + 64))
         return CAIRN_ECORRUPT;
     ndocs = get64(b + 8);
     nterms = get64(b + 16);
     tcap = get64(b + 24);
     alen = get64(b + 32);
     npost = get64(b + 40);
+    n_live = get64(b + 48);
+    sum_dl = get64(b + 56);
     /* Every count bounded by the bytes there are before any product. */
     if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 8 || alen > len ||
         npost > len / 8 || (tcap & (tcap - 1)) != 0 || (nterms > 0 && tcap < 2 * nterms) ||
-        nterms > len / TIX_TERM || ndocs > len / 8)
+        nterms > len / TIX_TERM || ndocs > len / 8 || n_live > ndocs)
         return CAIRN_ECORRUPT;
     o_terms = TIX_HEAD;
     o_table = o_terms + (size_t)nterms * TIX_TERM;
@@ -791,12 +886,17 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     if (rc != CAIRN_OK)
         return rc;
     x->frozen = 1;
+    /* calloc: pages of terms never used are never touched */
     x->terms = cairn__calloc(a, nterms ? nterms : 1, sizeof *x->terms);
     x->live = cairn__calloc(a, (ndocs + 63) / 64 + 1, sizeof *x->live);
     if (x->terms == NULL || x->live == NULL) {
         cairn__ramidx_free(x);
         return CAIRN_ENOMEM;
     }
+    memcpy(x->live, b + o_live, (size_t)(ndocs + 63) / 64 * 8);
+    x->tfile = b + o_terms;
+    x->post_off = o_post;
+    x->npost = npost;
     x->table = (uint64_t *)(uintptr_t)(b + o_table);
     x->table_cap = (size_t)tcap;
     x->ext = (uint64_t *)(uintptr_t)(b + o_ext);
@@ -804,52 +904,50 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     x->arena = (char *)(uintptr_t)(b + o_arena);
     x->arena_len = (size_t)alen;
     x->ndocs = x->docs_cap = (size_t)ndocs;
-    live = b + o_live;
-    tterms = b + o_terms;
-    for (size_t i = 0; i < nterms; i++) {
-        const uint8_t *t = tterms + i * TIX_TERM;
-        term *tm = &x->terms[i];
-        uint64_t first = get64(t + 8);
-        tm->off = get32(t);
-        tm->len = get32(t + 4);
-        tm->n = get32(t + 16);
-        tm->df = get32(t + 20);
-        tm->max_tf = get32(t + 24);
-        tm->min_dl = get32(t + 28);
-        tm->sum = get64(t + 32);
-        if ((uint64_t)tm->off + tm->len > alen || tm->len == 0 || first > npost ||
-            tm->n > npost - first || tm->df > tm->n)
-            goto corrupt;
-        tm->p = (posting *)(uintptr_t)(b + o_post + first * 8);
-    }
-    /* Every slot names a term, and one at least is empty: probes end. */
-    for (size_t i = 0; i < tcap; i++) {
-        uint64_t v = x->table[i];
-        if (v == 0)
-            continue;
-        if ((uint32_t)v == 0 || (uint32_t)v > nterms)
-            goto corrupt;
-        filled++;
-    }
-    if (tcap > 0 && filled == tcap)
-        goto corrupt;
-    /* Live documents and their statistics are counted, not trusted. */
-    for (size_t d = 0; d < ndocs; d++) {
-        if (d > 0 && x->ext[d] <= x->ext[d - 1])
-            goto corrupt;
-        if ((live[d / 8] >> (d % 8)) & 1) {
-            x->live[d / 64] |= 1ull << (d % 64);
-            x->n_live++;
-            x->sum_dl += x->dl[d];
-        }
-    }
-    x->nterms = (size_t)nterms;
-    x->terms_cap = (size_t)nterms;
+    x->nterms = x->terms_cap = (size_t)nterms;
+    /* Trusted from the header (under its sum); cairn__ramidx_check
+     * recounts them from the bitmap. */
+    x->n_live = n_live;
+    x->sum_dl = sum_dl;
     if (used != NULL)
         *used = (size_t)need;
     *out = x;
     return CAIRN_OK;
-corrupt:
-    cairn__ramidx_free(x);
-    return CAIRN_ECORRUPT;
+}
+
+int cairn__ramidx_check(cairn__ramidx *x)
+{
+    uint64_t n_live = 0, sum_dl = 0;
+    if (!x->frozen)
+        return CAIRN_OK;
+    for (size_t d = 0; d < x->ndocs; d++) {
+        if (d > 0 && x->ext[d] <= x->ext[d - 1])
+            return CAIRN_ECORRUPT;
+        if (is_live(x, (uint32_t)d)) {
+            n_live++;
+            sum_dl += x->dl[d];
+        }
+    }
+    if (n_live != x->n_live || sum_dl != x->sum_dl)
+        return CAIRN_ECORRUPT;
+    for (size_t i = 0; i < x->table_cap; i++) {
+        uint64_t v = x->table[i];
+        const term *tm;
+        if (v == 0)
+            continue;
+        if ((uint32_t)v == 0 || (uint32_t)v > x->nterms)
+            return CAIRN_ECORRUPT;
+        tm = T(x, (uint32_t)v - 1);
+        if (x->damaged || (v >> 32) != XXH3_64bits(x->arena + tm->off, tm->len) >> 32)
+            return CAIRN_ECORRUPT;
+    }
+    for (size_t i = 0; i < x->nterms; i++) {
+        int rc;
+        term *tm = T(x, i);
+        if (x->damaged)
+            return CAIRN_ECORRUPT;
+        if ((rc = check_postings(x, tm)) != CAIRN_OK)
+            return rc;
+    }
+    return CAIRN_OK;
 }

@@ -76,13 +76,21 @@ typedef int (*cairn__ramidx_put_fn)(void *user, const void *bytes, size_t len);
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user);
 
 /* An index over an image written by cairn__ramidx_write, 8-byte aligned,
- * which must outlive it: postings, terms bytes and document tables are read
- * in place; the dictionary's counters and the live bitmap are copied (a
- * mapped index accepts cairn__ramidx_remove, not cairn__ramidx_add).
- * Validates every bound it will rely on in O(terms + table + documents);
- * each term's postings are checked against their sum on first use.
+ * which must outlive it: term records, postings, term bytes and document
+ * tables are read in place; the live bitmap is copied (a mapped index
+ * accepts cairn__ramidx_remove, not cairn__ramidx_add). O(1) apart from
+ * that copy (documents / 8 bytes): the header is checked against its sum
+ * and its counts against the length; a term record is bounds-checked when
+ * first read, its postings checked against their sum when a query first
+ * reads them, a table slot before it is followed. A damaged record or slot
+ * makes searches fail with CAIRN_ECORRUPT, never read out of bounds.
  * *used = the image's length. Errors: CAIRN_ECORRUPT, CAIRN_ENOMEM. */
 int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                       const void *bytes, size_t len, size_t *used);
+
+/* Check all of a mapped index (every term, slot and posting, the
+ * document order, the live counts). CAIRN_OK for an index in RAM.
+ * Errors: CAIRN_ECORRUPT, CAIRN_ECHECKSUM. */
+int cairn__ramidx_check(cairn__ramidx *x);
 
 #endif /* CAIRN_RAMINDEX_H */
