@@ -418,3 +418,14 @@ const char *cli_durability_name(cairn_durability d)
     default: return "stored";
     }
 }
+
+int cli_parse_format(const char *cmd, const char *v, int *json)
+{
+    if (strcmp(v, "json") == 0)
+        *json = 1;
+    else if (strcmp(v, "text") == 0)
+        *json = 0;
+    else
+        return cli_usage_error(cmd, "--format must be text or json, not '%s'", v);
+    return -1;
+}

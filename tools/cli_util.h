@@ -109,4 +109,8 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* Name of a durability mode ("none", "batch", "full"). */
 const char *cli_durability_name(cairn_durability d);
 
+/* --format VALUE: text (0) or json (1) into *json. Returns -1 when valid,
+ * else the usage exit code (the message printed). */
+int cli_parse_format(const char *cmd, const char *v, int *json);
+
 #endif /* CAIRN_CLI_UTIL_H */

@@ -165,17 +165,6 @@ static void print_text(const cairn_memory *m)
     printf("metadata: %s\ncontent: %s\n", m->metadata, m->content);
 }
 
-static int parse_format(const char *cmd, const char *v, int *json)
-{
-    if (strcmp(v, "json") == 0)
-        *json = 1;
-    else if (strcmp(v, "text") == 0)
-        *json = 0;
-    else
-        return cli_usage_error(cmd, "--format must be text or json, not '%s'", v);
-    return -1;
-}
-
 /* --meta and --tags as one JSON object text (malloc'd), or NULL if neither. */
 static int build_meta(cli_ctx *ctx, const char *meta, const char *tags, char **out)
 {
@@ -258,7 +247,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "meta") == 0) {
             meta = val;
         } else if (strcmp(name, "format") == 0) {
-            rc = parse_format(ctx->cmd, val, &json);
+            rc = cli_parse_format(ctx->cmd, val, &json);
         }
     }
     if (rc >= 0)
@@ -310,7 +299,7 @@ int cmd_get(cli_ctx *ctx, int argc, char **argv)
                 return cli_usage_error(ctx->cmd, "one ID only");
             id = val;
         } else {
-            rc = parse_format(ctx->cmd, val, &json);
+            rc = cli_parse_format(ctx->cmd, val, &json);
         }
     }
     if (rc >= 0)
@@ -422,7 +411,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "explain") == 0) {
             explain = 1;
         } else if (strcmp(name, "format") == 0) {
-            rc = parse_format(ctx->cmd, val, &json);
+            rc = cli_parse_format(ctx->cmd, val, &json);
         }
     }
     if (rc < 0 && query == NULL)
@@ -642,7 +631,7 @@ int cmd_forget(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "dry-run") == 0) {
             fo.dry_run = 1;
         } else if (strcmp(name, "format") == 0) {
-            rc = parse_format(ctx->cmd, val, &json);
+            rc = cli_parse_format(ctx->cmd, val, &json);
         }
     }
     if (rc >= 0)
