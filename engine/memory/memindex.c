@@ -163,6 +163,13 @@ static int check_tables(const memindex *mx, cairn__err *e)
     return CAIRN_OK;
 }
 
+int cairn__mx_parse(memindex *mx, cairn__err *e)
+{
+    if (((uintptr_t)mx->map & 7) != 0)
+        return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", mx->name);
+    return check_header(mx, e);
+}
+
 int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
 {
     struct stat st;
@@ -189,7 +196,7 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
         mx->map = NULL;
         return cairn__fail(e, CAIRN_EIO, "mmap %s: %s", mx->name, strerror(errno));
     }
-    rc = check_header(mx, e);
+    rc = cairn__mx_parse(mx, e);
     if (rc == CAIRN_OK && mx->covered != covered)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
                          mx->name, mx->covered);

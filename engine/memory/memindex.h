@@ -56,6 +56,11 @@ typedef struct memindex {
  * newer than the log); mx->name says which, for the caller to set aside. */
 int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e);
 
+/* The checks of cairn__mx_open over bytes already in mx->map (8-byte
+ * aligned, mx->len long; mx->name names them in messages): for tests and
+ * fuzzing. mx->map is not unmapped by this call. */
+int cairn__mx_parse(memindex *mx, cairn__err *e);
+
 /* Unmap; accepts a zeroed memindex. */
 void cairn__mx_close(memindex *mx);
 

@@ -1,0 +1,133 @@
+/*
+ * fuzz_memindex.c - the memory index file reader (engine/memory/memindex.c,
+ * engine/text/ramindex.c's image reader) over arbitrary bytes: the checks
+ * cairn_mem_open makes (cairn__mx_parse), then what a reader does after
+ * (read rows, map each namespace's text index, search it), then the full
+ * verification. Input: the file's bytes (the golden file is a seed).
+ *
+ * Invariants: no crash or out-of-bounds read whatever the bytes; a file the
+ * full check accepts has every row and every namespace readable.
+ */
+#include "fuzz.h"
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "memindex.h"
+#include "ramindex.h"
+
+static const char *const queries[] = {"deploy", "friday deploy reviewers", "the canary", "x"};
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+/* Recompute the sums a reader checks before it looks further, where the
+ * bytes say where they are. */
+static void repair(uint8_t *b, size_t len)
+{
+    uint64_t n_ns, tcap, nrows, ro, heap;
+    if (len < 128)
+        return;
+    n_ns = rd64(b + 12) & 0xffffffffu;
+    nrows = rd64(b + 24);
+    tcap = rd64(b + 48);
+    if (n_ns > len / 64 || tcap > len / 4 || nrows > len / 96)
+        goto header;
+    ro = 128 + n_ns * 64 + 2 * ((tcap * 4 + 7) & ~7ull);
+    if (ro > len)
+        goto header;
+    for (uint64_t i = 0; i < n_ns; i++) {
+        const uint8_t *ns = b + 128 + i * 64;
+        uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
+        if (toff < len && tlen >= 72 && tlen <= len - toff)
+            wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
+    }
+    wr64(b + 104, XXH3_64bits(b + 128, (size_t)(n_ns * 64)));
+    heap = ro + nrows * 96;
+    for (uint64_t i = 0; heap <= len && i < nrows; i++) {
+        uint8_t *r = b + ro + i * 96;
+        uint64_t off = rd64(r + 56), total;
+        uint32_t clen, mlen;
+        uint16_t il, cl;
+        XXH3_state_t st;
+        memcpy(&clen, r + 64, 4);
+        memcpy(&mlen, r + 68, 4);
+        memcpy(&il, r + 76, 2);
+        memcpy(&cl, r + 78, 2);
+        total = (uint64_t)clen + 1 + il + 1 + cl + 1 + (mlen ? (uint64_t)mlen + 1 : 0);
+        if (off > len - heap || total > len - heap - off)
+            continue;
+        XXH3_64bits_reset(&st);
+        XXH3_64bits_update(&st, r, 88);
+        XXH3_64bits_update(&st, b + heap + off, (size_t)total);
+        wr64(r + 88, XXH3_64bits_digest(&st));
+    }
+header:
+    wr64(b + 64, len); /* file_len */
+    wr64(b + 120, XXH3_64bits(b, 120));
+}
+
+static void exercise(uint8_t *b, size_t len)
+{
+    memindex mx;
+    cairn__err e;
+    int all_ok;
+
+    memset(&mx, 0, sizeof mx);
+    mx.map = b;
+    mx.len = len;
+    strcpy(mx.name, "fuzz.cmx");
+    if (cairn__mx_parse(&mx, &e) != CAIRN_OK)
+        return;
+    all_ok = cairn__mx_check_all(&mx, &e) == CAIRN_OK;
+    for (uint64_t i = 0; i < mx.nrows && i < 64; i++) {
+        mx_row r;
+        int rc = cairn__mx_row(&mx, (size_t)i, &r);
+        FUZZ_CHECK(!all_ok || rc == CAIRN_OK);
+        if (rc == CAIRN_OK)
+            FUZZ_CHECK(strlen(r.content) <= r.content_len && strlen(r.id) <= CAIRN_MEM_ID_MAX);
+        (void)cairn__mx_row_seq(&mx, (size_t)i);
+    }
+    for (uint64_t i = 0; i < mx.n_ns && i < 16; i++) {
+        const char *name;
+        uint64_t live, docs[8];
+        double sc[8];
+        size_t n;
+        cairn__ramidx *x = NULL;
+        int rc = cairn__mx_ns(&mx, (size_t)i, "english", &name, &live, &x);
+        FUZZ_CHECK(!all_ok || rc == CAIRN_OK);
+        if (rc != CAIRN_OK)
+            continue;
+        for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+            rc = cairn__ramidx_search(x, (const uint8_t *)queries[q], strlen(queries[q]), 8, docs,
+                                      sc, &n, NULL);
+            FUZZ_CHECK(!all_ok || rc == CAIRN_OK);
+        }
+        (void)cairn__ramidx_check(x);
+        cairn__ramidx_free(x);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* 8-byte aligned copies, as a mapping would be */
+    uint64_t *copy = malloc(size / 8 * 8 + 8);
+    if (copy == NULL)
+        return 0;
+    memcpy(copy, data, size);
+    exercise((uint8_t *)copy, size);
+    memcpy(copy, data, size);
+    repair((uint8_t *)copy, size);
+    exercise((uint8_t *)copy, size);
+    free(copy);
+    return 0;
+}
