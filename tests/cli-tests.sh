@@ -343,5 +343,36 @@ check "status reports both sides" sh -c "[ $rc -eq 0 ] && grep -q '\"Lexical\"' 
 run --store "$M" context "typescript" --format yaml
 check "context refuses an unknown format (exit 64)" rc_is 64
 
+# --format json on init, log, verify; the memory index file
+X=$T/fmt
+run --store "$X" init --format json
+check "init --format json prints the settings" sh -c "[ $rc -eq 0 ] && grep -q '\"durability\":\"batch\"' out && grep -q '\"segment_size\":67108864' out"
+check "init --format json is valid JSON" sh -c "! command -v jq >/dev/null || jq -e .store out >/dev/null"
+run --store "$X" log --format json '{"a":1}' '{"b":2}'
+check "log --format json prints one {seq} a record" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '{\"seq\":1}
+{\"seq\":2}' ]"
+run --store "$X" log --format json --quiet '{"c":3}'
+check "log --format json --quiet prints the count" out_is '{"count":1}'
+run --store "$X" log --format yaml '{"c":3}'
+check "log refuses an unknown --format (exit 64)" rc_is 64
+run --store "$X" add "the deploy needs a canary first"
+run --store "$X" add "rollback plans live in the runbook"
+run --store "$X" checkpoint
+check "checkpoint writes the memory index" sh -c "[ $rc -eq 0 ] && grep -q 'memory index: 2 memories up to seq 5' out && ls '$X'/mem-*.cmx >/dev/null"
+run --store "$X" verify --format json
+check "verify --format json: ok, the index verified" sh -c "[ $rc -eq 0 ] && grep -q '\"ok\":true' out && grep -q '\"memory_index\":\"verified\"' out"
+check "verify --format json is valid JSON" sh -c "! command -v jq >/dev/null || jq -e '.problems | length == 0' out >/dev/null"
+run --store "$X" stats --format json
+check "stats shows the memory index" sh -c "grep -q '\"memory_index\":{\"bytes\":[1-9]' out && grep -q '\"memories\":2' out"
+mx=$(ls "$X"/mem-*.cmx)
+off=$(grep -boa "needs a canary" "$mx" | head -n 1 | cut -d: -f1)
+printf 'N' | dd of="$mx" bs=1 seek=$((off + 2)) conv=notrunc 2>/dev/null
+run --store "$X" verify --format json
+check "verify finds a damaged memory index (exit 2, named)" sh -c "[ $rc -eq 2 ] && grep -q '\"memory_index\":\"damaged\"' out && grep -q 'mem-.*cmx' out"
+run --store "$X" recall canary
+check "a recall that meets the damage fails, names the file, removes it" sh -c "[ $rc -ne 0 ] && grep -q 'damaged' err && ! ls '$X'/mem-*.cmx >/dev/null 2>&1"
+run --store "$X" recall canary
+check "the next command rebuilds from the log: nothing lost" sh -c "[ $rc -eq 0 ] && grep -q 'needs a canary first' out"
+
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

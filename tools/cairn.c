@@ -50,6 +50,7 @@ static const command commands[] = {
     {"search", "search memories by relevance (the Search-Memory skill)", cmd_search_help,
      cmd_search},
     {"status", "the search router's status", cmd_status_help, cmd_status},
+    {"checkpoint", "write the memory index file now", cmd_checkpoint_help, cmd_checkpoint},
     {"help", "print the help of a command", help_help, cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -26,7 +26,7 @@
 #include "commands.h"
 
 const char cmd_log_help[] =
-    "usage: cairn log [--namespace NS] [--type T] [--quiet] [JSON...]\n"
+    "usage: cairn log [--namespace NS] [--type T] [--quiet] [--format text|json] [JSON...]\n"
     "\n"
     "Append records to the store, which is created with default settings if it\n"
     "does not exist. Each JSON argument is one record; without arguments each\n"
@@ -44,6 +44,8 @@ const char cmd_log_help[] =
     "  --namespace NS  namespace of the records (default: default; <= 255 bytes)\n"
     "  --type T        record type: a name or a number 1..65535 (default: event)\n"
     "  --quiet         print only the number of records appended, at the end\n"
+    "  --format F      text (default): one sequence number a line; json: one\n"
+    "                  {\"seq\":N} object a line, and {\"count\":N} for --quiet\n"
     "  --store DIR     the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "  --              end of options (e.g. before a JSON argument such as -1)\n"
     "\n"
@@ -101,6 +103,7 @@ typedef struct log_state {
     const char *ns;
     size_t ns_len;
     int quiet;
+    int json;
     const char *unit;   /* "line" or "argument", for messages */
     int atomic;         /* arguments: all or none, never retried one by one */
     uint64_t count;     /* records appended */
@@ -173,7 +176,7 @@ static void print_seqs(log_state *st, uint64_t first, size_t n)
     if (st->quiet)
         return;
     for (size_t i = 0; i < n; i++)
-        printf("%llu\n", (unsigned long long)(first + i));
+        printf(st->json ? "{\"seq\":%llu}\n" : "%llu\n", (unsigned long long)(first + i));
 }
 
 /* Append the pending records. A batch that the engine refuses as a whole
@@ -394,7 +397,7 @@ static int log_args(log_state *st, int n, const char **args)
 int cmd_log(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {
-        {"namespace", 1}, {"type", 1}, {"quiet", 0}, {NULL, 0}};
+        {"namespace", 1}, {"type", 1}, {"quiet", 0}, {"format", 1}, {NULL, 0}};
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX];
     log_state st;
@@ -434,6 +437,9 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
             }
         } else if (strcmp(name, "quiet") == 0) {
             st.quiet = 1;
+        } else if (strcmp(name, "format") == 0) {
+            if (cli_parse_format(ctx->cmd, val, &st.json) >= 0)
+                goto done;
         }
     }
     st.ns_len = strlen(st.ns);
@@ -482,7 +488,7 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
     if (r != CAIRN_OK && rc == CLI_EXIT_OK)
         rc = cli_fail(ctx->cmd, r, "closing %s failed", ctx->store);
     if (rc == CLI_EXIT_OK && st.quiet)
-        printf("%llu\n", (unsigned long long)st.count);
+        printf(st.json ? "{\"count\":%llu}\n" : "%llu\n", (unsigned long long)st.count);
     if (log_signal) {
         int sig = log_signal;
         fflush(stdout);

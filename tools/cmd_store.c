@@ -15,10 +15,11 @@
 
 const char cmd_init_help[] =
     "usage: cairn init [--durability none|batch|full] [--batch-ms N]\n"
-    "                  [--segment-size BYTES|NK|NM|NG]\n"
+    "                  [--segment-size BYTES|NK|NM|NG] [--format text|json]\n"
     "\n"
     "Create a store in the store directory (created if missing) with these\n"
-    "settings; later commands use them. Prints nothing on success.\n"
+    "settings; later commands use them. Prints nothing on success (text), or\n"
+    "{\"store\",\"durability\",\"batch_ms\",\"segment_size\"} (json).\n"
     "\n"
     "Options:\n"
     "  --durability MODE   when appended records reach stable storage\n"
@@ -30,24 +31,34 @@ const char cmd_init_help[] =
     "                      1..4294967295 (default: 50)\n"
     "  --segment-size S    roll the active segment past S bytes; K, M, G are\n"
     "                      binary units; 4K..4G (default: 64M)\n"
+    "  --format F          text (default) or json\n"
     "  --store DIR         the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
     "Exit status: 0 created; 1 the store already exists (DIR/MANIFEST is there),\n"
     "or it could not be created; 64 usage error.\n";
 
 const char cmd_verify_help[] =
-    "usage: cairn verify\n"
+    "usage: cairn verify [--format text|json]\n"
     "\n"
-    "Read every file of the store and check every checksum and structure. The\n"
+    "Read every file of the store and check every checksum and structure: the\n"
+    "log's segments and manifest, and the memory index file (mem-*.cmx: every\n"
+    "row, hash table, text index and posting; format-spec/memindex.md). The\n"
     "store is opened read-only, so verify works while a writer runs (a torn\n"
     "tail of the active segment is then not a problem: it may be in flight).\n"
+    "A damaged memory index loses nothing (it is rebuilt from the log), but\n"
+    "it is reported like any other problem.\n"
     "\n"
-    "Output: one line per problem, \"FILE@OFFSET: CAIRN_EXXX: message\" (FILE\n"
-    "relative to the store directory, OFFSET in bytes, decimal); when there is\n"
-    "none, \"ok: R records in S segments verified\". With problems, stderr gets\n"
-    "\"cairn: verify: N problem(s)\".\n"
+    "Output (text): one line per problem, \"FILE@OFFSET: CAIRN_EXXX: message\"\n"
+    "(FILE relative to the store directory, OFFSET in bytes, decimal); when\n"
+    "there is none, \"ok: R records in S segments verified\" (and \", memory\n"
+    "index verified\" when there is one). With problems, stderr gets \"cairn:\n"
+    "verify: N problem(s)\". Output (json): one object {\"ok\", \"records\",\n"
+    "\"segments\", \"memory_index\" (\"verified\", \"damaged\", or null when there\n"
+    "is none), \"problems\": [{\"file\",\n"
+    "\"offset\", \"code\", \"message\"}]}.\n"
     "\n"
     "Options:\n"
+    "  --format F    text (default) or json\n"
     "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
     "Exit status: 0 no problems; 1 the check could not run (no store, I/O\n"
@@ -55,7 +66,7 @@ const char cmd_verify_help[] =
     "error.\n";
 
 const char cmd_stats_help[] =
-    "usage: cairn stats [--json]\n"
+    "usage: cairn stats [--format text|json] [--json]\n"
     "\n"
     "Print the store's statistics: records, first and last sequence numbers,\n"
     "segments (active, closed awaiting sealing, sealed), bytes on disk (every\n"
@@ -64,12 +75,16 @@ const char cmd_stats_help[] =
     "none is sealed), the settings: durability, batch ms, segment size; and the\n"
     "memories: live ones (not deleted or expired), deleted ones, by category,\n"
     "average importance, oldest and newest (JSON: \"memories\" with the seed's\n"
-    "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped).\n"
+    "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped),\n"
+    "and the memory index file: its size, the last seq it covers, the memories\n"
+    "it holds, the memory records after it (replayed at open), and why a file\n"
+    "was set aside if one was (JSON: \"memory_index\").\n"
     "Opened read-only, so it works while a writer runs.\n"
     "\n"
     "Options:\n"
-    "  --json        one JSON object instead of \"key: value\" lines; sizes in\n"
-    "                bytes, compression_ratio null when nothing is sealed\n"
+    "  --format F    text (default): \"key: value\" lines; json: one JSON object,\n"
+    "                sizes in bytes, compression_ratio null when nothing is sealed\n"
+    "  --json        the same as --format json\n"
     "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
     "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
@@ -93,6 +108,9 @@ static int no_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv,
             return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
         if (json != NULL && strcmp(name, "json") == 0)
             *json = 1;
+        if (json != NULL && strcmp(name, "format") == 0 &&
+            (r = cli_parse_format(ctx->cmd, val, json)) >= 0)
+            return r;
     }
     return -1;
 }
@@ -102,15 +120,16 @@ static int no_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv,
 int cmd_init(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {
-        {"durability", 1}, {"batch-ms", 1}, {"segment-size", 1}, {NULL, 0}};
+        {"durability", 1}, {"batch-ms", 1}, {"segment-size", 1}, {"format", 1}, {NULL, 0}};
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX], *manifest;
     const char *name, *val;
     cairn_db *db = NULL;
+    cairn_stats st;
     cli_args a;
     size_t plen;
     uint64_t v;
-    int r, rc, exists;
+    int r, rc, exists, json = 0;
 
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
@@ -139,6 +158,9 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
             if (cli_parse_size(val, &v) != 0 || v < 4096 || v > (1ull << 32))
                 return cli_usage_error(ctx->cmd, "invalid --segment-size '%s' (4K..4G)", val);
             o.segment_size = v;
+        } else if (strcmp(name, "format") == 0) {
+            if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
+                return r;
         }
     }
 
@@ -160,6 +182,8 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
     rc = cairn_sync(db);
+    if (rc == CAIRN_OK)
+        rc = cairn_stats_get(db, &st);
     if (rc != CAIRN_OK) {
         cli_fail_db(ctx->cmd, db, rc, NULL);
         cairn_close(db);
@@ -168,27 +192,51 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     rc = cairn_close(db);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "closing %s failed", ctx->store);
+    if (json) {
+        printf("{\"store\":");
+        cli_json_put_string(stdout, ctx->store, strlen(ctx->store));
+        printf(",\"durability\":\"%s\",\"batch_ms\":%u,\"segment_size\":%llu}\n",
+               cli_durability_name(st.durability), (unsigned)st.batch_ms,
+               (unsigned long long)st.segment_size);
+    }
     return CLI_EXIT_OK;
 }
 
 /* ---- verify --------------------------------------------------------------- */
 
+typedef struct verify_out {
+    int json;
+    uint64_t n;
+} verify_out;
+
 static void verify_problem(void *user, const char *file, uint64_t offset, int code,
                            const char *message)
 {
+    verify_out *v = user;
     char name[32];
 
-    (void)user;
-    printf("%s@%llu: %s: %s\n", file ? file : "-", (unsigned long long)offset,
-           cli_code_name(code, name, sizeof name), message ? message : "");
+    cli_code_name(code, name, sizeof name);
+    if (!v->json) {
+        printf("%s@%llu: %s: %s\n", file ? file : "-", (unsigned long long)offset, name,
+               message ? message : "");
+        return;
+    }
+    printf("%s{\"file\":", v->n++ ? "," : "");
+    cli_json_put_string(stdout, file ? file : "-", strlen(file ? file : "-"));
+    printf(",\"offset\":%llu,\"code\":\"%s\",\"message\":", (unsigned long long)offset, name);
+    cli_json_put_string(stdout, message ? message : "", strlen(message ? message : ""));
+    putchar('}');
 }
 
 int cmd_verify(cli_ctx *ctx, int argc, char **argv)
 {
+    static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
     cairn_db *db = NULL;
     cairn_stats s;
-    uint64_t problems = 0;
-    int rc = no_args(ctx, NULL, argc, argv, cmd_verify_help, NULL);
+    uint64_t problems = 0, mx_problems = 0;
+    verify_out v = {0, 0};
+    int checked = 0;
+    int rc = no_args(ctx, spec, argc, argv, cmd_verify_help, &v.json);
 
     if (rc >= 0)
         return rc;
@@ -198,18 +246,35 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
         return rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM || rc == CAIRN_EVERSION
                    ? CLI_EXIT_PROBLEMS
                    : CLI_EXIT_FAIL;
-    rc = cairn_verify(db, verify_problem, NULL, &problems);
+    if (v.json)
+        printf("{\"problems\":[");
+    rc = cairn_verify(db, verify_problem, &v, &problems);
+    if (rc == CAIRN_OK)
+        rc = cairn_mem_verify_index(db, verify_problem, &v, &mx_problems, &checked);
+    problems += mx_problems;
+    if (rc == CAIRN_OK)
+        rc = cairn_stats_get(db, &s);
     if (rc != CAIRN_OK) {
+        if (v.json)
+            printf("]}\n");
         rc = cli_fail_db(ctx->cmd, db, rc, NULL);
-    } else if (problems > 0) {
+        cairn_close(db);
+        return rc;
+    }
+    if (v.json)
+        printf("],\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s}\n",
+               problems ? "false" : "true", (unsigned long long)s.records,
+               (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
+               checked ? (mx_problems ? "\"damaged\"" : "\"verified\"") : "null");
+    if (problems > 0) {
         fflush(stdout);
         fprintf(stderr, "cairn: verify: %llu problem(s)\n", (unsigned long long)problems);
         rc = CLI_EXIT_PROBLEMS;
-    } else if ((rc = cairn_stats_get(db, &s)) != CAIRN_OK) {
-        rc = cli_fail_db(ctx->cmd, db, rc, NULL);
     } else {
-        printf("ok: %llu records in %llu segments verified\n", (unsigned long long)s.records,
-               (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed));
+        if (!v.json)
+            printf("ok: %llu records in %llu segments verified%s\n", (unsigned long long)s.records,
+                   (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
+                   checked ? ", memory index verified" : "");
         rc = CLI_EXIT_OK;
     }
     cairn_close(db);
@@ -237,7 +302,7 @@ static void print_bytes(const char *key, uint64_t v)
 
 int cmd_stats(cli_ctx *ctx, int argc, char **argv)
 {
-    static const cli_optspec spec[] = {{"json", 0}, {NULL, 0}};
+    static const cli_optspec spec[] = {{"json", 0}, {"format", 1}, {NULL, 0}};
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cairn_stats s;
@@ -289,9 +354,18 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
             printf(":%llu", (unsigned long long)ms.by_category[i].count);
         }
         printf("},\"avgImportance\":%.6g,\"oldest\":%lld,\"newest\":%lld,\"deleted\":%llu,"
-               "\"skipped\":%llu}}\n",
+               "\"skipped\":%llu},",
                ms.avg_importance, (long long)ms.oldest, (long long)ms.newest,
                (unsigned long long)ms.deleted, (unsigned long long)ms.skipped);
+        printf("\"memory_index\":{\"bytes\":%llu,\"covered_seq\":%llu,\"memories\":%llu,"
+               "\"records_after\":%llu,\"note\":",
+               (unsigned long long)ms.index_bytes, (unsigned long long)ms.index_seq,
+               (unsigned long long)ms.index_rows, (unsigned long long)ms.unindexed);
+        if (ms.index_note[0])
+            cli_json_put_string(stdout, ms.index_note, strlen(ms.index_note));
+        else
+            printf("null");
+        printf("}}\n");
         cairn_mem_stats_free(&ms);
         return CLI_EXIT_OK;
     }
@@ -318,6 +392,17 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         printf("\n%-19s %.3f\n", "avg importance:", ms.avg_importance);
         printf("%-19s %s\n%-19s %s\n", "oldest memory:", t1, "newest memory:", t2);
     }
+    if (ms.index_bytes > 0) {
+        print_bytes("memory index:", ms.index_bytes);
+        printf("%-19s seq %llu, %llu memories; %llu memory records after it\n", "  covers:",
+               (unsigned long long)ms.index_seq, (unsigned long long)ms.index_rows,
+               (unsigned long long)ms.unindexed);
+    } else {
+        printf("%-19s none (%llu memory records replayed at open)\n", "memory index:",
+               (unsigned long long)ms.unindexed);
+    }
+    if (ms.index_note[0])
+        printf("%-19s %s\n", "  note:", ms.index_note);
     cairn_mem_stats_free(&ms);
     return CLI_EXIT_OK;
 }

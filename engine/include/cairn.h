@@ -512,6 +512,14 @@ typedef struct cairn_mem_stats {
  * CAIRN_ENOMEM, CAIRN_ECORRUPT (the current file is damaged: reopen). */
 int cairn_mem_checkpoint(cairn_mem *m);
 
+/* Check every byte of the memory index file the next cairn_mem_open would
+ * use (format-spec/memindex.md): rows, hash tables, every text index and
+ * posting. A problem goes to fn as for cairn_verify (offset 0) and counts
+ * in *problems_out; *checked_out (may be NULL) says whether there was a
+ * file. The file is never modified. Errors: CAIRN_EIO, CAIRN_ENOMEM. */
+int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                           int *checked_out);
+
 /* Errors: CAIRN_ENOMEM. Free with cairn_mem_stats_free. */
 int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *out);
 void cairn_mem_stats_free(cairn_mem_stats *s);

@@ -1404,3 +1404,36 @@ int cairn_mem_checkpoint(cairn_mem *m)
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
+
+int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                           int *checked_out)
+{
+    cairn_stats st;
+    memindex mx;
+    cairn__err e;
+    int rc = cairn_stats_get(db, &st);
+
+    *problems_out = 0;
+    if (checked_out != NULL)
+        *checked_out = 0;
+    if (rc != CAIRN_OK)
+        return rc;
+    rc = cairn__mx_open(&mx, db->io, db->dirfd, st.last_seq, &e);
+    if (rc == CAIRN_ENOTFOUND)
+        return CAIRN_OK;
+    if (checked_out != NULL)
+        *checked_out = 1;
+    if (rc == CAIRN_OK)
+        rc = cairn__mx_check_all(&mx, &e);
+    if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO) {
+        cairn__mx_close(&mx);
+        return rc;
+    }
+    if (rc != CAIRN_OK) {
+        (*problems_out)++;
+        if (fn != NULL)
+            fn(user, mx.name, 0, rc, e.msg);
+    }
+    cairn__mx_close(&mx);
+    return CAIRN_OK;
+}
