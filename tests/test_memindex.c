@@ -12,12 +12,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cairn.h"
+#include "cairn_sys.h"
 #include "testutil.h"
 
 #define NQ 12
@@ -360,6 +362,142 @@ static void a_read_only_handle_reads_the_file_and_cannot_write_one(void **state)
     close_all(f);
 }
 
+
+/* ---- a failing disk while the file is written --------------------------- */
+
+/* Fails call number `fail_at` (counting only calls at memindex.* sites)
+ * with EIO; counts them otherwise. */
+static struct {
+    int calls, fail_at, failed;
+} inj;
+
+static int hit(const char *site)
+{
+    if (strncmp(site, "memindex.", 9) != 0 || strcmp(site, "memindex.close") == 0)
+        return 0;
+    if (++inj.calls == inj.fail_at) {
+        inj.failed = 1;
+        errno = EIO;
+        return 1;
+    }
+    return 0;
+}
+static int f_open(void *u, const char *site, const char *path, int flags, int mode)
+{
+    return hit(site) ? -1 : cairn_io_default()->open(u, site, path, flags, mode);
+}
+static int f_openat(void *u, const char *site, int dirfd, const char *path, int flags, int mode)
+{
+    return hit(site) ? -1 : cairn_io_default()->openat(u, site, dirfd, path, flags, mode);
+}
+static int f_close(void *u, const char *site, int fd)
+{
+    return cairn_io_default()->close(u, site, fd);
+}
+static ssize_t f_pread(void *u, const char *site, int fd, void *buf, size_t len, off_t off)
+{
+    return hit(site) ? -1 : cairn_io_default()->pread(u, site, fd, buf, len, off);
+}
+static ssize_t f_pwrite(void *u, const char *site, int fd, const void *buf, size_t len, off_t off)
+{
+    return hit(site) ? -1 : cairn_io_default()->pwrite(u, site, fd, buf, len, off);
+}
+static int f_fsync(void *u, const char *site, int fd)
+{
+    return hit(site) ? -1 : cairn_io_default()->fsync(u, site, fd);
+}
+static int f_fdatasync(void *u, const char *site, int fd)
+{
+    return hit(site) ? -1 : cairn_io_default()->fdatasync(u, site, fd);
+}
+static int f_ftruncate(void *u, const char *site, int fd, off_t len)
+{
+    return hit(site) ? -1 : cairn_io_default()->ftruncate(u, site, fd, len);
+}
+static int f_renameat(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    return hit(site) ? -1 : cairn_io_default()->renameat(u, site, dirfd, from, to);
+}
+static int f_unlinkat(void *u, const char *site, int dirfd, const char *path)
+{
+    return hit(site) ? -1 : cairn_io_default()->unlinkat(u, site, dirfd, path);
+}
+static const cairn_io faulty = {f_open, f_openat, f_close, f_pread, f_pwrite, f_fsync,
+                                f_fdatasync, f_ftruncate, f_renameat, f_unlinkat, NULL};
+
+/* Every I/O call of writing the file fails in turn: the checkpoint reports
+ * it (or, for the cleanup after the rename, succeeds), the handle's state
+ * is what it was, and a reopen without faults has every memory. */
+static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want;
+    int calls;
+
+    close_all(f);
+    for (int n = 0;; n++) {
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+        char err[CAIRN_ERRMSG_MAX] = "", *got, *tmp;
+        int rc;
+
+        tu_rmrf(f->dir);
+        o.create = 1;
+        o.durability = CAIRN_DURABILITY_NONE;
+        o.io = &faulty;
+        mo.w_relevance = 1.0;
+        inj.calls = 0;
+        inj.fail_at = 0;
+        inj.failed = 0;
+        if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+            fail_msg("cairn_open: %s", err);
+        assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+        rnd_state = 5;
+        store_some(f, 0, 40, ids);
+        want = export_all(f);
+        inj.calls = 0;
+        inj.fail_at = n;
+        rc = cairn_mem_checkpoint(f->mem);
+        calls = inj.calls;
+        if (inj.failed && rc == CAIRN_OK) {
+            /* only the removal of older files may fail quietly */
+            char *p = index_file(f->dir);
+            assert_non_null(p);
+            free(p);
+        }
+        if (inj.failed && rc != CAIRN_OK) {
+            assert_true(rc == CAIRN_EIO);
+            assert_true(strlen(cairn_mem_errmsg(f->mem)) > 0);
+        }
+        got = export_all(f);
+        assert_string_equal(got, want);
+        free(got);
+        cairn_mem_close(f->mem);
+        f->mem = NULL;
+        assert_int_equal(cairn_close(f->db), CAIRN_OK);
+        f->db = NULL;
+        tmp = tu_find_last(f->dir, ".tmp");
+        if (tmp != NULL && rc != CAIRN_OK && inj.failed) {
+            /* a temp file left by a failed unlink is harmless: never read */
+            free(tmp);
+        } else {
+            assert_null(tmp);
+        }
+        open_all(f, 0);
+        got = export_all(f);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        close_all(f);
+        if (n > 0 && !inj.failed)
+            break; /* past the last call */
+        if (n == 0)
+            assert_true(calls >= 6); /* create, writes, fsync, rename, dirsync, open */
+    }
+    open_all(f, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -368,6 +506,7 @@ int main(void)
         T(reopened_from_the_file_equals_the_live_state_and_a_full_replay),
         T(a_damaged_file_is_set_aside_and_nothing_is_lost),
         T(a_read_only_handle_reads_the_file_and_cannot_write_one),
+        T(a_failing_disk_while_writing_the_file_loses_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

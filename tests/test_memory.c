@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cairn.h"
+#include "memrec.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -106,6 +107,45 @@ static char *store(fx *f, const char *ns, const char *content, const char *cat, 
     id = strdup(m->id);
     cairn_mem_free(m);
     return id;
+}
+
+/* The store record's hand-written encoder writes exactly cJSON's bytes:
+ * escapes, numbers (importance at full precision, times, counts), null. */
+static void the_store_record_encoder_writes_cjsons_bytes(void **state)
+{
+    static const char *const contents[] = {
+        "plain text", "quote \" and backslash \\ here", "tab\tnew\nline\rcr\bbs\fff",
+        "\x01\x1f control", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac utf-8", "del \x7f", "",
+    };
+    static const double imps[] = {0, 1, 0.5, 0.1, 0.95, 1.0 / 3.0, 0.123456789012345678, 1e-9,
+                                  0.30000000000000004, 0.7};
+    static const int64_t times[] = {0, 1, 1700000000123ll, 999999999999999ll, 2147483647ll,
+                                    2147483648ll};
+    (void)state;
+    for (size_t c = 0; c < sizeof contents / sizeof contents[0]; c++)
+        for (size_t i = 0; i < sizeof imps / sizeof imps[0]; i++)
+            for (size_t t = 0; t < sizeof times / sizeof times[0]; t++) {
+                memrec r;
+                char *a = NULL, *b = NULL;
+                size_t la = 0, lb = 0;
+                memset(&r, 0, sizeof r);
+                r.type = CAIRN_REC_MEMORY;
+                r.id = "m0123456789abcdef";
+                r.content = contents[c];
+                r.content_len = strlen(contents[c]);
+                r.category = c % 2 ? "fact" : "a \"custom\" one";
+                r.importance = imps[i];
+                r.created_at = times[t];
+                r.accessed_at = times[(t + 1) % 6];
+                r.access_count = (uint64_t)times[(t + 2) % 6];
+                r.expires_at = t % 2 ? times[t] : 0;
+                assert_int_equal(cairn__memrec_encode(&r, &a, &la, NULL), CAIRN_OK);
+                assert_int_equal(cairn__memrec_encode_generic(&r, &b, &lb, NULL), CAIRN_OK);
+                assert_int_equal(la, lb);
+                assert_string_equal(a, b);
+                free(a);
+                free(b);
+            }
 }
 
 static void store_returns_the_memory_with_defaults_and_get_finds_it(void **state)
@@ -966,6 +1006,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(store_returns_the_memory_with_defaults_and_get_finds_it),
+        cmocka_unit_test(the_store_record_encoder_writes_cjsons_bytes),
         T(exact_duplicates_are_stored_once_per_namespace),
         T(invalid_input_is_refused_with_a_message),
         T(update_changes_fields_and_survives_reopen),

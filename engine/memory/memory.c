@@ -570,7 +570,9 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         size_t k = strlen(e.msg) < sizeof m->index_note - 32 ? strlen(e.msg) : sizeof m->index_note - 32;
         memcpy(m->index_note, e.msg, k);
         strcpy(m->index_note + k, "; rebuilt from the log");
-        if (m->mx.name[0] != 0)
+        /* Damaged: remove it. Unreadable for now (EIO), or built with
+         * another stemmer: leave it be. */
+        if (m->mx.name[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
             set_aside(m);
         drop_index(m);
         for (size_t i = 0; i < m->nns; i++) {
@@ -588,6 +590,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
 
 static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cairn_mem **out);
 static void free_state(cairn_mem *m);
+static int checkpoint_locked(cairn_mem *m, int closing);
 
 int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
 {
@@ -669,8 +672,11 @@ void cairn_mem_close(cairn_mem *m)
         return;
     /* Best effort: the log has everything; a failure only makes the next
      * open replay more. */
-    if (m->opened && !m->db->read_only && m->tail_records >= MEM_CHECKPOINT_MIN)
-        (void)cairn_mem_checkpoint(m);
+    if (m->opened && !m->db->read_only && m->tail_records >= MEM_CHECKPOINT_MIN) {
+        pthread_mutex_lock(&m->mu);
+        (void)checkpoint_locked(m, 1);
+        pthread_mutex_unlock(&m->mu);
+    }
     free_state(m);
     free(m->ns);
     free(m->e);
@@ -1318,7 +1324,9 @@ static int reload(cairn_mem *m)
     return CAIRN_OK;
 }
 
-static int checkpoint_locked(cairn_mem *m)
+/* Write the file; then read it back in place of the RAM state, unless the
+ * handle is closing. */
+static int checkpoint_locked(cairn_mem *m, int closing)
 {
     cairn__err e;
     mx_in in;
@@ -1392,7 +1400,7 @@ out:
     free(rows);
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */
-    return rc == CAIRN_OK ? reload(m) : rc;
+    return rc == CAIRN_OK && !closing ? reload(m) : rc;
 }
 
 int cairn_mem_checkpoint(cairn_mem *m)
@@ -1400,7 +1408,7 @@ int cairn_mem_checkpoint(cairn_mem *m)
     int rc;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    rc = checkpoint_locked(m);
+    rc = checkpoint_locked(m, 0);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -10,7 +10,9 @@
 #include "memrec.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,7 +223,7 @@ static int add_int(cJSON *o, const char *name, int64_t v)
     return cJSON_AddNumberToObject(o, name, (double)v) != NULL;
 }
 
-int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e)
+int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn__err *e)
 {
     cJSON *o = cJSON_CreateObject();
     int ok = o != NULL;
@@ -289,5 +291,156 @@ int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e
     if (*out == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "no memory to encode a memory record");
     *len = strlen(*out);
+    return CAIRN_OK;
+}
+
+/* ---- the store record without cJSON ---------------------------------------
+ * A memory record is written once per store: building a cJSON tree for it
+ * cost more than the log append. This writes the same bytes
+ * cJSON_PrintUnformatted would (tests/test_memory.c and fuzz_memrec compare
+ * the two), for the one shape it covers: a memory record without metadata,
+ * with times below 10^15. */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+static int sb_room(sbuf *b, size_t k)
+{
+    if (b->n + k <= b->cap)
+        return 1;
+    while (b->cap < b->n + k)
+        b->cap = b->cap ? b->cap * 2 : 256;
+    {
+        char *q = realloc(b->p, b->cap);
+        if (q == NULL)
+            return 0;
+        b->p = q;
+    }
+    return 1;
+}
+
+static int sb_lit(sbuf *b, const char *s)
+{
+    size_t k = strlen(s);
+    if (!sb_room(b, k))
+        return 0;
+    memcpy(b->p + b->n, s, k);
+    b->n += k;
+    return 1;
+}
+
+/* A JSON string as cJSON escapes it: ", \ and control characters. */
+static int sb_str(sbuf *b, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t extra = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 32 || c == '"' || c == '\\')
+            extra += 5;
+    }
+    if (!sb_room(b, len + extra + 2))
+        return 0;
+    b->p[b->n++] = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 32 && c != '"' && c != '\\') {
+            b->p[b->n++] = (char)c;
+            continue;
+        }
+        b->p[b->n++] = '\\';
+        switch (c) {
+        case '"': b->p[b->n++] = '"'; break;
+        case '\\': b->p[b->n++] = '\\'; break;
+        case '\b': b->p[b->n++] = 'b'; break;
+        case '\f': b->p[b->n++] = 'f'; break;
+        case '\n': b->p[b->n++] = 'n'; break;
+        case '\r': b->p[b->n++] = 'r'; break;
+        case '\t': b->p[b->n++] = 't'; break;
+        default:
+            memcpy(b->p + b->n, "u00", 3);
+            b->n += 3;
+            b->p[b->n++] = hex[c >> 4];
+            b->p[b->n++] = hex[c & 15];
+        }
+    }
+    b->p[b->n++] = '"';
+    return 1;
+}
+
+/* An integer below 10^15 in magnitude: the digits cJSON prints for it
+ * ("%d" in int range, "%1.15g" of an integral double otherwise). */
+static int sb_int(sbuf *b, int64_t v)
+{
+    char d[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (!sb_room(b, 22))
+        return 0;
+    do {
+        d[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        b->p[b->n++] = '-';
+    while (k > 0)
+        b->p[b->n++] = d[--k];
+    return 1;
+}
+
+/* A double as cJSON 1.7 prints it. */
+static int sb_double(sbuf *b, double d)
+{
+    char tmp[32];
+    double test = 0;
+    int k;
+    if (d >= 0 && d <= 1 && (d == 0.0 || d == 1.0))
+        return sb_int(b, (int64_t)d);
+    k = snprintf(tmp, sizeof tmp, "%1.15g", d);
+    test = strtod(tmp, NULL);
+    if (!(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
+        k = snprintf(tmp, sizeof tmp, "%1.17g", d);
+    if (k <= 0 || !sb_room(b, (size_t)k))
+        return 0;
+    memcpy(b->p + b->n, tmp, (size_t)k);
+    b->n += (size_t)k;
+    return 1;
+}
+
+static int small(int64_t v)
+{
+    return v > -1000000000000000ll && v < 1000000000000000ll;
+}
+
+int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e)
+{
+    sbuf b = {NULL, 0, 0};
+    int ok;
+
+    if (r->type != CAIRN_REC_MEMORY || r->metadata != NULL || r->id == NULL ||
+        r->content == NULL || r->category == NULL || !small(r->created_at) ||
+        !small(r->accessed_at) || r->access_count >= 1000000000000000ull ||
+        !small(r->expires_at) || !(r->importance >= 0 && r->importance <= 1))
+        return cairn__memrec_encode_generic(r, out, len, e);
+    ok = sb_lit(&b, "{\"id\":") && sb_str(&b, r->id, strlen(r->id)) &&
+         sb_lit(&b, ",\"content\":") && sb_str(&b, r->content, r->content_len) &&
+         sb_lit(&b, ",\"category\":") && sb_str(&b, r->category, strlen(r->category)) &&
+         sb_lit(&b, ",\"importance\":") && sb_double(&b, r->importance) &&
+         sb_lit(&b, ",\"createdAt\":") && sb_int(&b, r->created_at) &&
+         sb_lit(&b, ",\"accessedAt\":") && sb_int(&b, r->accessed_at) &&
+         sb_lit(&b, ",\"accessCount\":") && sb_int(&b, (int64_t)r->access_count) &&
+         sb_lit(&b, ",\"expiresAt\":") &&
+         (r->expires_at ? sb_int(&b, r->expires_at) : sb_lit(&b, "null")) && sb_lit(&b, "}") &&
+         sb_room(&b, 1);
+    if (!ok) {
+        free(b.p);
+        *out = NULL;
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory to encode a memory record");
+    }
+    b.p[b.n] = 0;
+    *out = b.p;
+    *len = b.n;
     return CAIRN_OK;
 }

@@ -61,6 +61,10 @@ void cairn__memrec_done(memrec *r);
  * field out of range: e names it). */
 int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e);
 
+/* The same through a cJSON tree, for every shape; cairn__memrec_encode
+ * writes a memory record without metadata itself, byte for byte as this. */
+int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn__err *e);
+
 /* 1 if s is a valid memory id. */
 int cairn__memrec_id_ok(const char *s);
 

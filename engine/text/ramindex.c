@@ -72,6 +72,12 @@ struct cairn__ramidx {
     uint32_t cur_mark;
     int failed;              /* no memory during the current tokenization */
     int lookup_only;         /* query: do not add unknown terms */
+    /* Adding a document: its tokens first, then their lookups, so that
+     * the cache misses of one lookup overlap those of the others. */
+    struct tokref { uint32_t off, len; uint64_t h; } *toks;
+    size_t ntoks, toks_cap;
+    char *tbytes;
+    size_t tb_len, tb_cap;
     int frozen;              /* mapped from a file: arena, table, postings, ext
                                 and dl point into the caller's bytes; a term is
                                 read from its record on first use */
@@ -122,6 +128,8 @@ void cairn__ramidx_free(cairn__ramidx *x)
         cairn__free(x->a, x->dl);
     }
     cairn__free(x->a, x->terms);
+    cairn__free(x->a, x->toks);
+    cairn__free(x->a, x->tbytes);
     cairn__free(x->a, x->live);
     cairn__free(x->a, x->scr);
     cairn__tok_free(x->tok);
@@ -173,15 +181,11 @@ static int grow_table(cairn__ramidx *x)
  * -2 no memory. */
 static long frozen_lookup(cairn__ramidx *x, const char *s, size_t len);
 
-static long term_id(cairn__ramidx *x, const char *s, size_t len)
+static long term_id_h(cairn__ramidx *x, const char *s, size_t len, uint64_t h)
 {
-    uint64_t h;
     size_t slot;
     term *tm;
 
-    if (x->frozen)
-        return frozen_lookup(x, s, len);
-    h = XXH3_64bits(s, len);
     if (x->table_cap == 0 || (x->nterms + 1) * 2 > x->table_cap) { /* load <= 1/2: short probes */
         if (x->lookup_only && x->table_cap == 0)
             return -1;
@@ -207,13 +211,27 @@ static long term_id(cairn__ramidx *x, const char *s, size_t len)
     return (long)x->nterms++;
 }
 
+static long term_id(cairn__ramidx *x, const char *s, size_t len)
+{
+    if (x->frozen)
+        return frozen_lookup(x, s, len);
+    return term_id_h(x, s, len, XXH3_64bits(s, len));
+}
+
 /* Tokenizer callback: count each distinct term once per text. */
+static int count_term(cairn__ramidx *x, long id);
+
 static int on_term(void *user, const char *s, size_t len, uint32_t pos)
 {
     cairn__ramidx *x = user;
-    long id = term_id(x, s, len);
-    term *tm;
     (void)pos;
+    return count_term(x, term_id(x, s, len));
+}
+
+/* One occurrence of term id (-1 unknown, -2 no memory) in the text. */
+static int count_term(cairn__ramidx *x, long id)
+{
+    term *tm;
 
     x->terms_seen++;
     if (id == -1)
@@ -256,6 +274,67 @@ static int gather(cairn__ramidx *x, const uint8_t *text, size_t len, int lookup_
     return x->failed ? CAIRN_ENOMEM : rc;
 }
 
+/* Tokenizer callback of gather_add: keep the token, start fetching its slot. */
+static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
+{
+    cairn__ramidx *x = user;
+    uint64_t h = XXH3_64bits(s, len);
+    (void)pos;
+    if (cairn__grow(x->a, (void **)&x->toks, &x->toks_cap, x->ntoks + 1, sizeof *x->toks) != CAIRN_OK ||
+        cairn__grow(x->a, (void **)&x->tbytes, &x->tb_cap, x->tb_len + len, 1) != CAIRN_OK) {
+        x->failed = 1;
+        return CAIRN_ENOMEM;
+    }
+    memcpy(x->tbytes + x->tb_len, s, len);
+    x->toks[x->ntoks].off = (uint32_t)x->tb_len;
+    x->toks[x->ntoks].len = (uint32_t)len;
+    x->toks[x->ntoks].h = h;
+    x->ntoks++;
+    x->tb_len += len;
+    if (x->table_cap)
+        __builtin_prefetch(&x->table[h & (x->table_cap - 1)]);
+    return 0;
+}
+
+/* gather() for a document being added, in three passes: tokenize (and
+ * prefetch each token's slot), look up or insert every token (and prefetch
+ * its term), count. Same result as gather(x, text, len, 0). */
+static int gather_add(cairn__ramidx *x, const uint8_t *text, size_t len)
+{
+    int rc;
+    x->ntoks = 0;
+    x->tb_len = 0;
+    x->failed = 0;
+    rc = cairn__tok_run(x->tok, text, len, on_collect, x);
+    if (x->failed)
+        rc = CAIRN_ENOMEM;
+    if (rc != CAIRN_OK)
+        return rc;
+    /* Room for every token to be new: the table does not move below. */
+    while (x->table_cap == 0 || (x->nterms + x->ntoks + 1) * 2 > x->table_cap)
+        if (grow_table(x) != CAIRN_OK)
+            return CAIRN_ENOMEM;
+    x->lookup_only = 0;
+    for (size_t i = 0; i < x->ntoks; i++) {
+        long id = term_id_h(x, x->tbytes + x->toks[i].off, x->toks[i].len, x->toks[i].h);
+        if (id < 0)
+            return CAIRN_ENOMEM;
+        x->toks[i].h = (uint64_t)id; /* the hash is spent: keep the id */
+        __builtin_prefetch(&x->terms[id]);
+    }
+    x->nscr = 0;
+    x->terms_seen = 0;
+    if (++x->cur_mark == 0) {
+        for (size_t i = 0; i < x->nterms; i++)
+            x->terms[i].mark = 0;
+        x->cur_mark = 1;
+    }
+    for (size_t i = 0; i < x->ntoks; i++)
+        if (count_term(x, (long)x->toks[i].h) != 0)
+            return CAIRN_ENOMEM;
+    return CAIRN_OK;
+}
+
 /* ---- documents ---------------------------------------------------------- */
 
 /* Double the per-document arrays (a multiple of 64 documents, so the live
@@ -295,7 +374,7 @@ int cairn__ramidx_add(cairn__ramidx *x, uint64_t doc, const uint8_t *text, size_
     /* Room first, so that nothing is half-added. */
     if (x->ndocs == x->docs_cap && grow_docs(x) != CAIRN_OK)
         return CAIRN_ENOMEM;
-    rc = gather(x, text, len, 0);
+    rc = gather_add(x, text, len);
     if (rc != CAIRN_OK)
         return rc;
     for (size_t i = 0; i < x->nscr; i++) {

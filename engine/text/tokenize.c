@@ -15,16 +15,62 @@
 #include <libstemmer.h>
 #include <string.h>
 #include <utf8proc.h>
+#include <xxhash.h>
 
 #include "alloc.h"
 
 #define TOK_MAX_CP TOK_MAX_BYTES /* a code point is at least one byte */
 
+/* Stemming is the tokenizer's dearest step, and words repeat (Zipf): a
+ * direct-mapped cache of recent words and their stems answers most. */
+#define STEM_CACHE 4096
+#define STEM_KEY_MAX 22
+
+typedef struct stem_ent {
+    uint8_t in_len, out_len; /* in_len 0: empty */
+    char in[STEM_KEY_MAX];
+    char out[STEM_KEY_MAX];
+} stem_ent;
+
 struct cairn__tokenizer {
     const cairn_allocator *a;
     struct sb_stemmer *stem; /* NULL: no stemming */
+    stem_ent *cache;         /* STEM_CACHE entries, or NULL (no memory: uncached) */
     char name[32];
 };
+
+/* The stem of buf[0..len) into *term / *len (pointing into the cache, the
+ * stemmer's buffer, or left as is). */
+static void stem_word(cairn__tokenizer *t, const char *buf, const char **term, size_t *len)
+{
+    size_t n = *len;
+    stem_ent *e = NULL;
+    const sb_symbol *s;
+    int sl;
+
+    if (t->cache == NULL) /* on first use: a tokenizer that never stems pays nothing */
+        t->cache = cairn__calloc(t->a, STEM_CACHE, sizeof *t->cache);
+    if (t->cache != NULL && n <= STEM_KEY_MAX) {
+        e = &t->cache[XXH3_64bits(buf, n) & (STEM_CACHE - 1)];
+        if (e->in_len == n && memcmp(e->in, buf, n) == 0) {
+            *term = e->out;
+            *len = e->out_len;
+            return;
+        }
+    }
+    s = sb_stemmer_stem(t->stem, (const sb_symbol *)buf, (int)n);
+    sl = sb_stemmer_length(t->stem);
+    if (s == NULL || sl <= 0 || sl > TOK_MAX_BYTES)
+        return;
+    *term = (const char *)s;
+    *len = (size_t)sl;
+    if (e != NULL && sl <= STEM_KEY_MAX) {
+        e->in_len = (uint8_t)n;
+        memcpy(e->in, buf, n);
+        e->out_len = (uint8_t)sl;
+        memcpy(e->out, s, (size_t)sl);
+    }
+}
 
 /* The word being built. */
 typedef struct word {
@@ -73,6 +119,7 @@ void cairn__tok_free(cairn__tokenizer *t)
         return;
     if (t->stem != NULL)
         sb_stemmer_delete(t->stem);
+    cairn__free(t->a, t->cache);
     cairn__free(t->a, t);
 }
 
@@ -194,14 +241,8 @@ static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, v
     w->latin_base = 0;
     if (len == 0)
         return CAIRN_OK;
-    if (t->stem != NULL) {
-        const sb_symbol *s = sb_stemmer_stem(t->stem, (const sb_symbol *)buf, (int)len);
-        int sl = sb_stemmer_length(t->stem);
-        if (s != NULL && sl > 0 && sl <= TOK_MAX_BYTES) {
-            term = (const char *)s;
-            len = (size_t)sl;
-        }
-    }
+    if (t->stem != NULL)
+        stem_word(t, buf, &term, &len);
     rc = fn(user, term, len, *pos);
     (*pos)++;
     return rc;
