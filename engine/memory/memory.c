@@ -1368,14 +1368,18 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         if (m->ns[i].base_idx != NULL)
             src[nsrc++] = m->ns[i].base_idx;
         src[nsrc++] = m->ns[i].idx;
+        ns[i].name = m->ns[i].name;
+        ns[i].live = m->ns[i].live;
+        if (nsrc == 1 && cairn__ramidx_count(src[0]) == cairn__ramidx_docs(src[0])) {
+            ns[i].idx = src[0]; /* nothing to drop or join: written as it is */
+            continue;
+        }
         rc = cairn__ramidx_merge(&merged, NULL, m->stemmer, src, nsrc);
         if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc, "memory index: merging the text index of \"%s\" failed",
                                  m->ns[i].name);
             break;
         }
-        ns[i].name = m->ns[i].name;
-        ns[i].live = m->ns[i].live;
         ns[i].idx = merged;
     }
     if (rc != CAIRN_OK)
@@ -1395,7 +1399,8 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         rc = cairn__mem_fail(m, rc, "%s", e.msg);
 out:
     for (size_t i = 0; ns != NULL && i < m->nns; i++)
-        cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
+        if (ns[i].idx != m->ns[i].idx)
+            cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
     free(ns);
     free(rows);
     /* Read the new file in place of the RAM copies: the handle's memory

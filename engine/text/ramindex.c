@@ -141,6 +141,11 @@ uint64_t cairn__ramidx_count(const cairn__ramidx *x)
     return x->n_live;
 }
 
+uint64_t cairn__ramidx_docs(const cairn__ramidx *x)
+{
+    return x->ndocs;
+}
+
 /* ---- the term dictionary ------------------------------------------------ */
 
 static size_t find_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)

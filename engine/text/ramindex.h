@@ -46,6 +46,9 @@ int cairn__ramidx_remove(cairn__ramidx *x, uint64_t doc, const uint8_t *text, si
 /* Live documents. */
 uint64_t cairn__ramidx_count(const cairn__ramidx *x);
 
+/* Documents ever added (live or removed). */
+uint64_t cairn__ramidx_docs(const cairn__ramidx *x);
+
 /* The best k live documents for query, best first, into docs/scores
  * (arrays of k); *n_out = how many (fewer when fewer match). Query terms
  * count once each however often they occur. trace may be NULL.
