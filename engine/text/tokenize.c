@@ -228,6 +228,12 @@ static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, v
     /* A trailing apostrophe is not part of a word (it only joins letters). */
     while (n > 0 && w->cp[n - 1] == '\'')
         n--;
+    if (w->ascii) { /* one byte a code point: no encoder needed */
+        len = n < TOK_MAX_BYTES ? n : TOK_MAX_BYTES;
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (char)w->cp[i];
+        n = 0;
+    }
     for (size_t i = 0; i < n; i++) {
         utf8proc_uint8_t enc[4];
         utf8proc_ssize_t k = utf8proc_encode_char(w->cp[i], enc);
