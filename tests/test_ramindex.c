@@ -403,31 +403,15 @@ static void ranking_equals_brute_force_bm25(void **state)
     assert_int_equal(cairn__ramidx_new(&x, NULL, "english"), CAIRN_OK);
     assert_int_equal(cairn__tok_new(&tok, NULL, "english"), CAIRN_OK);
     for (int i = 0; i < NDOCS; i++) {
-        int n = 3 + (int)(rnd() % 40);
-        char *p = docs[i].text;
-        for (int j = 0; j < n; j++) {
-            word(p, zipf());
-            p += 4;
-            *p++ = ' ';
-        }
-        *p = 0;
-        assert_int_equal(cairn__tok_run(tok, (const uint8_t *)docs[i].text, strlen(docs[i].text),
-                                        collect_terms, &docs[i]),
-                         CAIRN_OK);
-        docs[i].live = 1;
+        make_doc(tok, i);
         assert_int_equal(cairn__ramidx_add(x, 1000 + 7 * (uint64_t)i, (const uint8_t *)docs[i].text,
                                            strlen(docs[i].text)),
                          CAIRN_OK);
     }
     /* remove about one in eight */
     for (int i = 0; i < NDOCS; i++)
-        if (rnd() % 8 == 0) {
-            assert_int_equal(cairn__ramidx_remove(x, 1000 + 7 * (uint64_t)i,
-                                                  (const uint8_t *)docs[i].text,
-                                                  strlen(docs[i].text)),
-                             CAIRN_OK);
-            docs[i].live = 0;
-        }
+        if (rnd() % 8 == 0)
+            remove_doc(x, i);
     {
         uint64_t live = 0;
         for (int i = 0; i < NDOCS; i++)
@@ -435,18 +419,8 @@ static void ranking_equals_brute_force_bm25(void **state)
         assert_int_equal(cairn__ramidx_count(x), live);
     }
     for (int qi = 0; qi < 150; qi++) {
-        char qtext[64], *p = qtext;
-        int n = 1 + (int)(rnd() % 4);
-        for (int j = 0; j < n; j++) {
-            /* common and rare words, sometimes a word no document has */
-            int w = rnd() % 10 == 0 ? VOCAB + (int)(rnd() % 50) : zipf();
-            word(p, w);
-            if (w >= VOCAB)
-                p[2] = 'z';
-            p += 4;
-            *p++ = ' ';
-        }
-        *p = 0;
+        char qtext[64];
+        random_query(qtext);
         compare(x, tok, qtext, ks[qi % 4]);
     }
     cairn__tok_free(tok);

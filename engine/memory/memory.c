@@ -28,6 +28,7 @@
 
 #include "cairn.h"
 #include "memstate.h"
+#include "alloc.h"
 #include "io.h"
 #include "status.h"
 #include "store.h"
@@ -104,7 +105,6 @@ static int tables_grow(cairn_mem *m)
     return CAIRN_OK;
 }
 
-/* The live entry with this id, or NULL. */
 /* The row a slot of the file's hash tables names, checked; NULL (and the
  * handle damaged) for a slot out of range or a probe past every slot. */
 static ment *base_slot(cairn_mem *m, uint32_t v, size_t *probes)
@@ -116,54 +116,66 @@ static ment *base_slot(cairn_mem *m, uint32_t v, size_t *probes)
     return cairn__mem_base(m, v - 1);
 }
 
-ment *cairn__mem_find_id(cairn_mem *m, const char *id)
+/* What a probe looks for. A match that is dead ends the search of its
+ * table (an id's newest entry is the one its slot holds); a matcher that
+ * wants a live entry checks liveness itself. */
+typedef int (*ment_match)(const ment *x, const void *key);
+
+/* The entry matching key: first in the RAM table t, then in the file's
+ * table ft, both probed from hash h. */
+static ment *probe(cairn_mem *m, const uint32_t *t, const uint32_t *ft, uint64_t h,
+                   ment_match match, const void *key)
 {
-    uint64_t h = hash_id(id);
     size_t i, probes = 0;
-    for (i = (size_t)h & (m->tcap - 1); m->tcap && m->by_id[i]; i = (i + 1) & (m->tcap - 1)) {
-        ment *x = &m->e[m->by_id[i] - 1];
-        if (strcmp(x->id, id) == 0) {
+    for (i = (size_t)h & (m->tcap - 1); m->tcap && t[i]; i = (i + 1) & (m->tcap - 1)) {
+        ment *x = &m->e[t[i] - 1];
+        if (match(x, key)) {
             if (x->live)
                 return x;
-            break; /* a dead one here; the file may hold a live one */
+            break; /* dead here; the file may hold a live one */
         }
     }
     if (m->mx.map == NULL)
         return NULL;
-    for (i = (size_t)h & (m->mx.tcap - 1); m->mx.idtab[i]; i = (i + 1) & (m->mx.tcap - 1)) {
-        ment *x = base_slot(m, m->mx.idtab[i], &probes);
+    for (i = (size_t)h & (m->mx.tcap - 1); ft[i]; i = (i + 1) & (m->mx.tcap - 1)) {
+        ment *x = base_slot(m, ft[i], &probes);
         if (x == NULL)
             return NULL;
-        if (strcmp(x->id, id) == 0)
+        if (match(x, key))
             return x->live ? x : NULL;
     }
     return NULL;
 }
 
-static int same_content(const ment *x, uint32_t nsi, const char *c, size_t len, uint64_t h)
+static int same_id(const ment *x, const void *key)
 {
-    return x->live && x->content_hash == h && x->nsi == nsi && x->content_len == len &&
-           memcmp(x->content, c, len) == 0;
+    return strcmp(x->id, key) == 0;
+}
+
+ment *cairn__mem_find_id(cairn_mem *m, const char *id)
+{
+    return probe(m, m->by_id, m->mx.idtab, hash_id(id), same_id, id);
+}
+
+typedef struct content_key {
+    uint32_t nsi;
+    const char *c;
+    size_t len;
+    uint64_t h;
+} content_key;
+
+/* Live only: an older, deleted copy of the content must not hide a live one. */
+static int same_content(const ment *x, const void *key)
+{
+    const content_key *k = key;
+    return x->live && x->content_hash == k->h && x->nsi == k->nsi && x->content_len == k->len &&
+           memcmp(x->content, k->c, k->len) == 0;
 }
 
 static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len, uint64_t h)
 {
-    size_t i, probes = 0;
-    for (i = (size_t)h & (m->tcap - 1); m->tcap && m->by_content[i]; i = (i + 1) & (m->tcap - 1)) {
-        ment *x = &m->e[m->by_content[i] - 1];
-        if (same_content(x, nsi, c, len, h))
-            return x;
-    }
-    if (m->mx.map == NULL)
-        return NULL;
-    for (i = (size_t)h & (m->mx.tcap - 1); m->mx.ctab[i]; i = (i + 1) & (m->mx.tcap - 1)) {
-        ment *x = base_slot(m, m->mx.ctab[i], &probes);
-        if (x == NULL)
-            return NULL;
-        if (same_content(x, nsi, c, len, h))
-            return x;
-    }
-    return NULL;
+    content_key k = {nsi, c, len, h};
+    return probe(m, m->by_content, m->mx.ctab, h, same_content, &k);
 }
 
 /* ---- the index file's rows ----------------------------------------------- */
@@ -359,14 +371,8 @@ static int note_owned(cairn_mem *m, ment *x)
 {
     if (m->be == NULL || x < m->be || x >= m->be + m->mx.nrows || x->owns != 0)
         return CAIRN_OK;
-    if (m->n_owned == m->owned_cap) {
-        size_t cap = m->owned_cap ? m->owned_cap * 2 : 64;
-        size_t *p = realloc(m->owned, cap * sizeof *p);
-        if (p == NULL)
-            return CAIRN_ENOMEM;
-        m->owned = p;
-        m->owned_cap = cap;
-    }
+    if (cairn__grow(NULL, (void **)&m->owned, &m->owned_cap, m->n_owned + 1, sizeof *m->owned) != CAIRN_OK)
+        return CAIRN_ENOMEM;
     m->owned[m->n_owned++] = (size_t)(x - m->be);
     return CAIRN_OK;
 }

@@ -262,6 +262,16 @@ static int count_term(cairn__ramidx *x, long id)
     return 0;
 }
 
+/* A new text: a new mark, so that each term counts once in it. */
+static void next_mark(cairn__ramidx *x)
+{
+    if (++x->cur_mark == 0) { /* wrapped: clear every mark once */
+        for (size_t i = 0; i < x->nterms; i++)
+            x->terms[i].mark = 0;
+        x->cur_mark = 1;
+    }
+}
+
 /* Tokenize into x->scr (distinct terms, tf each). */
 static int gather(cairn__ramidx *x, const uint8_t *text, size_t len, int lookup_only)
 {
@@ -270,11 +280,7 @@ static int gather(cairn__ramidx *x, const uint8_t *text, size_t len, int lookup_
     x->terms_seen = 0;
     x->failed = 0;
     x->lookup_only = lookup_only;
-    if (++x->cur_mark == 0) { /* wrapped: clear every mark once */
-        for (size_t i = 0; i < x->nterms; i++)
-            x->terms[i].mark = 0;
-        x->cur_mark = 1;
-    }
+    next_mark(x);
     rc = cairn__tok_run(x->tok, text, len, on_term, x);
     return x->failed ? CAIRN_ENOMEM : rc;
 }
@@ -329,11 +335,7 @@ static int gather_add(cairn__ramidx *x, const uint8_t *text, size_t len)
     }
     x->nscr = 0;
     x->terms_seen = 0;
-    if (++x->cur_mark == 0) {
-        for (size_t i = 0; i < x->nterms; i++)
-            x->terms[i].mark = 0;
-        x->cur_mark = 1;
-    }
+    next_mark(x);
     for (size_t i = 0; i < x->ntoks; i++)
         if (count_term(x, (long)x->toks[i].h) != 0)
             return CAIRN_ENOMEM;
