@@ -123,7 +123,8 @@ static int check_header(memindex *mx, cairn__err *e)
                            mx->len, get64(h + 64));
     /* Bounded by the file before any product. */
     if (mx->stemmer[31] != 0 || mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
-        mx->tcap > mx->len / 4 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 2 * mx->nrows ||
+        mx->tcap > mx->len / 4 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 16 ||
+        mx->tcap < 2 * mx->nrows ||
         mx->heap_len > mx->len)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: header counts out of range", mx->name);
     ro = rows_off(mx->n_ns, mx->tcap);
@@ -177,14 +178,20 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
     int fd, rc, found;
 
     memset(mx, 0, sizeof *mx);
-    found = newest(dirfd, max_seq, mx->name, &covered);
-    if (found < 0)
-        return cairn__fail(e, CAIRN_EIO, "read the store directory: %s", strerror(errno));
-    if (found == 0)
-        return CAIRN_ENOTFOUND;
-    rc = cairn__io_open(io, "memindex.open", dirfd, mx->name, O_RDONLY, 0, &fd, e);
-    if (rc != CAIRN_OK)
-        return rc;
+    /* A writer replaces the file by renaming a newer one in, then removing
+     * the old: a name read just before may be gone. Look again. */
+    for (int tries = 0;; tries++) {
+        found = newest(dirfd, max_seq, mx->name, &covered);
+        if (found < 0)
+            return cairn__fail(e, CAIRN_EIO, "read the store directory: %s", strerror(errno));
+        if (found == 0)
+            return CAIRN_ENOTFOUND;
+        rc = cairn__io_open(io, "memindex.open", dirfd, mx->name, O_RDONLY, 0, &fd, e);
+        if (rc == CAIRN_OK)
+            break;
+        if (rc != CAIRN_ENOTFOUND || tries == 2)
+            return rc == CAIRN_ENOTFOUND ? CAIRN_EIO : rc;
+    }
     if (fstat(fd, &st) != 0 || st.st_size < MX_HEAD) {
         cairn__io_close(io, "memindex.close", fd);
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", mx->name);
@@ -212,14 +219,21 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
 int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char **name,
                  uint64_t *live, cairn__ramidx **idx)
 {
-    const uint8_t *p = mx->nstab + i * MX_NS;
-    uint64_t noff = get64(p), nlen = get32(p + 8), toff = get64(p + 24), tlen = get64(p + 32),
-             thead = get64(p + 40);
+    const uint8_t *p;
+    uint64_t noff, nlen, toff, tlen, thead;
     size_t used = 0;
     int rc;
 
     *idx = NULL;
-    if (i >= mx->n_ns || noff > mx->heap_len || nlen >= mx->heap_len - noff ||
+    if (i >= mx->n_ns)
+        return CAIRN_ECORRUPT;
+    p = mx->nstab + i * MX_NS;
+    noff = get64(p);
+    nlen = get32(p + 8);
+    toff = get64(p + 24);
+    tlen = get64(p + 32);
+    thead = get64(p + 40);
+    if (noff > mx->heap_len || nlen >= mx->heap_len - noff ||
         mx->heap[noff + nlen] != 0 || memchr(mx->heap + noff, 0, nlen) != NULL ||
         toff % 8 != 0 || toff > mx->len || tlen > mx->len - toff || thead > tlen)
         return CAIRN_ECORRUPT;
@@ -241,14 +255,19 @@ uint64_t cairn__mx_row_seq(const memindex *mx, size_t i)
 
 int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
 {
-    const uint8_t *p = mx->rows + i * MX_ROW;
-    uint64_t off = get64(p + 56), clen = get32(p + 64), mlen = get32(p + 68);
-    uint64_t idlen = get16(p + 76), catlen = get16(p + 78), total;
+    const uint8_t *p;
+    uint64_t off, clen, mlen, idlen, catlen, total;
     const char *s;
     XXH3_state_t st;
 
     if (i >= mx->nrows)
         return CAIRN_ECORRUPT;
+    p = mx->rows + i * MX_ROW;
+    off = get64(p + 56);
+    clen = get32(p + 64);
+    mlen = get32(p + 68);
+    idlen = get16(p + 76);
+    catlen = get16(p + 78);
     total = clen + 1 + idlen + 1 + catlen + 1 + (mlen ? mlen + 1 : 0);
     if (off > mx->heap_len || total > mx->heap_len - off || idlen == 0 ||
         idlen > CAIRN_MEM_ID_MAX || catlen == 0 || get32(p + 72) >= mx->n_ns)
@@ -284,18 +303,28 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
 int cairn__mx_check_all(const memindex *mx, cairn__err *e)
 {
     int rc0 = check_tables(mx, e);
+    uint64_t *per_ns;
     if (rc0 != CAIRN_OK)
         return rc0;
+    per_ns = calloc(mx->n_ns + 1, sizeof *per_ns);
+    if (per_ns == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory to verify %s", mx->name);
     for (uint64_t i = 0; i < mx->nrows; i++) {
         mx_row r;
         int rc = cairn__mx_row(mx, (size_t)i, &r);
+        if (rc == CAIRN_OK)
+            per_ns[r.nsi]++;
         if (rc != CAIRN_OK)
-            return cairn__fail(e, rc, "%s: row %" PRIu64 " is damaged", mx->name, i);
-        if (i > 0 && r.seq <= cairn__mx_row_seq(mx, (size_t)i - 1))
-            return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " out of order", mx->name, i);
-        if (r.seq > mx->covered)
-            return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " after the covered seq",
-                               mx->name, i);
+            rc0 = cairn__fail(e, rc, "%s: row %" PRIu64 " is damaged", mx->name, i);
+        else if (i > 0 && r.seq <= cairn__mx_row_seq(mx, (size_t)i - 1))
+            rc0 = cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " out of order", mx->name, i);
+        else if (r.seq > mx->covered)
+            rc0 = cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " after the covered seq",
+                              mx->name, i);
+        if (rc0 != CAIRN_OK) {
+            free(per_ns);
+            return rc0;
+        }
     }
     for (uint64_t i = 0; i < mx->n_ns; i++) {
         const char *name;
@@ -308,10 +337,15 @@ int cairn__mx_check_all(const memindex *mx, cairn__err *e)
         if (rc == CAIRN_OK)
             rc = cairn__ramidx_check(x);
         cairn__ramidx_free(x);
-        if (rc != CAIRN_OK)
-            return cairn__fail(e, rc, "%s: the text index of namespace %" PRIu64 " is damaged",
-                               mx->name, i);
+        if (rc == CAIRN_OK && live != per_ns[i])
+            rc = CAIRN_ECORRUPT;
+        if (rc != CAIRN_OK) {
+            free(per_ns);
+            return cairn__fail(e, rc, "%s: the text index or live count of namespace %" PRIu64
+                               " is damaged", mx->name, i);
+        }
     }
+    free(per_ns);
     return CAIRN_OK;
 }
 

@@ -135,7 +135,7 @@ static ment *probe(cairn_mem *m, const uint32_t *t, const uint32_t *ft, uint64_t
             break; /* dead here; the file may hold a live one */
         }
     }
-    if (m->mx.map == NULL)
+    if (m->mx.map == NULL || m->mx.tcap == 0)
         return NULL;
     for (i = (size_t)h & (m->mx.tcap - 1); ft[i]; i = (i + 1) & (m->mx.tcap - 1)) {
         ment *x = base_slot(m, ft[i], &probes);
@@ -490,7 +490,7 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
 /* ---- open / close -------------------------------------------------------- */
 
 /* Fold the records from seq `from` on. */
-static int replay(cairn_mem *m, uint64_t from)
+static int replay_range(cairn_mem *m, uint64_t from, uint64_t to)
 {
     cairn_range range = CAIRN_RANGE_INIT;
     cairn_iter *it = NULL;
@@ -498,6 +498,7 @@ static int replay(cairn_mem *m, uint64_t from)
     int rc;
 
     range.seq_from = from;
+    range.seq_to = to;
     rc = cairn_iter_open(m->db, &range, &it);
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
@@ -523,6 +524,24 @@ static int replay(cairn_mem *m, uint64_t from)
         return CAIRN_ECORRUPT; /* m->err names the file */
     return cairn__mem_fail(m, rc, "replaying memories: %s",
                 rc == CAIRN_ENOMEM ? "no memory" : cairn_errmsg(m->db));
+}
+
+/* Fold the records from seq `from` on. */
+static int replay(cairn_mem *m, uint64_t from)
+{
+    return replay_range(m, from, UINT64_MAX);
+}
+
+/* Before applying a record this handle appended at seq: fold what other
+ * handles appended since this one last looked, so that the state is always
+ * the fold of a prefix of the log (an index file written from it covers
+ * exactly what it says). */
+static int fold_gap(cairn_mem *m, uint64_t seq)
+{
+    int rc = seq > m->folded + 1 ? replay_range(m, m->folded + 1, seq - 1) : CAIRN_OK;
+    if (rc != CAIRN_OK)
+        m->stale = 1;
+    return rc;
 }
 
 /* Drop the index file from m (namespaces keep their RAM indexes). */
@@ -670,6 +689,7 @@ static void free_entry(ment *x)
         free(x->category);
     if (x->owns & OWN_METADATA)
         free(x->metadata);
+    x->owns = 0; /* a row noted twice in m->owned is freed once */
 }
 
 void cairn_mem_close(cairn_mem *m)
@@ -801,9 +821,13 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     rec.type = r->type;
     rec.ns = ns;
     rec.ns_len = ent.ns_len;
-    rc = apply(m, &rec, r);
+    rc = fold_gap(m, seq);
+    if (rc == CAIRN_OK)
+        rc = apply(m, &rec, r);
     if (rc == CAIRN_ECORRUPT && m->damaged)
         return rc; /* m->err names the index file */
+    if (rc != CAIRN_OK)
+        m->stale = 1; /* never write an index file that would skip it */
     if (seq_out != NULL)
         *seq_out = seq;
     /* Appended but not applied (no memory): the log is right, this handle
@@ -865,16 +889,22 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
         return CAIRN_OK; /* the common case, O(1) */
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         return rc;
-    out = calloc(live, sizeof *out);
-    rest = calloc(live, sizeof *rest);
+    /* Sized and counted from the entries themselves, not from the count
+     * an index file gave. */
+    out = calloc(cairn__mem_total(m) + 1, sizeof *out);
+    rest = calloc(cairn__mem_total(m) + 1, sizeof *rest);
     if (out == NULL || rest == NULL) {
         free(out);
         free(rest);
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
     }
+    live = 0;
     for (size_t i = 0; i < cairn__mem_total(m); i++) {
         ment *x = cairn__mem_at(m, i);
-        if (!x->live || x->nsi != nsi || x == keep)
+        if (!x->live || x->nsi != nsi)
+            continue;
+        live++;
+        if (x == keep)
             continue;
         /* forget's normal rule first */
         if (cairn__mem_expired(x, now) ||
@@ -897,6 +927,7 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
     if (rc == CAIRN_OK) {
         *pruned = nout;
         *kept = live - nout;
+        m->ns[nsi].live = live - nout; /* counted, so right even if a file's count was not */
     }
     free(out);
     free(rest);
@@ -1239,14 +1270,35 @@ int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *
     if (rc == CAIRN_OK) {
         uint64_t first = 0;
         rc = cairn_append_batch(m->db, ents, n, &first);
-        if (rc != CAIRN_OK)
+        if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-        else if (first + n - 1 > m->folded)
+        } else if (first > m->folded + 1) {
+            /* Other handles' records first; applying them may move the
+             * entries, so each is found again by its id. */
+            char (*ids)[CAIRN_MEM_ID_MAX + 1] = malloc(n * sizeof *ids);
+            if (ids == NULL) {
+                m->stale = 1;
+                rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+                goto out;
+            }
+            for (i = 0; i < n; i++)
+                strcpy(ids[i], xs[i]->id);
+            rc = fold_gap(m, first);
+            for (i = 0; rc == CAIRN_OK && i < n; i++) {
+                ment *x = cairn__mem_find_id(m, ids[i]);
+                if (x != NULL) /* else another handle deleted it first */
+                    kill_entry(m, x);
+                m->tail_records++;
+            }
+            free(ids);
+        } else {
+            for (i = 0; i < n; i++) {
+                kill_entry(m, xs[i]);
+                m->tail_records++;
+            }
+        }
+        if (rc == CAIRN_OK && first + n - 1 > m->folded)
             m->folded = first + n - 1;
-    }
-    for (i = 0; rc == CAIRN_OK && i < n; i++) {
-        kill_entry(m, xs[i]);
-        m->tail_records++;
     }
 out:
     for (i = 0; json != NULL && i < n; i++)
@@ -1346,6 +1398,10 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         return cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot write the memory index");
     if (m->damaged)
         return CAIRN_ECORRUPT;
+    if (m->stale)
+        return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
+                               "error it returned then): reopen the store before writing the "
+                               "memory index");
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
@@ -1381,6 +1437,10 @@ static int checkpoint_locked(cairn_mem *m, int closing)
             continue;
         }
         rc = cairn__ramidx_merge(&merged, NULL, m->stemmer, src, nsrc);
+        if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
+            rc = cairn__mem_index_damaged(m, rc, "a text index, while merging it");
+            break;
+        }
         if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc, "memory index: merging the text index of \"%s\" failed",
                                  m->ns[i].name);

@@ -63,6 +63,8 @@ struct cairn_mem {
     uint64_t base_deleted;   /* dead memories the file no longer lists */
     char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
     int damaged;             /* a row of the file failed its check */
+    int stale;               /* a record was appended but not applied: the
+                                state is no longer a fold of the log */
     size_t *owned;           /* rows of be with malloc'd strings (updated) */
     size_t n_owned, owned_cap;
     /* The memories stored after it, in seq order. */

@@ -756,7 +756,8 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
             }
             to = &x->terms[id];
             cap = to->cap;
-            if (cairn__grow(a, (void **)&to->p, &cap, (size_t)to->n + from->df, sizeof *to->p) != CAIRN_OK) {
+            /* n, not df: df is only a count the source claims */
+            if (cairn__grow(a, (void **)&to->p, &cap, (size_t)to->n + from->n, sizeof *to->p) != CAIRN_OK) {
                 rc = CAIRN_ENOMEM;
                 break;
             }
@@ -775,6 +776,8 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
                     to->min_dl = x->dl[nd];
             }
         }
+        if (rc == CAIRN_OK && y->damaged) /* a term record failed: do not write its loss on */
+            rc = CAIRN_ECORRUPT;
         cairn__free(a, remap);
         remap = NULL;
     }
@@ -1003,7 +1006,7 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
 
 int cairn__ramidx_check(cairn__ramidx *x)
 {
-    uint64_t n_live = 0, sum_dl = 0;
+    uint64_t n_live = 0, sum_dl = 0, live_postings = 0;
     if (!x->frozen)
         return CAIRN_OK;
     for (size_t d = 0; d < x->ndocs; d++) {
@@ -1034,6 +1037,11 @@ int cairn__ramidx_check(cairn__ramidx *x)
             return CAIRN_ECORRUPT;
         if ((rc = check_postings(x, tm)) != CAIRN_OK)
             return rc;
+        for (uint32_t j = 0; j < tm->n; j++)
+            live_postings += is_live(x, tm->p[j].doc);
+        if (live_postings != tm->df)
+            return CAIRN_ECORRUPT;
+        live_postings = 0;
     }
     return CAIRN_OK;
 }
