@@ -2,8 +2,9 @@
 # demo.sh - a short tour of the `cairn` tool on a fresh store ./demo.cairn:
 # init, log a file of agent events, dump, verify; then import a sample of
 # memories, recall with explanations, a context block for a prompt, a
-# search, forget (dry run), stats. Every step says what it runs; the script stops with a
-# non-zero exit at the first failure.
+# search, forget (dry run), write the memory index, verify, stats. Every
+# step says what it runs; the script stops with a non-zero exit at the
+# first failure.
 #
 # usage: sh tools/demo.sh PATH/TO/cairn      (what `make demo` runs)
 set -u
@@ -74,6 +75,9 @@ step "cairn --store $STORE search 'staging deploy' --max-results 3 --format tabl
 
 step "cairn --store $STORE forget --mode aggressive --dry-run"
 "$CAIRN" --store "$STORE" forget --mode aggressive --dry-run || fail "forget"
+
+step "cairn --store $STORE checkpoint   # the memory index file: later opens replay nothing"
+"$CAIRN" --store "$STORE" checkpoint || fail "checkpoint"
 
 step "cairn --store $STORE verify"
 "$CAIRN" --store "$STORE" verify || fail "verify after the memories"
