@@ -507,9 +507,14 @@ typedef struct cairn_mem_stats {
  * cairn_mem_open, which then replays only the records after it. The log
  * is synced first. cairn_mem_close does this by itself once 1000 memory
  * records have been folded since the last file; the file is only a cache
- * of the log, and a missing or damaged one is rebuilt from it.
+ * of the log, and a missing or damaged one is rebuilt from it. It holds the
+ * handle's lock while it writes (other calls on this handle wait: about
+ * 3 s at 1,000,000 memories), then reads the new file in place of the
+ * handle's RAM copies. Records another cairn_mem on the same cairn_db
+ * appended are folded in first.
  * Errors: CAIRN_EPERM (read-only handle), CAIRN_EIO, CAIRN_EFULL,
- * CAIRN_ENOMEM, CAIRN_ECORRUPT (the current file is damaged: reopen). */
+ * CAIRN_ENOMEM, CAIRN_ECORRUPT (the current file is damaged: reopen),
+ * CAIRN_EINVAL (this handle failed to apply a record it appended: reopen). */
 int cairn_mem_checkpoint(cairn_mem *m);
 
 /* Check every byte of the memory index file the next cairn_mem_open would
