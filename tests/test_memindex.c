@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,6 +500,74 @@ static void a_lying_live_count_cannot_overflow_the_prune(void **state)
     }
 }
 
+/* ---- threads ------------------------------------------------------------- */
+
+typedef struct worker {
+    fx *f;
+    int id, n, stored, recalled, failed;
+    int *finished; /* atomic: workers done */
+} worker;
+
+static void *store_and_recall(void *arg)
+{
+    worker *w = arg;
+    for (int i = 0; i < w->n; i++) {
+        char text[96];
+        cairn_recall_hit *h = NULL;
+        size_t nh = 0;
+        snprintf(text, sizeof text, "thread %d note %d about the deploy pipeline", w->id, i);
+        if (cairn_mem_store(w->f->mem, text, NULL, NULL, NULL) == CAIRN_OK)
+            w->stored++;
+        else
+            w->failed++;
+        if (cairn_mem_recall(w->f->mem, "deploy pipeline", NULL, &h, &nh) == CAIRN_OK) {
+            w->recalled += nh > 0;
+            cairn_recall_free(h, nh);
+        } else {
+            w->failed++;
+        }
+    }
+    __atomic_add_fetch(w->finished, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Checkpoints while two threads store and recall: every call succeeds, and
+ * the reopened store has every memory (TSan runs this too). */
+static void checkpoints_while_threads_store_and_recall(void **state)
+{
+    fx *f = *state;
+    pthread_t th[2];
+    worker w[2];
+    cairn_mem_stats st;
+    int finished = 0, checkpoints = 0;
+
+    for (int i = 0; i < 2; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].f = f;
+        w[i].id = i;
+        w[i].n = 150;
+        w[i].finished = &finished;
+        assert_int_equal(pthread_create(&th[i], NULL, store_and_recall, &w[i]), 0);
+    }
+    /* checkpoint for as long as they run */
+    do {
+        assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+        checkpoints++;
+    } while (__atomic_load_n(&finished, __ATOMIC_SEQ_CST) < 2);
+    assert_true(checkpoints >= 1);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(w[i].failed, 0);
+        assert_int_equal(w[i].stored, 150);
+        assert_int_equal(w[i].recalled, 150);
+    }
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, 300);
+    cairn_mem_stats_free(&st);
+}
+
 /* ---- a failing disk while the file is written --------------------------- */
 
 /* Fails call number `fail_at` (counting only calls at memindex.* sites)
@@ -646,6 +715,7 @@ int main(void)
         T(two_handles_on_one_store_lose_nothing_to_the_file),
         T(a_damaged_term_is_not_written_on),
         T(a_lying_live_count_cannot_overflow_the_prune),
+        T(checkpoints_while_threads_store_and_recall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
