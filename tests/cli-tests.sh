@@ -373,6 +373,10 @@ run --store "$X" recall canary
 check "a recall that meets the damage fails, names the file, removes it" sh -c "[ $rc -ne 0 ] && grep -q 'damaged' err && ! ls '$X'/mem-*.cmx >/dev/null 2>&1"
 run --store "$X" recall canary
 check "the next command rebuilds from the log: nothing lost" sh -c "[ $rc -eq 0 ] && grep -q 'needs a canary first' out"
+run --store "$X" checkpoint
+printf 'X' | dd of="$(ls "$X"/mem-*.cmx)" bs=1 seek=20 conv=notrunc 2>/dev/null
+run --store "$X" get nonexistent-id
+check "a memory index damaged at open: the command warns, and goes on from the log" sh -c "grep -q 'warning: memory index: .*rebuilt from the log' err && grep -q 'no memory with id' err"
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -96,6 +96,9 @@ static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
         *db = NULL;
         return r;
     }
+    if (cairn_mem_index_note(*mem)[0] != 0)
+        fprintf(stderr, "cairn: %s: warning: memory index: %s\n", ctx->cmd,
+                cairn_mem_index_note(*mem));
     if (cairn_mem_skipped(*mem) > 0)
         fprintf(stderr, "cairn: %s: warning: %llu memory record(s) in the log could not be "
                         "applied and were skipped\n",

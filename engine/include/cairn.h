@@ -502,6 +502,11 @@ typedef struct cairn_mem_stats {
     char index_note[CAIRN_ERRMSG_MAX]; /* why a file was set aside at open, or "" */
 } cairn_mem_stats;
 
+/* Why the memory index file was not used at open ("" when it was, or when
+ * there is none): damaged, another stemmer, unreadable. The state was
+ * rebuilt from the log; the text is for a warning. */
+const char *cairn_mem_index_note(const cairn_mem *m);
+
 /* Write the memory index file now (format-spec/memindex.md): the state of
  * every memory and a text index per namespace, read in place by the next
  * cairn_mem_open, which then replays only the records after it. The log

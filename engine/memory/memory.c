@@ -718,6 +718,11 @@ uint64_t cairn_mem_skipped(const cairn_mem *m)
     return m->skipped;
 }
 
+const char *cairn_mem_index_note(const cairn_mem *m)
+{
+    return m->index_note;
+}
+
 const char *cairn_mem_errmsg(const cairn_mem *m)
 {
     return m->err;
