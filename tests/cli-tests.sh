@@ -378,5 +378,17 @@ printf 'X' | dd of="$(ls "$X"/mem-*.cmx)" bs=1 seek=20 conv=notrunc 2>/dev/null
 run --store "$X" get nonexistent-id
 check "a memory index damaged at open: the command warns, and goes on from the log" sh -c "grep -q 'warning: memory index: .*rebuilt from the log' err && grep -q 'no memory with id' err"
 
+# --format json on remove and clear, --json on import
+Y=$T/fmt2
+run --store "$Y" add "to be removed soon"
+rid=$(cat out)
+run --store "$Y" remove "$rid" --format json
+check "remove --format json names what it removed" out_is "{\"removed\":\"$rid\"}"
+run --store "$Y" clear --namespace team --yes --format json
+check "clear --format json names the namespace" out_is '{"cleared":"team"}'
+printf '[{"id":"i1","content":"imported one","category":"fact","importance":0.5,"createdAt":1,"accessedAt":1,"accessCount":0,"expiresAt":null,"metadata":{}}]' >"$T/one.json"
+run --store "$Y" import --format json "$T/one.json" --json
+check "import --json counts as JSON" out_is '{"imported":1,"skipped":0}'
+
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_json.h"
 #include "commands.h"
 
 const char cmd_add_help[] =
@@ -46,10 +47,11 @@ const char cmd_get_help[] =
     "Exit status: 0 found; 1 not found or I/O error; 64 usage error.\n";
 
 const char cmd_remove_help[] =
-    "usage: cairn remove ID [--reason TEXT]\n"
+    "usage: cairn remove ID [--reason TEXT] [--format text|json]\n"
     "\n"
     "Delete a memory: a tombstone record is appended (with the reason), and the\n"
     "memory is never returned again; its text stays in the log for audits.\n"
+    "Prints nothing (text), or {\"removed\":\"ID\"} (json).\n"
     "\n"
     "Exit status: 0 removed; 1 not found, I/O error, store locked; 64 usage error.\n";
 
@@ -327,12 +329,12 @@ int cmd_get(cli_ctx *ctx, int argc, char **argv)
 
 int cmd_remove(cli_ctx *ctx, int argc, char **argv)
 {
-    static const cli_optspec spec[] = {{"reason", 1}, {NULL, 0}};
+    static const cli_optspec spec[] = {{"reason", 1}, {"format", 1}, {NULL, 0}};
     const char *name, *val, *id = NULL, *reason = NULL;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cli_args a;
-    int r, rc;
+    int r, rc, json = 0;
 
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
@@ -344,6 +346,9 @@ int cmd_remove(cli_ctx *ctx, int argc, char **argv)
             if (id != NULL)
                 return cli_usage_error(ctx->cmd, "one ID only");
             id = val;
+        } else if (strcmp(name, "format") == 0) {
+            if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
+                return r;
         } else {
             reason = val;
         }
@@ -354,6 +359,11 @@ int cmd_remove(cli_ctx *ctx, int argc, char **argv)
         return rc;
     r = cairn_mem_delete(mem, id, reason);
     rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    if (rc == CLI_EXIT_OK && json) {
+        printf("{\"removed\":");
+        cli_json_put_string(stdout, id, strlen(id));
+        printf("}\n");
+    }
     return close_mem(ctx, db, mem, rc);
 }
 
@@ -664,22 +674,23 @@ done:
 }
 
 const char cmd_clear_help[] =
-    "usage: cairn clear [--namespace NS] --yes\n"
+    "usage: cairn clear [--namespace NS] --yes [--format text|json]\n"
     "\n"
     "Delete every memory of a namespace (--namespace), or of every namespace\n"
     "(without it), with one memory.clear record. Irreversible for queries; the\n"
-    "records stay in the log for audits. --yes is required.\n"
+    "records stay in the log for audits. --yes is required. Prints nothing\n"
+    "(text), or {\"cleared\":\"NS\"} ({\"cleared\":null} for all) (json).\n"
     "\n"
     "Exit status: 0 cleared; 1 I/O error, store locked; 64 usage error (no --yes).\n";
 
 int cmd_clear(cli_ctx *ctx, int argc, char **argv)
 {
-    static const cli_optspec spec[] = {{"namespace", 1}, {"yes", 0}, {NULL, 0}};
+    static const cli_optspec spec[] = {{"namespace", 1}, {"yes", 0}, {"format", 1}, {NULL, 0}};
     const char *name, *val, *ns = NULL;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cli_args a;
-    int r, rc, yes = 0;
+    int r, rc, yes = 0, json = 0;
 
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
@@ -691,7 +702,10 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
             return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
         if (strcmp(name, "namespace") == 0)
             ns = val;
-        else
+        else if (strcmp(name, "format") == 0) {
+            if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
+                return r;
+        } else
             yes = 1;
     }
     if (!yes)
@@ -701,6 +715,14 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
         return rc;
     r = cairn_mem_clear(mem, ns);
     rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    if (rc == CLI_EXIT_OK && json) {
+        printf("{\"cleared\":");
+        if (ns != NULL)
+            cli_json_put_string(stdout, ns, strlen(ns));
+        else
+            printf("null");
+        printf("}\n");
+    }
     return close_mem(ctx, db, mem, rc);
 }
 
@@ -772,8 +794,8 @@ const char cmd_export_help[] =
     "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
 
 const char cmd_import_help[] =
-    "usage: cairn import --format json|md|csv FILE|-  [--namespace NS]\n"
-    "       cairn import --from markdown DIR [--category C] [--namespace NS]\n"
+    "usage: cairn import --format json|md|csv FILE|-  [--namespace NS] [--json]\n"
+    "       cairn import --from markdown DIR [--category C] [--namespace NS] [--json]\n"
     "\n"
     "First form: import what `cairn export` wrote (FILE, or - for stdin). Every\n"
     "memory is checked first: one invalid memory fails the import and nothing\n"
@@ -784,7 +806,8 @@ const char cmd_import_help[] =
     "a memory: content = the file, metadata {\"name\": file stem, \"path\": the\n"
     "path}; category C (default: fact).\n"
     "\n"
-    "Output: \"imported: N\" and \"skipped: M\".\n"
+    "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
+    "the input here) {\"imported\":N,\"skipped\":M}.\n"
     "\n"
     "Exit status: 0 success; 1 invalid input, unreadable file, I/O error; 64\n"
     "usage error.\n";
@@ -964,10 +987,10 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
 int cmd_import(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {"from", 1}, {"category", 1},
-                                       {"namespace", 1}, {NULL, 0}};
+                                       {"namespace", 1}, {"json", 0}, {NULL, 0}};
     cairn_mem_format f = CAIRN_MEM_JSON;
     const char *name, *val, *path = NULL, *from = NULL, *cat = NULL, *ns = NULL;
-    int have_format = 0;
+    int have_format = 0, json = 0;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     char *data = NULL;
@@ -998,6 +1021,8 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
             cat = val;
         } else if (strcmp(name, "namespace") == 0) {
             ns = val;
+        } else if (strcmp(name, "json") == 0) {
+            json = 1;
         }
     }
     if (rc >= 0)
@@ -1019,8 +1044,8 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
     }
     if (rc == CLI_EXIT_OK)
-        printf("imported: %llu\nskipped: %llu\n", (unsigned long long)imported,
-               (unsigned long long)skipped);
+        printf(json ? "{\"imported\":%llu,\"skipped\":%llu}\n" : "imported: %llu\nskipped: %llu\n",
+               (unsigned long long)imported, (unsigned long long)skipped);
     free(data);
     return close_mem(ctx, db, mem, rc);
 }
