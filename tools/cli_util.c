@@ -429,3 +429,27 @@ int cli_parse_format(const char *cmd, const char *v, int *json)
         return cli_usage_error(cmd, "--format must be text or json, not '%s'", v);
     return -1;
 }
+
+int cli_output_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv,
+                    const char *help, int *json)
+{
+    const char *name, *val;
+    cli_args a;
+    int r;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        if (json != NULL && strcmp(name, "json") == 0)
+            *json = 1;
+        if (json != NULL && strcmp(name, "format") == 0 &&
+            (r = cli_parse_format(ctx->cmd, val, json)) >= 0)
+            return r;
+    }
+    return -1;
+}

@@ -113,4 +113,11 @@ const char *cli_durability_name(cairn_durability d);
  * else the usage exit code (the message printed). */
 int cli_parse_format(const char *cmd, const char *v, int *json);
 
+/* The arguments of a command whose only options say how to print (spec:
+ * "format" and/or "json", or NULL for none; --store and --help as always):
+ * *json set by --json or --format json. Returns -1 to go on, else the exit
+ * code (help printed, or a usage error). */
+int cli_output_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv,
+                    const char *help, int *json);
+
 #endif /* CAIRN_CLI_UTIL_H */

@@ -742,24 +742,13 @@ const char cmd_checkpoint_help[] =
 int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
-    const char *name, *val;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cairn_mem_stats ms;
-    cli_args a;
     int r, rc, json = 0;
 
-    cli_args_init(&a, ctx, spec, argc, argv);
-    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
-        if (r == CLI_ARG_ERR)
-            return CLI_EXIT_USAGE;
-        if (r == CLI_ARG_HELP)
-            return cli_help(cmd_checkpoint_help);
-        if (r == CLI_ARG_POS)
-            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
-        if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
-            return r;
-    }
+    if ((rc = cli_output_args(ctx, spec, argc, argv, cmd_checkpoint_help, &json)) >= 0)
+        return rc;
     if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_checkpoint(mem);

@@ -89,32 +89,6 @@ const char cmd_stats_help[] =
     "\n"
     "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
 
-/* Parse the arguments of a command without options of its own (but --store
- * and --help). Returns -1 to go on, else the exit code. */
-static int no_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv,
-                   const char *help, int *json)
-{
-    const char *name, *val;
-    cli_args a;
-    int r;
-
-    cli_args_init(&a, ctx, spec, argc, argv);
-    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
-        if (r == CLI_ARG_ERR)
-            return CLI_EXIT_USAGE;
-        if (r == CLI_ARG_HELP)
-            return cli_help(help);
-        if (r == CLI_ARG_POS)
-            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
-        if (json != NULL && strcmp(name, "json") == 0)
-            *json = 1;
-        if (json != NULL && strcmp(name, "format") == 0 &&
-            (r = cli_parse_format(ctx->cmd, val, json)) >= 0)
-            return r;
-    }
-    return -1;
-}
-
 /* ---- init ----------------------------------------------------------------- */
 
 int cmd_init(cli_ctx *ctx, int argc, char **argv)
@@ -236,7 +210,7 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     uint64_t problems = 0, mx_problems = 0;
     verify_out v = {0, 0};
     int checked = 0;
-    int rc = no_args(ctx, spec, argc, argv, cmd_verify_help, &v.json);
+    int rc = cli_output_args(ctx, spec, argc, argv, cmd_verify_help, &v.json);
 
     if (rc >= 0)
         return rc;
@@ -308,7 +282,7 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     cairn_stats s;
     cairn_mem_stats ms;
     int json = 0;
-    int rc = no_args(ctx, spec, argc, argv, cmd_stats_help, &json);
+    int rc = cli_output_args(ctx, spec, argc, argv, cmd_stats_help, &json);
     char ratio[32], t1[40], t2[40];
 
     if (rc >= 0)
