@@ -184,3 +184,16 @@ int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char
         return io_fail(e, errno, "unlink", name);
     return CAIRN_OK;
 }
+
+int cairn__io_publish(const cairn_io *io, const cairn__publish_sites *sites, int rc, int fd,
+                      int dirfd, const char *tmp, const char *name, cairn__err *e)
+{
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, sites->fsync, fd, tmp, e);
+    cairn__io_close(io, sites->close, fd);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_rename(io, sites->rename, dirfd, tmp, name, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, sites->dirsync, dirfd, ".", e);
+    return rc;
+}

@@ -39,4 +39,17 @@ int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char
 int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char *name,
                      cairn__err *e);
 
+/* The call sites of cairn__io_publish, named for fault injection. */
+typedef struct cairn__publish_sites {
+    const char *fsync, *close, *rename, *dirsync;
+} cairn__publish_sites;
+
+/* Put a written temp file in place as `name`, the one crash-safe way:
+ * fsync it (if rc, the status so far, is CAIRN_OK), close it (always: fd
+ * is consumed), rename it over name and fsync the directory (if all went
+ * well). Returns the final status; a temp file left behind is the
+ * caller's to remove. */
+int cairn__io_publish(const cairn_io *io, const cairn__publish_sites *sites, int rc, int fd,
+                      int dirfd, const char *tmp, const char *name, cairn__err *e);
+
 #endif /* CAIRN_IO_H */

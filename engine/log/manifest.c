@@ -150,6 +150,8 @@ fail:
 int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
                           const cairn_allocator *a, cairn__err *e)
 {
+    static const cairn__publish_sites sites = {"manifest.fsync", "manifest.close",
+                                               "manifest.rename", "manifest.dirsync"};
     uint8_t *buf = NULL;
     size_t len;
     int fd = -1, rc;
@@ -162,13 +164,7 @@ int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
     if (rc != CAIRN_OK)
         goto cleanup;
     rc = cairn__io_write(io, "manifest.write", fd, buf, len, 0, MANIFEST_TMP, e);
-    if (rc == CAIRN_OK)
-        rc = cairn__io_fsync(io, "manifest.fsync", fd, MANIFEST_TMP, e);
-    cairn__io_close(io, "manifest.close", fd);
-    if (rc == CAIRN_OK)
-        rc = cairn__io_rename(io, "manifest.rename", dirfd, MANIFEST_TMP, MANIFEST_NAME, e);
-    if (rc == CAIRN_OK)
-        rc = cairn__io_fsync(io, "manifest.dirsync", dirfd, ".", e);
+    rc = cairn__io_publish(io, &sites, rc, fd, dirfd, MANIFEST_TMP, MANIFEST_NAME, e);
 cleanup:
     cairn__free(a, buf);
     return rc;

@@ -100,6 +100,9 @@ static int check_block_records(const uint8_t *raw, size_t len, const logseg *src
     return CAIRN_OK;
 }
 
+static const cairn__publish_sites seal_sites = {"seal.fsync", "seal.close", "seal.rename",
+                                                "seal.dirsync"};
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                       const logseg *src, uint64_t *file_size, cairn__err *e)
 {
@@ -209,14 +212,8 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
             o.pos += sizeof foot;
         }
     }
-    if (rc == CAIRN_OK)
-        rc = cairn__io_fsync(io, "seal.fsync", o.fd, tmp, e);
-    cairn__io_close(io, "seal.close", o.fd);
+    rc = cairn__io_publish(io, &seal_sites, rc, o.fd, dirfd, tmp, fin, e);
     o.fd = -1;
-    if (rc == CAIRN_OK)
-        rc = cairn__io_rename(io, "seal.rename", dirfd, tmp, fin, e);
-    if (rc == CAIRN_OK)
-        rc = cairn__io_fsync(io, "seal.dirsync", dirfd, ".", e);
     if (rc == CAIRN_OK)
         *file_size = o.pos;
     else

@@ -446,6 +446,8 @@ static void remove_older(const cairn_io *io, int dirfd, const char *keep)
 
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e)
 {
+    static const cairn__publish_sites sites = {"memindex.fsync", "memindex.close",
+                                               "memindex.rename", "memindex.dirsync"};
     uint64_t tcap = 16, ro, heap_len = 0, at;
     uint8_t *head = NULL, h[MX_HEAD];
     uint32_t *idtab = NULL, *ctab = NULL;
@@ -570,14 +572,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(h + 120, XXH3_64bits(h, 120));
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
     }
-    if (rc == CAIRN_OK)
-        rc = cairn__io_fsync(io, "memindex.fsync", w.fd, tmp, e);
-    cairn__io_close(io, "memindex.close", w.fd);
+    rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
     w.fd = -1;
-    if (rc == CAIRN_OK)
-        rc = cairn__io_rename(io, "memindex.rename", dirfd, tmp, name, e);
-    if (rc == CAIRN_OK)
-        rc = cairn__io_fsync(io, "memindex.dirsync", dirfd, ".", e);
     if (rc == CAIRN_OK)
         remove_older(io, dirfd, name);
     else
