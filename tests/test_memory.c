@@ -118,9 +118,9 @@ static void the_store_record_encoder_writes_cjsons_bytes(void **state)
         "\x01\x1f control", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac utf-8", "del \x7f", "",
     };
     static const double imps[] = {0, 1, 0.5, 0.1, 0.95, 1.0 / 3.0, 0.123456789012345678, 1e-9,
-                                  0.30000000000000004, 0.7};
+                                  0.30000000000000004, 0.7, -0.0};
     static const int64_t times[] = {0, 1, 1700000000123ll, 999999999999999ll, 2147483647ll,
-                                    2147483648ll};
+                                    2147483648ll, 8500000000000001ll, 9007199254740992ll};
     (void)state;
     for (size_t c = 0; c < sizeof contents / sizeof contents[0]; c++)
         for (size_t i = 0; i < sizeof imps / sizeof imps[0]; i++)
@@ -136,13 +136,24 @@ static void the_store_record_encoder_writes_cjsons_bytes(void **state)
                 r.category = c % 2 ? "fact" : "a \"custom\" one";
                 r.importance = imps[i];
                 r.created_at = times[t];
-                r.accessed_at = times[(t + 1) % 6];
-                r.access_count = (uint64_t)times[(t + 2) % 6];
+                r.accessed_at = times[(t + 1) % 8];
+                r.access_count = (uint64_t)times[(t + 2) % 8];
                 r.expires_at = t % 2 ? times[t] : 0;
                 assert_int_equal(cairn__memrec_encode(&r, &a, &la, NULL), CAIRN_OK);
                 assert_int_equal(cairn__memrec_encode_generic(&r, &b, &lb, NULL), CAIRN_OK);
                 assert_int_equal(la, lb);
                 assert_string_equal(a, b);
+                if (r.content_len > 0) { /* (an empty content is refused on reading) */
+                    /* and every time reads back exactly, up to 2^53 */
+                    memrec d;
+                    assert_int_equal(cairn__memrec_decode(CAIRN_REC_MEMORY, a, la, &d, NULL),
+                                     CAIRN_OK);
+                    assert_int_equal(d.created_at, r.created_at);
+                    assert_int_equal(d.accessed_at, r.accessed_at);
+                    assert_int_equal(d.access_count, r.access_count);
+                    assert_int_equal(d.expires_at, r.expires_at);
+                    cairn__memrec_done(&d);
+                }
                 free(a);
                 free(b);
             }

@@ -218,9 +218,14 @@ void cairn__memrec_done(memrec *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Integers as their exact digits: cJSON prints a double with 15
+ * significant digits when that reads back within an epsilon, which would
+ * round a time above 2^50 or so by a millisecond or more. */
 static int add_int(cJSON *o, const char *name, int64_t v)
 {
-    return cJSON_AddNumberToObject(o, name, (double)v) != NULL;
+    char d[24];
+    snprintf(d, sizeof d, "%lld", (long long)v);
+    return cJSON_AddRawToObject(o, name, d) != NULL;
 }
 
 int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn__err *e)
@@ -298,8 +303,7 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
  * A memory record is written once per store: building a cJSON tree for it
  * cost more than the log append. This writes the same bytes
  * cJSON_PrintUnformatted would (tests/test_memory.c and fuzz_memrec compare
- * the two), for the one shape it covers: a memory record without metadata,
- * with times below 10^15. */
+ * the two), for the one shape it covers: a memory record without metadata. */
 
 typedef struct sbuf {
     char *p;
@@ -370,8 +374,7 @@ static int sb_str(sbuf *b, const char *s, size_t len)
     return 1;
 }
 
-/* An integer below 10^15 in magnitude: the digits cJSON prints for it
- * ("%d" in int range, "%1.15g" of an integral double otherwise). */
+/* An integer's exact digits, as add_int writes them. */
 static int sb_int(sbuf *b, int64_t v)
 {
     char d[24];
@@ -390,14 +393,13 @@ static int sb_int(sbuf *b, int64_t v)
     return 1;
 }
 
-/* A double as cJSON 1.7 prints it. */
+/* A double as cJSON 1.7 prints it: "%1.15g", or "%1.17g" when that does
+ * not read back (within cJSON's epsilon); -0.0 is "-0". */
 static int sb_double(sbuf *b, double d)
 {
     char tmp[32];
     double test = 0;
     int k;
-    if (d >= 0 && d <= 1 && (d == 0.0 || d == 1.0))
-        return sb_int(b, (int64_t)d);
     k = snprintf(tmp, sizeof tmp, "%1.15g", d);
     test = strtod(tmp, NULL);
     if (!(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
@@ -409,20 +411,14 @@ static int sb_double(sbuf *b, double d)
     return 1;
 }
 
-static int small(int64_t v)
-{
-    return v > -1000000000000000ll && v < 1000000000000000ll;
-}
-
 int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e)
 {
     sbuf b = {NULL, 0, 0};
     int ok;
 
     if (r->type != CAIRN_REC_MEMORY || r->metadata != NULL || r->id == NULL ||
-        r->content == NULL || r->category == NULL || !small(r->created_at) ||
-        !small(r->accessed_at) || r->access_count >= 1000000000000000ull ||
-        !small(r->expires_at) || !(r->importance >= 0 && r->importance <= 1))
+        r->content == NULL || r->category == NULL || r->access_count > INT64_MAX ||
+        !(r->importance >= 0 && r->importance <= 1))
         return cairn__memrec_encode_generic(r, out, len, e);
     ok = sb_lit(&b, "{\"id\":") && sb_str(&b, r->id, strlen(r->id)) &&
          sb_lit(&b, ",\"content\":") && sb_str(&b, r->content, r->content_len) &&
