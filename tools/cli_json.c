@@ -382,3 +382,10 @@ void cli_base64_put(FILE *f, const void *data, size_t n)
     }
     fwrite(out, 1, o, f);
 }
+
+void cli_json_add_int(cJSON *o, const char *name, int64_t v)
+{
+    char d[24];
+    snprintf(d, sizeof d, "%lld", (long long)v);
+    cJSON_AddRawToObject(o, name, d);
+}

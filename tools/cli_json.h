@@ -7,6 +7,7 @@
 #define CAIRN_CLI_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Deepest nesting accepted (cJSON's own limit). */
@@ -39,5 +40,10 @@ void cli_base64_put(FILE *f, const void *p, size_t n);
 /* Length (1..4) of the well-formed UTF-8 sequence at p[0..n), n >= 1; 0 when
  * it is not one (overlong, surrogate, past U+10FFFF, truncated). */
 size_t cli_utf8_seq(const unsigned char *p, size_t n);
+
+/* Add an integer to a cJSON object as its exact digits (cJSON's numbers
+ * are doubles printed to 15 digits: times above ~2^50 would round). */
+struct cJSON;
+void cli_json_add_int(struct cJSON *o, const char *name, int64_t v);
 
 #endif /* CAIRN_CLI_JSON_H */

@@ -133,11 +133,11 @@ static cJSON *mem_json(const cairn_memory *m)
     cJSON_AddStringToObject(o, "content", m->content);
     cJSON_AddStringToObject(o, "category", m->category);
     cJSON_AddNumberToObject(o, "importance", m->importance);
-    cJSON_AddNumberToObject(o, "createdAt", (double)m->created_at);
-    cJSON_AddNumberToObject(o, "accessedAt", (double)m->accessed_at);
-    cJSON_AddNumberToObject(o, "accessCount", (double)m->access_count);
+    cli_json_add_int(o, "createdAt", m->created_at);
+    cli_json_add_int(o, "accessedAt", m->accessed_at);
+    cli_json_add_int(o, "accessCount", (int64_t)m->access_count);
     if (m->expires_at)
-        cJSON_AddNumberToObject(o, "expiresAt", (double)m->expires_at);
+        cli_json_add_int(o, "expiresAt", m->expires_at);
     else
         cJSON_AddNullToObject(o, "expiresAt");
     cJSON_AddItemToObject(o, "metadata", meta ? meta : cJSON_CreateObject());

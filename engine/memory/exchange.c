@@ -27,6 +27,8 @@
  * "- content:" field line, so every export imports back exactly.
  */
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,11 +81,11 @@ static cJSON *to_json(const cairn_mem *m, const ment *x)
     cJSON_AddStringToObject(o, "content", x->content);
     cJSON_AddStringToObject(o, "category", x->category);
     cJSON_AddNumberToObject(o, "importance", x->importance);
-    cJSON_AddNumberToObject(o, "createdAt", (double)x->created);
-    cJSON_AddNumberToObject(o, "accessedAt", (double)x->accessed);
-    cJSON_AddNumberToObject(o, "accessCount", (double)x->access_count);
+    cairn__json_add_int(o, "createdAt", x->created);
+    cairn__json_add_int(o, "accessedAt", x->accessed);
+    cairn__json_add_int(o, "accessCount", (int64_t)x->access_count);
     if (x->expires)
-        cJSON_AddNumberToObject(o, "expiresAt", (double)x->expires);
+        cairn__json_add_int(o, "expiresAt", x->expires);
     else
         cJSON_AddNullToObject(o, "expiresAt");
     cJSON_AddItemToObject(o, "metadata", meta);
@@ -108,6 +110,25 @@ static void csv_field(sbuf *b, const char *s)
         sput(b, s, 1);
     }
     sputs(b, "\"");
+}
+
+/* The integer fields of an imported memory as their exact digits, before
+ * the object is printed for the decoder: cJSON would print a time above
+ * ~2^50 rounded. (Anything else is left for the decoder to judge.) */
+static void exact_ints(cJSON *o)
+{
+    static const char *const names[] = {"createdAt", "accessedAt", "accessCount", "expiresAt"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(o, names[i]), *raw;
+        char d[24];
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
+            v->valuedouble != floor(v->valuedouble))
+            continue;
+        snprintf(d, sizeof d, "%lld", (long long)v->valuedouble);
+        raw = cJSON_CreateRaw(d);
+        if (raw != NULL)
+            cJSON_ReplaceItemInObjectCaseSensitive(o, names[i], raw);
+    }
 }
 
 /* A field's value as text: strings bare for csv, JSON otherwise. */
@@ -517,6 +538,7 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
             break;
         }
         nss[i] = ns != NULL ? ns->valuestring : default_ns;
+        exact_ints(o);
         text = cJSON_PrintUnformatted(o);
         if (text == NULL) {
             rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");

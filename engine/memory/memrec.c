@@ -221,7 +221,7 @@ void cairn__memrec_done(memrec *r)
 /* Integers as their exact digits: cJSON prints a double with 15
  * significant digits when that reads back within an epsilon, which would
  * round a time above 2^50 or so by a millisecond or more. */
-static int add_int(cJSON *o, const char *name, int64_t v)
+int cairn__json_add_int(cJSON *o, const char *name, int64_t v)
 {
     char d[24];
     snprintf(d, sizeof d, "%lld", (long long)v);
@@ -241,10 +241,10 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         ok = ok && cJSON_AddStringToObject(o, "content", r->content) != NULL &&
              cJSON_AddStringToObject(o, "category", r->category) != NULL &&
              cJSON_AddNumberToObject(o, "importance", r->importance) != NULL &&
-             add_int(o, "createdAt", r->created_at) && add_int(o, "accessedAt", r->accessed_at) &&
-             add_int(o, "accessCount", (int64_t)r->access_count);
+             cairn__json_add_int(o, "createdAt", r->created_at) && cairn__json_add_int(o, "accessedAt", r->accessed_at) &&
+             cairn__json_add_int(o, "accessCount", (int64_t)r->access_count);
         if (ok)
-            ok = r->expires_at ? add_int(o, "expiresAt", r->expires_at)
+            ok = r->expires_at ? cairn__json_add_int(o, "expiresAt", r->expires_at)
                                : cJSON_AddNullToObject(o, "expiresAt") != NULL;
         break;
     case CAIRN_REC_MEMORY_UPDATE:
@@ -253,7 +253,7 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         if (ok && (r->has & MEMREC_HAS_CATEGORY))
             ok = cJSON_AddStringToObject(o, "category", r->category) != NULL;
         if (ok && (r->has & MEMREC_HAS_EXPIRES))
-            ok = r->expires_at ? add_int(o, "expiresAt", r->expires_at)
+            ok = r->expires_at ? cairn__json_add_int(o, "expiresAt", r->expires_at)
                                : cJSON_AddNullToObject(o, "expiresAt") != NULL;
         break;
     case CAIRN_REC_MEMORY_DELETE:
@@ -262,7 +262,7 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         break;
     case CAIRN_REC_MEMORY_ACCESS: {
         cJSON *ids = ok ? cJSON_AddArrayToObject(o, "ids") : NULL;
-        ok = ok && add_int(o, "at", r->accessed_at) && ids != NULL;
+        ok = ok && cairn__json_add_int(o, "at", r->accessed_at) && ids != NULL;
         for (size_t i = 0; ok && i < r->n_ids; i++) {
             cJSON *s = cJSON_CreateString(r->ids[i]);
             ok = s != NULL && cJSON_AddItemToArray(ids, s);

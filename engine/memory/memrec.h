@@ -17,6 +17,13 @@
 #include "cairn.h"
 #include "status.h"
 
+struct cJSON;
+
+/* Add an integer to a cJSON object as its exact digits (a raw item):
+ * cJSON's own numbers are doubles printed with 15 significant digits,
+ * which rounds times above ~2^50. Returns 0 on no memory. */
+int cairn__json_add_int(struct cJSON *o, const char *name, int64_t v);
+
 /* Record types of memories (cairn.h has their public names). */
 #define MEM_ID_MAX 32          /* id: 1..32 of [A-Za-z0-9_.-] */
 #define MEM_CATEGORY_MAX 64    /* category: 1..64 bytes */
