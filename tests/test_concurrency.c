@@ -20,6 +20,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define WRITERS 4
@@ -295,6 +296,172 @@ static void batch_sync_goes_on_while_a_segment_is_sealed(void **state)
     free(dir);
 }
 
+/* An I/O table for group commit: segment fdatasyncs take 2 ms (so groups
+ * form), are counted, and the `fail_at`-th one fails with EIO. Each call
+ * notes the file's size first: what an fdatasync covers. */
+#define GC_THREADS 8
+#define GC_PER 40
+typedef struct gcio {
+    cairn_io io;
+    pthread_mutex_t mu;
+    int syncs;
+    int fail_at;        /* 0: never */
+    long long good_upto; /* largest file size a successful fdatasync began with */
+} gcio;
+
+static int gc_fdatasync(void *user, const char *site, int fd)
+{
+    gcio *g = user;
+    struct stat sb;
+    struct timespec pause = {0, 2000000};
+    long long size;
+    int n, rc;
+    if (strcmp(site, "segment.fdatasync") != 0)
+        return cairn_io_default()->fdatasync(NULL, site, fd);
+    size = fstat(fd, &sb) == 0 ? (long long)sb.st_size : -1;
+    pthread_mutex_lock(&g->mu);
+    n = ++g->syncs;
+    pthread_mutex_unlock(&g->mu);
+    nanosleep(&pause, NULL);
+    if (g->fail_at != 0 && n >= g->fail_at) {
+        errno = EIO;
+        return -1;
+    }
+    rc = cairn_io_default()->fdatasync(NULL, site, fd);
+    pthread_mutex_lock(&g->mu);
+    if (rc == 0 && size > g->good_upto)
+        g->good_upto = size;
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+typedef struct gcarg {
+    cairn_db *db;
+    long id;
+    uint64_t acked_max; /* highest seq acknowledged to this thread */
+    int acked, failed, other_error;
+} gcarg;
+
+static void *gc_writer(void *p)
+{
+    gcarg *t = p;
+    char js[32];
+    for (int i = 0; i < GC_PER; i++) {
+        /* Fixed-size payloads: every record takes the same bytes. */
+        int n = snprintf(js, sizeof js, "{\"w\":%02ld,\"i\":%03d}", t->id, i);
+        cairn_entry e = {CAIRN_REC_EVENT, "ns", 2, js, (size_t)n, NULL, 0};
+        uint64_t seq = 0;
+        int rc = cairn_append(t->db, &e, &seq);
+        if (rc == CAIRN_OK) {
+            t->acked++;
+            if (seq > t->acked_max)
+                t->acked_max = seq;
+        } else if (rc == CAIRN_EIO || rc == CAIRN_EDEAD) {
+            t->failed++;
+        } else {
+            t->other_error++;
+        }
+    }
+    return NULL;
+}
+
+/* Runs GC_THREADS writers in full mode; returns the gcio after close. */
+static void gc_run(gcio *g, int fail_at, gcarg *args, long long *rec_size,
+                   long long *hdr_size)
+{
+    char *dir = tu_mkdtemp("gc");
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX], *path;
+    pthread_t th[GC_THREADS];
+    cairn_db *db;
+    long long s1, s2;
+
+    memset(g, 0, sizeof *g);
+    g->io = *cairn_io_default();
+    g->io.fdatasync = gc_fdatasync;
+    g->io.user = g;
+    pthread_mutex_init(&g->mu, NULL);
+    o.create = 1;
+    o.durability = CAIRN_DURABILITY_FULL;
+    o.io = &g->io;
+    assert_non_null(dir);
+    assert_int_equal(cairn_open(&db, dir, &o, err, sizeof err), CAIRN_OK);
+    /* Two records measure the header and the record size. */
+    path = tu_find_last(dir, ".log"); /* a full path */
+    assert_non_null(path);
+    for (int i = 0; i < 2; i++) {
+        cairn_entry e = {CAIRN_REC_EVENT, "ns", 2, "{\"w\":99,\"i\":999}", 16, NULL, 0};
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+        if (i == 0)
+            s1 = tu_file_size(path);
+    }
+    s2 = tu_file_size(path);
+    *rec_size = s2 - s1;
+    *hdr_size = s1 - *rec_size;
+    assert_true(*rec_size > 16 && *hdr_size > 0);
+    g->syncs = 0;
+    g->fail_at = fail_at;
+    for (long i = 0; i < GC_THREADS; i++) {
+        memset(&args[i], 0, sizeof args[i]);
+        args[i].db = db;
+        args[i].id = i;
+        assert_int_equal(pthread_create(&th[i], NULL, gc_writer, &args[i]), 0);
+    }
+    for (int i = 0; i < GC_THREADS; i++)
+        pthread_join(th[i], NULL);
+    (void)cairn_close(db);
+    pthread_mutex_destroy(&g->mu);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void group_commit_shares_one_fdatasync_among_waiting_writers(void **state)
+{
+    gcio g;
+    gcarg args[GC_THREADS];
+    long long rec, hdr;
+    int acked = 0;
+    (void)state;
+
+    gc_run(&g, 0, args, &rec, &hdr);
+    for (int i = 0; i < GC_THREADS; i++) {
+        assert_int_equal(args[i].failed + args[i].other_error, 0);
+        acked += args[i].acked;
+    }
+    assert_int_equal(acked, GC_THREADS * GC_PER);
+    /* One fdatasync per record would be 320; groups of eight take 40. */
+    assert_true(g.syncs > 0);
+    assert_true(g.syncs <= GC_THREADS * GC_PER / 3);
+}
+
+static void a_failed_group_fdatasync_acknowledges_nothing_it_did_not_cover(void **state)
+{
+    gcio g;
+    gcarg args[GC_THREADS];
+    long long rec, hdr;
+    int acked = 0, failed = 0;
+    (void)state;
+
+    gc_run(&g, 6, args, &rec, &hdr);
+    for (int i = 0; i < GC_THREADS; i++) {
+        assert_int_equal(args[i].other_error, 0);
+        acked += args[i].acked;
+        failed += args[i].failed;
+        /* Seq 3 onwards belong to the threads (1 and 2 measured sizes):
+         * seq k ends at hdr + k * rec, which a successful sync must have
+         * covered before it was acknowledged. */
+        if (args[i].acked > 0 && hdr + (long long)args[i].acked_max * rec > g.good_upto)
+            fail_msg("thread %d: seq %llu acknowledged, ends at %lld; the last good "
+                     "fdatasync began at %lld (hdr %lld, rec %lld, syncs %d)",
+                     i, (unsigned long long)args[i].acked_max,
+                     hdr + (long long)args[i].acked_max * rec, g.good_upto, hdr, rec, g.syncs);
+    }
+    assert_true(acked > 0);   /* the first five syncs went through */
+    assert_true(failed > 0);  /* the sixth failed, and the handle with it */
+    assert_int_equal(acked + failed, GC_THREADS * GC_PER);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +469,8 @@ int main(void)
         cmocka_unit_test(threads_share_a_handle_in_batch_mode),
         cmocka_unit_test(group_commit_acknowledges_every_writer_in_full_mode),
         cmocka_unit_test(batch_sync_goes_on_while_a_segment_is_sealed),
+        cmocka_unit_test(group_commit_shares_one_fdatasync_among_waiting_writers),
+        cmocka_unit_test(a_failed_group_fdatasync_acknowledges_nothing_it_did_not_cover),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  *  - full: an append writes the buffer and waits until an fdatasync that
  *    started after its write has finished. Concurrent appenders share that
  *    fdatasync: the first waiter becomes the leader and syncs everything
- *    written so far while the others wait on a condition (group commit);
+ *    written so far while the others sleep on a wait word (a futex), from
+ *    which those it covered return without taking `mu` again (group commit);
  *  - batch: the background thread writes and fdatasyncs every batch_ms;
  *  - none: written every batch_ms, never fsynced except at roll and close.
  * A failed write or fsync kills the handle (CAIRN_EDEAD afterwards): after
@@ -44,6 +45,7 @@ static int kill_handle(cairn_db *db, int rc, const cairn__err *e)
     if (!db->dead)
         db->dead = rc;
     pthread_cond_broadcast(&db->sync_cv);
+    cairn__waitword_bump(&db->synced);
     return cairn__db_fail(db, rc, e);
 }
 
@@ -88,8 +90,9 @@ static int64_t mono_ns(void)
  * on their way (counted in `appenders`, whether they hold mu yet or not) a
  * bounded moment to add their records, so one fdatasync covers them too.
  * The wait is at most half the last fdatasync's duration (and 1 ms), and
- * none at all for a lone writer. (PostgreSQL's commit_delay, adaptive.) */
-static void commit_delay(cairn_db *db)
+ * none at all for a lone writer. (PostgreSQL's commit_delay, adaptive.)
+ * `self` is 1 when the leader is not counted in sync_waiters. */
+static void commit_delay(cairn_db *db, int self)
 {
     int64_t wait_ns = db->last_sync_ns / 2, until;
     struct timespec ts;
@@ -103,7 +106,7 @@ static void commit_delay(cairn_db *db)
         want = db->writers_seen;
     if (wait_ns > 1000000)
         wait_ns = 1000000;
-    if (wait_ns <= 0 || want <= db->sync_waiters + 1)
+    if (wait_ns <= 0 || want <= db->sync_waiters + self)
         return;
     clock_gettime(CLOCK_REALTIME, &ts);
     until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + wait_ns;
@@ -111,19 +114,29 @@ static void commit_delay(cairn_db *db)
     ts.tv_nsec = (long)(until % 1000000000);
     /* Waiters wake the leader only when the group is complete: a wakeup
      * per arrival costs more CPU than the wait saves. */
-    db->delay_want = want;
-    while (db->sync_waiters + 1 < db->delay_want && !db->dead) {
+    db->delay_want = want - self;
+    while (db->sync_waiters < db->delay_want && !db->dead) {
         if (pthread_cond_timedwait(&db->append_cv, &db->mu, &ts) != 0)
             break; /* time is up */
-        if (atomic_load(&db->appenders) > db->delay_want)
-            db->delay_want = atomic_load(&db->appenders);
+        if (atomic_load(&db->appenders) - self > db->delay_want)
+            db->delay_want = atomic_load(&db->appenders) - self;
     }
     db->delay_want = 0;
 }
 
-static int commit_wait(cairn_db *db, uint64_t target)
+/* Wait until every record up to `target` is fdatasynced (mu held). The
+ * first thread to find no sync running leads one: it flushes the write
+ * buffer, so every record encoded so far is in its group, and fdatasyncs
+ * without mu. Threads arriving meanwhile count themselves in sync_waiters
+ * (the next group) and sleep on `synced` without mu. When a sync ends, the
+ * ones it covered leave at once; with `released` non-NULL they leave
+ * without taking mu again (*released = 1: the caller must not unlock it),
+ * which keeps sixteen writers from queueing on mu after every sync. */
+static int commit_wait(cairn_db *db, uint64_t target, int *released)
 {
-    while (db->durable_seq < target) {
+    int counted = 0; /* this thread is in sync_waiters */
+
+    while (atomic_load(&db->durable_seq) < target) {
         if (db->dead)
             return check_writable(db);
         if (!db->syncing) {
@@ -133,12 +146,13 @@ static int commit_wait(cairn_db *db, uint64_t target)
             cairn__err e;
             int rc;
             db->syncing = 1;
-            commit_delay(db);
+            commit_delay(db, counted ? 0 : 1);
             rc = cairn__flush_locked(db);
             if (rc != CAIRN_OK) {
                 db->syncing = 0;
                 return rc; /* the handle is dead; waiters see it */
             }
+            db->sync_waiters = 0; /* everyone counted is in this group */
             s = db->act;
             upto = db->written_seq;
             atomic_fetch_add(&s->refs, 1);
@@ -156,15 +170,27 @@ static int commit_wait(cairn_db *db, uint64_t target)
             db->writers_seen = atomic_load(&db->appenders);
             if (rc != CAIRN_OK)
                 return kill_handle(db, rc, &e);
-            if (upto > db->durable_seq)
-                db->durable_seq = upto;
-            pthread_cond_broadcast(&db->sync_cv);
+            if (upto > atomic_load(&db->durable_seq))
+                atomic_store(&db->durable_seq, upto);
+            cairn__waitword_bump(&db->synced);
+            pthread_cond_broadcast(&db->sync_cv); /* a roll waiting for !syncing */
         } else {
-            db->sync_waiters++;
-            if (db->delay_want != 0)
-                pthread_cond_signal(&db->append_cv); /* the leader counts */
-            pthread_cond_wait(&db->sync_cv, &db->mu);
-            db->sync_waiters--;
+            uint32_t seen = cairn__waitword_load(&db->synced);
+            if (!counted) {
+                db->sync_waiters++;
+                counted = 1;
+                if (db->delay_want != 0 && db->sync_waiters >= db->delay_want)
+                    pthread_cond_signal(&db->append_cv); /* the group is complete */
+            }
+            pthread_mutex_unlock(&db->mu);
+            cairn__waitword_wait(&db->synced, seen);
+            if (released != NULL && atomic_load(&db->durable_seq) >= target) {
+                *released = 1;
+                return CAIRN_OK;
+            }
+            pthread_mutex_lock(&db->mu);
+            /* Not covered: this thread arrived after the flush of the sync
+             * that ended, and sync_waiters already counts it for the next. */
         }
     }
     return CAIRN_OK;
@@ -209,7 +235,7 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
         rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
         if (rc != CAIRN_OK)
             return kill_handle(db, rc, &e);
-        db->durable_seq = db->written_seq;
+        atomic_store(&db->durable_seq, db->written_seq);
     }
     if (seq_floor > db->next_seq)
         db->next_seq = seq_floor; /* numbers of records set aside are never reused */
@@ -485,7 +511,7 @@ static int periodic_inline(cairn_db *db)
     if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
         rc = cairn__sync_closed(db);
     if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
-        rc = commit_wait(db, db->written_seq);
+        rc = commit_wait(db, db->written_seq, NULL);
     return rc;
 }
 
@@ -494,7 +520,7 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
 {
     size_t total = 0, size;
     int64_t ts;
-    int rc, rolled = 0;
+    int rc, rolled = 0, released = 0;
 
     if (entries == NULL || n == 0)
         return cairn__db_failf(db, CAIRN_EINVAL, "no entries to append");
@@ -565,7 +591,7 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
         db->next_seq++;
     }
     if (db->durability == CAIRN_DURABILITY_FULL) {
-        rc = commit_wait(db, db->next_seq - 1); /* the leader writes the buffer */
+        rc = commit_wait(db, db->next_seq - 1, &released); /* the leader writes the buffer */
     } else if (!db->background) {
         rc = periodic_inline(db);
     }
@@ -575,7 +601,8 @@ out:
          * likely be back with its next record, and the delay is bounded. */
         atomic_fetch_sub(&db->appenders, 1);
     }
-    pthread_mutex_unlock(&db->mu);
+    if (!released)
+        pthread_mutex_unlock(&db->mu);
     /* The records are committed: a failed inline seal must not make the
      * caller think otherwise (and append them again). It loses nothing (the
      * .log stays live) and is reported by cairn_seal() or a later roll. */
@@ -614,7 +641,7 @@ int cairn_sync(cairn_db *db)
     if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_NONE)
         rc = cairn__sync_unsealed(db);
     if (rc == CAIRN_OK)
-        rc = commit_wait(db, db->next_seq - 1);
+        rc = commit_wait(db, db->next_seq - 1, NULL);
     pthread_mutex_unlock(&db->mu);
     return rc;
 }
@@ -639,8 +666,9 @@ static void *flusher_main(void *arg)
         }
         if (now >= due && !db->dead) {
             if (cairn__flush_locked(db) == CAIRN_OK &&
-                db->durability == CAIRN_DURABILITY_BATCH && db->durable_seq < db->written_seq)
-                commit_wait(db, db->written_seq);
+                db->durability == CAIRN_DURABILITY_BATCH &&
+                atomic_load(&db->durable_seq) < db->written_seq)
+                commit_wait(db, db->written_seq, NULL);
             db->last_flush_ms = cairn__now_ms();
             continue;
         }

@@ -25,6 +25,7 @@
 #include "manifest.h"
 #include "sealed.h"
 #include "status.h"
+#include "waitword.h"
 
 #define WBUF_CAP (256u * 1024u)
 #define DEFAULT_SEGMENT_SIZE (64ull << 20)
@@ -80,11 +81,15 @@ struct cairn_db {
     uint64_t next_seq;        /* next sequence number to hand out (mu) */
     int64_t last_ts;          /* timestamps never go backwards (mu) */
     uint64_t written_seq;     /* last seq written to the file (mu) */
-    uint64_t durable_seq;     /* last seq known fdatasynced (mu) */
+    _Atomic uint64_t durable_seq; /* last seq known fdatasynced (written under mu;
+                                 waiters read it without) */
+    cairn__waitword synced;   /* bumped when a sync ends or the handle dies:
+                                 covered waiters leave without taking mu */
     int syncing;              /* a group-commit leader is in fdatasync (mu) */
-    int sync_waiters;         /* appenders waiting for a sync to cover them (mu) */
+    int sync_waiters;         /* appenders waiting for a sync that has not
+                                 flushed yet: the next group (mu) */
     int writers_seen;         /* full-mode appenders when the last sync ended (mu) */
-    int delay_want;           /* group size a delaying leader waits for, 0 if none (mu) */
+    int delay_want;           /* waiters a delaying leader waits for, 0 if none (mu) */
     atomic_int appenders;     /* `full`-mode appends in progress, mu or not */
     int64_t last_sync_ns;     /* duration of the last fdatasync (mu) */
     pthread_cond_t append_cv; /* an appender has encoded its records */
