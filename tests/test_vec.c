@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashembed.h"
 #include "vkernel.h"
 #include "vscan.h"
 
@@ -268,6 +269,73 @@ static void int8_scan_with_f32_rerank_gives_the_exact_top_k_on_clustered_data(vo
     check_scan_is_exact(50, 0.15f);
 }
 
+static float cosine_of(cairn__hashembed *e, const char *a, const char *b)
+{
+    float va[HASHEMBED_DIM_DEFAULT], vb[HASHEMBED_DIM_DEFAULT];
+    assert_int_equal(cairn__hashembed_run(e, a, strlen(a), va), CAIRN_OK);
+    assert_int_equal(cairn__hashembed_run(e, b, strlen(b), vb), CAIRN_OK);
+    return cairn__vkernel_get(VK_SCALAR)->dot_f32(va, vb, HASHEMBED_DIM_DEFAULT);
+}
+
+static void the_hash_embedder_is_deterministic_and_unit_length(void **state)
+{
+    cairn__hashembed *e, *e2;
+    float v1[HASHEMBED_DIM_DEFAULT], v2[HASHEMBED_DIM_DEFAULT];
+    const char *t = "The deploy failed because the migration timed out";
+    (void)state;
+
+    assert_int_equal(cairn__hashembed_new(&e, NULL, HASHEMBED_DIM_DEFAULT), CAIRN_OK);
+    assert_int_equal(cairn__hashembed_new(&e2, NULL, HASHEMBED_DIM_DEFAULT), CAIRN_OK);
+    assert_int_equal(cairn__hashembed_dim(e), HASHEMBED_DIM_DEFAULT);
+    assert_int_equal(cairn__hashembed_run(e, t, strlen(t), v1), CAIRN_OK);
+    assert_int_equal(cairn__hashembed_run(e2, t, strlen(t), v2), CAIRN_OK);
+    assert_memory_equal(v1, v2, sizeof v1); /* another instance, the same bytes */
+    assert_true(fabs(cairn__vkernel_get(VK_SCALAR)->dot_f32(v1, v1, HASHEMBED_DIM_DEFAULT) - 1.0) <
+                1e-5);
+    /* No word at all: the zero vector. */
+    assert_int_equal(cairn__hashembed_run(e, " ,.; ", 5, v1), CAIRN_OK);
+    for (size_t i = 0; i < HASHEMBED_DIM_DEFAULT; i++)
+        assert_true(v1[i] == 0.0f);
+    {
+        cairn__hashembed *bad = (cairn__hashembed *)1;
+        assert_int_equal(cairn__hashembed_new(&bad, NULL, 0), CAIRN_EINVAL);
+        assert_null(bad);
+    }
+    cairn__hashembed_free(e2);
+    cairn__hashembed_free(e);
+    cairn__hashembed_free(NULL);
+}
+
+static void the_hash_embedder_tolerates_misspellings_and_word_forms(void **state)
+{
+    cairn__hashembed *e;
+    (void)state;
+
+    assert_int_equal(cairn__hashembed_new(&e, NULL, HASHEMBED_DIM_DEFAULT), CAIRN_OK);
+    /* A misspelling BM25 would miss entirely stays close... */
+    {
+        float typo = cosine_of(e, "recieve the package", "receive the package");
+        float other = cosine_of(e, "recieve the package", "bake a chocolate cake");
+        assert_true(typo > 0.6f);
+        assert_true(typo > other + 0.4f);
+    }
+    {
+        float typo = cosine_of(e, "kubernetes", "kubernetse");
+        float other = cosine_of(e, "kubernetes", "postgres");
+        assert_true(typo > 0.3f);
+        assert_true(typo > other + 0.2f);
+    }
+    /* ...and so do other forms of the same words. */
+    {
+        float forms = cosine_of(e, "deploying the services", "service deployment");
+        float other = cosine_of(e, "deploying the services", "a quiet afternoon walk");
+        assert_true(forms > other + 0.3f);
+    }
+    /* Synonyms share no letters: nothing to find (the documented limit). */
+    assert_true(cosine_of(e, "car", "vehicle") < 0.3f);
+    cairn__hashembed_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +345,8 @@ int main(void)
         cmocka_unit_test(quantization_stays_in_range_and_within_half_a_step),
         cmocka_unit_test(int8_scan_with_f32_rerank_gives_the_exact_top_k_on_random_data),
         cmocka_unit_test(int8_scan_with_f32_rerank_gives_the_exact_top_k_on_clustered_data),
+        cmocka_unit_test(the_hash_embedder_is_deterministic_and_unit_length),
+        cmocka_unit_test(the_hash_embedder_tolerates_misspellings_and_word_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
