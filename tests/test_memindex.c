@@ -113,10 +113,7 @@ static char *index_file(const char *dir)
 static uint64_t rnd_state = 99;
 static uint64_t rnd(void)
 {
-    uint64_t z = (rnd_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return tu_splitmix64(&rnd_state);
 }
 
 static void store_some(fx *f, int from, int to, char ids[][CAIRN_MEM_ID_MAX + 1])

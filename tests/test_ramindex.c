@@ -22,6 +22,7 @@
 
 #include "ramindex.h"
 #include "tokenize.h"
+#include "testutil.h"
 
 #define VOCAB 400
 #define NDOCS 3000
@@ -31,10 +32,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return tu_splitmix64(&rng_state);
 }
 
 /* Zipf-ish: word i with weight 1/(i+1), by inverting the harmonic CDF. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "hashembed.h"
+#include "testutil.h"
 #include "vkernel.h"
 #include "vscan.h"
 
@@ -23,10 +24,7 @@ static uint64_t rng = 0x5eed;
 
 static uint64_t next_u64(void)
 {
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tu_splitmix64(&rng);
 }
 
 static double uniform(void)

@@ -114,3 +114,11 @@ char *tu_find_last(const char *dir, const char *ext)
     closedir(d);
     return best[0] ? tu_join(dir, best) : NULL;
 }
+
+uint64_t tu_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}

@@ -23,4 +23,8 @@ long long tu_file_size(const char *path);
 /* The name of the newest file in dir ending with ext (".log", ".seg"), malloc'd, or NULL. */
 char *tu_find_last(const char *dir, const char *ext);
 
+/* splitmix64: the next value of a deterministic stream kept in *state
+ * (the suites' fixed-seed data). */
+uint64_t tu_splitmix64(uint64_t *state);
+
 #endif
