@@ -235,7 +235,11 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
         rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
         if (rc != CAIRN_OK)
             return kill_handle(db, rc, &e);
+        /* This sync covered every group-commit waiter: none is counted for
+         * the next group any more. */
+        db->sync_waiters = 0;
         atomic_store(&db->durable_seq, db->written_seq);
+        cairn__waitword_bump(&db->synced);
     }
     if (seq_floor > db->next_seq)
         db->next_seq = seq_floor; /* numbers of records set aside are never reused */
