@@ -15,8 +15,32 @@
 
 #include "memindex.h"
 #include "ramindex.h"
+#include "vecset.h"
 
 static const char *const queries[] = {"deploy", "friday deploy reviewers", "the canary", "x"};
+
+/* What a reader does with a namespace's vectors: search, read rows. */
+static void fuzz_vecset(cairn__vecset *v)
+{
+    size_t d = cairn__vecset_dim(v), n = 0;
+    float *q = calloc(d * 3, sizeof *q);
+    vec_query vq;
+    vec_hit hits[4];
+    if (q == NULL)
+        return;
+    q[0] = 1;
+    cairn__vec_query_make(&vq, q, d, q + d, (int8_t *)(q + 2 * d));
+    if (cairn__vecset_search(v, cairn__vkernel_best(), &vq, 4, 0, hits, &n) == CAIRN_OK) {
+        FUZZ_CHECK(n <= 4);
+        for (size_t i = 0; i < n; i++) {
+            const float *row = NULL;
+            if (cairn__vecset_get(v, hits[i].doc, &row) == CAIRN_OK)
+                FUZZ_CHECK(row != NULL);
+        }
+    }
+    (void)cairn__vecset_check_all(v);
+    free(q);
+}
 
 static uint64_t rd64(const uint8_t *p)
 {
@@ -103,10 +127,15 @@ static void exercise(uint8_t *b, size_t len)
         double sc[8];
         size_t n;
         cairn__ramidx *x = NULL;
-        int rc = cairn__mx_ns(&mx, (size_t)i, "english", &name, &live, &x);
+        cairn__vecset *v = NULL;
+        int rc = cairn__mx_ns(&mx, (size_t)i, "english", &name, &live, &x, &v);
         FUZZ_CHECK(!all_ok || rc == CAIRN_OK);
         if (rc != CAIRN_OK)
             continue;
+        if (v != NULL) {
+            fuzz_vecset(v);
+            cairn__vecset_free(v);
+        }
         for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
             rc = cairn__ramidx_search(x, (const uint8_t *)queries[q], strlen(queries[q]), 8, docs,
                                       sc, &n, NULL);

@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,12 +326,18 @@ static uint64_t mx_hash_id(const char *id)
     return XXH3_64bits(id, strlen(id));
 }
 
+/* The golden's vectors (format 2): dim 4, one per memory; the second
+ * memory of namespace "" has none. Stored scaled to unit length. */
+#define MX_VEC_NAME "golden-embedder"
+static const float mx_vecs[3][4] = {{3, 4, 0, 0}, {0, 0, 0, 0}, {1, -1, 1, -1}};
+
 /* Write the golden into a fresh directory, return its bytes. */
 static uint8_t *make_memindex(size_t *len)
 {
     char *dir = tu_mkdtemp("golden-mx"), *path;
     cairn__ramidx *x[2] = {NULL, NULL};
-    mx_ns_in ns[2] = {{"", 2, NULL}, {"work", 1, NULL}};
+    cairn__vecset *v[2] = {NULL, NULL};
+    mx_ns_in ns[2] = {{"", 2, NULL, NULL, 0}, {"work", 1, NULL, NULL, 0}};
     mx_in in;
     cairn__err e;
     uint8_t *b;
@@ -345,6 +352,14 @@ static uint8_t *make_memindex(size_t *len)
                          CAIRN_OK);
     ns[0].idx = x[0];
     ns[1].idx = x[1];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(cairn__vecset_new(&v[i], MX_VEC_NAME, 4), CAIRN_OK);
+        ns[i].vecs = &v[i];
+        ns[i].n_vecs = 1;
+    }
+    /* memory 0 (ns "") and memory 1 (ns "work") have vectors; 2 has none */
+    assert_int_equal(cairn__vecset_add(v[0], mx_rows[0].seq, mx_vecs[0]), CAIRN_OK);
+    assert_int_equal(cairn__vecset_add(v[1], mx_rows[1].seq, mx_vecs[2]), CAIRN_OK);
     memset(&in, 0, sizeof in);
     in.covered = MX_COVERED;
     in.skipped = 1;
@@ -366,6 +381,8 @@ static uint8_t *make_memindex(size_t *len)
     free(dir);
     cairn__ramidx_free(x[0]);
     cairn__ramidx_free(x[1]);
+    cairn__vecset_free(v[0]);
+    cairn__vecset_free(v[1]);
     return b;
 }
 
@@ -766,21 +783,21 @@ static void test_memindex_encoding_matches_golden(void **state)
     uint8_t *b, *g;
     (void)state;
     b = make_memindex(&len);
-    g = read_golden("memindex-v1.cmx", &glen);
-    assert_same_bytes("memindex-v1.cmx", b, len, g, glen);
+    g = read_golden("memindex-v2.cmx", &glen);
+    assert_same_bytes("memindex-v2.cmx", b, len, g, glen);
     free(b);
     free(g);
 }
 
-static void test_memindex_golden_reads_back(void **state)
+/* Read a memory index golden back: version 1 (no vectors) or 2. */
+static void memindex_golden_reads_back(const char *golden, int version)
 {
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
     size_t glen;
-    uint8_t *g = read_golden("memindex-v1.cmx", &glen);
+    uint8_t *g = read_golden(golden, &glen);
     memindex mx;
     cairn__err e;
     int dirfd;
-    (void)state;
 
     assert_int_equal(tu_write_file(path, g, glen), 0);
     dirfd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -826,10 +843,32 @@ static void test_memindex_golden_reads_back(void **state)
         const char *name;
         uint64_t live;
         cairn__ramidx *x = NULL;
+        cairn__vecset *v = NULL;
         uint64_t docs[4];
         double sc[4];
         size_t n = 0;
-        assert_int_equal(cairn__mx_ns(&mx, i, "english", &name, &live, &x), CAIRN_OK);
+        assert_int_equal(cairn__mx_ns(&mx, i, "english", &name, &live, &x, &v), CAIRN_OK);
+        if (version == 1) {
+            assert_null(v);
+        } else {
+            const float *row = NULL;
+            const float *want = mx_vecs[i ? 2 : 0];
+            double len2 = 0;
+            assert_non_null(v);
+            assert_string_equal(cairn__vecset_embedder(v), MX_VEC_NAME);
+            assert_int_equal(cairn__vecset_dim(v), 4);
+            assert_int_equal(cairn__vecset_live(v), 1);
+            assert_int_equal(cairn__vecset_get(v, mx_rows[i].seq, &row), CAIRN_OK);
+            assert_non_null(row);
+            for (int d = 0; d < 4; d++)
+                len2 += (double)want[d] * want[d];
+            for (int d = 0; d < 4; d++)
+                assert_float_equal(row[d], want[d] / sqrt(len2), 1e-6);
+            /* the memory without a vector has no row */
+            assert_int_equal(cairn__vecset_get(v, mx_rows[2].seq, &row), CAIRN_OK);
+            assert_null(row);
+            cairn__vecset_free(v);
+        }
         assert_string_equal(name, i ? "work" : "");
         assert_int_equal(live, i ? 1 : 2);
         assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)"friday deploy", 13, 4, docs, sc,
@@ -847,6 +886,19 @@ static void test_memindex_golden_reads_back(void **state)
     free(dir);
     free(path);
     free(g);
+}
+
+static void test_memindex_golden_reads_back(void **state)
+{
+    (void)state;
+    memindex_golden_reads_back("memindex-v2.cmx", 2);
+}
+
+/* Files written before vectors (version 1) are still read. */
+static void test_memindex_v1_golden_still_reads(void **state)
+{
+    (void)state;
+    memindex_golden_reads_back("memindex-v1.cmx", 1);
 }
 
 static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
@@ -878,7 +930,7 @@ static void regen(void **state)
     regen_one(dir, "sealed-v1.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v1.cmx", b, len);
+    regen_one(dir, "memindex-v2.cmx", b, len);
     free(b);
     snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
     regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
@@ -917,6 +969,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_sealed_golden_verifies_clean),
             cmocka_unit_test(test_memindex_encoding_matches_golden),
             cmocka_unit_test(test_memindex_golden_reads_back),
+            cmocka_unit_test(test_memindex_v1_golden_still_reads),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

@@ -302,6 +302,13 @@ typedef struct cairn_mem cairn_mem;
 #define CAIRN_MEM_ID_MAX 32   /* ids: 1..32 of [A-Za-z0-9_.-] */
 
 #define CAIRN_MEM_OPTIONS_VERSION 1
+
+/* Hybrid recall's fusion of the two rankings (README "Hybrid recall"). */
+typedef enum cairn_fusion {
+    CAIRN_FUSION_RRF = 0,      /* reciprocal rank: 1/(60+lexical rank) + 1/(60+semantic rank) */
+    CAIRN_FUSION_SCORE = 1     /* normalized scores: bm25/best bm25 + similarity/best similarity */
+} cairn_fusion;
+
 typedef struct cairn_mem_options {
     unsigned version;          /* CAIRN_MEM_OPTIONS_VERSION */
     const char *stemmer;       /* NULL = "english"; "none"; any Snowball name */
@@ -310,9 +317,10 @@ typedef struct cairn_mem_options {
     double w_relevance, w_importance, w_recency, w_access;
     double max_retention_days; /* forget's default max age; 0 = 90 */
     uint64_t max_memories;     /* per namespace; 0 = 10000 (see cairn_mem_store) */
+    cairn_fusion fusion;       /* how hybrid recall fuses BM25 and vectors */
 } cairn_mem_options;
 
-#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, 0 }
+#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, 0, CAIRN_FUSION_RRF }
 
 /* A memory as returned (a copy the caller owns: cairn_mem_free()). Strings
  * are NUL-terminated. Times are ms since the epoch, UTC. */
@@ -343,15 +351,64 @@ void cairn_mem_close(cairn_mem *m);
 /* Memory records replay skipped because their payload did not decode. */
 uint64_t cairn_mem_skipped(const cairn_mem *m);
 
+/* ---- vectors ------------------------------------------------------------
+ * A memory may carry a vector (an embedding of its content) from one
+ * embedder, named and of one dimension. The store holds vectors of one
+ * embedder only: the first vector stored fixes it (it is in every memory
+ * record that carries one, and in the index file), and a vector of another
+ * name or dimension is refused, never mixed. Vectors are stored as given
+ * (f32, in the record's binary trailer) and compared by cosine similarity.
+ * ------------------------------------------------------------------------- */
+#define CAIRN_EMBEDDER_NAME_MAX 63
+
+typedef struct cairn_embedder {
+    const char *name;          /* identity, 1..63 bytes: vectors of another are refused */
+    uint32_t dim;              /* 1..65536 */
+    void *user;
+    /* Embed one text (UTF-8, len bytes) into out[0..dim). Return 0, or
+     * non-zero with a one-line reason in err (CAIRN_ERRMSG_MAX bytes).
+     * May be NULL when embed_batch is set. */
+    int (*embed)(void *user, const char *text, size_t len, float *out, char *err);
+    /* Embed n texts into out[i * dim ...]. May be NULL (embed is called
+     * n times). Either both callbacks NULL: the handle only knows the
+     * identity, and vectors come with each call (store opts, query_vector). */
+    int (*embed_batch)(void *user, const char *const *texts, const size_t *lens, size_t n,
+                       float *out, char *err);
+} cairn_embedder;
+
+/* Use e (copied; e->user must outlive the handle) for the memories stored
+ * and the queries recalled from now on; NULL: none (lexical only). The
+ * callbacks run with the handle's lock held, in the calling thread.
+ * Errors: CAIRN_EINVAL (bad name or dim; or the store holds vectors of
+ * another embedder or dimension: the message names both). */
+int cairn_mem_set_embedder(cairn_mem *m, const cairn_embedder *e);
+
+/* The store's embedder as its vectors say (name "" and dim 0 when it holds
+ * none), and how many live memories have a vector. Any argument may be
+ * NULL; name gets CAIRN_EMBEDDER_NAME_MAX + 1 bytes. */
+void cairn_mem_vectors(cairn_mem *m, char *name, uint32_t *dim, uint64_t *vectors);
+
+/* The built-in embedder: offline, deterministic, no model (README
+ * "Vectors": hashed word stems and character trigrams; it tolerates
+ * misspellings and word forms, not synonyms). dim 0 = 384. Fills *out;
+ * free with cairn_hash_embedder_free. One per thread.
+ * Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
+int cairn_hash_embedder(cairn_embedder *out, uint32_t dim);
+void cairn_hash_embedder_free(cairn_embedder *e);
+
 typedef struct cairn_mem_store_opts {
     const char *ns;            /* NULL = "" */
     const char *category;      /* NULL = "fact"; 1..64 bytes */
     double importance;         /* 0..1; < 0 = the default 0.5 */
     int64_t expires_at;        /* 0 = never */
     const char *metadata;      /* JSON object text, NULL = none */
+    /* Its vector, made by the handle's embedder (cairn_mem_set_embedder,
+     * whose dim it has), instead of calling it; NULL = the embedder makes
+     * one (or none without an embedder). */
+    const float *vector;
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL }
+#define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL, NULL }
 
 /* Store content (UTF-8, 1 byte..1 MiB). If the same content is already
  * stored in the namespace, nothing is written and *out is the existing
@@ -393,6 +450,19 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason);
  * the records stay in the log. Errors: CAIRN_EPERM, cairn_append's. */
 int cairn_mem_clear(cairn_mem *m, const char *ns);
 
+/* Which side finds the candidates (README "Hybrid recall"). */
+typedef enum cairn_recall_mode {
+    CAIRN_RECALL_HYBRID = 0,   /* BM25 and vectors, fused; lexical alone when the
+                                  handle has no embedder or the store no vectors */
+    CAIRN_RECALL_LEXICAL = 1,  /* BM25 only */
+    CAIRN_RECALL_SEMANTIC = 2  /* vectors only: CAIRN_EUNAVAIL without an embedder
+                                  (or query_vector), or with no vectors stored */
+} cairn_recall_mode;
+
+/* Which side found a hit (bits of cairn_recall_hit.source). */
+#define CAIRN_SOURCE_LEXICAL 1u
+#define CAIRN_SOURCE_SEMANTIC 2u
+
 typedef struct cairn_recall_opts {
     size_t k;                  /* 0 = 5 */
     const char *const *ns;     /* namespaces to search, n_ns of them; NULL = {""} */
@@ -401,13 +471,19 @@ typedef struct cairn_recall_opts {
     size_t n_categories;
     double min_importance;     /* stored importance at least this; 0 = all */
     int64_t since, until;      /* created_at within [since, until]; 0 = open */
+    cairn_recall_mode mode;    /* hybrid (the default), lexical or semantic only */
+    const float *query_vector; /* the query's vector (embedder's dim); NULL = embed the query */
 } cairn_recall_opts;
 
-#define CAIRN_RECALL_OPTS_INIT { 0, NULL, 0, NULL, 0, 0.0, 0, 0 }
+#define CAIRN_RECALL_OPTS_INIT { 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL }
 
 /* One recalled memory and every component of its score:
  * score = w_relevance*relevance + w_importance*importance
- *       + w_recency*recency + w_access*access (README "Recall"). */
+ *       + w_recency*recency + w_access*access (README "Recall").
+ * relevance: lexical, bm25 / the best bm25 of the candidates; semantic,
+ * similarity / the best similarity; hybrid, the fusion (cairn_fusion; a
+ * side that did not find the memory adds 0) over the best fusion of the
+ * candidates (README "Hybrid recall" says which and why). */
 typedef struct cairn_recall_hit {
     cairn_memory mem;          /* as it is after this recall's access */
     double score;
@@ -416,6 +492,10 @@ typedef struct cairn_recall_hit {
     double importance;         /* importance * 0.5^(days since accessed / half-life) */
     double recency;            /* 0.5^(days since created / half-life) */
     double access;             /* ln(1+count) / ln(1+highest count), 0 if none */
+    double similarity;         /* cosine similarity to the query's vector, 0 if none */
+    unsigned lexical_rank;     /* 1-based rank among BM25 candidates, 0 if not one */
+    unsigned semantic_rank;    /* 1-based rank among vector candidates, 0 if not one */
+    unsigned source;           /* CAIRN_SOURCE_* bits: which sides found it */
 } cairn_recall_hit;
 
 /* The best k live, unexpired memories for query, best first (ties: the

@@ -23,7 +23,7 @@
 #include "io.h"
 
 #define MX_MAGIC "CAIRNMX1"
-#define MX_VERSION 1
+#define MX_VERSION 2 /* 2: namespaces may carry a vector image */
 #define MX_HEAD 128
 #define MX_NS 64
 #define MX_ROW 96
@@ -105,8 +105,8 @@ static int check_header(memindex *mx, cairn__err *e)
 
     if (mx->len < MX_HEAD || memcmp(h, MX_MAGIC, 8) != 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: not a memory index file", mx->name);
-    if (get32(h + 8) != MX_VERSION)
-        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads %d",
+    if (get32(h + 8) != MX_VERSION && get32(h + 8) != 1) /* 1: the same without vectors */
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads 1..%d",
                            mx->name, get32(h + 8), MX_VERSION);
     if (XXH3_64bits(h, 120) != get64(h + 120))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
@@ -217,14 +217,15 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
 }
 
 int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char **name,
-                 uint64_t *live, cairn__ramidx **idx)
+                 uint64_t *live, cairn__ramidx **idx, cairn__vecset **vec)
 {
     const uint8_t *p;
-    uint64_t noff, nlen, toff, tlen, thead;
+    uint64_t noff, nlen, toff, tlen, thead, voff, vlen = 0;
     size_t used = 0;
     int rc;
 
     *idx = NULL;
+    *vec = NULL;
     if (i >= mx->n_ns)
         return CAIRN_ECORRUPT;
     p = mx->nstab + i * MX_NS;
@@ -233,6 +234,14 @@ int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char *
     toff = get64(p + 24);
     tlen = get64(p + 32);
     thead = get64(p + 40);
+    voff = get64(p + 56);
+    if (voff != 0) { /* the vector image says how long it is */
+        if (voff % 8 != 0 || voff > mx->len || mx->len - voff < 32)
+            return CAIRN_ECORRUPT;
+        vlen = get64(mx->map + voff + 24);
+        if (vlen > mx->len - voff)
+            return CAIRN_ECORRUPT;
+    }
     if (noff > mx->heap_len || nlen >= mx->heap_len - noff ||
         mx->heap[noff + nlen] != 0 || memchr(mx->heap + noff, 0, nlen) != NULL ||
         toff % 8 != 0 || toff > mx->len || tlen > mx->len - toff || thead > tlen)
@@ -242,6 +251,17 @@ int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char *
         cairn__ramidx_free(*idx);
         *idx = NULL;
         rc = CAIRN_ECORRUPT;
+    }
+    if (rc == CAIRN_OK && voff != 0) {
+        rc = cairn__vecset_map(vec, mx->map + voff, (size_t)vlen);
+        if (rc == CAIRN_OK && cairn__vecset_live(*vec) > get64(p + 16))
+            rc = CAIRN_ECORRUPT; /* more vectors than memories */
+        if (rc != CAIRN_OK) {
+            cairn__vecset_free(*vec);
+            *vec = NULL;
+            cairn__ramidx_free(*idx);
+            *idx = NULL;
+        }
     }
     *name = (const char *)mx->heap + noff;
     *live = get64(p + 16);
@@ -330,13 +350,17 @@ int cairn__mx_check_all(const memindex *mx, cairn__err *e)
         const char *name;
         uint64_t live;
         cairn__ramidx *x = NULL;
+        cairn__vecset *v = NULL;
         const uint8_t *p = mx->nstab + i * MX_NS;
-        int rc = cairn__mx_ns(mx, (size_t)i, mx->stemmer, &name, &live, &x);
+        int rc = cairn__mx_ns(mx, (size_t)i, mx->stemmer, &name, &live, &x, &v);
         if (rc == CAIRN_OK && XXH3_64bits(mx->map + get64(p + 24), get64(p + 40)) != get64(p + 48))
             rc = CAIRN_ECHECKSUM;
         if (rc == CAIRN_OK)
             rc = cairn__ramidx_check(x);
+        if (rc == CAIRN_OK && v != NULL)
+            rc = cairn__vecset_check_all(v);
         cairn__ramidx_free(x);
+        cairn__vecset_free(v);
         if (rc == CAIRN_OK && live != per_ns[i])
             rc = CAIRN_ECORRUPT;
         if (rc != CAIRN_OK) {
@@ -410,6 +434,14 @@ static uint64_t row_strings(const mx_row *r)
 {
     return (uint64_t)r->content_len + 1 + strlen(r->id) + 1 + strlen(r->category) + 1 +
            (r->metadata ? strlen(r->metadata) + 1 : 0);
+}
+
+static uint64_t vec_rows(const mx_ns_in *ns)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < ns->n_vecs; i++)
+        n += cairn__vecset_live(ns->vecs[i]);
+    return n;
 }
 
 static void table_put(uint32_t *t, uint64_t cap, uint64_t h, uint32_t row)
@@ -549,6 +581,13 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(p + 48, w.head_sum);
         if (rc == CAIRN_OK)
             rc = put_pad(&w);
+        if (rc == CAIRN_OK && vec_rows(&in->ns[i]) > 0) {
+            put64(p + 56, w.off + w.n);
+            rc = cairn__vecset_write(in->ns[i].vecs, in->ns[i].n_vecs, put, &w);
+            if (rc != CAIRN_OK && rc != CAIRN_EIO && rc != CAIRN_EFULL)
+                rc = cairn__fail(e, rc, "memory index: the vectors of namespace %zu: %s", i,
+                                 cairn_strerror(rc));
+        }
     }
     if (rc == CAIRN_OK)
         rc = flush(&w);

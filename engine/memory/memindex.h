@@ -21,6 +21,7 @@
 #include "cairn_sys.h"
 #include "ramindex.h"
 #include "status.h"
+#include "vecset.h"
 
 #define MX_NAME_MAX 48
 
@@ -64,11 +65,12 @@ int cairn__mx_parse(memindex *mx, cairn__err *e);
 /* Unmap; accepts a zeroed memindex. */
 void cairn__mx_close(memindex *mx);
 
-/* Namespace i: its name (NUL-terminated), live memories, and its text
- * index mapped from the file (the caller frees it before closing mx).
+/* Namespace i: its name (NUL-terminated), live memories, its text index
+ * and its vectors (NULL: none) mapped from the file (the caller frees
+ * both before closing mx).
  * Errors: CAIRN_ECORRUPT, CAIRN_ECHECKSUM, CAIRN_ENOMEM. */
 int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char **name,
-                 uint64_t *live, cairn__ramidx **idx);
+                 uint64_t *live, cairn__ramidx **idx, cairn__vecset **vec);
 
 /* Row i, checked against its sum. Errors: CAIRN_ECHECKSUM, CAIRN_ECORRUPT. */
 int cairn__mx_row(const memindex *mx, size_t i, mx_row *r);
@@ -81,6 +83,8 @@ typedef struct mx_ns_in {
     const char *name;
     uint64_t live;
     const cairn__ramidx *idx; /* its live documents; not mapped */
+    cairn__vecset *const *vecs; /* its vectors: the live rows of these */
+    size_t n_vecs;
 } mx_ns_in;
 
 typedef struct mx_in {

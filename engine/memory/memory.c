@@ -294,8 +294,7 @@ long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
         return -1;
     m->ns = p;
     p = &m->ns[m->nns];
-    p->live = 0;
-    p->base_idx = NULL;
+    memset(p, 0, sizeof *p);
     p->name = dup_str(name, len);
     if (p->name == NULL || cairn__ramidx_new(&p->idx, NULL, m->stemmer) != CAIRN_OK) {
         free(p->name);
@@ -305,6 +304,33 @@ long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
 }
 
 /* ---- applying records (live appends and replay alike) -------------------- */
+
+/* The store's embedder is name/dim from now on (the first vector, or an
+ * index file's). */
+static int set_store_embedder(cairn_mem *m, const char *name, uint32_t dim)
+{
+    float *t;
+    if (m->vdim == dim && strcmp(m->vname, name) == 0)
+        return CAIRN_OK;
+    if ((t = realloc(m->vtmp, (size_t)dim * sizeof *t)) == NULL)
+        return CAIRN_ENOMEM;
+    m->vtmp = t;
+    snprintf(m->vname, sizeof m->vname, "%s", name);
+    m->vdim = dim;
+    return CAIRN_OK;
+}
+
+/* r's vector (an unaligned trailer) into namespace p's set. */
+static int add_vector(cairn_mem *m, nspace *p, uint64_t seq, const memrec *r)
+{
+    int rc = set_store_embedder(m, r->embedder, r->dim);
+    if (rc == CAIRN_OK && p->vec == NULL)
+        rc = cairn__vecset_new(&p->vec, r->embedder, r->dim);
+    if (rc != CAIRN_OK)
+        return rc;
+    memcpy(m->vtmp, r->vec, (size_t)r->dim * sizeof(float));
+    return cairn__vecset_add(p->vec, seq, m->vtmp);
+}
 
 static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq, int64_t ts,
                        const memrec *r)
@@ -317,6 +343,8 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
         return CAIRN_ENOMEM;
     if (cairn__mem_find_id(m, r->id) != NULL)
         return CAIRN_EEXIST; /* a second live memory with one id: not applied */
+    if (r->embedder != NULL && (m->vdim != 0 && (m->vdim != r->dim || strcmp(m->vname, r->embedder) != 0)))
+        return CAIRN_EINVAL; /* another embedder's vector: never mixed */
     if ((m->n > 0 && seq <= m->e[m->n - 1].seq) || (m->mx.map && seq <= m->mx.covered))
         return CAIRN_EINVAL;
     if ((m->n + 1) * 2 > m->tcap && tables_grow(m) != CAIRN_OK)
@@ -352,6 +380,11 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     x->owns = OWN_CONTENT | OWN_CATEGORY | OWN_METADATA;
     x->content_hash = hash_content(x->nsi, x->content, x->content_len);
     rc = cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content, x->content_len);
+    if (rc == CAIRN_OK && r->embedder != NULL) {
+        rc = add_vector(m, &m->ns[nsi], seq, r);
+        if (rc != CAIRN_OK)
+            (void)cairn__ramidx_remove(m->ns[nsi].idx, seq, (const uint8_t *)x->content, x->content_len);
+    }
     if (rc != CAIRN_OK) {
         free(x->content);
         free(x->category);
@@ -408,8 +441,12 @@ static void apply_update(cairn_mem *m, ment *x, const memrec *r)
 static void kill_entry(cairn_mem *m, ment *x)
 {
     nspace *p = &m->ns[x->nsi];
-    (void)cairn__ramidx_remove(m->mx.map && x->seq <= m->mx.covered ? p->base_idx : p->idx, x->seq,
+    int in_base = m->mx.map && x->seq <= m->mx.covered;
+    cairn__vecset *v = in_base ? p->base_vec : p->vec;
+    (void)cairn__ramidx_remove(in_base ? p->base_idx : p->idx, x->seq,
                                (const uint8_t *)x->content, x->content_len);
+    if (v != NULL)
+        (void)cairn__vecset_remove(v, x->seq); /* ENOTFOUND: it had no vector */
     x->live = 0;
     m->ns[x->nsi].live--;
 }
@@ -508,7 +545,8 @@ static int replay_range(cairn_mem *m, uint64_t from, uint64_t to)
             m->folded = rec.seq;
         if (rec.type < CAIRN_REC_MEMORY || rec.type > CAIRN_REC_MEMORY_CLEAR)
             continue;
-        if (cairn__memrec_decode(rec.type, rec.json, rec.json_len, &r, NULL) != CAIRN_OK) {
+        if (cairn__memrec_decode_bin(rec.type, rec.json, rec.json_len, rec.bin, rec.bin_len, &r,
+                                     NULL) != CAIRN_OK) {
             m->skipped++;
             continue;
         }
@@ -550,6 +588,8 @@ static void drop_index(cairn_mem *m)
     for (size_t i = 0; i < m->nns; i++) {
         cairn__ramidx_free(m->ns[i].base_idx);
         m->ns[i].base_idx = NULL;
+        cairn__vecset_free(m->ns[i].base_vec);
+        m->ns[i].base_vec = NULL;
     }
     free(m->be);
     m->be = NULL;
@@ -573,10 +613,24 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         const char *name = NULL;
         uint64_t live = 0;
         cairn__ramidx *x = NULL;
+        cairn__vecset *v = NULL;
         long nsi;
-        rc = cairn__mx_ns(&m->mx, i, m->stemmer, &name, &live, &x);
+        rc = cairn__mx_ns(&m->mx, i, m->stemmer, &name, &live, &x, &v);
         if (rc != CAIRN_OK) {
             rc = cairn__fail(&e, rc, "%s: namespace %zu is damaged", m->mx.name, i);
+            break;
+        }
+        if (v != NULL && m->vdim != 0 &&
+            (cairn__vecset_dim(v) != m->vdim || strcmp(cairn__vecset_embedder(v), m->vname) != 0))
+            rc = cairn__fail(&e, CAIRN_ECORRUPT, "%s: namespace %zu holds vectors of another embedder",
+                             m->mx.name, i);
+        else if (v != NULL)
+            rc = set_store_embedder(m, cairn__vecset_embedder(v), (uint32_t)cairn__vecset_dim(v));
+        if (rc != CAIRN_OK) {
+            cairn__ramidx_free(x);
+            cairn__vecset_free(v);
+            if (rc == CAIRN_ENOMEM)
+                (void)cairn__fail(&e, rc, "no memory for the vectors of %s", m->mx.name);
             break;
         }
         nsi = cairn__mem_ns_index(m, name, strlen(name), 1);
@@ -587,6 +641,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
             break;
         }
         m->ns[i].base_idx = x;
+        m->ns[i].base_vec = v;
         m->ns[i].live = live;
     }
     if (rc == CAIRN_ENOMEM)
@@ -603,8 +658,12 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         for (size_t i = 0; i < m->nns; i++) {
             free(m->ns[i].name);
             cairn__ramidx_free(m->ns[i].idx);
+            cairn__vecset_free(m->ns[i].vec);
+            m->ns[i].vec = NULL;
         }
         m->nns = 0;
+        m->vdim = 0;
+        m->vname[0] = 0;
         return CAIRN_OK;
     }
     m->folded = m->mx.covered;
@@ -637,7 +696,8 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         o = &def;
     if (db == NULL || o->version != CAIRN_MEM_OPTIONS_VERSION || o->half_life_days < 0 ||
         o->max_retention_days < 0 ||
-        o->w_relevance < 0 || o->w_importance < 0 || o->w_recency < 0 || o->w_access < 0)
+        o->w_relevance < 0 || o->w_importance < 0 || o->w_recency < 0 || o->w_access < 0 ||
+        (o->fusion != CAIRN_FUSION_RRF && o->fusion != CAIRN_FUSION_SCORE))
         return CAIRN_EINVAL;
     if (o->stemmer != NULL && strlen(o->stemmer) >= sizeof m->stemmer)
         return CAIRN_EINVAL;
@@ -649,6 +709,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     m->half_life = o->half_life_days > 0 ? o->half_life_days : 30.0;
     m->max_retention = o->max_retention_days > 0 ? o->max_retention_days : 90.0;
     m->max_memories = o->max_memories > 0 ? o->max_memories : 10000;
+    m->fusion = o->fusion;
     if (o->w_relevance + o->w_importance + o->w_recency + o->w_access == 0) {
         m->w_rel = 0.5;
         m->w_imp = 0.3;
@@ -661,6 +722,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         m->w_acc = o->w_access;
     }
     pthread_mutex_init(&m->mu, NULL);
+    m->kern = cairn__vkernel_best();
     rc = cairn__tok_new(&m->tok, NULL, m->stemmer);
     if (rc == CAIRN_OK && tables_grow(m) != CAIRN_OK)
         rc = CAIRN_ENOMEM;
@@ -709,6 +771,7 @@ void cairn_mem_close(cairn_mem *m)
     free(m->by_id);
     free(m->by_content);
     cairn__tok_free(m->tok);
+    free(m->vtmp);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -816,6 +879,10 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     ent.ns_len = strlen(ns);
     ent.json = json;
     ent.json_len = len;
+    if (r->type == CAIRN_REC_MEMORY && r->embedder != NULL) {
+        ent.bin = r->vec;
+        ent.bin_len = (size_t)r->dim * sizeof(float);
+    }
     rc = cairn_append(m->db, &ent, &seq);
     free(json);
     if (rc != CAIRN_OK)
@@ -953,6 +1020,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     char id[CAIRN_MEM_ID_MAX + 1];
     uint64_t seq = 0, pruned = 0, kept = 0;
     int64_t now = cairn__mem_wall_ms();
+    float *vec = NULL;
     int rc, dup = 0;
 
     if (o == NULL)
@@ -1016,6 +1084,30 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
         goto out;
     }
+    if (o->vector != NULL || (m->emb.dim != 0 && (m->emb.embed || m->emb.embed_batch))) {
+        if (m->emb.dim == 0) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "a vector needs the embedder that made it "
+                                 "(cairn_mem_set_embedder)");
+            goto out;
+        }
+        if ((rc = cairn__mem_vec_compatible(m, m->emb.name, m->emb.dim)) != CAIRN_OK)
+            goto out;
+        vec = malloc((size_t)m->emb.dim * sizeof *vec);
+        if (vec == NULL) {
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+            goto out;
+        }
+        if (o->vector != NULL) {
+            memcpy(vec, o->vector, (size_t)m->emb.dim * sizeof *vec);
+            for (uint32_t i = 0; i < m->emb.dim; i++)
+                if (!isfinite(vec[i])) {
+                    rc = cairn__mem_fail(m, CAIRN_EINVAL, "vector value %u is not finite", i);
+                    goto out;
+                }
+        } else if ((rc = cairn__mem_embed(m, &d.content, &len, 1, vec)) != CAIRN_OK) {
+            goto out; /* nothing stored */
+        }
+    }
     cairn__mem_new_id(m, d.content, id);
     memset(&r, 0, sizeof r);
     r.type = CAIRN_REC_MEMORY;
@@ -1027,6 +1119,11 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     r.created_at = r.accessed_at = now;
     r.expires_at = d.expires_at;
     r.metadata = (char *)(uintptr_t)d.metadata;
+    if (vec != NULL) {
+        r.embedder = m->emb.name;
+        r.dim = m->emb.dim;
+        r.vec = vec;
+    }
     rc = cairn__mem_write_rec(m, d.ns, &r, &seq);
     if (rc != CAIRN_OK)
         goto out;
@@ -1037,6 +1134,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = copy_new(m, x, &copy);
 out:
     pthread_mutex_unlock(&m->mu);
+    free(vec);
     if (copy != NULL) {
         cairn_mem_event ev;
         if (hooks.after_store != NULL)
@@ -1358,9 +1456,13 @@ static void free_state(cairn_mem *m)
     for (size_t i = 0; i < m->nns; i++) {
         free(m->ns[i].name);
         cairn__ramidx_free(m->ns[i].idx);
+        cairn__vecset_free(m->ns[i].vec);
+        m->ns[i].vec = NULL;
     }
     m->nns = 0;
     m->n = 0;
+    m->vdim = 0;
+    m->vname[0] = 0;
     if (m->tcap) {
         memset(m->by_id, 0, m->tcap * sizeof *m->by_id);
         memset(m->by_content, 0, m->tcap * sizeof *m->by_content);
@@ -1395,6 +1497,7 @@ static int checkpoint_locked(cairn_mem *m, int closing)
     mx_in in;
     mx_row *rows = NULL;
     mx_ns_in *ns = NULL;
+    cairn__vecset **vsrc = NULL;
     size_t nrows = 0, total;
     uint64_t dead = 0;
     int rc;
@@ -1429,9 +1532,17 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         else
             dead++;
     }
+    vsrc = calloc(m->nns ? 2 * m->nns : 1, sizeof *vsrc);
+    if (vsrc == NULL)
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
     for (size_t i = 0; i < m->nns && rc == CAIRN_OK; i++) {
         cairn__ramidx *src[2], *merged = NULL;
         size_t nsrc = 0;
+        ns[i].vecs = vsrc + 2 * i;
+        if (m->ns[i].base_vec != NULL)
+            vsrc[2 * i + ns[i].n_vecs++] = m->ns[i].base_vec;
+        if (m->ns[i].vec != NULL)
+            vsrc[2 * i + ns[i].n_vecs++] = m->ns[i].vec;
         if (m->ns[i].base_idx != NULL)
             src[nsrc++] = m->ns[i].base_idx;
         src[nsrc++] = m->ns[i].idx;
@@ -1473,6 +1584,7 @@ out:
         if (ns[i].idx != m->ns[i].idx)
             cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
     free(ns);
+    free(vsrc);
     free(rows);
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */

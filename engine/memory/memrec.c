@@ -185,7 +185,43 @@ static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
     }
 }
 
+/* A memory's vector: "embedder" and "dim" in the JSON, dim finite f32 in
+ * the trailer. A trailer without "embedder" is ignored. */
+static int decode_vector(const cJSON *root, const void *bin, size_t bin_len, memrec *r,
+                         cairn__err *e)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "dim");
+    int rc = get_str(root, "embedder", 0, &r->embedder, 63, r->type, e);
+    if (rc != CAIRN_OK || r->embedder == NULL)
+        return rc;
+    if (r->embedder[0] == 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"embedder\" is empty", kind(r->type));
+    if (!cJSON_IsNumber(d) || !(d->valuedouble >= 1 && d->valuedouble <= 65536) ||
+        d->valuedouble != floor(d->valuedouble))
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"dim\" is not an integer in 1..65536",
+                           kind(r->type));
+    r->dim = (uint32_t)d->valuedouble;
+    if (bin == NULL || bin_len != (size_t)r->dim * 4)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: the vector has %zu bytes, not dim x 4 = %zu",
+                           kind(r->type), bin ? bin_len : 0, (size_t)r->dim * 4);
+    for (uint32_t i = 0; i < r->dim; i++) {
+        float f;
+        memcpy(&f, (const uint8_t *)bin + 4 * i, 4);
+        if (!isfinite(f))
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: vector value %u is not finite",
+                               kind(r->type), i);
+    }
+    r->vec = bin;
+    return CAIRN_OK;
+}
+
 int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *out, cairn__err *e)
+{
+    return cairn__memrec_decode_bin(type, json, len, NULL, 0, out, e);
+}
+
+int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const void *bin,
+                             size_t bin_len, memrec *out, cairn__err *e)
 {
     cJSON *root;
     int rc;
@@ -201,6 +237,8 @@ int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *ou
     }
     out->root = root;
     rc = decode_fields(type, root, out, e);
+    if (rc == CAIRN_OK && type == CAIRN_REC_MEMORY)
+        rc = decode_vector(root, bin, bin_len, out, e);
     if (rc == CAIRN_OK && out->id != NULL && !cairn__memrec_id_ok(out->id))
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"id\" is not a memory id", kind(type));
     if (rc == CAIRN_OK && out->category != NULL && out->category[0] == '\0')
@@ -246,6 +284,9 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         if (ok)
             ok = r->expires_at ? cairn__json_add_int(o, "expiresAt", r->expires_at)
                                : cJSON_AddNullToObject(o, "expiresAt") != NULL;
+        if (ok && r->embedder != NULL)
+            ok = cJSON_AddStringToObject(o, "embedder", r->embedder) != NULL &&
+                 cairn__json_add_int(o, "dim", r->dim);
         break;
     case CAIRN_REC_MEMORY_UPDATE:
         if (ok && (r->has & MEMREC_HAS_IMPORTANCE))
@@ -428,8 +469,11 @@ int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e
          sb_lit(&b, ",\"accessedAt\":") && sb_int(&b, r->accessed_at) &&
          sb_lit(&b, ",\"accessCount\":") && sb_int(&b, (int64_t)r->access_count) &&
          sb_lit(&b, ",\"expiresAt\":") &&
-         (r->expires_at ? sb_int(&b, r->expires_at) : sb_lit(&b, "null")) && sb_lit(&b, "}") &&
-         sb_room(&b, 1);
+         (r->expires_at ? sb_int(&b, r->expires_at) : sb_lit(&b, "null")) &&
+         (r->embedder == NULL ||
+          (sb_lit(&b, ",\"embedder\":") && sb_str(&b, r->embedder, strlen(r->embedder)) &&
+           sb_lit(&b, ",\"dim\":") && sb_int(&b, r->dim))) &&
+         sb_lit(&b, "}") && sb_room(&b, 1);
     if (!ok) {
         free(b.p);
         *out = NULL;

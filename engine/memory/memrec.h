@@ -52,6 +52,10 @@ typedef struct memrec {
     size_t n_ids;
     const char *clear_ns;      /* clear: the namespace, NULL = all */
     unsigned has;              /* update: MEMREC_HAS_* */
+    const char *embedder;      /* store: its vector's embedder, NULL = no vector */
+    uint32_t dim;              /* store: the vector's length */
+    const void *vec;           /* store: dim f32 little-endian (the record's
+                                  binary trailer; maybe unaligned) */
     void *root;                /* the cJSON tree */
 } memrec;
 
@@ -59,6 +63,10 @@ typedef struct memrec {
  * Errors: CAIRN_ECORRUPT (e names the field), CAIRN_ENOMEM. On error
  * nothing needs freeing. */
 int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *out, cairn__err *e);
+
+/* The same for a record with its binary trailer (a memory's vector). */
+int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const void *bin,
+                             size_t bin_len, memrec *out, cairn__err *e);
 
 /* Free what a successful decode holds. */
 void cairn__memrec_done(memrec *r);

@@ -14,6 +14,8 @@
 #include "memrec.h"
 #include "ramindex.h"
 #include "tokenize.h"
+#include "vecset.h"
+#include "vkernel.h"
 
 #define DAY_MS 86400000.0
 
@@ -45,6 +47,8 @@ typedef struct nspace {
     char *name;
     cairn__ramidx *idx;      /* memories stored after the index file */
     cairn__ramidx *base_idx; /* mapped from the index file, or NULL */
+    cairn__vecset *vec;      /* vectors of memories stored after the file, or NULL */
+    cairn__vecset *base_vec; /* mapped from the index file, or NULL */
     uint64_t live;           /* live memories in it */
 } nspace;
 
@@ -55,6 +59,7 @@ struct cairn_mem {
     char stemmer[32];
     double half_life;
     double w_rel, w_imp, w_rec, w_acc;
+    cairn_fusion fusion;
     cairn__tokenizer *tok;   /* counts a query's terms */
     /* The memories the index file holds ("base"): row i is be[i] once read
      * (be[i].seq != 0); be is calloc'd, so unread rows cost no RAM. */
@@ -82,6 +87,14 @@ struct cairn_mem {
     uint64_t id_counter;
     double max_retention;    /* days */
     uint64_t max_memories;   /* per namespace */
+    /* Vectors: the store's embedder as its vectors say (vdim 0: none
+     * yet), and the one this handle embeds with (emb.dim 0: none). */
+    char vname[CAIRN_EMBEDDER_NAME_MAX + 1];
+    uint32_t vdim;
+    cairn_embedder emb;
+    char emb_name[CAIRN_EMBEDDER_NAME_MAX + 1];
+    const vkernel *kern;
+    float *vtmp;             /* vdim floats of scratch (an unaligned trailer) */
     cairn_mem_hooks hooks;
     struct {
         cairn_mem_event_fn fn;
@@ -140,6 +153,16 @@ ment *cairn__mem_find_dup(cairn_mem *m, const char *ns, const char *content, siz
 
 /* A fresh id ("m" + 16 hex digits) no live memory has, into id. */
 void cairn__mem_new_id(cairn_mem *m, const char *content, char *id);
+
+/* Embed n texts with the handle's embedder into out (n x emb.dim).
+ * Errors: CAIRN_EUNAVAIL (no embedder callback), CAIRN_EIO (the embedder
+ * failed: m->err says why), CAIRN_EINVAL (a value not finite). */
+int cairn__mem_embed(cairn_mem *m, const char *const *texts, const size_t *lens, size_t n,
+                     float *out);
+
+/* Whether vectors named name, of dim values, may join the store; if not,
+ * m->err says why (CAIRN_EINVAL). */
+int cairn__mem_vec_compatible(cairn_mem *m, const char *name, uint32_t dim);
 
 /* Call every listener with ev (mu NOT held). */
 void cairn__mem_emit(cairn_mem *m, const cairn_mem_event *ev);

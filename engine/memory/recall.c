@@ -10,10 +10,16 @@
 
 #include "cairn.h"
 #include "memstate.h"
+#include "memvec.h"
+
+/* Reciprocal-rank fusion's constant (Cormack et al. 2009). */
+#define RRF_K 60.0
 
 typedef struct cand {
     ment *x;
     double bm25;
+    double sim;
+    unsigned lrank, srank, source;
     cairn_recall_hit h; /* components and score; h.mem filled at the end */
 } cand;
 
@@ -51,7 +57,7 @@ static int cand_cmp(const void *a, const void *b)
     return x->x->seq < y->x->seq ? -1 : x->x->seq > y->x->seq;
 }
 
-static int push_cand(cand **c, size_t *n, size_t *cap, ment *x, double bm25)
+static int push_cand_src(cand **c, size_t *n, size_t *cap, ment *x, double bm25, unsigned src)
 {
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
@@ -64,8 +70,14 @@ static int push_cand(cand **c, size_t *n, size_t *cap, ment *x, double bm25)
     memset(&(*c)[*n], 0, sizeof **c);
     (*c)[*n].x = x;
     (*c)[*n].bm25 = bm25;
+    (*c)[*n].source = src;
     (*n)++;
     return CAIRN_OK;
+}
+
+static int push_cand(cand **c, size_t *n, size_t *cap, ment *x, double bm25)
+{
+    return push_cand_src(c, n, cap, x, bm25, CAIRN_SOURCE_LEXICAL);
 }
 
 /* Candidates of one namespace: its best BM25 matches that pass the
@@ -103,6 +115,108 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_
         *n = start; /* too few passed: ask for more */
         want *= 4;
     }
+}
+
+/* Candidates of one namespace from its vectors: the nearest that pass
+ * the filters, asking for more until k pass or none are left. One that
+ * BM25 found already (c[first..*n)) gets its similarity added. */
+static int gather_vec(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k, int64_t now,
+                      const cairn_recall_opts *o, size_t first, cand **c, size_t *n, size_t *cap)
+{
+    size_t want = k * 4 < 64 ? 64 : k * 4, lex_end = *n;
+    for (;;) {
+        vec_hit *hs = malloc(want * sizeof *hs);
+        size_t got = 0, kept = 0;
+        int rc = hs ? cairn__mem_vec_search(m, nsi, vq, want, hs, &got) : CAIRN_ENOMEM;
+        for (size_t i = 0; rc == CAIRN_OK && i < got; i++) {
+            ment *x = cairn__mem_find_seq(m, hs[i].doc);
+            size_t j;
+            if (x == NULL) { /* the vectors name a memory the rows do not hold */
+                rc = CAIRN_ECORRUPT;
+                break;
+            }
+            if (!passes(x, o, now))
+                continue;
+            kept++;
+            for (j = first; j < lex_end && (*c)[j].x != x; j++)
+                ;
+            if (j == lex_end) {
+                rc = push_cand_src(c, n, cap, x, 0.0, CAIRN_SOURCE_SEMANTIC);
+                j = *n - 1;
+            } else {
+                (*c)[j].source |= CAIRN_SOURCE_SEMANTIC;
+            }
+            if (rc == CAIRN_OK)
+                (*c)[j].sim = hs[i].score;
+        }
+        free(hs);
+        if (rc != CAIRN_OK || kept >= k || got < want)
+            return rc;
+        /* too few passed: ask for more, forgetting what this side added */
+        for (size_t j = first; j < lex_end; j++)
+            if ((*c)[j].source & CAIRN_SOURCE_SEMANTIC) {
+                (*c)[j].source &= ~CAIRN_SOURCE_SEMANTIC;
+                (*c)[j].sim = 0;
+            }
+        *n = lex_end;
+        want *= 4;
+    }
+}
+
+static int by_bm25(const void *a, const void *b)
+{
+    const cand *const *x = a, *const *y = b;
+    if ((*x)->bm25 != (*y)->bm25)
+        return (*x)->bm25 > (*y)->bm25 ? -1 : 1;
+    return (*x)->x->seq < (*y)->x->seq ? -1 : (*x)->x->seq > (*y)->x->seq;
+}
+
+static int by_sim(const void *a, const void *b)
+{
+    const cand *const *x = a, *const *y = b;
+    if ((*x)->sim != (*y)->sim)
+        return (*x)->sim > (*y)->sim ? -1 : 1;
+    return (*x)->x->seq < (*y)->x->seq ? -1 : (*x)->x->seq > (*y)->x->seq;
+}
+
+/* Each side's rank (1 = best) of the candidates it found, over every
+ * namespace searched. */
+static void rank_sides(cand *c, size_t n)
+{
+    cand **p = malloc((n ? n : 1) * sizeof *p);
+    size_t k = 0;
+    if (p == NULL) { /* no ranks: fusion falls back to scores of 0 */
+        return;
+    }
+    for (int side = 0; side < 2; side++) {
+        unsigned bit = side ? CAIRN_SOURCE_SEMANTIC : CAIRN_SOURCE_LEXICAL;
+        k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (c[i].source & bit)
+                p[k++] = &c[i];
+        qsort(p, k, sizeof *p, side ? by_sim : by_bm25);
+        for (size_t i = 0; i < k; i++) {
+            if (side)
+                p[i]->srank = (unsigned)(i + 1);
+            else
+                p[i]->lrank = (unsigned)(i + 1);
+        }
+    }
+    free(p);
+}
+
+/* The relevance before normalization (cairn.h, cairn_recall_hit). */
+static double fused(const cairn_mem *m, cairn_recall_mode mode, const cand *x, double best,
+                    double best_sim)
+{
+    double sim = x->sim > 0 ? x->sim : 0;
+    if (mode == CAIRN_RECALL_LEXICAL)
+        return x->bm25;
+    if (mode == CAIRN_RECALL_SEMANTIC)
+        return sim;
+    if (m->fusion == CAIRN_FUSION_SCORE)
+        return (best > 0 ? x->bm25 / best : 0) + (best_sim > 0 ? sim / best_sim : 0);
+    return (x->lrank ? 1.0 / (RRF_K + x->lrank) : 0) + (x->srank ? 1.0 / (RRF_K + x->srank) : 0);
 }
 
 /* Keep the kept hits (compacting out), append one access record for them
@@ -163,9 +277,11 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     int *keep = NULL;
     char *rewritten = NULL;
     cairn_mem_hooks hooks = cairn__mem_hooks(m);
-    double best = 0, most = 0;
+    double best = 0, best_sim = 0, best_fused = 0, most = 0;
     int64_t now = cairn__mem_wall_ms();
-    int rc = CAIRN_OK;
+    vec_query vq;
+    float *qbuf = NULL;
+    int rc = CAIRN_OK, use_vec;
 
     *hits = NULL;
     *n_hits = 0;
@@ -187,13 +303,26 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         goto out;
     }
     (void)cairn__tok_run(m->tok, (const uint8_t *)query, strlen(query), count_term, &nterms);
+    /* The semantic side: wanted, and possible? */
+    use_vec = o->mode == CAIRN_RECALL_SEMANTIC ||
+              (o->mode == CAIRN_RECALL_HYBRID && m->vdim != 0 &&
+               (o->query_vector != NULL ||
+                (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL))));
+    if (o->mode != CAIRN_RECALL_HYBRID && o->mode != CAIRN_RECALL_LEXICAL &&
+        o->mode != CAIRN_RECALL_SEMANTIC) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "unknown recall mode %d", (int)o->mode);
+        goto out;
+    }
+    if (use_vec && (rc = cairn__mem_vec_query(m, query, o->query_vector, &vq, &qbuf)) != CAIRN_OK)
+        goto out;
     for (size_t i = 0; i < n_ns && rc == CAIRN_OK; i++) {
         long nsi = cairn__mem_ns_index(m, nss[i], strlen(nss[i]), 0);
+        size_t first = n;
         if (nsi < 0)
             continue;
-        if (nterms > 0) {
+        if (o->mode != CAIRN_RECALL_SEMANTIC && nterms > 0) {
             rc = gather_ns(m, (uint32_t)nsi, query, k, now, o, &c, &n, &cap);
-        } else {
+        } else if (o->mode != CAIRN_RECALL_SEMANTIC) {
             rc = cairn__mem_read_all(m);
             for (size_t j = 0; j < cairn__mem_total(m) && rc == CAIRN_OK; j++) {
                 ment *x = cairn__mem_at(m, j);
@@ -201,24 +330,39 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
                     rc = push_cand(&c, &n, &cap, x, 0.0);
             }
         }
+        if (rc == CAIRN_OK && use_vec)
+            rc = gather_vec(m, (uint32_t)nsi, &vq, k, now, o, first, &c, &n, &cap);
     }
     if (rc != CAIRN_OK) {
         rc = rc == CAIRN_ENOMEM ? cairn__mem_fail(m, rc, "no memory for recall")
-                                : cairn__mem_index_damaged(m, rc, "a text index");
+                                : cairn__mem_index_damaged(m, rc, "a text or vector index");
         goto out;
     }
+    rank_sides(c, n);
     for (size_t i = 0; i < n; i++) {
         if (c[i].bm25 > best)
             best = c[i].bm25;
+        if (c[i].sim > best_sim)
+            best_sim = c[i].sim;
         if ((double)c[i].x->access_count > most)
             most = (double)c[i].x->access_count;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], best, best_sim);
+        if (f > best_fused)
+            best_fused = f;
     }
     for (size_t i = 0; i < n; i++) {
         cairn_recall_hit *h = &c[i].h;
         const ment *x = c[i].x;
         double since_create = (double)(now - x->created) / DAY_MS;
+        double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], best, best_sim);
         h->bm25 = c[i].bm25;
-        h->relevance = best > 0 ? c[i].bm25 / best : 0.0;
+        h->similarity = c[i].sim;
+        h->lexical_rank = c[i].lrank;
+        h->semantic_rank = c[i].srank;
+        h->source = c[i].source;
+        h->relevance = best_fused > 0 ? f / best_fused : 0.0;
         h->importance = cairn__mem_decayed(m, x, now);
         h->recency = pow(0.5, (since_create > 0 ? since_create : 0) / m->half_life);
         h->access = most > 0 ? log1p((double)x->access_count) / log1p(most) : 0.0;
@@ -263,6 +407,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     out = NULL;
 out:
     free(c);
+    free(qbuf);
     free(keep);
     if (out != NULL)
         cairn_recall_free(out, take);

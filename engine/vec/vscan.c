@@ -61,15 +61,12 @@ static int row_live(const vblock_view *b, size_t i)
     return b->live == NULL || (b->live[i >> 3] >> (i & 7) & 1);
 }
 
-void cairn__vscan_topk(const vkernel *kern, const vblock_view *b, const float *q,
-                       const int8_t *q8, float q_scale, size_t k, size_t rerank,
-                       bm25_hit *tmp, bm25_hit *out, size_t *n_out)
+size_t cairn__vscan_i8(const vkernel *kern, const vblock_view *b, const int8_t *q8,
+                       float q_scale, size_t rerank, bm25_hit *tmp)
 {
-    bm25_topk cand, best;
+    bm25_topk cand;
     int32_t dots[VSCAN_CHUNK];
-    size_t nc;
 
-    rerank = cairn__vscan_rerank_n(k, rerank);
     cairn__bm25_topk_init(&cand, tmp, rerank);
     for (size_t base = 0; base < b->n; base += VSCAN_CHUNK) {
         size_t m = b->n - base < VSCAN_CHUNK ? b->n - base : VSCAN_CHUNK;
@@ -82,7 +79,18 @@ void cairn__vscan_topk(const vkernel *kern, const vblock_view *b, const float *q
                 cairn__bm25_topk_push(&cand, (uint32_t)(base + j), est);
         }
     }
-    nc = cand.n;
+    return cand.n;
+}
+
+void cairn__vscan_topk(const vkernel *kern, const vblock_view *b, const float *q,
+                       const int8_t *q8, float q_scale, size_t k, size_t rerank,
+                       bm25_hit *tmp, bm25_hit *out, size_t *n_out)
+{
+    bm25_topk best;
+    size_t nc;
+
+    rerank = cairn__vscan_rerank_n(k, rerank);
+    nc = cairn__vscan_i8(kern, b, q8, q_scale, rerank, tmp);
     cairn__bm25_topk_init(&best, out, k);
     for (size_t i = 0; i < nc; i++) {
         uint32_t r = tmp[i].doc;

@@ -47,6 +47,12 @@ void cairn__vscan_topk(const vkernel *kern, const vblock_view *b, const float *q
                        const int8_t *q8, float q_scale, size_t k, size_t rerank,
                        bm25_hit *tmp, bm25_hit *out, size_t *n_out);
 
+/* The int8 pass alone: the best `rerank` live rows by their estimate into
+ * tmp[0..return) (unordered; tmp holds rerank + VSCAN_CHUNK entries), for
+ * a caller that checks the f32 rows before it re-ranks them. */
+size_t cairn__vscan_i8(const vkernel *kern, const vblock_view *b, const int8_t *q8,
+                       float q_scale, size_t rerank, bm25_hit *tmp);
+
 /* The same ranking from f32 alone, every live row (the reference). */
 void cairn__vscan_topk_f32(const vkernel *kern, const vblock_view *b, const float *q,
                            size_t k, bm25_hit *out, size_t *n_out);

@@ -1,0 +1,444 @@
+/*
+ * test_memvec.c - memories with vectors (engine/memory/memvec.c,
+ * engine/vec/vecset.c): the embedder identity and its mismatches, hybrid
+ * and semantic recall with their Source bits, deletes through the live
+ * bitmap, a failing embedder that stores nothing, persistence across
+ * reopen, the index file and sealing, and the vector image's checks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "testutil.h"
+#include "vecset.h"
+
+typedef struct fx {
+    char *dir;
+    cairn_db *db;
+    cairn_mem *mem;
+    cairn_embedder emb;
+} fx;
+
+static void open_all(fx *f)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 4096;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &f->emb), CAIRN_OK);
+}
+
+static void close_all(fx *f)
+{
+    cairn_mem_close(f->mem);
+    f->mem = NULL;
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    char *d = tu_mkdtemp("memvec");
+    if (f == NULL || d == NULL)
+        return -1;
+    f->dir = tu_join(d, "store");
+    free(d);
+    if (cairn_hash_embedder(&f->emb, 0) != CAIRN_OK)
+        return -1;
+    open_all(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    if (f->mem != NULL || f->db != NULL)
+        close_all(f);
+    cairn_hash_embedder_free(&f->emb);
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void store(fx *f, const char *content, char *id_out)
+{
+    cairn_memory *m = NULL;
+    int rc = cairn_mem_store(f->mem, content, NULL, &m, NULL);
+    if (rc != CAIRN_OK)
+        fail_msg("store: %s", cairn_mem_errmsg(f->mem));
+    if (id_out != NULL)
+        strcpy(id_out, m->id);
+    cairn_mem_free(m);
+}
+
+static const char *const corpus[] = {
+    "the deployment pipeline failed because the database migration timed out",
+    "we decided to use a canary release before every production deploy",
+    "Caroline went to the LGBTQ support group on Tuesday",
+    "the team prefers tabs over spaces in the Makefile",
+    "remember to rotate the API keys every ninety days",
+    "Melanie painted a sunrise over the lake last summer",
+};
+#define NCORPUS (sizeof corpus / sizeof corpus[0])
+
+static size_t recall(fx *f, const char *q, cairn_recall_mode mode, size_t k, cairn_recall_hit **hits)
+{
+    cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+    size_t n = 0;
+    o.k = k;
+    o.mode = mode;
+    if (cairn_mem_recall(f->mem, q, &o, hits, &n) != CAIRN_OK)
+        fail_msg("recall \"%s\": %s", q, cairn_mem_errmsg(f->mem));
+    return n;
+}
+
+/* Every memory stored with an embedder carries a vector of it. */
+static void stored_memories_carry_the_embedders_vectors(void **state)
+{
+    fx *f = *state;
+    char name[CAIRN_EMBEDDER_NAME_MAX + 1];
+    uint32_t dim = 0;
+    uint64_t n = 0;
+    cairn_mem_vectors(f->mem, name, &dim, &n);
+    assert_int_equal(dim, 0);
+    assert_int_equal(n, 0);
+    for (size_t i = 0; i < NCORPUS; i++)
+        store(f, corpus[i], NULL);
+    cairn_mem_vectors(f->mem, name, &dim, &n);
+    assert_string_equal(name, "cairn-hash-v1");
+    assert_int_equal(dim, 384);
+    assert_int_equal(n, NCORPUS);
+}
+
+/* A misspelled query BM25 cannot match is found by its vector, and the
+ * hit says the semantic side found it. */
+static void semantic_recall_finds_what_bm25_misses(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *h = NULL;
+    size_t n;
+    for (size_t i = 0; i < NCORPUS; i++)
+        store(f, corpus[i], NULL);
+    n = recall(f, "deploymnet pipline", CAIRN_RECALL_LEXICAL, 3, &h);
+    assert_int_equal(n, 0);
+    cairn_recall_free(h, n);
+    n = recall(f, "deploymnet pipline", CAIRN_RECALL_SEMANTIC, 3, &h);
+    assert_true(n >= 1);
+    assert_string_equal(h[0].mem.content, corpus[0]);
+    assert_int_equal(h[0].source, CAIRN_SOURCE_SEMANTIC);
+    assert_int_equal(h[0].semantic_rank, 1);
+    assert_true(h[0].similarity > 0.2 && h[0].similarity <= 1.0);
+    cairn_recall_free(h, n);
+    /* hybrid: the same memory first, found by the vectors */
+    n = recall(f, "deploymnet pipline", CAIRN_RECALL_HYBRID, 3, &h);
+    assert_true(n >= 1);
+    assert_string_equal(h[0].mem.content, corpus[0]);
+    assert_true(h[0].source & CAIRN_SOURCE_SEMANTIC);
+    cairn_recall_free(h, n);
+    /* an exact query: both sides find it */
+    n = recall(f, "canary release", CAIRN_RECALL_HYBRID, 3, &h);
+    assert_true(n >= 1);
+    assert_string_equal(h[0].mem.content, corpus[1]);
+    assert_int_equal(h[0].source, CAIRN_SOURCE_LEXICAL | CAIRN_SOURCE_SEMANTIC);
+    assert_int_equal(h[0].lexical_rank, 1);
+    assert_int_equal(h[0].semantic_rank, 1);
+    assert_true(h[0].bm25 > 0);
+    cairn_recall_free(h, n);
+}
+
+/* Another embedder, or another dimension, is refused once vectors exist;
+ * before, any may be set. */
+static void another_embedder_or_dimension_is_refused(void **state)
+{
+    fx *f = *state;
+    cairn_embedder other = f->emb, small;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    float v[384];
+    other.name = "some-other-model";
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &other), CAIRN_OK); /* no vectors yet */
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &f->emb), CAIRN_OK);
+    store(f, corpus[0], NULL);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &other), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "cairn-hash-v1"));
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "some-other-model"));
+    assert_int_equal(cairn_hash_embedder(&small, 64), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &small), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "64"));
+    cairn_hash_embedder_free(&small);
+    /* a caller's vector must come from the set embedder: a non-finite one is refused */
+    for (int i = 0; i < 384; i++)
+        v[i] = (float)i;
+    v[7] = NAN;
+    so.vector = v;
+    assert_int_equal(cairn_mem_store(f->mem, "a vector with a NaN", &so, NULL, NULL), CAIRN_EINVAL);
+    /* the refusals stored nothing */
+    {
+        uint64_t n = 0;
+        cairn_mem_vectors(f->mem, NULL, NULL, &n);
+        assert_int_equal(n, 1);
+    }
+}
+
+/* A log record whose vector comes from another embedder is skipped at
+ * replay, never mixed in. */
+static void a_foreign_vector_in_the_log_is_skipped(void **state)
+{
+    fx *f = *state;
+    cairn_entry e;
+    float v[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    const char *json = "{\"id\":\"mforeign\",\"content\":\"foreign vector\",\"category\":\"fact\","
+                       "\"embedder\":\"other\",\"dim\":8}";
+    uint64_t n = 0;
+    store(f, corpus[0], NULL);
+    memset(&e, 0, sizeof e);
+    e.type = CAIRN_REC_MEMORY;
+    e.json = json;
+    e.json_len = strlen(json);
+    e.bin = v;
+    e.bin_len = sizeof v;
+    assert_int_equal(cairn_append(f->db, &e, NULL), CAIRN_OK);
+    close_all(f);
+    open_all(f);
+    cairn_mem_vectors(f->mem, NULL, NULL, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(cairn_mem_skipped(f->mem), 1);
+}
+
+/* Deleted memories never come back from the vectors, before and after
+ * the index file. */
+static void deleted_memories_leave_the_semantic_results(void **state)
+{
+    fx *f = *state;
+    char id0[CAIRN_MEM_ID_MAX + 1], id1[CAIRN_MEM_ID_MAX + 1];
+    cairn_recall_hit *h = NULL;
+    size_t n;
+    store(f, corpus[0], id0);
+    store(f, corpus[1], id1);
+    for (size_t i = 2; i < NCORPUS; i++)
+        store(f, corpus[i], NULL);
+    assert_int_equal(cairn_mem_delete(f->mem, id0, "test"), CAIRN_OK);
+    n = recall(f, "deployment pipeline", CAIRN_RECALL_SEMANTIC, 10, &h);
+    for (size_t i = 0; i < n; i++)
+        assert_string_not_equal(h[i].mem.id, id0);
+    cairn_recall_free(h, n);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(f->mem, id1, "test"), CAIRN_OK); /* a mapped row */
+    n = recall(f, "canary release deploy", CAIRN_RECALL_SEMANTIC, 10, &h);
+    assert_int_equal(n, NCORPUS - 2);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_not_equal(h[i].mem.id, id0);
+        assert_string_not_equal(h[i].mem.id, id1);
+    }
+    cairn_recall_free(h, n);
+}
+
+static int failing_embed(void *user, const char *text, size_t len, float *out, char *err)
+{
+    (void)user;
+    (void)text;
+    (void)len;
+    (void)out;
+    snprintf(err, CAIRN_ERRMSG_MAX, "model server refused the connection");
+    return 1;
+}
+
+/* An embedder that fails stores nothing, and says why. */
+static void a_failing_embedder_stores_nothing(void **state)
+{
+    fx *f = *state;
+    cairn_embedder bad = {"broken-model", 16, NULL, failing_embed, NULL};
+    cairn_stats st0, st1;
+    cairn_recall_hit *h = NULL;
+    size_t n;
+    assert_int_equal(cairn_stats_get(f->db, &st0), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &bad), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(f->mem, "never stored", NULL, NULL, NULL), CAIRN_EIO);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "model server refused"));
+    assert_int_equal(cairn_stats_get(f->db, &st1), CAIRN_OK);
+    assert_int_equal(st1.records, st0.records);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, NULL), CAIRN_OK);
+    n = recall(f, "never stored", CAIRN_RECALL_LEXICAL, 5, &h);
+    assert_int_equal(n, 0);
+    cairn_recall_free(h, n);
+}
+
+/* Semantic recall needs an embedder and vectors: CAIRN_EUNAVAIL without. */
+static void semantic_recall_without_an_embedder_is_unavailable(void **state)
+{
+    fx *f = *state;
+    cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    o.mode = CAIRN_RECALL_SEMANTIC;
+    /* no vectors yet */
+    assert_int_equal(cairn_mem_recall(f->mem, "x", &o, &h, &n), CAIRN_EUNAVAIL);
+    store(f, corpus[0], NULL);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_recall(f->mem, "deploy", &o, &h, &n), CAIRN_EUNAVAIL);
+    /* hybrid falls back to BM25 alone */
+    o.mode = CAIRN_RECALL_HYBRID;
+    assert_int_equal(cairn_mem_recall(f->mem, "deployment", &o, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(h[0].source, CAIRN_SOURCE_LEXICAL);
+    cairn_recall_free(h, n);
+}
+
+/* The same answers after a reopen (replay), after the index file (mapped
+ * vectors), and after the segments are sealed. */
+static void vectors_persist_across_reopen_index_file_and_sealing(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *h = NULL;
+    char want[NCORPUS][CAIRN_MEM_ID_MAX + 1];
+    double sims[NCORPUS];
+    size_t n, n0;
+    for (int round = 0; round < 40; round++) /* enough to roll 4 KiB segments */
+        for (size_t i = 0; i < NCORPUS; i++) {
+            char text[256];
+            snprintf(text, sizeof text, "%s (round %d)", corpus[i], round);
+            store(f, text, NULL);
+        }
+    n0 = recall(f, "deploymnet migraton", CAIRN_RECALL_SEMANTIC, NCORPUS, &h);
+    assert_int_equal(n0, NCORPUS);
+    for (size_t i = 0; i < n0; i++) {
+        strcpy(want[i], h[i].mem.id);
+        sims[i] = h[i].similarity;
+    }
+    cairn_recall_free(h, n0);
+    for (int step = 0; step < 3; step++) {
+        if (step == 1)
+            assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+        if (step == 2) {
+            assert_int_equal(cairn_roll(f->db), CAIRN_OK);
+            assert_int_equal(cairn_seal(f->db), CAIRN_OK);
+        }
+        close_all(f);
+        open_all(f);
+        if (step == 1) {
+            cairn_mem_stats st;
+            assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+            assert_true(st.index_rows == 40 * NCORPUS);
+            assert_int_equal(st.unindexed, 0);
+            cairn_mem_stats_free(&st);
+        }
+        n = recall(f, "deploymnet migraton", CAIRN_RECALL_SEMANTIC, NCORPUS, &h);
+        assert_int_equal(n, NCORPUS);
+        for (size_t i = 0; i < n; i++) {
+            assert_string_equal(h[i].mem.id, want[i]);
+            assert_float_equal(h[i].similarity, sims[i], 1e-6);
+        }
+        cairn_recall_free(h, n);
+    }
+}
+
+/* ---- the vector image ------------------------------------------------- */
+
+typedef struct sink {
+    uint8_t *p;
+    size_t n, cap;
+} sink;
+
+static int sink_put(void *user, const void *p, size_t len)
+{
+    sink *s = user;
+    if (s->n + len > s->cap) {
+        s->cap = (s->n + len) * 2;
+        s->p = realloc(s->p, s->cap);
+        assert_non_null(s->p);
+    }
+    memcpy(s->p + s->n, p, len);
+    s->n += len;
+    return CAIRN_OK;
+}
+
+/* Written and mapped back, an image answers as the RAM set did; removed
+ * rows are not written; a flipped byte in a block is found when the block
+ * is first read. */
+static void the_vector_image_round_trips_and_checks_its_blocks(void **state)
+{
+    cairn__vecset *s = NULL, *m = NULL;
+    sink out = {NULL, 0, 0};
+    uint64_t rng = 42;
+    float v[32], q[32 * 3];
+    vec_query vq;
+    vec_hit a[10], b[10];
+    size_t na, nb;
+    (void)state;
+    assert_int_equal(cairn__vecset_new(&s, "test", 32), CAIRN_OK);
+    for (uint64_t i = 0; i < 1000; i++) {
+        for (int d = 0; d < 32; d++)
+            v[d] = (float)((double)(tu_splitmix64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+        assert_int_equal(cairn__vecset_add(s, 10 + i * 3, v), CAIRN_OK);
+    }
+    assert_int_equal(cairn__vecset_add(s, 5, v), CAIRN_EINVAL); /* not increasing */
+    for (uint64_t i = 0; i < 1000; i += 7)
+        assert_int_equal(cairn__vecset_remove(s, 10 + i * 3), CAIRN_OK);
+    assert_int_equal(cairn__vecset_remove(s, 10), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn__vecset_write(&s, 1, sink_put, &out), CAIRN_OK);
+    assert_int_equal(out.n, cairn__vecset_image_len(&s, 1));
+    assert_int_equal(cairn__vecset_map(&m, out.p, out.n), CAIRN_OK);
+    assert_int_equal(cairn__vecset_live(m), cairn__vecset_live(s));
+    cairn__vec_query_make(&vq, v, 32, q, (int8_t *)(q + 32));
+    assert_int_equal(cairn__vecset_search(s, cairn__vkernel_best(), &vq, 10, 0, a, &na), CAIRN_OK);
+    assert_int_equal(cairn__vecset_search(m, cairn__vkernel_best(), &vq, 10, 0, b, &nb), CAIRN_OK);
+    assert_int_equal(na, 10);
+    assert_int_equal(nb, 10);
+    for (size_t i = 0; i < na; i++) {
+        assert_int_equal(a[i].doc, b[i].doc);
+        assert_true(a[i].score == b[i].score);
+        assert_true((a[i].doc - 10) / 3 % 7 != 0); /* never a removed row */
+    }
+    cairn__vecset_free(m);
+    /* a flipped byte in the int8 rows: found at the first search */
+    {
+        size_t i8_at = out.n - (size_t)cairn__vecset_live(s) * 32 * 4 - 10;
+        out.p[i8_at] ^= 0x40;
+        assert_int_equal(cairn__vecset_map(&m, out.p, out.n), CAIRN_OK);
+        assert_int_equal(cairn__vecset_search(m, cairn__vkernel_best(), &vq, 10, 0, b, &nb),
+                         CAIRN_ECHECKSUM);
+        assert_int_equal(cairn__vecset_check_all(m), CAIRN_ECHECKSUM);
+        cairn__vecset_free(m);
+        out.p[i8_at] ^= 0x40;
+    }
+    /* a flipped byte in the header or the doc column: refused at map */
+    out.p[20] ^= 1;
+    assert_int_not_equal(cairn__vecset_map(&m, out.p, out.n), CAIRN_OK);
+    out.p[20] ^= 1;
+    out.p[130] ^= 1;
+    assert_int_equal(cairn__vecset_map(&m, out.p, out.n), CAIRN_ECHECKSUM);
+    cairn__vecset_free(s);
+    free(out.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(stored_memories_carry_the_embedders_vectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(semantic_recall_finds_what_bm25_misses, setup, teardown),
+        cmocka_unit_test_setup_teardown(another_embedder_or_dimension_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_foreign_vector_in_the_log_is_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(deleted_memories_leave_the_semantic_results, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_failing_embedder_stores_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(semantic_recall_without_an_embedder_is_unavailable, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(vectors_persist_across_reopen_index_file_and_sealing, setup,
+                                        teardown),
+        cmocka_unit_test(the_vector_image_round_trips_and_checks_its_blocks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
