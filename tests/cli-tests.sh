@@ -333,8 +333,39 @@ run --store "$S" search "git" --max-results 101
 check "search refuses --max-results over 100" sh -c "[ $rc -eq 1 ] && grep -q MaxResults out"
 run --store "$S" search "git" --lexical-only --semantic-only
 check "search refuses both switches" sh -c "[ $rc -eq 1 ] && grep -q 'Cannot specify both' out"
-run --store "$S" search "git" --semantic-only
-check "search --semantic-only fails without vectors" sh -c "[ $rc -eq 1 ] && grep -q 'Semantic search is not available' out"
+run --store "$S" search "git hoks" --semantic-only
+check "search --semantic-only finds a misspelled query by its vector" sh -c "[ $rc -eq 0 ] && grep -q '\"Source\":.*\"Semantic\"' out && grep -q 'git hooks run' out"
+run --store "$S" --no-embed search "git" --semantic-only
+check "search --semantic-only fails without an embedder" sh -c "[ $rc -eq 1 ] && grep -q 'Semantic search is not available' out"
+run --store "$T/novec" --no-embed add "stored without a vector"
+run --store "$T/novec" search "stored" --semantic-only
+check "search --semantic-only fails on a store without vectors" sh -c "[ $rc -eq 1 ] && grep -q 'has no vectors' out"
+run --store "$S" recall "hoks comitt" --explain
+check "recall --explain says which side found a memory" sh -c "[ $rc -eq 0 ] && grep -q 'source semantic' out"
+# ---- --embed-cmd: an external embedder ----------------------------------------------
+E=$T/embstore
+cat >"$T/emb.sh" <<'SH'
+#!/bin/sh
+# a toy embedder: 3 values from the length of each line
+while IFS= read -r l; do echo "[${#l}, 1, 0.5]"; done
+SH
+chmod +x "$T/emb.sh"
+run --store "$E" --embed-cmd "$T/emb.sh" --embed-name toy add "first memory"
+check "add with --embed-cmd stores the memory" rc_is 0
+run --store "$E" status
+check "status names the external embedder and its dimension" sh -c "grep -q '\"Embedder\":.*\"toy\"' out && grep -q '\"Dimensions\":.*3' out"
+run --store "$E" add "second memory"
+check "the built-in embedder is refused on a store of another embedder" sh -c "[ $rc -eq 1 ] && grep -q 'never mixed' err"
+run --store "$E" --embed-cmd "exit 3" --embed-name toy add "third memory"
+check "a failing --embed-cmd is an error that stores nothing" sh -c "[ $rc -eq 1 ] && grep -q 'status 3' err"
+run --store "$E" --embed-cmd "echo '[1,2]'; cat >/dev/null" --embed-name toy add "fourth memory"
+check "an answer of another length is an error" sh -c "[ $rc -eq 1 ] && grep -q 'not 3' err"
+run --store "$E" --embed-cmd "cat >/dev/null; echo '[1,\"x\",3]'" --embed-name toy add "fifth memory"
+check "an answer that is not numbers is an error" sh -c "[ $rc -eq 1 ] && grep -q 'not a number' err"
+run --store "$E" --embed-cmd "sleep 5" --embed-name toy --embed-timeout 1 add "sixth memory"
+check "a slow --embed-cmd times out" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' err"
+run --store "$E" --no-embed export --format json
+check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory' out"
 run --store "$S" search "git hooks" --lexical-only --format table
 check "search --format table has the header and the Lexical source" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -q '^Name .*Source .*Score .*Preview' && grep -q 'Lexical' out"
 run --store "$S" status

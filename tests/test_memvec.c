@@ -227,6 +227,8 @@ static void deleted_memories_leave_the_semantic_results(void **state)
     char id0[CAIRN_MEM_ID_MAX + 1], id1[CAIRN_MEM_ID_MAX + 1];
     cairn_recall_hit *h = NULL;
     size_t n;
+    f->emb.min_similarity = -2; /* every memory is a semantic match */
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &f->emb), CAIRN_OK);
     store(f, corpus[0], id0);
     store(f, corpus[1], id1);
     for (size_t i = 2; i < NCORPUS; i++)
@@ -261,7 +263,7 @@ static int failing_embed(void *user, const char *text, size_t len, float *out, c
 static void a_failing_embedder_stores_nothing(void **state)
 {
     fx *f = *state;
-    cairn_embedder bad = {"broken-model", 16, NULL, failing_embed, NULL};
+    cairn_embedder bad = {"broken-model", 16, NULL, failing_embed, NULL, 0};
     cairn_stats st0, st1;
     cairn_recall_hit *h = NULL;
     size_t n;
@@ -275,6 +277,30 @@ static void a_failing_embedder_stores_nothing(void **state)
     n = recall(f, "never stored", CAIRN_RECALL_LEXICAL, 5, &h);
     assert_int_equal(n, 0);
     cairn_recall_free(h, n);
+}
+
+/* An import is embedded in one batch; a failing embedder imports nothing. */
+static void imports_are_embedded_or_not_imported_at_all(void **state)
+{
+    fx *f = *state;
+    cairn_embedder bad = {"cairn-hash-v1", 384, NULL, failing_embed, NULL, 0};
+    const char *data = "[{\"content\":\"the deployment pipeline failed\"},"
+                       "{\"content\":\"Melanie painted a sunrise\"}]";
+    uint64_t imported = 0, skipped = 0, n = 0;
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &bad), CAIRN_OK);
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSON, data, strlen(data), NULL, &imported,
+                                      &skipped),
+                     CAIRN_EIO);
+    assert_int_equal(imported, 0);
+    cairn_mem_vectors(f->mem, NULL, NULL, &n);
+    assert_int_equal(n, 0);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &f->emb), CAIRN_OK);
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSON, data, strlen(data), NULL, &imported,
+                                      &skipped),
+                     CAIRN_OK);
+    assert_int_equal(imported, 2);
+    cairn_mem_vectors(f->mem, NULL, NULL, &n);
+    assert_int_equal(n, 2);
 }
 
 /* Semantic recall needs an embedder and vectors: CAIRN_EUNAVAIL without. */
@@ -344,6 +370,57 @@ static void vectors_persist_across_reopen_index_file_and_sealing(void **state)
         }
         cairn_recall_free(h, n);
     }
+}
+
+/* Score fusion (the default): a memory only the vectors found ranks below
+ * every BM25 match, and BM25's order among its matches stands. */
+static void hybrid_keeps_bm25_order_and_adds_vector_matches_after(void **state)
+{
+    fx *f = *state;
+    cairn_recall_hit *lex = NULL, *hyb = NULL;
+    size_t nl, nh, first_sem = (size_t)-1;
+    store(f, "the deploy script failed", NULL);
+    store(f, "deploy on fridays needs two reviewers", NULL);
+    store(f, "the billing deplyoment is frozen", NULL); /* misspelled: BM25 misses it */
+    store(f, "lunch is at noon", NULL);
+    nl = recall(f, "deployment", CAIRN_RECALL_LEXICAL, 10, &lex);
+    nh = recall(f, "deployment", CAIRN_RECALL_HYBRID, 10, &hyb);
+    assert_true(nl >= 2);
+    assert_true(nh > nl); /* the vectors added at least one */
+    for (size_t i = 0; i < nl; i++)
+        assert_string_equal(hyb[i].mem.id, lex[i].mem.id);
+    for (size_t i = 0; i < nh; i++) {
+        if (!(hyb[i].source & CAIRN_SOURCE_LEXICAL) && first_sem == (size_t)-1)
+            first_sem = i;
+        if (first_sem != (size_t)-1)
+            assert_int_equal(hyb[i].source, CAIRN_SOURCE_SEMANTIC);
+        assert_string_not_equal(hyb[i].mem.content, "lunch is at noon"); /* below the floor */
+    }
+    assert_int_equal(first_sem, nl);
+    cairn_recall_free(lex, nl);
+    cairn_recall_free(hyb, nh);
+}
+
+/* An external embedder's answer: an array of finite numbers, nothing else. */
+static void parse_vector_takes_arrays_of_finite_numbers_only(void **state)
+{
+    float v[4];
+    size_t n = 9;
+    char err[128];
+    (void)state;
+    assert_int_equal(cairn_parse_vector("[1, -2.5, 3e-2]", 15, v, 4, &n, err, sizeof err), CAIRN_OK);
+    assert_int_equal(n, 3);
+    assert_true(v[0] == 1.0f && v[1] == -2.5f && v[2] == 3e-2f);
+    assert_int_equal(cairn_parse_vector("[1,2,3,4,5]", 11, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
+    assert_non_null(strstr(err, "more than 4"));
+    assert_int_equal(n, 0);
+    assert_int_equal(cairn_parse_vector("[1,\"a\"]", 7, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
+    assert_non_null(strstr(err, "value 1 is not a number"));
+    assert_int_equal(cairn_parse_vector("[1e39]", 6, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
+    assert_non_null(strstr(err, "finite"));
+    assert_int_equal(cairn_parse_vector("[]", 2, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
+    assert_int_equal(cairn_parse_vector("{\"v\":[1]}", 9, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
+    assert_int_equal(cairn_parse_vector("[1,2", 4, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
 }
 
 /* ---- the vector image ------------------------------------------------- */
@@ -434,10 +511,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_foreign_vector_in_the_log_is_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(deleted_memories_leave_the_semantic_results, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failing_embedder_stores_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(imports_are_embedded_or_not_imported_at_all, setup, teardown),
         cmocka_unit_test_setup_teardown(semantic_recall_without_an_embedder_is_unavailable, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(vectors_persist_across_reopen_index_file_and_sealing, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(hybrid_keeps_bm25_order_and_adds_vector_matches_after,
+                                        setup, teardown),
+        cmocka_unit_test(parse_vector_takes_arrays_of_finite_numbers_only),
         cmocka_unit_test(the_vector_image_round_trips_and_checks_its_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,6 +71,14 @@ static void print_overview(FILE *f)
           "Global options:\n"
           "  --store DIR   the store directory (default: $CAIRN_STORE if set and not\n"
           "                empty, else ./.cairn); also accepted after COMMAND\n"
+          "  --embed-cmd CMD  embed memories and queries with an external program\n"
+          "                (default: $CAIRN_EMBED_CMD, else the built-in embedder):\n"
+          "                `sh -c CMD` reads JSON strings, one per line, on stdin and\n"
+          "                writes one JSON array of floats per line on stdout\n"
+          "  --embed-name NAME  the identity its vectors are stored under (default:\n"
+          "                CMD itself; at most 63 bytes)\n"
+          "  --embed-timeout S  seconds the program may take per call (default 30)\n"
+          "  --no-embed    no embedder: lexical only, new memories carry no vector\n"
           "  -h, --help    print this help and exit\n"
           "  --version     print the version and exit\n"
           "\n"
@@ -149,8 +157,11 @@ int main(int argc, char **argv)
     const char *env = getenv("CAIRN_STORE");
     int i, rc;
 
+    memset(&ctx, 0, sizeof ctx);
     ctx.cmd = "cairn";
     ctx.store = env && env[0] ? env : "./.cairn";
+    env = getenv("CAIRN_EMBED_CMD");
+    ctx.embed_cmd = env && env[0] ? env : NULL;
     for (i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -168,6 +179,36 @@ int main(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             ctx.store = v;
+            continue;
+        }
+        if (strcmp(arg, "--no-embed") == 0) {
+            ctx.no_embed = 1;
+            continue;
+        }
+        if (strcmp(arg, "--embed-cmd") == 0 || strcmp(arg, "--embed-name") == 0 ||
+            strcmp(arg, "--embed-timeout") == 0) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            uint64_t secs = 0;
+            if (v == NULL || v[0] == '\0') {
+                fprintf(stderr, "cairn: option '%s' needs a value\n", arg);
+                return CLI_EXIT_USAGE;
+            }
+            if (arg[8] == 'c') {
+                ctx.embed_cmd = v;
+            } else if (arg[8] == 'n') {
+                if (strlen(v) > CAIRN_EMBEDDER_NAME_MAX) {
+                    fprintf(stderr, "cairn: --embed-name: at most %d bytes\n",
+                            CAIRN_EMBEDDER_NAME_MAX);
+                    return CLI_EXIT_USAGE;
+                }
+                ctx.embed_name = v;
+            } else {
+                if (cli_parse_u64(v, 3600, &secs) != 0 || secs == 0) {
+                    fputs("cairn: --embed-timeout: 1..3600 seconds\n", stderr);
+                    return CLI_EXIT_USAGE;
+                }
+                ctx.embed_timeout_ms = (int)secs * 1000;
+            }
             continue;
         }
         if (arg[0] == '-') {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli_json.h"
+#include "cli_embed.h"
 #include "commands.h"
 
 const char cmd_add_help[] =
@@ -58,9 +59,12 @@ const char cmd_remove_help[] =
 const char cmd_recall_help[] =
     "usage: cairn recall QUERY [--k N] [--categories a,b] [--min-importance X]\n"
     "                    [--namespace NS[,NS...]] [--explain] [--format text|json]\n"
+    "                    [--lexical-only | --semantic-only]\n"
     "\n"
-    "Print the memories that best match QUERY, best first. Ranking: BM25\n"
-    "relevance (0.5), importance decayed with a 30-day half-life since last\n"
+    "Print the memories that best match QUERY, best first. Ranking: relevance\n"
+    "(0.5: BM25 and vector similarity fused by reciprocal rank; BM25 alone with\n"
+    "--lexical-only or --no-embed, similarity alone with --semantic-only),\n"
+    "importance decayed with a 30-day half-life since last\n"
     "access (0.3), recency with a 30-day half-life since creation (0.2), access\n"
     "count (0.0); see README \"Recall\". Each returned memory's accessedAt and\n"
     "accessCount are updated (one record per recall).\n"
@@ -70,7 +74,10 @@ const char cmd_recall_help[] =
     "  --categories a,b    only these categories\n"
     "  --min-importance X  only memories stored with importance >= X (0..1)\n"
     "  --namespace NS,...  the namespaces to search (default: the empty one)\n"
-    "  --explain           show every component of each score\n"
+    "  --explain           show every component of each score, and which side\n"
+    "                      (lexical, semantic, both) found the memory\n"
+    "  --lexical-only      BM25 only\n"
+    "  --semantic-only     vectors only (fails when the store has none)\n"
     "  --format F          text: \"score  [category] content  (id)\" lines, the\n"
     "                      content's first line cut at 100 bytes (\" ...\" when\n"
     "                      cut); json: an array of the whole memories with\n"
@@ -78,6 +85,25 @@ const char cmd_recall_help[] =
     "\n"
     "Exit status: 0 success (also when nothing matches); 1 I/O error; 64 usage\n"
     "error.\n";
+
+/* The embedder of the command that embeds (add, recall, context, import):
+ * one per process, freed by close_mem. */
+static cli_embedder g_emb;
+
+static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code);
+static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem);
+
+/* Open the store and the memory engine, with the tool's embedder. */
+static int open_mem_embed(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
+{
+    int rc = open_mem(ctx, db, mem);
+    if (rc == CLI_EXIT_OK && (rc = cli_embedder_attach(ctx, *mem, &g_emb, 0)) != CLI_EXIT_OK) {
+        close_mem(ctx, *db, *mem, rc);
+        *db = NULL;
+        *mem = NULL;
+    }
+    return rc;
+}
 
 /* Open the store (created if missing) and the memory engine. */
 static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
@@ -112,6 +138,7 @@ static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code)
 {
     int rc;
     cairn_mem_close(mem);
+    cli_embedder_done(&g_emb);
     rc = cairn_close(db);
     if (rc != CAIRN_OK && exit_code == CLI_EXIT_OK)
         return cli_fail(ctx->cmd, rc, "closing the store");
@@ -262,7 +289,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     if ((rc = build_meta(ctx, meta, tags, &meta_json)) >= 0)
         return rc;
     so.metadata = meta_json;
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
         free(meta_json);
         return rc;
     }
@@ -382,11 +409,19 @@ static size_t split_list(char *s, const char ***out)
     return k;
 }
 
+/* Which side found a hit: "lexical", "semantic" or "both". */
+static const char *source_name(unsigned src)
+{
+    if (src == (CAIRN_SOURCE_LEXICAL | CAIRN_SOURCE_SEMANTIC))
+        return "both";
+    return src == CAIRN_SOURCE_SEMANTIC ? "semantic" : "lexical";
+}
+
 int cmd_recall(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"k", 1}, {"categories", 1}, {"min-importance", 1},
                                        {"namespace", 1}, {"explain", 0}, {"format", 1},
-                                       {NULL, 0}};
+                                       {"lexical-only", 0}, {"semantic-only", 0}, {NULL, 0}};
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
     const char *name, *val, *query = NULL;
     char *cats = NULL, *nss = NULL;
@@ -425,6 +460,11 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             explain = 1;
         } else if (strcmp(name, "format") == 0) {
             rc = cli_parse_format(ctx->cmd, val, &json);
+        } else if (strcmp(name, "lexical-only") == 0 || strcmp(name, "semantic-only") == 0) {
+            cairn_recall_mode md = name[0] == 'l' ? CAIRN_RECALL_LEXICAL : CAIRN_RECALL_SEMANTIC;
+            if (ro.mode != CAIRN_RECALL_HYBRID && ro.mode != md)
+                rc = cli_usage_error(ctx->cmd, "--lexical-only and --semantic-only exclude each other");
+            ro.mode = md;
         }
     }
     if (rc < 0 && query == NULL)
@@ -439,7 +479,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         ro.n_ns = split_list(nss, &ns_list);
         ro.ns = ns_list;
     }
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_recall(mem, query, &ro, &h, &n);
     if (r != CAIRN_OK) {
@@ -453,7 +493,11 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             cJSON_AddNumberToObject(o, "score", h[i].score);
             if (explain) {
                 cJSON *x = cJSON_AddObjectToObject(o, "explain");
+                cJSON_AddStringToObject(x, "source", source_name(h[i].source));
                 cJSON_AddNumberToObject(x, "bm25", h[i].bm25);
+                cJSON_AddNumberToObject(x, "lexicalRank", h[i].lexical_rank);
+                cJSON_AddNumberToObject(x, "similarity", h[i].similarity);
+                cJSON_AddNumberToObject(x, "semanticRank", h[i].semantic_rank);
                 cJSON_AddNumberToObject(x, "relevance", h[i].relevance);
                 cJSON_AddNumberToObject(x, "importance", h[i].importance);
                 cJSON_AddNumberToObject(x, "recency", h[i].recency);
@@ -472,9 +516,11 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             printf("%.4f  [%s] %.*s%s  (%s)\n", h[i].score, h[i].mem.category, cut, c,
                    cut < w || c[w] ? " ..." : "", h[i].mem.id);
             if (explain)
-                printf("        bm25 %.4f  relevance %.4f  importance %.4f  recency %.4f  "
-                       "access %.4f\n",
-                       h[i].bm25, h[i].relevance, h[i].importance, h[i].recency, h[i].access);
+                printf("        source %s  bm25 %.4f (rank %u)  similarity %.4f (rank %u)\n"
+                       "        relevance %.4f  importance %.4f  recency %.4f  access %.4f\n",
+                       source_name(h[i].source), h[i].bm25, h[i].lexical_rank, h[i].similarity,
+                       h[i].semantic_rank, h[i].relevance, h[i].importance, h[i].recency,
+                       h[i].access);
         }
     }
     cairn_recall_free(h, n);
@@ -564,7 +610,7 @@ int cmd_context(cli_ctx *ctx, int argc, char **argv)
         co.recall.n_ns = split_list(nss, &ns_list);
         co.recall.ns = ns_list;
     }
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_context(mem, query, &co, &out, NULL);
     if (r != CAIRN_OK) {
@@ -1022,7 +1068,7 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         return cli_usage_error(ctx->cmd, "give either --format F FILE or --from markdown DIR");
     if (from == NULL && slurp(path, &data, &len) != 0)
         return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
         free(data);
         return rc;
     }

@@ -4,15 +4,15 @@
  * (Get-MemoryRouterStatus).
  *
  * Search only reads: it opens the store read-only, ranks by relevance alone
- * (BM25, the best match scoring 1.0) and records no access. Lexical search
- * is all there is until vectors exist (issue 4): --semantic-only fails with
- * the seed's error, and a unified search is the lexical one, said so in
- * "Diagnostic".
+ * (the best match scoring 1.0) and records no access. A unified search
+ * fuses BM25 and vector similarity (as recall does); --semantic-only fails
+ * with the seed's error when there is no embedder or no vector stored.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_embed.h"
 #include "commands.h"
 #include "sha256.h"
 
@@ -23,13 +23,16 @@ const char cmd_search_help[] =
     "Search memories by relevance, read-only, as the Search-Memory skill does.\n"
     "QUERY: 1-500 characters of letters, digits, whitespace and - . , _ ( ) & :\n"
     "--max-results: 1-100 (default 10). --lexical-only and --semantic-only\n"
-    "exclude each other; semantic search needs vectors, which this store does\n"
-    "not have yet, so --semantic-only fails.\n"
+    "exclude each other. Unified (the default) fuses BM25 and vector similarity\n"
+    "(the embedder of the global options; lexical alone when the store has no\n"
+    "vectors, said in Diagnostic); --semantic-only fails when there is no\n"
+    "embedder (--no-embed) or no vector stored.\n"
     "\n"
-    "Output (json, the default): {\"Query\", \"Count\", \"Source\" (Unified or\n"
-    "Lexical), \"Results\": [{\"Name\", \"Source\", \"Score\", \"Path\", \"Content\",\n"
-    "\"Hash\"}], \"Diagnostic\"}. Name is the memory's metadata \"name\" or its id;\n"
-    "Path its metadata \"path\" or null; Score its BM25 relative to the best\n"
+    "Output (json, the default): {\"Query\", \"Count\", \"Source\" (Unified,\n"
+    "Lexical or Semantic), \"Results\": [{\"Name\", \"Source\" (Lexical, Semantic or\n"
+    "Both: which side found it), \"Score\", \"Path\", \"Content\", \"Hash\"}],\n"
+    "\"Diagnostic\"}. Name is the memory's metadata \"name\" or its id;\n"
+    "Path its metadata \"path\" or null; Score its relevance relative to the best\n"
     "match (1.0); Hash the SHA-256 of Content (64 lowercase hex digits).\n"
     "table: Name, Source, Score and a preview. Errors: {\"Error\", \"Query\",\n"
     "\"Details\"} on stdout, exit 1.\n"
@@ -40,7 +43,8 @@ const char cmd_status_help[] =
     "usage: cairn status\n"
     "\n"
     "The search router's status (Get-MemoryRouterStatus) as JSON: Lexical\n"
-    "{Available, Path}, Semantic {Available, Embedder}, Configuration\n"
+    "{Available, Path}, Semantic {Available (vectors are stored), Embedder (their\n"
+    "embedder, or null), Dimensions, VectorCount}, Configuration\n"
     "{StorePath, MaxResults, Stemmer, MemoryCount}.\n"
     "\n"
     "Exit status: 0 success; 1 no store or I/O error.\n";
@@ -86,6 +90,13 @@ static const char *meta_str(const cJSON *meta, const char *name)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static const char *source_name(unsigned src)
+{
+    if (src == (CAIRN_SOURCE_LEXICAL | CAIRN_SOURCE_SEMANTIC))
+        return "Both";
+    return src == CAIRN_SOURCE_SEMANTIC ? "Semantic" : "Lexical";
+}
+
 int cmd_search(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"max-results", 1}, {"lexical-only", 0},
@@ -105,7 +116,12 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     char *nsbuf = NULL;
     cli_args a;
     cJSON *out, *results, *diag;
+    cli_embedder emb;
+    char vname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
+    uint64_t nvec = 0;
+    int sem_ok = 0;
 
+    memset(&emb, 0, sizeof emb);
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
         if (r == CLI_ARG_ERR)
@@ -143,11 +159,6 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     if (lexical && semantic)
         return search_error("Cannot specify both --semantic-only and --lexical-only", query,
                             "the two switches exclude each other");
-    if (semantic)
-        return search_error("Semantic search is not available and --semantic-only was "
-                            "specified",
-                            query, "this store has no vectors (no embedder); use "
-                                   "--lexical-only");
     if (nsarg != NULL) {
         char *save = NULL;
         nsbuf = strdup(nsarg);
@@ -163,7 +174,31 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     }
     mo.w_relevance = 1.0; /* relevance alone */
     ro.k = (size_t)max;
+    ro.mode = lexical ? CAIRN_RECALL_LEXICAL : semantic ? CAIRN_RECALL_SEMANTIC : CAIRN_RECALL_HYBRID;
     r = cairn_mem_open(db, &mo, &mem);
+    if (r == CAIRN_OK && !lexical) {
+        /* a store of another embedder: no semantic side, said below */
+        if (cli_embedder_attach(ctx, mem, &emb, 1) != CLI_EXIT_OK) {
+            cairn_mem_close(mem);
+            cairn_close(db);
+            free(nsbuf);
+            return search_error("Semantic search is not available", query,
+                                "the embedder failed (see above)");
+        }
+        cairn_mem_vectors(mem, vname, NULL, &nvec);
+        sem_ok = emb.e.dim != 0 && nvec > 0;
+        if (semantic && !sem_ok) {
+            cairn_mem_close(mem);
+            cli_embedder_done(&emb);
+            cairn_close(db);
+            free(nsbuf);
+            return search_error("Semantic search is not available and --semantic-only was "
+                                "specified",
+                                query, nvec == 0 ? "this store has no vectors; use --lexical-only"
+                                                 : "no embedder for this store's vectors (see "
+                                                   "--embed-cmd, --embed-name); use --lexical-only");
+        }
+    }
     if (r == CAIRN_OK)
         r = cairn_mem_recall(mem, query, &ro, &h, &n);
     if (r == CAIRN_OK)
@@ -175,6 +210,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
                                                  : cli_code_name(r, code, sizeof code));
         cairn_recall_free(h, n);
         cairn_mem_close(mem);
+        cli_embedder_done(&emb);
         cairn_close(db);
         free(nsbuf);
         return CLI_EXIT_FAIL;
@@ -182,7 +218,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "Query", query);
     cJSON_AddNumberToObject(out, "Count", (double)n);
-    cJSON_AddStringToObject(out, "Source", lexical ? "Lexical" : "Unified");
+    cJSON_AddStringToObject(out, "Source", lexical ? "Lexical" : semantic ? "Semantic" : "Unified");
     results = cJSON_AddArrayToObject(out, "Results");
     for (size_t i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(h[i].mem.metadata);
@@ -190,7 +226,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
         char hex[65];
         sha256_hex(h[i].mem.content, strlen(h[i].mem.content), hex);
         cJSON_AddStringToObject(o, "Name", nm ? nm : h[i].mem.id);
-        cJSON_AddStringToObject(o, "Source", "Lexical");
+        cJSON_AddStringToObject(o, "Source", source_name(h[i].source));
         cJSON_AddNumberToObject(o, "Score", h[i].relevance);
         if (path != NULL)
             cJSON_AddStringToObject(o, "Path", path);
@@ -203,10 +239,14 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     }
     diag = cJSON_AddObjectToObject(out, "Diagnostic");
     cJSON_AddBoolToObject(diag, "LexicalAvailable", 1);
-    cJSON_AddBoolToObject(diag, "SemanticAvailable", 0);
+    cJSON_AddBoolToObject(diag, "SemanticAvailable", sem_ok);
     cJSON_AddStringToObject(diag, "StorePath", ctx->store);
     cJSON_AddNumberToObject(diag, "MemoryCount", (double)st.total);
-    cJSON_AddNullToObject(diag, "Embedder");
+    cJSON_AddNumberToObject(diag, "VectorCount", (double)nvec);
+    if (sem_ok)
+        cJSON_AddStringToObject(diag, "Embedder", vname);
+    else
+        cJSON_AddNullToObject(diag, "Embedder");
     if (strcmp(fmt, "json") == 0) {
         char *s = cJSON_Print(out);
         if (s != NULL)
@@ -222,7 +262,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
             int w = (int)strcspn(c, "\r\n"), cut = w > 40 ? 40 : w;
             while (cut > 0 && cut < w && ((unsigned char)c[cut] & 0xC0) == 0x80)
                 cut--;
-            printf("%-32.32s %-8s %-6.2f %.*s%s\n", nm, "Lexical", h[i].relevance, cut, c,
+            printf("%-32.32s %-8s %-6.2f %.*s%s\n", nm, source_name(h[i].source), h[i].relevance, cut, c,
                    cut < w || c[w] ? "..." : "");
         }
     }
@@ -230,6 +270,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     cairn_mem_stats_free(&st);
     cairn_recall_free(h, n);
     cairn_mem_close(mem);
+    cli_embedder_done(&emb);
     cairn_close(db);
     free(nsbuf);
     return CLI_EXIT_OK;
@@ -244,7 +285,9 @@ int cmd_status(cli_ctx *ctx, int argc, char **argv)
     cairn_mem_stats st;
     cli_args a;
     cJSON *o, *x;
-    char *s;
+    char *s, vname[CAIRN_EMBEDDER_NAME_MAX + 1];
+    uint32_t vdim = 0;
+    uint64_t nvec = 0;
     int r;
 
     cli_args_init(&a, ctx, spec, argc, argv);
@@ -270,9 +313,16 @@ int cmd_status(cli_ctx *ctx, int argc, char **argv)
     x = cJSON_AddObjectToObject(o, "Lexical");
     cJSON_AddBoolToObject(x, "Available", 1);
     cJSON_AddStringToObject(x, "Path", ctx->store);
+    cairn_mem_vectors(mem, vname, &vdim, &nvec);
     x = cJSON_AddObjectToObject(o, "Semantic");
-    cJSON_AddBoolToObject(x, "Available", 0);
-    cJSON_AddNullToObject(x, "Embedder");
+    cJSON_AddBoolToObject(x, "Available", nvec > 0);
+    if (vdim != 0) {
+        cJSON_AddStringToObject(x, "Embedder", vname);
+        cJSON_AddNumberToObject(x, "Dimensions", vdim);
+    } else {
+        cJSON_AddNullToObject(x, "Embedder");
+    }
+    cJSON_AddNumberToObject(x, "VectorCount", (double)nvec);
     x = cJSON_AddObjectToObject(o, "Configuration");
     cJSON_AddStringToObject(x, "StorePath", ctx->store);
     cJSON_AddNumberToObject(x, "MaxResults", 10);

@@ -305,8 +305,10 @@ typedef struct cairn_mem cairn_mem;
 
 /* Hybrid recall's fusion of the two rankings (README "Hybrid recall"). */
 typedef enum cairn_fusion {
-    CAIRN_FUSION_RRF = 0,      /* reciprocal rank: 1/(60+lexical rank) + 1/(60+semantic rank) */
-    CAIRN_FUSION_SCORE = 1     /* normalized scores: bm25/best bm25 + similarity/best similarity */
+    CAIRN_FUSION_SCORE = 0,    /* normalized scores: (1-w) bm25 / best bm25 + w x the
+                                  similarity scaled to 0..1 over the candidates (min-max);
+                                  a memory BM25 did not find ranks below every one it did */
+    CAIRN_FUSION_RRF = 1       /* reciprocal rank: 1/(60+lexical rank) + w/(60+semantic rank) */
 } cairn_fusion;
 
 typedef struct cairn_mem_options {
@@ -318,9 +320,14 @@ typedef struct cairn_mem_options {
     double max_retention_days; /* forget's default max age; 0 = 90 */
     uint64_t max_memories;     /* per namespace; 0 = 10000 (see cairn_mem_store) */
     cairn_fusion fusion;       /* how hybrid recall fuses BM25 and vectors */
+    double semantic_weight;    /* the vector side's weight w in the fusion, 0..1; 0 = the
+                                  default: 1 for RRF; for score fusion 0, so similarity
+                                  only ranks what BM25 did not find (README "Hybrid
+                                  recall": measured with the built-in embedder; a real
+                                  model may want 0.3..0.5) */
 } cairn_mem_options;
 
-#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, 0, CAIRN_FUSION_RRF }
+#define CAIRN_MEM_OPTIONS_INIT { CAIRN_MEM_OPTIONS_VERSION, NULL, 0, 0, 0, 0, 0, 0, 0, CAIRN_FUSION_SCORE, 0 }
 
 /* A memory as returned (a copy the caller owns: cairn_mem_free()). Strings
  * are NUL-terminated. Times are ms since the epoch, UTC. */
@@ -374,6 +381,10 @@ typedef struct cairn_embedder {
      * identity, and vectors come with each call (store opts, query_vector). */
     int (*embed_batch)(void *user, const char *const *texts, const size_t *lens, size_t n,
                        float *out, char *err);
+    /* Cosine similarity below which a memory is no semantic match for a
+     * query (it depends on the model: unrelated texts score about 0 with
+     * the built-in embedder, much higher with many neural models). */
+    double min_similarity;
 } cairn_embedder;
 
 /* Use e (copied; e->user must outlive the handle) for the memories stored
@@ -395,6 +406,13 @@ void cairn_mem_vectors(cairn_mem *m, char *name, uint32_t *dim, uint64_t *vector
  * Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
 int cairn_hash_embedder(cairn_embedder *out, uint32_t dim);
 void cairn_hash_embedder_free(cairn_embedder *e);
+
+/* Parse one JSON array of numbers (what an external embedder writes per
+ * text) into out[0..*n), at most max values. Errors: CAIRN_EINVAL (not an
+ * array, empty, a value not a finite float, more than max: err, errlen
+ * bytes, says which). */
+int cairn_parse_vector(const char *text, size_t len, float *out, size_t max, size_t *n,
+                       char *err, size_t errlen);
 
 typedef struct cairn_mem_store_opts {
     const char *ns;            /* NULL = "" */

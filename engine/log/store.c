@@ -673,7 +673,8 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         db->view = v;
         db->act = act;
         db->next_seq = act->log.base_seq + act->log.n;
-        db->written_seq = db->durable_seq = db->next_seq - 1;
+        db->durable_seq = db->next_seq - 1;
+        db->written_seq = db->next_seq - 1;
         db->last_ts = act->log.n ? act->log.ts[act->log.n - 1]
                                  : (m.n > 1 ? m.e[m.n - 2].last_ts : INT64_MIN);
         db->wbuf_off = act->log.end;

@@ -473,11 +473,56 @@ static int from_md(cairn_mem *m, const char *data, size_t len, cJSON **out)
     return CAIRN_OK;
 }
 
+/* The vectors of the memories an import will store (not those it skips),
+ * from one call of the handle's embedder, into *vecs (n x dim, owned by
+ * the caller), each record pointing at its row. */
+static int embed_imports(cairn_mem *m, memrec *recs, const char *const *nss, size_t n, float **vecs)
+{
+    const char **texts = malloc((n ? n : 1) * sizeof *texts);
+    size_t *lens = malloc((n ? n : 1) * sizeof *lens), *which = malloc((n ? n : 1) * sizeof *which);
+    size_t k = 0, d = m->emb.dim;
+    int rc;
+
+    *vecs = NULL;
+    if (texts == NULL || lens == NULL || which == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    if ((rc = cairn__mem_vec_compatible(m, m->emb.name, m->emb.dim)) != CAIRN_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (cairn__mem_find_id(m, recs[i].id) == NULL &&
+            cairn__mem_find_dup(m, nss[i], recs[i].content, recs[i].content_len) == NULL) {
+            texts[k] = recs[i].content;
+            lens[k] = recs[i].content_len;
+            which[k++] = i;
+        }
+    if (k == 0)
+        goto out;
+    if ((*vecs = malloc(k * d * sizeof **vecs)) == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    if ((rc = cairn__mem_embed(m, texts, lens, k, *vecs)) != CAIRN_OK)
+        goto out;
+    for (size_t j = 0; j < k; j++) {
+        recs[which[j]].embedder = m->emb.name;
+        recs[which[j]].dim = m->emb.dim;
+        recs[which[j]].vec = *vecs + j * d;
+    }
+out:
+    free(texts);
+    free(lens);
+    free(which);
+    return rc;
+}
+
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped)
 {
     cJSON *arr = NULL, *o;
     memrec *recs = NULL;
+    float *vecs = NULL;
     char (*ids)[CAIRN_MEM_ID_MAX + 1] = NULL;
     const char **nss = NULL;
     size_t n = 0, i = 0;
@@ -555,6 +600,13 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     }
     if (rc != CAIRN_OK)
         goto out;
+    /* With an embedder, every memory to be stored gets its vector first,
+     * in one batch: an embedder that fails stores nothing. */
+    if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
+        rc = embed_imports(m, recs, nss, n, &vecs);
+        if (rc != CAIRN_OK)
+            goto out;
+    }
     for (i = 0; i < n && rc == CAIRN_OK; i++) {
         if (cairn__mem_find_id(m, recs[i].id) != NULL ||
             cairn__mem_find_dup(m, nss[i], recs[i].content, recs[i].content_len) != NULL) {
@@ -570,6 +622,7 @@ out:
     for (size_t k = 0; recs != NULL && k < n; k++)
         if (recs[k].root != NULL)
             cairn__memrec_done(&recs[k]);
+    free(vecs);
     free(recs);
     free(ids);
     free(nss);

@@ -697,7 +697,8 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     if (db == NULL || o->version != CAIRN_MEM_OPTIONS_VERSION || o->half_life_days < 0 ||
         o->max_retention_days < 0 ||
         o->w_relevance < 0 || o->w_importance < 0 || o->w_recency < 0 || o->w_access < 0 ||
-        (o->fusion != CAIRN_FUSION_RRF && o->fusion != CAIRN_FUSION_SCORE))
+        (o->fusion != CAIRN_FUSION_RRF && o->fusion != CAIRN_FUSION_SCORE) ||
+        !(o->semantic_weight >= 0 && o->semantic_weight <= 1))
         return CAIRN_EINVAL;
     if (o->stemmer != NULL && strlen(o->stemmer) >= sizeof m->stemmer)
         return CAIRN_EINVAL;
@@ -710,6 +711,9 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     m->max_retention = o->max_retention_days > 0 ? o->max_retention_days : 90.0;
     m->max_memories = o->max_memories > 0 ? o->max_memories : 10000;
     m->fusion = o->fusion;
+    m->w_sem = o->semantic_weight > 0            ? o->semantic_weight
+               : o->fusion == CAIRN_FUSION_RRF ? 1.0
+                                               : MEM_SEMANTIC_WEIGHT;
     if (o->w_relevance + o->w_importance + o->w_recency + o->w_access == 0) {
         m->w_rel = 0.5;
         m->w_imp = 0.3;

@@ -19,6 +19,12 @@
 
 #define DAY_MS 86400000.0
 
+/* The vector side's default weight in score fusion: on LoCoMo dev with the
+ * built-in embedder every weight above 0 ranked worse than BM25 alone
+ * (bench/README.md, "Hybrid recall"), so by default similarity only ranks
+ * what BM25 did not find, below every BM25 match. RRF's default is 1. */
+#define MEM_SEMANTIC_WEIGHT 0.0
+
 typedef struct ment {
     char id[CAIRN_MEM_ID_MAX + 1];
     uint32_t nsi;            /* index into m->ns */
@@ -60,6 +66,7 @@ struct cairn_mem {
     double half_life;
     double w_rel, w_imp, w_rec, w_acc;
     cairn_fusion fusion;
+    double w_sem;            /* the vector side's weight in the fusion */
     cairn__tokenizer *tok;   /* counts a query's terms */
     /* The memories the index file holds ("base"): row i is be[i] once read
      * (be[i].seq != 0); be is calloc'd, so unread rows cost no RAM. */

@@ -118,6 +118,7 @@ int cairn_hash_embedder(cairn_embedder *out, uint32_t dim)
     out->dim = (uint32_t)cairn__hashembed_dim(h);
     out->user = h;
     out->embed = hash_embed;
+    out->min_similarity = HASHEMBED_MIN_SIMILARITY;
     return CAIRN_OK;
 }
 
@@ -203,4 +204,18 @@ int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_
     }
     free(tmp);
     return rc;
+}
+
+int cairn__mem_vec_similarity(cairn_mem *m, uint32_t nsi, uint64_t seq, const vec_query *vq,
+                              double *sim)
+{
+    int in_base = m->mx.map && seq <= m->mx.covered;
+    cairn__vecset *s = in_base ? m->ns[nsi].base_vec : m->ns[nsi].vec;
+    const float *row = NULL;
+    int rc = s != NULL ? cairn__vecset_get(s, seq, &row) : CAIRN_OK;
+    *sim = 0;
+    if (rc != CAIRN_OK || row == NULL)
+        return rc == CAIRN_OK ? CAIRN_ENOTFOUND : rc;
+    *sim = m->kern->dot_f32(vq->q, row, vq->dim);
+    return CAIRN_OK;
 }

@@ -21,4 +21,9 @@ int cairn__mem_vec_query(cairn_mem *m, const char *text, const float *given, vec
 int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
                           vec_hit *out, size_t *n_out);
 
+/* The cosine similarity of memory seq (namespace nsi) to the query.
+ * Errors: CAIRN_ENOTFOUND (it has no vector), CAIRN_ECHECKSUM. */
+int cairn__mem_vec_similarity(cairn_mem *m, uint32_t nsi, uint64_t seq, const vec_query *vq,
+                              double *sim);
+
 #endif /* CAIRN_MEMVEC_H */

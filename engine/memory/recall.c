@@ -20,6 +20,7 @@ typedef struct cand {
     double bm25;
     double sim;
     unsigned lrank, srank, source;
+    int has_sim;        /* sim computed for a candidate the vectors did not rank */
     cairn_recall_hit h; /* components and score; h.mem filled at the end */
 } cand;
 
@@ -135,8 +136,8 @@ static int gather_vec(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
                 rc = CAIRN_ECORRUPT;
                 break;
             }
-            if (!passes(x, o, now))
-                continue;
+            if (hs[i].score < m->emb.min_similarity || !passes(x, o, now))
+                continue; /* no match, or filtered out */
             kept++;
             for (j = first; j < lex_end && (*c)[j].x != x; j++)
                 ;
@@ -149,9 +150,13 @@ static int gather_vec(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
             if (rc == CAIRN_OK)
                 (*c)[j].sim = hs[i].score;
         }
-        free(hs);
-        if (rc != CAIRN_OK || kept >= k || got < want)
+        /* done: enough, none left, or the rest are below the floor */
+        if (rc != CAIRN_OK || kept >= k || got < want ||
+            (got > 0 && hs[got - 1].score < m->emb.min_similarity)) {
+            free(hs);
             return rc;
+        }
+        free(hs);
         /* too few passed: ask for more, forgetting what this side added */
         for (size_t j = first; j < lex_end; j++)
             if ((*c)[j].source & CAIRN_SOURCE_SEMANTIC) {
@@ -205,18 +210,31 @@ static void rank_sides(cand *c, size_t n)
     free(p);
 }
 
-/* The relevance before normalization (cairn.h, cairn_recall_hit). */
-static double fused(const cairn_mem *m, cairn_recall_mode mode, const cand *x, double best,
-                    double best_sim)
+/* What the fusion normalizes by: the best BM25, the range of similarity
+ * over the semantic candidates. */
+typedef struct norms {
+    double best_bm25, min_sim, max_sim;
+    double min_lex;     /* the lowest fusion of a BM25 candidate, 0 if none */
+} norms;
+
+/* The relevance before its scaling to 1 (cairn.h, cairn_recall_hit). */
+static double fused(const cairn_mem *m, cairn_recall_mode mode, const cand *x, const norms *z)
 {
-    double sim = x->sim > 0 ? x->sim : 0;
+    double sim = x->sim > 0 ? x->sim : 0, span = z->max_sim - z->min_sim, sn;
     if (mode == CAIRN_RECALL_LEXICAL)
         return x->bm25;
     if (mode == CAIRN_RECALL_SEMANTIC)
         return sim;
-    if (m->fusion == CAIRN_FUSION_SCORE)
-        return (best > 0 ? x->bm25 / best : 0) + (best_sim > 0 ? sim / best_sim : 0);
-    return (x->lrank ? 1.0 / (RRF_K + x->lrank) : 0) + (x->srank ? 1.0 / (RRF_K + x->srank) : 0);
+    if (m->fusion == CAIRN_FUSION_RRF)
+        return (x->lrank ? 1.0 / (RRF_K + x->lrank) : 0) +
+               (x->srank ? m->w_sem / (RRF_K + x->srank) : 0);
+    /* score fusion: BM25 leads, similarity adds up to w_sem; a memory only
+     * the vectors found ranks below every BM25 match (README "Hybrid
+     * recall": with the built-in embedder that is what measured best). */
+    sn = x->srank == 0 && !x->has_sim ? 0 : span > 0 ? (x->sim - z->min_sim) / span : 1;
+    if (x->lrank != 0)
+        return (1 - m->w_sem) * x->bm25 / z->best_bm25 + m->w_sem * sn;
+    return z->min_lex > 0 ? 0.999 * z->min_lex * sn : sn;
 }
 
 /* Keep the kept hits (compacting out), append one access record for them
@@ -277,7 +295,8 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     int *keep = NULL;
     char *rewritten = NULL;
     cairn_mem_hooks hooks = cairn__mem_hooks(m);
-    double best = 0, best_sim = 0, best_fused = 0, most = 0;
+    double best_fused = 0, most = 0;
+    norms z;
     int64_t now = cairn__mem_wall_ms();
     vec_query vq;
     float *qbuf = NULL;
@@ -338,17 +357,43 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
                                 : cairn__mem_index_damaged(m, rc, "a text or vector index");
         goto out;
     }
+    /* Every candidate's similarity, also of those BM25 alone found, so that
+     * the fusion compares like with like. */
+    for (size_t i = 0; use_vec && i < n && rc == CAIRN_OK; i++)
+        if (!(c[i].source & CAIRN_SOURCE_SEMANTIC)) {
+            rc = cairn__mem_vec_similarity(m, c[i].x->nsi, c[i].x->seq, &vq, &c[i].sim);
+            if (rc == CAIRN_ENOTFOUND)
+                rc = CAIRN_OK;
+            else if (rc == CAIRN_OK)
+                c[i].has_sim = 1;
+        }
+    if (rc != CAIRN_OK) {
+        rc = cairn__mem_index_damaged(m, rc, "a vector index");
+        goto out;
+    }
     rank_sides(c, n);
+    z.best_bm25 = 0;
+    z.min_sim = 2;
+    z.max_sim = -2;
     for (size_t i = 0; i < n; i++) {
-        if (c[i].bm25 > best)
-            best = c[i].bm25;
-        if (c[i].sim > best_sim)
-            best_sim = c[i].sim;
+        if (c[i].bm25 > z.best_bm25)
+            z.best_bm25 = c[i].bm25;
+        if ((c[i].srank != 0 || c[i].has_sim) && c[i].sim > z.max_sim)
+            z.max_sim = c[i].sim;
+        if ((c[i].srank != 0 || c[i].has_sim) && c[i].sim < z.min_sim)
+            z.min_sim = c[i].sim;
         if ((double)c[i].x->access_count > most)
             most = (double)c[i].x->access_count;
     }
+    z.min_lex = 0;
+    for (size_t i = 0; i < n; i++)
+        if (c[i].lrank != 0) {
+            double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], &z);
+            if (z.min_lex == 0 || f < z.min_lex)
+                z.min_lex = f;
+        }
     for (size_t i = 0; i < n; i++) {
-        double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], best, best_sim);
+        double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], &z);
         if (f > best_fused)
             best_fused = f;
     }
@@ -356,7 +401,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         cairn_recall_hit *h = &c[i].h;
         const ment *x = c[i].x;
         double since_create = (double)(now - x->created) / DAY_MS;
-        double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], best, best_sim);
+        double f = fused(m, use_vec ? o->mode : CAIRN_RECALL_LEXICAL, &c[i], &z);
         h->bm25 = c[i].bm25;
         h->similarity = c[i].sim;
         h->lexical_rank = c[i].lrank;

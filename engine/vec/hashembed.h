@@ -24,6 +24,9 @@
 
 #define HASHEMBED_ID "cairn-hash-v1"
 #define HASHEMBED_DIM_DEFAULT 384
+/* Below this cosine two texts share no more than chance collisions and a
+ * stray trigram or two (unrelated sentences score 0.0..0.1). */
+#define HASHEMBED_MIN_SIMILARITY 0.15
 
 typedef struct cairn__hashembed cairn__hashembed;
 

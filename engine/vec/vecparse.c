@@ -1,0 +1,62 @@
+/*
+ * vecparse.c - cairn_parse_vector: one JSON array of numbers, the way an
+ * external embedder (the tool's --embed-cmd) answers. Any bytes in; an
+ * error names what is wrong, never a crash.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cairn.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return CAIRN_EINVAL;
+}
+
+int cairn_parse_vector(const char *text, size_t len, float *out, size_t max, size_t *n,
+                       char *err, size_t errlen)
+{
+    cJSON *root = cJSON_ParseWithLength(text, len), *v;
+    size_t i = 0;
+    int rc = CAIRN_OK;
+
+    *n = 0;
+    if (root == NULL || !cJSON_IsArray(root)) {
+        cJSON_Delete(root);
+        return fail(err, errlen, "not a JSON array of numbers");
+    }
+    cJSON_ArrayForEach(v, root) {
+        double d;
+        if (!cJSON_IsNumber(v)) {
+            rc = fail(err, errlen, "value %zu is not a number", i);
+            break;
+        }
+        d = v->valuedouble;
+        if (!isfinite(d) || fabs(d) > 3.0e38) {
+            rc = fail(err, errlen, "value %zu is not a finite float", i);
+            break;
+        }
+        if (i == max) {
+            rc = fail(err, errlen, "more than %zu values", max);
+            break;
+        }
+        out[i++] = (float)d;
+    }
+    if (rc == CAIRN_OK && i == 0)
+        rc = fail(err, errlen, "an empty array");
+    cJSON_Delete(root);
+    if (rc == CAIRN_OK)
+        *n = i;
+    return rc;
+}
