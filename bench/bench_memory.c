@@ -11,7 +11,10 @@
  *   locomo     ../shared/data/locomo-dev: every dialog turn a memory ("Speaker:
  *              text"), every question of categories 1-4 a query; recall@5 and
  *              recall@10 of the evidence turns (dia_id), per question
- *              |evidence in top k| / |evidence|, averaged
+ *              |evidence in top k| / |evidence|, averaged, for cairn lexical,
+ *              hybrid (built-in embedder; RRF and score fusion) and semantic
+ *              recall over one store, and FTS5; cairn's ingest time with and
+ *              without the embedder
  *
  * usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S]
  *                     [--only synthetic|locomo]
@@ -321,28 +324,64 @@ typedef struct turn {
     char id[CAIRN_MEM_ID_MAX + 1];
 } turn;
 
+/* The variants measured over the same memories, in output order. */
+enum { V_LEX, V_RRF, V_SCORE, V_SEM, V_FTS, NV };
+static const char *const v_key[NV] = {"cairn", "cairn_hybrid_rrf", "cairn_hybrid_score",
+                                      "cairn_semantic", "fts5"};
+static const char *const v_label[NV] = {"cairn lexical", "cairn hybrid rrf",
+                                        "cairn hybrid score", "cairn semantic", "fts5"};
+
+static cairn_mem *mem_open(cairn_db *db, cairn_fusion fusion, const cairn_embedder *emb)
+{
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    cairn_mem *mem;
+    mo.w_relevance = 1.0;
+    mo.stemmer = stemmer;
+    mo.fusion = fusion;
+    if (getenv("CAIRN_BENCH_SEMANTIC_WEIGHT") != NULL) /* for sweeps; README "Hybrid recall" */
+        mo.semantic_weight = atof(getenv("CAIRN_BENCH_SEMANTIC_WEIGHT"));
+    if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
+        die("mem open");
+    if (emb != NULL && cairn_mem_set_embedder(mem, emb) != CAIRN_OK)
+        die("set embedder: %s", cairn_mem_errmsg(mem));
+    return mem;
+}
+
+/* Every variant stores or reads the same memories: one store is written
+ * with the built-in embedder (so every memory has a vector), closed, and
+ * opened read-only twice, once per fusion (read-only: recall records no
+ * access, so each variant sees the very same store). Lexical and semantic
+ * recall do not depend on the fusion and run on the first handle. A second
+ * store, without embedder, is written only to time ingest without vectors. */
 static void locomo(const char *dir, const char *data)
 {
     DIR *d = opendir(data);
     struct dirent *de;
-    double c5 = 0, c10 = 0, f5 = 0, f10 = 0;
+    double r5[NV] = {0}, r10[NV] = {0}, qtime[NV] = {0}, ing_emb = 0, ing_lex = 0, t0;
     int questions = 0, convs = 0;
-    char path[1100];
+    size_t memories = 0;
+    uint64_t vectors = 0;
+    char path[1100], vname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
+    uint32_t vdim = 0;
+    cairn_embedder emb;
 
     if (d == NULL)
         die("cannot open %s", data);
+    if (cairn_hash_embedder(&emb, 0) != CAIRN_OK)
+        die("cairn_hash_embedder");
     while ((de = readdir(d)) != NULL) {
         FILE *fp;
         char *buf;
         long len;
         cJSON *root, *qa, *q;
-        cairn_db *db;
-        cairn_mem *mem;
-        cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+        cairn_db *db, *lexdb, *ro[2];
+        cairn_mem *mem, *lexmem, *rm[2];
         sqlite3 *fdb;
         sqlite3_stmt *ins, *sel;
         turn *turns = NULL;
         size_t nturns = 0;
+        uint64_t nv = 0;
+        char lexpath[1100];
         if (strstr(de->d_name, ".json") == NULL)
             continue;
         snprintf(path, sizeof path, "%s/%s", data, de->d_name);
@@ -365,10 +404,11 @@ static void locomo(const char *dir, const char *data)
         snprintf(path, sizeof path, "%s/locomo-cairn", dir);
         rm_rf(path);
         db = open_store(path, 1, 0);
-        mo.w_relevance = 1.0;
-        mo.stemmer = stemmer;
-        if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
-            die("mem open");
+        mem = mem_open(db, CAIRN_FUSION_RRF, &emb);
+        snprintf(lexpath, sizeof lexpath, "%s/locomo-cairn-noembed", dir);
+        rm_rf(lexpath);
+        lexdb = open_store(lexpath, 1, 0);
+        lexmem = mem_open(lexdb, CAIRN_FUSION_RRF, NULL);
         snprintf(path, sizeof path, "%s/locomo-fts5.db", dir);
         rm_rf(path);
         fdb = fts_open(path);
@@ -389,10 +429,16 @@ static void locomo(const char *dir, const char *data)
                 snprintf(content, sizeof content, "%s: %s", sp->valuestring, tx->valuestring);
                 turns = realloc(turns, (nturns + 1) * sizeof *turns);
                 snprintf(turns[nturns].dia, sizeof turns[nturns].dia, "%s", di->valuestring);
+                t0 = now();
                 if (cairn_mem_store(mem, content, NULL, &m, NULL) != CAIRN_OK)
                     die("store: %s", cairn_mem_errmsg(mem));
+                ing_emb += now() - t0;
                 strcpy(turns[nturns].id, m->id); /* a duplicate maps to the first one */
                 cairn_mem_free(m);
+                t0 = now();
+                if (cairn_mem_store(lexmem, content, NULL, NULL, NULL) != CAIRN_OK)
+                    die("store: %s", cairn_mem_errmsg(lexmem));
+                ing_lex += now() - t0;
                 sqlite3_reset(ins);
                 sqlite3_bind_int64(ins, 1, (sqlite3_int64)nturns + 1);
                 sqlite3_bind_text(ins, 2, content, -1, SQLITE_TRANSIENT);
@@ -403,6 +449,26 @@ static void locomo(const char *dir, const char *data)
         }
         sqlite3_exec(fdb, "COMMIT", NULL, NULL, NULL);
         sqlite3_finalize(ins);
+        /* ingest includes the close, which writes the memory index file */
+        t0 = now();
+        cairn_mem_close(mem);
+        cairn_close(db);
+        ing_emb += now() - t0;
+        t0 = now();
+        cairn_mem_close(lexmem);
+        cairn_close(lexdb);
+        ing_lex += now() - t0;
+        rm_rf(lexpath);
+        snprintf(path, sizeof path, "%s/locomo-cairn", dir);
+        for (int f = 0; f < 2; f++) {
+            ro[f] = open_store(path, 0, 1);
+            rm[f] = mem_open(ro[f], f ? CAIRN_FUSION_SCORE : CAIRN_FUSION_RRF, &emb);
+        }
+        cairn_mem_vectors(rm[0], vname, &vdim, &nv);
+        if (nv == 0)
+            die("no vectors stored: hybrid recall would be lexical");
+        vectors += nv;
+        memories += nturns;
         sqlite3_prepare_v2(fdb, "SELECT rowid FROM m WHERE m MATCH ?1 ORDER BY rank LIMIT ?2",
                            -1, &sel, NULL);
         qa = cJSON_GetObjectItem(root, "qa");
@@ -410,20 +476,32 @@ static void locomo(const char *dir, const char *data)
             const cJSON *cat = cJSON_GetObjectItem(q, "category"),
                         *qs = cJSON_GetObjectItem(q, "question"),
                         *ev = cJSON_GetObjectItem(q, "evidence"), *e;
-            cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
-            cairn_recall_hit *h = NULL;
-            size_t nh = 0;
+            static const cairn_recall_mode vmode[V_FTS] = {
+                CAIRN_RECALL_LEXICAL, CAIRN_RECALL_HYBRID, CAIRN_RECALL_HYBRID,
+                CAIRN_RECALL_SEMANTIC};
+            cairn_recall_hit *h[V_FTS] = {NULL};
+            size_t nh[V_FTS] = {0};
             int64_t rows[10];
-            int nr, nev = 0, hit[4] = {0, 0, 0, 0};
+            int nr, nev = 0, hit[NV][2];
             char fq[2048];
             if (!cJSON_IsNumber(cat) || cat->valueint < 1 || cat->valueint > 4 ||
                 !cJSON_IsString(qs) || !cJSON_IsArray(ev) || cJSON_GetArraySize(ev) == 0)
                 continue;
-            ro.k = 10;
-            if (cairn_mem_recall(mem, qs->valuestring, &ro, &h, &nh) != CAIRN_OK)
-                die("recall: %s", cairn_mem_errmsg(mem));
+            memset(hit, 0, sizeof hit);
+            for (int v = 0; v < V_FTS; v++) {
+                cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+                cairn_mem *mv = v == V_SCORE ? rm[1] : rm[0];
+                o.k = 10;
+                o.mode = vmode[v];
+                t0 = now();
+                if (cairn_mem_recall(mv, qs->valuestring, &o, &h[v], &nh[v]) != CAIRN_OK)
+                    die("recall (%s): %s", v_label[v], cairn_mem_errmsg(mv));
+                qtime[v] += now() - t0;
+            }
+            t0 = now();
             fts_query(qs->valuestring, fq, sizeof fq);
             nr = fts_search(sel, fq, rows, 10);
+            qtime[V_FTS] += now() - t0;
             cJSON_ArrayForEach(e, ev) {
                 size_t t;
                 if (!cJSON_IsString(e))
@@ -433,46 +511,69 @@ static void locomo(const char *dir, const char *data)
                     ;
                 if (t == nturns)
                     continue; /* evidence that names no turn */
-                for (size_t r = 0; r < nh; r++)
-                    if (strcmp(h[r].mem.id, turns[t].id) == 0) {
-                        hit[0] += r < 5;
-                        hit[1]++;
-                    }
+                for (int v = 0; v < V_FTS; v++)
+                    for (size_t r = 0; r < nh[v]; r++)
+                        if (strcmp(h[v][r].mem.id, turns[t].id) == 0) {
+                            hit[v][0] += r < 5;
+                            hit[v][1]++;
+                        }
                 for (int r = 0; r < nr; r++)
                     if (rows[r] == (int64_t)t + 1) {
-                        hit[2] += r < 5;
-                        hit[3]++;
+                        hit[V_FTS][0] += r < 5;
+                        hit[V_FTS][1]++;
                     }
             }
-            cairn_recall_free(h, nh);
+            for (int v = 0; v < V_FTS; v++)
+                cairn_recall_free(h[v], nh[v]);
             if (nev == 0)
                 continue;
-            c5 += (double)hit[0] / nev;
-            c10 += (double)hit[1] / nev;
-            f5 += (double)hit[2] / nev;
-            f10 += (double)hit[3] / nev;
+            for (int v = 0; v < NV; v++) {
+                r5[v] += (double)hit[v][0] / nev;
+                r10[v] += (double)hit[v][1] / nev;
+            }
             questions++;
         }
         sqlite3_finalize(sel);
         sqlite3_close(fdb);
-        cairn_mem_close(mem);
-        cairn_close(db);
+        for (int f = 0; f < 2; f++) {
+            cairn_mem_close(rm[f]);
+            cairn_close(ro[f]);
+        }
         free(turns);
         cJSON_Delete(root);
     }
     closedir(d);
+    cairn_hash_embedder_free(&emb);
     if (questions == 0)
         die("no questions in %s", data);
     printf("{\"bench\":\"memory\",\"part\":\"locomo\",\"conversations\":%d,\"questions\":%d,"
-           "\"cairn_recall_at_5\":%.4f,\"cairn_recall_at_10\":%.4f,"
-           "\"fts5_recall_at_5\":%.4f,\"fts5_recall_at_10\":%.4f}\n",
-           convs, questions, c5 / questions, c10 / questions, f5 / questions, f10 / questions);
-    fprintf(stderr, "locomo-dev, %d conversations, %d questions (categories 1-4):\n", convs,
-            questions);
-    fprintf(stderr, "  recall@5   cairn %.4f   fts5 %.4f   %s\n", c5 / questions, f5 / questions,
-            c5 >= f5 ? "PASS" : "FAIL");
-    fprintf(stderr, "  recall@10  cairn %.4f   fts5 %.4f   %s (cairn not below fts5)\n",
-            c10 / questions, f10 / questions, c10 >= f10 ? "PASS" : "FAIL");
+           "\"memories\":%zu,\"vectors\":%llu,\"embedder\":\"%s\",\"embedder_dim\":%u,"
+           "\"cairn_ingest_s\":%.4f,\"cairn_ingest_embed_s\":%.4f",
+           convs, questions, memories, (unsigned long long)vectors, vname, vdim, ing_lex,
+           ing_emb);
+    for (int v = 0; v < NV; v++)
+        printf(",\"%s_recall_at_5\":%.4f,\"%s_recall_at_10\":%.4f,\"%s_query_mean_ms\":%.4f",
+               v_key[v], r5[v] / questions, v_key[v], r10[v] / questions, v_key[v],
+               qtime[v] * 1e3 / questions);
+    printf("}\n");
+    fprintf(stderr, "locomo-dev, %d conversations, %d questions (categories 1-4), %zu memories, "
+            "%llu vectors (%s, %u dimensions):\n", convs, questions, memories,
+            (unsigned long long)vectors, vname, vdim);
+    fprintf(stderr, "  %-20s %9s %9s %13s\n", "", "recall@5", "recall@10", "query mean ms");
+    for (int v = 0; v < NV; v++)
+        fprintf(stderr, "  %-20s %9.4f %9.4f %13.3f\n", v_label[v], r5[v] / questions,
+                r10[v] / questions, qtime[v] * 1e3 / questions);
+    fprintf(stderr, "  ingest (cairn, close included)  %.3f s without vectors, %.3f s with "
+            "(%.1f us/memory more)\n", ing_lex, ing_emb,
+            (ing_emb - ing_lex) * 1e6 / (double)(memories ? memories : 1));
+    fprintf(stderr, "  recall@5   cairn lexical %.4f   fts5 %.4f   %s\n", r5[V_LEX] / questions,
+            r5[V_FTS] / questions, r5[V_LEX] >= r5[V_FTS] ? "PASS" : "FAIL");
+    fprintf(stderr, "  recall@10  cairn lexical %.4f   fts5 %.4f   %s (cairn not below fts5)\n",
+            r10[V_LEX] / questions, r10[V_FTS] / questions,
+            r10[V_LEX] >= r10[V_FTS] ? "PASS" : "FAIL");
+    for (int v = V_RRF; v <= V_SEM; v++)
+        fprintf(stderr, "  %-20s vs lexical: recall@5 %+.4f, recall@10 %+.4f\n", v_label[v],
+                (r5[v] - r5[V_LEX]) / questions, (r10[v] - r10[V_LEX]) / questions);
 }
 
 int main(int argc, char **argv)
