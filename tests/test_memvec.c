@@ -423,6 +423,114 @@ static void parse_vector_takes_arrays_of_finite_numbers_only(void **state)
     assert_int_equal(cairn_parse_vector("[1,2", 4, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
 }
 
+/* ---- merge ------------------------------------------------------------ */
+
+static void store_imp(fx *f, const char *content, double imp, char *id_out)
+{
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *m = NULL;
+    so.importance = imp;
+    if (cairn_mem_store(f->mem, content, &so, &m, NULL) != CAIRN_OK)
+        fail_msg("store: %s", cairn_mem_errmsg(f->mem));
+    if (id_out != NULL)
+        strcpy(id_out, m->id);
+    cairn_mem_free(m);
+}
+
+/* A dry run finds exactly the pairs the merge then makes; the higher
+ * importance is kept, the other tombstoned, and the history is in the
+ * kept memory's metadata. */
+static void merge_dry_run_equals_merge_and_keeps_the_more_important(void **state)
+{
+    fx *f = *state;
+    char lo[CAIRN_MEM_ID_MAX + 1], hi[CAIRN_MEM_ID_MAX + 1], other[CAIRN_MEM_ID_MAX + 1];
+    cairn_merge_opts mo = CAIRN_MERGE_OPTS_INIT;
+    cairn_merge_pair *dry = NULL, *real = NULL;
+    size_t nd = 0, nr = 0;
+    uint64_t merged = 0, kept = 0;
+    cairn_memory *got = NULL;
+    store_imp(f, "the deploy failed on friday because of the database migration", 0.3, lo);
+    store_imp(f, "the deploy failed on friday because of a database migration", 0.9, hi);
+    store_imp(f, "Melanie painted a sunrise over the lake", 0.5, other);
+    mo.dry_run = 1;
+    assert_int_equal(cairn_mem_merge(f->mem, &mo, &dry, &nd, &merged, &kept), CAIRN_OK);
+    assert_int_equal(nd, 1);
+    assert_int_equal(merged, 1);
+    assert_int_equal(kept, 2);
+    assert_string_equal(dry[0].kept, hi);
+    assert_string_equal(dry[0].merged, lo);
+    assert_true(dry[0].similarity >= 0.85 && dry[0].similarity <= 1.0);
+    assert_string_equal(dry[0].why, "higher importance");
+    assert_int_equal(cairn_mem_get(f->mem, lo, &got), CAIRN_OK); /* the dry run changed nothing */
+    cairn_mem_free(got);
+    mo.dry_run = 0;
+    assert_int_equal(cairn_mem_merge(f->mem, &mo, &real, &nr, &merged, &kept), CAIRN_OK);
+    assert_int_equal(nr, nd);
+    for (size_t i = 0; i < nr; i++) {
+        assert_string_equal(real[i].kept, dry[i].kept);
+        assert_string_equal(real[i].merged, dry[i].merged);
+        assert_true(real[i].similarity == dry[i].similarity);
+    }
+    assert_int_equal(cairn_mem_get(f->mem, lo, &got), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(f->mem, hi, &got), CAIRN_OK);
+    assert_non_null(strstr(got->metadata, "\"mergedFrom\""));
+    assert_non_null(strstr(got->metadata, lo));
+    assert_non_null(strstr(got->metadata, "because of the database migration"));
+    cairn_mem_free(got);
+    /* nothing left to merge; the history survives a reopen */
+    free(real);
+    assert_int_equal(cairn_mem_merge(f->mem, &mo, &real, &nr, &merged, &kept), CAIRN_OK);
+    assert_int_equal(nr, 0);
+    close_all(f);
+    open_all(f);
+    assert_int_equal(cairn_mem_get(f->mem, hi, &got), CAIRN_OK);
+    assert_non_null(strstr(got->metadata, lo));
+    cairn_mem_free(got);
+    free(dry);
+    free(real);
+    /* a threshold out of range */
+    mo.threshold = 1.5;
+    assert_int_equal(cairn_mem_merge(f->mem, &mo, NULL, NULL, NULL, NULL), CAIRN_EINVAL);
+}
+
+/* Above the exact limit the IVF blocking path runs: every planted
+ * near-duplicate pair among thousands of random vectors is found, and
+ * nothing else. */
+static void merge_through_the_partition_finds_the_planted_pairs(void **state)
+{
+    fx *f = *state;
+    cairn_embedder ident = {"bench-vectors", 32, NULL, NULL, NULL, 0};
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_merge_opts mo = CAIRN_MERGE_OPTS_INIT;
+    cairn_merge_pair *p = NULL;
+    size_t np = 0;
+    uint64_t rng = 7, merged = 0;
+    float v[32];
+    char text[64];
+    enum { N = 3000, PLANTED = 40 };
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &ident), CAIRN_OK);
+    for (int i = 0; i < N; i++) {
+        for (int d = 0; d < 32; d++)
+            v[d] = (float)((double)(tu_splitmix64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+        snprintf(text, sizeof text, "memory %d", i);
+        so.vector = v;
+        so.importance = 0.5;
+        assert_int_equal(cairn_mem_store(f->mem, text, &so, NULL, NULL), CAIRN_OK);
+        if (i < PLANTED) { /* its twin: the same vector, slightly moved */
+            v[i % 32] += 0.05f;
+            snprintf(text, sizeof text, "memory %d, again", i);
+            so.importance = 0.4;
+            assert_int_equal(cairn_mem_store(f->mem, text, &so, NULL, NULL), CAIRN_OK);
+        }
+    }
+    mo.dry_run = 1;
+    assert_int_equal(cairn_mem_merge(f->mem, &mo, &p, &np, &merged, NULL), CAIRN_OK);
+    assert_int_equal(np, PLANTED);
+    for (size_t i = 0; i < np; i++)
+        assert_true(p[i].merged_importance == 0.4 && p[i].kept_importance == 0.5);
+    free(p);
+}
+
 /* ---- the vector image ------------------------------------------------- */
 
 typedef struct sink {
@@ -519,6 +627,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(hybrid_keeps_bm25_order_and_adds_vector_matches_after,
                                         setup, teardown),
         cmocka_unit_test(parse_vector_takes_arrays_of_finite_numbers_only),
+        cmocka_unit_test_setup_teardown(merge_dry_run_equals_merge_and_keeps_the_more_important,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(merge_through_the_partition_finds_the_planted_pairs, setup,
+                                        teardown),
         cmocka_unit_test(the_vector_image_round_trips_and_checks_its_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

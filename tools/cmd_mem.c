@@ -719,6 +719,114 @@ done:
     return rc;
 }
 
+const char cmd_merge_help[] =
+    "usage: cairn merge [--threshold X] [--dry-run] [--explain] [--namespace NS[,NS...]]\n"
+    "                   [--format text|json]\n"
+    "\n"
+    "Merge near-duplicate memories: pairs whose vectors have cosine similarity\n"
+    "at least X (default 0.85). In each pair the higher importance is kept\n"
+    "(equal: the older); the other gets a tombstone (reason \"merge:<kept id>\")\n"
+    "and the kept memory's metadata gains a \"mergedFrom\" entry (id, content,\n"
+    "similarity, importance, at). A memory is merged away at most once, and one\n"
+    "that kept another is never merged away in the same run. Memories without a\n"
+    "vector are never merged; a store without vectors is an error.\n"
+    "\n"
+    "Options:\n"
+    "  --threshold X       0 < X <= 1 (default 0.85)\n"
+    "  --dry-run           find and report, change nothing (the same pairs)\n"
+    "  --explain           list each pair: kept, merged, similarity, why\n"
+    "  --namespace NS,...  the namespaces (default: the empty one)\n"
+    "  --format F          text: \"merged: N\" and \"kept: N\" lines (and pairs);\n"
+    "                      json: {\"merged\", \"kept\", \"dryRun\", \"pairs\"}\n"
+    "\n"
+    "Exit status: 0 success (also when nothing merges); 1 no vectors, I/O error;\n"
+    "64 usage error.\n";
+
+int cmd_merge(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"threshold", 1}, {"dry-run", 0}, {"explain", 0},
+                                       {"namespace", 1}, {"format", 1}, {NULL, 0}};
+    cairn_merge_opts mo = CAIRN_MERGE_OPTS_INIT;
+    cairn_merge_pair *pairs = NULL;
+    const char *name, *val;
+    const char **ns_list = NULL;
+    char *nss = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    uint64_t merged = 0, kept = 0;
+    size_t np = 0;
+    cli_args a;
+    int r, rc = -1, json = 0, explain = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            rc = CLI_EXIT_USAGE;
+        else if (r == CLI_ARG_HELP)
+            rc = cli_help(cmd_merge_help);
+        else if (r == CLI_ARG_POS)
+            rc = cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        else if (strcmp(name, "threshold") == 0) {
+            rc = parse_unit(ctx->cmd, "--threshold", val, &mo.threshold);
+            if (rc < 0 && mo.threshold == 0)
+                rc = cli_usage_error(ctx->cmd, "--threshold must be above 0");
+        } else if (strcmp(name, "dry-run") == 0) {
+            mo.dry_run = 1;
+        } else if (strcmp(name, "explain") == 0) {
+            explain = 1;
+        } else if (strcmp(name, "namespace") == 0) {
+            free(nss);
+            nss = strdup(val);
+        } else if (strcmp(name, "format") == 0) {
+            rc = cli_parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc >= 0)
+        goto done;
+    if (nss != NULL) {
+        mo.n_ns = split_list(nss, &ns_list);
+        mo.ns = ns_list;
+    }
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        goto done;
+    r = cairn_mem_merge(mem, &mo, &pairs, &np, &merged, &kept);
+    if (r != CAIRN_OK) {
+        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        goto done;
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject(), *arr;
+        cJSON_AddNumberToObject(o, "merged", (double)merged);
+        cJSON_AddNumberToObject(o, "kept", (double)kept);
+        cJSON_AddBoolToObject(o, "dryRun", mo.dry_run);
+        arr = cJSON_AddArrayToObject(o, "pairs");
+        for (size_t i = 0; explain && i < np; i++) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddStringToObject(p, "kept", pairs[i].kept);
+            cJSON_AddStringToObject(p, "merged", pairs[i].merged);
+            cJSON_AddNumberToObject(p, "similarity", pairs[i].similarity);
+            cJSON_AddNumberToObject(p, "keptImportance", pairs[i].kept_importance);
+            cJSON_AddNumberToObject(p, "mergedImportance", pairs[i].merged_importance);
+            cJSON_AddStringToObject(p, "why", pairs[i].why);
+            cJSON_AddItemToArray(arr, p);
+        }
+        print_json(o);
+    } else {
+        for (size_t i = 0; explain && i < np; i++)
+            printf("%s %s into %s: similarity %.4f, kept for %s (%.2f vs %.2f)\n",
+                   mo.dry_run ? "would merge" : "merged", pairs[i].merged, pairs[i].kept,
+                   pairs[i].similarity, pairs[i].why, pairs[i].kept_importance,
+                   pairs[i].merged_importance);
+        printf("merged: %llu\nkept: %llu\n", (unsigned long long)merged, (unsigned long long)kept);
+    }
+    free(pairs);
+    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+done:
+    free(nss);
+    free(ns_list);
+    return rc;
+}
+
 const char cmd_clear_help[] =
     "usage: cairn clear [--namespace NS] --yes [--format text|json]\n"
     "\n"

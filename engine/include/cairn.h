@@ -657,6 +657,47 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
 void cairn_mem_free(cairn_memory *mem);
 void cairn_recall_free(cairn_recall_hit *hits, size_t n);
 
+/* ---- merge: near-duplicates by their vectors ----------------------------- */
+
+typedef struct cairn_merge_opts {
+    double threshold;          /* cosine similarity at least this is a near-duplicate;
+                                  0 = 0.85 */
+    int dry_run;               /* find and explain, change nothing */
+    const char *const *ns;     /* namespaces, as recall; NULL = {""} */
+    size_t n_ns;
+} cairn_merge_opts;
+
+#define CAIRN_MERGE_OPTS_INIT { 0, 0, NULL, 0 }
+
+/* One merge: `merged` is tombstoned into `kept`. */
+typedef struct cairn_merge_pair {
+    char kept[CAIRN_MEM_ID_MAX + 1];
+    char merged[CAIRN_MEM_ID_MAX + 1];
+    double similarity;
+    double kept_importance, merged_importance;
+    const char *why;           /* "higher importance" or "same importance, older" */
+} cairn_merge_pair;
+
+/* Find pairs of live memories of a namespace whose vectors have cosine
+ * similarity >= threshold, reading the vector blocks directly (exact below
+ * 2,000 vectors; above, each vector is compared with the rows of the 8
+ * nearest lists of an IVF partition, README "Merge"). Pairs are taken best
+ * first; each memory is merged away at most once, and a memory that kept
+ * another is never merged away. In each pair the higher importance is
+ * kept (equal: the older). Unless dry_run: the merged memories get one
+ * memory.delete each, reason "merge:<kept id>", all in one commit; then
+ * each kept memory gets one memory.update whose metadata gains "mergedFrom":
+ * [{"id", "content", "similarity", "importance", "at"}, ...] (appended to
+ * an existing list). A dry run returns exactly the pairs the merge would.
+ * *pairs (free()) gets *n_pairs entries (may be NULL: not wanted);
+ * *merged and *kept count memories merged away and the live memories with
+ * vectors left (what would be, in a dry run).
+ * Errors: CAIRN_EINVAL (threshold outside 0..1), CAIRN_EUNAVAIL (no vectors
+ * stored), CAIRN_ENOMEM, cairn_append's. Memories without a vector are
+ * never merged. */
+int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **pairs,
+                    size_t *n_pairs, uint64_t *merged, uint64_t *kept);
+
 /* ---- hooks and events ------------------------------------------------- */
 
 /* What beforeStore sees and may change: the hook may point any field at its

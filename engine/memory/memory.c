@@ -1342,6 +1342,12 @@ double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now)
 
 int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *reason)
 {
+    return cairn__mem_delete_each(m, xs, n, reason, NULL);
+}
+
+int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *reason,
+                           const char *const *reasons)
+{
     cairn_entry *ents;
     char **json;
     size_t i;
@@ -1362,7 +1368,7 @@ int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *
         memset(&r, 0, sizeof r);
         r.type = CAIRN_REC_MEMORY_DELETE;
         r.id = xs[i]->id;
-        r.reason = reason;
+        r.reason = reasons != NULL ? reasons[i] : reason;
         rc = cairn__memrec_encode(&r, &json[i], &len, &e);
         if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc, "%s", e.msg);

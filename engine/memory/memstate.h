@@ -149,6 +149,10 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
  * with this reason, one commit), then in RAM. */
 int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *reason);
 
+/* The same with a reason each (reasons[i] for xs[i]; NULL: `reason`). */
+int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *reason,
+                           const char *const *reasons);
+
 /* importance x 0.5^(days since last access / half-life). */
 double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now);
 

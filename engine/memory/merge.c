@@ -1,0 +1,390 @@
+/*
+ * merge.c - cairn_mem_merge: near-duplicate memories found by their
+ * vectors, read in place from the vector sets (cairn.h says the rules).
+ *
+ * Candidate pairs: every pair of a namespace's rows when there are at most
+ * MERGE_EXACT_MAX of them; above, an IVF partition of the rows (ivf.h) and,
+ * for each row, its MERGE_NEIGHBOURS nearest among the MERGE_PROBES lists
+ * nearest to it: n x (probes x n / lists) comparisons instead of n^2 / 2.
+ * A near-duplicate sits close to its twin, so it is almost always in the
+ * same list or the next one; bench_vec measures how many pairs the
+ * partition finds against the exact pass.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "ivf.h"
+#include "memrec.h"
+#include "memstate.h"
+
+#define MERGE_EXACT_MAX 2000
+#define MERGE_NEIGHBOURS 16
+#define MERGE_PROBES 8
+
+typedef struct mrow {
+    uint64_t seq;
+    const float *v;
+    ment *x;
+} mrow;
+
+typedef struct mpair {
+    uint32_t a, b;         /* rows, a < b */
+    double sim;
+} mpair;
+
+typedef struct rowlist {
+    mrow *r;
+    size_t n, cap;
+    cairn_mem *m;
+    int64_t now;
+} rowlist;
+
+static int add_row(void *user, uint64_t seq, const float *v)
+{
+    rowlist *l = user;
+    ment *x = cairn__mem_find_seq(l->m, seq);
+    if (x == NULL || !x->live || cairn__mem_expired(x, l->now))
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        mrow *p = realloc(l->r, cap * sizeof *p);
+        if (p == NULL)
+            return CAIRN_ENOMEM;
+        l->r = p;
+        l->cap = cap;
+    }
+    l->r[l->n].seq = seq;
+    l->r[l->n].v = v;
+    l->r[l->n].x = x;
+    l->n++;
+    return 0;
+}
+
+static int push_pair(mpair **p, size_t *n, size_t *cap, uint32_t a, uint32_t b, double sim)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        mpair *q = realloc(*p, c * sizeof *q);
+        if (q == NULL)
+            return CAIRN_ENOMEM;
+        *p = q;
+        *cap = c;
+    }
+    (*p)[*n].a = a < b ? a : b;
+    (*p)[*n].b = a < b ? b : a;
+    (*p)[*n].sim = sim;
+    (*n)++;
+    return CAIRN_OK;
+}
+
+/* Best first; equal: the lower rows (older memories) first. */
+static int pair_cmp(const void *x, const void *y)
+{
+    const mpair *p = x, *q = y;
+    if (p->sim != q->sim)
+        return p->sim > q->sim ? -1 : 1;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
+static int candidates(cairn_mem *m, const rowlist *l, double t, mpair **pairs, size_t *np)
+{
+    size_t cap = 0, d = m->vdim;
+    int rc = CAIRN_OK;
+
+    *np = 0;
+    if (l->n <= MERGE_EXACT_MAX) {
+        for (size_t i = 0; i < l->n && rc == CAIRN_OK; i++)
+            for (size_t j = i + 1; j < l->n && rc == CAIRN_OK; j++) {
+                double s = m->kern->dot_f32(l->r[i].v, l->r[j].v, d);
+                if (s >= t)
+                    rc = push_pair(pairs, np, &cap, (uint32_t)i, (uint32_t)j, s);
+            }
+        return rc;
+    }
+    {
+        const float **rows = malloc(l->n * sizeof *rows);
+        float *qb = malloc(d * sizeof *qb + d * sizeof *qb + d);
+        vec_hit hits[MERGE_NEIGHBOURS];
+        cairn__ivf *ivf = NULL;
+        ivf_rows in;
+        if (rows == NULL || qb == NULL) {
+            free(rows);
+            free(qb);
+            return CAIRN_ENOMEM;
+        }
+        for (size_t i = 0; i < l->n; i++)
+            rows[i] = l->r[i].v;
+        in.n = l->n;
+        in.dim = d;
+        in.rows = rows;
+        rc = cairn__ivf_build(&ivf, m->kern, &in, 0, 0x6d65726765ull);
+        for (size_t i = 0; i < l->n && rc == CAIRN_OK; i++) {
+            vec_query vq;
+            size_t nh = 0;
+            cairn__vec_query_make(&vq, l->r[i].v, d, qb + d, (int8_t *)(qb + 2 * d));
+            rc = cairn__ivf_search(ivf, m->kern, &vq, MERGE_NEIGHBOURS, MERGE_PROBES, NULL, hits,
+                                   &nh);
+            for (size_t h = 0; h < nh && rc == CAIRN_OK; h++)
+                if (hits[h].doc > i && hits[h].score >= t) /* each pair once, from its lower row */
+                    rc = push_pair(pairs, np, &cap, (uint32_t)i, (uint32_t)hits[h].doc,
+                                   hits[h].score);
+                else if (hits[h].doc < i && hits[h].score >= t)
+                    rc = push_pair(pairs, np, &cap, (uint32_t)hits[h].doc, (uint32_t)i,
+                                   hits[h].score);
+        }
+        cairn__ivf_free(ivf);
+        free(rows);
+        free(qb);
+    }
+    /* a pair found from both of its rows: once */
+    if (rc == CAIRN_OK && *np > 1) {
+        size_t k = 0;
+        qsort(*pairs, *np, sizeof **pairs, pair_cmp);
+        for (size_t i = 0; i < *np; i++)
+            if (k == 0 || (*pairs)[k - 1].a != (*pairs)[i].a || (*pairs)[k - 1].b != (*pairs)[i].b)
+                (*pairs)[k++] = (*pairs)[i];
+        *np = k;
+    }
+    return rc;
+}
+
+/* Metadata text `meta` (NULL: {}) with one more entry in "mergedFrom"
+ * (malloc'd), or NULL when out of memory. */
+static char *add_history(const char *meta_text, const ment *gone, double sim, int64_t now)
+{
+    cJSON *meta = cJSON_Parse(meta_text ? meta_text : "{}"), *list, *e;
+    char *out = NULL;
+    if (meta == NULL || !cJSON_IsObject(meta)) {
+        cJSON_Delete(meta);
+        meta = cJSON_CreateObject();
+    }
+    list = cJSON_GetObjectItemCaseSensitive(meta, "mergedFrom");
+    if (!cJSON_IsArray(list)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "mergedFrom");
+        list = cJSON_AddArrayToObject(meta, "mergedFrom");
+    }
+    e = cJSON_CreateObject();
+    if (list != NULL && e != NULL && cJSON_AddStringToObject(e, "id", gone->id) &&
+        cJSON_AddStringToObject(e, "content", gone->content) &&
+        cJSON_AddNumberToObject(e, "similarity", sim) &&
+        cJSON_AddNumberToObject(e, "importance", gone->importance) &&
+        cairn__json_add_int(e, "at", now) && cJSON_AddItemToArray(list, e)) {
+        /* what the merged memory had absorbed comes along */
+        cJSON *gm = gone->metadata ? cJSON_Parse(gone->metadata) : NULL;
+        cJSON *gl = cJSON_GetObjectItemCaseSensitive(gm, "mergedFrom"), *x;
+        int ok = 1;
+        if (!cJSON_IsArray(gl))
+            gl = NULL;
+        cJSON_ArrayForEach(x, gl) {
+            cJSON *c = cJSON_Duplicate(x, 1);
+            ok = ok && c != NULL && cJSON_AddItemToArray(list, c);
+        }
+        cJSON_Delete(gm);
+        e = NULL;
+        out = ok ? cJSON_PrintUnformatted(meta) : NULL;
+    }
+    cJSON_Delete(e);
+    cJSON_Delete(meta);
+    return out;
+}
+
+/* Apply the pairs: the history of each kept memory is made first (it
+ * quotes the merged memories' content), then the deletes go in one
+ * commit, then one update per kept memory. A crash between the two leaves
+ * the merges done and the history in the delete records' reasons. */
+static int apply(cairn_mem *m, const cairn_merge_pair *pp, size_t n, int64_t now)
+{
+    ment **gone = malloc((n ? n : 1) * sizeof *gone);
+    char **why = calloc(n ? n : 1, sizeof *why), **meta = calloc(n ? n : 1, sizeof *meta);
+    int rc = CAIRN_OK;
+
+    if (gone == NULL || why == NULL || meta == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for merge");
+        goto out;
+    }
+    for (size_t i = 0; i < n && rc == CAIRN_OK; i++) {
+        size_t j;
+        gone[i] = cairn__mem_find_id(m, pp[i].merged);
+        why[i] = malloc(sizeof "merge:" + CAIRN_MEM_ID_MAX);
+        if (why[i] == NULL) {
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for merge");
+            break;
+        }
+        snprintf(why[i], sizeof "merge:" + CAIRN_MEM_ID_MAX, "merge:%s", pp[i].kept);
+        /* meta[j]: the new metadata of the kept memory of pair j, its first pair */
+        for (j = 0; j < i && strcmp(pp[j].kept, pp[i].kept) != 0; j++)
+            ;
+        {
+            const ment *k = cairn__mem_find_id(m, pp[i].kept);
+            char *t = add_history(j < i ? meta[j] : k->metadata, gone[i], pp[i].similarity, now);
+            if (t == NULL) {
+                rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for merge");
+                break;
+            }
+            free(meta[j]);
+            meta[j] = t;
+        }
+    }
+    if (rc == CAIRN_OK)
+        rc = cairn__mem_delete_each(m, gone, n, NULL, (const char *const *)why);
+    for (size_t i = 0; i < n && rc == CAIRN_OK; i++) {
+        ment *k;
+        memrec r;
+        if (meta[i] == NULL)
+            continue; /* not the first pair of its kept memory */
+        if ((k = cairn__mem_find_id(m, pp[i].kept)) == NULL)
+            continue;
+        memset(&r, 0, sizeof r);
+        r.type = CAIRN_REC_MEMORY_UPDATE;
+        r.id = pp[i].kept;
+        r.metadata = meta[i];
+        r.has = MEMREC_HAS_METADATA;
+        rc = cairn__mem_write_rec(m, m->ns[k->nsi].name, &r, NULL);
+    }
+out:
+    for (size_t i = 0; why != NULL && i < n; i++)
+        free(why[i]);
+    for (size_t i = 0; meta != NULL && i < n; i++)
+        free(meta[i]);
+    free(gone);
+    free(why);
+    free(meta);
+    return rc;
+}
+
+/* The pairs of one namespace, taken greedily, appended to *out. */
+static int merge_ns(cairn_mem *m, uint32_t nsi, double t, int64_t now, cairn_merge_pair **out,
+                    size_t *n_out, size_t *cap, uint64_t *rows_seen)
+{
+    rowlist l;
+    mpair *pairs = NULL;
+    size_t np = 0;
+    uint8_t *state = NULL; /* per row: 1 kept another, 2 merged away */
+    int rc = CAIRN_OK;
+
+    memset(&l, 0, sizeof l);
+    l.m = m;
+    l.now = now;
+    if (m->ns[nsi].base_vec != NULL)
+        rc = cairn__vecset_each(m->ns[nsi].base_vec, add_row, &l);
+    if (rc == CAIRN_OK && m->ns[nsi].vec != NULL)
+        rc = cairn__vecset_each(m->ns[nsi].vec, add_row, &l);
+    *rows_seen += l.n;
+    if (rc == CAIRN_OK && l.n > 1)
+        rc = candidates(m, &l, t, &pairs, &np);
+    if (rc == CAIRN_OK && np > 1)
+        qsort(pairs, np, sizeof *pairs, pair_cmp);
+    if (rc == CAIRN_OK && np > 0 && (state = calloc(l.n, 1)) == NULL)
+        rc = CAIRN_ENOMEM;
+    for (size_t i = 0; i < np && rc == CAIRN_OK; i++) {
+        const mrow *a = &l.r[pairs[i].a], *b = &l.r[pairs[i].b];
+        const mrow *k, *g;
+        cairn_merge_pair *p;
+        if (state[pairs[i].a] == 2 || state[pairs[i].b] == 2)
+            continue; /* one is gone already */
+        /* the higher importance stays; equal: the older (a: rows are in seq order) */
+        k = b->x->importance > a->x->importance ? b : a;
+        g = k == a ? b : a;
+        if (state[g == a ? pairs[i].a : pairs[i].b] == 1)
+            continue; /* a memory that kept another is never merged away */
+        if (*n_out == *cap) {
+            size_t c = *cap ? *cap * 2 : 64;
+            cairn_merge_pair *q = realloc(*out, c * sizeof *q);
+            if (q == NULL) {
+                rc = CAIRN_ENOMEM;
+                break;
+            }
+            *out = q;
+            *cap = c;
+        }
+        p = &(*out)[(*n_out)++];
+        memset(p, 0, sizeof *p);
+        strcpy(p->kept, k->x->id);
+        strcpy(p->merged, g->x->id);
+        p->similarity = pairs[i].sim;
+        p->kept_importance = k->x->importance;
+        p->merged_importance = g->x->importance;
+        p->why = k->x->importance > g->x->importance ? "higher importance"
+                                                     : "same importance, older";
+        state[k == a ? pairs[i].a : pairs[i].b] = 1;
+        state[g == a ? pairs[i].a : pairs[i].b] = 2;
+    }
+    free(state);
+    free(pairs);
+    free(l.r);
+    return rc;
+}
+
+int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **pairs,
+                    size_t *n_pairs, uint64_t *merged, uint64_t *kept)
+{
+    cairn_merge_opts def = CAIRN_MERGE_OPTS_INIT;
+    static const char *const default_ns[] = {""};
+    cairn_merge_pair *out = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t rows = 0;
+    int64_t now = cairn__mem_wall_ms();
+    double t;
+    int rc = CAIRN_OK;
+
+    if (pairs != NULL)
+        *pairs = NULL;
+    if (n_pairs != NULL)
+        *n_pairs = 0;
+    if (o == NULL)
+        o = &def;
+    t = o->threshold == 0 ? 0.85 : o->threshold;
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    if (!(t > 0 && t <= 1)) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid similarity threshold: must be between 0 "
+                             "and 1");
+        goto done;
+    }
+    if (m->vdim == 0) {
+        rc = cairn__mem_fail(m, CAIRN_EUNAVAIL, "merge needs vectors, and the store has none "
+                             "(store memories with an embedder)");
+        goto done;
+    }
+    for (size_t i = 0; i < (o->ns ? o->n_ns : 1) && rc == CAIRN_OK; i++) {
+        const char *name = (o->ns ? o->ns : default_ns)[i];
+        long nsi = cairn__mem_ns_index(m, name, strlen(name), 0);
+        if (nsi >= 0)
+            rc = merge_ns(m, (uint32_t)nsi, t, now, &out, &n, &cap, &rows);
+    }
+    if (rc == CAIRN_ENOMEM)
+        rc = cairn__mem_fail(m, rc, "no memory for merge");
+    else if (rc != CAIRN_OK)
+        rc = cairn__mem_index_damaged(m, rc, "a vector index");
+    if (rc == CAIRN_OK && !o->dry_run && n > 0)
+        rc = apply(m, out, n, now);
+done:
+    pthread_mutex_unlock(&m->mu);
+    if (rc == CAIRN_OK) {
+        if (merged != NULL)
+            *merged = n;
+        if (kept != NULL)
+            *kept = rows - n;
+        if (!o->dry_run && n > 0) {
+            cairn_mem_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.kind = CAIRN_EVENT_MERGED;
+            ev.merged = n;
+            ev.kept = rows - n;
+            cairn__mem_emit(m, &ev);
+        }
+        if (pairs != NULL) {
+            *pairs = out;
+            out = NULL;
+        }
+        if (n_pairs != NULL)
+            *n_pairs = n;
+    }
+    free(out);
+    return rc;
+}
