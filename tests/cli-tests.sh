@@ -366,6 +366,39 @@ run --store "$E" --embed-cmd "sleep 5" --embed-name toy --embed-timeout 1 add "s
 check "a slow --embed-cmd times out" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' err"
 run --store "$E" --no-embed export --format json
 check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory' out"
+# ---- remember (--llm-cmd) and merge ------------------------------------------------
+R=$T/remember
+printf '[{"role":"user","content":"I prefer TypeScript over JavaScript"}]' >"$T/conv.json"
+cat >"$T/llm.sh" <<'SH'
+#!/bin/sh
+cat >/dev/null
+printf '```json\n[{"content":"The user prefers TypeScript over JavaScript","category":"preference","importance":0.8}]\n```\n'
+SH
+chmod +x "$T/llm.sh"
+run --store "$R" remember --llm-cmd "$T/llm.sh" "$T/conv.json"
+check "remember stores a novel memory" sh -c "[ $rc -eq 0 ] && grep -qx 'stored: 1' out"
+run --store "$R" remember --llm-cmd "$T/llm.sh" --explain "$T/conv.json"
+check "remember skips what is already stored" sh -c "[ $rc -eq 0 ] && grep -qx 'stored: 0' out && grep -q 'already stored' out"
+run --store "$R" remember --llm-cmd "cat >/dev/null; echo '[{\"content\":\"x\",\"importance\":7}]'" "$T/conv.json"
+check "a malformed LLM answer is an error naming the field" sh -c "[ $rc -eq 1 ] && grep -q 'importance' err"
+run --store "$R" remember "$T/conv.json"
+check "remember without an LLM fails with the seed's error" sh -c "[ $rc -eq 1 ] && grep -q 'LLM function required' err"
+run --store "$R" export --format json
+check "the failed remember calls stored nothing" sh -c "[ \$(grep -c '\"content\"' out) -eq 1 ]"
+G=$T/merge
+run --store "$G" add "the deploy failed on friday because of the database migration" --importance 0.3
+run --store "$G" add "the deploy failed on friday because of a database migration" --importance 0.9
+run --store "$G" add "lunch is at noon"
+run --store "$G" merge --dry-run --explain
+check "merge --dry-run reports the pair and changes nothing" sh -c "[ $rc -eq 0 ] && grep -qx 'merged: 1' out && grep -q 'would merge' out"
+run --store "$G" merge --format json --explain
+check "merge merges the pair the dry run found" sh -c "[ $rc -eq 0 ] && grep -q '\"merged\":1' out && grep -q 'higher importance' out"
+run --store "$G" export --format json
+check "merge keeps the more important memory with the history" sh -c "grep -q 'mergedFrom' out && [ \$(grep -c '\"namespace\"' out) -eq 2 ] && grep -q '\"importance\":.*0.9' out"
+run --store "$G" merge --threshold 0
+check "merge refuses a threshold of 0 (exit 64)" rc_is 64
+run --store "$T/novec" merge
+check "merge on a store without vectors fails" sh -c "[ $rc -eq 1 ] && grep -q 'none' err"
 run --store "$S" search "git hooks" --lexical-only --format table
 check "search --format table has the header and the Lexical source" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -q '^Name .*Source .*Score .*Preview' && grep -q 'Lexical' out"
 run --store "$S" status

@@ -531,6 +531,75 @@ static void merge_through_the_partition_finds_the_planted_pairs(void **state)
     free(p);
 }
 
+/* ---- remember ---------------------------------------------------------- */
+
+typedef struct script {
+    const char *answer;
+    int calls;
+} script;
+
+static int scripted_llm(void *user, const char *prompt, char **answer, char *err)
+{
+    script *s = user;
+    (void)err;
+    s->calls++;
+    assert_non_null(strstr(prompt, "user: I prefer TypeScript"));
+    *answer = strdup(s->answer);
+    return 0;
+}
+
+static const char conv[] = "[{\"role\":\"user\",\"content\":\"I prefer TypeScript\"},"
+                           "{\"role\":\"assistant\",\"content\":\"noted\"}]";
+
+/* Novel candidates are stored, near-duplicates of stored memories are not,
+ * and a malformed answer stores nothing. */
+static void remember_stores_the_novel_and_drops_the_rest(void **state)
+{
+    fx *f = *state;
+    script s = {"```json\n[{\"content\":\"The deployment pipeline failed because the database "
+                "migration timed out\",\"category\":\"episode\",\"importance\":0.7},"
+                "{\"content\":\"The user prefers TypeScript over JavaScript\","
+                "\"category\":\"preference\"}]\n```",
+                0};
+    cairn_llm llm = {&s, scripted_llm};
+    cairn_remember_opts ro = CAIRN_REMEMBER_OPTS_INIT;
+    cairn_remember_item *it = NULL;
+    cairn_stats st0, st1;
+    size_t n = 0;
+    uint64_t nv = 0;
+    store(f, "the deployment pipeline failed because the database migration timed out", NULL);
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, conv, strlen(conv), &ro, &it, &n), CAIRN_OK);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(n, 2);
+    assert_int_equal(it[0].stored, 0); /* the same words as a stored memory */
+    assert_true(it[0].novelty < 0.15);
+    assert_string_equal(it[0].why, "not novel enough");
+    assert_int_equal(it[1].stored, 1);
+    assert_true(it[1].novelty >= 0.15);
+    assert_string_equal(it[1].category, "preference");
+    assert_true(it[1].importance == 0.5);
+    cairn_remember_free(it, n);
+    cairn_mem_vectors(f->mem, NULL, NULL, &nv);
+    assert_int_equal(nv, 2);
+    /* a malformed answer: an error, nothing stored */
+    s.answer = "[{\"content\": 42}]";
+    assert_int_equal(cairn_stats_get(f->db, &st0), CAIRN_OK);
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, conv, strlen(conv), &ro, &it, &n),
+                     CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "item 1"));
+    s.answer = "Sure! Here are the memories: [";
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, conv, strlen(conv), &ro, &it, &n),
+                     CAIRN_EINVAL);
+    assert_int_equal(cairn_stats_get(f->db, &st1), CAIRN_OK);
+    assert_int_equal(st1.records, st0.records);
+    /* no LLM: the seed's error */
+    assert_int_equal(cairn_mem_remember(f->mem, NULL, conv, strlen(conv), &ro, &it, &n),
+                     CAIRN_EUNAVAIL);
+    assert_string_equal(cairn_mem_errmsg(f->mem), "LLM function required");
+    /* a conversation that is not one */
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, "{}", 2, &ro, &it, &n), CAIRN_EINVAL);
+}
+
 /* ---- the vector image ------------------------------------------------- */
 
 typedef struct sink {
@@ -627,6 +696,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(hybrid_keeps_bm25_order_and_adds_vector_matches_after,
                                         setup, teardown),
         cmocka_unit_test(parse_vector_takes_arrays_of_finite_numbers_only),
+        cmocka_unit_test_setup_teardown(remember_stores_the_novel_and_drops_the_rest, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(merge_dry_run_equals_merge_and_keeps_the_more_important,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(merge_through_the_partition_finds_the_planted_pairs, setup,

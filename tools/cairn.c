@@ -43,6 +43,8 @@ static const command commands[] = {
     {"recall", "the memories that best match a query", cmd_recall_help, cmd_recall},
     {"context", "recalled memories as a block for a prompt", cmd_context_help, cmd_context},
     {"forget", "prune expired, old or faded memories", cmd_forget_help, cmd_forget},
+    {"remember", "store what an LLM finds worth remembering in a conversation",
+     cmd_remember_help, cmd_remember},
     {"merge", "merge near-duplicate memories (by their vectors)", cmd_merge_help, cmd_merge},
     {"clear", "delete every memory of a namespace, or all", cmd_clear_help, cmd_clear},
     {"export", "print every memory as json, md or csv", cmd_export_help, cmd_export},

@@ -15,6 +15,7 @@
 
 #include "cli_json.h"
 #include "cli_embed.h"
+#include "cli_proc.h"
 #include "commands.h"
 
 const char cmd_add_help[] =
@@ -1191,4 +1192,138 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
                (unsigned long long)imported, (unsigned long long)skipped);
     free(data);
     return close_mem(ctx, db, mem, rc);
+}
+
+const char cmd_remember_help[] =
+    "usage: cairn remember [--llm-cmd CMD] [--surprise X] [--importance X] [--category C]\n"
+    "                      [--namespace NS] [--dry-run] [--explain] [--format text|json]\n"
+    "                      [FILE|-]\n"
+    "\n"
+    "Ask an LLM which memories a conversation holds and store the novel ones.\n"
+    "The conversation (FILE, or stdin) is a JSON array of {\"role\", \"content\"}.\n"
+    "The LLM is `sh -c CMD` (--llm-cmd, else $CAIRN_LLM_CMD): it reads the\n"
+    "prompt (README \"Remember\") on stdin and writes a JSON array of\n"
+    "{\"content\", \"category\", \"importance\"} on stdout (a ``` fence around it is\n"
+    "fine), exiting 0 within --embed-timeout. Each candidate whose novelty (1 -\n"
+    "its highest similarity to a stored memory, by the embedder's vectors) is at\n"
+    "least the surprise threshold is stored, in order. A malformed answer is an\n"
+    "error and stores nothing.\n"
+    "\n"
+    "Options:\n"
+    "  --llm-cmd CMD   the LLM program (required, or $CAIRN_LLM_CMD)\n"
+    "  --surprise X    novelty threshold, 0..1 (default 0.15)\n"
+    "  --importance X  store every memory with this importance (default: the LLM's)\n"
+    "  --category C    store every memory under this category (default: the LLM's)\n"
+    "  --namespace NS  where to store and compare (default: the empty one)\n"
+    "  --dry-run       decide, store nothing\n"
+    "  --explain       one line per candidate: stored or not, novelty, why\n"
+    "  --format F      text: \"stored: N\" and \"skipped: N\" (and the lines);\n"
+    "                  json: {\"stored\", \"skipped\", \"candidates\": [...]}\n"
+    "\n"
+    "Exit status: 0 success; 1 no LLM, LLM failure, malformed answer, I/O error;\n"
+    "64 usage error.\n";
+
+/* The LLM callback of the tool: --llm-cmd through cli_proc_run. */
+typedef struct cli_llm {
+    const char *cmd;
+    int timeout_ms;
+} cli_llm;
+
+static int llm_complete(void *user, const char *prompt, char **answer, char *err)
+{
+    cli_llm *l = user;
+    size_t n = 0;
+    return cli_proc_run(l->cmd, prompt, strlen(prompt), l->timeout_ms, answer, &n, err);
+}
+
+int cmd_remember(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"llm-cmd", 1},   {"surprise", 1}, {"importance", 1},
+                                       {"category", 1},  {"namespace", 1}, {"dry-run", 0},
+                                       {"explain", 0},   {"format", 1},   {NULL, 0}};
+    cairn_remember_opts ro = CAIRN_REMEMBER_OPTS_INIT;
+    cairn_remember_item *items = NULL;
+    cli_llm lc;
+    cairn_llm llm;
+    const char *name, *val, *file = "-", *env = getenv("CAIRN_LLM_CMD");
+    char *msgs = NULL;
+    size_t len = 0, n = 0, stored = 0;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cli_args a;
+    int r, rc = -1, json = 0, explain = 0;
+
+    lc.cmd = env && env[0] ? env : NULL;
+    lc.timeout_ms = ctx->embed_timeout_ms > 0 ? ctx->embed_timeout_ms : 30000;
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            rc = CLI_EXIT_USAGE;
+        else if (r == CLI_ARG_HELP)
+            rc = cli_help(cmd_remember_help);
+        else if (r == CLI_ARG_POS)
+            file = val;
+        else if (strcmp(name, "llm-cmd") == 0)
+            lc.cmd = val;
+        else if (strcmp(name, "surprise") == 0)
+            rc = parse_unit(ctx->cmd, "--surprise", val, &ro.surprise);
+        else if (strcmp(name, "importance") == 0)
+            rc = parse_unit(ctx->cmd, "--importance", val, &ro.importance);
+        else if (strcmp(name, "category") == 0)
+            ro.category = val;
+        else if (strcmp(name, "namespace") == 0)
+            ro.ns = val;
+        else if (strcmp(name, "dry-run") == 0)
+            ro.dry_run = 1;
+        else if (strcmp(name, "explain") == 0)
+            explain = 1;
+        else if (strcmp(name, "format") == 0)
+            rc = cli_parse_format(ctx->cmd, val, &json);
+    }
+    if (rc >= 0)
+        return rc;
+    if (slurp(file, &msgs, &len) != 0)
+        return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", file, strerror(errno));
+    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
+        free(msgs);
+        return rc;
+    }
+    llm.user = &lc;
+    llm.complete = llm_complete;
+    r = cairn_mem_remember(mem, lc.cmd ? &llm : NULL, msgs, len, &ro, &items, &n);
+    free(msgs);
+    if (r != CAIRN_OK)
+        return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+    for (size_t i = 0; i < n; i++)
+        stored += items[i].stored != 0;
+    if (json) {
+        cJSON *o = cJSON_CreateObject(), *arr;
+        cJSON_AddNumberToObject(o, "stored", (double)stored);
+        cJSON_AddNumberToObject(o, "skipped", (double)(n - stored));
+        cJSON_AddBoolToObject(o, "dryRun", ro.dry_run);
+        arr = cJSON_AddArrayToObject(o, "candidates");
+        for (size_t i = 0; i < n; i++) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddStringToObject(c, "content", items[i].content);
+            cJSON_AddStringToObject(c, "category", items[i].category);
+            cJSON_AddNumberToObject(c, "importance", items[i].importance);
+            cJSON_AddNumberToObject(c, "novelty", items[i].novelty);
+            if (items[i].nearest[0])
+                cJSON_AddStringToObject(c, "nearest", items[i].nearest);
+            cJSON_AddBoolToObject(c, "stored", items[i].stored);
+            if (items[i].stored)
+                cJSON_AddStringToObject(c, "id", items[i].id);
+            cJSON_AddStringToObject(c, "why", items[i].why ? items[i].why : "");
+            cJSON_AddItemToArray(arr, c);
+        }
+        print_json(o);
+    } else {
+        for (size_t i = 0; explain && i < n; i++)
+            printf("%s  novelty %.4f  %s  [%s] %s%s%s\n", items[i].stored ? "stored " : "skipped",
+                   items[i].novelty, items[i].why ? items[i].why : "", items[i].category,
+                   items[i].content, items[i].stored ? "  " : "", items[i].id);
+        printf("stored: %zu\nskipped: %zu\n", stored, n - stored);
+    }
+    cairn_remember_free(items, n);
+    return close_mem(ctx, db, mem, CLI_EXIT_OK);
 }

@@ -44,6 +44,8 @@ extern const char cmd_context_help[];
 int cmd_context(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_forget_help[];
 int cmd_forget(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_remember_help[];
+int cmd_remember(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_merge_help[];
 int cmd_merge(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_clear_help[];

@@ -698,6 +698,57 @@ typedef struct cairn_merge_pair {
 int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **pairs,
                     size_t *n_pairs, uint64_t *merged, uint64_t *kept);
 
+/* ---- remember: memories an LLM extracts from a conversation ------------- */
+
+typedef struct cairn_llm {
+    void *user;
+    /* Answer the prompt (UTF-8): *answer gets malloc'd text (the engine
+     * free()s it). Return 0, or non-zero with a one-line reason in err
+     * (CAIRN_ERRMSG_MAX bytes). */
+    int (*complete)(void *user, const char *prompt, char **answer, char *err);
+} cairn_llm;
+
+typedef struct cairn_remember_opts {
+    const char *ns;            /* NULL = "" */
+    double surprise;           /* novelty below this is not stored; 0 = 0.15 */
+    double importance;         /* < 0: the LLM's; else overrides it (0..1) */
+    const char *category;      /* NULL: the LLM's; else overrides it */
+    int dry_run;               /* decide and explain, store nothing */
+} cairn_remember_opts;
+
+#define CAIRN_REMEMBER_OPTS_INIT { NULL, 0, -1.0, NULL, 0 }
+
+/* One candidate the LLM proposed, and what became of it. */
+typedef struct cairn_remember_item {
+    char *content;
+    char *category;
+    double importance;
+    double novelty;            /* 1 - the highest similarity to a stored memory of the
+                                  namespace (1 when none has a vector) */
+    char nearest[CAIRN_MEM_ID_MAX + 1]; /* that memory, "" if none */
+    int stored;
+    char id[CAIRN_MEM_ID_MAX + 1];      /* the new memory when stored */
+    const char *why;           /* "novel", "not novel enough", "already stored" (exact
+                                  duplicate), "novel (dry run)" */
+} cairn_remember_item;
+
+/* Ask the LLM which memories the conversation holds (messages: a JSON
+ * array of {"role", "content"} objects), as a JSON array of {"content",
+ * "category", "importance"} (a ``` code fence around it is tolerated; the
+ * prompt is in README "Remember"); store each candidate whose novelty is at
+ * least the surprise threshold (cairn_mem_store: hooks and events apply),
+ * in order, so a later candidate is compared with the earlier ones too.
+ * Novelty needs the handle's embedder; without one only exact duplicates
+ * are caught. *items (cairn_remember_free) gets one entry per candidate.
+ * Errors: CAIRN_EUNAVAIL ("LLM function required": llm NULL),
+ * CAIRN_EINVAL (messages not such an array; an LLM answer that is not such
+ * an array, named in the message: nothing is stored), CAIRN_EIO (the LLM
+ * failed), and those of cairn_mem_store. */
+int cairn_mem_remember(cairn_mem *m, const cairn_llm *llm, const char *messages, size_t len,
+                       const cairn_remember_opts *o, cairn_remember_item **items,
+                       size_t *n_items);
+void cairn_remember_free(cairn_remember_item *items, size_t n);
+
 /* ---- hooks and events ------------------------------------------------- */
 
 /* What beforeStore sees and may change: the hook may point any field at its

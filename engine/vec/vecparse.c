@@ -43,7 +43,7 @@ int cairn_parse_vector(const char *text, size_t len, float *out, size_t max, siz
             break;
         }
         d = v->valuedouble;
-        if (!isfinite(d) || fabs(d) > 3.0e38) {
+        if (!isfinite(d) || !isfinite((float)d)) { /* beyond float's range */
             rc = fail(err, errlen, "value %zu is not a finite float", i);
             break;
         }

@@ -168,9 +168,13 @@ static int check_block(cairn__vecset *s, size_t b, unsigned what)
     if (what == CHECKED_I8) {
         if (XXH3_64bits(s->i8 + first * s->stride, rows * s->stride) != s->sums[2 * b])
             return CAIRN_ECHECKSUM;
-    } else if (XXH3_64bits(s->f32 + first * s->dim, rows * s->dim * sizeof(float)) !=
-               s->sums[2 * b + 1]) {
-        return CAIRN_ECHECKSUM;
+    } else {
+        const float *f = s->f32 + first * s->dim;
+        if (XXH3_64bits(f, rows * s->dim * sizeof(float)) != s->sums[2 * b + 1])
+            return CAIRN_ECHECKSUM;
+        for (size_t i = 0; i < rows * s->dim; i++)
+            if (!isfinite(f[i]) || fabsf(f[i]) > 1.0f + 1e-3f) /* rows are unit length */
+                return CAIRN_ECORRUPT;
     }
     s->checked[b] |= (uint8_t)what;
     return CAIRN_OK;
