@@ -303,6 +303,63 @@ static void imports_are_embedded_or_not_imported_at_all(void **state)
     assert_int_equal(n, 2);
 }
 
+/* JSON export carries the vectors; an import into a store without an
+ * embedder restores them (no re-embedding), and exports the same again. */
+static void export_and_import_carry_the_vectors(void **state)
+{
+    fx *f = *state;
+    char *out = NULL, *out2 = NULL, *dir2 = tu_join(f->dir, "restored");
+    size_t len = 0, len2 = 0, n;
+    uint64_t imported = 0, nv = 0;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX];
+    cairn_db *db2 = NULL;
+    cairn_mem *m2 = NULL;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    float qv[384];
+    for (size_t i = 0; i < NCORPUS; i++)
+        store(f, corpus[i], NULL);
+    assert_int_equal(cairn_mem_export(f->mem, CAIRN_MEM_JSON, &out, &len), CAIRN_OK);
+    assert_non_null(strstr(out, "\"embedder\":\t\"cairn-hash-v1\""));
+    assert_non_null(strstr(out, "\"embedding\""));
+    o.create = 1;
+    o.background = 0;
+    assert_int_equal(cairn_open(&db2, dir2, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db2, NULL, &m2), CAIRN_OK); /* no embedder */
+    assert_int_equal(cairn_mem_import(m2, CAIRN_MEM_JSON, out, len, NULL, &imported, NULL), CAIRN_OK);
+    assert_int_equal(imported, NCORPUS);
+    cairn_mem_vectors(m2, NULL, NULL, &nv);
+    assert_int_equal(nv, NCORPUS);
+    assert_int_equal(cairn_mem_export(m2, CAIRN_MEM_JSON, &out2, &len2), CAIRN_OK);
+    assert_int_equal(len2, len);
+    assert_memory_equal(out2, out, len);
+    /* searchable by a caller's vector, with no embedder on this handle */
+    assert_int_equal(f->emb.embed(f->emb.user, "deploymnet pipline", 18, qv, err), 0);
+    ro.mode = CAIRN_RECALL_SEMANTIC;
+    ro.query_vector = qv;
+    assert_int_equal(cairn_mem_recall(m2, "deploymnet pipline", &ro, &h, &n), CAIRN_OK);
+    assert_true(n >= 1);
+    assert_string_equal(h[0].mem.content, corpus[0]);
+    cairn_recall_free(h, n);
+    /* an embedding without its embedder, or of another length, is refused whole */
+    {
+        const char *bad = "[{\"content\":\"a\",\"embedding\":[1,2]}]";
+        const char *mixed = "[{\"content\":\"b\",\"embedder\":\"cairn-hash-v1\",\"embedding\":[1,2]}]";
+        assert_int_equal(cairn_mem_import(m2, CAIRN_MEM_JSON, bad, strlen(bad), NULL, &imported, NULL),
+                         CAIRN_EINVAL);
+        assert_int_equal(cairn_mem_import(m2, CAIRN_MEM_JSON, mixed, strlen(mixed), NULL, &imported,
+                                          NULL),
+                         CAIRN_EINVAL);
+        assert_non_null(strstr(cairn_mem_errmsg(m2), "never mixed"));
+    }
+    cairn_mem_close(m2);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+    free(out);
+    free(out2);
+    free(dir2);
+}
+
 /* Semantic recall needs an embedder and vectors: CAIRN_EUNAVAIL without. */
 static void semantic_recall_without_an_embedder_is_unavailable(void **state)
 {
@@ -689,6 +746,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(deleted_memories_leave_the_semantic_results, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failing_embedder_stores_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(imports_are_embedded_or_not_imported_at_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(export_and_import_carry_the_vectors, setup, teardown),
         cmocka_unit_test_setup_teardown(semantic_recall_without_an_embedder_is_unavailable, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(vectors_persist_across_reopen_index_file_and_sealing, setup,

@@ -640,8 +640,9 @@ typedef enum cairn_mem_format {
 
 /* Every live, unexpired memory (all namespaces), oldest first, as text in
  * *out (free()), *len bytes. JSON round-trips exactly through
- * cairn_mem_import (ids, times, access statistics, metadata, namespace);
- * so do md and csv. Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
+ * cairn_mem_import (ids, times, access statistics, metadata, namespace,
+ * and the vector: "embedder" and "embedding", its unit-length values);
+ * so do md and csv, without vectors. Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
 int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
 
 /* Import memories from text in format f. Every memory is checked first;
@@ -650,6 +651,10 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
  * whose content is already in their namespace, are skipped; the rest are
  * stored with their ids, times and statistics (one record each; a missing
  * id gets a new one, a missing namespace is default_ns, NULL = "").
+ * A memory's "embedding" (with its "embedder") is stored as its vector:
+ * every one must come from the store's embedder (and from the handle's, if
+ * it has one), or the import fails. The handle's embedder embeds the
+ * others, all in one batch before anything is written.
  * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, cairn_append's. */
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped);

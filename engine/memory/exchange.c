@@ -34,6 +34,7 @@
 
 #include "cairn.h"
 #include "memstate.h"
+#include "memvec.h"
 
 typedef struct sbuf {
     char *p;
@@ -69,6 +70,25 @@ static void sputs(sbuf *b, const char *s)
 }
 
 /* One memory as a cJSON object with the seed's names. */
+/* x's vector as "embedder" and "embedding" (json export only). */
+static int add_embedding(cairn_mem *m, const ment *x, cJSON *o)
+{
+    const float *row = NULL;
+    cJSON *a;
+    int rc = cairn__mem_vec_get(m, x->nsi, x->seq, &row);
+    if (rc != CAIRN_OK || row == NULL)
+        return rc;
+    if (cJSON_AddStringToObject(o, "embedder", m->vname) == NULL ||
+        (a = cJSON_AddArrayToObject(o, "embedding")) == NULL)
+        return CAIRN_ENOMEM;
+    for (uint32_t d = 0; d < m->vdim; d++) {
+        cJSON *v = cJSON_CreateNumber((double)row[d]);
+        if (v == NULL || !cJSON_AddItemToArray(a, v))
+            return CAIRN_ENOMEM;
+    }
+    return CAIRN_OK;
+}
+
 static cJSON *to_json(const cairn_mem *m, const ment *x)
 {
     cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(x->metadata ? x->metadata : "{}");
@@ -179,6 +199,8 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
         }
         if (f == CAIRN_MEM_JSON) {
             cJSON_AddItemToArray(arr, o);
+            if ((rc = add_embedding(m, x, o)) != CAIRN_OK)
+                break;
             continue;
         }
         if (f == CAIRN_MEM_MD) {
@@ -473,6 +495,61 @@ static int from_md(cairn_mem *m, const char *data, size_t len, cJSON **out)
     return CAIRN_OK;
 }
 
+/* Memory i's "embedding" (with its "embedder"), taken out of o into *vec
+ * (malloc'd; NULL without one); every embedding of an import must come
+ * from one embedder (*name, *dim: the first one's). */
+static int take_embedding(cairn_mem *m, cJSON *o, size_t i, float **vec, char *name,
+                          uint32_t *dim)
+{
+    cJSON *a = cJSON_DetachItemFromObjectCaseSensitive(o, "embedding");
+    cJSON *en = cJSON_DetachItemFromObjectCaseSensitive(o, "embedder"), *v;
+    size_t k = 0, n;
+    int rc = CAIRN_OK;
+
+    *vec = NULL;
+    if (a == NULL || cJSON_IsNull(a)) {
+        cJSON_Delete(a);
+        cJSON_Delete(en);
+        return CAIRN_OK;
+    }
+    n = (size_t)cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || n == 0 || n > VEC_DIM_MAX)
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: \"embedding\" is not an array of 1..%u "
+                             "numbers", i + 1, VEC_DIM_MAX);
+    else if (!cJSON_IsString(en) || en->valuestring[0] == 0 ||
+             strlen(en->valuestring) > CAIRN_EMBEDDER_NAME_MAX)
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: an \"embedding\" needs its \"embedder\" "
+                             "(1..%d bytes)", i + 1, CAIRN_EMBEDDER_NAME_MAX);
+    else if (name[0] != 0 && (strcmp(name, en->valuestring) != 0 || *dim != n))
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: its embedding (\"%s\", %zu values) is "
+                             "not of the import's embedder (\"%s\", %u)", i + 1, en->valuestring,
+                             n, name, *dim);
+    else if ((*vec = malloc(n * sizeof **vec)) == NULL)
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    if (rc != CAIRN_OK)
+        n = 0;
+    for (v = n ? a->child : NULL; v != NULL; v = v->next) {
+        float x = cJSON_IsNumber(v) ? (float)v->valuedouble : NAN;
+        if (!isfinite(x)) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: embedding value %zu is not a "
+                                 "finite number", i + 1, k);
+            break;
+        }
+        (*vec)[k++] = x;
+    }
+    if (rc == CAIRN_OK && name[0] == 0) {
+        strcpy(name, en->valuestring);
+        *dim = (uint32_t)n;
+    }
+    if (rc != CAIRN_OK) {
+        free(*vec);
+        *vec = NULL;
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(en);
+    return rc;
+}
+
 /* The vectors of the memories an import will store (not those it skips),
  * from one call of the handle's embedder, into *vecs (n x dim, owned by
  * the caller), each record pointing at its row. */
@@ -491,7 +568,7 @@ static int embed_imports(cairn_mem *m, memrec *recs, const char *const *nss, siz
     if ((rc = cairn__mem_vec_compatible(m, m->emb.name, m->emb.dim)) != CAIRN_OK)
         goto out;
     for (size_t i = 0; i < n; i++)
-        if (cairn__mem_find_id(m, recs[i].id) == NULL &&
+        if (recs[i].vec == NULL && cairn__mem_find_id(m, recs[i].id) == NULL &&
             cairn__mem_find_dup(m, nss[i], recs[i].content, recs[i].content_len) == NULL) {
             texts[k] = recs[i].content;
             lens[k] = recs[i].content_len;
@@ -522,7 +599,9 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
 {
     cJSON *arr = NULL, *o;
     memrec *recs = NULL;
-    float *vecs = NULL;
+    float *vecs = NULL, **given = NULL;
+    char gname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
+    uint32_t gdim = 0;
     char (*ids)[CAIRN_MEM_ID_MAX + 1] = NULL;
     const char **nss = NULL;
     size_t n = 0, i = 0;
@@ -553,7 +632,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     recs = calloc(n ? n : 1, sizeof *recs);
     ids = calloc(n ? n : 1, sizeof *ids);
     nss = calloc(n ? n : 1, sizeof *nss);
-    if (recs == NULL || ids == NULL || nss == NULL) {
+    given = calloc(n ? n : 1, sizeof *given);
+    if (recs == NULL || ids == NULL || nss == NULL || given == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
         goto out;
     }
@@ -583,6 +663,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
             break;
         }
         nss[i] = ns != NULL ? ns->valuestring : default_ns;
+        if ((rc = take_embedding(m, o, i, &given[i], gname, &gdim)) != CAIRN_OK)
+            break;
         exact_ints(o);
         text = cJSON_PrintUnformatted(o);
         if (text == NULL) {
@@ -591,6 +673,11 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         }
         rc = cairn__memrec_decode(CAIRN_REC_MEMORY, text, strlen(text), &recs[i], &e);
         free(text);
+        if (rc == CAIRN_OK && given[i] != NULL) {
+            recs[i].embedder = gname;
+            recs[i].dim = gdim;
+            recs[i].vec = given[i];
+        }
         if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc == CAIRN_ECORRUPT ? CAIRN_EINVAL : rc, "memory %zu: %s",
                                  i + 1, e.msg);
@@ -600,9 +687,19 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     }
     if (rc != CAIRN_OK)
         goto out;
-    /* With an embedder, every memory to be stored gets its vector first,
-     * in one batch: an embedder that fails stores nothing. */
+    /* The import's own vectors must fit the store; with an embedder, every
+     * other memory to be stored gets its vector first, in one batch: an
+     * embedder that fails stores nothing. */
+    if (gname[0] != 0 && (rc = cairn__mem_vec_compatible(m, gname, gdim)) != CAIRN_OK)
+        goto out;
     if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
+        if (gname[0] != 0 && (strcmp(gname, m->emb.name) != 0 || gdim != m->emb.dim)) {
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "the import's vectors come from \"%s\" (%u "
+                                 "dimensions), not from this handle's embedder \"%s\" (%u): "
+                                 "vectors of two embedders are never mixed",
+                                 gname, gdim, m->emb.name, m->emb.dim);
+            goto out;
+        }
         rc = embed_imports(m, recs, nss, n, &vecs);
         if (rc != CAIRN_OK)
             goto out;
@@ -623,6 +720,9 @@ out:
         if (recs[k].root != NULL)
             cairn__memrec_done(&recs[k]);
     free(vecs);
+    for (size_t k = 0; given != NULL && k < n; k++)
+        free(given[k]);
+    free(given);
     free(recs);
     free(ids);
     free(nss);

@@ -206,13 +206,19 @@ int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_
     return rc;
 }
 
-int cairn__mem_vec_similarity(cairn_mem *m, uint32_t nsi, uint64_t seq, const vec_query *vq,
-                              double *sim)
+int cairn__mem_vec_get(cairn_mem *m, uint32_t nsi, uint64_t seq, const float **row)
 {
     int in_base = m->mx.map && seq <= m->mx.covered;
     cairn__vecset *s = in_base ? m->ns[nsi].base_vec : m->ns[nsi].vec;
+    *row = NULL;
+    return s != NULL ? cairn__vecset_get(s, seq, row) : CAIRN_OK;
+}
+
+int cairn__mem_vec_similarity(cairn_mem *m, uint32_t nsi, uint64_t seq, const vec_query *vq,
+                              double *sim)
+{
     const float *row = NULL;
-    int rc = s != NULL ? cairn__vecset_get(s, seq, &row) : CAIRN_OK;
+    int rc = cairn__mem_vec_get(m, nsi, seq, &row);
     *sim = 0;
     if (rc != CAIRN_OK || row == NULL)
         return rc == CAIRN_OK ? CAIRN_ENOTFOUND : rc;

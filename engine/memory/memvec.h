@@ -21,6 +21,10 @@ int cairn__mem_vec_query(cairn_mem *m, const char *text, const float *given, vec
 int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
                           vec_hit *out, size_t *n_out);
 
+/* The unit-length vector of memory seq (namespace nsi), or *row NULL when
+ * it has none. Errors: CAIRN_ECHECKSUM, CAIRN_ECORRUPT (a mapped block). */
+int cairn__mem_vec_get(cairn_mem *m, uint32_t nsi, uint64_t seq, const float **row);
+
 /* The cosine similarity of memory seq (namespace nsi) to the query.
  * Errors: CAIRN_ENOTFOUND (it has no vector), CAIRN_ECHECKSUM. */
 int cairn__mem_vec_similarity(cairn_mem *m, uint32_t nsi, uint64_t seq, const vec_query *vq,

@@ -19,6 +19,8 @@ double cairn__vec_normalize(float *x, size_t d)
         ss += (double)x[i] * x[i];
     if (ss > 0) {
         double len = sqrt(ss);
+        if (fabs(len - 1.0) < 1e-7)
+            return len; /* unit already: left as is, so normalizing is idempotent */
         float inv = (float)(1.0 / len);
         for (size_t i = 0; i < d; i++)
             x[i] *= inv;
