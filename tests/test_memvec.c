@@ -657,6 +657,64 @@ static void remember_stores_the_novel_and_drops_the_rest(void **state)
     assert_int_equal(cairn_mem_remember(f->mem, &llm, "{}", 2, &ro, &it, &n), CAIRN_EINVAL);
 }
 
+/* The approximate search over the index file's vectors: probing every
+ * list is the exact answer; deletes after the file never come back; the
+ * memories stored since are searched exactly. */
+static void approximate_recall_probing_every_list_is_exact(void **state)
+{
+    fx *f = *state;
+    cairn_embedder ident = {"bench-vectors", 16, NULL, NULL, NULL, -2};
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *ex = NULL, *ap = NULL;
+    size_t ne = 0, na = 0;
+    uint64_t rng = 11;
+    float v[16], q[16];
+    char text[64], last[CAIRN_MEM_ID_MAX + 1] = "";
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &ident), CAIRN_OK);
+    for (int i = 0; i < 2500; i++) {
+        cairn_memory *mm = NULL;
+        for (int d = 0; d < 16; d++)
+            v[d] = (float)((double)(tu_splitmix64(&rng) >> 11) / 9007199254740992.0 - 0.5);
+        snprintf(text, sizeof text, "memory %d", i);
+        so.vector = v;
+        assert_int_equal(cairn_mem_store(f->mem, text, &so, &mm, NULL), CAIRN_OK);
+        if (i == 2000)
+            assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+        cairn_mem_free(mm);
+    }
+    memcpy(q, v, sizeof q); /* the last one stored: after the file, found exactly */
+    ro.mode = CAIRN_RECALL_SEMANTIC;
+    ro.query_vector = q;
+    ro.k = 20;
+    assert_int_equal(cairn_mem_recall(f->mem, "q", &ro, &ex, &ne), CAIRN_OK);
+    ro.approximate = 1u << 20; /* every list */
+    assert_int_equal(cairn_mem_recall(f->mem, "q", &ro, &ap, &na), CAIRN_OK);
+    assert_int_equal(na, ne);
+    for (size_t i = 0; i < ne; i++)
+        assert_string_equal(ap[i].mem.id, ex[i].mem.id);
+    assert_string_equal(ap[0].mem.content, "memory 2499");
+    /* delete the best match that lives in the file: it never comes back */
+    {
+        cairn_mem_stats st;
+        assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+        for (size_t i = 0; i < ne && last[0] == 0; i++)
+            if (ex[i].mem.seq <= st.index_seq)
+                strcpy(last, ex[i].mem.id);
+        cairn_mem_stats_free(&st);
+        assert_true(last[0] != 0);
+    }
+    cairn_recall_free(ex, ne);
+    cairn_recall_free(ap, na);
+    assert_int_equal(cairn_mem_delete(f->mem, last, "test"), CAIRN_OK);
+    ro.approximate = 4;
+    assert_int_equal(cairn_mem_recall(f->mem, "q", &ro, &ap, &na), CAIRN_OK);
+    assert_true(na > 0);
+    for (size_t i = 0; i < na; i++)
+        assert_string_not_equal(ap[i].mem.id, last);
+    cairn_recall_free(ap, na);
+}
+
 /* ---- the vector image ------------------------------------------------- */
 
 typedef struct sink {
@@ -759,6 +817,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(merge_dry_run_equals_merge_and_keeps_the_more_important,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(merge_through_the_partition_finds_the_planted_pairs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(approximate_recall_probing_every_list_is_exact, setup,
                                         teardown),
         cmocka_unit_test(the_vector_image_round_trips_and_checks_its_blocks),
     };

@@ -60,7 +60,7 @@ const char cmd_remove_help[] =
 const char cmd_recall_help[] =
     "usage: cairn recall QUERY [--k N] [--categories a,b] [--min-importance X]\n"
     "                    [--namespace NS[,NS...]] [--explain] [--format text|json]\n"
-    "                    [--lexical-only | --semantic-only]\n"
+    "                    [--lexical-only | --semantic-only] [--approximate N]\n"
     "\n"
     "Print the memories that best match QUERY, best first. Ranking: relevance\n"
     "(0.5: BM25 and vector similarity fused by reciprocal rank; BM25 alone with\n"
@@ -79,6 +79,8 @@ const char cmd_recall_help[] =
     "                      (lexical, semantic, both) found the memory\n"
     "  --lexical-only      BM25 only\n"
     "  --semantic-only     vectors only (fails when the store has none)\n"
+    "  --approximate N     search the index file's vectors through the IVF index,\n"
+    "                      probing N of its lists (default: exact search)\n"
     "  --format F          text: \"score  [category] content  (id)\" lines, the\n"
     "                      content's first line cut at 100 bytes (\" ...\" when\n"
     "                      cut); json: an array of the whole memories with\n"
@@ -422,7 +424,8 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"k", 1}, {"categories", 1}, {"min-importance", 1},
                                        {"namespace", 1}, {"explain", 0}, {"format", 1},
-                                       {"lexical-only", 0}, {"semantic-only", 0}, {NULL, 0}};
+                                       {"lexical-only", 0}, {"semantic-only", 0},
+                                       {"approximate", 1}, {NULL, 0}};
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
     const char *name, *val, *query = NULL;
     char *cats = NULL, *nss = NULL;
@@ -461,6 +464,11 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             explain = 1;
         } else if (strcmp(name, "format") == 0) {
             rc = cli_parse_format(ctx->cmd, val, &json);
+        } else if (strcmp(name, "approximate") == 0) {
+            uint64_t np = 0;
+            if (cli_parse_u64(val, 1u << 20, &np) != 0 || np == 0)
+                rc = cli_usage_error(ctx->cmd, "--approximate must be a number of lists, 1 or more");
+            ro.approximate = (size_t)np;
         } else if (strcmp(name, "lexical-only") == 0 || strcmp(name, "semantic-only") == 0) {
             cairn_recall_mode md = name[0] == 'l' ? CAIRN_RECALL_LEXICAL : CAIRN_RECALL_SEMANTIC;
             if (ro.mode != CAIRN_RECALL_HYBRID && ro.mode != md)

@@ -491,9 +491,13 @@ typedef struct cairn_recall_opts {
     int64_t since, until;      /* created_at within [since, until]; 0 = open */
     cairn_recall_mode mode;    /* hybrid (the default), lexical or semantic only */
     const float *query_vector; /* the query's vector (embedder's dim); NULL = embed the query */
+    size_t approximate;        /* 0: exact vector search; N: the vectors of the memory index
+                                  file through its approximate (IVF) index, probing the N
+                                  nearest of its about sqrt(n) lists (README "Approximate
+                                  search"); memories stored since are searched exactly */
 } cairn_recall_opts;
 
-#define CAIRN_RECALL_OPTS_INIT { 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL }
+#define CAIRN_RECALL_OPTS_INIT { 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0 }
 
 /* One recalled memory and every component of its score:
  * score = w_relevance*relevance + w_importance*importance

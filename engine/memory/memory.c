@@ -27,6 +27,7 @@
 #include <xxhash.h>
 
 #include "cairn.h"
+#include "ivf.h"
 #include "memstate.h"
 #include "alloc.h"
 #include "io.h"
@@ -590,6 +591,10 @@ static void drop_index(cairn_mem *m)
         m->ns[i].base_idx = NULL;
         cairn__vecset_free(m->ns[i].base_vec);
         m->ns[i].base_vec = NULL;
+        cairn__ivf_free(m->ns[i].ivf);
+        m->ns[i].ivf = NULL;
+        free(m->ns[i].ivf_rows);
+        m->ns[i].ivf_rows = NULL;
     }
     free(m->be);
     m->be = NULL;

@@ -55,6 +55,8 @@ typedef struct nspace {
     cairn__ramidx *base_idx; /* mapped from the index file, or NULL */
     cairn__vecset *vec;      /* vectors of memories stored after the file, or NULL */
     cairn__vecset *base_vec; /* mapped from the index file, or NULL */
+    struct cairn__ivf *ivf;  /* approximate index over base_vec, built on first use */
+    const float **ivf_rows;  /* its row pointers (into the mapping) */
     uint64_t live;           /* live memories in it */
 } nspace;
 

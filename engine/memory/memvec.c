@@ -12,6 +12,7 @@
 #include "cairn.h"
 #include "hashembed.h"
 #include "memstate.h"
+#include "ivf.h"
 #include "memvec.h"
 
 static int name_ok(const char *s)
@@ -172,8 +173,41 @@ static int hit_cmp(const void *a, const void *b)
     return x->doc < y->doc ? -1 : x->doc > y->doc;
 }
 
+/* The approximate index of namespace nsi's mapped vectors, built on first
+ * use (the mapping never changes under it; deletes after it are in the
+ * set's live bitmap, which the search reads). */
+static int ivf_of(cairn_mem *m, uint32_t nsi, cairn__ivf **out, const uint8_t **live,
+                  const uint64_t **docs)
+{
+    nspace *p = &m->ns[nsi];
+    const float *f32;
+    size_t n;
+    int rc = cairn__vecset_rows(p->base_vec, &f32, docs, live, &n);
+    *out = NULL;
+    if (rc != CAIRN_OK || n == 0)
+        return rc;
+    if (p->ivf == NULL) {
+        ivf_rows in;
+        if ((p->ivf_rows = malloc(n * sizeof *p->ivf_rows)) == NULL)
+            return CAIRN_ENOMEM;
+        for (size_t i = 0; i < n; i++)
+            p->ivf_rows[i] = f32 + i * m->vdim;
+        in.n = n;
+        in.dim = m->vdim;
+        in.rows = p->ivf_rows;
+        rc = cairn__ivf_build(&p->ivf, m->kern, &in, 0, 0x697666ull + nsi);
+        if (rc != CAIRN_OK) {
+            free(p->ivf_rows);
+            p->ivf_rows = NULL;
+            return rc;
+        }
+    }
+    *out = p->ivf;
+    return CAIRN_OK;
+}
+
 int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
-                          vec_hit *out, size_t *n_out)
+                          size_t nprobe, vec_hit *out, size_t *n_out)
 {
     cairn__vecset *sets[2];
     size_t ns = 0, n = 0;
@@ -192,7 +226,19 @@ int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_
         return CAIRN_ENOMEM;
     for (size_t i = 0; i < ns && rc == CAIRN_OK; i++) {
         size_t got = 0;
-        rc = cairn__vecset_search(sets[i], m->kern, vq, k, 0, tmp + n, &got);
+        cairn__ivf *ivf = NULL;
+        const uint8_t *live = NULL;
+        const uint64_t *docs = NULL;
+        if (nprobe > 0 && sets[i] == m->ns[nsi].base_vec &&
+            (rc = ivf_of(m, nsi, &ivf, &live, &docs)) != CAIRN_OK)
+            break;
+        if (ivf != NULL) {
+            rc = cairn__ivf_search(ivf, m->kern, vq, k, nprobe, live, tmp + n, &got);
+            for (size_t j = 0; j < got; j++)
+                tmp[n + j].doc = docs[tmp[n + j].doc]; /* row -> the memory's seq */
+        } else {
+            rc = cairn__vecset_search(sets[i], m->kern, vq, k, 0, tmp + n, &got);
+        }
         n += got;
     }
     if (rc == CAIRN_OK) {

@@ -16,10 +16,12 @@ int cairn__mem_vec_query(cairn_mem *m, const char *text, const float *given, vec
                          float **buf);
 
 /* The k memories of namespace nsi whose vectors are nearest the query,
- * best first (ties: the older memory), as (seq, cosine).
+ * best first (ties: the older memory), as (seq, cosine). nprobe > 0: the
+ * vectors of the index file through the approximate index, probing that
+ * many lists (those stored since are always searched exactly).
  * Errors: CAIRN_ENOMEM, CAIRN_ECHECKSUM (a mapped block). */
 int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
-                          vec_hit *out, size_t *n_out);
+                          size_t nprobe, vec_hit *out, size_t *n_out);
 
 /* The unit-length vector of memory seq (namespace nsi), or *row NULL when
  * it has none. Errors: CAIRN_ECHECKSUM, CAIRN_ECORRUPT (a mapped block). */

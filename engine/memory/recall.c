@@ -128,7 +128,7 @@ static int gather_vec(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
     for (;;) {
         vec_hit *hs = malloc(want * sizeof *hs);
         size_t got = 0, kept = 0;
-        int rc = hs ? cairn__mem_vec_search(m, nsi, vq, want, hs, &got) : CAIRN_ENOMEM;
+        int rc = hs ? cairn__mem_vec_search(m, nsi, vq, want, o->approximate, hs, &got) : CAIRN_ENOMEM;
         for (size_t i = 0; rc == CAIRN_OK && i < got; i++) {
             ment *x = cairn__mem_find_seq(m, hs[i].doc);
             size_t j;

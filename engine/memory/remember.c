@@ -225,7 +225,7 @@ static int novelty(cairn_mem *m, const char *ns, const char *text, double *nov, 
     }
     if ((rc = cairn__mem_vec_query(m, text, NULL, &vq, &buf)) != CAIRN_OK)
         return rc;
-    if (nsi >= 0 && (rc = cairn__mem_vec_search(m, (uint32_t)nsi, &vq, 1, &h, &nh)) != CAIRN_OK) {
+    if (nsi >= 0 && (rc = cairn__mem_vec_search(m, (uint32_t)nsi, &vq, 1, 0, &h, &nh)) != CAIRN_OK) {
         free(buf);
         return cairn__mem_index_damaged(m, rc, "a vector index");
     }

@@ -223,6 +223,19 @@ int cairn__vecset_each(cairn__vecset *s, int (*fn)(void *user, uint64_t doc, con
     return CAIRN_OK;
 }
 
+int cairn__vecset_rows(cairn__vecset *s, const float **f32, const uint64_t **docs,
+                       const uint8_t **live, size_t *n)
+{
+    int rc = check_blocks(s, CHECKED_F32);
+    if (rc != CAIRN_OK)
+        return rc;
+    *f32 = s->f32;
+    *docs = s->doc;
+    *live = s->live;
+    *n = s->n;
+    return CAIRN_OK;
+}
+
 void cairn__vec_query_make(vec_query *vq, const float *v, size_t dim, float *q, int8_t *q8)
 {
     memcpy(q, v, dim * sizeof *q);

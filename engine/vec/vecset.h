@@ -80,6 +80,13 @@ int cairn__vecset_search(cairn__vecset *s, const vkernel *kern, const vec_query 
 int cairn__vecset_each(cairn__vecset *s, int (*fn)(void *user, uint64_t doc, const float *row),
                        void *user);
 
+/* The raw rows (for an index built over a mapped set, whose rows never
+ * move): n rows of dim unit floats at *f32, their docs, and the live
+ * bitmap (a bit per row). Checks every f32 block first (ECHECKSUM). A RAM
+ * set's rows move when it grows: only for sets that no longer change. */
+int cairn__vecset_rows(cairn__vecset *s, const float **f32, const uint64_t **docs,
+                       const uint8_t **live, size_t *n);
+
 /* Make a query from v (dim values): normalized and quantized into the
  * caller's buffers q (dim floats) and q8 (dim bytes). */
 void cairn__vec_query_make(vec_query *vq, const float *v, size_t dim, float *q, int8_t *q8);
