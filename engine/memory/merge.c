@@ -4,13 +4,15 @@
  *
  * Candidate pairs: every pair of a namespace's rows when there are at most
  * MERGE_EXACT_MAX of them; above, an IVF partition of the rows (ivf.h) and,
- * for each row, its MERGE_NEIGHBOURS nearest among the MERGE_PROBES lists
- * nearest to it: n x (probes x n / lists) comparisons instead of n^2 / 2.
+ * for each row, every row within the threshold among the MERGE_PROBES
+ * lists nearest to it: n x (probes x n / lists) comparisons instead of
+ * n^2 / 2, on MERGE_THREADS threads (the partition is read-only).
  * A near-duplicate sits close to its twin, so it is almost always in the
  * same list or the next one; bench_vec measures how many pairs the
  * partition finds against the exact pass.
  */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,8 @@
 #include "memstate.h"
 
 #define MERGE_EXACT_MAX 2000
-#define MERGE_NEIGHBOURS 16
 #define MERGE_PROBES 8
+#define MERGE_THREADS 2
 
 typedef struct mrow {
     uint64_t seq;
@@ -91,6 +93,44 @@ static int pair_cmp(const void *x, const void *y)
     return p->b < q->b ? -1 : p->b > q->b;
 }
 
+/* One thread's share of the partition's queries: rows [from, to). */
+typedef struct scan_job {
+    cairn_mem *m;
+    const rowlist *l;
+    const cairn__ivf *ivf;
+    double t;
+    size_t from, to, self;
+    mpair *p;
+    size_t np, cap;
+    int rc;
+} scan_job;
+
+static void found(void *user, uint32_t row, double sim)
+{
+    scan_job *j = user;
+    if (j->rc == CAIRN_OK && row != j->self)
+        j->rc = push_pair(&j->p, &j->np, &j->cap, (uint32_t)j->self, row, sim);
+}
+
+static void *scan_rows(void *arg)
+{
+    scan_job *j = arg;
+    size_t d = j->m->vdim;
+    float *qb = malloc(d * 2 * sizeof *qb + d);
+    if (qb == NULL) {
+        j->rc = CAIRN_ENOMEM;
+        return NULL;
+    }
+    for (size_t i = j->from; i < j->to && j->rc == CAIRN_OK; i++) {
+        vec_query vq;
+        cairn__vec_query_make(&vq, j->l->r[i].v, d, qb + d, (int8_t *)(qb + 2 * d));
+        j->self = i;
+        j->rc = cairn__ivf_within(j->ivf, j->m->kern, &vq, j->t, MERGE_PROBES, found, j);
+    }
+    free(qb);
+    return NULL;
+}
+
 static int candidates(cairn_mem *m, const rowlist *l, double t, mpair **pairs, size_t *np)
 {
     size_t cap = 0, d = m->vdim;
@@ -108,38 +148,50 @@ static int candidates(cairn_mem *m, const rowlist *l, double t, mpair **pairs, s
     }
     {
         const float **rows = malloc(l->n * sizeof *rows);
-        float *qb = malloc(d * sizeof *qb + d * sizeof *qb + d);
-        vec_hit hits[MERGE_NEIGHBOURS];
         cairn__ivf *ivf = NULL;
         ivf_rows in;
-        if (rows == NULL || qb == NULL) {
-            free(rows);
-            free(qb);
+        pthread_t th[MERGE_THREADS];
+        scan_job jobs[MERGE_THREADS];
+        int started[MERGE_THREADS] = {0};
+        if (rows == NULL)
             return CAIRN_ENOMEM;
-        }
         for (size_t i = 0; i < l->n; i++)
             rows[i] = l->r[i].v;
         in.n = l->n;
         in.dim = d;
         in.rows = rows;
         rc = cairn__ivf_build(&ivf, m->kern, &in, 0, 0x6d65726765ull);
-        for (size_t i = 0; i < l->n && rc == CAIRN_OK; i++) {
-            vec_query vq;
-            size_t nh = 0;
-            cairn__vec_query_make(&vq, l->r[i].v, d, qb + d, (int8_t *)(qb + 2 * d));
-            rc = cairn__ivf_search(ivf, m->kern, &vq, MERGE_NEIGHBOURS, MERGE_PROBES, NULL, hits,
-                                   &nh);
-            for (size_t h = 0; h < nh && rc == CAIRN_OK; h++)
-                if (hits[h].doc > i && hits[h].score >= t) /* each pair once, from its lower row */
-                    rc = push_pair(pairs, np, &cap, (uint32_t)i, (uint32_t)hits[h].doc,
-                                   hits[h].score);
-                else if (hits[h].doc < i && hits[h].score >= t)
-                    rc = push_pair(pairs, np, &cap, (uint32_t)hits[h].doc, (uint32_t)i,
-                                   hits[h].score);
+        /* the rows' queries split over threads; each gathers its own pairs
+         * (a thread that cannot start: its share runs here) */
+        for (size_t k = 0; k < MERGE_THREADS; k++) {
+            scan_job *j = &jobs[k];
+            memset(j, 0, sizeof *j);
+            j->m = m;
+            j->l = l;
+            j->ivf = ivf;
+            j->t = t;
+            j->from = l->n * k / MERGE_THREADS;
+            j->to = l->n * (k + 1) / MERGE_THREADS;
+            j->rc = rc;
         }
+        for (size_t k = 1; rc == CAIRN_OK && k < MERGE_THREADS; k++)
+            started[k] = pthread_create(&th[k], NULL, scan_rows, &jobs[k]) == 0;
+        for (size_t k = 0; rc == CAIRN_OK && k < MERGE_THREADS; k++)
+            if (k == 0 || !started[k])
+                (void)scan_rows(&jobs[k]);
+        for (size_t k = 1; k < MERGE_THREADS; k++)
+            if (started[k])
+                pthread_join(th[k], NULL);
+        for (size_t k = 0; k < MERGE_THREADS && rc == CAIRN_OK; k++) {
+            if (jobs[k].rc != CAIRN_OK)
+                rc = jobs[k].rc;
+            for (size_t i = 0; rc == CAIRN_OK && i < jobs[k].np; i++)
+                rc = push_pair(pairs, np, &cap, jobs[k].p[i].a, jobs[k].p[i].b, jobs[k].p[i].sim);
+        }
+        for (size_t k = 0; k < MERGE_THREADS; k++)
+            free(jobs[k].p);
         cairn__ivf_free(ivf);
         free(rows);
-        free(qb);
     }
     /* a pair found from both of its rows: once */
     if (rc == CAIRN_OK && *np > 1) {

@@ -2,7 +2,7 @@
  * ivf.c - see ivf.h.
  *
  * Training: spherical k-means (centroids kept unit length) on a sample of
- * at most 40 rows per list, 10 rounds, started from evenly spaced sample
+ * at most 32 rows per list, 8 rounds, started from evenly spaced sample
  * rows; an emptied centroid restarts at a sample row. Assignment of every
  * row uses int8 centroids and the int8 block kernel: the lists are only
  * a partition, so the estimate is enough.
@@ -16,12 +16,14 @@
 #include "bm25.h"
 #include "vscan.h"
 
-#define IVF_SAMPLE_PER_LIST 40
-#define IVF_ROUNDS 10
+#define IVF_SAMPLE_PER_LIST 32
+#define IVF_ROUNDS 8
 
 struct cairn__ivf {
     size_t n, dim, stride, nlist;
     float *cent;             /* nlist x dim, unit length */
+    int8_t *c8;              /* the centroids quantized (nlist x stride): probing */
+    float *c8_scale;
     size_t *off;             /* nlist + 1: list l is ids[off[l]..off[l+1]) */
     uint32_t *ids;           /* row numbers, list by list */
     int8_t *i8;              /* the rows' int8 copies in list order (n x stride) */
@@ -138,19 +140,21 @@ int cairn__ivf_build(cairn__ivf **out, const vkernel *kern, const ivf_rows *r, s
     x->ids = malloc(r->n * sizeof *x->ids);
     x->i8 = calloc(r->n, x->stride);
     x->scale = malloc(r->n * sizeof *x->scale);
-    c8 = calloc(nlist, x->stride);
+    c8 = x->c8 = calloc(nlist, x->stride);
+    x->c8_scale = malloc(nlist * sizeof *x->c8_scale);
     q8 = calloc(1, x->stride);
     list_of = malloc(r->n * sizeof *list_of);
     fill = calloc(nlist, sizeof *fill);
     if (x->cent == NULL || x->off == NULL || x->ids == NULL || x->i8 == NULL ||
-        x->scale == NULL || c8 == NULL || q8 == NULL || list_of == NULL || fill == NULL) {
+        x->scale == NULL || c8 == NULL || x->c8_scale == NULL || q8 == NULL || list_of == NULL ||
+        fill == NULL) {
         rc = CAIRN_ENOMEM;
         goto out;
     }
     if ((rc = train(x, kern, r, seed)) != CAIRN_OK)
         goto out;
     for (size_t c = 0; c < nlist; c++)
-        (void)cairn__vec_quantize(x->cent + c * r->dim, r->dim, c8 + c * x->stride);
+        x->c8_scale[c] = cairn__vec_quantize(x->cent + c * r->dim, r->dim, c8 + c * x->stride);
     /* assign every row to its nearest centroid by the int8 estimate */
     for (size_t i = 0; i < r->n; i++) {
         int32_t best = INT32_MIN;
@@ -179,7 +183,6 @@ int cairn__ivf_build(cairn__ivf **out, const vkernel *kern, const ivf_rows *r, s
     x = NULL;
 out:
     cairn__ivf_free(x);
-    free(c8);
     free(q8);
     free(list_of);
     free(fill);
@@ -191,6 +194,8 @@ void cairn__ivf_free(cairn__ivf *x)
     if (x == NULL)
         return;
     free(x->cent);
+    free(x->c8);
+    free(x->c8_scale);
     free(x->off);
     free(x->ids);
     free(x->i8);
@@ -205,7 +210,8 @@ size_t cairn__ivf_nlist(const cairn__ivf *x)
 
 size_t cairn__ivf_bytes(const cairn__ivf *x)
 {
-    return sizeof *x + x->nlist * x->dim * sizeof(float) + (x->nlist + 1) * sizeof(size_t) +
+    return sizeof *x + x->nlist * (x->dim * sizeof(float) + x->stride + sizeof(float)) +
+           (x->nlist + 1) * sizeof(size_t) +
            x->n * (sizeof(uint32_t) + x->stride + sizeof(float));
 }
 
@@ -233,9 +239,14 @@ int cairn__ivf_search(const cairn__ivf *x, const vkernel *kern, const vec_query 
         free(best);
         return CAIRN_ENOMEM;
     }
+    /* the nearest lists by the int8 estimate: a quarter of the bytes */
     cairn__bm25_topk_init(&tl, lists, nprobe);
-    for (size_t c = 0; c < x->nlist; c++)
-        cairn__bm25_topk_push(&tl, (uint32_t)c, kern->dot_f32(q->q, x->cent + c * x->dim, x->dim));
+    for (size_t base = 0; base < x->nlist; base += VSCAN_CHUNK) {
+        size_t m = x->nlist - base < VSCAN_CHUNK ? x->nlist - base : VSCAN_CHUNK;
+        kern->dot_i8_many(q->q8, x->c8 + base * x->stride, x->stride, x->dim, m, dots);
+        for (size_t j = 0; j < m; j++)
+            cairn__bm25_topk_push(&tl, (uint32_t)(base + j), (double)dots[j] * x->c8_scale[base + j]);
+    }
     nl = tl.n;
     cairn__bm25_topk_init(&tc, cand, rerank);
     for (size_t li = 0; li < nl; li++) {
@@ -266,5 +277,48 @@ int cairn__ivf_search(const cairn__ivf *x, const vkernel *kern, const vec_query 
     free(lists);
     free(cand);
     free(best);
+    return CAIRN_OK;
+}
+
+int cairn__ivf_within(const cairn__ivf *x, const vkernel *kern, const vec_query *q, double t,
+                      size_t nprobe, void (*fn)(void *user, uint32_t row, double sim),
+                      void *user)
+{
+    bm25_hit *lists;
+    bm25_topk tl;
+    int32_t dots[VSCAN_CHUNK];
+    double floor = t - IVF_WITHIN_MARGIN;
+
+    if (q->dim != x->dim)
+        return CAIRN_EINVAL;
+    if (nprobe == 0 || nprobe > x->nlist)
+        nprobe = nprobe == 0 ? 1 : x->nlist;
+    if ((lists = malloc(nprobe * sizeof *lists)) == NULL)
+        return CAIRN_ENOMEM;
+    cairn__bm25_topk_init(&tl, lists, nprobe);
+    for (size_t base = 0; base < x->nlist; base += VSCAN_CHUNK) {
+        size_t m = x->nlist - base < VSCAN_CHUNK ? x->nlist - base : VSCAN_CHUNK;
+        kern->dot_i8_many(q->q8, x->c8 + base * x->stride, x->stride, x->dim, m, dots);
+        for (size_t j = 0; j < m; j++)
+            cairn__bm25_topk_push(&tl, (uint32_t)(base + j), (double)dots[j] * x->c8_scale[base + j]);
+    }
+    for (size_t li = 0; li < tl.n; li++) {
+        size_t l = lists[li].doc, lo = x->off[l], hi = x->off[l + 1];
+        for (size_t base = lo; base < hi; base += VSCAN_CHUNK) {
+            size_t m = hi - base < VSCAN_CHUNK ? hi - base : VSCAN_CHUNK;
+            kern->dot_i8_many(q->q8, x->i8 + base * x->stride, x->stride, x->dim, m, dots);
+            for (size_t j = 0; j < m; j++) {
+                uint32_t id;
+                double sim;
+                if ((double)dots[j] * x->scale[base + j] * q->q_scale < floor)
+                    continue;
+                id = x->ids[base + j];
+                sim = kern->dot_f32(q->q, x->rows[id], x->dim);
+                if (sim >= t)
+                    fn(user, id, sim);
+            }
+        }
+    }
+    free(lists);
     return CAIRN_OK;
 }

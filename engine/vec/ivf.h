@@ -51,4 +51,13 @@ size_t cairn__ivf_bytes(const cairn__ivf *x);
 int cairn__ivf_search(const cairn__ivf *x, const vkernel *kern, const vec_query *q, size_t k,
                       size_t nprobe, const uint8_t *live, vec_hit *out, size_t *n_out);
 
+/* Every row within cosine `t` of the query among the nprobe nearest lists:
+ * rows whose int8 estimate is at least t - margin are checked in f32, and
+ * fn(user, row, similarity) is called for each at or above t (in list
+ * order). For merge: no top-k heap, and few f32 checks. */
+#define IVF_WITHIN_MARGIN 0.05
+int cairn__ivf_within(const cairn__ivf *x, const vkernel *kern, const vec_query *q, double t,
+                      size_t nprobe, void (*fn)(void *user, uint32_t row, double sim),
+                      void *user);
+
 #endif /* CAIRN_IVF_H */
