@@ -215,12 +215,29 @@ size_t cairn__ivf_bytes(const cairn__ivf *x)
            x->n * (sizeof(uint32_t) + x->stride + sizeof(float));
 }
 
+/* The nprobe lists whose centroids score highest by the int8 estimate (a
+ * quarter of the bytes of f32) into lists[]; returns how many. */
+static size_t probe(const cairn__ivf *x, const vkernel *kern, const vec_query *q, size_t nprobe,
+                    bm25_hit *lists)
+{
+    bm25_topk tl;
+    int32_t dots[VSCAN_CHUNK];
+    cairn__bm25_topk_init(&tl, lists, nprobe);
+    for (size_t base = 0; base < x->nlist; base += VSCAN_CHUNK) {
+        size_t m = x->nlist - base < VSCAN_CHUNK ? x->nlist - base : VSCAN_CHUNK;
+        kern->dot_i8_many(q->q8, x->c8 + base * x->stride, x->stride, x->dim, m, dots);
+        for (size_t j = 0; j < m; j++)
+            cairn__bm25_topk_push(&tl, (uint32_t)(base + j), (double)dots[j] * x->c8_scale[base + j]);
+    }
+    return tl.n;
+}
+
 int cairn__ivf_search(const cairn__ivf *x, const vkernel *kern, const vec_query *q, size_t k,
                       size_t nprobe, const uint8_t *live, vec_hit *out, size_t *n_out)
 {
     size_t rerank = cairn__vscan_rerank_n(k, 0), nl, nc, nb;
     bm25_hit *lists, *cand, *best;
-    bm25_topk tl, tc, tb;
+    bm25_topk tc, tb;
     int32_t dots[VSCAN_CHUNK];
 
     *n_out = 0;
@@ -239,15 +256,7 @@ int cairn__ivf_search(const cairn__ivf *x, const vkernel *kern, const vec_query 
         free(best);
         return CAIRN_ENOMEM;
     }
-    /* the nearest lists by the int8 estimate: a quarter of the bytes */
-    cairn__bm25_topk_init(&tl, lists, nprobe);
-    for (size_t base = 0; base < x->nlist; base += VSCAN_CHUNK) {
-        size_t m = x->nlist - base < VSCAN_CHUNK ? x->nlist - base : VSCAN_CHUNK;
-        kern->dot_i8_many(q->q8, x->c8 + base * x->stride, x->stride, x->dim, m, dots);
-        for (size_t j = 0; j < m; j++)
-            cairn__bm25_topk_push(&tl, (uint32_t)(base + j), (double)dots[j] * x->c8_scale[base + j]);
-    }
-    nl = tl.n;
+    nl = probe(x, kern, q, nprobe, lists);
     cairn__bm25_topk_init(&tc, cand, rerank);
     for (size_t li = 0; li < nl; li++) {
         size_t l = lists[li].doc, lo = x->off[l], hi = x->off[l + 1];
@@ -285,9 +294,9 @@ int cairn__ivf_within(const cairn__ivf *x, const vkernel *kern, const vec_query 
                       void *user)
 {
     bm25_hit *lists;
-    bm25_topk tl;
     int32_t dots[VSCAN_CHUNK];
     double floor = t - IVF_WITHIN_MARGIN;
+    size_t nl;
 
     if (q->dim != x->dim)
         return CAIRN_EINVAL;
@@ -295,14 +304,8 @@ int cairn__ivf_within(const cairn__ivf *x, const vkernel *kern, const vec_query 
         nprobe = nprobe == 0 ? 1 : x->nlist;
     if ((lists = malloc(nprobe * sizeof *lists)) == NULL)
         return CAIRN_ENOMEM;
-    cairn__bm25_topk_init(&tl, lists, nprobe);
-    for (size_t base = 0; base < x->nlist; base += VSCAN_CHUNK) {
-        size_t m = x->nlist - base < VSCAN_CHUNK ? x->nlist - base : VSCAN_CHUNK;
-        kern->dot_i8_many(q->q8, x->c8 + base * x->stride, x->stride, x->dim, m, dots);
-        for (size_t j = 0; j < m; j++)
-            cairn__bm25_topk_push(&tl, (uint32_t)(base + j), (double)dots[j] * x->c8_scale[base + j]);
-    }
-    for (size_t li = 0; li < tl.n; li++) {
+    nl = probe(x, kern, q, nprobe, lists);
+    for (size_t li = 0; li < nl; li++) {
         size_t l = lists[li].doc, lo = x->off[l], hi = x->off[l + 1];
         for (size_t base = lo; base < hi; base += VSCAN_CHUNK) {
             size_t m = hi - base < VSCAN_CHUNK ? hi - base : VSCAN_CHUNK;
