@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cairn.h"
 #include "ivf.h"
 #include "memrec.h"
@@ -27,7 +28,6 @@
 #define MERGE_THREADS 2
 
 typedef struct mrow {
-    uint64_t seq;
     const float *v;
     ment *x;
 } mrow;
@@ -50,15 +50,8 @@ static int add_row(void *user, uint64_t seq, const float *v)
     ment *x = cairn__mem_find_seq(l->m, seq);
     if (x == NULL || !x->live || cairn__mem_expired(x, l->now))
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        mrow *p = realloc(l->r, cap * sizeof *p);
-        if (p == NULL)
-            return CAIRN_ENOMEM;
-        l->r = p;
-        l->cap = cap;
-    }
-    l->r[l->n].seq = seq;
+    if (cairn__grow(NULL, (void **)&l->r, &l->cap, l->n + 1, sizeof *l->r) != CAIRN_OK)
+        return CAIRN_ENOMEM;
     l->r[l->n].v = v;
     l->r[l->n].x = x;
     l->n++;
@@ -67,14 +60,8 @@ static int add_row(void *user, uint64_t seq, const float *v)
 
 static int push_pair(mpair **p, size_t *n, size_t *cap, uint32_t a, uint32_t b, double sim)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 256;
-        mpair *q = realloc(*p, c * sizeof *q);
-        if (q == NULL)
-            return CAIRN_ENOMEM;
-        *p = q;
-        *cap = c;
-    }
+    if (cairn__grow(NULL, (void **)p, cap, *n + 1, sizeof **p) != CAIRN_OK)
+        return CAIRN_ENOMEM;
     (*p)[*n].a = a < b ? a : b;
     (*p)[*n].b = a < b ? b : a;
     (*p)[*n].sim = sim;
@@ -344,15 +331,9 @@ static int merge_ns(cairn_mem *m, uint32_t nsi, double t, int64_t now, cairn_mer
         g = k == a ? b : a;
         if (state[g == a ? pairs[i].a : pairs[i].b] == 1)
             continue; /* a memory that kept another is never merged away */
-        if (*n_out == *cap) {
-            size_t c = *cap ? *cap * 2 : 64;
-            cairn_merge_pair *q = realloc(*out, c * sizeof *q);
-            if (q == NULL) {
-                rc = CAIRN_ENOMEM;
-                break;
-            }
-            *out = q;
-            *cap = c;
+        if (cairn__grow(NULL, (void **)out, cap, *n_out + 1, sizeof **out) != CAIRN_OK) {
+            rc = CAIRN_ENOMEM;
+            break;
         }
         p = &(*out)[(*n_out)++];
         memset(p, 0, sizeof *p);

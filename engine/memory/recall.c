@@ -185,14 +185,13 @@ static int by_sim(const void *a, const void *b)
 }
 
 /* Each side's rank (1 = best) of the candidates it found, over every
- * namespace searched. */
-static void rank_sides(cand *c, size_t n)
+ * namespace searched. Errors: CAIRN_ENOMEM. */
+static int rank_sides(cand *c, size_t n)
 {
     cand **p = malloc((n ? n : 1) * sizeof *p);
     size_t k = 0;
-    if (p == NULL) { /* no ranks: fusion falls back to scores of 0 */
-        return;
-    }
+    if (p == NULL)
+        return CAIRN_ENOMEM;
     for (int side = 0; side < 2; side++) {
         unsigned bit = side ? CAIRN_SOURCE_SEMANTIC : CAIRN_SOURCE_LEXICAL;
         k = 0;
@@ -208,6 +207,7 @@ static void rank_sides(cand *c, size_t n)
         }
     }
     free(p);
+    return CAIRN_OK;
 }
 
 /* What the fusion normalizes by: the best BM25, the range of similarity
@@ -371,7 +371,10 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         rc = cairn__mem_index_damaged(m, rc, "a vector index");
         goto out;
     }
-    rank_sides(c, n);
+    if (rank_sides(c, n) != CAIRN_OK) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
+        goto out;
+    }
     z.best_bm25 = 0;
     z.min_sim = 2;
     z.max_sim = -2;

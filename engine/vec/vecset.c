@@ -10,6 +10,7 @@
 
 #include <xxhash.h>
 
+#include "bytes.h"
 #include "vscan.h"
 
 #define VIX_MAGIC 0x31584956u /* "VIX1" */
@@ -34,10 +35,6 @@ struct cairn__vecset {
     uint8_t *checked;        /* per block: CHECKED_* */
 };
 
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 static int name_ok(const char *s)
@@ -429,16 +426,16 @@ int cairn__vecset_write(cairn__vecset *const *sets, size_t n, vec_put_fn put, vo
     XXH3_64bits_update(cs, zero, pad8(4 * sh.n) - 4 * sh.n);
 
     memset(h, 0, sizeof h);
-    put32(h, VIX_MAGIC);
-    put32(h + 4, VIX_VERSION);
-    put32(h + 8, (uint32_t)dim);
-    put32(h + 12, VEC_BLOCK_ROWS);
-    put64(h + 16, sh.n);
-    put64(h + 24, sh.len);
+    put_le32(h, VIX_MAGIC);
+    put_le32(h + 4, VIX_VERSION);
+    put_le32(h + 8, (uint32_t)dim);
+    put_le32(h + 12, VEC_BLOCK_ROWS);
+    put_le64(h + 16, sh.n);
+    put_le64(h + 24, sh.len);
     memcpy(h + 32, sets[0]->name, strlen(sets[0]->name));
-    put64(h + 96, XXH3_64bits_digest(cs));
-    put64(h + 104, XXH3_64bits(sums, sh.nblocks * 16));
-    put64(h + 120, XXH3_64bits(h, 120));
+    put_le64(h + 96, XXH3_64bits_digest(cs));
+    put_le64(h + 104, XXH3_64bits(sums, sh.nblocks * 16));
+    put_le64(h + 120, XXH3_64bits(h, 120));
     rc = put(user, h, sizeof h);
     w = (row_walk){sets, n, 0, 0};
     while (rc == CAIRN_OK && walk_next(&w, &s, &row))
@@ -472,22 +469,22 @@ int cairn__vecset_map(cairn__vecset **out, const uint8_t *p, size_t len)
     size_t nb;
 
     *out = NULL;
-    if (len < VIX_HEAD || get32(p) != VIX_MAGIC)
+    if (len < VIX_HEAD || get_le32(p) != VIX_MAGIC)
         return CAIRN_ECORRUPT;
-    if (XXH3_64bits(p, 120) != get64(p + 120))
+    if (XXH3_64bits(p, 120) != get_le64(p + 120))
         return CAIRN_ECHECKSUM;
-    if (get32(p + 4) != VIX_VERSION)
+    if (get_le32(p + 4) != VIX_VERSION)
         return CAIRN_EVERSION;
-    dim = get32(p + 8);
-    n = get64(p + 16);
-    if (dim == 0 || dim > VEC_DIM_MAX || get32(p + 12) != VEC_BLOCK_ROWS ||
-        n > len / (dim + 12) || p[32] == 0 || p[32 + VEC_NAME_MAX] != 0 || get64(p + 112) != 0)
+    dim = get_le32(p + 8);
+    n = get_le64(p + 16);
+    if (dim == 0 || dim > VEC_DIM_MAX || get_le32(p + 12) != VEC_BLOCK_ROWS ||
+        n > len / (dim + 12) || p[32] == 0 || p[32 + VEC_NAME_MAX] != 0 || get_le64(p + 112) != 0)
         return CAIRN_ECORRUPT;
     shape(&sh, n, dim);
-    if (sh.len != len || get64(p + 24) != len)
+    if (sh.len != len || get_le64(p + 24) != len)
         return CAIRN_ECORRUPT;
-    if (XXH3_64bits(p + sh.doc_off, sh.sums_off - sh.doc_off) != get64(p + 96) ||
-        XXH3_64bits(p + sh.sums_off, sh.nblocks * 16) != get64(p + 104))
+    if (XXH3_64bits(p + sh.doc_off, sh.sums_off - sh.doc_off) != get_le64(p + 96) ||
+        XXH3_64bits(p + sh.sums_off, sh.nblocks * 16) != get_le64(p + 104))
         return CAIRN_ECHECKSUM;
     if ((s = calloc(1, sizeof *s)) == NULL)
         return CAIRN_ENOMEM;
