@@ -14,25 +14,6 @@
 
 #include "vecset.h"
 
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static void wr64(uint8_t *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
-
 /* Recompute the sums map checks (header, columns, block sums and the
  * blocks themselves), where the bytes say where they are. */
 static void repair(uint8_t *b, size_t len)
@@ -40,8 +21,8 @@ static void repair(uint8_t *b, size_t len)
     uint64_t dim, n, nb, stride, doc_off = 128, scale_off, sums_off, i8_off, f32_off, end;
     if (len < 128)
         return;
-    dim = rd32(b + 8);
-    n = rd64(b + 16);
+    dim = get_le32(b + 8);
+    n = get_le64(b + 16);
     if (dim == 0 || dim > 65536 || n > len / (dim + 12))
         return;
     stride = (dim + 7) & ~7ull;
@@ -53,16 +34,16 @@ static void repair(uint8_t *b, size_t len)
     end = f32_off + ((4 * n * dim + 7) & ~7ull);
     if (end > len)
         return;
-    wr64(b + 24, len);
+    put_le64(b + 24, len);
     for (uint64_t k = 0; k < nb; k++) {
         uint64_t first = k * 256, rows = n - first < 256 ? n - first : 256;
-        wr64(b + sums_off + 16 * k, XXH3_64bits(b + i8_off + first * stride, rows * stride));
-        wr64(b + sums_off + 16 * k + 8,
+        put_le64(b + sums_off + 16 * k, XXH3_64bits(b + i8_off + first * stride, rows * stride));
+        put_le64(b + sums_off + 16 * k + 8,
              XXH3_64bits(b + f32_off + first * dim * 4, rows * dim * 4));
     }
-    wr64(b + 96, XXH3_64bits(b + doc_off, sums_off - doc_off));
-    wr64(b + 104, XXH3_64bits(b + sums_off, nb * 16));
-    wr64(b + 120, XXH3_64bits(b, 120));
+    put_le64(b + 96, XXH3_64bits(b + doc_off, sums_off - doc_off));
+    put_le64(b + 104, XXH3_64bits(b + sums_off, nb * 16));
+    put_le64(b + 120, XXH3_64bits(b, 120));
 }
 
 typedef struct sink {
