@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "io.h"
+#include "seqfile.h"
 
 #define MX_MAGIC "CAIRNMX1"
 #define MX_VERSION 2 /* 2: namespaces may carry a vector image */
@@ -51,18 +52,8 @@ static uint64_t rows_off(uint64_t n_ns, uint64_t tcap)
     return MX_HEAD + n_ns * MX_NS + 2 * pad8(tcap * 4);
 }
 
-/* "mem-" 16 hex digits ".cmx" -> its covered seq. */
-static int parse_name(const char *n, uint64_t *covered)
-{
-    char *end;
-    if (strlen(n) != 4 + 16 + 4 || strncmp(n, "mem-", 4) != 0 || strcmp(n + 20, ".cmx") != 0)
-        return 0;
-    for (int i = 4; i < 20; i++)
-        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
-            return 0;
-    *covered = strtoull(n + 4, &end, 16);
-    return end == n + 20;
-}
+static const cairn__seqfile_kind mx_kind = {"mem-", ".cmx", "memindex.open", "memindex.close",
+                                             "memindex.unlink"};
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -71,31 +62,6 @@ void cairn__mx_close(memindex *mx)
     if (mx->map != NULL)
         munmap(mx->map, mx->len);
     memset(mx, 0, sizeof *mx);
-}
-
-/* The newest file name with covered <= max_seq into best; 0 if none. */
-static int newest(int dirfd, uint64_t max_seq, char *best, uint64_t *best_seq)
-{
-    int fd = dup(dirfd), found = 0;
-    DIR *d;
-    struct dirent *de;
-
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    rewinddir(d);
-    while ((de = readdir(d)) != NULL) {
-        uint64_t c;
-        if (parse_name(de->d_name, &c) && c <= max_seq && (!found || c > *best_seq)) {
-            *best_seq = c;
-            strcpy(best, de->d_name);
-            found = 1;
-        }
-    }
-    closedir(d);
-    return found;
 }
 
 static int check_header(memindex *mx, cairn__err *e)
@@ -173,36 +139,14 @@ int cairn__mx_parse(memindex *mx, cairn__err *e)
 
 int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
 {
-    struct stat st;
     uint64_t covered = 0;
-    int fd, rc, found;
+    int rc;
 
     memset(mx, 0, sizeof *mx);
-    /* A writer replaces the file by renaming a newer one in, then removing
-     * the old: a name read just before may be gone. Look again. */
-    for (int tries = 0;; tries++) {
-        found = newest(dirfd, max_seq, mx->name, &covered);
-        if (found < 0)
-            return cairn__fail(e, CAIRN_EIO, "read the store directory: %s", strerror(errno));
-        if (found == 0)
-            return CAIRN_ENOTFOUND;
-        rc = cairn__io_open(io, "memindex.open", dirfd, mx->name, O_RDONLY, 0, &fd, e);
-        if (rc == CAIRN_OK)
-            break;
-        if (rc != CAIRN_ENOTFOUND || tries == 2)
-            return rc == CAIRN_ENOTFOUND ? CAIRN_EIO : rc;
-    }
-    if (fstat(fd, &st) != 0 || st.st_size < MX_HEAD) {
-        cairn__io_close(io, "memindex.close", fd);
-        return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", mx->name);
-    }
-    mx->len = (size_t)st.st_size;
-    mx->map = mmap(NULL, mx->len, PROT_READ, MAP_SHARED, fd, 0);
-    cairn__io_close(io, "memindex.close", fd);
-    if (mx->map == MAP_FAILED) {
-        mx->map = NULL;
-        return cairn__fail(e, CAIRN_EIO, "mmap %s: %s", mx->name, strerror(errno));
-    }
+    rc = cairn__seqfile_map(&mx_kind, io, dirfd, max_seq, mx->name, sizeof mx->name, &covered,
+                            &mx->map, &mx->len, MX_HEAD, e);
+    if (rc != CAIRN_OK)
+        return rc;
     rc = cairn__mx_parse(mx, e);
     if (rc == CAIRN_OK && mx->covered != covered)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
@@ -452,30 +396,6 @@ static void table_put(uint32_t *t, uint64_t cap, uint64_t h, uint32_t row)
     t[i] = row + 1;
 }
 
-/* Remove every index file but `keep`. Failures leave a stale file, which
- * the next open passes over for the newest. */
-static void remove_older(const cairn_io *io, int dirfd, const char *keep)
-{
-    int fd = dup(dirfd);
-    DIR *d;
-    struct dirent *de;
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    rewinddir(d);
-    while ((de = readdir(d)) != NULL) {
-        uint64_t c;
-        size_t n = strlen(de->d_name);
-        if ((parse_name(de->d_name, &c) && strcmp(de->d_name, keep) != 0) ||
-            (n > 8 && strncmp(de->d_name, "mem-", 4) == 0 && strcmp(de->d_name + n - 8, ".cmx.tmp") == 0 &&
-             strncmp(de->d_name, keep, 20) != 0))
-            (void)cairn__io_unlink(io, "memindex.unlink", dirfd, de->d_name, NULL);
-    }
-    closedir(d);
-}
-
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e)
 {
     static const cairn__publish_sites sites = {"memindex.fsync", "memindex.close",
@@ -492,7 +412,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     while (tcap < 2 * in->nrows)
         tcap *= 2;
     ro = rows_off(in->n_ns, tcap);
-    snprintf(name, sizeof name, "mem-%016" PRIx64 ".cmx", in->covered);
+    cairn__seqfile_name(&mx_kind, in->covered, name, sizeof name);
     snprintf(tmp, sizeof tmp, "%s.tmp", name);
     memset(&w, 0, sizeof w);
     w.io = io;
@@ -614,7 +534,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
     w.fd = -1;
     if (rc == CAIRN_OK)
-        remove_older(io, dirfd, name);
+        cairn__seqfile_remove_older(&mx_kind, io, dirfd, name);
     else
         (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
 out:

@@ -1,0 +1,126 @@
+/*
+ * seqfile.c - see seqfile.h.
+ */
+#include "seqfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io.h"
+
+int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *n, uint64_t *seq)
+{
+    size_t pl = strlen(k->prefix), sl = strlen(k->suffix);
+    char *end;
+    if (strlen(n) != pl + 16 + sl || strncmp(n, k->prefix, pl) != 0 ||
+        strcmp(n + pl + 16, k->suffix) != 0)
+        return 0;
+    for (size_t i = pl; i < pl + 16; i++)
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return 0;
+    *seq = strtoull(n + pl, &end, 16);
+    return end == n + pl + 16;
+}
+
+void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%016" PRIx64 "%s", k->prefix, seq, k->suffix);
+}
+
+/* The newest name with seq <= max_seq into best; 1 found, 0 none, -1 error. */
+static int newest(const cairn__seqfile_kind *k, int dirfd, uint64_t max_seq, char *best,
+                  size_t cap, uint64_t *best_seq)
+{
+    int fd = dup(dirfd), found = 0;
+    DIR *d;
+    struct dirent *de;
+
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        uint64_t c;
+        if (cairn__seqfile_parse(k, de->d_name, &c) && c <= max_seq && strlen(de->d_name) < cap &&
+            (!found || c > *best_seq)) {
+            *best_seq = c;
+            strcpy(best, de->d_name);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                       uint64_t max_seq, char *name, size_t cap, uint64_t *seq, uint8_t **map,
+                       size_t *len, size_t min_len, cairn__err *e)
+{
+    struct stat st;
+    int fd, rc, found;
+    void *p;
+
+    *map = NULL;
+    *len = 0;
+    /* A writer replaces the file by renaming a newer one in, then removing
+     * the old: a name read just before may be gone. Look again. */
+    for (int tries = 0;; tries++) {
+        found = newest(k, dirfd, max_seq, name, cap, seq);
+        if (found < 0)
+            return cairn__fail(e, CAIRN_EIO, "read the store directory: %s", strerror(errno));
+        if (found == 0)
+            return CAIRN_ENOTFOUND;
+        rc = cairn__io_open(io, k->site_open, dirfd, name, O_RDONLY, 0, &fd, e);
+        if (rc == CAIRN_OK)
+            break;
+        if (rc != CAIRN_ENOTFOUND || tries == 2)
+            return rc == CAIRN_ENOTFOUND ? CAIRN_EIO : rc;
+    }
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < min_len) {
+        cairn__io_close(io, k->site_close, fd);
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", name);
+    }
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    cairn__io_close(io, k->site_close, fd);
+    if (p == MAP_FAILED)
+        return cairn__fail(e, CAIRN_EIO, "mmap %s: %s", name, strerror(errno));
+    *map = p;
+    *len = (size_t)st.st_size;
+    return CAIRN_OK;
+}
+
+void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                                 const char *keep)
+{
+    size_t pl = strlen(k->prefix), sl = strlen(k->suffix);
+    int fd = dup(dirfd);
+    DIR *d;
+    struct dirent *de;
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        uint64_t c;
+        size_t n = strlen(de->d_name);
+        int tmp = n == pl + 16 + sl + 4 && strncmp(de->d_name, k->prefix, pl) == 0 &&
+                  strcmp(de->d_name + n - 4, ".tmp") == 0 &&
+                  strncmp(de->d_name + pl + 16, k->suffix, sl) == 0;
+        if ((cairn__seqfile_parse(k, de->d_name, &c) && strcmp(de->d_name, keep) != 0) ||
+            (tmp && strncmp(de->d_name, keep, pl + 16) != 0))
+            (void)cairn__io_unlink(io, k->site_unlink, dirfd, de->d_name, NULL);
+    }
+    closedir(d);
+}

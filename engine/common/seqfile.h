@@ -1,0 +1,43 @@
+/*
+ * seqfile.h - files named by the sequence number they cover, PREFIX + 16
+ * hex digits + SUFFIX ("mem-00000000000003e8.cmx"): the derived files
+ * (memory index, graph file) that cache a fold of the log up to that seq.
+ * Finding the newest usable one, mapping it, and removing the older ones
+ * are the same for every kind.
+ */
+#ifndef CAIRN_SEQFILE_H
+#define CAIRN_SEQFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cairn_sys.h"
+#include "status.h"
+
+typedef struct cairn__seqfile_kind {
+    const char *prefix, *suffix;
+    const char *site_open, *site_close, *site_unlink; /* fault-injection names */
+} cairn__seqfile_kind;
+
+/* The seq a file name of this kind carries; 0 if it is not one. */
+int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *name, uint64_t *seq);
+
+/* The file name of this kind for seq into out (cap bytes). */
+void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, size_t cap);
+
+/* Map (read-only, shared) the newest file of this kind whose seq is at most
+ * max_seq: its name into name (cap bytes), its seq, its bytes. A file
+ * shorter than min_len is CAIRN_ECORRUPT. CAIRN_ENOTFOUND: none. Other
+ * errors (CAIRN_EIO, CAIRN_ECORRUPT) leave the name set for the caller to
+ * set the file aside. */
+int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                       uint64_t max_seq, char *name, size_t cap, uint64_t *seq, uint8_t **map,
+                       size_t *len, size_t min_len, cairn__err *e);
+
+/* Remove every file of this kind but `keep`, and stray temp files
+ * (NAME.tmp) of other seqs. Failures leave a stale file, which the next
+ * open passes over for the newest. */
+void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                                 const char *keep);
+
+#endif /* CAIRN_SEQFILE_H */
