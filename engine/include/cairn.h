@@ -139,6 +139,12 @@ const char *cairn_errmsg(const cairn_db *db);
 #define CAIRN_REC_MEMORY_DELETE 4u /* "memory.delete": a tombstone */
 #define CAIRN_REC_MEMORY_ACCESS 5u /* "memory.access": memories a recall returned */
 #define CAIRN_REC_MEMORY_CLEAR 6u  /* "memory.clear": a namespace, or all, cleared */
+/* Reflexion (format-spec/reflexion.md); written by the cairn_reflex_* calls. */
+#define CAIRN_REC_EPISODE 7u       /* "episode": an episode stored or replaced */
+#define CAIRN_REC_CAUSAL_NODE 8u   /* "causal.node": a node added (or seen again) */
+#define CAIRN_REC_CAUSAL_EDGE 9u   /* "causal.edge": an edge added (or seen again) */
+#define CAIRN_REC_PATTERN 10u      /* "pattern": a pattern added (or used again) */
+#define CAIRN_REC_CAUSAL_UPDATE 11u /* "causal.update": episodes folded into the graph */
 #define CAIRN_REC_USER_MIN 0x8000u
 
 /* Name of a record type ("event", ...) or NULL if the engine does not know it. */
@@ -817,6 +823,300 @@ int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user);
 /* The one-line detail of the last failed cairn_mem_* call ("" if none);
  * valid until the next call on m. */
 const char *cairn_mem_errmsg(const cairn_mem *m);
+
+/* ---------------------------------------------------------------------------
+ * Reflexion: episodes, a causal graph and patterns (format-spec/reflexion.md).
+ *
+ * Every change is a record of the log; the graph is a deterministic fold of
+ * those records: the same records give the same nodes, ids, weights and
+ * patterns, and the same graph file, byte for byte. The graph file
+ * (format-spec/graph.md) holds the fold up to one sequence number, with
+ * CSR adjacency both ways and a label index, read in place through mmap;
+ * records after it are folded into RAM at open.
+ *
+ * A handle is safe to share between threads (one mutex). Strings are
+ * UTF-8. Returned objects are copies the caller owns.
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_reflex cairn_reflex;
+
+/* Open the reflexion state of db: map the newest graph file (a damaged one
+ * is set aside and the state rebuilt from the log) and fold the records
+ * after it. Errors: CAIRN_ENOMEM, CAIRN_EIO, and the log's read errors. */
+int cairn_reflex_open(cairn_db *db, cairn_reflex **out);
+
+/* Close; a writer first writes a graph file if many records were folded
+ * since the last one. Accepts NULL. */
+void cairn_reflex_close(cairn_reflex *r);
+
+/* Write a graph file of the state now (temp file, fsync, rename), and read
+ * it back in place of the RAM delta. Errors: CAIRN_EPERM (read-only),
+ * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. */
+int cairn_reflex_checkpoint(cairn_reflex *r);
+
+/* The one-line detail of the last failed call ("" if none); valid until
+ * the next call on r. */
+const char *cairn_reflex_errmsg(const cairn_reflex *r);
+
+/* Check the newest graph file, every byte of it; fn is called per problem
+ * (may be NULL). *checked_out (may be NULL) = 1 if there was a file.
+ * Errors: CAIRN_ENOMEM, CAIRN_EIO. */
+int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                        int *checked_out);
+
+/* ---- episodes ------------------------------------------------------------
+ * An episode is a JSON object of the seed's shape: id ("episode-" +
+ * session), session, timestamp (ISO 8601), outcome (success | partial |
+ * failure), task, decisions [{id, timestamp, type, context, chosen,
+ * rationale, outcome, effects[]}], events [{id, timestamp, type, content,
+ * caused_by[], leads_to[]}], metrics {duration_minutes, tool_calls, errors,
+ * recoveries, commits, files_changed}, lessons [strings]. Other members
+ * are kept as given. */
+
+/* Store an episode from JSON text. Missing optional members get their
+ * defaults ([] / {} / zeros; id from session; timestamp from the record's
+ * time). Replacing the episode of an existing session needs force (the old
+ * version stays in the log). *json_out (may be NULL) gets the episode as
+ * stored (free()). Errors: CAIRN_EINVAL (a bad field: the message names it,
+ * e.g. "decisions[2].outcome: must be success, partial or failure"),
+ * CAIRN_EEXIST (exists, no force), CAIRN_EPERM, and cairn_append()'s. */
+int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, char **json_out);
+
+/* The episode of a session id (the "episode-" prefix is accepted too) as
+ * JSON into *json_out (free()). Errors: CAIRN_ENOTFOUND, the log's read
+ * errors. */
+int cairn_episode_get(cairn_reflex *r, const char *session_id, char **json_out);
+
+#define CAIRN_EPISODE_QUERY_VERSION 1
+typedef struct cairn_episode_query {
+    unsigned version;      /* CAIRN_EPISODE_QUERY_VERSION */
+    const char *outcome;   /* NULL: any */
+    int64_t since_ms;      /* episodes with timestamp >= this; INT64_MIN: all */
+    unsigned max_results;  /* 1..100, default 20 */
+} cairn_episode_query;
+#define CAIRN_EPISODE_QUERY_INIT { CAIRN_EPISODE_QUERY_VERSION, NULL, INT64_MIN, 20 }
+
+/* Episodes matching q (NULL: defaults), newest timestamp first (ties: the
+ * later session id first), as a JSON array into *json_out (free()).
+ * Errors: CAIRN_EINVAL (outcome, max_results), the log's read errors. */
+int cairn_episode_list(cairn_reflex *r, const cairn_episode_query *q, char **json_out);
+
+/* The decisions of an episode (id "episode-..." or a session id) sorted by
+ * timestamp (stable), as a JSON array; "[]" when there is no such episode.
+ * Errors: the log's read errors, CAIRN_ENOMEM. */
+int cairn_episode_decisions(cairn_reflex *r, const char *episode_id, char **json_out);
+
+/* Build an episode from a session log (markdown or JSON, as the agent
+ * project's .agents/sessions/ holds them). file_name is the log's name
+ * (directories are ignored): the session id is its stem. *json_out gets
+ * the episode (free()); it is not stored. err (may be NULL,
+ * CAIRN_ERRMSG_MAX bytes) says why on failure. Errors: CAIRN_EINVAL
+ * (unparseable log, no session id), CAIRN_ENOMEM. */
+int cairn_episode_extract(const char *file_name, const char *data, size_t len, char **json_out,
+                          char *err);
+
+/* ---- the causal graph ---------------------------------------------------- */
+typedef enum cairn_node_type {
+    CAIRN_NODE_DECISION = 0,
+    CAIRN_NODE_EVENT = 1,
+    CAIRN_NODE_OUTCOME = 2,
+    CAIRN_NODE_PATTERN = 3,
+    CAIRN_NODE_ERROR = 4,
+    /* Event types, as nodes made from episodes' events carry them. */
+    CAIRN_NODE_TOOL_CALL = 5,
+    CAIRN_NODE_COMMIT = 6,
+    CAIRN_NODE_MILESTONE = 7,
+    CAIRN_NODE_TEST = 8,
+    CAIRN_NODE_HANDOFF = 9
+} cairn_node_type;
+#define CAIRN_NODE_TYPES 10
+
+typedef enum cairn_edge_type {
+    CAIRN_EDGE_CAUSES = 0,
+    CAIRN_EDGE_ENABLES = 1,
+    CAIRN_EDGE_PREVENTS = 2,
+    CAIRN_EDGE_CORRELATES = 3
+} cairn_edge_type;
+#define CAIRN_EDGE_TYPES 4
+
+/* Names ("decision", "causes") and their parsers (CAIRN_EINVAL if unknown). */
+const char *cairn_node_type_name(unsigned type);
+int cairn_node_type_parse(const char *name, unsigned *type);
+const char *cairn_edge_type_name(unsigned type);
+int cairn_edge_type_parse(const char *name, unsigned *type);
+
+#define CAIRN_NODE_ID_MAX 17  /* "n" + 16 hex digits */
+#define CAIRN_LABEL_MAX 4096  /* bytes of a label, a pattern's strings, an episode id */
+
+typedef struct cairn_causal_node {
+    char id[CAIRN_NODE_ID_MAX + 1]; /* from the label: stable, deterministic */
+    unsigned type;
+    char *label;
+    char **episodes;       /* episode ids, in the order they were added */
+    size_t n_episodes;
+    uint64_t frequency;    /* times added */
+    double success_rate;   /* 1.0, as the seed keeps it */
+    int64_t created_ms;    /* time of the record that created it */
+} cairn_causal_node;
+
+typedef struct cairn_causal_edge {
+    char source[CAIRN_NODE_ID_MAX + 1], target[CAIRN_NODE_ID_MAX + 1];
+    unsigned type;
+    double weight;         /* running average of the weights added */
+    uint64_t evidence_count;
+    char **episodes;
+    size_t n_episodes;
+    int64_t created_ms;
+} cairn_causal_edge;
+
+void cairn_causal_node_clear(cairn_causal_node *n);
+void cairn_causal_edge_clear(cairn_causal_edge *e);
+
+/* Add a node. A node with exactly this label exists: its frequency goes up
+ * by one and episode (may be NULL) joins its list if new. *out (may be
+ * NULL) gets the node after the change (cairn_causal_node_clear()).
+ * Errors: CAIRN_EINVAL (type, empty or long label), CAIRN_EPERM, and
+ * cairn_append()'s. */
+int cairn_causal_add_node(cairn_reflex *r, unsigned type, const char *label, const char *episode,
+                          cairn_causal_node *out);
+
+/* Add an edge between two existing nodes (by id). The same (source,
+ * target, type) exists: weight becomes the running average
+ * (w * n + weight) / (n + 1) and evidence_count n + 1. weight 0..1.
+ * Errors: CAIRN_EINVAL, CAIRN_ENOTFOUND (a node id), CAIRN_EPERM, and
+ * cairn_append()'s. */
+int cairn_causal_add_edge(cairn_reflex *r, const char *source_id, const char *target_id,
+                          unsigned type, double weight, const char *episode,
+                          cairn_causal_edge *out);
+
+/* One change of a batch. */
+typedef struct cairn_causal_op {
+    int is_edge;           /* 0: a node (type, label); 1: an edge */
+    unsigned type;         /* cairn_node_type or cairn_edge_type */
+    const char *label;     /* node */
+    const char *source, *target; /* edge: node ids */
+    double weight;         /* edge */
+    const char *episode;   /* NULL: none */
+} cairn_causal_op;
+
+/* Apply n changes with one commit, in order (an edge may name a node added
+ * earlier in the batch: cairn_causal_node_id() gives its id). All or
+ * nothing: a bad op (the message names its index) appends none.
+ * Errors: as the single calls. */
+int cairn_causal_add_batch(cairn_reflex *r, const cairn_causal_op *ops, size_t n);
+
+/* The id the node labelled `label` has, or would get if added now, into id.
+ * Errors: CAIRN_EINVAL. */
+int cairn_causal_node_id(cairn_reflex *r, const char *label, char *id);
+
+/* A node by id into *out. Errors: CAIRN_ENOTFOUND, CAIRN_ENOMEM. */
+int cairn_causal_get_node(cairn_reflex *r, const char *id, cairn_causal_node *out);
+
+typedef struct cairn_causal_path {
+    int found;
+    cairn_causal_node *path; /* the nodes from source to target */
+    size_t n;
+    unsigned depth;          /* edges on the path (found only) */
+    char error[96];          /* why not (not found only) */
+} cairn_causal_path;
+void cairn_causal_path_clear(cairn_causal_path *p);
+
+/* A shortest path along out-edges from the first node whose label contains
+ * from_label to the first whose label contains to_label (case-insensitive,
+ * after Unicode case folding; "first" = earliest created), of at most
+ * max_depth edges (1..10; 0 = 5). Not found is not an error: out->found = 0
+ * and out->error says "Node not found" or "No path found within depth N".
+ * Errors: CAIRN_EINVAL (empty label, max_depth), CAIRN_ENOMEM,
+ * CAIRN_ECORRUPT (a damaged graph file). */
+int cairn_causal_path_find(cairn_reflex *r, const char *from_label, const char *to_label,
+                           unsigned max_depth, cairn_causal_path *out);
+
+/* ---- patterns ------------------------------------------------------------- */
+typedef struct cairn_pattern {
+    char id[CAIRN_NODE_ID_MAX + 1]; /* "p" + 16 hex digits, from the name */
+    char *name, *description, *trigger, *action;
+    double success_rate;   /* running average */
+    uint64_t occurrences;
+    int64_t last_used_ms;
+    int64_t created_ms;
+    char **episodes;
+    size_t n_episodes;
+} cairn_pattern;
+
+typedef struct cairn_pattern_spec {
+    const char *name, *trigger, *action;
+    const char *description;  /* NULL: "" */
+    double success_rate;      /* 0..1 (the seed's default is 1.0) */
+    const char *episode;      /* NULL: none */
+} cairn_pattern_spec;
+
+/* Add a pattern; one of the same name exists: occurrences + 1, success rate
+ * the running average, last_used now (trigger, action and description stay
+ * the first ones). *out may be NULL. Errors: CAIRN_EINVAL (a field, named),
+ * CAIRN_EPERM, cairn_append()'s. */
+int cairn_pattern_add(cairn_reflex *r, const cairn_pattern_spec *spec, cairn_pattern *out);
+
+/* Patterns with success_rate >= min_success_rate and occurrences >=
+ * min_occurrences (1..1000), best first (ties: more occurrences, then
+ * name). *out (cairn_patterns_free()) may be NULL when *n is 0.
+ * Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
+int cairn_pattern_list(cairn_reflex *r, double min_success_rate, uint64_t min_occurrences,
+                       cairn_pattern **out, size_t *n);
+
+/* Anti-patterns: success_rate <= max_success_rate and at least 2
+ * occurrences, worst first. Errors: as cairn_pattern_list(). */
+int cairn_pattern_anti(cairn_reflex *r, double max_success_rate, cairn_pattern **out, size_t *n);
+void cairn_patterns_free(cairn_pattern *p, size_t n);
+/* Free the strings of one pattern (as cairn_pattern_add() fills); NULL ok. */
+void cairn_pattern_clear(cairn_pattern *p);
+
+/* ---- status, update, import ------------------------------------------------ */
+typedef struct cairn_reflex_status {
+    uint64_t episodes, nodes, edges, patterns;
+    int64_t updated_ms;      /* time of the last graph record; 0: none */
+    uint64_t processed;      /* episodes folded into the graph by updates */
+    char graph_file[64];     /* the graph file in use ("" if none) */
+    uint64_t graph_covered;  /* the seq it covers */
+    uint64_t delta_records;  /* records folded in RAM after it */
+    uint64_t skipped;        /* records that could not be applied */
+} cairn_reflex_status;
+int cairn_reflex_status_get(cairn_reflex *r, cairn_reflex_status *out);
+
+#define CAIRN_CAUSAL_UPDATE_VERSION 1
+typedef struct cairn_causal_update_opts {
+    unsigned version;
+    int64_t since_ms;        /* only episodes with timestamp >= this */
+    int dry_run;             /* count what would be added; append nothing */
+} cairn_causal_update_opts;
+#define CAIRN_CAUSAL_UPDATE_INIT { CAIRN_CAUSAL_UPDATE_VERSION, INT64_MIN, 0 }
+
+typedef struct cairn_causal_update_stats {
+    uint64_t episodes_processed, nodes_added, edges_added, patterns_added;
+} cairn_causal_update_stats;
+
+/* Fold every stored episode not yet folded into nodes, edges and patterns
+ * (format-spec/reflexion.md, "Update"), all in one commit with a
+ * causal.update record naming them: running it again changes nothing.
+ * nodes_added / edges_added / patterns_added count new ones only.
+ * Errors: CAIRN_EPERM, cairn_append()'s, the log's read errors. */
+int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
+                        cairn_causal_update_stats *out);
+
+typedef struct cairn_causal_import_stats {
+    uint64_t nodes, edges, patterns, skipped;
+} cairn_causal_import_stats;
+
+/* Import a causal-graph.json of the seed's schema ({version, updated,
+ * nodes[{id, type, label, episodes[]}], edges[{source, target, type,
+ * weight, evidence_count, episodes[], contributions{}}], patterns[...]}):
+ * one record per node episode, per edge contribution (or evidence) and per
+ * pattern contribution, in one commit, so that the fold gives back the
+ * same frequencies, weights and occurrences. Node ids are cairn's (from
+ * the label); edges are mapped through the file's ids. An entry that
+ * cannot be used (unknown type, missing node) is skipped and counted.
+ * Errors: CAIRN_EINVAL (not JSON, not the schema: the message says where),
+ * CAIRN_EPERM, cairn_append()'s. */
+int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
+                        cairn_causal_import_stats *out);
 
 #ifdef __cplusplus
 }

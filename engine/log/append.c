@@ -522,6 +522,12 @@ static int periodic_inline(cairn_db *db)
 int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
                        uint64_t *first_seq_out)
 {
+    return cairn__append_batch_ts(db, entries, n, first_seq_out, NULL);
+}
+
+int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
+                           uint64_t *first_seq_out, int64_t *ts_out)
+{
     size_t total = 0, size;
     int64_t ts;
     int rc, rolled = 0, released = 0;
@@ -580,6 +586,8 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
     if (ts < db->last_ts)
         ts = db->last_ts; /* the clock went back: timestamps never do */
     db->last_ts = ts;
+    if (ts_out != NULL)
+        *ts_out = ts;
     if (first_seq_out != NULL)
         *first_seq_out = db->next_seq;
     for (size_t i = 0; i < n; i++) {

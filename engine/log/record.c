@@ -121,6 +121,11 @@ static const struct {
     {CAIRN_REC_MEMORY_DELETE, "memory.delete"},
     {CAIRN_REC_MEMORY_ACCESS, "memory.access"},
     {CAIRN_REC_MEMORY_CLEAR, "memory.clear"},
+    {CAIRN_REC_EPISODE, "episode"},
+    {CAIRN_REC_CAUSAL_NODE, "causal.node"},
+    {CAIRN_REC_CAUSAL_EDGE, "causal.edge"},
+    {CAIRN_REC_PATTERN, "pattern"},
+    {CAIRN_REC_CAUSAL_UPDATE, "causal.update"},
 };
 
 const char *cairn_record_type_name(uint16_t type)

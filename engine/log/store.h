@@ -118,6 +118,11 @@ int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 int64_t cairn__now_ms(void);
+
+/* cairn_append_batch(), also giving the records' timestamp (one for the
+ * batch) in *ts_out (may be NULL): for folds that must match a replay. */
+int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
+                           uint64_t *first_seq_out, int64_t *ts_out);
 /* A fresh, random per-segment salt (never 0). */
 uint64_t cairn__random_salt(void);
 

@@ -1,0 +1,809 @@
+/*
+ * gimage.c - see gimage.h; the bytes are format-spec/graph.md.
+ *
+ * Layout, all little-endian, every section 8-byte aligned:
+ *   header (128) | section table (16 x 24) | the 16 sections in order
+ * Each section table entry is (offset, length, XXH3-64 of the section);
+ * the header's sum covers the header and the table.
+ */
+#include "gimage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "bytes.h"
+#include "io.h"
+#include "seqfile.h"
+
+#define GI_MAGIC "CAIRNGX1"
+#define GI_VERSION 1
+#define GI_HEAD 128
+#define GI_TABLE (GI_SECTIONS * 24)
+#define GI_NODE 64
+#define GI_EDGE 48
+#define GI_PATTERN 88
+#define GI_EPISODE 32
+#define GI_LIMIT 0xfffffffeu /* counts and blob offsets are u32 */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the graph file is little-endian and read in place"
+#endif
+
+static const cairn__seqfile_kind gi_kind = {"graph-", ".cgx", "graph.open", "graph.close",
+                                            "graph.unlink"};
+
+static uint64_t pad8(uint64_t n)
+{
+    return (n + 7) & ~(uint64_t)7;
+}
+
+static uint32_t u32at(const uint8_t *p, uint64_t i)
+{
+    return get_le32(p + 4 * i);
+}
+
+/* ---- trigrams ------------------------------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t cairn__gi_trigrams(const char *s, size_t len, uint32_t *out)
+{
+    size_t n = 0, k = 0;
+    if (len < 3)
+        return 0;
+    for (size_t i = 0; i + 3 <= len; i++)
+        out[n++] = (uint32_t)(uint8_t)s[i] << 16 | (uint32_t)(uint8_t)s[i + 1] << 8 |
+                   (uint8_t)s[i + 2];
+    qsort(out, n, sizeof *out, cmp_u32);
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || out[k - 1] != out[i])
+            out[k++] = out[i];
+    return k;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+void cairn__gi_close(gimage *g)
+{
+    if (g->map != NULL)
+        munmap(g->map, g->len);
+    memset(g, 0, sizeof *g);
+}
+
+static int bad(const gimage *g, cairn__err *e, const char *what)
+{
+    return cairn__fail(e, CAIRN_ECORRUPT, "%s: %s", g->name, what);
+}
+
+static int in_blob(const gimage *g, uint64_t off, uint64_t len)
+{
+    return off <= g->sec_len[GI_BLOB] && len <= g->sec_len[GI_BLOB] - off;
+}
+
+static int eps_ok(const gimage *g, uint32_t off, uint32_t n)
+{
+    uint64_t have = g->sec_len[GI_EPREFS] / 4;
+    return off <= have && n <= have - off;
+}
+
+/* A CSR offset array: n + 1 entries, from 0 up to total, never down. */
+static int csr_ok(const uint8_t *off, uint64_t n, uint64_t total)
+{
+    uint32_t prev = 0;
+    if (u32at(off, 0) != 0 || u32at(off, n) != total)
+        return 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        uint32_t v = u32at(off, i);
+        if (v < prev)
+            return 0;
+        prev = v;
+    }
+    return 1;
+}
+
+static int check_rows(const gimage *g, cairn__err *e)
+{
+    const uint8_t *blob = g->sec[GI_BLOB];
+    for (uint64_t i = 0; i < g->n_nodes; i++) {
+        const uint8_t *p = g->sec[GI_NODES] + i * GI_NODE;
+        uint32_t lo = get_le32(p + 32), ll = get_le32(p + 36), fo = get_le32(p + 40),
+                 fl = get_le32(p + 44);
+        if (!in_blob(g, lo, (uint64_t)ll + 1) || !in_blob(g, fo, (uint64_t)fl + 1) ||
+            blob[lo + ll] != 0 || blob[fo + fl] != 0 || ll == 0 ||
+            !eps_ok(g, get_le32(p + 48), get_le32(p + 52)) || get_le32(p + 56) >= CAIRN_NODE_TYPES)
+            return bad(g, e, "a node row is out of range");
+    }
+    for (uint64_t i = 0; i < g->n_edges; i++) {
+        const uint8_t *p = g->sec[GI_EDGES] + i * GI_EDGE;
+        uint32_t s = get_le32(p), d = get_le32(p + 4), t = get_le32(p + 8), lo, hi;
+        if (s >= g->n_nodes)
+            return bad(g, e, "an edge row is out of range");
+        lo = u32at(g->sec[GI_OUT_OFF], s);
+        hi = u32at(g->sec[GI_OUT_OFF], (uint64_t)s + 1);
+        if (d >= g->n_nodes || t >= CAIRN_EDGE_TYPES || i < lo || i >= hi ||
+            u32at(g->sec[GI_OUT_DST], i) != d || !eps_ok(g, get_le32(p + 40), get_le32(p + 44)))
+            return bad(g, e, "an edge row is out of range");
+        if (i > lo) { /* sorted by (dst, type) within the source, no two equal */
+            const uint8_t *q = p - GI_EDGE;
+            uint32_t pd = get_le32(q + 4), pt = get_le32(q + 8);
+            if (pd > d || (pd == d && pt >= t))
+                return bad(g, e, "edges are not in order");
+        }
+    }
+    for (uint64_t i = 0; i < g->n_edges; i++) {
+        uint32_t s = u32at(g->sec[GI_IN_SRC], i), id = u32at(g->sec[GI_IN_EID], i);
+        if (s >= g->n_nodes || id >= g->n_edges || get_le32(g->sec[GI_EDGES] + (uint64_t)id * GI_EDGE) != s)
+            return bad(g, e, "an in-edge is out of range");
+    }
+    for (uint64_t v = 0; v < g->n_nodes; v++) {
+        uint32_t lo = u32at(g->sec[GI_IN_OFF], v), hi = u32at(g->sec[GI_IN_OFF], v + 1);
+        for (uint32_t j = lo; j < hi; j++)
+            if (u32at(g->sec[GI_OUT_DST], u32at(g->sec[GI_IN_EID], j)) != v)
+                return bad(g, e, "an in-edge is listed under the wrong node");
+    }
+    for (uint64_t i = 0; i < g->tcap; i++) {
+        uint32_t v = u32at(g->sec[GI_IDTAB], i);
+        if (v > g->n_nodes)
+            return bad(g, e, "an id table slot is out of range");
+    }
+    for (uint64_t i = 0; i < g->n_tri; i++)
+        if (i > 0 && u32at(g->sec[GI_TRI_KEY], i) <= u32at(g->sec[GI_TRI_KEY], i - 1))
+            return bad(g, e, "trigrams are not in order");
+    for (uint64_t i = 0; i < g->n_post; i++)
+        if (u32at(g->sec[GI_TRI_POST], i) >= g->n_nodes)
+            return bad(g, e, "a trigram posting is out of range");
+    for (uint64_t i = 0; i < g->sec_len[GI_EPREFS] / 4; i++)
+        if (u32at(g->sec[GI_EPREFS], i) >= g->n_names)
+            return bad(g, e, "an episode reference is out of range");
+    for (uint64_t i = 0; i < g->n_names; i++) {
+        uint32_t o = u32at(g->sec[GI_NAMES], 2 * i), l = u32at(g->sec[GI_NAMES], 2 * i + 1);
+        if (!in_blob(g, o, (uint64_t)l + 1) || blob[o + l] != 0)
+            return bad(g, e, "a name is out of range");
+    }
+    for (uint64_t i = 0; i < g->n_episodes; i++) {
+        const uint8_t *p = g->sec[GI_EPISODES] + i * GI_EPISODE;
+        if (get_le32(p) >= g->n_names || get_le32(p + 4) > 2 || get_le32(p + 8) > 1)
+            return bad(g, e, "an episode row is out of range");
+    }
+    for (uint64_t i = 0; i < g->n_patterns; i++) {
+        const uint8_t *p = g->sec[GI_PATTERNS] + i * GI_PATTERN;
+        for (int k = 0; k < 4; k++) {
+            uint32_t o = get_le32(p + 40 + 8 * k), l = get_le32(p + 44 + 8 * k);
+            if (!in_blob(g, o, (uint64_t)l + 1) || blob[o + l] != 0)
+                return bad(g, e, "a pattern string is out of range");
+        }
+        if (!eps_ok(g, get_le32(p + 72), get_le32(p + 76)))
+            return bad(g, e, "a pattern row is out of range");
+    }
+    return CAIRN_OK;
+}
+
+int cairn__gi_parse(gimage *g, cairn__err *e)
+{
+    const uint8_t *h = g->map;
+    uint64_t want[GI_SECTIONS], at = GI_HEAD + GI_TABLE;
+
+    if (((uintptr_t)g->map & 7) != 0)
+        return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", g->name);
+    if (g->len < GI_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
+        return bad(g, e, "not a graph file");
+    if (get_le32(h + 8) != GI_VERSION)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads %d",
+                           g->name, get_le32(h + 8), GI_VERSION);
+    if (XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
+        XXH3_64bits(h, 120) != get_le64(h + 120))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
+    g->covered = get_le64(h + 16);
+    g->updated = (int64_t)get_le64(h + 24);
+    g->n_nodes = get_le64(h + 32);
+    g->n_edges = get_le64(h + 40);
+    g->n_patterns = get_le64(h + 48);
+    g->n_names = get_le64(h + 56);
+    g->n_episodes = get_le64(h + 64);
+    g->n_tri = get_le64(h + 72);
+    g->n_post = get_le64(h + 80);
+    g->skipped = get_le64(h + 88);
+    g->tcap = get_le64(h + 96);
+    if (get_le64(h + 104) != g->len)
+        return bad(g, e, "length differs from the header's");
+    /* Bounded by the file before any product. */
+    if (g->n_nodes > GI_LIMIT || g->n_edges > GI_LIMIT || g->n_patterns > GI_LIMIT ||
+        g->n_names > GI_LIMIT || g->n_episodes > GI_LIMIT || g->n_tri > GI_LIMIT ||
+        g->n_post > GI_LIMIT || g->tcap > GI_LIMIT || (g->tcap & (g->tcap - 1)) != 0 ||
+        g->tcap < 16 || g->tcap < 2 * g->n_nodes)
+        return bad(g, e, "header counts out of range");
+    want[GI_NODES] = g->n_nodes * GI_NODE;
+    want[GI_EDGES] = g->n_edges * GI_EDGE;
+    want[GI_OUT_OFF] = want[GI_IN_OFF] = (g->n_nodes + 1) * 4;
+    want[GI_OUT_DST] = want[GI_IN_SRC] = want[GI_IN_EID] = g->n_edges * 4;
+    want[GI_IDTAB] = g->tcap * 4;
+    want[GI_TRI_KEY] = g->n_tri * 4;
+    want[GI_TRI_OFF] = (g->n_tri + 1) * 4;
+    want[GI_TRI_POST] = g->n_post * 4;
+    want[GI_EPREFS] = UINT64_MAX; /* any multiple of 4 */
+    want[GI_NAMES] = g->n_names * 8;
+    want[GI_EPISODES] = g->n_episodes * GI_EPISODE;
+    want[GI_PATTERNS] = g->n_patterns * GI_PATTERN;
+    want[GI_BLOB] = UINT64_MAX;
+    for (int s = 0; s < GI_SECTIONS; s++) {
+        const uint8_t *t = h + GI_HEAD + 24 * s;
+        uint64_t off = get_le64(t), len = get_le64(t + 8);
+        if (off != at || len > g->len || off > g->len - len ||
+            (want[s] != UINT64_MAX && len != want[s]) || (s == GI_EPREFS && len % 4 != 0) ||
+            (s == GI_BLOB && len > GI_LIMIT))
+            return bad(g, e, "section table out of range");
+        g->sec[s] = h + off;
+        g->sec_len[s] = len;
+        at = off + pad8(len);
+    }
+    if (at != g->len)
+        return bad(g, e, "sections do not fill the file");
+    for (int s = 0; s < GI_SECTIONS; s++) {
+        const uint8_t *t = h + GI_HEAD + 24 * s;
+        uint64_t sum = s == GI_SECTIONS - 1 ? get_le64(h + 112) : get_le64(t + 16);
+        if (XXH3_64bits(g->sec[s], (size_t)g->sec_len[s]) != sum)
+            return cairn__fail(e, CAIRN_ECHECKSUM, "%s: section %d checksum mismatch at offset %" PRIu64,
+                               g->name, s, (uint64_t)(g->sec[s] - h));
+    }
+    if (!csr_ok(g->sec[GI_OUT_OFF], g->n_nodes, g->n_edges) ||
+        !csr_ok(g->sec[GI_IN_OFF], g->n_nodes, g->n_edges) ||
+        !csr_ok(g->sec[GI_TRI_OFF], g->n_tri, g->n_post))
+        return bad(g, e, "an offset array is out of order");
+    for (uint64_t i = 0; i < g->n_edges; i++)
+        if (u32at(g->sec[GI_OUT_DST], i) >= g->n_nodes)
+            return bad(g, e, "an out-edge is out of range");
+    return check_rows(g, e);
+}
+
+int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
+{
+    uint64_t covered = 0;
+    int rc;
+
+    memset(g, 0, sizeof *g);
+    rc = cairn__seqfile_map(&gi_kind, io, dirfd, max_seq, g->name, sizeof g->name, &covered,
+                            &g->map, &g->len, GI_HEAD + GI_TABLE, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    rc = cairn__gi_parse(g, e);
+    if (rc == CAIRN_OK && g->covered != covered)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
+                         g->name, g->covered);
+    if (rc != CAIRN_OK) {
+        char name[GI_NAME_MAX];
+        strcpy(name, g->name);
+        cairn__gi_close(g);
+        strcpy(g->name, name);
+    }
+    return rc;
+}
+
+static double getf64(const uint8_t *p)
+{
+    double d;
+    uint64_t v = get_le64(p);
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+static const uint32_t *eps_at(const gimage *g, uint32_t off)
+{
+    return (const uint32_t *)(const void *)(g->sec[GI_EPREFS] + 4 * (uint64_t)off);
+}
+
+void cairn__gi_node(const gimage *g, uint32_t i, gi_node *o)
+{
+    const uint8_t *p = g->sec[GI_NODES] + (uint64_t)i * GI_NODE;
+    const char *blob = (const char *)g->sec[GI_BLOB];
+    o->key = get_le64(p);
+    o->created = (int64_t)get_le64(p + 8);
+    o->success = getf64(p + 16);
+    o->frequency = get_le64(p + 24);
+    o->label = blob + get_le32(p + 32);
+    o->label_len = get_le32(p + 36);
+    o->fold = blob + get_le32(p + 40);
+    o->fold_len = get_le32(p + 44);
+    o->eps = eps_at(g, get_le32(p + 48));
+    o->n_eps = get_le32(p + 52);
+    o->type = get_le32(p + 56);
+}
+
+void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *o)
+{
+    const uint8_t *p = g->sec[GI_EDGES] + (uint64_t)i * GI_EDGE;
+    o->src = get_le32(p);
+    o->dst = get_le32(p + 4);
+    o->type = get_le32(p + 8);
+    o->evidence = get_le64(p + 16);
+    o->weight = getf64(p + 24);
+    o->created = (int64_t)get_le64(p + 32);
+    o->eps = eps_at(g, get_le32(p + 40));
+    o->n_eps = get_le32(p + 44);
+}
+
+static gi_str str_at(const gimage *g, const uint8_t *p)
+{
+    gi_str s;
+    s.p = (const char *)g->sec[GI_BLOB] + get_le32(p);
+    s.len = get_le32(p + 4);
+    return s;
+}
+
+void cairn__gi_pattern(const gimage *g, uint32_t i, gi_pattern *o)
+{
+    const uint8_t *p = g->sec[GI_PATTERNS] + (uint64_t)i * GI_PATTERN;
+    o->key = get_le64(p);
+    o->success = getf64(p + 8);
+    o->occurrences = get_le64(p + 16);
+    o->last_used = (int64_t)get_le64(p + 24);
+    o->created = (int64_t)get_le64(p + 32);
+    o->name = str_at(g, p + 40);
+    o->desc = str_at(g, p + 48);
+    o->trigger = str_at(g, p + 56);
+    o->action = str_at(g, p + 64);
+    o->eps = eps_at(g, get_le32(p + 72));
+    o->n_eps = get_le32(p + 76);
+}
+
+void cairn__gi_episode(const gimage *g, uint32_t i, gi_episode *o)
+{
+    const uint8_t *p = g->sec[GI_EPISODES] + (uint64_t)i * GI_EPISODE;
+    o->name = get_le32(p);
+    o->outcome = get_le32(p + 4);
+    o->processed = get_le32(p + 8);
+    o->seq = get_le64(p + 16);
+    o->ts = (int64_t)get_le64(p + 24);
+}
+
+gi_str cairn__gi_name(const gimage *g, uint32_t i)
+{
+    return str_at(g, g->sec[GI_NAMES] + 8 * (uint64_t)i);
+}
+
+const uint32_t *cairn__gi_out(const gimage *g, uint32_t v, uint32_t *first, uint32_t *n)
+{
+    uint32_t lo = u32at(g->sec[GI_OUT_OFF], v), hi = u32at(g->sec[GI_OUT_OFF], (uint64_t)v + 1);
+    *first = lo;
+    *n = hi - lo;
+    return (const uint32_t *)(const void *)g->sec[GI_OUT_DST] + lo;
+}
+
+const uint32_t *cairn__gi_in(const gimage *g, uint32_t v, const uint32_t **eids, uint32_t *n)
+{
+    uint32_t lo = u32at(g->sec[GI_IN_OFF], v), hi = u32at(g->sec[GI_IN_OFF], (uint64_t)v + 1);
+    *n = hi - lo;
+    *eids = (const uint32_t *)(const void *)g->sec[GI_IN_EID] + lo;
+    return (const uint32_t *)(const void *)g->sec[GI_IN_SRC] + lo;
+}
+
+uint32_t cairn__gi_find_key(const gimage *g, uint64_t key)
+{
+    uint64_t mask = g->tcap - 1, i = key & mask;
+    /* A damaged file cannot loop: at most tcap probes. */
+    for (uint64_t probes = 0; probes < g->tcap; probes++, i = (i + 1) & mask) {
+        uint32_t v = u32at(g->sec[GI_IDTAB], i);
+        if (v == 0)
+            return GI_NONE;
+        if (get_le64(g->sec[GI_NODES] + (uint64_t)(v - 1) * GI_NODE) == key)
+            return v - 1;
+    }
+    return GI_NONE;
+}
+
+int cairn__gi_contains(const char *hay, size_t hlen, const char *q, size_t len)
+{
+    if (len == 0)
+        return 1;
+    for (const char *p = hay, *end = hay + hlen; (size_t)(end - p) >= len; p++) {
+        p = memchr(p, q[0], (size_t)(end - p) - len + 1);
+        if (p == NULL)
+            return 0;
+        if (memcmp(p, q, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int fold_has(const gimage *g, uint32_t v, const char *q, size_t len)
+{
+    const uint8_t *p = g->sec[GI_NODES] + (uint64_t)v * GI_NODE;
+    const char *f = (const char *)g->sec[GI_BLOB] + get_le32(p + 40);
+    return cairn__gi_contains(f, get_le32(p + 44), q, len);
+}
+
+uint32_t cairn__gi_find_label(const gimage *g, const char *q, size_t len)
+{
+    uint32_t tri[64];
+    size_t nt;
+    uint64_t best_lo = 0, best_n = UINT64_MAX;
+
+    if (len < 3) { /* no trigram: every label */
+        for (uint64_t v = 0; v < g->n_nodes; v++)
+            if (fold_has(g, (uint32_t)v, q, len))
+                return (uint32_t)v;
+        return GI_NONE;
+    }
+    /* A long query: its first 64 trigrams narrow it plenty. */
+    nt = cairn__gi_trigrams(q, len < 66 ? len : 66, tri);
+    /* The rarest trigram's postings hold every match, in node order. */
+    for (size_t i = 0; i < nt; i++) {
+        uint64_t lo = 0, hi = g->n_tri;
+        while (lo < hi) {
+            uint64_t mid = (lo + hi) / 2;
+            if (u32at(g->sec[GI_TRI_KEY], mid) < tri[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == g->n_tri || u32at(g->sec[GI_TRI_KEY], lo) != tri[i])
+            return GI_NONE;
+        uint64_t a = u32at(g->sec[GI_TRI_OFF], lo), b = u32at(g->sec[GI_TRI_OFF], lo + 1);
+        if (b - a < best_n) {
+            best_n = b - a;
+            best_lo = a;
+        }
+    }
+    for (uint64_t j = 0; j < best_n; j++) {
+        uint32_t v = u32at(g->sec[GI_TRI_POST], best_lo + j);
+        if (fold_has(g, v, q, len))
+            return v;
+    }
+    return GI_NONE;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+typedef struct sbuf {
+    uint8_t *p;
+    size_t len, cap;
+} sbuf;
+
+static int sb_need(sbuf *b, size_t more)
+{
+    if (b->cap - b->len >= more)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < more)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (p == NULL)
+        return -1;
+    memset(p + b->cap, 0, cap - b->cap);
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* Append bytes (a NUL after them if nul); their offset, or UINT64_MAX. */
+static uint64_t sb_put(sbuf *b, const void *s, size_t len, int nul)
+{
+    uint64_t at = b->len;
+    if (sb_need(b, len + 1) != 0)
+        return UINT64_MAX;
+    if (len)
+        memcpy(b->p + b->len, s, len);
+    b->len += len;
+    if (nul)
+        b->p[b->len++] = 0;
+    return at;
+}
+
+static void putf64(uint8_t *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    put_le64(p, v);
+}
+
+/* A string into the blob; its (offset, length) at p. */
+static int put_str(sbuf *blob, uint8_t *p, const char *s, uint32_t len)
+{
+    uint64_t at = sb_put(blob, s, len, 1);
+    if (at == UINT64_MAX || at > GI_LIMIT)
+        return -1;
+    put_le32(p, (uint32_t)at);
+    put_le32(p + 4, len);
+    return 0;
+}
+
+static int put_eps(sbuf *eprefs, uint8_t *p, const uint32_t *eps, uint32_t n)
+{
+    uint64_t at = eprefs->len / 4;
+    if (sb_put(eprefs, eps, (size_t)n * 4, 0) == UINT64_MAX || at > GI_LIMIT)
+        return -1;
+    put_le32(p, (uint32_t)at);
+    put_le32(p + 4, n);
+    return 0;
+}
+
+/* Stable counting sort of pairs (trigram << 32 | node) by trigram, two
+ * 12-bit passes: node order holds within a trigram. */
+static int sort_pairs(uint64_t *a, size_t n)
+{
+    uint64_t *t = malloc((n ? n : 1) * sizeof *t);
+    size_t *cnt = malloc(4097 * sizeof *cnt);
+    if (t == NULL || cnt == NULL) {
+        free(t);
+        free(cnt);
+        return -1;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int shift = 32 + 12 * pass;
+        memset(cnt, 0, 4097 * sizeof *cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[((a[i] >> shift) & 4095) + 1]++;
+        for (size_t i = 1; i <= 4096; i++)
+            cnt[i] += cnt[i - 1];
+        for (size_t i = 0; i < n; i++)
+            t[cnt[(a[i] >> shift) & 4095]++] = a[i];
+        memcpy(a, t, n * sizeof *a);
+    }
+    free(t);
+    free(cnt);
+    return 0;
+}
+
+typedef struct sections {
+    sbuf s[GI_SECTIONS];
+} sections;
+
+static int build_nodes(const gi_in *in, sections *x, uint64_t *tcap_out)
+{
+    sbuf *nodes = &x->s[GI_NODES], *blob = &x->s[GI_BLOB], *eprefs = &x->s[GI_EPREFS];
+    uint64_t tcap = 16, npairs = 0, *pairs = NULL, k = 0;
+    uint32_t *idtab, *tri = NULL;
+    size_t tri_cap = 0;
+    int rc = -1;
+
+    while (tcap < 2 * in->n_nodes)
+        tcap *= 2;
+    if (sb_need(nodes, (size_t)in->n_nodes * GI_NODE) != 0 ||
+        sb_need(&x->s[GI_IDTAB], (size_t)tcap * 4) != 0)
+        return -1;
+    nodes->len = (size_t)in->n_nodes * GI_NODE;
+    x->s[GI_IDTAB].len = (size_t)tcap * 4;
+    idtab = (uint32_t *)(void *)x->s[GI_IDTAB].p;
+    for (uint64_t i = 0; i < in->n_nodes; i++) {
+        const gi_node *n = &in->nodes[i];
+        uint8_t *p = nodes->p + i * GI_NODE;
+        uint64_t slot = n->key & (tcap - 1);
+        put_le64(p, n->key);
+        put_le64(p + 8, (uint64_t)n->created);
+        putf64(p + 16, n->success);
+        put_le64(p + 24, n->frequency);
+        if (put_str(blob, p + 32, n->label, n->label_len) != 0 ||
+            put_str(blob, p + 40, n->fold, n->fold_len) != 0 ||
+            put_eps(eprefs, p + 48, n->eps, n->n_eps) != 0)
+            goto out;
+        put_le32(p + 56, n->type);
+        while (idtab[slot] != 0)
+            slot = (slot + 1) & (tcap - 1);
+        idtab[slot] = (uint32_t)i + 1;
+        npairs += n->fold_len >= 3 ? n->fold_len - 2 : 0;
+    }
+    pairs = malloc((npairs ? npairs : 1) * sizeof *pairs);
+    if (pairs == NULL)
+        goto out;
+    npairs = 0;
+    for (uint64_t i = 0; i < in->n_nodes; i++) {
+        const gi_node *n = &in->nodes[i];
+        if (n->fold_len > tri_cap) {
+            free(tri);
+            tri_cap = n->fold_len;
+            if ((tri = malloc(tri_cap * sizeof *tri)) == NULL)
+                goto out;
+        }
+        size_t nt = cairn__gi_trigrams(n->fold, n->fold_len, tri);
+        for (size_t j = 0; j < nt; j++)
+            pairs[npairs++] = (uint64_t)tri[j] << 32 | i;
+    }
+    if (sort_pairs(pairs, npairs) != 0 || npairs > GI_LIMIT)
+        goto out;
+    if (sb_need(&x->s[GI_TRI_POST], (size_t)npairs * 4) != 0 ||
+        sb_need(&x->s[GI_TRI_KEY], (size_t)npairs * 4 + 4) != 0 ||
+        sb_need(&x->s[GI_TRI_OFF], (size_t)npairs * 4 + 8) != 0)
+        goto out;
+    for (uint64_t i = 0; i < npairs; i++) {
+        uint32_t t = (uint32_t)(pairs[i] >> 32);
+        if (i == 0 || t != (uint32_t)(pairs[i - 1] >> 32)) {
+            put_le32(x->s[GI_TRI_KEY].p + 4 * k, t);
+            put_le32(x->s[GI_TRI_OFF].p + 4 * k, (uint32_t)i);
+            k++;
+        }
+        put_le32(x->s[GI_TRI_POST].p + 4 * i, (uint32_t)pairs[i]);
+    }
+    put_le32(x->s[GI_TRI_OFF].p + 4 * k, (uint32_t)npairs);
+    x->s[GI_TRI_KEY].len = (size_t)k * 4;
+    x->s[GI_TRI_OFF].len = (size_t)(k + 1) * 4;
+    x->s[GI_TRI_POST].len = (size_t)npairs * 4;
+    *tcap_out = tcap;
+    rc = 0;
+out:
+    free(pairs);
+    free(tri);
+    return rc;
+}
+
+static int build_edges(const gi_in *in, sections *x)
+{
+    uint64_t n = in->n_nodes, m = in->n_edges;
+    uint8_t *oo, *io_, *od, *is, *ie;
+    uint32_t *fill = NULL;
+
+    if (sb_need(&x->s[GI_EDGES], (size_t)m * GI_EDGE) != 0 ||
+        sb_need(&x->s[GI_OUT_OFF], (size_t)(n + 1) * 4) != 0 ||
+        sb_need(&x->s[GI_IN_OFF], (size_t)(n + 1) * 4) != 0 ||
+        sb_need(&x->s[GI_OUT_DST], (size_t)m * 4 + 1) != 0 ||
+        sb_need(&x->s[GI_IN_SRC], (size_t)m * 4 + 1) != 0 ||
+        sb_need(&x->s[GI_IN_EID], (size_t)m * 4 + 1) != 0 ||
+        (fill = calloc(n + 1, sizeof *fill)) == NULL) {
+        free(fill);
+        return -1;
+    }
+    x->s[GI_EDGES].len = (size_t)m * GI_EDGE;
+    x->s[GI_OUT_OFF].len = x->s[GI_IN_OFF].len = (size_t)(n + 1) * 4;
+    x->s[GI_OUT_DST].len = x->s[GI_IN_SRC].len = x->s[GI_IN_EID].len = (size_t)m * 4;
+    oo = x->s[GI_OUT_OFF].p;
+    io_ = x->s[GI_IN_OFF].p;
+    od = x->s[GI_OUT_DST].p;
+    is = x->s[GI_IN_SRC].p;
+    ie = x->s[GI_IN_EID].p;
+    for (uint64_t i = 0; i < m; i++) {
+        const gi_edge *d = &in->edges[i];
+        uint8_t *p = x->s[GI_EDGES].p + i * GI_EDGE;
+        put_le32(p, d->src);
+        put_le32(p + 4, d->dst);
+        put_le32(p + 8, d->type);
+        put_le64(p + 16, d->evidence);
+        putf64(p + 24, d->weight);
+        put_le64(p + 32, (uint64_t)d->created);
+        if (put_eps(&x->s[GI_EPREFS], p + 40, d->eps, d->n_eps) != 0) {
+            free(fill);
+            return -1;
+        }
+        put_le32(od + 4 * i, d->dst);
+        put_le32(oo + 4 * ((uint64_t)d->src + 1), get_le32(oo + 4 * ((uint64_t)d->src + 1)) + 1);
+        put_le32(io_ + 4 * ((uint64_t)d->dst + 1), get_le32(io_ + 4 * ((uint64_t)d->dst + 1)) + 1);
+    }
+    for (uint64_t v = 1; v <= n; v++) {
+        put_le32(oo + 4 * v, get_le32(oo + 4 * v) + get_le32(oo + 4 * (v - 1)));
+        put_le32(io_ + 4 * v, get_le32(io_ + 4 * v) + get_le32(io_ + 4 * (v - 1)));
+    }
+    for (uint64_t i = 0; i < m; i++) { /* in-lists in edge order: by source */
+        uint32_t d = in->edges[i].dst;
+        uint32_t at = get_le32(io_ + 4 * (uint64_t)d) + fill[d]++;
+        put_le32(is + 4 * (uint64_t)at, in->edges[i].src);
+        put_le32(ie + 4 * (uint64_t)at, (uint32_t)i);
+    }
+    free(fill);
+    return 0;
+}
+
+static int build_rest(const gi_in *in, sections *x)
+{
+    sbuf *blob = &x->s[GI_BLOB];
+    if (sb_need(&x->s[GI_NAMES], (size_t)in->n_names * 8 + 1) != 0 ||
+        sb_need(&x->s[GI_EPISODES], (size_t)in->n_episodes * GI_EPISODE + 1) != 0 ||
+        sb_need(&x->s[GI_PATTERNS], (size_t)in->n_patterns * GI_PATTERN + 1) != 0)
+        return -1;
+    x->s[GI_NAMES].len = (size_t)in->n_names * 8;
+    x->s[GI_EPISODES].len = (size_t)in->n_episodes * GI_EPISODE;
+    x->s[GI_PATTERNS].len = (size_t)in->n_patterns * GI_PATTERN;
+    for (uint64_t i = 0; i < in->n_names; i++)
+        if (put_str(blob, x->s[GI_NAMES].p + 8 * i, in->names[i].p, in->names[i].len) != 0)
+            return -1;
+    for (uint64_t i = 0; i < in->n_episodes; i++) {
+        const gi_episode *d = &in->episodes[i];
+        uint8_t *p = x->s[GI_EPISODES].p + i * GI_EPISODE;
+        put_le32(p, d->name);
+        put_le32(p + 4, d->outcome);
+        put_le32(p + 8, d->processed);
+        put_le64(p + 16, d->seq);
+        put_le64(p + 24, (uint64_t)d->ts);
+    }
+    for (uint64_t i = 0; i < in->n_patterns; i++) {
+        const gi_pattern *d = &in->patterns[i];
+        uint8_t *p = x->s[GI_PATTERNS].p + i * GI_PATTERN;
+        put_le64(p, d->key);
+        putf64(p + 8, d->success);
+        put_le64(p + 16, d->occurrences);
+        put_le64(p + 24, (uint64_t)d->last_used);
+        put_le64(p + 32, (uint64_t)d->created);
+        if (put_str(blob, p + 40, d->name.p, d->name.len) != 0 ||
+            put_str(blob, p + 48, d->desc.p, d->desc.len) != 0 ||
+            put_str(blob, p + 56, d->trigger.p, d->trigger.len) != 0 ||
+            put_str(blob, p + 64, d->action.p, d->action.len) != 0 ||
+            put_eps(&x->s[GI_EPREFS], p + 72, d->eps, d->n_eps) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *e)
+{
+    static const cairn__publish_sites sites = {"graph.fsync", "graph.close", "graph.rename",
+                                               "graph.dirsync"};
+    static const uint8_t zeros[8];
+    sections x;
+    uint8_t h[GI_HEAD + GI_TABLE];
+    uint64_t tcap = 16, at = GI_HEAD + GI_TABLE;
+    char name[GI_NAME_MAX], tmp[GI_NAME_MAX + 8];
+    int fd = -1, rc = CAIRN_OK;
+
+    if (in->n_nodes > GI_LIMIT / 2 || in->n_edges > GI_LIMIT || in->n_names > GI_LIMIT ||
+        in->n_patterns > GI_LIMIT || in->n_episodes > GI_LIMIT)
+        return cairn__fail(e, CAIRN_EINVAL, "graph file: more than the format's 2^31 nodes or 2^32 rows");
+    memset(&x, 0, sizeof x);
+    memset(h, 0, sizeof h);
+    if (build_nodes(in, &x, &tcap) != 0 || build_edges(in, &x) != 0 || build_rest(in, &x) != 0) {
+        rc = cairn__fail(e, x.s[GI_BLOB].len > GI_LIMIT ? CAIRN_EINVAL : CAIRN_ENOMEM,
+                         "graph file: %s", x.s[GI_BLOB].len > GI_LIMIT ? "strings past 4 GiB"
+                                                                       : "no memory");
+        goto out;
+    }
+    memcpy(h, GI_MAGIC, 8);
+    put_le32(h + 8, GI_VERSION);
+    put_le64(h + 16, in->covered);
+    put_le64(h + 24, (uint64_t)in->updated);
+    put_le64(h + 32, in->n_nodes);
+    put_le64(h + 40, in->n_edges);
+    put_le64(h + 48, in->n_patterns);
+    put_le64(h + 56, in->n_names);
+    put_le64(h + 64, in->n_episodes);
+    put_le64(h + 72, x.s[GI_TRI_KEY].len / 4);
+    put_le64(h + 80, x.s[GI_TRI_POST].len / 4);
+    put_le64(h + 88, in->skipped);
+    put_le64(h + 96, tcap);
+    for (int s = 0; s < GI_SECTIONS; s++) {
+        uint8_t *t = h + GI_HEAD + 24 * s;
+        uint64_t sum = XXH3_64bits(x.s[s].p ? x.s[s].p : zeros, x.s[s].len);
+        put_le64(t, at);
+        put_le64(t + 8, x.s[s].len);
+        /* The last entry's sum slot holds the table's own sum; the blob's
+         * sum goes in the header. */
+        if (s == GI_SECTIONS - 1)
+            put_le64(h + 112, sum);
+        else
+            put_le64(t + 16, sum);
+        at += pad8(x.s[s].len);
+    }
+    put_le64(h + 104, at);
+    put_le64(h + 120, XXH3_64bits(h, 120));
+    put_le64(h + GI_HEAD + GI_TABLE - 8, XXH3_64bits(h, GI_HEAD + GI_TABLE - 8));
+    cairn__seqfile_name(&gi_kind, in->covered, name, sizeof name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    rc = cairn__io_open(io, "graph.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
+    if (rc != CAIRN_OK)
+        goto out;
+    rc = cairn__io_write(io, "graph.write", fd, h, sizeof h, 0, tmp, e);
+    at = GI_HEAD + GI_TABLE;
+    for (int s = 0; s < GI_SECTIONS && rc == CAIRN_OK; s++) {
+        if (x.s[s].len)
+            rc = cairn__io_write(io, "graph.write", fd, x.s[s].p, x.s[s].len, at, tmp, e);
+        if (rc == CAIRN_OK && pad8(x.s[s].len) != x.s[s].len)
+            rc = cairn__io_write(io, "graph.write", fd, zeros, pad8(x.s[s].len) - x.s[s].len,
+                                 at + x.s[s].len, tmp, e);
+        at += pad8(x.s[s].len);
+    }
+    rc = cairn__io_publish(io, &sites, rc, fd, dirfd, tmp, name, e);
+    fd = -1;
+    if (rc == CAIRN_OK)
+        cairn__seqfile_remove_older(&gi_kind, io, dirfd, name);
+    else
+        (void)cairn__io_unlink(io, "graph.unlink", dirfd, tmp, NULL);
+out:
+    for (int s = 0; s < GI_SECTIONS; s++)
+        free(x.s[s].p);
+    return rc;
+}

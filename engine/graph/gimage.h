@@ -1,0 +1,154 @@
+/*
+ * gimage.h - the graph file (format-spec/graph.md): the reflexion state
+ * (nodes, edges, patterns, episodes) folded up to one sequence number,
+ * with CSR adjacency lists both ways, an id table and a trigram index of
+ * the case-folded labels, written once and then read in place through
+ * mmap. Causal BFS walks its CSR arrays directly.
+ *
+ * Like the memory index it is a cache of the log, never the source of
+ * truth: a missing, stale or damaged file is set aside and the state
+ * rebuilt from the log. Every section is checked against its sum, and
+ * every offset and count against the file, when it is opened, so the
+ * accessors below can trust what they read.
+ */
+#ifndef CAIRN_GIMAGE_H
+#define CAIRN_GIMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "status.h"
+
+#define GI_NAME_MAX 48
+#define GI_NONE UINT32_MAX
+
+enum {
+    GI_NODES, GI_EDGES, GI_OUT_OFF, GI_OUT_DST, GI_IN_OFF, GI_IN_SRC, GI_IN_EID, GI_IDTAB,
+    GI_TRI_KEY, GI_TRI_OFF, GI_TRI_POST, GI_EPREFS, GI_NAMES, GI_EPISODES, GI_PATTERNS, GI_BLOB,
+    GI_SECTIONS
+};
+
+typedef struct gimage {
+    uint8_t *map;
+    size_t len;
+    char name[GI_NAME_MAX];
+    uint64_t covered, skipped;
+    int64_t updated;
+    uint64_t n_nodes, n_edges, n_patterns, n_names, n_episodes, n_tri, n_post, tcap;
+    const uint8_t *sec[GI_SECTIONS];
+    uint64_t sec_len[GI_SECTIONS];
+} gimage;
+
+/* A node, an edge, a pattern, an episode as the writer takes them and the
+ * reader gives them back (strings point into the mapping; eps are episode
+ * name numbers). */
+typedef struct gi_node {
+    uint64_t key;
+    const char *label, *fold;
+    uint32_t label_len, fold_len;
+    uint32_t type;
+    uint64_t frequency;
+    double success;
+    int64_t created;
+    const uint32_t *eps;
+    uint32_t n_eps;
+} gi_node;
+
+typedef struct gi_edge {
+    uint32_t src, dst, type;
+    uint64_t evidence;
+    double weight;
+    int64_t created;
+    const uint32_t *eps;
+    uint32_t n_eps;
+} gi_edge;
+
+typedef struct gi_str {
+    const char *p;
+    uint32_t len;
+} gi_str;
+
+typedef struct gi_pattern {
+    uint64_t key;
+    gi_str name, desc, trigger, action;
+    double success;
+    uint64_t occurrences;
+    int64_t last_used, created;
+    const uint32_t *eps;
+    uint32_t n_eps;
+} gi_pattern;
+
+typedef struct gi_episode {
+    uint32_t name;
+    uint32_t outcome;
+    uint32_t processed;
+    uint64_t seq;
+    int64_t ts;
+} gi_episode;
+
+/* ---- reading ---- */
+
+/* Map the newest graph file of the store directory whose covered seq is at
+ * most max_seq. CAIRN_ENOTFOUND: none. Any other error (the file named in
+ * e): unusable; g->name says which, for the caller to set aside. */
+int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e);
+
+/* Every check of cairn__gi_open over bytes already in g->map (8-byte
+ * aligned, g->len long): for tests and fuzzing. Does not unmap. */
+int cairn__gi_parse(gimage *g, cairn__err *e);
+
+/* Unmap; accepts a zeroed gimage. */
+void cairn__gi_close(gimage *g);
+
+void cairn__gi_node(const gimage *g, uint32_t i, gi_node *out);
+void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *out);
+void cairn__gi_pattern(const gimage *g, uint32_t i, gi_pattern *out);
+void cairn__gi_episode(const gimage *g, uint32_t i, gi_episode *out);
+gi_str cairn__gi_name(const gimage *g, uint32_t i);
+
+/* Out-edges of node v: targets out_dst[*first .. *first + *n), which are
+ * also the edge numbers (edges are sorted by source). */
+const uint32_t *cairn__gi_out(const gimage *g, uint32_t v, uint32_t *first, uint32_t *n);
+/* In-edges of node v: sources and edge numbers, *n of each. */
+const uint32_t *cairn__gi_in(const gimage *g, uint32_t v, const uint32_t **eids, uint32_t *n);
+
+/* The node whose key is key, or GI_NONE. */
+uint32_t cairn__gi_find_key(const gimage *g, uint64_t key);
+
+/* The first node (lowest number) whose folded label contains the folded
+ * text q, or GI_NONE. */
+uint32_t cairn__gi_find_label(const gimage *g, const char *q, size_t len);
+
+/* Whether hay holds q (len 0: always). */
+int cairn__gi_contains(const char *hay, size_t hlen, const char *q, size_t len);
+
+/* ---- writing ---- */
+
+typedef struct gi_in {
+    uint64_t covered, skipped;
+    int64_t updated;
+    const gi_node *nodes;     /* in node order */
+    uint64_t n_nodes;
+    const gi_edge *edges;     /* sorted by (src, dst, type), no two equal */
+    uint64_t n_edges;
+    const gi_pattern *patterns;
+    uint64_t n_patterns;
+    const gi_str *names;
+    uint64_t n_names;
+    const gi_episode *episodes;
+    uint64_t n_episodes;
+} gi_in;
+
+/* Write the file for `in` (temp file, fsync, rename, fsync the
+ * directory), then remove older graph files. The bytes are a function of
+ * `in` alone. Errors: CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM, CAIRN_EINVAL
+ * (past the format's limits). */
+int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *e);
+
+/* The trigram keys of a folded text (distinct, ascending) into out (room
+ * for len entries); their count. */
+size_t cairn__gi_trigrams(const char *s, size_t len, uint32_t *out);
+
+#endif /* CAIRN_GIMAGE_H */

@@ -1,0 +1,373 @@
+/*
+ * rcheckpoint.c - the reflexion handle's life: open (map the newest graph
+ * file, load its small tables, fold the records after it), checkpoint
+ * (write a graph file of the whole state, then read it back in place of
+ * the RAM delta), close, status and verify.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "io.h"
+#include "rstate.h"
+#include "store.h"
+
+static void free_state(cairn_reflex *r)
+{
+    for (uint32_t i = 0; r->bn != NULL && i < r->base_n; i++) {
+        free(r->bn[i].eps);
+        if (r->bn[i].owns) {
+            free(r->bn[i].label);
+            free(r->bn[i].fold);
+        }
+    }
+    for (uint32_t i = 0; r->be != NULL && i < r->base_m; i++)
+        free(r->be[i].eps);
+    for (size_t i = 0; i < r->n_dn; i++) {
+        free(r->dn[i].label);
+        free(r->dn[i].fold);
+        free(r->dn[i].eps);
+    }
+    for (size_t i = 0; i < r->n_de; i++)
+        free(r->de[i].eps);
+    for (size_t i = 0; i < r->n_names; i++)
+        free(r->names[i]);
+    for (size_t i = 0; i < r->n_pat; i++) {
+        free(r->pat[i].name);
+        free(r->pat[i].desc);
+        free(r->pat[i].trigger);
+        free(r->pat[i].action);
+        free(r->pat[i].eps);
+    }
+    free(r->bn);
+    free(r->be);
+    free(r->dn);
+    free(r->de);
+    free(r->ntab);
+    free(r->etab);
+    free(r->dout);
+    free(r->din);
+    free(r->names);
+    free(r->name_len);
+    free(r->name_tab);
+    free(r->epi);
+    free(r->epi_by_name);
+    free(r->pat);
+    cairn__gi_close(&r->gi);
+    /* Everything after the handle's db and mutex. */
+    memset((char *)r + offsetof(cairn_reflex, gi), 0, sizeof *r - offsetof(cairn_reflex, gi));
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+/* The file's names, episodes and patterns into RAM (they are few); nodes
+ * and edges stay in the mapping. */
+static int load_tables(cairn_reflex *r)
+{
+    const gimage *g = &r->gi;
+    r->base_n = (uint32_t)g->n_nodes;
+    r->base_m = (uint32_t)g->n_edges;
+    r->bn = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->bn);
+    r->be = calloc(g->n_edges ? g->n_edges : 1, sizeof *r->be);
+    if (r->bn == NULL || r->be == NULL)
+        return CAIRN_ENOMEM;
+    for (uint64_t i = 0; i < g->n_names; i++) {
+        gi_str s = cairn__gi_name(g, (uint32_t)i);
+        if (cairn__rx_name(r, s.p, s.len, 1) != i)
+            return CAIRN_ECORRUPT; /* a name twice, or no memory */
+    }
+    for (uint64_t i = 0; i < g->n_episodes; i++) {
+        gi_episode e;
+        cairn__gi_episode(g, (uint32_t)i, &e);
+        if (r->epi_by_name[e.name] != 0)
+            return CAIRN_ECORRUPT;
+        if (cairn__grow(NULL, (void **)&r->epi, &r->cap_epi, r->n_epi + 1, sizeof *r->epi) != 0)
+            return CAIRN_ENOMEM;
+        r->epi[r->n_epi].name = e.name;
+        r->epi[r->n_epi].outcome = e.outcome;
+        r->epi[r->n_epi].processed = e.processed;
+        r->epi[r->n_epi].seq = e.seq;
+        r->epi[r->n_epi].ts = e.ts;
+        r->epi_by_name[e.name] = (uint32_t)++r->n_epi;
+    }
+    for (uint64_t i = 0; i < g->n_patterns; i++) {
+        gi_pattern p;
+        rpat *x;
+        cairn__gi_pattern(g, (uint32_t)i, &p);
+        if (cairn__grow(NULL, (void **)&r->pat, &r->cap_pat, r->n_pat + 1, sizeof *r->pat) != 0)
+            return CAIRN_ENOMEM;
+        x = &r->pat[r->n_pat++];
+        memset(x, 0, sizeof *x);
+        x->key = p.key;
+        x->name = dup_n(p.name.p, p.name.len);
+        x->desc = dup_n(p.desc.p, p.desc.len);
+        x->trigger = dup_n(p.trigger.p, p.trigger.len);
+        x->action = dup_n(p.action.p, p.action.len);
+        x->eps = malloc((p.n_eps ? p.n_eps : 1) * sizeof *x->eps);
+        if (x->name == NULL || x->desc == NULL || x->trigger == NULL || x->action == NULL ||
+            x->eps == NULL)
+            return CAIRN_ENOMEM;
+        memcpy(x->eps, p.eps, (size_t)p.n_eps * sizeof *x->eps);
+        x->n_eps = x->cap_eps = p.n_eps;
+        x->success = p.success;
+        x->occurrences = p.occurrences;
+        x->last_used = p.last_used;
+        x->created = p.created;
+    }
+    r->folded = g->covered;
+    r->skipped = g->skipped;
+    r->updated = g->updated;
+    return CAIRN_OK;
+}
+
+/* Take the newest usable graph file, or note why none is used. */
+static int open_file(cairn_reflex *r, uint64_t last_seq)
+{
+    cairn__err e;
+    int rc = cairn__gi_open(&r->gi, r->db->io, r->db->dirfd, last_seq, &e);
+    if (rc == CAIRN_ENOTFOUND)
+        return CAIRN_OK;
+    if (rc == CAIRN_OK) {
+        rc = load_tables(r);
+        if (rc == CAIRN_OK)
+            return CAIRN_OK;
+        if (rc == CAIRN_ENOMEM)
+            return cairn__rx_fail(r, rc, "no memory for %s", r->gi.name);
+        snprintf(e.msg, sizeof e.msg, "%s: an episode or name is listed twice", r->gi.name);
+    }
+    snprintf(r->note, sizeof r->note, "%.200s; rebuilt from the log", e.msg);
+    /* Damaged: a writer removes it, so the next open does not trip on it. */
+    if (r->gi.name[0] != 0 && !r->db->read_only && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
+        (void)cairn__io_unlink(r->db->io, "graph.unlink", r->db->dirfd, r->gi.name, NULL);
+    free_state(r);
+    return CAIRN_OK;
+}
+
+int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
+{
+    cairn_stats st;
+    cairn_reflex *r;
+    int rc;
+
+    *out = NULL;
+    if (db == NULL)
+        return CAIRN_EINVAL;
+    if ((r = calloc(1, sizeof *r)) == NULL)
+        return CAIRN_ENOMEM;
+    r->db = db;
+    pthread_mutex_init(&r->mu, NULL);
+    rc = cairn_stats_get(db, &st);
+    if (rc == CAIRN_OK)
+        rc = open_file(r, st.last_seq);
+    if (rc == CAIRN_OK)
+        rc = cairn__rx_catch_up(r);
+    if (rc != CAIRN_OK) {
+        free_state(r);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        return rc;
+    }
+    *out = r;
+    return CAIRN_OK;
+}
+
+/* ---- checkpoint ---- */
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const gi_edge *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    return x->type < y->type ? -1 : x->type > y->type;
+}
+
+static int checkpoint_locked(cairn_reflex *r, int closing)
+{
+    cairn__err e;
+    gi_in in;
+    gi_node *nodes = NULL;
+    gi_edge *edges = NULL;
+    gi_pattern *pats = NULL;
+    gi_str *names = NULL;
+    gi_episode *eps = NULL;
+    uint32_t n = rx_nodes(r), m = rx_edges(r), *remap = NULL;
+    int rc;
+
+    if (r->db->read_only)
+        return cairn__rx_fail(r, CAIRN_EPERM, "a read-only handle cannot write the graph file");
+    if (r->stale)
+        return cairn__rx_fail(r, CAIRN_EINVAL, "this handle missed a record of the log: reopen "
+                              "the store before writing the graph file");
+    if ((rc = cairn_sync(r->db)) != CAIRN_OK)
+        return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
+    if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK)
+        return rc;
+    nodes = malloc((n ? n : 1) * sizeof *nodes);
+    edges = malloc((m ? m : 1) * sizeof *edges);
+    pats = malloc((r->n_pat ? r->n_pat : 1) * sizeof *pats);
+    names = malloc((r->n_names ? r->n_names : 1) * sizeof *names);
+    eps = malloc((r->n_epi ? r->n_epi : 1) * sizeof *eps);
+    if (nodes == NULL || edges == NULL || pats == NULL || names == NULL || eps == NULL) {
+        rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory for the graph file");
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        cairn__rx_node(r, i, &nodes[i]);
+    for (uint32_t i = 0; i < m; i++)
+        cairn__rx_edge(r, i, &edges[i]);
+    /* The file's edges are in (source, target, type) order: a function of
+     * the edges alone, whatever order they were folded in. */
+    qsort(edges, m, sizeof *edges, cmp_edge);
+    for (size_t i = 0; i < r->n_pat; i++) {
+        const rpat *p = &r->pat[i];
+        pats[i].key = p->key;
+        pats[i].name.p = p->name;
+        pats[i].name.len = (uint32_t)strlen(p->name);
+        pats[i].desc.p = p->desc;
+        pats[i].desc.len = (uint32_t)strlen(p->desc);
+        pats[i].trigger.p = p->trigger;
+        pats[i].trigger.len = (uint32_t)strlen(p->trigger);
+        pats[i].action.p = p->action;
+        pats[i].action.len = (uint32_t)strlen(p->action);
+        pats[i].success = p->success;
+        pats[i].occurrences = p->occurrences;
+        pats[i].last_used = p->last_used;
+        pats[i].created = p->created;
+        pats[i].eps = p->eps;
+        pats[i].n_eps = p->n_eps;
+    }
+    for (size_t i = 0; i < r->n_names; i++) {
+        names[i].p = r->names[i];
+        names[i].len = r->name_len[i];
+    }
+    for (size_t i = 0; i < r->n_epi; i++) {
+        eps[i].name = r->epi[i].name;
+        eps[i].outcome = r->epi[i].outcome;
+        eps[i].processed = r->epi[i].processed;
+        eps[i].seq = r->epi[i].seq;
+        eps[i].ts = r->epi[i].ts;
+    }
+    memset(&in, 0, sizeof in);
+    in.covered = r->folded;
+    in.skipped = r->skipped;
+    in.updated = r->updated;
+    in.nodes = nodes;
+    in.n_nodes = n;
+    in.edges = edges;
+    in.n_edges = m;
+    in.patterns = pats;
+    in.n_patterns = r->n_pat;
+    in.names = names;
+    in.n_names = r->n_names;
+    in.episodes = eps;
+    in.n_episodes = r->n_epi;
+    rc = cairn__gi_write(r->db->io, r->db->dirfd, &in, &e);
+    if (rc != CAIRN_OK)
+        rc = cairn__rx_fail(r, rc, "%s", e.msg);
+out:
+    free(remap);
+    free(nodes);
+    free(edges);
+    free(pats);
+    free(names);
+    free(eps);
+    if (rc != CAIRN_OK || closing)
+        return rc;
+    /* Read the new file in place of the RAM state: the handle's memory
+     * drops back to what a fresh open needs. */
+    free_state(r);
+    rc = open_file(r, UINT64_MAX);
+    if (rc == CAIRN_OK && r->gi.map == NULL)
+        rc = cairn__rx_fail(r, CAIRN_EIO, "the graph file was written but could not be read back: %s",
+                            r->note);
+    if (rc == CAIRN_OK)
+        rc = cairn__rx_catch_up(r);
+    if (rc != CAIRN_OK)
+        r->stale = 1;
+    r->delta_records = 0;
+    return rc;
+}
+
+int cairn_reflex_checkpoint(cairn_reflex *r)
+{
+    int rc;
+    pthread_mutex_lock(&r->mu);
+    r->err[0] = 0;
+    rc = checkpoint_locked(r, 0);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+void cairn_reflex_close(cairn_reflex *r)
+{
+    if (r == NULL)
+        return;
+    if (!r->db->read_only && !r->stale && r->delta_records >= R_CHECKPOINT_MIN)
+        (void)checkpoint_locked(r, 1); /* a failure costs a longer replay next time */
+    free_state(r);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+int cairn_reflex_status_get(cairn_reflex *r, cairn_reflex_status *out)
+{
+    int rc;
+    pthread_mutex_lock(&r->mu);
+    r->err[0] = 0;
+    rc = cairn__rx_catch_up(r);
+    memset(out, 0, sizeof *out);
+    out->episodes = r->n_epi;
+    out->nodes = rx_nodes(r);
+    out->edges = rx_edges(r);
+    out->patterns = r->n_pat;
+    out->updated_ms = r->updated;
+    for (size_t i = 0; i < r->n_epi; i++)
+        out->processed += r->epi[i].processed;
+    if (r->gi.map != NULL) {
+        snprintf(out->graph_file, sizeof out->graph_file, "%s", r->gi.name);
+        out->graph_covered = r->gi.covered;
+    }
+    out->delta_records = r->delta_records;
+    out->skipped = r->skipped;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                        int *checked_out)
+{
+    cairn__err e;
+    gimage g;
+    int rc = cairn__gi_open(&g, db->io, db->dirfd, UINT64_MAX, &e);
+
+    if (checked_out != NULL)
+        *checked_out = rc != CAIRN_ENOTFOUND;
+    if (problems_out != NULL)
+        *problems_out = 0;
+    if (rc == CAIRN_ENOTFOUND)
+        return CAIRN_OK;
+    if (rc == CAIRN_OK) {
+        cairn__gi_close(&g);
+        return CAIRN_OK;
+    }
+    if (rc == CAIRN_ENOMEM)
+        return rc;
+    if (fn != NULL)
+        fn(user, g.name, 0, rc, e.msg);
+    if (problems_out != NULL)
+        *problems_out = 1;
+    return CAIRN_OK;
+}

@@ -1,0 +1,103 @@
+/*
+ * fuzz_reflex_import.c - the reflexion readers of untrusted JSON, into a
+ * real store created once in a temporary directory (durability none, no
+ * background thread): byte 0 even, cairn_causal_import() of a
+ * causal-graph.json; odd, cairn_episode_put() of an episode (with force).
+ *
+ * Invariants: no crash or leak; the call returns CAIRN_OK, CAIRN_EINVAL
+ * (with a message) or CAIRN_ENOMEM; a failure appends nothing; after a
+ * success every node the status counts can be reached by its own label
+ * (a path of depth 0 to itself), and an episode put can be got back.
+ */
+#include "fuzz.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static cairn_db *db;
+static cairn_reflex *rx;
+static char dir[64];
+
+static void remove_store(void)
+{
+    DIR *d;
+    struct dirent *de;
+    cairn_reflex_close(rx);
+    cairn_close(db);
+    d = opendir(dir);
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+    (void)rmdir(dir);
+}
+
+static uint64_t records(void)
+{
+    cairn_stats s;
+    FUZZ_CHECK(cairn_stats_get(db, &s) == CAIRN_OK);
+    return s.records;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint64_t before;
+    int rc;
+
+    if (db == NULL) {
+        char err[CAIRN_ERRMSG_MAX];
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        strcpy(dir, "/tmp/cairn-fuzz-reflex-XXXXXX");
+        FUZZ_CHECK(mkdtemp(dir) != NULL);
+        o.create = 1;
+        o.background = 0;
+        o.durability = CAIRN_DURABILITY_NONE;
+        FUZZ_CHECK(cairn_open(&db, dir, &o, err, sizeof err) == CAIRN_OK);
+        FUZZ_CHECK(cairn_reflex_open(db, &rx) == CAIRN_OK);
+        atexit(remove_store);
+    }
+    if (size < 1 || size > (1u << 20))
+        return 0;
+    before = records();
+    if (data[0] & 1) {
+        char *out = NULL, *got = NULL;
+        rc = cairn_episode_put(rx, (const char *)data + 1, size - 1, 1, &out);
+        FUZZ_CHECK(rc == CAIRN_OK || rc == CAIRN_EINVAL || rc == CAIRN_ENOMEM);
+        if (rc != CAIRN_OK) {
+            FUZZ_CHECK(cairn_reflex_errmsg(rx)[0] != 0 || rc == CAIRN_ENOMEM);
+            FUZZ_CHECK(records() == before);
+            return 0;
+        }
+        FUZZ_CHECK(records() == before + 1);
+        char *session = strstr(out, "\"session\":\"");
+        FUZZ_CHECK(session != NULL);
+        free(out);
+        char *decisions = NULL;
+        FUZZ_CHECK(cairn_episode_list(rx, NULL, &got) == CAIRN_OK);
+        free(got);
+        (void)cairn_episode_decisions(rx, "episode-x", &decisions);
+        free(decisions);
+        return 0;
+    }
+    cairn_causal_import_stats st;
+    rc = cairn_causal_import(rx, (const char *)data + 1, size - 1, &st);
+    FUZZ_CHECK(rc == CAIRN_OK || rc == CAIRN_EINVAL || rc == CAIRN_ENOMEM);
+    if (rc != CAIRN_OK) {
+        FUZZ_CHECK(cairn_reflex_errmsg(rx)[0] != 0 || rc == CAIRN_ENOMEM);
+        FUZZ_CHECK(records() == before);
+        return 0;
+    }
+    cairn_reflex_status s;
+    FUZZ_CHECK(cairn_reflex_status_get(rx, &s) == CAIRN_OK);
+    FUZZ_CHECK(st.nodes == 0 || s.nodes > 0);
+    cairn_pattern *v = NULL;
+    size_t n = 0;
+    FUZZ_CHECK(cairn_pattern_list(rx, 0, 1, &v, &n) == CAIRN_OK);
+    FUZZ_CHECK(n == s.patterns);
+    cairn_patterns_free(v, n);
+    return 0;
+}

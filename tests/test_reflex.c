@@ -1,0 +1,713 @@
+/*
+ * test_reflex.c - reflexion: node and edge dedup with running averages,
+ * paths (found, not found, depth limit, cycles, through the graph file and
+ * the RAM delta), patterns and anti-patterns, episodes (validation, get,
+ * list, decisions, replace with force), causal update (idempotent), the
+ * causal-graph import, persistence across reopen and sealing, and the
+ * deterministic rebuild: drop the graph file, rebuild from the log, same
+ * bytes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+typedef struct fx {
+    char *dir;
+    cairn_db *db;
+    cairn_reflex *r;
+} fx;
+
+static void open_all(fx *f)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 4096;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_reflex_open(f->db, &f->r), CAIRN_OK);
+}
+
+static void close_all(fx *f)
+{
+    cairn_reflex_close(f->r);
+    f->r = NULL;
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+}
+
+static void reopen(fx *f)
+{
+    close_all(f);
+    open_all(f);
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    char *d = tu_mkdtemp("reflex");
+    if (f == NULL || d == NULL)
+        return -1;
+    f->dir = tu_join(d, "store");
+    free(d);
+    open_all(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    if (f->r != NULL || f->db != NULL)
+        close_all(f);
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void node(fx *f, unsigned type, const char *label, const char *ep, char *id)
+{
+    cairn_causal_node n;
+    if (cairn_causal_add_node(f->r, type, label, ep, &n) != CAIRN_OK)
+        fail_msg("add node %s: %s", label, cairn_reflex_errmsg(f->r));
+    if (id != NULL)
+        strcpy(id, n.id);
+    cairn_causal_node_clear(&n);
+}
+
+static void edge(fx *f, const char *a, const char *b, double w)
+{
+    if (cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, w, NULL, NULL) != CAIRN_OK)
+        fail_msg("add edge: %s", cairn_reflex_errmsg(f->r));
+}
+
+static void test_node_dedup(void **state)
+{
+    fx *f = *state;
+    cairn_causal_node n, m;
+    char other[CAIRN_NODE_ID_MAX + 1];
+
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_DECISION, "Choose routing", "episode-1", &n),
+                     CAIRN_OK);
+    assert_int_equal(n.frequency, 1);
+    assert_int_equal(n.n_episodes, 1);
+    assert_true(n.success_rate == 1.0);
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, "Choose routing", "episode-2", &m),
+                     CAIRN_OK);
+    assert_string_equal(n.id, m.id);
+    assert_int_equal(m.frequency, 2);
+    assert_int_equal(m.type, CAIRN_NODE_DECISION); /* the first type stays */
+    assert_int_equal(m.n_episodes, 2);
+    assert_string_equal(m.episodes[1], "episode-2");
+    cairn_causal_node_clear(&m);
+    /* The same episode again: counted, not listed twice. */
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_DECISION, "Choose routing", "episode-2", &m),
+                     CAIRN_OK);
+    assert_int_equal(m.frequency, 3);
+    assert_int_equal(m.n_episodes, 2);
+    cairn_causal_node_clear(&m);
+    /* Labels are exact for dedup: another case is another node. */
+    node(f, CAIRN_NODE_DECISION, "choose routing", NULL, other);
+    assert_string_not_equal(other, n.id);
+    /* The id is the label's, whatever came before. */
+    char id[CAIRN_NODE_ID_MAX + 1];
+    assert_int_equal(cairn_causal_node_id(f->r, "Choose routing", id), CAIRN_OK);
+    assert_string_equal(id, n.id);
+    cairn_causal_node_clear(&n);
+    assert_int_equal(cairn_causal_add_node(f->r, 99, "x", NULL, NULL), CAIRN_EINVAL);
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, "", NULL, NULL), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_reflex_errmsg(f->r), "label"));
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, "bad \xff utf8", NULL, NULL),
+                     CAIRN_EINVAL);
+}
+
+static void test_edge_running_average(void **state)
+{
+    fx *f = *state;
+    char a[CAIRN_NODE_ID_MAX + 1], b[CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_edge e;
+
+    node(f, CAIRN_NODE_DECISION, "A", NULL, a);
+    node(f, CAIRN_NODE_OUTCOME, "B", NULL, b);
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 0.9, "ep1", &e), CAIRN_OK);
+    assert_int_equal(e.evidence_count, 1);
+    assert_true(e.weight == 0.9);
+    cairn_causal_edge_clear(&e);
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 0.5, "ep2", &e), CAIRN_OK);
+    assert_int_equal(e.evidence_count, 2);
+    assert_true(e.weight > 0.7 - 1e-12 && e.weight < 0.7 + 1e-12);
+    assert_string_equal(e.source, a);
+    assert_string_equal(e.target, b);
+    assert_int_equal(e.n_episodes, 2);
+    cairn_causal_edge_clear(&e);
+    /* Another type is another edge. */
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_ENABLES, 0.2, NULL, &e), CAIRN_OK);
+    assert_int_equal(e.evidence_count, 1);
+    cairn_causal_edge_clear(&e);
+    /* And it survives a checkpoint and a reopen (the file's rows). */
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    reopen(f);
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 1.0, NULL, &e), CAIRN_OK);
+    assert_int_equal(e.evidence_count, 3);
+    assert_true(e.weight > 0.8 - 1e-12 && e.weight < 0.8 + 1e-12);
+    cairn_causal_edge_clear(&e);
+    assert_int_equal(cairn_causal_add_edge(f->r, a, "n0000000000000001", CAIRN_EDGE_CAUSES, 0.5, NULL, NULL),
+                     CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 1.5, NULL, NULL), CAIRN_EINVAL);
+    assert_int_equal(cairn_causal_add_edge(f->r, "A", b, CAIRN_EDGE_CAUSES, 0.5, NULL, NULL), CAIRN_EINVAL);
+}
+
+/* a -> b -> c -> d -> e -> f -> g, with a cycle c -> a and a shortcut b -> e. */
+static void chain(fx *f, char ids[7][CAIRN_NODE_ID_MAX + 1])
+{
+    static const char *labels[7] = {"Alpha start", "Beta", "Gamma", "Delta", "Epsilon",
+                                    "Zeta", "Eta final"};
+    for (int i = 0; i < 7; i++)
+        node(f, CAIRN_NODE_EVENT, labels[i], NULL, ids[i]);
+    for (int i = 0; i < 6; i++)
+        edge(f, ids[i], ids[i + 1], 0.5);
+    edge(f, ids[2], ids[0], 0.5);
+}
+
+static void check_paths(fx *f)
+{
+    cairn_causal_path p;
+    assert_int_equal(cairn_causal_path_find(f->r, "alpha", "GAMMA", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 2);
+    assert_int_equal(p.n, 3);
+    assert_string_equal(p.path[0].label, "Alpha start");
+    assert_string_equal(p.path[1].label, "Beta");
+    assert_string_equal(p.path[2].label, "Gamma");
+    cairn_causal_path_clear(&p);
+    /* Shortcut: a b e f g is 4 edges, not 6. */
+    assert_int_equal(cairn_causal_path_find(f->r, "Alpha", "final", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 4);
+    assert_string_equal(p.path[2].label, "Epsilon");
+    cairn_causal_path_clear(&p);
+    /* The depth limit. */
+    assert_int_equal(cairn_causal_path_find(f->r, "Alpha", "final", 3, &p), CAIRN_OK);
+    assert_false(p.found);
+    assert_string_equal(p.error, "No path found within depth 3");
+    cairn_causal_path_clear(&p);
+    /* Against the edges: g reaches nothing. The cycle a b c a ends. */
+    assert_int_equal(cairn_causal_path_find(f->r, "final", "Alpha", 10, &p), CAIRN_OK);
+    assert_false(p.found);
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_causal_path_find(f->r, "Gamma", "Beta", 10, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 2); /* c a b, through the cycle */
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_causal_path_find(f->r, "Beta", "Beta", 1, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 0);
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_causal_path_find(f->r, "nothing like it", "Beta", 5, &p), CAIRN_OK);
+    assert_false(p.found);
+    assert_string_equal(p.error, "Node not found");
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_causal_path_find(f->r, "Alpha", "Beta", 11, &p), CAIRN_EINVAL);
+    assert_int_equal(cairn_causal_path_find(f->r, "", "Beta", 5, &p), CAIRN_EINVAL);
+}
+
+static void test_paths(void **state)
+{
+    fx *f = *state;
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    chain(f, ids);
+    edge(f, ids[1], ids[4], 0.5);
+    check_paths(f);                 /* all in the RAM delta */
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    check_paths(f);                 /* all in the graph file */
+    reopen(f);
+    check_paths(f);
+}
+
+static void test_paths_file_and_delta(void **state)
+{
+    fx *f = *state;
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_path p;
+    chain(f, ids);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    /* The shortcut and a new node arrive after the file. */
+    edge(f, ids[1], ids[4], 0.5);
+    check_paths(f);
+    char x[CAIRN_NODE_ID_MAX + 1];
+    node(f, CAIRN_NODE_OUTCOME, "Omega (Unicode ÉTÉ)", NULL, x);
+    edge(f, ids[6], x, 0.5);
+    assert_int_equal(cairn_causal_path_find(f->r, "Alpha", "été", 10, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 5);
+    cairn_causal_path_clear(&p);
+    reopen(f);
+    assert_int_equal(cairn_causal_path_find(f->r, "Alpha", "été", 10, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 5);
+    cairn_causal_path_clear(&p);
+}
+
+static void test_patterns(void **state)
+{
+    fx *f = *state;
+    cairn_pattern_spec s = {"Lint bypass", "Unrelated lint errors", "Use --no-verify", NULL, 1.0, NULL};
+    cairn_pattern p, *v;
+    size_t n;
+
+    assert_int_equal(cairn_pattern_add(f->r, &s, &p), CAIRN_OK);
+    assert_int_equal(p.occurrences, 1);
+    assert_true(p.success_rate == 1.0);
+    assert_int_equal(p.id[0], 'p');
+    cairn_pattern_clear(&p);
+    assert_null(p.name);
+    s.success_rate = 0.0;
+    assert_int_equal(cairn_pattern_add(f->r, &s, NULL), CAIRN_OK);
+    s.success_rate = 0.5;
+    assert_int_equal(cairn_pattern_add(f->r, &s, NULL), CAIRN_OK);
+    cairn_pattern_spec bad = {"Retry forever", "Flaky test", "Rerun", "", 0.0, NULL};
+    assert_int_equal(cairn_pattern_add(f->r, &bad, NULL), CAIRN_OK);
+    cairn_pattern_spec once = {"Once bad", "t", "a", "", 0.1, NULL};
+    assert_int_equal(cairn_pattern_add(f->r, &once, NULL), CAIRN_OK);
+    assert_int_equal(cairn_pattern_add(f->r, &bad, NULL), CAIRN_OK);
+
+    assert_int_equal(cairn_pattern_list(f->r, 0, 1, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(v[0].name, "Lint bypass"); /* 0.5 over 3 */
+    assert_int_equal(v[0].occurrences, 3);
+    assert_true(v[0].success_rate > 0.5 - 1e-12 && v[0].success_rate < 0.5 + 1e-12);
+    assert_string_equal(v[2].name, "Retry forever");
+    cairn_patterns_free(v, n);
+    assert_int_equal(cairn_pattern_list(f->r, 0.2, 3, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    cairn_patterns_free(v, n);
+    /* Anti-patterns: low rate and at least 2 occurrences ("Once bad" has 1). */
+    assert_int_equal(cairn_pattern_anti(f->r, 0.3, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].name, "Retry forever");
+    cairn_patterns_free(v, n);
+    assert_int_equal(cairn_pattern_anti(f->r, 0.6, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].name, "Retry forever"); /* worst first */
+    cairn_patterns_free(v, n);
+    reopen(f);
+    assert_int_equal(cairn_pattern_list(f->r, 0, 1, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 3);
+    cairn_patterns_free(v, n);
+    s.success_rate = 2;
+    assert_int_equal(cairn_pattern_add(f->r, &s, NULL), CAIRN_EINVAL);
+    s.success_rate = 1;
+    s.trigger = NULL;
+    assert_int_equal(cairn_pattern_add(f->r, &s, NULL), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_reflex_errmsg(f->r), "trigger"));
+    assert_int_equal(cairn_pattern_list(f->r, 0, 0, &v, &n), CAIRN_EINVAL);
+}
+
+static const char *EP1 =
+    "{\"session\":\"2026-01-01-session-1\",\"task\":\"Fix the router\",\"outcome\":\"success\","
+    "\"timestamp\":\"2026-01-01T10:00:00Z\","
+    "\"decisions\":[{\"id\":\"d002\",\"timestamp\":\"2026-01-01T10:30:00Z\",\"type\":\"design\","
+    "\"context\":\"Routing\",\"chosen\":\"Serena-first\",\"rationale\":\"latency\","
+    "\"outcome\":\"success\",\"effects\":[\"e001\"]},"
+    "{\"id\":\"d001\",\"timestamp\":\"2026-01-01T10:05:00Z\",\"type\":\"recovery\","
+    "\"context\":\"\",\"chosen\":\"Retry blindly\",\"rationale\":\"\",\"outcome\":\"failure\",\"effects\":[]}],"
+    "\"events\":[{\"id\":\"e001\",\"timestamp\":\"2026-01-01T10:40:00Z\",\"type\":\"error\","
+    "\"content\":\"Build broke\",\"caused_by\":[],\"leads_to\":[]},"
+    "{\"id\":\"e002\",\"timestamp\":\"2026-01-01T10:50:00Z\",\"type\":\"milestone\","
+    "\"content\":\"Fixed the build\",\"caused_by\":[],\"leads_to\":[]}],"
+    "\"lessons\":[\"Test first\"],\"metrics\":{\"commits\":2}}";
+
+static void test_episodes(void **state)
+{
+    fx *f = *state;
+    char *out = NULL;
+    cJSON *o;
+    cairn_episode_query q = CAIRN_EPISODE_QUERY_INIT;
+
+    assert_int_equal(cairn_episode_put(f->r, EP1, strlen(EP1), 0, &out), CAIRN_OK);
+    o = cJSON_Parse(out);
+    assert_non_null(o);
+    assert_string_equal(cJSON_GetObjectItem(o, "id")->valuestring, "episode-2026-01-01-session-1");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metrics"), "tool_calls")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metrics"), "commits")->valueint, 2);
+    cJSON_Delete(o);
+    free(out);
+    assert_int_equal(cairn_episode_put(f->r, EP1, strlen(EP1), 0, NULL), CAIRN_EEXIST);
+    const char *ep2 = "{\"session\":\"s2\",\"task\":\"t\",\"outcome\":\"failure\","
+                      "\"timestamp\":\"2026-02-01T00:00:00Z\"}";
+    const char *ep3 = "{\"session\":\"s3\",\"task\":\"t\",\"outcome\":\"partial\","
+                      "\"timestamp\":\"2025-12-01T00:00:00Z\"}";
+    assert_int_equal(cairn_episode_put(f->r, ep2, strlen(ep2), 0, NULL), CAIRN_OK);
+    assert_int_equal(cairn_episode_put(f->r, ep3, strlen(ep3), 0, NULL), CAIRN_OK);
+    assert_int_equal(cairn_episode_get(f->r, "2026-01-01-session-1", &out), CAIRN_OK);
+    assert_non_null(strstr(out, "Fix the router"));
+    free(out);
+    assert_int_equal(cairn_episode_get(f->r, "nope", &out), CAIRN_ENOTFOUND);
+    assert_null(out);
+    assert_int_equal(cairn_episode_list(f->r, &q, &out), CAIRN_OK);
+    o = cJSON_Parse(out);
+    assert_int_equal(cJSON_GetArraySize(o), 3);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(o, 0), "session")->valuestring, "s2");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(o, 2), "session")->valuestring, "s3");
+    cJSON_Delete(o);
+    free(out);
+    q.outcome = "failure";
+    assert_int_equal(cairn_episode_list(f->r, &q, &out), CAIRN_OK);
+    o = cJSON_Parse(out);
+    assert_int_equal(cJSON_GetArraySize(o), 1);
+    cJSON_Delete(o);
+    free(out);
+    q.outcome = NULL;
+    q.since_ms = 1767225600000LL; /* 2026-01-01 */
+    q.max_results = 1;
+    assert_int_equal(cairn_episode_list(f->r, &q, &out), CAIRN_OK);
+    o = cJSON_Parse(out);
+    assert_int_equal(cJSON_GetArraySize(o), 1);
+    cJSON_Delete(o);
+    free(out);
+    q.max_results = 101;
+    assert_int_equal(cairn_episode_list(f->r, &q, &out), CAIRN_EINVAL);
+    /* Decisions by timestamp. */
+    assert_int_equal(cairn_episode_decisions(f->r, "episode-2026-01-01-session-1", &out), CAIRN_OK);
+    o = cJSON_Parse(out);
+    assert_int_equal(cJSON_GetArraySize(o), 2);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(o, 0), "id")->valuestring, "d001");
+    cJSON_Delete(o);
+    free(out);
+    assert_int_equal(cairn_episode_decisions(f->r, "episode-none", &out), CAIRN_OK);
+    assert_string_equal(out, "[]");
+    free(out);
+    /* Replace with force: the new one is read, across a reopen. */
+    const char *ep2b = "{\"session\":\"s2\",\"task\":\"t2\",\"outcome\":\"success\","
+                       "\"timestamp\":\"2026-02-01T00:00:00Z\"}";
+    assert_int_equal(cairn_episode_put(f->r, ep2b, strlen(ep2b), 1, NULL), CAIRN_OK);
+    reopen(f);
+    assert_int_equal(cairn_episode_get(f->r, "s2", &out), CAIRN_OK);
+    assert_non_null(strstr(out, "\"t2\""));
+    free(out);
+}
+
+static void expect_invalid(fx *f, const char *json, const char *field)
+{
+    if (cairn_episode_put(f->r, json, strlen(json), 0, NULL) != CAIRN_EINVAL)
+        fail_msg("accepted: %s", json);
+    if (strstr(cairn_reflex_errmsg(f->r), field) == NULL)
+        fail_msg("message \"%s\" does not name %s", cairn_reflex_errmsg(f->r), field);
+}
+
+static void test_episode_validation(void **state)
+{
+    fx *f = *state;
+    expect_invalid(f, "not json", "JSON");
+    expect_invalid(f, "[1]", "object");
+    expect_invalid(f, "{\"task\":\"t\",\"outcome\":\"success\"}", "session");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"won\"}", "outcome");
+    expect_invalid(f, "{\"session\":\"s\",\"outcome\":\"success\"}", "task");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"timestamp\":\"yesterday\"}",
+                   "timestamp");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"decisions\":"
+                      "[{\"type\":\"design\"},{\"type\":\"guess\"}]}", "decisions[1].type");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"decisions\":"
+                      "[{\"outcome\":\"maybe\"}]}", "decisions[0].outcome");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"events\":"
+                      "[{\"type\":\"commit\"}]}", "events[0].content");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"events\":"
+                      "[{\"content\":\"c\",\"caused_by\":[1]}]}", "events[0].caused_by[0]");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"metrics\":"
+                      "{\"errors\":-1}}", "metrics.errors");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"lessons\":\"x\"}",
+                   "lessons");
+    const char *nulls = "{\"session\":\"n\",\"task\":\"t\",\"outcome\":\"success\",\"metrics\":"
+                        "{\"tool_calls\":null},\"lessons\":null}";
+    char *out = NULL;
+    assert_int_equal(cairn_episode_put(f->r, nulls, strlen(nulls), 0, &out), CAIRN_OK);
+    assert_non_null(strstr(out, "\"tool_calls\":0"));
+    free(out);
+    assert_int_equal(cairn_episode_put(f->r, "{\"session\":\"n\"}", 13, 1, NULL), CAIRN_EINVAL);
+    expect_invalid(f, "{\"session\":\"a/b\",\"task\":\"t\",\"outcome\":\"success\"}", "session");
+    cairn_reflex_status st;
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.episodes, 1); /* only the one with nulls */
+}
+
+static void test_update_idempotent(void **state)
+{
+    fx *f = *state;
+    cairn_causal_update_stats s;
+    cairn_causal_update_opts o = CAIRN_CAUSAL_UPDATE_INIT;
+    cairn_reflex_status st;
+    cairn_causal_path p;
+    cairn_pattern *v;
+    size_t n;
+
+    assert_int_equal(cairn_episode_put(f->r, EP1, strlen(EP1), 0, NULL), CAIRN_OK);
+    o.dry_run = 1;
+    assert_int_equal(cairn_causal_update(f->r, &o, &s), CAIRN_OK);
+    assert_int_equal(s.episodes_processed, 1);
+    assert_int_equal(s.nodes_added, 5); /* outcome, 2 decisions, 2 events */
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, 0); /* a dry run adds nothing */
+    o.dry_run = 0;
+    assert_int_equal(cairn_causal_update(f->r, &o, &s), CAIRN_OK);
+    assert_int_equal(s.episodes_processed, 1);
+    assert_int_equal(s.nodes_added, 5);
+    /* effects d002->e001, error e001 -> fix e002, 2 decisions -> outcome */
+    assert_int_equal(s.edges_added, 4);
+    assert_int_equal(s.patterns_added, 2);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, 5);
+    assert_int_equal(st.edges, 4);
+    assert_int_equal(st.patterns, 2);
+    assert_int_equal(st.processed, 1);
+    assert_int_equal(cairn_causal_path_find(f->r, "Serena-first", "Fixed the build", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 2);
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_pattern_anti(f->r, 0.3, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 0); /* one occurrence only */
+    cairn_patterns_free(v, n);
+    /* Again: nothing to do, nothing changes, also after a reopen. */
+    assert_int_equal(cairn_causal_update(f->r, NULL, &s), CAIRN_OK);
+    assert_int_equal(s.episodes_processed, 0);
+    reopen(f);
+    assert_int_equal(cairn_causal_update(f->r, NULL, &s), CAIRN_OK);
+    assert_int_equal(s.episodes_processed, 0);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, 5);
+    assert_int_equal(st.edges, 4);
+}
+
+static const char *GRAPH =
+    "{\"version\":\"1.0\",\"updated\":\"2026-07-28T09:01:26Z\",\"nodes\":["
+    "{\"id\":\"aaa\",\"type\":\"error\",\"label\":\"Threshold too low\",\"episodes\":[\"ep-1\",\"ep-2\"],"
+    "\"created\":\"2026-07-28T08:55:40.013731+00:00\"},"
+    "{\"id\":\"bbb\",\"type\":\"milestone\",\"label\":\"Raised threshold\",\"episodes\":[\"ep-1\"]},"
+    "{\"id\":\"ccc\",\"type\":\"wizard\",\"label\":\"Unknown type\",\"episodes\":[]}],"
+    "\"edges\":[{\"source\":\"aaa\",\"target\":\"bbb\",\"type\":\"causes\",\"weight\":0.7,"
+    "\"evidence_count\":2,\"episodes\":[\"ep-1\",\"ep-2\"],\"contributions\":{\"ep-1\":0.8,\"ep-2\":0.6}},"
+    "{\"source\":\"aaa\",\"target\":\"ccc\",\"type\":\"causes\",\"weight\":0.5}],"
+    "\"patterns\":[{\"id\":\"p1\",\"name\":\"design pattern\",\"trigger\":\"Designing\",\"action\":\"First\","
+    "\"success_rate\":0.5,\"occurrences\":2,\"episodes\":[\"e1\",\"e2\"],\"contributions\":{\"e1\":1.0,\"e2\":0.0}}]}";
+
+static void test_import(void **state)
+{
+    fx *f = *state;
+    cairn_causal_import_stats s;
+    cairn_causal_path p;
+    cairn_pattern *v;
+    size_t n;
+
+    assert_int_equal(cairn_causal_import(f->r, GRAPH, strlen(GRAPH), &s), CAIRN_OK);
+    assert_int_equal(s.nodes, 2);
+    assert_int_equal(s.edges, 1);
+    assert_int_equal(s.patterns, 1);
+    assert_int_equal(s.skipped, 2); /* the unknown type, and the edge to it */
+    assert_int_equal(cairn_causal_path_find(f->r, "threshold too", "raised", 1, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.path[0].frequency, 2);
+    assert_int_equal(p.path[0].type, CAIRN_NODE_ERROR);
+    assert_int_equal(p.path[0].created_ms, 1785228940013LL);
+    assert_int_equal(p.path[1].type, CAIRN_NODE_MILESTONE);
+    cairn_causal_edge e;
+    assert_int_equal(cairn_causal_add_edge(f->r, p.path[0].id, p.path[1].id, CAIRN_EDGE_CAUSES, 0.7, NULL, &e),
+                     CAIRN_OK);
+    assert_int_equal(e.evidence_count, 3); /* two contributions came in */
+    assert_true(e.weight > 0.7 - 1e-12 && e.weight < 0.7 + 1e-12);
+    cairn_causal_edge_clear(&e);
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_pattern_list(f->r, 0, 1, &v, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].occurrences, 2);
+    assert_true(v[0].success_rate == 0.5);
+    cairn_patterns_free(v, n);
+    assert_int_equal(cairn_causal_import(f->r, "[]", 2, &s), CAIRN_EINVAL);
+    assert_int_equal(cairn_causal_import(f->r, "{\"nodes\":3}", 11, &s), CAIRN_EINVAL);
+}
+
+/* The graph file's name in the store, or NULL. */
+static char *graph_file(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char *found = NULL;
+    while (d != NULL && (de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, "graph-", 6) == 0 && strstr(de->d_name, ".cgx") != NULL &&
+            strstr(de->d_name, ".tmp") == NULL) {
+            free(found);
+            found = tu_join(dir, de->d_name);
+        }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+static void test_deterministic_rebuild(void **state)
+{
+    fx *f = *state;
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_import_stats s;
+    cairn_causal_update_stats us;
+    uint8_t *a, *b;
+    size_t la, lb;
+    char *path;
+
+    /* A history with a file in the middle: edges folded out of order,
+     * base rows changed after the file, episodes, patterns, an import. */
+    chain(f, ids);
+    assert_int_equal(cairn_causal_import(f->r, GRAPH, strlen(GRAPH), &s), CAIRN_OK);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    edge(f, ids[1], ids[4], 0.25);
+    edge(f, ids[0], ids[1], 0.75);
+    node(f, CAIRN_NODE_EVENT, "Beta", "episode-x", NULL);
+    assert_int_equal(cairn_episode_put(f->r, EP1, strlen(EP1), 0, NULL), CAIRN_OK);
+    assert_int_equal(cairn_causal_update(f->r, NULL, &us), CAIRN_OK);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    path = graph_file(f->dir);
+    assert_non_null(path);
+    a = tu_read_file(path, &la);
+    assert_non_null(a);
+    /* Drop it; reopen folds the whole log; write again. */
+    close_all(f);
+    assert_int_equal(unlink(path), 0);
+    open_all(f);
+    cairn_reflex_status st;
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_string_equal(st.graph_file, "");
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    b = tu_read_file(path, &lb);
+    assert_non_null(b);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    free(path);
+}
+
+static void test_damaged_file_rebuilt(void **state)
+{
+    fx *f = *state;
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_path p;
+    uint64_t problems = 0;
+    int checked = 0;
+    char *path;
+    uint8_t *buf;
+    size_t len;
+
+    chain(f, ids);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    close_all(f);
+    path = graph_file(f->dir);
+    buf = tu_read_file(path, &len);
+    buf[len - 3] ^= 0x20; /* a bit in the string blob */
+    assert_int_equal(tu_write_file(path, buf, len), 0);
+    free(buf);
+    open_all(f);
+    assert_int_equal(cairn_reflex_verify(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    /* The writer's open set the damaged file aside and rebuilt from the log. */
+    assert_int_equal(cairn_causal_path_find(f->r, "alpha", "gamma", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    cairn_causal_path_clear(&p);
+    assert_int_equal(checked, 0);
+    free(path);
+}
+
+static void test_verify_names_damage(void **state)
+{
+    fx *f = *state;
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    uint64_t problems = 0;
+    int checked = 0;
+    char *path;
+    uint8_t *buf;
+    size_t len;
+
+    chain(f, ids);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    assert_int_equal(cairn_reflex_verify(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    assert_int_equal(checked, 1);
+    assert_int_equal(problems, 0);
+    path = graph_file(f->dir);
+    buf = tu_read_file(path, &len);
+    buf[600] ^= 1;
+    assert_int_equal(tu_write_file(path, buf, len), 0);
+    free(buf);
+    free(path);
+    assert_int_equal(cairn_reflex_verify(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    assert_int_equal(problems, 1);
+}
+
+static void test_persist_across_sealing(void **state)
+{
+    fx *f = *state;
+    cairn_causal_op ops[400];
+    char ids[200][CAIRN_NODE_ID_MAX + 1], labels[200][32];
+    cairn_causal_path p;
+    cairn_reflex_status st;
+
+    /* Enough records to roll several 4 KiB segments and seal them. */
+    for (int i = 0; i < 200; i++) {
+        snprintf(labels[i], sizeof labels[i], "step %03d of the chain", i);
+        memset(&ops[i], 0, sizeof ops[i]);
+        ops[i].type = CAIRN_NODE_EVENT;
+        ops[i].label = labels[i];
+        assert_int_equal(cairn_causal_node_id(f->r, labels[i], ids[i]), CAIRN_OK);
+    }
+    for (int i = 0; i < 199; i++) {
+        memset(&ops[200 + i], 0, sizeof ops[0]);
+        ops[200 + i].is_edge = 1;
+        ops[200 + i].source = ids[i];
+        ops[200 + i].target = ids[i + 1];
+        ops[200 + i].weight = 0.5;
+    }
+    assert_int_equal(cairn_causal_add_batch(f->r, ops, 399), CAIRN_OK);
+    assert_int_equal(cairn_seal(f->db), CAIRN_OK);
+    reopen(f);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, 200);
+    assert_int_equal(st.edges, 199);
+    assert_int_equal(cairn_causal_path_find(f->r, "step 010", "step 020", 10, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 10);
+    cairn_causal_path_clear(&p);
+    /* A bad op anywhere: nothing of the batch is appended. */
+    ops[398].target = "n0123456789abcdef";
+    assert_int_equal(cairn_causal_add_batch(f->r, ops, 399), CAIRN_ENOTFOUND);
+    assert_non_null(strstr(cairn_reflex_errmsg(f->r), "op 398"));
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.edges, 199);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_node_dedup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_edge_running_average, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paths_file_and_delta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_patterns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_episodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_episode_validation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deterministic_rebuild, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_file_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verify_names_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_persist_across_sealing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
