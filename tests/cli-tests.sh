@@ -454,5 +454,332 @@ printf '[{"id":"i1","content":"imported one","category":"fact","importance":0.5,
 run --store "$Y" import --format json "$T/one.json" --json
 check "import --json counts as JSON" out_is '{"imported":1,"skipped":0}'
 
+# ---- reflexion: episodes, the causal graph, patterns ---------------------------------
+# jq_ok FILTER: the JSON in ./out passes the jq filter (skipped without jq).
+jq_ok() { ! have_jq || jq -e "$1" out >/dev/null 2>&1; }
+# field NAME: the value of a "NAME: value" line of ./out.
+field() { sed -n "s/^$1: *//p" out | head -n 1; }
+RF="--store $T/reflex"
+for c in episode causal pattern; do
+    run "$c" --help
+    check "$c --help lists its subcommands" sh -c "[ $rc -eq 0 ] && grep -q '^usage: cairn $c ' out && [ ! -s err ]"
+    run help "$c"
+    check "help $c prints the same text" sh -c "[ $rc -eq 0 ] && $CAIRN $c --help | cmp -s - out"
+done
+for sub in "episode new" "episode get" "episode list" "episode decisions" "episode extract" \
+    "causal node" "causal edge" "causal path" "causal update" "causal status" \
+    "pattern add" "pattern list" "pattern anti"; do
+    # shellcheck disable=SC2086
+    run $sub --help
+    check "$sub --help exits 0 with its usage" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -q '^usage: cairn $sub' && [ ! -s err ]"
+    # shellcheck disable=SC2086
+    run help $sub
+    check "help $sub prints the same text" sh -c "[ $rc -eq 0 ] && $CAIRN $sub --help | cmp -s - out"
+done
+run --help
+check "--help lists episode, causal and pattern" sh -c 'grep -q "^  episode " out && grep -q "^  causal " out && grep -q "^  pattern " out'
+run $RF episode
+check "episode without a subcommand exits 64 naming them" sh -c "[ $rc -eq 64 ] && [ \$(wc -l <err) -eq 1 ] && grep -q 'missing subcommand: new, get, list, decisions or extract' err"
+run $RF causal frobnicate
+check "an unknown subcommand exits 64" sh -c "[ $rc -eq 64 ] && grep -q \"^cairn: causal: unknown subcommand 'frobnicate'\" err"
+run help pattern frobnicate
+check "help of an unknown subcommand exits 64" rc_is 64
+run $RF causal path --from-label a --to-label b --bogus
+check "an unknown option of a subcommand exits 64 with one line" sh -c "[ $rc -eq 64 ] && [ \$(wc -l <err) -eq 1 ] && grep -q \"^cairn: causal path: unknown option '--bogus' (see 'cairn help causal path')\" err"
+run $RF episode list
+check "a read command without a store exits 1 naming cairn init" sh -c "[ $rc -eq 1 ] && grep -q \"no store at $T/reflex (run 'cairn init')\" err"
+
+# episodes: new, get, list, decisions
+DEC='[{"id":"d002","timestamp":"2026-01-01T17:10:00Z","type":"implementation","context":"Building it","chosen":"Module first","rationale":"Smaller steps","outcome":"success","effects":[]},{"id":"d001","timestamp":"2026-01-01T17:05:00Z","type":"design","context":"Choosing routing","chosen":"Serena-first","rationale":"Lower latency","outcome":"success","effects":["d002"]}]'
+EVT='[{"id":"e001","timestamp":"2026-01-01T17:20:00Z","type":"commit","content":"Created module","caused_by":["d001"],"leads_to":[]}]'
+MET='{"duration_minutes":45,"tool_calls":87,"errors":2,"recoveries":2,"commits":3,"files_changed":8}'
+run $RF episode new --session-id 2026-01-01-session-126 --task "Implement feature X" --outcome success \
+    --decisions "$DEC" --events "$EVT" --metrics "$MET" --lessons "Lesson 1,Lesson 2" --format json
+check "episode new stores and prints the episode (json)" sh -c "[ $rc -eq 0 ] && grep -q '\"id\":\"episode-2026-01-01-session-126\"' out && grep -q '\"session\":\"2026-01-01-session-126\"' out && grep -q '\"outcome\":\"success\"' out"
+check "episode new: --lessons a,b is a list, --metrics kept" sh -c "grep -q '\"lessons\":\[\"Lesson 1\",\"Lesson 2\"\]' out && grep -q '\"tool_calls\":87' out"
+check "episode new: the output is one valid JSON object" jq_ok '.decisions | length == 2'
+run $RF episode new --session-id 2026-01-01-session-126 --task "Something else" --outcome failure
+check "episode new of an existing session exits 1 and says --force" sh -c "[ $rc -eq 1 ] && [ \$(wc -l <err) -eq 1 ] && grep -q 'exists' err && grep -q -- '--force' err && grep -q CAIRN_EEXIST err"
+run $RF episode get --session-id 2026-01-01-session-126
+check "episode get (text) shows the first version" sh -c "[ $rc -eq 0 ] && [ '$(field outcome)' = success ] && [ '$(field task)' = 'Implement feature X' ] && grep -q '^decisions: *2' out && grep -q '^  - Lesson 2' out"
+run $RF episode new --session-id 2026-01-02-session-127 --task "Fix the parser" --outcome failure --lessons '["Read the spec"]'
+run $RF episode new --session-id 2026-01-02-session-127 --task "Fix the parser again" --outcome partial --force
+check "episode new --force replaces the episode" sh -c "[ $rc -eq 0 ] && [ '$(field outcome)' = partial ] && [ '$(field task)' = 'Fix the parser again' ]"
+run $RF episode get --session-id episode-2026-01-02-session-127 --format json
+check "episode get accepts the episode id, prints the replacement" sh -c "[ $rc -eq 0 ] && grep -q '\"task\":\"Fix the parser again\"' out"
+run $RF episode get --session-id 2026-12-31-session-999
+check "episode get of an unknown session prints null, exit 0" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = null ] && [ ! -s err ]"
+printf '{"session":"2025-06-01-session-1","timestamp":"2025-06-01T10:00:00Z","task":"Old work","outcome":"failure"}' |
+    "$CAIRN" $RF episode new - >out 2>err
+rc=$?
+check "episode new - reads a whole episode from stdin" sh -c "[ $rc -eq 0 ] && echo '$(field timestamp)' | grep -q '^2025-06-01T10:00' && [ '$(field session)' = 2025-06-01-session-1 ]"
+printf '{"session":"2025-06-02-session-2","timestamp":"2025-06-02T10:00:00Z","task":"From a file","outcome":"success"}' >"$T/ep-file.json"
+run $RF episode new --file "$T/ep-file.json" --outcome partial --format json
+check "episode new --file: options replace the file's members" sh -c "[ $rc -eq 0 ] && grep -q '\"task\":\"From a file\"' out && grep -q '\"outcome\":\"partial\"' out"
+run $RF episode list
+check "episode list: newest first, one line each" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 4 ] && head -n 1 out | grep -q 2026-01-02-session-127 && tail -n 1 out | grep -q 2025-06-01-session-1"
+run $RF episode list --format json
+check "episode list --format json is an array of 4" jq_ok 'length == 4 and .[0].session == "2026-01-02-session-127"'
+run $RF episode list --outcome failure
+check "episode list --outcome filters" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q 2025-06-01-session-1 out"
+run $RF episode list --since 2026-01-01
+check "episode list --since DATE drops older episodes" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ] && ! grep -q 2025-06 out"
+run episode --store "$T/reflex" list --since 7d --max-results 1
+check "episode list --since AGE --max-results 1 (--store before the subcommand)" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ]"
+run $RF episode decisions --episode-id episode-2026-01-01-session-126
+check "episode decisions: sorted by timestamp" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ] && head -n 1 out | grep -q 'd001' && tail -n 1 out | grep -q 'd002'"
+run $RF episode decisions --episode-id 2026-01-01-session-126 --format json
+check "episode decisions --format json (a session id works too)" jq_ok 'length == 2 and .[0].id == "d001" and .[0].chosen == "Serena-first"'
+run $RF episode decisions --episode-id episode-nosuch --format json
+check "episode decisions of an unknown episode: []" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '[]' ]"
+run $RF episode new --task t --outcome success
+check "episode new without --session-id exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'missing --session-id' err"
+run $RF episode new --session-id s --task t --outcome maybe
+check "episode new with a bad --outcome exits 64 with the seed's message" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'Outcome'. The argument 'maybe' does not belong to the set 'success,partial,failure'\" err"
+run $RF episode new --session-id s --task t --outcome success --decisions '{"id":"d1"}'
+check "episode new --decisions that is not an array exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'JSON array' err"
+run $RF episode new --session-id s --task t --outcome success --decisions '[{"id":"d1","outcome":"maybe"}]'
+check "episode new with a bad decision exits 1 naming the field" sh -c "[ $rc -eq 1 ] && grep -q 'decisions\[0\].outcome' err && grep -q CAIRN_EINVAL err"
+run $RF episode get --session-id s
+check "a refused episode is not stored" out_is null
+run $RF episode list --max-results 101
+check "episode list --max-results 101 exits 64 (1-100)" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'MaxResults'\" err && grep -q '1-100' err"
+run $RF episode list --since someday
+check "episode list with a bad --since exits 64" rc_is 64
+run $RF episode decisions
+check "episode decisions without --episode-id exits 64" rc_is 64
+
+# episode extract: a session log authored here
+cat >"$T/2026-01-03-session-7.md" <<'MD'
+# Session 7: Causal graph
+
+**Date**: 2026-01-03
+**Objective**: Add the causal graph to the memory engine
+**Status**: Complete
+
+## Decisions
+
+**Decision**: Breadth-first search for paths
+**Rationale**: The shortest path is the explanation
+
+## Work Performed
+
+- [x] Wrote the graph file format
+- [x] Added the path query
+
+## Lessons Learned
+
+- Test the cycle case first
+MD
+run $RF episode extract "$T/2026-01-03-session-7.md" --dry-run --format json
+check "episode extract --dry-run prints the episode" sh -c "[ $rc -eq 0 ] && grep -q '\"session\":\"2026-01-03-session-7\"' out && grep -q '\"outcome\":\"success\"' out"
+run $RF episode get --session-id 2026-01-03-session-7
+check "episode extract --dry-run stores nothing" out_is null
+run $RF episode extract "$T/2026-01-03-session-7.md"
+check "episode extract stores the episode of the log" sh -c "[ $rc -eq 0 ] && [ '$(field id)' = episode-2026-01-03-session-7 ] && [ '$(field outcome)' = success ] && grep -q 'causal graph' out && grep -q 'Test the cycle case first' out"
+run $RF episode get --session-id 2026-01-03-session-7 --format json
+check "the extracted episode is stored" sh -c "[ $rc -eq 0 ] && grep -q '\"task\":\"Add the causal graph to the memory engine\"' out"
+run $RF episode extract "$T/2026-01-03-session-7.md"
+check "episode extract twice without --force exits 1" sh -c "[ $rc -eq 1 ] && [ \$(wc -l <err) -eq 1 ] && grep -q 'exists' err"
+run $RF episode extract "$T/2026-01-03-session-7.md" --dry-run
+check "episode extract --dry-run fails as the real run would" rc_is 1
+run $RF episode extract "$T/2026-01-03-session-7.md" --force
+check "episode extract --force replaces it" rc_is 0
+run $RF episode extract "$T/no-such-session.md"
+check "episode extract of an unreadable log exits 1" sh -c "[ $rc -eq 1 ] && grep -q 'cannot read session log' err"
+run $RF episode extract
+check "episode extract without SESSION_LOG exits 64" rc_is 64
+
+# the causal graph: nodes, edges, paths
+run $RF causal node --type decision --label "Choose routing" --episode-id episode-a
+check "causal node adds a node" sh -c "[ $rc -eq 0 ] && [ '$(field frequency)' = 1 ] && [ '$(field type)' = decision ] && echo '$(field id)' | grep -Eq '^n[0-9a-f]{16}$'"
+NA=$(field id)
+run $RF causal node --type decision --label "Choose routing" --episode-id episode-b --format json
+check "causal node of the same label: frequency 2, both episodes, same id" sh -c "[ $rc -eq 0 ] && grep -q '\"id\":\"$NA\"' out && grep -q '\"frequency\":2' out && grep -q '\"episodes\":\[\"episode-a\",\"episode-b\"\]' out && grep -q '\"success_rate\":1' out"
+run $RF causal node --type outcome --label "Lower latency"
+NB=$(field id)
+run $RF causal node --type error --label "Cache timeout"
+NC=$(field id)
+run $RF causal node --type milestone --label "Unconnected island"
+run $RF causal edge --source-id "$NA" --target-id "$NB" --type causes --weight 0.9
+check "causal edge adds an edge" sh -c "[ $rc -eq 0 ] && [ '$(field weight)' = 0.9 ] && [ '$(field evidence_count)' = 1 ] && [ '$(field source)' = $NA ]"
+run $RF causal edge --source-id "$NA" --target-id "$NB" --type causes --weight 0.5
+check "causal edge again: weight is the running average 0.7, evidence_count 2" sh -c "[ $rc -eq 0 ] && [ '$(field weight)' = 0.7 ] && [ '$(field evidence_count)' = 2 ]"
+run $RF causal edge --source-id "$NB" --target-id "$NC" --type enables --episode-id episode-a --format json
+check "causal edge --weight defaults to 0.5 (json), --episode-id kept" sh -c "[ $rc -eq 0 ] && grep -q '\"weight\":0.5' out && grep -q '\"type\":\"enables\"' out && grep -q '\"evidence_count\":1' out && grep -q '\"episodes\":\[\"episode-a\"\]' out"
+run $RF causal edge --source-id "$NC" --target-id "$NA" --type causes --weight 0.3
+check "causal edge closing a cycle" rc_is 0
+run $RF causal edge --source-id "$NA" --target-id n0000000000000000 --type causes
+check "causal edge to an unknown node exits 1 (CAIRN_ENOTFOUND)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run $RF causal edge --source-id "$NA" --target-id "$NB" --type causes --weight 1.5
+check "causal edge --weight 1.5 exits 64 (0-1)" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'Weight'\" err"
+run $RF causal edge --source-id "$NA" --target-id "$NB" --type blames
+check "causal edge with an unknown type exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'causes,enables,prevents,correlates' err"
+run $RF causal edge --source-id "$NA" --type causes
+check "causal edge without --target-id exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'missing --target-id' err"
+run $RF causal node --type opinion --label x
+check "causal node with an unknown type exits 64" rc_is 64
+run $RF causal node --type decision
+check "causal node without --label exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'missing --label' err"
+run $RF causal path --from-label routing --to-label TIMEOUT
+check "causal path finds the path (labels are case-insensitive parts)" sh -c "[ $rc -eq 0 ] && [ '$(field found)' = true ] && [ '$(field depth)' = 2 ] && [ \$(grep -c '^.. n[0-9a-f]' out) -eq 3 ]"
+run $RF causal path --from-label routing --to-label timeout --format json
+check "causal path --format json: found, path, depth" jq_ok '.found == true and .depth == 2 and (.path | length) == 3 and .path[0].label == "Choose routing" and .path[2].label == "Cache timeout"'
+run $RF causal path --from-label timeout --to-label latency
+check "causal path through the cycle's closing edge" sh -c "[ $rc -eq 0 ] && [ '$(field found)' = true ] && [ '$(field depth)' = 2 ]"
+run $RF causal path --from-label routing --to-label timeout --max-depth 1 --format json
+check "causal path beyond --max-depth: not found, exit 0, the error" sh -c "[ $rc -eq 0 ] && grep -q '\"found\":false' out && grep -q 'No path found within depth 1' out && grep -q '\"path\":\[\]' out"
+run $RF causal path --from-label routing --to-label island
+check "causal path with no path at all: found false, exit 0" sh -c "[ $rc -eq 0 ] && [ '$(field found)' = false ] && grep -q '^error: No path found within depth 5' out"
+run $RF causal path --from-label "no such label" --to-label timeout
+check "causal path from an unknown label: Node not found, exit 0" sh -c "[ $rc -eq 0 ] && [ '$(field found)' = false ] && grep -q 'Node not found' out"
+run $RF causal path --from-label routing --to-label timeout --max-depth 11
+check "causal path --max-depth 11 exits 64 (1-10)" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'MaxDepth'\" err && grep -q '1-10' err"
+run $RF causal path --from-label routing --to-label timeout --max-depth 0
+check "causal path --max-depth 0 exits 64" rc_is 64
+run $RF causal path --to-label timeout
+check "causal path without --from-label exits 64" rc_is 64
+
+# patterns
+run $RF pattern add --name "Lint bypass" --trigger "Unrelated lint errors" --action "Skip the hook with a reason" --success-rate 0.5
+check "pattern add adds a pattern" sh -c "[ $rc -eq 0 ] && [ '$(field occurrences)' = 1 ] && [ '$(field success_rate)' = 0.5 ] && echo '$(field id)' | grep -Eq '^p[0-9a-f]{16}$'"
+run $RF pattern add --name "Lint bypass" --trigger "other" --action "other" --success-rate 0 --format json
+check "pattern add of the same name: occurrences 2, average rate, first trigger kept" sh -c "[ $rc -eq 0 ] && grep -q '\"occurrences\":2' out && grep -q '\"success_rate\":0.25' out && grep -q '\"trigger\":\"Unrelated lint errors\"' out && grep -Eq '\"last_used\":\"20[0-9-]+T[0-9:.]+Z\"' out"
+run $RF pattern add --name "Tests first" --trigger "A new module" --action "Write the test first" --description "TDD" --episode-id episode-a
+check "pattern add: --success-rate defaults to 1.0; --description, --episode-id" sh -c "[ $rc -eq 0 ] && [ '$(field success_rate)' = 1 ] && [ '$(field description)' = TDD ] && [ '$(field episodes)' = episode-a ]"
+run $RF pattern add --name "Once bad" --trigger "x" --action "y" --success-rate 0.1
+run $RF pattern list
+check "pattern list: best first" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 3 ] && head -n 1 out | grep -q 'Tests first' && tail -n 1 out | grep -q 'Once bad'"
+run $RF pattern list --min-success-rate 0.5 --format json
+check "pattern list --min-success-rate" jq_ok 'length == 1 and .[0].name == "Tests first"'
+run $RF pattern list --min-occurrences 2
+check "pattern list --min-occurrences" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q 'Lint bypass' out"
+run $RF pattern anti
+check "pattern anti: low success and 2+ occurrences only" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q 'Lint bypass' out && ! grep -q 'Once bad' out"
+run $RF pattern anti --max-success-rate 0.2 --format json
+check "pattern anti --max-success-rate" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '[]' ]"
+run $RF pattern list --min-occurrences 1001
+check "pattern list --min-occurrences 1001 exits 64 (1-1000)" sh -c "[ $rc -eq 64 ] && grep -q '1-1000' err"
+run $RF pattern list --min-success-rate 1.1
+check "pattern list --min-success-rate 1.1 exits 64" rc_is 64
+run $RF pattern anti --max-success-rate -1
+check "pattern anti --max-success-rate -1 exits 64" rc_is 64
+run $RF pattern add --name n --trigger t --action a --success-rate lots
+check "pattern add with a bad --success-rate exits 64" rc_is 64
+run $RF pattern add --name n --action a
+check "pattern add without --trigger exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'missing --trigger' err"
+
+# update and status
+run $RF causal status --format json
+check "causal status (json): the seed's fields" jq_ok '.Episodes.Count == 5 and .Episodes.Path == "'"$T/reflex"'" and .CausalGraph.Nodes == 4 and .CausalGraph.Edges == 3 and .CausalGraph.Patterns == 3 and .Configuration.EpisodesPath != null and (.CausalGraph.Updated | test("^20"))'
+run $RF causal update --dry-run
+check "causal update --dry-run counts the episodes" sh -c "[ $rc -eq 0 ] && [ '$(field episodes_processed)' = 5 ] && [ '$(field nodes_added)' -gt 0 ]"
+run $RF causal status
+check "causal update --dry-run changes nothing" sh -c "[ $rc -eq 0 ] && grep -q '^nodes: *4$' out && grep -q '^episodes processed: *0$' out"
+run $RF causal update --since 2026-01-02 --format json
+check "causal update --since folds the newer episodes only" sh -c "[ $rc -eq 0 ] && grep -q '\"episodes_processed\":3' out && grep -q '\"nodes_added\":[1-9]' out"
+run $RF causal update
+check "causal update folds the rest" sh -c "[ $rc -eq 0 ] && [ '$(field episodes_processed)' = 2 ]"
+run $RF causal update --format json
+check "causal update twice: the second adds nothing" out_is '{"episodes_processed":0,"nodes_added":0,"edges_added":0,"patterns_added":0}'
+run $RF causal status
+check "causal status (text) after update" sh -c "[ $rc -eq 0 ] && grep -q '^episodes processed: *5$' out && grep -q '^episodes: *5$' out && ! grep -q '^nodes: *4$' out"
+run $RF causal update --since sometime
+check "causal update with a bad --since exits 64" rc_is 64
+run $RF causal node --type decision --label "Choose routing" --format json
+check "the graph persists across invocations (frequency 3)" sh -c "[ $rc -eq 0 ] && grep -q '\"frequency\":3' out"
+run $RF verify
+check "verify stays 0 after the reflexion commands" sh -c "[ $rc -eq 0 ] && grep -q '^ok: ' out"
+run $RF verify --format json
+check "verify --format json reports the graph file" sh -c "[ $rc -eq 0 ] && grep -q '\"graph\":' out"
+
+# import --from causal-graph: a small graph in the seed's schema
+cat >"$T/causal-graph.json" <<'JSON'
+{
+  "version": "1.0",
+  "updated": "2026-01-05T10:00:00+00:00",
+  "nodes": [
+    {"id": "a1", "type": "decision", "label": "Adopt draft PRs", "episodes": ["episode-x", "episode-y"], "created": "2026-01-05T09:00:00+00:00"},
+    {"id": "a2", "type": "milestone", "label": "CI stays visible", "episodes": ["episode-x"], "created": "2026-01-05T09:00:01+00:00"},
+    {"id": "a3", "type": "feeling", "label": "Not a node type", "episodes": ["episode-x"]}
+  ],
+  "edges": [
+    {"source": "a1", "target": "a2", "type": "causes", "weight": 0.8, "evidence_count": 2, "episodes": ["episode-x", "episode-y"], "contributions": {"episode-x": 0.9, "episode-y": 0.7}},
+    {"source": "a1", "target": "zz", "type": "causes", "weight": 0.5, "evidence_count": 1, "episodes": ["episode-x"], "contributions": {"episode-x": 0.5}}
+  ],
+  "patterns": [
+    {"id": "b1", "name": "Draft first", "description": "Pattern from episode-x", "trigger": "Work in progress", "action": "Open a draft PR", "success_rate": 1.0, "occurrences": 2, "episodes": ["episode-x", "episode-y"], "contributions": {"episode-x": 1.0, "episode-y": 1.0}}
+  ]
+}
+JSON
+CG="--store $T/cg"
+run $CG import --from causal-graph "$T/causal-graph.json"
+check "import --from causal-graph counts nodes, edges, patterns, skipped" sh -c "[ $rc -eq 0 ] && grep -qx 'nodes: 2' out && grep -qx 'edges: 1' out && grep -qx 'patterns: 1' out && grep -qx 'skipped: 2' out"
+run $CG causal path --from-label "draft prs" --to-label visible --format json
+check "the imported edge is a path" jq_ok '.found == true and .depth == 1'
+run $CG causal node --type decision --label "Adopt draft PRs" --format json
+check "an imported node keeps its frequency (2, then 3)" sh -c "[ $rc -eq 0 ] && grep -q '\"frequency\":3' out"
+run $CG pattern list --min-occurrences 2
+check "an imported pattern keeps its occurrences" sh -c "[ $rc -eq 0 ] && grep -q 'Draft first' out"
+printf '{"nodes": 7}' >"$T/not-a-graph.json"
+run $CG import --from causal-graph "$T/not-a-graph.json" --json
+check "import --from causal-graph of a file outside the schema exits 1" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EINVAL err && [ \$(wc -l <err) -eq 1 ]"
+run $CG import --from causal-graph "$T/no-such-graph.json"
+check "import --from causal-graph of a missing file exits 1" rc_is 1
+run $CG verify
+check "verify stays 0 after an import" rc_is 0
+
+# import --from episodes: a folder of episode files
+mkdir -p "$T/eps"
+printf '{"session":"2026-02-01-session-10","timestamp":"2026-02-01T09:00:00Z","task":"First imported","outcome":"success","decisions":[],"events":[],"metrics":{},"lessons":["x"]}' >"$T/eps/episode-2026-02-01-session-10.json"
+printf '{"id":"episode-2026-02-02-session-11","session":"2026-02-02-session-11","timestamp":"2026-02-02T09:00:00Z","task":"Second imported","outcome":"partial"}' >"$T/eps/episode-2026-02-02-session-11.json"
+printf '{"session":"2026-02-03-session-12","task":"Bad one","outcome":"sideways"}' >"$T/eps/episode-2026-02-03-session-12.json"
+printf 'not an episode' >"$T/eps/notes.txt"
+EP="--store $T/epimp"
+run $EP import --from episodes "$T/eps"
+check "import --from episodes imports the good files, names the bad one, exits 1" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 2' out && grep -qx 'skipped: 0' out && grep -qx 'failed: 1' out && grep -q '^failure: episode-2026-02-03-session-12.json: ' out && [ \$(wc -l <err) -eq 1 ]"
+run $EP episode list --format json
+check "the imported episodes are listed" jq_ok 'length == 2 and .[0].session == "2026-02-02-session-11"'
+rm "$T/eps/episode-2026-02-03-session-12.json"
+run $EP import --from episodes "$T/eps" --json
+check "import --from episodes again skips existing sessions" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '{\"imported\":0,\"skipped\":2,\"failed\":0,\"failures\":[]}' ]"
+run $EP import --from episodes "$T/eps" --force
+check "import --from episodes --force replaces them" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
+run $EP import --from episodes "$T/no-such-dir"
+check "import --from episodes of a missing folder exits 1" rc_is 1
+run $EP import --from markdown "$T/eps" --force
+check "import --force outside --from episodes exits 64" rc_is 64
+run $EP import --from graphs "$T/eps"
+check "import --from with an unknown source exits 64" rc_is 64
+run $EP verify
+check "verify stays 0 after importing episodes" rc_is 0
+
+# a graph file: written when a writer closes after 1000+ graph records
+BIG="--store $T/big"
+{
+    printf '{"version":"1.0","updated":"2026-01-05T10:00:00+00:00","nodes":['
+    seq 1 1100 | awk '{printf "%s{\"id\":\"x%d\",\"type\":\"event\",\"label\":\"event number %d\",\"episodes\":[\"episode-big\"]}", (NR > 1 ? "," : ""), $1, $1}'
+    printf '],"edges":[],"patterns":[]}'
+} >"$T/big-graph.json"
+run $BIG import --from causal-graph "$T/big-graph.json" --json
+check "import of 1100 nodes" out_is '{"nodes":1100,"edges":0,"patterns":0,"skipped":0}'
+run $BIG causal status --format json
+check "causal status names the graph file written at close" jq_ok '.CausalGraph.File != null and .CausalGraph.Path == "'"$T/big/"'" + .CausalGraph.File and .CausalGraph.Nodes == 1100 and .CausalGraph.RecordsAfter == 0'
+run $BIG verify
+check "verify checks the graph file" sh -c "[ $rc -eq 0 ] && grep -q 'graph file verified' out"
+gx=$(ls "$T/big" | grep '\.cgx$' | head -n 1)
+if [ -n "$gx" ]; then
+    size=$(wc -c <"$T/big/$gx" | tr -d ' ')
+    printf 'Z' | dd of="$T/big/$gx" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+    run $BIG verify --format json
+    check "verify finds a damaged graph file (exit 2, named)" sh -c "[ $rc -eq 2 ] && grep -q '\"graph\":\"damaged\"' out && grep -q '$gx' out"
+    run $BIG causal path --from-label "number 10" --to-label "number 20"
+    check "a damaged graph file is set aside: the graph comes from the log" sh -c "[ $rc -eq 0 ] && grep -q '^found: false' out"
+    run $BIG causal node --type event --label "event number 7" --format json
+    check "and nothing is lost (frequency 2)" sh -c "[ $rc -eq 0 ] && grep -q '\"frequency\":2' out"
+else
+    notok "a graph file after importing 1100 nodes (no .cgx file in $T/big)"
+fi
+
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

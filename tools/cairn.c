@@ -19,42 +19,51 @@ typedef struct command {
     const char *summary; /* one line for `cairn --help` */
     const char *help;    /* the full help text */
     cli_cmd_fn run;
+    int group;           /* 1: argv[0] names a subcommand (`cairn episode new`) */
 } command;
 
 static const char help_help[] =
-    "usage: cairn help [COMMAND]\n"
+    "usage: cairn help [COMMAND [SUBCOMMAND]]\n"
     "\n"
-    "Print the help text of COMMAND (the same as `cairn COMMAND --help`), or\n"
-    "without COMMAND the overview of every command.\n"
+    "Print the help text of COMMAND (the same as `cairn COMMAND --help`), of a\n"
+    "subcommand of episode, causal or pattern (`cairn help causal path` is\n"
+    "`cairn causal path --help`), or without COMMAND the overview of every\n"
+    "command.\n"
     "\n"
-    "Exit status: 0 success, 64 unknown command.\n";
+    "Exit status: 0 success, 64 unknown command or subcommand.\n";
 
 static int cmd_help(cli_ctx *ctx, int argc, char **argv);
 
 static const command commands[] = {
-    {"init", "create a store", cmd_init_help, cmd_init},
-    {"log", "append JSON records (arguments, or lines of stdin)", cmd_log_help, cmd_log},
-    {"dump", "print records as JSON lines", cmd_dump_help, cmd_dump},
-    {"verify", "check every checksum and structure of the store", cmd_verify_help, cmd_verify},
-    {"stats", "print the store's statistics", cmd_stats_help, cmd_stats},
-    {"add", "store a memory", cmd_add_help, cmd_add},
-    {"get", "print a memory", cmd_get_help, cmd_get},
-    {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove},
-    {"recall", "the memories that best match a query", cmd_recall_help, cmd_recall},
-    {"context", "recalled memories as a block for a prompt", cmd_context_help, cmd_context},
-    {"forget", "prune expired, old or faded memories", cmd_forget_help, cmd_forget},
+    {"init", "create a store", cmd_init_help, cmd_init, 0},
+    {"log", "append JSON records (arguments, or lines of stdin)", cmd_log_help, cmd_log, 0},
+    {"dump", "print records as JSON lines", cmd_dump_help, cmd_dump, 0},
+    {"verify", "check every checksum and structure of the store", cmd_verify_help, cmd_verify,
+     0},
+    {"stats", "print the store's statistics", cmd_stats_help, cmd_stats, 0},
+    {"add", "store a memory", cmd_add_help, cmd_add, 0},
+    {"get", "print a memory", cmd_get_help, cmd_get, 0},
+    {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove, 0},
+    {"recall", "the memories that best match a query", cmd_recall_help, cmd_recall, 0},
+    {"context", "recalled memories as a block for a prompt", cmd_context_help, cmd_context, 0},
+    {"forget", "prune expired, old or faded memories", cmd_forget_help, cmd_forget, 0},
     {"remember", "store what an LLM finds worth remembering in a conversation",
-     cmd_remember_help, cmd_remember},
-    {"merge", "merge near-duplicate memories (by their vectors)", cmd_merge_help, cmd_merge},
-    {"clear", "delete every memory of a namespace, or all", cmd_clear_help, cmd_clear},
-    {"export", "print every memory as json, md or csv", cmd_export_help, cmd_export},
-    {"import", "import memories (export formats, or a folder of markdown)", cmd_import_help,
-     cmd_import},
+     cmd_remember_help, cmd_remember, 0},
+    {"merge", "merge near-duplicate memories (by their vectors)", cmd_merge_help, cmd_merge, 0},
+    {"clear", "delete every memory of a namespace, or all", cmd_clear_help, cmd_clear, 0},
+    {"export", "print every memory as json, md or csv", cmd_export_help, cmd_export, 0},
+    {"import", "import memories (exports, markdown), episodes or a causal graph",
+     cmd_import_help, cmd_import, 0},
     {"search", "search memories by relevance (the Search-Memory skill)", cmd_search_help,
-     cmd_search},
-    {"status", "the search router's status", cmd_status_help, cmd_status},
-    {"checkpoint", "write the memory index file now", cmd_checkpoint_help, cmd_checkpoint},
-    {"help", "print the help of a command", help_help, cmd_help},
+     cmd_search, 0},
+    {"status", "the search router's status", cmd_status_help, cmd_status, 0},
+    {"checkpoint", "write the memory index file now", cmd_checkpoint_help, cmd_checkpoint, 0},
+    {"episode", "episodes of agent sessions: new, get, list, decisions, extract",
+     cmd_episode_help, cmd_episode, 1},
+    {"causal", "the causal graph: node, edge, path, update, status", cmd_causal_help,
+     cmd_causal, 1},
+    {"pattern", "patterns and anti-patterns: add, list, anti", cmd_pattern_help, cmd_pattern, 1},
+    {"help", "print the help of a command", help_help, cmd_help, 0},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -110,6 +119,7 @@ static int cmd_help(cli_ctx *ctx, int argc, char **argv)
     const command *c;
     cli_args a;
     const char *name, *val, *topic = NULL;
+    char *sub = NULL;
     int r;
 
     cli_args_init(&a, ctx, NULL, argc, argv);
@@ -118,9 +128,12 @@ static int cmd_help(cli_ctx *ctx, int argc, char **argv)
             return CLI_EXIT_USAGE;
         if (r == CLI_ARG_HELP)
             return cli_help(help_help);
-        if (topic != NULL)
+        if (sub != NULL || (topic != NULL && (c = find_command(topic)) != NULL && !c->group))
             return cli_usage_error(ctx->cmd, "too many arguments");
-        topic = val;
+        if (topic != NULL)
+            sub = a.argv[a.i - 1]; /* val, not const */
+        else
+            topic = val;
     }
     if (topic == NULL) {
         print_overview(stdout);
@@ -129,6 +142,15 @@ static int cmd_help(cli_ctx *ctx, int argc, char **argv)
     c = find_command(topic);
     if (c == NULL)
         return cli_usage_error(ctx->cmd, "unknown command '%s' (see 'cairn --help')", topic);
+    if (sub != NULL) {
+        /* The group prints its subcommand's help, or rejects the name. */
+        static char help_opt[] = "--help";
+        char *args[2];
+        args[0] = sub;
+        args[1] = help_opt;
+        ctx->cmd = c->name;
+        return c->run(ctx, 2, args);
+    }
     return cli_help(c->help);
 }
 

@@ -69,6 +69,13 @@ int cli_proc_run(const char *cmd, const char *in, size_t in_len, int timeout_ms,
         return 1;
     }
     (void)fcntl(to[1], F_SETFL, O_NONBLOCK);
+    /* A program that exits without reading its input must make write()
+     * fail with EPIPE, not kill the tool: SIGPIPE is ignored while we feed
+     * it (restored below). */
+    struct sigaction ign, old_pipe;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    (void)sigaction(SIGPIPE, &ign, &old_pipe);
     if (in_len == 0) {
         close(to[1]);
         to[1] = -1;
@@ -131,6 +138,7 @@ int cli_proc_run(const char *cmd, const char *in, size_t in_len, int timeout_ms,
     close(from[0]);
     if (rc != 0)
         kill(pid, SIGKILL);
+    (void)sigaction(SIGPIPE, &old_pipe, NULL);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {

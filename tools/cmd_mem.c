@@ -948,6 +948,8 @@ const char cmd_export_help[] =
 const char cmd_import_help[] =
     "usage: cairn import --format json|md|csv FILE|-  [--namespace NS] [--json]\n"
     "       cairn import --from markdown DIR [--category C] [--namespace NS] [--json]\n"
+    "       cairn import --from episodes DIR [--force] [--json]\n"
+    "       cairn import --from causal-graph FILE|- [--json]\n"
     "\n"
     "First form: import what `cairn export` wrote (FILE, or - for stdin). Every\n"
     "memory is checked first: one invalid memory fails the import and nothing\n"
@@ -961,8 +963,25 @@ const char cmd_import_help[] =
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
     "\n"
-    "Exit status: 0 success; 1 invalid input, unreadable file, I/O error; 64\n"
-    "usage error.\n";
+    "Third form: every *.json file of DIR (not recursive, in name order) is an\n"
+    "episode in the seed's shape (as .agents/memory/episodes/ holds them),\n"
+    "stored as `cairn episode new --file` does, one commit each. A session\n"
+    "that has an episode is skipped unless --force (which replaces it). A file\n"
+    "that is not a valid episode does not stop the others: it is counted and\n"
+    "named. Output: \"imported: N\", \"skipped: M\", \"failed: K\" and a line\n"
+    "\"failure: FILE: why (CAIRN_EXXX)\" per failed file; --json:\n"
+    "{\"imported\",\"skipped\",\"failed\",\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
+    "\n"
+    "Fourth form: a causal-graph.json of the seed's schema ({version, updated,\n"
+    "nodes, edges, patterns}), in one commit: each node, edge and pattern with\n"
+    "its frequency, weight and occurrences; node ids become cairn's (from the\n"
+    "label). Entries that cannot be used (unknown type, an edge to a missing\n"
+    "node) are skipped and counted. Output: \"nodes: N\", \"edges: N\",\n"
+    "\"patterns: N\", \"skipped: N\"; --json: {\"nodes\",\"edges\",\"patterns\",\n"
+    "\"skipped\"}. See `cairn causal status`.\n"
+    "\n"
+    "Exit status: 0 success; 1 invalid input, unreadable file, I/O error, and\n"
+    "(episodes) any file that failed; 64 usage error.\n";
 
 static int parse_mem_format(const char *cmd, const char *v, cairn_mem_format *f)
 {
@@ -1139,10 +1158,11 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
 int cmd_import(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {"from", 1}, {"category", 1},
-                                       {"namespace", 1}, {"json", 0}, {NULL, 0}};
+                                       {"namespace", 1}, {"json", 0}, {"force", 0},
+                                       {NULL, 0}};
     cairn_mem_format f = CAIRN_MEM_JSON;
     const char *name, *val, *path = NULL, *from = NULL, *cat = NULL, *ns = NULL;
-    int have_format = 0, json = 0;
+    int have_format = 0, json = 0, force = 0;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     char *data = NULL;
@@ -1165,9 +1185,10 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
             rc = parse_mem_format(ctx->cmd, val, &f);
             have_format = 1;
         } else if (strcmp(name, "from") == 0) {
-            if (strcmp(val, "markdown") != 0)
-                return cli_usage_error(ctx->cmd, "--from takes markdown (episodes and "
-                                                 "causal-graph come with reflexion)");
+            if (strcmp(val, "markdown") != 0 && strcmp(val, "episodes") != 0 &&
+                strcmp(val, "causal-graph") != 0)
+                return cli_usage_error(ctx->cmd,
+                                       "--from takes markdown, episodes or causal-graph");
             from = val;
         } else if (strcmp(name, "category") == 0) {
             cat = val;
@@ -1175,14 +1196,26 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
             ns = val;
         } else if (strcmp(name, "json") == 0) {
             json = 1;
+        } else if (strcmp(name, "force") == 0) {
+            force = 1;
         }
     }
     if (rc >= 0)
         return rc;
     if (path == NULL)
-        return cli_usage_error(ctx->cmd, "missing %s", from ? "DIR" : "FILE");
+        return cli_usage_error(ctx->cmd, "missing %s",
+                               from && strcmp(from, "causal-graph") != 0 ? "DIR" : "FILE");
     if ((from != NULL) == have_format)
-        return cli_usage_error(ctx->cmd, "give either --format F FILE or --from markdown DIR");
+        return cli_usage_error(ctx->cmd, "give either --format F FILE or --from SOURCE PATH");
+    if (force && (from == NULL || strcmp(from, "episodes") != 0))
+        return cli_usage_error(ctx->cmd, "--force is for --from episodes");
+    if (from != NULL && strcmp(from, "markdown") != 0) {
+        /* reflexion: episodes and the causal graph (cmd_episode.c, cmd_causal.c) */
+        if (cat != NULL || ns != NULL)
+            return cli_usage_error(ctx->cmd, "--category and --namespace are for memories");
+        return from[0] == 'e' ? cli_import_episodes(ctx, path, force, json)
+                              : cli_import_causal_graph(ctx, path, json);
+    }
     if (from == NULL && slurp(path, &data, &len) != 0)
         return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
     if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {

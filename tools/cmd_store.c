@@ -41,21 +41,22 @@ const char cmd_verify_help[] =
     "usage: cairn verify [--format text|json]\n"
     "\n"
     "Read every file of the store and check every checksum and structure: the\n"
-    "log's segments and manifest, and the memory index file (mem-*.cmx: every\n"
-    "row, hash table, text index and posting; format-spec/memindex.md). The\n"
+    "log's segments and manifest, the memory index file (mem-*.cmx: every\n"
+    "row, hash table, text index and posting; format-spec/memindex.md), and the\n"
+    "newest causal graph file (every byte; format-spec/graph.md). The\n"
     "store is opened read-only, so verify works while a writer runs (a torn\n"
     "tail of the active segment is then not a problem: it may be in flight).\n"
-    "A damaged memory index loses nothing (it is rebuilt from the log), but\n"
-    "it is reported like any other problem.\n"
+    "A damaged memory index or graph file loses nothing (each is rebuilt from\n"
+    "the log), but it is reported like any other problem.\n"
     "\n"
     "Output (text): one line per problem, \"FILE@OFFSET: CODE: message\" (CODE\n"
     "a CAIRN_E* name, FILE relative to the store directory, OFFSET in bytes,\n"
     "decimal); when there is none, \"ok: R records in S segments verified\"\n"
-    "(and \", memory index verified\" when there is one). With problems, stderr gets \"cairn:\n"
-    "verify: N problem(s)\". Output (json): one object {\"ok\", \"records\",\n"
-    "\"segments\", \"memory_index\" (\"verified\", \"damaged\", or null when there\n"
-    "is none), \"problems\": [{\"file\",\n"
-    "\"offset\", \"code\", \"message\"}]}.\n"
+    "(and \", memory index verified\", \", graph file verified\" for those there\n"
+    "are). With problems, stderr gets \"cairn: verify: N problem(s)\". Output\n"
+    "(json): one object {\"ok\", \"records\", \"segments\", \"memory_index\" and\n"
+    "\"graph\" (each \"verified\", \"damaged\", or null when there is none),\n"
+    "\"problems\": [{\"file\", \"offset\", \"code\", \"message\"}]}.\n"
     "\n"
     "Options:\n"
     "  --format F    text (default) or json\n"
@@ -207,9 +208,9 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
     cairn_db *db = NULL;
     cairn_stats s;
-    uint64_t problems = 0, mx_problems = 0;
+    uint64_t problems = 0, mx_problems = 0, g_problems = 0;
     verify_out v = {0, 0};
-    int checked = 0;
+    int checked = 0, g_checked = 0;
     int rc = cli_output_args(ctx, spec, argc, argv, cmd_verify_help, &v.json);
 
     if (rc >= 0)
@@ -225,7 +226,9 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     rc = cairn_verify(db, verify_problem, &v, &problems);
     if (rc == CAIRN_OK)
         rc = cairn_mem_verify_index(db, verify_problem, &v, &mx_problems, &checked);
-    problems += mx_problems;
+    if (rc == CAIRN_OK)
+        rc = cairn_reflex_verify(db, verify_problem, &v, &g_problems, &g_checked);
+    problems += mx_problems + g_problems;
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &s);
     if (rc != CAIRN_OK) {
@@ -236,19 +239,23 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     if (v.json)
-        printf("],\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s}\n",
+        printf("],\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s,"
+               "\"graph\":%s}\n",
                problems ? "false" : "true", (unsigned long long)s.records,
                (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
-               checked ? (mx_problems ? "\"damaged\"" : "\"verified\"") : "null");
+               checked ? (mx_problems ? "\"damaged\"" : "\"verified\"") : "null",
+               g_checked ? (g_problems ? "\"damaged\"" : "\"verified\"") : "null");
     if (problems > 0) {
         fflush(stdout);
         fprintf(stderr, "cairn: verify: %llu problem(s)\n", (unsigned long long)problems);
         rc = CLI_EXIT_PROBLEMS;
     } else {
         if (!v.json)
-            printf("ok: %llu records in %llu segments verified%s\n", (unsigned long long)s.records,
+            printf("ok: %llu records in %llu segments verified%s%s\n",
+                   (unsigned long long)s.records,
                    (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
-                   checked ? ", memory index verified" : "");
+                   checked ? ", memory index verified" : "",
+                   g_checked ? ", graph file verified" : "");
         rc = CLI_EXIT_OK;
     }
     cairn_close(db);

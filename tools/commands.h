@@ -61,4 +61,22 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_status_help[];
 int cmd_status(cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_episode.c and cmd_causal.c: reflexion (episodes, the causal graph,
+ * patterns). Each is a group: argv[0] names the subcommand. */
+extern const char cmd_episode_help[];
+int cmd_episode(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_causal_help[];
+int cmd_causal(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_pattern_help[];
+int cmd_pattern(cli_ctx *ctx, int argc, char **argv);
+
+/* `cairn import --from episodes DIR`: every *.json file of DIR (in name
+ * order) through cairn_episode_put(); sessions that have an episode are
+ * skipped unless force; files that are not valid episodes are counted and
+ * named (exit 1 after the others are imported). json: print JSON. */
+int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json);
+/* `cairn import --from causal-graph FILE` (FILE may be "-"): the seed's
+ * causal-graph.json through cairn_causal_import(). */
+int cli_import_causal_graph(cli_ctx *ctx, const char *file, int json);
+
 #endif /* CAIRN_CLI_COMMANDS_H */
