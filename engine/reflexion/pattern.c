@@ -158,7 +158,8 @@ static int select_patterns(cairn_reflex *r, double lo, double hi, uint64_t min_o
         cairn_patterns_free(v, k);
         return rc;
     }
-    qsort(v, k, sizeof *v, anti ? worst_first : best_first);
+    if (k > 1)
+        qsort(v, k, sizeof *v, anti ? worst_first : best_first);
     *out = v;
     *n = k;
     return CAIRN_OK;
