@@ -605,6 +605,52 @@ static void commits_are_counted_once(void **state)
     cJSON_Delete(ep);
 }
 
+static long fail_at, nalloc;
+
+static void *failing_malloc(size_t n)
+{
+    return ++nalloc == fail_at ? NULL : malloc(n);
+}
+
+/* Every allocation of cJSON failing in turn: ENOMEM (or, inside the JSON
+ * parser, which cannot tell it from bad input, EINVAL), nothing returned,
+ * nothing leaked (the sanitizer build checks), until the run succeeds. */
+static void allocation_failures_fail_cleanly(void **state)
+{
+    static const char *const NAMES[2] = {"2031-03-05-session-12-widget-cache.md",
+                                         "2031-05-06-session-41-dup-ids.json"};
+    static const char *const LOGS[2] = {MD_LOG, JSON_LOG};
+    cJSON_Hooks hooks = {failing_malloc, free};
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        int done = 0, nomem = 0;
+        for (fail_at = 1; !done && fail_at < 100000; fail_at++) {
+            cairn__err e = {{0}};
+            cJSON *ep = (cJSON *)1;
+            int rc;
+            nalloc = 0;
+            cJSON_InitHooks(&hooks);
+            rc = cairn__extract_episode(NAMES[k], strlen(NAMES[k]), LOGS[k], strlen(LOGS[k]), &ep,
+                                        &e);
+            cJSON_InitHooks(NULL);
+            if (rc == CAIRN_OK) {
+                assert_true(nalloc < fail_at);
+                cJSON_Delete(ep);
+                done = 1;
+                continue;
+            }
+            assert_null(ep);
+            if (rc == CAIRN_EINVAL && k == 1 && strstr(e.msg, "does not parse") != NULL)
+                continue;
+            assert_int_equal(rc, CAIRN_ENOMEM);
+            assert_string_equal(e.msg, "no memory");
+            nomem++;
+        }
+        assert_true(done);
+        assert_true(nomem > 100); /* the builder's allocations were all reached */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +668,7 @@ int main(void)
         cmocka_unit_test(byte_order_mark_is_skipped),
         cmocka_unit_test(strings_and_arrays_are_capped),
         cmocka_unit_test(commits_are_counted_once),
+        cmocka_unit_test(allocation_failures_fail_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -337,16 +337,13 @@ static cJSON *assemble(xb *b, const char *sid, size_t sid_len)
     xtext t;
     if (b->open_must > 0 && oc < X_PARTIAL)
         oc = X_PARTIAL;
-    for (size_t i = 0; i < b->ndc && b->rc == CAIRN_OK; i++) {
-        cJSON *s;
-        if (b->dc_fixed[i])
-            continue;
-        if ((s = cJSON_CreateString(OUTCOME[oc])) == NULL ||
-            !cJSON_ReplaceItemInObjectCaseSensitive(b->dc[i], "outcome", s)) {
-            cJSON_Delete(s);
+    /* in place: every outcome word is 7 bytes, so this never allocates
+     * (cJSON_ReplaceItem* would, and ignores a failed key copy) */
+    for (size_t i = 0; i < b->ndc && b->rc == CAIRN_OK; i++)
+        if (!b->dc_fixed[i] &&
+            cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(b->dc[i], "outcome"),
+                                 OUTCOME[oc]) == NULL)
             oom(b);
-        }
-    }
     if (b->rc != CAIRN_OK || (root = cJSON_CreateObject()) == NULL) {
         oom(b);
         return NULL;
@@ -479,13 +476,15 @@ int cairn__extract_episode(const char *name, size_t name_len, const char *data, 
     rc = b->rc;
     if (rc == CAIRN_OK)
         rc = json ? cairn__extract_json(b, data, len, e) : cairn__extract_md(b, data, len);
-    if (rc == CAIRN_OK && b->rc == CAIRN_OK && b->ts[0] == 0)
+    if (rc == CAIRN_OK)
+        rc = b->rc;
+    if (rc == CAIRN_OK && b->ts[0] == 0)
         rc = cairn__fail(e, CAIRN_EINVAL, "log: no date (no Date line or date field, and the "
                          "name has no YYYY-MM-DD prefix)");
-    if (rc == CAIRN_OK && b->rc == CAIRN_OK)
-        *out = assemble(b, name, sid_len);
-    if (rc == CAIRN_OK && b->rc != CAIRN_OK)
-        rc = cairn__fail(e, b->rc, "no memory");
+    if (rc == CAIRN_OK && (*out = assemble(b, name, sid_len)) == NULL)
+        rc = CAIRN_ENOMEM;
+    if (rc == CAIRN_ENOMEM) /* the only other failure, wherever it happened */
+        cairn__fail(e, CAIRN_ENOMEM, "no memory");
     cJSON_Delete(b->events);
     cJSON_Delete(b->decisions);
     cJSON_Delete(b->lessons);

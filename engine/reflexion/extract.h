@@ -46,8 +46,9 @@
  * EXTRACT_SESSION_MAX, holding a slash, a backslash, a control character or
  * invalid UTF-8; no date in the log
  * nor a YYYY-MM-DD prefix on the name; JSON that does not parse; a JSON log
- * that is not an object; text that is not valid UTF-8 or holds a NUL byte),
- * CAIRN_ENOMEM; e (may be NULL) says why in one line. Never prints, exits or
+ * that is not an object; text that is not valid UTF-8 or holds a NUL byte;
+ * also memory running out inside the JSON parser, which cJSON reports as a
+ * parse failure), CAIRN_ENOMEM; e (may be NULL) says why in one line. Never prints, exits or
  * aborts. Thread-safe: no global state (cJSON's error pointer is not used). */
 int cairn__extract_episode(const char *name, size_t name_len, const char *data, size_t len,
                            cJSON **out, cairn__err *e);

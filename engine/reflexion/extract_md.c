@@ -495,7 +495,7 @@ static void shell_line(md *m, const char *l, size_t n)
 static void line(md *m, const char *l, size_t n)
 {
     xb *b = m->b;
-    size_t i = 0, ka = 0, kn = 0, va = 0, ind = 0, at = 0;
+    size_t i = 0, ka = 0, kn = 0, va = 0, ind = 0, at = 0, ba, bn;
     int box = 0, kv, li = 0, ev = -1, lv = 0;
     xtext t;
 
@@ -552,8 +552,8 @@ static void line(md *m, const char *l, size_t n)
         li = list_item(l, n, &ind, &at, &box);
         cairn__xt_init(&t);
         cairn__xt_md(&t, l + (li ? at : i), n - (li ? at : i));
-        if (!li && i == 0 && bold_lead(l, n, &ka, &kn))
-            m->sub_skip = cairn__x_any(l + ka, kn, K_SKIP_W);
+        if (!li && i == 0 && bold_lead(l, n, &ba, &bn))
+            m->sub_skip = cairn__x_any(l + ba, bn, K_SKIP_W);
         if (kv && (is_key(l + ka, kn, "objective") || is_key(l + ka, kn, "objectives") ||
                    is_key(l + ka, kn, "goal")) && va < n && m->task_from < 2) {
             cairn__xt_init(&b->task);
