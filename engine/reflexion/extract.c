@@ -1,9 +1,10 @@
 /*
  * extract.c - cairn__extract_episode: one agent session log in, one
  * reflexion episode out (the shape is in extract.h). This file holds the
- * entry point, the input checks, the bounded text buffer, the episode
- * builder and the word classifiers; extract_md.c and extract_json.c read
- * the two log formats and feed the builder.
+ * entry point, the input checks and the episode builder; extract_text.c
+ * the bounded text buffer, the word classifiers and timestamps;
+ * extract_md.c and extract_json.c read the two log formats and feed the
+ * builder.
  *
  * Inputs are untrusted: a log is checked whole for valid UTF-8 without NUL
  * before anything is read, every output string goes through an xtext (at
@@ -40,6 +41,18 @@
  * JSON workLog entries, checked boxes, deliverables and work-section list
  * items). Work items of one log are chained in order (each leads_to the
  * next), as the original tool did: the sequence stands in for causation.
+ * A decision made by a work item ("Selected X because Y") has that item's
+ * event as its effect.
+ *
+ * Task: the log's objective (**Objective** line, Objective section, JSON
+ * session.objective), else the markdown title, else "Session N - DATE".
+ * Metrics: duration_minutes from a Duration line or episodeMetrics, else
+ * the span of the work log's own times (wall clock, not effort);
+ * tool_calls the tool_call events (or an explicit count); commits the
+ * distinct hashes; files_changed an explicit count (Files Modified,
+ * episodeMetrics.filesChanged), else the distinct workLog files, else the
+ * largest "N files changed" in the text; errors / recoveries count failures
+ * met / mended (an error event, or a work item naming both).
  */
 #include "extract.h"
 
