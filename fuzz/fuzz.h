@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "bytes.h"
 #include "cairn.h"
@@ -111,6 +114,36 @@ static inline void fuzz_check_record(const uint8_t *buf, size_t avail, uint64_t 
     cairn__record_encode(re, &ent, rec->seq, rec->ts_ms, salt);
     FUZZ_CHECK(memcmp(re, buf, len) == 0);
     free(re);
+}
+
+/* A store for the targets that import into one: made once in a fresh
+ * directory under /tmp (durability none, no background thread), its files
+ * and directory removed by fuzz_store_remove (flat: files only). */
+static inline cairn_db *fuzz_store_open(char *dir, size_t cap, const char *tag)
+{
+    char err[CAIRN_ERRMSG_MAX];
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    snprintf(dir, cap, "/tmp/cairn-fuzz-%s-XXXXXX", tag);
+    FUZZ_CHECK(mkdtemp(dir) != NULL);
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    FUZZ_CHECK(cairn_open(&db, dir, &o, err, sizeof err) == CAIRN_OK);
+    return db;
+}
+
+static inline void fuzz_store_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+    (void)rmdir(dir);
 }
 
 #endif /* CAIRN_FUZZ_H */

@@ -10,10 +10,7 @@
  */
 #include "fuzz.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 static cairn_db *db;
 static cairn_mem *mem;
@@ -22,18 +19,9 @@ static char dir[64];
 /* The store is flat (files only): remove them and the directory at exit. */
 static void remove_store(void)
 {
-    DIR *d;
-    struct dirent *de;
     cairn_mem_close(mem);
     cairn_close(db);
-    d = opendir(dir);
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            (void)unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    (void)rmdir(dir);
+    fuzz_store_remove(dir);
 }
 
 /* Records in the log: an import appends one per memory it imports. */
@@ -53,14 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc;
 
     if (db == NULL) {
-        char err[CAIRN_ERRMSG_MAX];
-        cairn_options o = CAIRN_OPTIONS_INIT;
-        strcpy(dir, "/tmp/cairn-fuzz-import-XXXXXX");
-        FUZZ_CHECK(mkdtemp(dir) != NULL);
-        o.create = 1;
-        o.background = 0;
-        o.durability = CAIRN_DURABILITY_NONE;
-        FUZZ_CHECK(cairn_open(&db, dir, &o, err, sizeof err) == CAIRN_OK);
+        db = fuzz_store_open(dir, sizeof dir, "import");
         FUZZ_CHECK(cairn_mem_open(db, NULL, &mem) == CAIRN_OK);
         atexit(remove_store);
     }

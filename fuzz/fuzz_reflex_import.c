@@ -11,10 +11,7 @@
  */
 #include "fuzz.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 static cairn_db *db;
 static cairn_reflex *rx;
@@ -22,18 +19,9 @@ static char dir[64];
 
 static void remove_store(void)
 {
-    DIR *d;
-    struct dirent *de;
     cairn_reflex_close(rx);
     cairn_close(db);
-    d = opendir(dir);
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            (void)unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    (void)rmdir(dir);
+    fuzz_store_remove(dir);
 }
 
 static uint64_t records(void)
@@ -49,14 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc;
 
     if (db == NULL) {
-        char err[CAIRN_ERRMSG_MAX];
-        cairn_options o = CAIRN_OPTIONS_INIT;
-        strcpy(dir, "/tmp/cairn-fuzz-reflex-XXXXXX");
-        FUZZ_CHECK(mkdtemp(dir) != NULL);
-        o.create = 1;
-        o.background = 0;
-        o.durability = CAIRN_DURABILITY_NONE;
-        FUZZ_CHECK(cairn_open(&db, dir, &o, err, sizeof err) == CAIRN_OK);
+        db = fuzz_store_open(dir, sizeof dir, "reflex");
         FUZZ_CHECK(cairn_reflex_open(db, &rx) == CAIRN_OK);
         atexit(remove_store);
     }
