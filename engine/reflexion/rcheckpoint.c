@@ -203,7 +203,7 @@ static int checkpoint_locked(cairn_reflex *r, int closing)
     gi_pattern *pats = NULL;
     gi_str *names = NULL;
     gi_episode *eps = NULL;
-    uint32_t n = rx_nodes(r), m = rx_edges(r), *remap = NULL;
+    uint32_t n = rx_nodes(r), m = rx_edges(r);
     int rc;
 
     if (r->db->read_only)
@@ -278,7 +278,6 @@ static int checkpoint_locked(cairn_reflex *r, int closing)
     if (rc != CAIRN_OK)
         rc = cairn__rx_fail(r, rc, "%s", e.msg);
 out:
-    free(remap);
     free(nodes);
     free(edges);
     free(pats);
