@@ -43,6 +43,7 @@
 #include "cairn.h"
 #include "cairn_sys.h"
 #include "filehdr.h"
+#include "gimage.h"
 #include "logseg.h"
 #include "io.h"
 #include "manifest.h"
@@ -901,6 +902,164 @@ static void test_memindex_v1_golden_still_reads(void **state)
     memindex_golden_reads_back("memindex-v1.cmx", 1);
 }
 
+/* ------------------------------------------------------------------------
+ * Graph file (format-spec/graph.md, version 2).
+ * ---------------------------------------------------------------------- */
+
+#define GX_COVERED 42
+#define GX_GOLDEN "graph-000000000000002a.cgx"
+
+static const uint32_t gx_ep0[] = {0};
+static const gi_node gx_nodes[] = {
+    {0x1111111111111111ull, "Ran the Tests", "ran the tests", 13, 13, 1, 2, 0.5, 1700000000000, gx_ep0, 1},
+    {0x2222222222222222ull, "Fix", "fix", 3, 3, 0, 1, 1.0, 1700000001000, NULL, 0},
+    {0x3333333333333333ull, "Tests PASS", "tests pass", 10, 10, 2, 1, 0.5, 1700000002000, gx_ep0, 1},
+};
+static const gi_edge gx_edges[] = { /* sorted by (src, dst, type) */
+    {0, 2, 0, 3, 0.75, 1700000003000, gx_ep0, 1},
+    {1, 0, 1, 1, 0.5, 1700000004000, NULL, 0},
+};
+static const gi_pattern gx_patterns[] = {
+    {0x4444444444444444ull, {"retry", 5}, {"", 0}, {"flaky", 5}, {"rerun", 5}, 0.5, 2,
+     1700000005000, 1700000000500, gx_ep0, 1},
+};
+static const gi_str gx_names[] = {{"episode-s1", 10}};
+static const gi_episode gx_episodes[] = {{0, 0, 1, 5, 1700000000000}};
+
+static uint8_t *make_graph(size_t *len)
+{
+    char *dir = tu_mkdtemp("golden-gx"), *path;
+    gi_in in;
+    cairn__err e;
+    uint8_t *b;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+    assert_true(dirfd >= 0);
+    memset(&in, 0, sizeof in);
+    in.covered = GX_COVERED;
+    in.skipped = 1;
+    in.updated = 1700000005000;
+    in.nodes = gx_nodes;
+    in.n_nodes = 3;
+    in.edges = gx_edges;
+    in.n_edges = 2;
+    in.patterns = gx_patterns;
+    in.n_patterns = 1;
+    in.names = gx_names;
+    in.n_names = 1;
+    in.episodes = gx_episodes;
+    in.n_episodes = 1;
+    if (cairn__gi_write(cairn_io_default(), dirfd, &in, &e) != CAIRN_OK)
+        fail_msg("cairn__gi_write: %s", e.msg);
+    path = tu_join(dir, GX_GOLDEN);
+    b = tu_read_file(path, len);
+    assert_non_null(b);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(path);
+    free(dir);
+    return b;
+}
+
+static void test_graph_encoding_matches_golden(void **state)
+{
+    size_t len, glen;
+    uint8_t *b, *g;
+    (void)state;
+    b = make_graph(&len);
+    g = read_golden("graph-v2.cgx", &glen);
+    assert_same_bytes("graph-v2.cgx", b, len, g, glen);
+    free(b);
+    free(g);
+}
+
+static void test_graph_golden_reads_back(void **state)
+{
+    char *dir = tu_mkdtemp("golden-gx-read"), *path = tu_join(dir, GX_GOLDEN);
+    size_t glen;
+    uint8_t *gb = read_golden("graph-v2.cgx", &glen);
+    gimage g;
+    cairn__err e;
+    uint32_t first, n;
+    const uint32_t *row, *eids;
+    int dirfd;
+    (void)state;
+
+    assert_int_equal(tu_write_file(path, gb, glen), 0);
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    memset(&g, 0, sizeof g);
+    /* not when the log ends before the covered seq */
+    assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED - 1, &e), CAIRN_ENOTFOUND);
+    if (cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e) != CAIRN_OK)
+        fail_msg("cairn__gi_open: %s", e.msg);
+    assert_int_equal(g.covered, GX_COVERED);
+    assert_int_equal(g.skipped, 1);
+    assert_int_equal(g.updated, 1700000005000);
+    assert_int_equal(g.n_nodes, 3);
+    assert_int_equal(g.n_edges, 2);
+    for (uint32_t i = 0; i < 3; i++) {
+        gi_node x;
+        cairn__gi_node(&g, i, &x);
+        assert_int_equal(x.key, gx_nodes[i].key);
+        assert_string_equal(x.label, gx_nodes[i].label);
+        assert_string_equal(x.fold, gx_nodes[i].fold);
+        assert_int_equal(x.type, gx_nodes[i].type);
+        assert_int_equal(x.frequency, gx_nodes[i].frequency);
+        assert_true(x.success == gx_nodes[i].success);
+        assert_int_equal(x.created, gx_nodes[i].created);
+        assert_int_equal(x.n_eps, gx_nodes[i].n_eps);
+        assert_int_equal(cairn__gi_find_key(&g, x.key), i);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        gi_edge x;
+        cairn__gi_edge(&g, i, &x);
+        assert_int_equal(x.src, gx_edges[i].src);
+        assert_int_equal(x.dst, gx_edges[i].dst);
+        assert_int_equal(x.type, gx_edges[i].type);
+        assert_int_equal(x.evidence, gx_edges[i].evidence);
+        assert_true(x.weight == gx_edges[i].weight);
+    }
+    row = cairn__gi_out(&g, 1, &first, &n); /* Fix -> Ran the Tests */
+    assert_int_equal(n, 1);
+    assert_int_equal(row[0], 0);
+    assert_int_equal(first, 1);
+    row = cairn__gi_in(&g, 2, &eids, &n); /* Ran the Tests -> Tests PASS */
+    assert_int_equal(n, 1);
+    assert_int_equal(row[0], 0);
+    assert_int_equal(eids[0], 0);
+    /* the label index: first match in node order, by each query length */
+    assert_int_equal(cairn__gi_find_label(&g, "tests", 5), 0);  /* 4-gram join */
+    assert_int_equal(cairn__gi_find_label(&g, "pass", 4), 2);
+    assert_int_equal(cairn__gi_find_label(&g, "sts", 3), 0);    /* 4-gram key range */
+    assert_int_equal(cairn__gi_find_label(&g, "fix", 3), 1);
+    assert_int_equal(cairn__gi_find_label(&g, "ix", 2), 1);     /* a scan */
+    assert_int_equal(cairn__gi_find_label(&g, "tests fail", 10), GI_NONE);
+    assert_int_equal(cairn__gi_find_key(&g, 0x5555555555555555ull), GI_NONE);
+    {
+        gi_pattern x;
+        gi_episode ep;
+        gi_str nm;
+        cairn__gi_pattern(&g, 0, &x);
+        assert_int_equal(x.key, gx_patterns[0].key);
+        assert_string_equal(x.name.p, "retry");
+        assert_string_equal(x.trigger.p, "flaky");
+        assert_string_equal(x.action.p, "rerun");
+        assert_int_equal(x.occurrences, 2);
+        cairn__gi_episode(&g, 0, &ep);
+        assert_int_equal(ep.seq, 5);
+        assert_int_equal(ep.processed, 1);
+        nm = cairn__gi_name(&g, ep.name);
+        assert_string_equal(nm.p, "episode-s1");
+    }
+    cairn__gi_close(&g);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+    free(gb);
+}
+
 static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
 {
     char *path = tu_join(dir, name);
@@ -931,6 +1090,9 @@ static void regen(void **state)
     free(b);
     b = make_memindex(&len);
     regen_one(dir, "memindex-v2.cmx", b, len);
+    free(b);
+    b = make_graph(&len);
+    regen_one(dir, "graph-v2.cgx", b, len);
     free(b);
     snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
     regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
@@ -970,6 +1132,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_memindex_encoding_matches_golden),
             cmocka_unit_test(test_memindex_golden_reads_back),
             cmocka_unit_test(test_memindex_v1_golden_still_reads),
+            cmocka_unit_test(test_graph_encoding_matches_golden),
+            cmocka_unit_test(test_graph_golden_reads_back),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

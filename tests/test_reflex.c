@@ -262,6 +262,92 @@ static void test_paths_file_and_delta(void **state)
     cairn_causal_path_clear(&p);
 }
 
+/* Label lookup against a scan: labels over a four-letter alphabet share
+ * most of their 4-grams, so the index's candidates often fail the whole
+ * query, and many labels hold each query (the first in node order must
+ * win). Queries of every length (1-2: scan; 3: the 4-gram key range; 4+:
+ * the join), in other case, through the RAM delta, the file, and both. */
+typedef struct lbls {
+    char s[600][16];
+    size_t n;
+} lbls;
+
+static uint64_t lrng = 0x1234567;
+static unsigned lrand(unsigned m)
+{
+    lrng = lrng * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(lrng >> 33) % m;
+}
+
+static void add_labels(fx *f, lbls *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char lb[16];
+        size_t len = 1 + lrand(12);
+        for (size_t k = 0; k < len; k++)
+            lb[k] = "abc-"[lrand(4)];
+        lb[len] = 0;
+        node(f, CAIRN_NODE_EVENT, lb, NULL, NULL);
+        size_t j = 0;
+        while (j < l->n && strcmp(l->s[j], lb) != 0)
+            j++;
+        if (j == l->n) /* a repeated label counts again, no new node */
+            strcpy(l->s[l->n++], lb);
+    }
+}
+
+static void check_lookups(fx *f, const lbls *l)
+{
+    for (int t = 0; t < 400; t++) {
+        char q[16], up[16];
+        size_t len;
+        if (t % 2 == 0) { /* a piece of a label */
+            const char *src = l->s[lrand((unsigned)l->n)];
+            size_t sl = strlen(src), at = lrand((unsigned)sl);
+            len = 1 + lrand((unsigned)(sl - at));
+            memcpy(q, src + at, len);
+        } else { /* anything, often in no label */
+            len = 1 + lrand(9);
+            for (size_t k = 0; k < len; k++)
+                q[k] = "abc-"[lrand(4)];
+        }
+        q[len] = 0;
+        for (size_t k = 0; k <= len; k++)
+            up[k] = lrand(2) && q[k] >= 'a' && q[k] <= 'z' ? (char)(q[k] - 32) : q[k];
+        const char *want = NULL;
+        for (size_t i = 0; i < l->n && want == NULL; i++)
+            if (strstr(l->s[i], q) != NULL)
+                want = l->s[i];
+        cairn_causal_path p;
+        assert_int_equal(cairn_causal_path_find(f->r, up, up, 5, &p), CAIRN_OK);
+        if (want == NULL) {
+            if (p.found)
+                fail_msg("%s: found %s, no label holds it", up, p.path[0].label);
+            assert_string_equal(p.error, "Node not found");
+        } else {
+            if (!p.found)
+                fail_msg("%s: not found, %s holds it", up, want);
+            assert_string_equal(p.path[0].label, want);
+        }
+        cairn_causal_path_clear(&p);
+    }
+}
+
+static void test_label_lookup_matches_a_scan(void **state)
+{
+    fx *f = *state;
+    static lbls l;
+    l.n = 0;
+    add_labels(f, &l, 300);
+    check_lookups(f, &l);           /* the RAM delta */
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    check_lookups(f, &l);           /* the graph file */
+    add_labels(f, &l, 200);
+    check_lookups(f, &l);           /* the file, then the delta */
+    reopen(f);
+    check_lookups(f, &l);
+}
+
 static void test_patterns(void **state)
 {
     fx *f = *state;
@@ -699,6 +785,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_edge_running_average, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths_file_and_delta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_label_lookup_matches_a_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_patterns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_episodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_episode_validation, setup, teardown),

@@ -23,7 +23,7 @@
 #include "seqfile.h"
 
 #define GI_MAGIC "CAIRNGX1"
-#define GI_VERSION 1
+#define GI_VERSION 2
 #define GI_HEAD 128
 #define GI_TABLE (GI_SECTIONS * 24)
 #define GI_NODE 64
@@ -49,7 +49,7 @@ static uint32_t u32at(const uint8_t *p, uint64_t i)
     return get_le32(p + 4 * i);
 }
 
-/* ---- trigrams ------------------------------------------------------------ */
+/* ---- 4-grams ------------------------------------------------------------- */
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -57,14 +57,17 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-size_t cairn__gi_trigrams(const char *s, size_t len, uint32_t *out)
+size_t cairn__gi_grams(const char *s, size_t len, int pad, uint32_t *out)
 {
-    size_t n = 0, k = 0;
-    if (len < 3)
+    size_t n = 0, k = 0, end = len + (pad != 0);
+    if (end < 4)
         return 0;
-    for (size_t i = 0; i + 3 <= len; i++)
-        out[n++] = (uint32_t)(uint8_t)s[i] << 16 | (uint32_t)(uint8_t)s[i + 1] << 8 |
-                   (uint8_t)s[i + 2];
+    for (size_t i = 0; i + 4 <= end; i++) {
+        uint32_t g = 0;
+        for (size_t j = i; j < i + 4; j++)
+            g = g << 8 | (j < len ? (uint8_t)s[j] : 0);
+        out[n++] = g;
+    }
     qsort(out, n, sizeof *out, cmp_u32);
     for (size_t i = 0; i < n; i++)
         if (k == 0 || out[k - 1] != out[i])
@@ -157,12 +160,16 @@ static int check_rows(const gimage *g, cairn__err *e)
         if (v > g->n_nodes)
             return bad(g, e, "an id table slot is out of range");
     }
-    for (uint64_t i = 0; i < g->n_tri; i++)
-        if (i > 0 && u32at(g->sec[GI_TRI_KEY], i) <= u32at(g->sec[GI_TRI_KEY], i - 1))
-            return bad(g, e, "trigrams are not in order");
-    for (uint64_t i = 0; i < g->n_post; i++)
-        if (u32at(g->sec[GI_TRI_POST], i) >= g->n_nodes)
-            return bad(g, e, "a trigram posting is out of range");
+    for (uint64_t i = 0; i < g->n_gram; i++)
+        if (i > 0 && u32at(g->sec[GI_GRAM_KEY], i) <= u32at(g->sec[GI_GRAM_KEY], i - 1))
+            return bad(g, e, "4-grams are not in order");
+    for (uint64_t i = 0; i < g->n_gram; i++) {
+        uint32_t lo = u32at(g->sec[GI_GRAM_OFF], i), hi = u32at(g->sec[GI_GRAM_OFF], i + 1);
+        for (uint32_t j = lo; j < hi; j++)
+            if (u32at(g->sec[GI_GRAM_POST], j) >= g->n_nodes ||
+                (j > lo && u32at(g->sec[GI_GRAM_POST], j) <= u32at(g->sec[GI_GRAM_POST], j - 1)))
+                return bad(g, e, "a 4-gram posting is out of range or order");
+    }
     for (uint64_t i = 0; i < g->sec_len[GI_EPREFS] / 4; i++)
         if (u32at(g->sec[GI_EPREFS], i) >= g->n_names)
             return bad(g, e, "an episode reference is out of range");
@@ -211,7 +218,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     g->n_patterns = get_le64(h + 48);
     g->n_names = get_le64(h + 56);
     g->n_episodes = get_le64(h + 64);
-    g->n_tri = get_le64(h + 72);
+    g->n_gram = get_le64(h + 72);
     g->n_post = get_le64(h + 80);
     g->skipped = get_le64(h + 88);
     g->tcap = get_le64(h + 96);
@@ -219,7 +226,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
         return bad(g, e, "length differs from the header's");
     /* Bounded by the file before any product. */
     if (g->n_nodes > GI_LIMIT || g->n_edges > GI_LIMIT || g->n_patterns > GI_LIMIT ||
-        g->n_names > GI_LIMIT || g->n_episodes > GI_LIMIT || g->n_tri > GI_LIMIT ||
+        g->n_names > GI_LIMIT || g->n_episodes > GI_LIMIT || g->n_gram > GI_LIMIT ||
         g->n_post > GI_LIMIT || g->tcap > GI_LIMIT || (g->tcap & (g->tcap - 1)) != 0 ||
         g->tcap < 16 || g->tcap < 2 * g->n_nodes)
         return bad(g, e, "header counts out of range");
@@ -228,9 +235,9 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     want[GI_OUT_OFF] = want[GI_IN_OFF] = (g->n_nodes + 1) * 4;
     want[GI_OUT_DST] = want[GI_IN_SRC] = want[GI_IN_EID] = g->n_edges * 4;
     want[GI_IDTAB] = g->tcap * 4;
-    want[GI_TRI_KEY] = g->n_tri * 4;
-    want[GI_TRI_OFF] = (g->n_tri + 1) * 4;
-    want[GI_TRI_POST] = g->n_post * 4;
+    want[GI_GRAM_KEY] = g->n_gram * 4;
+    want[GI_GRAM_OFF] = (g->n_gram + 1) * 4;
+    want[GI_GRAM_POST] = g->n_post * 4;
     want[GI_EPREFS] = UINT64_MAX; /* any multiple of 4 */
     want[GI_NAMES] = g->n_names * 8;
     want[GI_EPISODES] = g->n_episodes * GI_EPISODE;
@@ -258,7 +265,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     }
     if (!csr_ok(g->sec[GI_OUT_OFF], g->n_nodes, g->n_edges) ||
         !csr_ok(g->sec[GI_IN_OFF], g->n_nodes, g->n_edges) ||
-        !csr_ok(g->sec[GI_TRI_OFF], g->n_tri, g->n_post))
+        !csr_ok(g->sec[GI_GRAM_OFF], g->n_gram, g->n_post))
         return bad(g, e, "an offset array is out of order");
     for (uint64_t i = 0; i < g->n_edges; i++)
         if (u32at(g->sec[GI_OUT_DST], i) >= g->n_nodes)
@@ -422,44 +429,131 @@ static int fold_has(const gimage *g, uint32_t v, const char *q, size_t len)
     return cairn__gi_contains(f, get_le32(p + 44), q, len);
 }
 
+/* One 4-gram's postings, as a cursor for the intersection below. */
+typedef struct plist {
+    const uint8_t *post;      /* TRI_POST + first posting */
+    uint64_t n, at;           /* postings; the cursor */
+} plist;
+
+static int by_length(const void *a, const void *b)
+{
+    const plist *x = a, *y = b;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Move l's cursor to its first posting >= v (galloping, then binary
+ * search); UINT32_MAX once past the end. */
+static uint32_t seek(plist *l, uint32_t v)
+{
+    uint64_t lo = l->at, step = 1, hi;
+    if (lo < l->n && u32at(l->post, lo) >= v)
+        return u32at(l->post, lo);
+    while (lo + step < l->n && u32at(l->post, lo + step) < v) {
+        lo += step;
+        step *= 2;
+    }
+    hi = lo + step < l->n ? lo + step : l->n; /* u32at(lo) < v; hi: >= v or the end */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (u32at(l->post, mid) < v)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    l->at = hi;
+    return hi < l->n ? u32at(l->post, hi) : UINT32_MAX;
+}
+
+/* The postings of key k, or 0 when no label has it. */
+static int gram_list(const gimage *g, uint32_t k, plist *l)
+{
+    uint64_t lo = 0, hi = g->n_gram;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (u32at(g->sec[GI_GRAM_KEY], mid) < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == g->n_gram || u32at(g->sec[GI_GRAM_KEY], lo) != k)
+        return 0;
+    uint64_t a = u32at(g->sec[GI_GRAM_OFF], lo), b = u32at(g->sec[GI_GRAM_OFF], lo + 1);
+    l->post = g->sec[GI_GRAM_POST] + 4 * a;
+    l->n = b - a;
+    l->at = 0;
+    return 1;
+}
+
+/* Three bytes: every label holding them has a 4-gram starting with them
+ * (the NUL pad covers the end of a label), and those keys are adjacent;
+ * the answer is the lowest first posting among them. */
+static uint32_t find_3(const gimage *g, const char *q)
+{
+    uint32_t k = (uint32_t)(uint8_t)q[0] << 24 | (uint32_t)(uint8_t)q[1] << 16 |
+                 (uint32_t)(uint8_t)q[2] << 8, best = GI_NONE;
+    uint64_t lo = 0, hi = g->n_gram;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (u32at(g->sec[GI_GRAM_KEY], mid) < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < g->n_gram && u32at(g->sec[GI_GRAM_KEY], lo) >> 8 == k >> 8; lo++) {
+        uint32_t v = u32at(g->sec[GI_GRAM_POST], u32at(g->sec[GI_GRAM_OFF], lo));
+        if (v < best)
+            best = v;
+    }
+    return best;
+}
+
 uint32_t cairn__gi_find_label(const gimage *g, const char *q, size_t len)
 {
-    uint32_t tri[64];
-    size_t nt;
-    uint64_t best_lo = 0, best_n = UINT64_MAX;
+    uint32_t grams[64], v = 0;
+    plist l[64];
+    size_t nt, agree = 0, j = 0;
 
-    if (len < 3) { /* no trigram: every label */
-        for (uint64_t v = 0; v < g->n_nodes; v++)
-            if (fold_has(g, (uint32_t)v, q, len))
-                return (uint32_t)v;
+    if (len < 3) { /* no 4-gram to go by: every label */
+        for (uint64_t x = 0; x < g->n_nodes; x++)
+            if (fold_has(g, (uint32_t)x, q, len))
+                return (uint32_t)x;
         return GI_NONE;
     }
-    /* A long query: its first 64 trigrams narrow it plenty. */
-    nt = cairn__gi_trigrams(q, len < 66 ? len : 66, tri);
-    /* The rarest trigram's postings hold every match, in node order. */
-    for (size_t i = 0; i < nt; i++) {
-        uint64_t lo = 0, hi = g->n_tri;
-        while (lo < hi) {
-            uint64_t mid = (lo + hi) / 2;
-            if (u32at(g->sec[GI_TRI_KEY], mid) < tri[i])
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == g->n_tri || u32at(g->sec[GI_TRI_KEY], lo) != tri[i])
+    if (len == 3)
+        return find_3(g, q);
+    /* A long query: its first 64 4-grams narrow it plenty. */
+    nt = cairn__gi_grams(q, len < 67 ? len : 67, 0, grams);
+    for (size_t i = 0; i < nt; i++)
+        if (!gram_list(g, grams[i], &l[i]))
             return GI_NONE;
-        uint64_t a = u32at(g->sec[GI_TRI_OFF], lo), b = u32at(g->sec[GI_TRI_OFF], lo + 1);
-        if (b - a < best_n) {
-            best_n = b - a;
-            best_lo = a;
+    /* Every match holds all the query's 4-grams. Walk the postings of the
+     * three rarest together (a leapfrog join) and check each node they
+     * share against the whole query, in node order. Three rare lists leave
+     * few false candidates; galloping through the common ones too would
+     * cost more cache misses than the label checks they save. */
+    qsort(l, nt, sizeof *l, by_length);
+    if (nt > 3)
+        nt = 3;
+    for (;;) {
+        uint32_t x = seek(&l[j], v);
+        if (x == UINT32_MAX)
+            return GI_NONE;
+        if (x != v) {
+            v = x;
+            agree = 1;
+        } else {
+            agree++;
         }
+        if (agree == nt) {
+            if (fold_has(g, v, q, len))
+                return v;
+            if (v == UINT32_MAX - 1)
+                return GI_NONE;
+            v++;
+            agree = 0;
+        }
+        j = j + 1 == nt ? 0 : j + 1;
     }
-    for (uint64_t j = 0; j < best_n; j++) {
-        uint32_t v = u32at(g->sec[GI_TRI_POST], best_lo + j);
-        if (fold_has(g, v, q, len))
-            return v;
-    }
-    return GI_NONE;
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -527,26 +621,26 @@ static int put_eps(sbuf *eprefs, uint8_t *p, const uint32_t *eps, uint32_t n)
     return 0;
 }
 
-/* Stable counting sort of pairs (trigram << 32 | node) by trigram, two
- * 12-bit passes: node order holds within a trigram. */
+/* Stable counting sort of pairs (4-gram << 32 | node) by 4-gram, two
+ * 16-bit passes: node order holds within a 4-gram. */
 static int sort_pairs(uint64_t *a, size_t n)
 {
     uint64_t *t = malloc((n ? n : 1) * sizeof *t);
-    size_t *cnt = malloc(4097 * sizeof *cnt);
+    size_t *cnt = malloc(65537 * sizeof *cnt);
     if (t == NULL || cnt == NULL) {
         free(t);
         free(cnt);
         return -1;
     }
     for (int pass = 0; pass < 2; pass++) {
-        int shift = 32 + 12 * pass;
-        memset(cnt, 0, 4097 * sizeof *cnt);
+        int shift = 32 + 16 * pass;
+        memset(cnt, 0, 65537 * sizeof *cnt);
         for (size_t i = 0; i < n; i++)
-            cnt[((a[i] >> shift) & 4095) + 1]++;
-        for (size_t i = 1; i <= 4096; i++)
+            cnt[((a[i] >> shift) & 65535) + 1]++;
+        for (size_t i = 1; i <= 65536; i++)
             cnt[i] += cnt[i - 1];
         for (size_t i = 0; i < n; i++)
-            t[cnt[(a[i] >> shift) & 4095]++] = a[i];
+            t[cnt[(a[i] >> shift) & 65535]++] = a[i];
         memcpy(a, t, n * sizeof *a);
     }
     free(t);
@@ -562,8 +656,8 @@ static int build_nodes(const gi_in *in, sections *x, uint64_t *tcap_out)
 {
     sbuf *nodes = &x->s[GI_NODES], *blob = &x->s[GI_BLOB], *eprefs = &x->s[GI_EPREFS];
     uint64_t tcap = 16, npairs = 0, *pairs = NULL, k = 0;
-    uint32_t *idtab, *tri = NULL;
-    size_t tri_cap = 0;
+    uint32_t *idtab, *grams = NULL;
+    size_t grams_cap = 0;
     int rc = -1;
 
     while (tcap < 2 * in->n_nodes)
@@ -598,40 +692,40 @@ static int build_nodes(const gi_in *in, sections *x, uint64_t *tcap_out)
     npairs = 0;
     for (uint64_t i = 0; i < in->n_nodes; i++) {
         const gi_node *n = &in->nodes[i];
-        if (n->fold_len > tri_cap) {
-            free(tri);
-            tri_cap = n->fold_len;
-            if ((tri = malloc(tri_cap * sizeof *tri)) == NULL)
+        if (n->fold_len + 1 > grams_cap) {
+            free(grams);
+            grams_cap = n->fold_len + 1;
+            if ((grams = malloc(grams_cap * sizeof *grams)) == NULL)
                 goto out;
         }
-        size_t nt = cairn__gi_trigrams(n->fold, n->fold_len, tri);
-        for (size_t j = 0; j < nt; j++)
-            pairs[npairs++] = (uint64_t)tri[j] << 32 | i;
+        size_t ng = cairn__gi_grams(n->fold, n->fold_len, 1, grams);
+        for (size_t j = 0; j < ng; j++)
+            pairs[npairs++] = (uint64_t)grams[j] << 32 | i;
     }
     if (sort_pairs(pairs, npairs) != 0 || npairs > GI_LIMIT)
         goto out;
-    if (sb_need(&x->s[GI_TRI_POST], (size_t)npairs * 4) != 0 ||
-        sb_need(&x->s[GI_TRI_KEY], (size_t)npairs * 4 + 4) != 0 ||
-        sb_need(&x->s[GI_TRI_OFF], (size_t)npairs * 4 + 8) != 0)
+    if (sb_need(&x->s[GI_GRAM_POST], (size_t)npairs * 4) != 0 ||
+        sb_need(&x->s[GI_GRAM_KEY], (size_t)npairs * 4 + 4) != 0 ||
+        sb_need(&x->s[GI_GRAM_OFF], (size_t)npairs * 4 + 8) != 0)
         goto out;
     for (uint64_t i = 0; i < npairs; i++) {
         uint32_t t = (uint32_t)(pairs[i] >> 32);
         if (i == 0 || t != (uint32_t)(pairs[i - 1] >> 32)) {
-            put_le32(x->s[GI_TRI_KEY].p + 4 * k, t);
-            put_le32(x->s[GI_TRI_OFF].p + 4 * k, (uint32_t)i);
+            put_le32(x->s[GI_GRAM_KEY].p + 4 * k, t);
+            put_le32(x->s[GI_GRAM_OFF].p + 4 * k, (uint32_t)i);
             k++;
         }
-        put_le32(x->s[GI_TRI_POST].p + 4 * i, (uint32_t)pairs[i]);
+        put_le32(x->s[GI_GRAM_POST].p + 4 * i, (uint32_t)pairs[i]);
     }
-    put_le32(x->s[GI_TRI_OFF].p + 4 * k, (uint32_t)npairs);
-    x->s[GI_TRI_KEY].len = (size_t)k * 4;
-    x->s[GI_TRI_OFF].len = (size_t)(k + 1) * 4;
-    x->s[GI_TRI_POST].len = (size_t)npairs * 4;
+    put_le32(x->s[GI_GRAM_OFF].p + 4 * k, (uint32_t)npairs);
+    x->s[GI_GRAM_KEY].len = (size_t)k * 4;
+    x->s[GI_GRAM_OFF].len = (size_t)(k + 1) * 4;
+    x->s[GI_GRAM_POST].len = (size_t)npairs * 4;
     *tcap_out = tcap;
     rc = 0;
 out:
     free(pairs);
-    free(tri);
+    free(grams);
     return rc;
 }
 
@@ -761,8 +855,8 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     put_le64(h + 48, in->n_patterns);
     put_le64(h + 56, in->n_names);
     put_le64(h + 64, in->n_episodes);
-    put_le64(h + 72, x.s[GI_TRI_KEY].len / 4);
-    put_le64(h + 80, x.s[GI_TRI_POST].len / 4);
+    put_le64(h + 72, x.s[GI_GRAM_KEY].len / 4);
+    put_le64(h + 80, x.s[GI_GRAM_POST].len / 4);
     put_le64(h + 88, in->skipped);
     put_le64(h + 96, tcap);
     for (int s = 0; s < GI_SECTIONS; s++) {

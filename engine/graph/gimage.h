@@ -1,7 +1,7 @@
 /*
  * gimage.h - the graph file (format-spec/graph.md): the reflexion state
  * (nodes, edges, patterns, episodes) folded up to one sequence number,
- * with CSR adjacency lists both ways, an id table and a trigram index of
+ * with CSR adjacency lists both ways, an id table and a 4-gram index of
  * the case-folded labels, written once and then read in place through
  * mmap. Causal BFS walks its CSR arrays directly.
  *
@@ -26,7 +26,7 @@
 
 enum {
     GI_NODES, GI_EDGES, GI_OUT_OFF, GI_OUT_DST, GI_IN_OFF, GI_IN_SRC, GI_IN_EID, GI_IDTAB,
-    GI_TRI_KEY, GI_TRI_OFF, GI_TRI_POST, GI_EPREFS, GI_NAMES, GI_EPISODES, GI_PATTERNS, GI_BLOB,
+    GI_GRAM_KEY, GI_GRAM_OFF, GI_GRAM_POST, GI_EPREFS, GI_NAMES, GI_EPISODES, GI_PATTERNS, GI_BLOB,
     GI_SECTIONS
 };
 
@@ -36,7 +36,7 @@ typedef struct gimage {
     char name[GI_NAME_MAX];
     uint64_t covered, skipped;
     int64_t updated;
-    uint64_t n_nodes, n_edges, n_patterns, n_names, n_episodes, n_tri, n_post, tcap;
+    uint64_t n_nodes, n_edges, n_patterns, n_names, n_episodes, n_gram, n_post, tcap;
     const uint8_t *sec[GI_SECTIONS];
     uint64_t sec_len[GI_SECTIONS];
 } gimage;
@@ -147,8 +147,11 @@ typedef struct gi_in {
  * (past the format's limits). */
 int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *e);
 
-/* The trigram keys of a folded text (distinct, ascending) into out (room
- * for len entries); their count. */
-size_t cairn__gi_trigrams(const char *s, size_t len, uint32_t *out);
+/* The 4-gram keys (b0<<24 | b1<<16 | b2<<8 | b3) of a folded text,
+ * distinct and ascending, into out (room for len entries); their count.
+ * With pad, the text is taken with one NUL after it, so a label's every
+ * 3-byte substring starts one of its 4-grams (how 3-byte queries are
+ * answered). */
+size_t cairn__gi_grams(const char *s, size_t len, int pad, uint32_t *out);
 
 #endif /* CAIRN_GIMAGE_H */
