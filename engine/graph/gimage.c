@@ -394,6 +394,16 @@ const uint32_t *cairn__gi_in(const gimage *g, uint32_t v, const uint32_t **eids,
     return (const uint32_t *)(const void *)g->sec[GI_IN_SRC] + lo;
 }
 
+void cairn__gi_prefetch_row(const gimage *g, uint32_t v, int in, int stage)
+{
+    const uint8_t *off = g->sec[in ? GI_IN_OFF : GI_OUT_OFF] + 4 * (uint64_t)v;
+    if (stage == 0) {
+        __builtin_prefetch(off);
+        return;
+    }
+    __builtin_prefetch(g->sec[in ? GI_IN_SRC : GI_OUT_DST] + 4 * (uint64_t)get_le32(off));
+}
+
 uint32_t cairn__gi_find_key(const gimage *g, uint64_t key)
 {
     uint64_t mask = g->tcap - 1, i = key & mask;

@@ -114,6 +114,10 @@ const uint32_t *cairn__gi_out(const gimage *g, uint32_t v, uint32_t *first, uint
 /* In-edges of node v: sources and edge numbers, *n of each. */
 const uint32_t *cairn__gi_in(const gimage *g, uint32_t v, const uint32_t **eids, uint32_t *n);
 
+/* A hint to the CPU, no effect on results: stage 0 asks for v's out- (or
+ * in-) row offset, stage 1 (after stage 0 had time to land) for the row. */
+void cairn__gi_prefetch_row(const gimage *g, uint32_t v, int in, int stage);
+
 /* The node whose key is key, or GI_NONE. */
 uint32_t cairn__gi_find_key(const gimage *g, uint64_t key);
 

@@ -460,11 +460,26 @@ static int reach(walk *w, int s, uint32_t v, uint32_t u, unsigned lv, size_t *nn
     return push(w, nn, u);
 }
 
+/* The frontier's rows lie scattered through the mapping, one or two cache
+ * misses each; asking for them all before walking any lets the misses
+ * overlap instead of queueing one behind the other. */
+static void prefetch_rows(const cairn_reflex *r, const walk *w, int s)
+{
+    for (size_t k = 0; k < w->nfront[s]; k++)
+        if (w->front[s][k] < r->base_n)
+            cairn__gi_prefetch_row(&r->gi, w->front[s][k], s, 0);
+    for (size_t k = 0; k < w->nfront[s]; k++)
+        if (w->front[s][k] < r->base_n)
+            cairn__gi_prefetch_row(&r->gi, w->front[s][k], s, 1);
+}
+
 static int expand(const cairn_reflex *r, walk *w, int s)
 {
     size_t nn = 0;
     unsigned lv = ++w->depth[s];
     int rc = CAIRN_OK;
+    if (w->nfront[s] > 1)
+        prefetch_rows(r, w, s);
     for (size_t k = 0; k < w->nfront[s] && rc == CAIRN_OK; k++) {
         uint32_t v = w->front[s][k], n = 0, first;
         const uint32_t *nb = NULL, *eids;
