@@ -286,14 +286,8 @@ int cairn_causal_add_edge(cairn_reflex *r, const char *source_id, const char *ta
         memmove(r->err, r->err + 6, strlen(r->err + 6) + 1);
     }
     if (rc == CAIRN_OK && out != NULL) {
-        uint32_t s = cairn__rx_find_key(r, c.src), d = cairn__rx_find_key(r, c.dst), i = R_NONE;
-        /* The edge is the newest of its source with this target and type. */
-        for (uint32_t j = rx_edges(r); j-- > 0 && i == R_NONE;) {
-            gi_edge e;
-            cairn__rx_edge(r, j, &e);
-            if (e.src == s && e.dst == d && e.type == type)
-                i = j;
-        }
+        uint32_t s = cairn__rx_find_key(r, c.src), d = cairn__rx_find_key(r, c.dst);
+        uint32_t i = cairn__rx_find_edge(r, s, d, type);
         rc = i == R_NONE ? cairn__rx_fail(r, CAIRN_ENOTFOUND, "the edge was not folded")
                          : cairn__rx_copy_edge(r, i, out);
     }
