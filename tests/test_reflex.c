@@ -348,6 +348,59 @@ static void test_label_lookup_matches_a_scan(void **state)
     check_lookups(f, &l);
 }
 
+/* A hub with 40,000 children: the search's scratch grows far past what it
+ * keeps between searches, is given back, and the next searches (small and
+ * wide, before and after the file) still answer right. */
+static void wide_paths(fx *f)
+{
+    cairn_causal_path p;
+    assert_int_equal(cairn_causal_path_find(f->r, "hub", "target", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 2);
+    assert_string_equal(p.path[1].label, "leaf-39999");
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_causal_path_find(f->r, "leaf-00007", "hub", 5, &p), CAIRN_OK);
+    assert_false(p.found); /* leaves have no out-edges */
+    cairn_causal_path_clear(&p);
+    assert_int_equal(cairn_causal_path_find(f->r, "hub", "leaf-12345", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    assert_int_equal(p.depth, 1);
+    cairn_causal_path_clear(&p);
+}
+
+static void test_wide_fanout_path(void **state)
+{
+    fx *f = *state;
+    enum { LEAVES = 40000 };
+    static char lbl[LEAVES][24], ids[LEAVES][CAIRN_NODE_ID_MAX + 1];
+    static cairn_causal_op ops[LEAVES];
+    char hub[CAIRN_NODE_ID_MAX + 1], tgt[CAIRN_NODE_ID_MAX + 1];
+    node(f, CAIRN_NODE_DECISION, "hub", NULL, hub);
+    node(f, CAIRN_NODE_OUTCOME, "target", NULL, tgt);
+    for (int i = 0; i < LEAVES; i++) {
+        snprintf(lbl[i], sizeof lbl[i], "leaf-%05d", i);
+        memset(&ops[i], 0, sizeof ops[i]);
+        ops[i].type = CAIRN_NODE_EVENT;
+        ops[i].label = lbl[i];
+    }
+    assert_int_equal(cairn_causal_add_batch(f->r, ops, LEAVES), CAIRN_OK);
+    for (int i = 0; i < LEAVES; i++) {
+        assert_int_equal(cairn_causal_node_id(f->r, lbl[i], ids[i]), CAIRN_OK);
+        memset(&ops[i], 0, sizeof ops[i]);
+        ops[i].is_edge = 1;
+        ops[i].type = CAIRN_EDGE_CAUSES;
+        ops[i].source = hub;
+        ops[i].target = ids[i];
+        ops[i].weight = 0.5;
+    }
+    assert_int_equal(cairn_causal_add_batch(f->r, ops, LEAVES), CAIRN_OK);
+    edge(f, ids[LEAVES - 1], tgt, 0.5);
+    wide_paths(f);
+    wide_paths(f);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    wide_paths(f);
+}
+
 static void test_patterns(void **state)
 {
     fx *f = *state;
@@ -786,6 +839,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths_file_and_delta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_label_lookup_matches_a_scan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wide_fanout_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_patterns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_episodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_episode_validation, setup, teardown),

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "bfs.h"
 #include "io.h"
 #include "rstate.h"
 #include "store.h"
@@ -56,6 +57,7 @@ static void free_state(cairn_reflex *r)
     free(r->epi);
     free(r->epi_by_name);
     free(r->pat);
+    cairn__bfs_free(r->bfs);
     cairn__gi_close(&r->gi);
     /* Everything after the handle's db and mutex. */
     memset((char *)r + offsetof(cairn_reflex, gi), 0, sizeof *r - offsetof(cairn_reflex, gi));

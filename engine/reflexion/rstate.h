@@ -109,6 +109,7 @@ struct cairn_reflex {
     uint64_t skipped;
     int64_t updated;
     int stale;
+    struct rbfs *bfs;         /* the path search's scratch (bfs.c) */
     char note[CAIRN_ERRMSG_MAX]; /* why a graph file was set aside */
     char err[CAIRN_ERRMSG_MAX];
 };
