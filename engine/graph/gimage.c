@@ -439,21 +439,15 @@ static int fold_has(const gimage *g, uint32_t v, const char *q, size_t len)
     return cairn__gi_contains(f, get_le32(p + 44), q, len);
 }
 
-/* One 4-gram's postings, as a cursor for the intersection below. */
-typedef struct plist {
-    const uint8_t *post;      /* TRI_POST + first posting */
-    uint64_t n, at;           /* postings; the cursor */
-} plist;
-
 static int by_length(const void *a, const void *b)
 {
-    const plist *x = a, *y = b;
+    const gi_plist *x = a, *y = b;
     return x->n < y->n ? -1 : x->n > y->n;
 }
 
 /* Move l's cursor to its first posting >= v (galloping, then binary
  * search); UINT32_MAX once past the end. */
-static uint32_t seek(plist *l, uint32_t v)
+static uint32_t seek(gi_plist *l, uint32_t v)
 {
     uint64_t lo = l->at, step = 1, hi;
     if (lo < l->n && u32at(l->post, lo) >= v)
@@ -474,8 +468,43 @@ static uint32_t seek(plist *l, uint32_t v)
     return hi < l->n ? u32at(l->post, hi) : UINT32_MAX;
 }
 
+uint32_t cairn__gi_join(gi_plist *l, size_t nl, int (*accept)(const void *ctx, uint32_t v),
+                        const void *ctx)
+{
+    uint32_t v = 0;
+    size_t agree = 0, j = 0;
+    if (nl == 0)
+        return GI_NONE;
+    /* Three rare lists leave few false candidates; galloping through the
+     * common ones too would cost more cache misses than the label checks
+     * they save. */
+    qsort(l, nl, sizeof *l, by_length);
+    if (nl > 3)
+        nl = 3;
+    for (;;) { /* leapfrog: each list in turn catches up with the candidate */
+        uint32_t x = seek(&l[j], v);
+        if (x == UINT32_MAX)
+            return GI_NONE;
+        if (x != v) {
+            v = x;
+            agree = 1;
+        } else {
+            agree++;
+        }
+        if (agree == nl) {
+            if (accept(ctx, v))
+                return v;
+            if (v == UINT32_MAX - 1)
+                return GI_NONE;
+            v++;
+            agree = 0;
+        }
+        j = j + 1 == nl ? 0 : j + 1;
+    }
+}
+
 /* The postings of key k, or 0 when no label has it. */
-static int gram_list(const gimage *g, uint32_t k, plist *l)
+static int gram_list(const gimage *g, uint32_t k, gi_plist *l)
 {
     uint64_t lo = 0, hi = g->n_gram;
     while (lo < hi) {
@@ -517,53 +546,40 @@ static uint32_t find_3(const gimage *g, const char *q)
     return best;
 }
 
+typedef struct label_q {
+    const gimage *g;
+    const char *q;
+    size_t len;
+} label_q;
+
+static int holds(const void *ctx, uint32_t v)
+{
+    const label_q *x = ctx;
+    return fold_has(x->g, v, x->q, x->len);
+}
+
 uint32_t cairn__gi_find_label(const gimage *g, const char *q, size_t len)
 {
-    uint32_t grams[64], v = 0;
-    plist l[64];
-    size_t nt, agree = 0, j = 0;
+    uint32_t grams[64];
+    gi_plist l[64];
+    label_q x = {g, q, len};
+    size_t nt;
 
     if (len < 3) { /* no 4-gram to go by: every label */
-        for (uint64_t x = 0; x < g->n_nodes; x++)
-            if (fold_has(g, (uint32_t)x, q, len))
-                return (uint32_t)x;
+        for (uint64_t v = 0; v < g->n_nodes; v++)
+            if (fold_has(g, (uint32_t)v, q, len))
+                return (uint32_t)v;
         return GI_NONE;
     }
     if (len == 3)
         return find_3(g, q);
-    /* A long query: its first 64 4-grams narrow it plenty. */
+    /* Every match holds all the query's 4-grams (a long query: its first
+     * 64 narrow it plenty); a missing one means no match. */
     nt = cairn__gi_grams(q, len < 67 ? len : 67, 0, grams);
     for (size_t i = 0; i < nt; i++)
         if (!gram_list(g, grams[i], &l[i]))
             return GI_NONE;
-    /* Every match holds all the query's 4-grams. Walk the postings of the
-     * three rarest together (a leapfrog join) and check each node they
-     * share against the whole query, in node order. Three rare lists leave
-     * few false candidates; galloping through the common ones too would
-     * cost more cache misses than the label checks they save. */
-    qsort(l, nt, sizeof *l, by_length);
-    if (nt > 3)
-        nt = 3;
-    for (;;) {
-        uint32_t x = seek(&l[j], v);
-        if (x == UINT32_MAX)
-            return GI_NONE;
-        if (x != v) {
-            v = x;
-            agree = 1;
-        } else {
-            agree++;
-        }
-        if (agree == nt) {
-            if (fold_has(g, v, q, len))
-                return v;
-            if (v == UINT32_MAX - 1)
-                return GI_NONE;
-            v++;
-            agree = 0;
-        }
-        j = j + 1 == nt ? 0 : j + 1;
-    }
+    return cairn__gi_join(l, nt, holds, &x);
 }
 
 /* ---- writing ------------------------------------------------------------- */

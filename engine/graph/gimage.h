@@ -125,6 +125,18 @@ uint32_t cairn__gi_find_key(const gimage *g, uint64_t key);
  * text q, or GI_NONE. */
 uint32_t cairn__gi_find_label(const gimage *g, const char *q, size_t len);
 
+/* One 4-gram's postings (node numbers, ascending, u32 little-endian), as
+ * a cursor. */
+typedef struct gi_plist {
+    const uint8_t *post;
+    uint64_t n, at;
+} gi_plist;
+
+/* The lowest node number in every list (the three shortest are joined;
+ * the order of l changes) for which accept(ctx, v) holds, or GI_NONE. */
+uint32_t cairn__gi_join(gi_plist *l, size_t nl, int (*accept)(const void *ctx, uint32_t v),
+                        const void *ctx);
+
 /* Whether hay holds q (len 0: always). */
 int cairn__gi_contains(const char *hay, size_t hlen, const char *q, size_t len);
 
