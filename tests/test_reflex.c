@@ -268,7 +268,7 @@ static void test_paths_file_and_delta(void **state)
  * win). Queries of every length (1-2: scan; 3: the 4-gram key range; 4+:
  * the join), in other case, through the RAM delta, the file, and both. */
 typedef struct lbls {
-    char s[600][16];
+    char s[6000][16];
     size_t n;
 } lbls;
 
@@ -339,11 +339,17 @@ static void test_label_lookup_matches_a_scan(void **state)
     static lbls l;
     l.n = 0;
     add_labels(f, &l, 300);
-    check_lookups(f, &l);           /* the RAM delta */
+    check_lookups(f, &l);           /* the RAM delta, scanned */
+    add_labels(f, &l, 2500);
+    check_lookups(f, &l);           /* the RAM delta, past DL_MIN: its index */
+    add_labels(f, &l, 100);
+    check_lookups(f, &l);           /* the index caught up with new nodes */
     assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
     check_lookups(f, &l);           /* the graph file */
     add_labels(f, &l, 200);
-    check_lookups(f, &l);           /* the file, then the delta */
+    check_lookups(f, &l);           /* the file, then the delta scanned */
+    add_labels(f, &l, 2500);
+    check_lookups(f, &l);           /* the file, then the delta's index */
     reopen(f);
     check_lookups(f, &l);
 }

@@ -330,12 +330,18 @@ int cairn_causal_get_node(cairn_reflex *r, const char *id, cairn_causal_node *ou
 
 /* ---- path ---- */
 
-/* The first node, in node order, whose folded label holds q. */
-static uint32_t find_sub(const cairn_reflex *r, const char *q, size_t len)
+/* The first node, in node order, whose folded label holds q: the file's
+ * index, then the delta's (a scan while the delta is small, or when its
+ * index cannot get the memory to catch up). */
+static uint32_t find_sub(cairn_reflex *r, const char *q, size_t len)
 {
     uint32_t v = r->gi.map != NULL ? cairn__gi_find_label(&r->gi, q, len) : R_NONE;
     if (v != R_NONE)
         return v;
+    if (len >= 3 && r->n_dn >= DL_MIN && cairn__dl_sync(&r->dl, r->dn, r->n_dn) == CAIRN_OK) {
+        v = cairn__dl_find(&r->dl, r->dn, q, len);
+        return v == UINT32_MAX ? R_NONE : r->base_n + v;
+    }
     for (size_t i = 0; i < r->n_dn; i++)
         if (cairn__gi_contains(r->dn[i].fold, r->dn[i].fold_len, q, len))
             return r->base_n + (uint32_t)i;

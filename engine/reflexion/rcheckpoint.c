@@ -58,6 +58,7 @@ static void free_state(cairn_reflex *r)
     free(r->epi_by_name);
     free(r->pat);
     cairn__bfs_free(r->bfs);
+    cairn__dl_free(&r->dl);
     cairn__gi_close(&r->gi);
     /* Everything after the handle's db and mutex. */
     memset((char *)r + offsetof(cairn_reflex, gi), 0, sizeof *r - offsetof(cairn_reflex, gi));

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "cairn.h"
+#include "dlabel.h"
 #include "gimage.h"
 #include "status.h"
 
@@ -110,6 +111,7 @@ struct cairn_reflex {
     int64_t updated;
     int stale;
     struct rbfs *bfs;         /* the path search's scratch (bfs.c) */
+    dlabel dl;                /* label index of the delta nodes (dlabel.c) */
     char note[CAIRN_ERRMSG_MAX]; /* why a graph file was set aside */
     char err[CAIRN_ERRMSG_MAX];
 };
