@@ -503,8 +503,8 @@ uint32_t cairn__gi_join(gi_plist *l, size_t nl, int (*accept)(const void *ctx, u
     }
 }
 
-/* The postings of key k, or 0 when no label has it. */
-static int gram_list(const gimage *g, uint32_t k, gi_plist *l)
+/* The first key >= k (n_gram if none). */
+static uint64_t gram_at(const gimage *g, uint32_t k)
 {
     uint64_t lo = 0, hi = g->n_gram;
     while (lo < hi) {
@@ -514,6 +514,13 @@ static int gram_list(const gimage *g, uint32_t k, gi_plist *l)
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* The postings of key k, or 0 when no label has it. */
+static int gram_list(const gimage *g, uint32_t k, gi_plist *l)
+{
+    uint64_t lo = gram_at(g, k);
     if (lo == g->n_gram || u32at(g->sec[GI_GRAM_KEY], lo) != k)
         return 0;
     uint64_t a = u32at(g->sec[GI_GRAM_OFF], lo), b = u32at(g->sec[GI_GRAM_OFF], lo + 1);
@@ -530,15 +537,7 @@ static uint32_t find_3(const gimage *g, const char *q)
 {
     uint32_t k = (uint32_t)(uint8_t)q[0] << 24 | (uint32_t)(uint8_t)q[1] << 16 |
                  (uint32_t)(uint8_t)q[2] << 8, best = GI_NONE;
-    uint64_t lo = 0, hi = g->n_gram;
-    while (lo < hi) {
-        uint64_t mid = (lo + hi) / 2;
-        if (u32at(g->sec[GI_GRAM_KEY], mid) < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (; lo < g->n_gram && u32at(g->sec[GI_GRAM_KEY], lo) >> 8 == k >> 8; lo++) {
+    for (uint64_t lo = gram_at(g, k); lo < g->n_gram && u32at(g->sec[GI_GRAM_KEY], lo) >> 8 == k >> 8; lo++) {
         uint32_t v = u32at(g->sec[GI_GRAM_POST], u32at(g->sec[GI_GRAM_OFF], lo));
         if (v < best)
             best = v;
