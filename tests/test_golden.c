@@ -431,16 +431,20 @@ static void test_xxh3_is_the_specified_hash(void **state)
                      0xdaad3f43d9856810ull);
 }
 
-static void test_record_encoding_matches_golden(void **state)
+/* What `make` writes today against the golden file, byte for byte. */
+static void matches_golden(const char *golden, uint8_t *(*make)(size_t *len))
 {
     size_t len, glen;
-    uint8_t *b, *g;
-    (void)state;
-    b = make_record(&len);
-    g = read_golden("record-v1.bin", &glen);
-    assert_same_bytes("record-v1.bin", b, len, g, glen);
+    uint8_t *b = make(&len), *g = read_golden(golden, &glen);
+    assert_same_bytes(golden, b, len, g, glen);
     free(b);
     free(g);
+}
+
+static void test_record_encoding_matches_golden(void **state)
+{
+    (void)state;
+    matches_golden("record-v1.bin", make_record);
 }
 
 static void test_record_golden_decodes_to_its_fields(void **state)
@@ -478,14 +482,8 @@ static void test_record_golden_decodes_to_its_fields(void **state)
 
 static void test_segment_encoding_matches_golden(void **state)
 {
-    size_t len, glen;
-    uint8_t *b, *g;
     (void)state;
-    b = make_segl(&len);
-    g = read_golden("segment-v1.log", &glen);
-    assert_same_bytes("segment-v1.log", b, len, g, glen);
-    free(b);
-    free(g);
+    matches_golden("segment-v1.log", make_segl);
 }
 
 static void test_segment_golden_scans_to_its_records(void **state)
@@ -557,14 +555,8 @@ static void test_segment_golden_scans_to_its_records(void **state)
 
 static void test_manifest_encoding_matches_golden(void **state)
 {
-    size_t len, glen;
-    uint8_t *b, *g;
     (void)state;
-    b = make_manifest(&len);
-    g = read_golden("manifest-v1.bin", &glen);
-    assert_same_bytes("manifest-v1.bin", b, len, g, glen);
-    free(b);
-    free(g);
+    matches_golden("manifest-v1.bin", make_manifest);
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
@@ -780,14 +772,8 @@ static void test_sealed_golden_verifies_clean(void **state)
 
 static void test_memindex_encoding_matches_golden(void **state)
 {
-    size_t len, glen;
-    uint8_t *b, *g;
     (void)state;
-    b = make_memindex(&len);
-    g = read_golden("memindex-v2.cmx", &glen);
-    assert_same_bytes("memindex-v2.cmx", b, len, g, glen);
-    free(b);
-    free(g);
+    matches_golden("memindex-v2.cmx", make_memindex);
 }
 
 /* Read a memory index golden back: version 1 (no vectors) or 2. */
@@ -963,14 +949,8 @@ static uint8_t *make_graph(size_t *len)
 
 static void test_graph_encoding_matches_golden(void **state)
 {
-    size_t len, glen;
-    uint8_t *b, *g;
     (void)state;
-    b = make_graph(&len);
-    g = read_golden("graph-v2.cgx", &glen);
-    assert_same_bytes("graph-v2.cgx", b, len, g, glen);
-    free(b);
-    free(g);
+    matches_golden("graph-v2.cgx", make_graph);
 }
 
 static void test_graph_golden_reads_back(void **state)
