@@ -333,9 +333,22 @@ static uint64_t mx_hash_id(const char *id)
 static const float mx_vecs[3][4] = {{3, 4, 0, 0}, {0, 0, 0, 0}, {1, -1, 1, -1}};
 
 /* Write the golden into a fresh directory, return its bytes. */
+/* The bytes of the file an encoder wrote into a temp dir; the dir goes. */
+static uint8_t *take_file(char *dir, int dirfd, const char *name, size_t *len)
+{
+    char *path = tu_join(dir, name);
+    uint8_t *b = tu_read_file(path, len);
+    assert_non_null(b);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(path);
+    free(dir);
+    return b;
+}
+
 static uint8_t *make_memindex(size_t *len)
 {
-    char *dir = tu_mkdtemp("golden-mx"), *path;
+    char *dir = tu_mkdtemp("golden-mx");
     cairn__ramidx *x[2] = {NULL, NULL};
     cairn__vecset *v[2] = {NULL, NULL};
     mx_ns_in ns[2] = {{"", 2, NULL, NULL, 0}, {"work", 1, NULL, NULL, 0}};
@@ -373,13 +386,7 @@ static uint8_t *make_memindex(size_t *len)
     in.hash_id = mx_hash_id;
     if (cairn__mx_write(cairn_io_default(), dirfd, &in, &e) != CAIRN_OK)
         fail_msg("cairn__mx_write: %s", e.msg);
-    path = tu_join(dir, MX_GOLDEN);
-    b = tu_read_file(path, len);
-    assert_non_null(b);
-    close(dirfd);
-    tu_rmrf(dir);
-    free(path);
-    free(dir);
+    b = take_file(dir, dirfd, MX_GOLDEN, len);
     cairn__ramidx_free(x[0]);
     cairn__ramidx_free(x[1]);
     cairn__vecset_free(v[0]);
@@ -914,7 +921,7 @@ static const gi_episode gx_episodes[] = {{0, 0, 1, 5, 1700000000000}};
 
 static uint8_t *make_graph(size_t *len)
 {
-    char *dir = tu_mkdtemp("golden-gx"), *path;
+    char *dir = tu_mkdtemp("golden-gx");
     gi_in in;
     cairn__err e;
     uint8_t *b;
@@ -937,13 +944,7 @@ static uint8_t *make_graph(size_t *len)
     in.n_episodes = 1;
     if (cairn__gi_write(cairn_io_default(), dirfd, &in, &e) != CAIRN_OK)
         fail_msg("cairn__gi_write: %s", e.msg);
-    path = tu_join(dir, GX_GOLDEN);
-    b = tu_read_file(path, len);
-    assert_non_null(b);
-    close(dirfd);
-    tu_rmrf(dir);
-    free(path);
-    free(dir);
+    b = take_file(dir, dirfd, GX_GOLDEN, len);
     return b;
 }
 
