@@ -773,6 +773,7 @@ if [ -n "$gx" ]; then
     printf 'Z' | dd of="$T/big/$gx" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
     run $BIG verify --format json
     check "verify finds a damaged graph file (exit 2, named)" sh -c "[ $rc -eq 2 ] && grep -q '\"graph\":\"damaged\"' out && grep -q '$gx' out"
+    check "verify names where in the graph file (the damaged section's offset)" jq_ok '[.problems[] | select(.file == "'"$gx"'") | .offset] | length == 1 and .[0] > 512 and .[0] <= '"$((size / 2))"
     run $BIG causal path --from-label "number 10" --to-label "number 20"
     check "a damaged graph file is set aside: the graph comes from the log" sh -c "[ $rc -eq 0 ] && grep -q '^found: false' out"
     run $BIG causal node --type event --label "event number 7" --format json

@@ -771,6 +771,21 @@ static void test_damaged_file_rebuilt(void **state)
     free(path);
 }
 
+typedef struct seen_problem {
+    int n;
+    uint64_t off;
+    int code;
+} seen_problem;
+
+static void note_problem(void *user, const char *file, uint64_t off, int code, const char *msg)
+{
+    seen_problem *sp = user;
+    (void)file, (void)msg;
+    sp->n++;
+    sp->off = off;
+    sp->code = code;
+}
+
 static void test_verify_names_damage(void **state)
 {
     fx *f = *state;
@@ -790,10 +805,74 @@ static void test_verify_names_damage(void **state)
     buf = tu_read_file(path, &len);
     buf[600] ^= 1;
     assert_int_equal(tu_write_file(path, buf, len), 0);
+    /* The problem is reported at the start of the section holding byte
+     * 600 (the section table: 16 x (offset, length, sum) from byte 128). */
+    uint64_t want = UINT64_MAX;
+    for (int s = 0; s < 16; s++) {
+        uint64_t off = 0, n = 0;
+        for (int k = 7; k >= 0; k--) {
+            off = off << 8 | buf[128 + 24 * s + k];
+            n = n << 8 | buf[128 + 24 * s + 8 + k];
+        }
+        if (off <= 600 && 600 < off + n)
+            want = off;
+    }
     free(buf);
     free(path);
+    assert_true(want != UINT64_MAX);
+    seen_problem sp = {0, UINT64_MAX, 0};
+    assert_int_equal(cairn_reflex_verify(f->db, note_problem, &sp, &problems, &checked), CAIRN_OK);
+    assert_int_equal(problems, 1);
+    assert_int_equal(sp.n, 1);
+    assert_int_equal(sp.off, want);
+    assert_int_equal(sp.code, CAIRN_ECHECKSUM);
+}
+
+/* A graph file of an older format version is a stale cache, not damage:
+ * verify passes over it, and the next writer replaces it. */
+#define GI_TEST_NEWER 99
+static void test_older_version_is_rebuilt_not_damage(void **state)
+{
+    fx *f = *state;
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_path p;
+    uint64_t problems = 9;
+    int checked = 9;
+    char *path;
+    uint8_t *buf;
+    size_t len;
+
+    chain(f, ids);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    close_all(f);
+    path = graph_file(f->dir);
+    buf = tu_read_file(path, &len);
+    buf[8] = 1; /* version 1 */
+    assert_int_equal(tu_write_file(path, buf, len), 0);
+    /* verify alone: not counted as checked, not a problem */
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX];
+    assert_int_equal(cairn_open(&f->db, f->dir, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_reflex_verify(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(checked, 0);
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    /* a newer version is something this build cannot check: a problem */
+    buf[8] = GI_TEST_NEWER;
+    assert_int_equal(tu_write_file(path, buf, len), 0);
+    assert_int_equal(cairn_open(&f->db, f->dir, &o, err, sizeof err), CAIRN_OK);
     assert_int_equal(cairn_reflex_verify(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
     assert_int_equal(problems, 1);
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    buf[8] = 1;
+    assert_int_equal(tu_write_file(path, buf, len), 0);
+    free(buf);
+    open_all(f); /* the writer removes the old one and folds the log */
+    assert_null(graph_file(f->dir));
+    assert_int_equal(cairn_causal_path_find(f->r, "alpha", "gamma", 5, &p), CAIRN_OK);
+    assert_true(p.found);
+    cairn_causal_path_clear(&p);
+    free(path);
 }
 
 static void test_persist_across_sealing(void **state)
@@ -854,6 +933,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deterministic_rebuild, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_file_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_names_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_older_version_is_rebuilt_not_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persist_across_sealing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

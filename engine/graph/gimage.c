@@ -23,7 +23,6 @@
 #include "seqfile.h"
 
 #define GI_MAGIC "CAIRNGX1"
-#define GI_VERSION 2
 #define GI_HEAD 128
 #define GI_TABLE (GI_SECTIONS * 24)
 #define GI_NODE 64
@@ -84,9 +83,11 @@ void cairn__gi_close(gimage *g)
     memset(g, 0, sizeof *g);
 }
 
-static int bad(const gimage *g, cairn__err *e, const char *what)
+/* A structural problem at `at` (a place in the mapping; NULL: the header). */
+static int bad(gimage *g, cairn__err *e, const void *at, const char *what)
 {
-    return cairn__fail(e, CAIRN_ECORRUPT, "%s: %s", g->name, what);
+    g->bad_off = at != NULL ? (uint64_t)((const uint8_t *)at - g->map) : 0;
+    return cairn__fail(e, CAIRN_ECORRUPT, "%s: %s at offset %" PRIu64, g->name, what, g->bad_off);
 }
 
 static int in_blob(const gimage *g, uint64_t off, uint64_t len)
@@ -115,7 +116,7 @@ static int csr_ok(const uint8_t *off, uint64_t n, uint64_t total)
     return 1;
 }
 
-static int check_rows(const gimage *g, cairn__err *e)
+static int check_rows(gimage *g, cairn__err *e)
 {
     const uint8_t *blob = g->sec[GI_BLOB];
     for (uint64_t i = 0; i < g->n_nodes; i++) {
@@ -125,73 +126,75 @@ static int check_rows(const gimage *g, cairn__err *e)
         if (!in_blob(g, lo, (uint64_t)ll + 1) || !in_blob(g, fo, (uint64_t)fl + 1) ||
             blob[lo + ll] != 0 || blob[fo + fl] != 0 || ll == 0 ||
             !eps_ok(g, get_le32(p + 48), get_le32(p + 52)) || get_le32(p + 56) >= CAIRN_NODE_TYPES)
-            return bad(g, e, "a node row is out of range");
+            return bad(g, e, p, "a node row is out of range");
     }
     for (uint64_t i = 0; i < g->n_edges; i++) {
         const uint8_t *p = g->sec[GI_EDGES] + i * GI_EDGE;
         uint32_t s = get_le32(p), d = get_le32(p + 4), t = get_le32(p + 8), lo, hi;
         if (s >= g->n_nodes)
-            return bad(g, e, "an edge row is out of range");
+            return bad(g, e, p, "an edge row is out of range");
         lo = u32at(g->sec[GI_OUT_OFF], s);
         hi = u32at(g->sec[GI_OUT_OFF], (uint64_t)s + 1);
         if (d >= g->n_nodes || t >= CAIRN_EDGE_TYPES || i < lo || i >= hi ||
             u32at(g->sec[GI_OUT_DST], i) != d || !eps_ok(g, get_le32(p + 40), get_le32(p + 44)))
-            return bad(g, e, "an edge row is out of range");
+            return bad(g, e, p, "an edge row is out of range");
         if (i > lo) { /* sorted by (dst, type) within the source, no two equal */
             const uint8_t *q = p - GI_EDGE;
             uint32_t pd = get_le32(q + 4), pt = get_le32(q + 8);
             if (pd > d || (pd == d && pt >= t))
-                return bad(g, e, "edges are not in order");
+                return bad(g, e, p, "edges are not in order");
         }
     }
     for (uint64_t i = 0; i < g->n_edges; i++) {
         uint32_t s = u32at(g->sec[GI_IN_SRC], i), id = u32at(g->sec[GI_IN_EID], i);
         if (s >= g->n_nodes || id >= g->n_edges || get_le32(g->sec[GI_EDGES] + (uint64_t)id * GI_EDGE) != s)
-            return bad(g, e, "an in-edge is out of range");
+            return bad(g, e, g->sec[GI_IN_SRC] + 4 * i, "an in-edge is out of range");
     }
     for (uint64_t v = 0; v < g->n_nodes; v++) {
         uint32_t lo = u32at(g->sec[GI_IN_OFF], v), hi = u32at(g->sec[GI_IN_OFF], v + 1);
         for (uint32_t j = lo; j < hi; j++)
             if (u32at(g->sec[GI_OUT_DST], u32at(g->sec[GI_IN_EID], j)) != v)
-                return bad(g, e, "an in-edge is listed under the wrong node");
+                return bad(g, e, g->sec[GI_IN_EID] + 4 * (uint64_t)j,
+                           "an in-edge is listed under the wrong node");
     }
     for (uint64_t i = 0; i < g->tcap; i++) {
         uint32_t v = u32at(g->sec[GI_IDTAB], i);
         if (v > g->n_nodes)
-            return bad(g, e, "an id table slot is out of range");
+            return bad(g, e, g->sec[GI_IDTAB] + 4 * i, "an id table slot is out of range");
     }
     for (uint64_t i = 0; i < g->n_gram; i++)
         if (i > 0 && u32at(g->sec[GI_GRAM_KEY], i) <= u32at(g->sec[GI_GRAM_KEY], i - 1))
-            return bad(g, e, "4-grams are not in order");
+            return bad(g, e, g->sec[GI_GRAM_KEY] + 4 * i, "4-grams are not in order");
     for (uint64_t i = 0; i < g->n_gram; i++) {
         uint32_t lo = u32at(g->sec[GI_GRAM_OFF], i), hi = u32at(g->sec[GI_GRAM_OFF], i + 1);
         for (uint32_t j = lo; j < hi; j++)
             if (u32at(g->sec[GI_GRAM_POST], j) >= g->n_nodes ||
                 (j > lo && u32at(g->sec[GI_GRAM_POST], j) <= u32at(g->sec[GI_GRAM_POST], j - 1)))
-                return bad(g, e, "a 4-gram posting is out of range or order");
+                return bad(g, e, g->sec[GI_GRAM_POST] + 4 * (uint64_t)j,
+                           "a 4-gram posting is out of range or order");
     }
     for (uint64_t i = 0; i < g->sec_len[GI_EPREFS] / 4; i++)
         if (u32at(g->sec[GI_EPREFS], i) >= g->n_names)
-            return bad(g, e, "an episode reference is out of range");
+            return bad(g, e, g->sec[GI_EPREFS] + 4 * i, "an episode reference is out of range");
     for (uint64_t i = 0; i < g->n_names; i++) {
         uint32_t o = u32at(g->sec[GI_NAMES], 2 * i), l = u32at(g->sec[GI_NAMES], 2 * i + 1);
         if (!in_blob(g, o, (uint64_t)l + 1) || blob[o + l] != 0)
-            return bad(g, e, "a name is out of range");
+            return bad(g, e, g->sec[GI_NAMES] + 8 * i, "a name is out of range");
     }
     for (uint64_t i = 0; i < g->n_episodes; i++) {
         const uint8_t *p = g->sec[GI_EPISODES] + i * GI_EPISODE;
         if (get_le32(p) >= g->n_names || get_le32(p + 4) > 2 || get_le32(p + 8) > 1)
-            return bad(g, e, "an episode row is out of range");
+            return bad(g, e, p, "an episode row is out of range");
     }
     for (uint64_t i = 0; i < g->n_patterns; i++) {
         const uint8_t *p = g->sec[GI_PATTERNS] + i * GI_PATTERN;
         for (int k = 0; k < 4; k++) {
             uint32_t o = get_le32(p + 40 + 8 * k), l = get_le32(p + 44 + 8 * k);
             if (!in_blob(g, o, (uint64_t)l + 1) || blob[o + l] != 0)
-                return bad(g, e, "a pattern string is out of range");
+                return bad(g, e, p, "a pattern string is out of range");
         }
         if (!eps_ok(g, get_le32(p + 72), get_le32(p + 76)))
-            return bad(g, e, "a pattern row is out of range");
+            return bad(g, e, p, "a pattern row is out of range");
     }
     return CAIRN_OK;
 }
@@ -204,10 +207,13 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     if (((uintptr_t)g->map & 7) != 0)
         return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", g->name);
     if (g->len < GI_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
-        return bad(g, e, "not a graph file");
-    if (get_le32(h + 8) != GI_VERSION)
-        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads %d",
-                           g->name, get_le32(h + 8), GI_VERSION);
+        return bad(g, e, NULL, "not a graph file");
+    g->version = get_le32(h + 8);
+    if (g->version != GI_VERSION) {
+        g->bad_off = 8;
+        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 ", this build reads %d",
+                           g->name, g->version, GI_VERSION);
+    }
     if (XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
         XXH3_64bits(h, 120) != get_le64(h + 120))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
@@ -223,13 +229,13 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     g->skipped = get_le64(h + 88);
     g->tcap = get_le64(h + 96);
     if (get_le64(h + 104) != g->len)
-        return bad(g, e, "length differs from the header's");
+        return bad(g, e, h + 104, "length differs from the header's");
     /* Bounded by the file before any product. */
     if (g->n_nodes > GI_LIMIT || g->n_edges > GI_LIMIT || g->n_patterns > GI_LIMIT ||
         g->n_names > GI_LIMIT || g->n_episodes > GI_LIMIT || g->n_gram > GI_LIMIT ||
         g->n_post > GI_LIMIT || g->tcap > GI_LIMIT || (g->tcap & (g->tcap - 1)) != 0 ||
         g->tcap < 16 || g->tcap < 2 * g->n_nodes)
-        return bad(g, e, "header counts out of range");
+        return bad(g, e, h + 32, "header counts out of range");
     want[GI_NODES] = g->n_nodes * GI_NODE;
     want[GI_EDGES] = g->n_edges * GI_EDGE;
     want[GI_OUT_OFF] = want[GI_IN_OFF] = (g->n_nodes + 1) * 4;
@@ -249,27 +255,32 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
         if (off != at || len > g->len || off > g->len - len ||
             (want[s] != UINT64_MAX && len != want[s]) || (s == GI_EPREFS && len % 4 != 0) ||
             (s == GI_BLOB && len > GI_LIMIT))
-            return bad(g, e, "section table out of range");
+            return bad(g, e, t, "section table out of range");
         g->sec[s] = h + off;
         g->sec_len[s] = len;
         at = off + pad8(len);
     }
     if (at != g->len)
-        return bad(g, e, "sections do not fill the file");
+        return bad(g, e, h + GI_HEAD, "sections do not fill the file");
     for (int s = 0; s < GI_SECTIONS; s++) {
         const uint8_t *t = h + GI_HEAD + 24 * s;
         uint64_t sum = s == GI_SECTIONS - 1 ? get_le64(h + 112) : get_le64(t + 16);
-        if (XXH3_64bits(g->sec[s], (size_t)g->sec_len[s]) != sum)
+        if (XXH3_64bits(g->sec[s], (size_t)g->sec_len[s]) != sum) {
+            g->bad_off = (uint64_t)(g->sec[s] - h);
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: section %d checksum mismatch at offset %" PRIu64,
-                               g->name, s, (uint64_t)(g->sec[s] - h));
+                               g->name, s, g->bad_off);
+        }
     }
     if (!csr_ok(g->sec[GI_OUT_OFF], g->n_nodes, g->n_edges) ||
         !csr_ok(g->sec[GI_IN_OFF], g->n_nodes, g->n_edges) ||
         !csr_ok(g->sec[GI_GRAM_OFF], g->n_gram, g->n_post))
-        return bad(g, e, "an offset array is out of order");
+        return bad(g, e, !csr_ok(g->sec[GI_OUT_OFF], g->n_nodes, g->n_edges) ? g->sec[GI_OUT_OFF]
+                         : !csr_ok(g->sec[GI_IN_OFF], g->n_nodes, g->n_edges) ? g->sec[GI_IN_OFF]
+                                                                               : g->sec[GI_GRAM_OFF],
+                   "an offset array is out of order");
     for (uint64_t i = 0; i < g->n_edges; i++)
         if (u32at(g->sec[GI_OUT_DST], i) >= g->n_nodes)
-            return bad(g, e, "an out-edge is out of range");
+            return bad(g, e, g->sec[GI_OUT_DST] + 4 * i, "an out-edge is out of range");
     return check_rows(g, e);
 }
 
@@ -287,11 +298,15 @@ int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, c
     if (rc == CAIRN_OK && g->covered != covered)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
                          g->name, g->covered);
-    if (rc != CAIRN_OK) {
+    if (rc != CAIRN_OK) { /* keep what names the problem */
         char name[GI_NAME_MAX];
+        uint64_t off = g->bad_off;
+        uint32_t version = g->version;
         strcpy(name, g->name);
         cairn__gi_close(g);
         strcpy(g->name, name);
+        g->bad_off = off;
+        g->version = version;
     }
     return rc;
 }

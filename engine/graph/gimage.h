@@ -22,6 +22,7 @@
 #include "status.h"
 
 #define GI_NAME_MAX 48
+#define GI_VERSION 2
 #define GI_NONE UINT32_MAX
 
 enum {
@@ -37,6 +38,8 @@ typedef struct gimage {
     uint64_t covered, skipped;
     int64_t updated;
     uint64_t n_nodes, n_edges, n_patterns, n_names, n_episodes, n_gram, n_post, tcap;
+    uint64_t bad_off;         /* after a failed open: the file offset of the problem */
+    uint32_t version;         /* the header's (CAIRN_EVERSION when not GI_VERSION) */
     const uint8_t *sec[GI_SECTIONS];
     uint64_t sec_len[GI_SECTIONS];
 } gimage;

@@ -150,8 +150,11 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
         snprintf(e.msg, sizeof e.msg, "%s: an episode or name is listed twice", r->gi.name);
     }
     snprintf(r->note, sizeof r->note, "%.200s; rebuilt from the log", e.msg);
-    /* Damaged: a writer removes it, so the next open does not trip on it. */
-    if (r->gi.name[0] != 0 && !r->db->read_only && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
+    /* Damaged, or an older version: a writer removes it, so the next open
+     * does not trip on it. A newer version's file stays for its build. */
+    if (r->gi.name[0] != 0 && !r->db->read_only &&
+        (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM ||
+         (rc == CAIRN_EVERSION && r->gi.version < GI_VERSION)))
         (void)cairn__io_unlink(r->db->io, "graph.unlink", r->db->dirfd, r->gi.name, NULL);
     free_state(r);
     return CAIRN_OK;
@@ -367,8 +370,13 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
     }
     if (rc == CAIRN_ENOMEM)
         return rc;
+    if (rc == CAIRN_EVERSION && g.version < GI_VERSION) {
+        if (checked_out != NULL)
+            *checked_out = 0; /* a cache from an older build, not damage: the next writer rebuilds it */
+        return CAIRN_OK;
+    }
     if (fn != NULL)
-        fn(user, g.name, 0, rc, e.msg);
+        fn(user, g.name, g.bad_off, rc, e.msg);
     if (problems_out != NULL)
         *problems_out = 1;
     return CAIRN_OK;
