@@ -423,6 +423,7 @@ run --store "$X" add "the deploy needs a canary first"
 run --store "$X" add "rollback plans live in the runbook"
 run --store "$X" checkpoint
 check "checkpoint writes the memory index" sh -c "[ $rc -eq 0 ] && grep -q 'memory index: 2 memories up to seq 5' out && ls '$X'/mem-*.cmx >/dev/null"
+check "checkpoint of a store with no graph records writes no graph file" sh -c "grep -q '^graph file: none (no graph records)' out && ! ls '$X'/graph-*.cgx >/dev/null 2>&1"
 run --store "$X" verify --format json
 check "verify --format json: ok, the index verified" sh -c "[ $rc -eq 0 ] && grep -q '\"ok\":true' out && grep -q '\"memory_index\":\"verified\"' out"
 check "verify --format json is valid JSON" sh -c "! command -v jq >/dev/null || jq -e '.problems | length == 0' out >/dev/null"
@@ -633,6 +634,11 @@ run $RF causal path --from-label routing --to-label island
 check "causal path with no path at all: found false, exit 0" sh -c "[ $rc -eq 0 ] && [ '$(field found)' = false ] && grep -q '^error: No path found within depth 5' out"
 run $RF causal path --from-label "no such label" --to-label timeout
 check "causal path from an unknown label: Node not found, exit 0" sh -c "[ $rc -eq 0 ] && [ '$(field found)' = false ] && grep -q 'Node not found' out"
+run $RF checkpoint --format json
+check "checkpoint writes the graph file too (json names it)" jq_ok '.graph.nodes == 4 and .graph.edges == 3 and (.graph.file | test("^graph-[0-9a-f]{16}[.]cgx$"))'
+check "the graph file is in the store" sh -c "ls '$T/reflex'/graph-*.cgx >/dev/null"
+run $RF causal path --from-label routing --to-label timeout --format json
+check "causal path over the graph file gives the same answer" jq_ok '.found == true and .depth == 2 and .path[2].label == "Cache timeout"'
 run $RF causal path --from-label routing --to-label timeout --max-depth 11
 check "causal path --max-depth 11 exits 64 (1-10)" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'MaxDepth'\" err && grep -q '1-10' err"
 run $RF causal path --from-label routing --to-label timeout --max-depth 0

@@ -57,7 +57,7 @@ static const command commands[] = {
     {"search", "search memories by relevance (the Search-Memory skill)", cmd_search_help,
      cmd_search, 0},
     {"status", "the search router's status", cmd_status_help, cmd_status, 0},
-    {"checkpoint", "write the memory index file now", cmd_checkpoint_help, cmd_checkpoint, 0},
+    {"checkpoint", "write the memory index and graph files now", cmd_checkpoint_help, cmd_checkpoint, 0},
     {"episode", "episodes of agent sessions: new, get, list, decisions, extract",
      cmd_episode_help, cmd_episode, 1},
     {"causal", "the causal graph: node, edge, path, update, status", cmd_causal_help,

@@ -16,6 +16,7 @@
 #include "cli_json.h"
 #include "cli_embed.h"
 #include "cli_proc.h"
+#include "cli_reflex.h"
 #include "commands.h"
 
 const char cmd_add_help[] =
@@ -892,15 +893,42 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
 const char cmd_checkpoint_help[] =
     "usage: cairn checkpoint [--format text|json]\n"
     "\n"
-    "Write the memory index file now (format-spec/memindex.md): every live\n"
-    "memory and a BM25 index per namespace, read in place by later commands,\n"
-    "which then replay only the records after it. Commands that store write one\n"
-    "by themselves when they close with 1000 or more memory records after the\n"
-    "last one. The log is synced first; the file is a cache of the log.\n"
-    "Prints \"memory index: N memories up to seq S (B bytes)\", or in json\n"
-    "{\"memories\",\"covered_seq\",\"bytes\"}.\n"
+    "Write the store's derived files now, each a cache of the log read in\n"
+    "place by later commands, which then replay only the records after it:\n"
+    "  the memory index (format-spec/memindex.md): every live memory and a\n"
+    "    BM25 index per namespace;\n"
+    "  the graph file (format-spec/graph.md): the causal graph, episodes and\n"
+    "    patterns, with CSR adjacency and a label index; only when the store\n"
+    "    has any.\n"
+    "Commands write each by themselves when they close with 1000 or more of\n"
+    "its records after the last one. The log is synced first.\n"
+    "Prints \"memory index: N memories up to seq S (B bytes)\" and \"graph\n"
+    "file: NAME, N nodes, M edges, P patterns, E episodes\" (or \"graph file:\n"
+    "none (no graph records)\"); in json {\"memories\",\"covered_seq\",\"bytes\",\n"
+    "\"graph\": {\"file\",\"covered_seq\",\"nodes\",\"edges\",\"patterns\",\n"
+    "\"episodes\"} or null}.\n"
     "\n"
     "Exit status: 0 written; 1 I/O error, store locked; 64 usage error.\n";
+
+/* The graph file, when the store has graph records; *st zeroed if not. */
+static int checkpoint_graph(cli_ctx *ctx, cairn_db *db, cairn_reflex_status *st)
+{
+    cairn_reflex *r = NULL;
+    int x = cairn_reflex_open(db, &r);
+    memset(st, 0, sizeof *st);
+    if (x == CAIRN_OK)
+        x = cairn_reflex_status_get(r, st);
+    if (x == CAIRN_OK && st->nodes + st->episodes + st->patterns != 0) {
+        x = cairn_reflex_checkpoint(r);
+        if (x == CAIRN_OK)
+            x = cairn_reflex_status_get(r, st);
+    } else if (x == CAIRN_OK) {
+        memset(st, 0, sizeof *st);
+    }
+    x = x == CAIRN_OK ? CLI_EXIT_OK : cli_reflex_fail(ctx, r, x, "graph file");
+    cairn_reflex_close(r);
+    return x;
+}
 
 int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
 {
@@ -908,6 +936,7 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cairn_mem_stats ms;
+    cairn_reflex_status gs;
     int r, rc, json = 0;
 
     if ((rc = cli_output_args(ctx, spec, argc, argv, cmd_checkpoint_help, &json)) >= 0)
@@ -919,14 +948,33 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
         r = cairn_mem_stats_get(mem, &ms);
     if (r != CAIRN_OK)
         return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
-    if (json)
-        printf("{\"memories\":%llu,\"covered_seq\":%llu,\"bytes\":%llu}\n",
+    if ((rc = checkpoint_graph(ctx, db, &gs)) != CLI_EXIT_OK) {
+        cairn_mem_stats_free(&ms);
+        return close_mem(ctx, db, mem, rc);
+    }
+    if (json) {
+        printf("{\"memories\":%llu,\"covered_seq\":%llu,\"bytes\":%llu,\"graph\":",
                (unsigned long long)ms.index_rows, (unsigned long long)ms.index_seq,
                (unsigned long long)ms.index_bytes);
-    else
+        if (gs.graph_file[0])
+            printf("{\"file\":\"%s\",\"covered_seq\":%llu,\"nodes\":%llu,\"edges\":%llu,"
+                   "\"patterns\":%llu,\"episodes\":%llu}}\n", gs.graph_file,
+                   (unsigned long long)gs.graph_covered, (unsigned long long)gs.nodes,
+                   (unsigned long long)gs.edges, (unsigned long long)gs.patterns,
+                   (unsigned long long)gs.episodes);
+        else
+            printf("null}\n");
+    } else {
         printf("memory index: %llu memories up to seq %llu (%llu bytes)\n",
                (unsigned long long)ms.index_rows, (unsigned long long)ms.index_seq,
                (unsigned long long)ms.index_bytes);
+        if (gs.graph_file[0])
+            printf("graph file: %s, %llu nodes, %llu edges, %llu patterns, %llu episodes\n",
+                   gs.graph_file, (unsigned long long)gs.nodes, (unsigned long long)gs.edges,
+                   (unsigned long long)gs.patterns, (unsigned long long)gs.episodes);
+        else
+            printf("graph file: none (no graph records)\n");
+    }
     cairn_mem_stats_free(&ms);
     return close_mem(ctx, db, mem, CLI_EXIT_OK);
 }
