@@ -2,9 +2,11 @@
 # demo.sh - a short tour of the `cairn` tool on a fresh store ./demo.cairn:
 # init, log a file of agent events, dump, verify; then import a sample of
 # memories, recall with explanations, a context block for a prompt, a
-# search, forget (dry run), write the memory index, verify, stats. Every
-# step says what it runs; the script stops with a non-zero exit at the
-# first failure.
+# search, forget (dry run); then reflexion: episodes extracted from two
+# session logs, the causal graph built from them, a path across the two
+# sessions, the patterns; write the memory index and graph files, verify,
+# stats. Every step says what it runs; the script stops with a non-zero
+# exit at the first failure.
 #
 # usage: sh tools/demo.sh PATH/TO/cairn      (what `make demo` runs)
 set -u
@@ -13,6 +15,7 @@ CAIRN=${1:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 EVENTS=$HERE/demo/sample-events.jsonl
 MEMORIES=$HERE/demo/sample-memories.json
+SESSIONS=$HERE/demo/sessions
 STORE=./demo.cairn
 
 fail() {
@@ -76,7 +79,26 @@ step "cairn --store $STORE search 'staging deploy' --max-results 3 --format tabl
 step "cairn --store $STORE forget --mode aggressive --dry-run"
 "$CAIRN" --store "$STORE" forget --mode aggressive --dry-run || fail "forget"
 
-step "cairn --store $STORE checkpoint   # the memory index file: later opens replay nothing"
+for log in "$SESSIONS"/*.md; do
+    step "cairn --store $STORE episode extract tools/demo/sessions/$(basename "$log")"
+    "$CAIRN" --store "$STORE" episode extract "$log" >"$TMP/episode" || fail "episode extract"
+    grep -E '^(id|task|outcome|events|decisions|lessons):' "$TMP/episode"
+done
+
+step "cairn --store $STORE episode list"
+"$CAIRN" --store "$STORE" episode list || fail "episode list"
+
+step "cairn --store $STORE causal update   # episodes -> nodes, edges, patterns"
+"$CAIRN" --store "$STORE" causal update || fail "causal update"
+
+step "cairn --store $STORE causal path --from-label 'flaky parser test' --to-label 'tagged v1.4' --max-depth 10"
+"$CAIRN" --store "$STORE" causal path --from-label "flaky parser test" --to-label "tagged v1.4" \
+    --max-depth 10 || fail "causal path"
+
+step "cairn --store $STORE pattern list"
+"$CAIRN" --store "$STORE" pattern list || fail "pattern list"
+
+step "cairn --store $STORE checkpoint   # memory index and graph files: later opens replay nothing"
 "$CAIRN" --store "$STORE" checkpoint || fail "checkpoint"
 
 step "cairn --store $STORE verify"
