@@ -623,6 +623,15 @@ out:
     return rc;
 }
 
+uint64_t cairn__last_seq(cairn_db *db)
+{
+    uint64_t s;
+    pthread_mutex_lock(&db->mu);
+    s = db->next_seq - 1;
+    pthread_mutex_unlock(&db->mu);
+    return s;
+}
+
 int cairn_append(cairn_db *db, const cairn_entry *entry, uint64_t *seq_out)
 {
     if (entry == NULL)

@@ -125,6 +125,8 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
                            uint64_t *first_seq_out, int64_t *ts_out);
 /* A fresh, random per-segment salt (never 0). */
 uint64_t cairn__random_salt(void);
+/* The last sequence number this handle has handed out (0: none yet). */
+uint64_t cairn__last_seq(cairn_db *db);
 
 /* Views. */
 view *cairn__view_acquire(cairn_db *db); /* takes mu briefly */
