@@ -742,22 +742,32 @@ static void test_deterministic_rebuild(void **state)
     free(path);
 }
 
+/* The chain of check_paths checkpointed, the store closed, and the graph
+ * file's bytes (its path in *path) to damage. */
+static uint8_t *closed_chain_file(fx *f, char **path, size_t *len)
+{
+    char ids[7][CAIRN_NODE_ID_MAX + 1];
+    uint8_t *buf;
+    chain(f, ids);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    close_all(f);
+    *path = graph_file(f->dir);
+    assert_non_null(*path);
+    buf = tu_read_file(*path, len);
+    assert_non_null(buf);
+    return buf;
+}
+
 static void test_damaged_file_rebuilt(void **state)
 {
     fx *f = *state;
-    char ids[7][CAIRN_NODE_ID_MAX + 1];
     cairn_causal_path p;
     uint64_t problems = 0;
     int checked = 0;
     char *path;
-    uint8_t *buf;
     size_t len;
+    uint8_t *buf = closed_chain_file(f, &path, &len);
 
-    chain(f, ids);
-    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
-    close_all(f);
-    path = graph_file(f->dir);
-    buf = tu_read_file(path, &len);
     buf[len - 3] ^= 0x20; /* a bit in the string blob */
     assert_int_equal(tu_write_file(path, buf, len), 0);
     free(buf);
@@ -834,19 +844,13 @@ static void test_verify_names_damage(void **state)
 static void test_older_version_is_rebuilt_not_damage(void **state)
 {
     fx *f = *state;
-    char ids[7][CAIRN_NODE_ID_MAX + 1];
     cairn_causal_path p;
     uint64_t problems = 9;
     int checked = 9;
     char *path;
-    uint8_t *buf;
     size_t len;
+    uint8_t *buf = closed_chain_file(f, &path, &len);
 
-    chain(f, ids);
-    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
-    close_all(f);
-    path = graph_file(f->dir);
-    buf = tu_read_file(path, &len);
     buf[8] = 1; /* version 1 */
     assert_int_equal(tu_write_file(path, buf, len), 0);
     /* verify alone: not counted as checked, not a problem */
