@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <libstemmer.h>
+
 #include "tokenize.h"
 
 /* The terms of a run joined by '|', with their positions checked. */
@@ -148,6 +150,50 @@ static void stems_english_by_default(void **state)
     assert_string_equal(toks("porter", "generalizations"), "gener");
 }
 
+/* The stem cache answers as the stemmer would, before and after it grows:
+ * 400,000 words of a 30,000-word vocabulary (too many for the first
+ * cache), each checked against Snowball itself. */
+static int one_term(void *user, const char *term, size_t len, uint32_t pos)
+{
+    char *out = user;
+    (void)pos;
+    memcpy(out, term, len);
+    out[len] = 0;
+    return 0;
+}
+
+static void the_stem_cache_is_transparent_as_it_grows(void **state)
+{
+    static const char *const ends[] = {"", "ing", "ions", "ly", "ed", "ness", "s", "ational"};
+    struct sb_stemmer *sb = sb_stemmer_new("english", "UTF_8");
+    cairn__tokenizer *t = NULL;
+    uint64_t rng = 12345;
+    (void)state;
+    assert_non_null(sb);
+    assert_int_equal(cairn__tok_new(&t, NULL, "english"), CAIRN_OK);
+    assert_int_equal(cairn__tok_stem_cache(t), 0);
+    for (int i = 0; i < 400000; i++) {
+        char w[32], got[TOK_MAX_BYTES + 1], want[64];
+        unsigned v, n = 0;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        v = (unsigned)(rng >> 33) % 30000;
+        for (unsigned x = v + 1; x > 0; x /= 13) /* letters only, so no other split */
+            w[n++] = "bcdfghklmnprt"[x % 13], w[n++] = "aeiou"[x % 5];
+        strcpy(w + n, ends[v % 8]);
+        got[0] = 0;
+        assert_int_equal(cairn__tok_run(t, (const uint8_t *)w, strlen(w), one_term, got), CAIRN_OK);
+        const sb_symbol *st = sb_stemmer_stem(sb, (const sb_symbol *)w, (int)strlen(w));
+        int sl = sb_stemmer_length(sb);
+        memcpy(want, st, (size_t)sl);
+        want[sl] = 0;
+        if (strcmp(got, want) != 0)
+            fail_msg("word %d %s: cache gave %s, Snowball %s", i, w, got, want);
+    }
+    assert_true(cairn__tok_stem_cache(t) > 4096); /* it grew, and stayed right */
+    cairn__tok_free(t);
+    sb_stemmer_delete(sb);
+}
+
 static void refuses_an_unknown_stemmer(void **state)
 {
     cairn__tokenizer *t = (cairn__tokenizer *)&t;
@@ -186,6 +232,7 @@ int main(void)
         cmocka_unit_test(invalid_utf8_and_nul_separate_words),
         cmocka_unit_test(long_words_are_cut_at_a_character_boundary),
         cmocka_unit_test(stems_english_by_default),
+        cmocka_unit_test(the_stem_cache_is_transparent_as_it_grows),
         cmocka_unit_test(refuses_an_unknown_stemmer),
         cmocka_unit_test(a_callback_can_stop_the_run),
     };

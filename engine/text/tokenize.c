@@ -22,8 +22,16 @@
 #define TOK_MAX_CP TOK_MAX_BYTES /* a code point is at least one byte */
 
 /* Stemming is the tokenizer's dearest step, and words repeat (Zipf): a
- * direct-mapped cache of recent words and their stems answers most. */
+ * direct-mapped cache of recent words and their stems answers most. It
+ * starts small (188 KB: one per index, and a store may have many
+ * namespaces) and doubles, up to STEM_CACHE_MAX, while more than one
+ * lookup in STEM_MISS_MAX misses over a window of STEM_WINDOW lookups: a
+ * large vocabulary (a big index) earns the memory, a small one never
+ * pays it. */
 #define STEM_CACHE 4096
+#define STEM_CACHE_MAX 65536
+#define STEM_WINDOW 65536
+#define STEM_MISS_MAX 8
 #define STEM_KEY_MAX 22
 
 typedef struct stem_ent {
@@ -35,9 +43,25 @@ typedef struct stem_ent {
 struct cairn__tokenizer {
     const cairn_allocator *a;
     struct sb_stemmer *stem; /* NULL: no stemming */
-    stem_ent *cache;         /* STEM_CACHE entries, or NULL (no memory: uncached) */
+    stem_ent *cache;         /* cache_cap entries, or NULL (no memory: uncached) */
+    size_t cache_cap;
+    uint32_t lookups, misses; /* in the current window */
     char name[32];
 };
+
+/* At the end of a window with too many misses: a cache twice the size
+ * (empty; the old one is dropped). No memory: keep the old one. */
+static void maybe_grow_cache(cairn__tokenizer *t)
+{
+    stem_ent *c;
+    int grow = t->misses > STEM_WINDOW / STEM_MISS_MAX && t->cache_cap < STEM_CACHE_MAX;
+    t->lookups = t->misses = 0;
+    if (!grow || (c = cairn__calloc(t->a, t->cache_cap * 2, sizeof *c)) == NULL)
+        return;
+    cairn__free(t->a, t->cache);
+    t->cache = c;
+    t->cache_cap *= 2;
+}
 
 /* The stem of buf[0..len) into *term / *len (pointing into the cache, the
  * stemmer's buffer, or left as is). */
@@ -48,15 +72,20 @@ static void stem_word(cairn__tokenizer *t, const char *buf, const char **term, s
     const sb_symbol *s;
     int sl;
 
-    if (t->cache == NULL) /* on first use: a tokenizer that never stems pays nothing */
+    if (t->cache == NULL) { /* on first use: a tokenizer that never stems pays nothing */
         t->cache = cairn__calloc(t->a, STEM_CACHE, sizeof *t->cache);
+        t->cache_cap = t->cache != NULL ? STEM_CACHE : 0;
+    }
     if (t->cache != NULL && n <= STEM_KEY_MAX) {
-        e = &t->cache[XXH3_64bits(buf, n) & (STEM_CACHE - 1)];
+        if (++t->lookups == STEM_WINDOW)
+            maybe_grow_cache(t);
+        e = &t->cache[XXH3_64bits(buf, n) & (t->cache_cap - 1)];
         if (e->in_len == n && memcmp(e->in, buf, n) == 0) {
             *term = e->out;
             *len = e->out_len;
             return;
         }
+        t->misses++;
     }
     s = sb_stemmer_stem(t->stem, (const sb_symbol *)buf, (int)n);
     sl = sb_stemmer_length(t->stem);
@@ -111,6 +140,11 @@ int cairn__tok_new(cairn__tokenizer **out, const cairn_allocator *a, const char 
     }
     *out = t;
     return CAIRN_OK;
+}
+
+size_t cairn__tok_stem_cache(const cairn__tokenizer *t)
+{
+    return t->cache_cap;
 }
 
 void cairn__tok_free(cairn__tokenizer *t)

@@ -39,6 +39,10 @@ int cairn__tok_new(cairn__tokenizer **out, const cairn_allocator *a, const char 
 /* Accepts NULL. */
 void cairn__tok_free(cairn__tokenizer *t);
 
+/* Entries in the stem cache now (0 before the first stem; it grows with a
+ * large vocabulary: tokenize.c). For tests and stats. */
+size_t cairn__tok_stem_cache(const cairn__tokenizer *t);
+
 /* The stemmer's name as given to cairn__tok_new ("english" for NULL). */
 const char *cairn__tok_stemmer(const cairn__tokenizer *t);
 
