@@ -32,6 +32,10 @@ static void walk(gimage *g)
         FUZZ_CHECK(found == GI_NONE || found < g->n_nodes);
         uint32_t byl = cairn__gi_find_label(g, n.fold, n.fold_len);
         FUZZ_CHECK(byl == GI_NONE || byl < g->n_nodes);
+        for (uint32_t q = 1; q <= 4 && q <= n.fold_len; q++) { /* each query length's path */
+            byl = cairn__gi_find_label(g, n.fold + n.fold_len - q, q);
+            FUZZ_CHECK(byl == GI_NONE || byl < g->n_nodes);
+        }
         dst = cairn__gi_out(g, (uint32_t)v, &first, &cnt);
         for (uint32_t j = 0; j < cnt; j++) {
             gi_edge e;

@@ -1041,6 +1041,39 @@ static void test_graph_golden_reads_back(void **state)
     free(gb);
 }
 
+/* Structural rules the sums cannot catch: a 4-gram listed with no
+ * postings (a 3-byte lookup would read another list's posting, or past
+ * the section) is rejected at the offset of its entry, sums redone. */
+static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
+{
+    size_t glen;
+    uint8_t *b = read_golden("graph-v2.cgx", &glen), *t, *off;
+    uint64_t *copy;
+    gimage g;
+    cairn__err e;
+    (void)state;
+    t = b + 128 + 24 * GI_GRAM_OFF;
+    off = b + get_le64(t);
+    uint64_t n_gram = get_le64(b + 72), n_post = get_le64(b + 80);
+    assert_true(n_gram > 1);
+    put_le32(off + 4 * (n_gram - 1), (uint32_t)n_post); /* the last key: empty */
+    put_le64(t + 16, XXH3_64bits(off, (size_t)get_le64(t + 8)));
+    put_le64(b + 120, XXH3_64bits(b, 120));
+    put_le64(b + 504, XXH3_64bits(b, 504));
+    copy = malloc((glen + 7) & ~(size_t)7); /* 8-byte aligned, as a mapping */
+    assert_non_null(copy);
+    memcpy(copy, b, glen);
+    memset(&g, 0, sizeof g);
+    g.map = (uint8_t *)copy;
+    g.len = glen;
+    strcpy(g.name, "crafted.cgx");
+    assert_int_equal(cairn__gi_parse(&g, &e), CAIRN_ECORRUPT);
+    assert_non_null(strstr(e.msg, "no postings"));
+    assert_int_equal(g.bad_off, get_le64(t) + 4 * (n_gram - 1));
+    free(copy);
+    free(b);
+}
+
 static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
 {
     char *path = tu_join(dir, name);
@@ -1115,6 +1148,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_memindex_v1_golden_still_reads),
             cmocka_unit_test(test_graph_encoding_matches_golden),
             cmocka_unit_test(test_graph_golden_reads_back),
+            cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

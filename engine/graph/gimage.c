@@ -167,6 +167,8 @@ static int check_rows(gimage *g, cairn__err *e)
             return bad(g, e, g->sec[GI_GRAM_KEY] + 4 * i, "4-grams are not in order");
     for (uint64_t i = 0; i < g->n_gram; i++) {
         uint32_t lo = u32at(g->sec[GI_GRAM_OFF], i), hi = u32at(g->sec[GI_GRAM_OFF], i + 1);
+        if (lo == hi) /* a key is listed only for the labels holding it */
+            return bad(g, e, g->sec[GI_GRAM_OFF] + 4 * i, "a 4-gram has no postings");
         for (uint32_t j = lo; j < hi; j++)
             if (u32at(g->sec[GI_GRAM_POST], j) >= g->n_nodes ||
                 (j > lo && u32at(g->sec[GI_GRAM_POST], j) <= u32at(g->sec[GI_GRAM_POST], j - 1)))
@@ -208,15 +210,17 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
         return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", g->name);
     if (g->len < GI_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
         return bad(g, e, NULL, "not a graph file");
+    /* The sums first: a damaged version byte is damage, not another
+     * build's file (every version keeps these two sums where they are). */
+    if (XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
+        XXH3_64bits(h, 120) != get_le64(h + 120))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
     g->version = get_le32(h + 8);
     if (g->version != GI_VERSION) {
         g->bad_off = 8;
         return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 ", this build reads %d",
                            g->name, g->version, GI_VERSION);
     }
-    if (XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
-        XXH3_64bits(h, 120) != get_le64(h + 120))
-        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
     g->covered = get_le64(h + 16);
     g->updated = (int64_t)get_le64(h + 24);
     g->n_nodes = get_le64(h + 32);
@@ -553,6 +557,7 @@ static uint32_t find_3(const gimage *g, const char *q)
     uint32_t k = (uint32_t)(uint8_t)q[0] << 24 | (uint32_t)(uint8_t)q[1] << 16 |
                  (uint32_t)(uint8_t)q[2] << 8, best = GI_NONE;
     for (uint64_t lo = gram_at(g, k); lo < g->n_gram && u32at(g->sec[GI_GRAM_KEY], lo) >> 8 == k >> 8; lo++) {
+        /* every listed key has a posting: checked at open */
         uint32_t v = u32at(g->sec[GI_GRAM_POST], u32at(g->sec[GI_GRAM_OFF], lo));
         if (v < best)
             best = v;

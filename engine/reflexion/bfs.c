@@ -216,8 +216,13 @@ static int begin(cairn_reflex *r, struct rbfs **out)
         b->front[0] = malloc(FRONT_MIN * sizeof(uint32_t));
         b->front[1] = malloc(FRONT_MIN * sizeof(uint32_t));
         b->next = malloc(FRONT_MIN * sizeof(uint32_t));
-        if (b->front[0] == NULL || b->front[1] == NULL || b->next == NULL)
-            return CAIRN_ENOMEM; /* freed with the handle */
+        if (b->front[0] == NULL || b->front[1] == NULL || b->next == NULL) {
+            free(b->front[0]);
+            free(b->front[1]);
+            free(b->next);
+            b->front[0] = b->front[1] = b->next = NULL;
+            return CAIRN_ENOMEM;
+        }
         b->cap = FRONT_MIN;
     }
     if (++b->stamp == 0) { /* wrapped: every old stamp could match again */

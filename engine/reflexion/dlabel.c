@@ -63,6 +63,8 @@ static int add(dlabel *x, uint32_t key, uint32_t node)
 /* Take node i's postings back out (a failed sync): they are the newest. */
 static void drop(dlabel *x, const uint32_t *grams, size_t ng, uint32_t node)
 {
+    if (x->cap == 0) /* the table itself could not be made: nothing to take out */
+        return;
     for (size_t k = 0; k < ng; k++) {
         dl_list *l = &x->tab[slot_of(x, grams[k])];
         if (l->post != NULL && l->n > 0 && get_le32((const uint8_t *)&l->post[l->n - 1]) == node)

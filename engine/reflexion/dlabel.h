@@ -27,8 +27,9 @@ typedef struct dlabel {
 
 struct rnode;
 
-/* Index nodes[x->indexed .. n). CAIRN_ENOMEM leaves the index as it was
- * before the call (a caller may scan instead). */
+/* Index nodes[x->indexed .. n). CAIRN_ENOMEM leaves every node before
+ * x->indexed wholly indexed and none after it (a caller may scan instead,
+ * and a later call goes on from there). */
 int cairn__dl_sync(dlabel *x, const struct rnode *nodes, size_t n);
 
 /* The first of nodes[0 .. x->indexed) whose folded label holds the folded

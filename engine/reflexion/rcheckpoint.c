@@ -151,7 +151,9 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
     }
     snprintf(r->note, sizeof r->note, "%.200s; rebuilt from the log", e.msg);
     /* Damaged, or an older version: a writer removes it, so the next open
-     * does not trip on it. A newer version's file stays for its build. */
+     * does not trip on it. A newer version's file is left alone here (this
+     * build folds the log instead); this build's next checkpoint replaces
+     * it, as it replaces any older graph file. */
     if (r->gi.name[0] != 0 && !r->db->read_only &&
         (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM ||
          (rc == CAIRN_EVERSION && r->gi.version < GI_VERSION)))
