@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "civil.h"
 #include "extract.h"
 #include "rstate.h"
 #include "store.h"
@@ -29,16 +30,6 @@ static int digits(const char *s, size_t n, int *out)
     }
     *out = v;
     return 1;
-}
-
-static int64_t days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
 }
 
 int cairn__rx_parse_time(const char *s, size_t len, int64_t *ms)
@@ -84,7 +75,8 @@ int cairn__rx_parse_time(const char *s, size_t len, int64_t *ms)
     }
     if (i != len)
         return CAIRN_EINVAL;
-    *ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec) - off) * 1000 + frac;
+    *ms = ((cairn__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 +
+            sec) - off) * 1000 + frac;
     return CAIRN_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "civil.h"
 #include "extract_int.h"
 
 /* ---- UTF-8 and text ---------------------------------------------------- */
@@ -362,34 +363,6 @@ const char *cairn__x_classify(const xtext *t, int *err, int *fixed)
 
 /* ---- timestamps -------------------------------------------------------- */
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static long long days_from_civil(long long y, unsigned m, unsigned d)
-{
-    long long era;
-    unsigned yoe, doy, doe;
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = (unsigned)(y - era * 400);
-    doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (long long)doe - 719468;
-}
-
-static void civil_from_days(long long z, long long *y, unsigned *m, unsigned *d)
-{
-    long long era;
-    unsigned doe, yoe, doy, mp;
-    z += 719468;
-    era = (z >= 0 ? z : z - 146096) / 146097;
-    doe = (unsigned)(z - era * 146097);
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (long long)yoe + era * 400 + (*m <= 2);
-}
-
 static int digits(const char *p, size_t len, size_t at, size_t n, int *v)
 {
     *v = 0;
@@ -452,12 +425,13 @@ int cairn__x_ts(const char *p, size_t len, char out[21], int *timed, long long *
                 return 0;
         }
     }
-    days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+    days = cairn__days_from_civil(y, (unsigned)mo, (unsigned)d);
     t = days * 86400 + h * 3600 + mi * 60 + s - sign * (oh * 3600 + om * 60);
     days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
     {
-        long long yy, rem = t - days * 86400;
-        civil_from_days(days, &yy, &um, &ud);
+        int64_t yy;
+        long long rem = t - days * 86400;
+        cairn__civil_from_days(days, &yy, &um, &ud);
         if (yy < 1 || yy > 9999)
             return 0;
         unsigned f[6] = {(unsigned)yy, um, ud, (unsigned)(rem / 3600), (unsigned)(rem / 60 % 60),
