@@ -226,6 +226,24 @@ int cairn_causal_add_batch(cairn_reflex *r, const cairn_causal_op *ops, size_t n
     return rc;
 }
 
+/* One change of a single call (mu held): check it, commit it into *c.
+ * Its messages name the field, not "op 0". */
+static int add_one(cairn_reflex *r, const cairn_causal_op *op, uint64_t *key, rchange *c)
+{
+    int rc;
+    r->err[0] = 0;
+    rc = cairn__rx_catch_up(r);
+    if (rc == CAIRN_OK)
+        rc = check_op(r, op, 0, key, op);
+    if (rc == CAIRN_OK) {
+        op_change(op, c);
+        return cairn__rx_commit(r, c, 1);
+    }
+    if (strncmp(r->err, "op 0: ", 6) == 0)
+        memmove(r->err, r->err + 6, strlen(r->err + 6) + 1);
+    return rc;
+}
+
 int cairn_causal_add_node(cairn_reflex *r, unsigned type, const char *label, const char *episode,
                           cairn_causal_node *out)
 {
@@ -239,17 +257,7 @@ int cairn_causal_add_node(cairn_reflex *r, unsigned type, const char *label, con
     op.label = label;
     op.episode = episode;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
-    rc = cairn__rx_catch_up(r);
-    if (rc == CAIRN_OK)
-        rc = check_op(r, &op, 0, &key, &op);
-    if (rc == CAIRN_OK) {
-        /* The messages of a single call name the field, not an op. */
-        op_change(&op, &c);
-        rc = cairn__rx_commit(r, &c, 1);
-    } else if (rc == CAIRN_EINVAL && strncmp(r->err, "op 0: ", 6) == 0) {
-        memmove(r->err, r->err + 6, strlen(r->err + 6) + 1);
-    }
+    rc = add_one(r, &op, &key, &c);
     if (rc == CAIRN_OK && out != NULL) {
         uint32_t i = cairn__rx_find_key(r, key);
         rc = i == R_NONE ? cairn__rx_fail(r, CAIRN_ENOTFOUND, "the node was not folded")
@@ -276,16 +284,7 @@ int cairn_causal_add_edge(cairn_reflex *r, const char *source_id, const char *ta
     op.weight = weight;
     op.episode = episode;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
-    rc = cairn__rx_catch_up(r);
-    if (rc == CAIRN_OK)
-        rc = check_op(r, &op, 0, &key, &op);
-    if (rc == CAIRN_OK) {
-        op_change(&op, &c);
-        rc = cairn__rx_commit(r, &c, 1);
-    } else if (strncmp(r->err, "op 0: ", 6) == 0) {
-        memmove(r->err, r->err + 6, strlen(r->err + 6) + 1);
-    }
+    rc = add_one(r, &op, &key, &c);
     if (rc == CAIRN_OK && out != NULL) {
         uint32_t s = cairn__rx_find_key(r, c.src), d = cairn__rx_find_key(r, c.dst);
         uint32_t i = cairn__rx_find_edge(r, s, d, type);
