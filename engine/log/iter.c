@@ -344,6 +344,27 @@ static int record_copy(cairn_db *db, const cairn_record *src, cairn_record **out
     return CAIRN_OK;
 }
 
+int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
+                       int (*fn)(void *user, const cairn_record *rec), void *user)
+{
+    cairn_range range = CAIRN_RANGE_INIT;
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    int rc, by_fn = 0;
+
+    range.seq_from = from;
+    range.seq_to = to;
+    if ((rc = cairn_iter_open(db, &range, &it)) != CAIRN_OK)
+        return rc;
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK)
+        if ((rc = fn(user, &rec)) != CAIRN_OK) {
+            by_fn = 1;
+            break;
+        }
+    cairn_iter_close(it);
+    return rc == CAIRN_ENOTFOUND && !by_fn ? CAIRN_OK : rc; /* the end of the range */
+}
+
 int cairn_get(cairn_db *db, uint64_t seq, cairn_record **out)
 {
     cairn_range r = CAIRN_RANGE_INIT;

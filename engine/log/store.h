@@ -125,6 +125,11 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
                            uint64_t *first_seq_out, int64_t *ts_out);
 /* A fresh, random per-segment salt (never 0). */
 uint64_t cairn__random_salt(void);
+/* Every record with seq in from..to, in order, through fn; stops at the
+ * first non-OK it returns and returns that. CAIRN_OK at the end; an
+ * iterator error as cairn_iter_open/next give it (message in the db). */
+int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
+                       int (*fn)(void *user, const cairn_record *rec), void *user);
 /* The last sequence number this handle has handed out (0: none yet). */
 uint64_t cairn__last_seq(cairn_db *db);
 

@@ -527,37 +527,32 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
 
 /* ---- open / close -------------------------------------------------------- */
 
-/* Fold the records from seq `from` on. */
+/* One record of a replay: memory records are folded, the rest only
+ * counted as seen. */
+static int replay_one(void *user, const cairn_record *rec)
+{
+    cairn_mem *m = user;
+    memrec r;
+    int rc;
+    if (rec->seq > m->folded)
+        m->folded = rec->seq;
+    if (rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR)
+        return CAIRN_OK;
+    if (cairn__memrec_decode_bin(rec->type, rec->json, rec->json_len, rec->bin, rec->bin_len, &r,
+                                 NULL) != CAIRN_OK) {
+        m->skipped++;
+        return CAIRN_OK;
+    }
+    rc = apply(m, rec, &r);
+    cairn__memrec_done(&r);
+    return rc;
+}
+
+/* Fold the records from seq `from` to `to`. */
 static int replay_range(cairn_mem *m, uint64_t from, uint64_t to)
 {
-    cairn_range range = CAIRN_RANGE_INIT;
-    cairn_iter *it = NULL;
-    cairn_record rec;
-    int rc;
-
-    range.seq_from = from;
-    range.seq_to = to;
-    rc = cairn_iter_open(m->db, &range, &it);
-    if (rc != CAIRN_OK)
-        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
-        memrec r;
-        if (rec.seq > m->folded)
-            m->folded = rec.seq;
-        if (rec.type < CAIRN_REC_MEMORY || rec.type > CAIRN_REC_MEMORY_CLEAR)
-            continue;
-        if (cairn__memrec_decode_bin(rec.type, rec.json, rec.json_len, rec.bin, rec.bin_len, &r,
-                                     NULL) != CAIRN_OK) {
-            m->skipped++;
-            continue;
-        }
-        rc = apply(m, &rec, &r);
-        cairn__memrec_done(&r);
-        if (rc != CAIRN_OK)
-            break;
-    }
-    cairn_iter_close(it);
-    if (rc == CAIRN_ENOTFOUND)
+    int rc = cairn__each_record(m->db, from, to, replay_one, m);
+    if (rc == CAIRN_OK)
         return CAIRN_OK;
     if (m->damaged)
         return CAIRN_ECORRUPT; /* m->err names the file */

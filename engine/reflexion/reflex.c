@@ -968,23 +968,15 @@ int cairn__rx_apply_record(cairn_reflex *r, const cairn_record *rec)
     return CAIRN_OK;
 }
 
+static int apply_one(void *r, const cairn_record *rec)
+{
+    return cairn__rx_apply_record(r, rec);
+}
+
 static int replay(cairn_reflex *r, uint64_t from, uint64_t to)
 {
-    cairn_range range = CAIRN_RANGE_INIT;
-    cairn_iter *it = NULL;
-    cairn_record rec;
-    int rc;
-
-    range.seq_from = from;
-    range.seq_to = to;
-    rc = cairn_iter_open(r->db, &range, &it);
-    if (rc != CAIRN_OK)
-        return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
-    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK)
-        if ((rc = cairn__rx_apply_record(r, &rec)) != CAIRN_OK)
-            break;
-    cairn_iter_close(it);
-    if (rc == CAIRN_ENOTFOUND)
+    int rc = cairn__each_record(r->db, from, to, apply_one, r);
+    if (rc == CAIRN_OK)
         return CAIRN_OK;
     return cairn__rx_fail(r, rc, "replaying the reflexion records: %s",
                           rc == CAIRN_ENOMEM ? "no memory" : cairn_errmsg(r->db));
