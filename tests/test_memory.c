@@ -28,14 +28,9 @@ typedef struct fx {
 
 static void open_all(fx *f, int background)
 {
-    cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX] = "";
     int rc;
-    o.create = 1;
-    o.background = background;
-    o.durability = CAIRN_DURABILITY_NONE;
-    o.segment_size = 4096;
-    rc = cairn_open(&f->db, f->dir, &o, err, sizeof err);
+    rc = tu_open_small(f->dir, background, &f->db, err, sizeof err);
     if (rc != CAIRN_OK)
         fail_msg("cairn_open: %s", err);
     assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);

@@ -28,13 +28,8 @@ typedef struct fx {
 
 static void open_all(fx *f)
 {
-    cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX] = "";
-    o.create = 1;
-    o.background = 0;
-    o.durability = CAIRN_DURABILITY_NONE;
-    o.segment_size = 4096;
-    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+    if (tu_open_small(f->dir, 0, &f->db, err, sizeof err) != CAIRN_OK)
         fail_msg("cairn_open: %s", err);
     assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
     assert_int_equal(cairn_mem_set_embedder(f->mem, &f->emb), CAIRN_OK);

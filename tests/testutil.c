@@ -122,3 +122,13 @@ uint64_t tu_splitmix64(uint64_t *state)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+
+int tu_open_small(const char *dir, int background, cairn_db **db, char *err, size_t cap)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    o.create = 1;
+    o.background = background;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 4096;
+    return cairn_open(db, dir, &o, err, cap);
+}

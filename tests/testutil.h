@@ -8,6 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cairn.h"
+
+/* Open (creating it if missing) the small store the engine suites use:
+ * durability none, 4 KiB segments (so a few records roll and seal), the
+ * background thread as asked. cairn_open's code; its message in err. */
+int tu_open_small(const char *dir, int background, cairn_db **db, char *err, size_t cap);
+
 /* Create a fresh directory under $TMPDIR (or /tmp); returns a malloc'd path. */
 char *tu_mkdtemp(const char *tag);
 /* rm -rf path (ignores errors); frees nothing. */
