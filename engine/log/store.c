@@ -731,7 +731,6 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     pthread_mutex_init(&db->seal_mu, NULL);
     pthread_mutex_init(&db->err_mu, NULL);
     cairn__waitword_init(&db->synced);
-    cairn__waitword_init(&db->synced);
     pthread_cond_init(&db->sync_cv, NULL);
     pthread_cond_init(&db->append_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
@@ -828,7 +827,6 @@ int cairn_close(cairn_db *db)
     pthread_mutex_destroy(&db->seal_mu);
     pthread_mutex_destroy(&db->err_mu);
     pthread_cond_destroy(&db->sync_cv);
-    cairn__waitword_destroy(&db->synced);
     cairn__waitword_destroy(&db->synced);
     pthread_cond_destroy(&db->append_cv);
     pthread_cond_destroy(&db->bg_cv);
