@@ -152,6 +152,33 @@ static void the_store_record_encoder_writes_cjsons_bytes(void **state)
                 free(a);
                 free(b);
             }
+    /* Every hundredth (the encoder's own path for them) and a few numbers
+     * next to them; each special byte at every place of a long content
+     * (the encoder looks at eight bytes at a time). */
+    for (int k = -1; k <= 203; k++) {
+        static const char specials[] = "\"\\\x01\x1f\x7f\xc3\x80 ";
+        memrec r;
+        char *a = NULL, *b = NULL, text[40];
+        size_t la = 0, lb = 0;
+        int pos = (k + 1) % 33, sp = (k + 1) % (int)(sizeof specials - 1);
+        memset(text, 'a', 33);
+        text[33] = 0;
+        text[pos] = specials[sp];
+        memset(&r, 0, sizeof r);
+        r.type = CAIRN_REC_MEMORY;
+        r.id = "m0123456789abcdef";
+        r.content = text;
+        r.content_len = strlen(text);
+        r.category = "fact";
+        r.importance = k < 0 ? nextafter(0.5, 1) : k <= 100 ? k / 100.0
+                     : k <= 200 ? (k - 100) * 0.01 : nextafter(0.01, 0);
+        assert_int_equal(cairn__memrec_encode(&r, &a, &la, NULL), CAIRN_OK);
+        assert_int_equal(cairn__memrec_encode_generic(&r, &b, &lb, NULL), CAIRN_OK);
+        assert_int_equal(la, lb);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    }
 }
 
 static void store_returns_the_memory_with_defaults_and_get_finds_it(void **state)

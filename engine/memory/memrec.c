@@ -376,12 +376,46 @@ static int sb_lit(sbuf *b, const char *s)
     return 1;
 }
 
+/* The length of the prefix of s[0..len) that JSON takes as it is: no ",
+ * \ or control character. Eight bytes a step (the bit tricks of "Bit
+ * Twiddling Hacks", haszero / hasless): a memory's content is most of its
+ * record and seldom needs an escape. */
+static size_t plain_prefix(const char *s, size_t len)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t v, q, bs;
+        memcpy(&v, s + i, 8);
+        q = v ^ (ones * '"');
+        bs = v ^ (ones * '\\');
+        if ((((q - ones) & ~q) | ((bs - ones) & ~bs) | ((v - ones * 32) & ~v)) & highs)
+            break; /* one of these eight needs an escape (or a false alarm) */
+    }
+    while (i < len) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 32 || c == '"' || c == '\\')
+            break;
+        i++;
+    }
+    return i;
+}
+
 /* A JSON string as cJSON escapes it: ", \ and control characters. */
 static int sb_str(sbuf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t extra = 0;
-    for (size_t i = 0; i < len; i++) {
+    size_t extra = 0, plain = plain_prefix(s, len);
+    if (plain == len) {
+        if (!sb_room(b, len + 2))
+            return 0;
+        b->p[b->n++] = '"';
+        memcpy(b->p + b->n, s, len);
+        b->n += len;
+        b->p[b->n++] = '"';
+        return 1;
+    }
+    for (size_t i = plain; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c < 32 || c == '"' || c == '\\')
             extra += 5;
@@ -441,6 +475,25 @@ static int sb_double(sbuf *b, double d)
     char tmp[32];
     double test = 0;
     int k;
+    /* Importances are mostly hundredths (0.5 by default): d == c / 100.0 is
+     * the double nearest c/100, which "%1.15g" prints as its two decimals
+     * without trailing zeros. Everything else takes printf. */
+    double c = d * 100;
+    if (d >= 0 && !signbit(d) && d <= 1 && c == (double)(int)c && (double)(int)c / 100 == d) {
+        int v = (int)c;
+        if (!sb_room(b, 4))
+            return 0;
+        if (v == 0 || v == 100) {
+            b->p[b->n++] = v ? '1' : '0';
+            return 1;
+        }
+        memcpy(b->p + b->n, "0.", 2);
+        b->n += 2;
+        b->p[b->n++] = (char)('0' + v / 10);
+        if (v % 10 != 0)
+            b->p[b->n++] = (char)('0' + v % 10);
+        return 1;
+    }
     k = snprintf(tmp, sizeof tmp, "%1.15g", d);
     test = strtod(tmp, NULL);
     if (!(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
