@@ -194,6 +194,58 @@ static void the_stem_cache_is_transparent_as_it_grows(void **state)
     sb_stemmer_delete(sb);
 }
 
+/* cairn__tok_run_words then cairn__tok_stem on each word give what
+ * cairn__tok_run gives (the index remembers each word's term this way). */
+static cairn__tokenizer *stem_tok;
+static int stem_each(void *user, const char *w, size_t len, uint32_t pos)
+{
+    const char *term;
+    size_t tlen;
+    cairn__tok_stem(stem_tok, w, len, &term, &tlen);
+    return on_term(user, term, tlen, pos);
+}
+
+static void words_then_stems_are_the_run(void **state)
+{
+    static const char *const texts[] = {
+        "Running runs ran; the runner's connections CONNECTED generously.",
+        "Caf\xc3\xa9 na\xc3\xafve don't rock\xe2\x80\x99n\xe2\x80\x99roll Stra\xc3\x9f" "e \xef\xac\x81le",
+        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e v1.2.3 2024 e\xcc\x81t\xc3\xa9 \xc4\xb0stanbul",
+        "antidisestablishmentarianisms internationalizations "
+        "pneumonoultramicroscopicsilicovolcanoconiosispneumonoultramicroscopicsilicovolcanoes",
+        "studies studying flies happily agreed relational conditional feeds", "", "   ,,, ",
+    };
+    static const char *const stemmers[] = {"english", "none", "french"};
+    (void)state;
+    for (size_t s = 0; s < sizeof stemmers / sizeof stemmers[0]; s++)
+        for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+            collect c;
+            char want[1024];
+            strcpy(want, toks(stemmers[s], texts[i]));
+            memset(&c, 0, sizeof c);
+            assert_int_equal(cairn__tok_new(&stem_tok, NULL, stemmers[s]), CAIRN_OK);
+            for (int twice = 0; twice < 2; twice++) { /* the second time from the stem cache */
+                memset(&c, 0, sizeof c);
+                assert_int_equal(cairn__tok_run_words(stem_tok, (const uint8_t *)texts[i],
+                                                      strlen(texts[i]), stem_each, &c),
+                                 CAIRN_OK);
+                assert_string_equal(c.out, want);
+            }
+            cairn__tok_free(stem_tok);
+        }
+    /* and the words are not stemmed yet */
+    {
+        collect c;
+        memset(&c, 0, sizeof c);
+        assert_int_equal(cairn__tok_new(&stem_tok, NULL, "english"), CAIRN_OK);
+        assert_int_equal(cairn__tok_run_words(stem_tok, (const uint8_t *)"Running flies", 13,
+                                              on_term, &c),
+                         CAIRN_OK);
+        assert_string_equal(c.out, "running|flies");
+        cairn__tok_free(stem_tok);
+    }
+}
+
 static void refuses_an_unknown_stemmer(void **state)
 {
     cairn__tokenizer *t = (cairn__tokenizer *)&t;
@@ -233,6 +285,7 @@ int main(void)
         cmocka_unit_test(long_words_are_cut_at_a_character_boundary),
         cmocka_unit_test(stems_english_by_default),
         cmocka_unit_test(the_stem_cache_is_transparent_as_it_grows),
+        cmocka_unit_test(words_then_stems_are_the_run),
         cmocka_unit_test(refuses_an_unknown_stemmer),
         cmocka_unit_test(a_callback_can_stop_the_run),
     };

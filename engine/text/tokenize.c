@@ -252,7 +252,8 @@ static size_t compose(word *w)
     }
 }
 
-static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, void *user)
+static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, void *user,
+                int stem)
 {
     char buf[TOK_MAX_BYTES + 4];
     size_t n = w->ascii ? w->n : compose(w), len = 0;
@@ -281,15 +282,16 @@ static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, v
     w->latin_base = 0;
     if (len == 0)
         return CAIRN_OK;
-    if (t->stem != NULL)
+    if (stem && t->stem != NULL)
         stem_word(t, buf, &term, &len);
     rc = fn(user, term, len, *pos);
     (*pos)++;
     return rc;
 }
 
-int cairn__tok_run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn,
-                   void *user)
+/* cairn__tok_run with stem = 1, cairn__tok_run_words with 0. */
+static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn, void *user,
+               int stem)
 {
     word w;
     uint32_t pos = 0;
@@ -314,7 +316,7 @@ int cairn__tok_run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__
             } else if (b == '\'' && w.n > 0 && w.latin_base) {
                 push(&w, '\''); /* kept only if a letter follows (see emit) */
             } else if (w.n > 0) {
-                rc = emit(t, &w, &pos, fn, user);
+                rc = emit(t, &w, &pos, fn, user, stem);
             }
             i++;
             continue;
@@ -322,7 +324,7 @@ int cairn__tok_run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__
         k = utf8proc_iterate(text + i, (utf8proc_ssize_t)(len - i), &c);
         if (k <= 0) { /* invalid UTF-8: one byte, a separator */
             if (w.n > 0)
-                rc = emit(t, &w, &pos, fn, user);
+                rc = emit(t, &w, &pos, fn, user, stem);
             i++;
             continue;
         }
@@ -331,18 +333,39 @@ int cairn__tok_run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__
             push(&w, '\'');
         } else if (is_single(c)) {
             if (w.n > 0)
-                rc = emit(t, &w, &pos, fn, user);
+                rc = emit(t, &w, &pos, fn, user, stem);
             if (rc == CAIRN_OK) {
                 push_folded(&w, c);
-                rc = emit(t, &w, &pos, fn, user);
+                rc = emit(t, &w, &pos, fn, user, stem);
             }
         } else if (is_word_cat(utf8proc_category(c))) {
             push_folded(&w, c);
         } else if (w.n > 0) {
-            rc = emit(t, &w, &pos, fn, user);
+            rc = emit(t, &w, &pos, fn, user, stem);
         }
     }
     if (rc == CAIRN_OK && w.n > 0)
-        rc = emit(t, &w, &pos, fn, user);
+        rc = emit(t, &w, &pos, fn, user, stem);
     return rc;
+}
+
+int cairn__tok_run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn,
+                   void *user)
+{
+    return run(t, text, len, fn, user, 1);
+}
+
+int cairn__tok_run_words(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn,
+                         void *user)
+{
+    return run(t, text, len, fn, user, 0);
+}
+
+void cairn__tok_stem(cairn__tokenizer *t, const char *surface, size_t len, const char **term,
+                     size_t *term_len)
+{
+    *term = surface;
+    *term_len = len;
+    if (t->stem != NULL)
+        stem_word(t, surface, term, term_len);
 }

@@ -51,4 +51,15 @@ const char *cairn__tok_stemmer(const cairn__tokenizer *t);
 int cairn__tok_run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn,
                    void *user);
 
+/* The same run, but each word is passed before it is stemmed (folded,
+ * normalized and cut as above): for a caller that remembers the term of
+ * each word it has seen and stems only the new ones. */
+int cairn__tok_run_words(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn,
+                         void *user);
+
+/* The term cairn__tok_run passes for a word cairn__tok_run_words passed:
+ * *term points to word itself, or into t (valid until t's next call). */
+void cairn__tok_stem(cairn__tokenizer *t, const char *word, size_t len, const char **term,
+                     size_t *term_len);
+
 #endif /* CAIRN_TOKENIZE_H */
