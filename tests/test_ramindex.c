@@ -72,7 +72,7 @@ static void word(char *out, int i)
 /* ---- the brute-force reference ------------------------------------------ */
 
 typedef struct rdoc {
-    char text[MAXTERMS * 6];
+    char text[MAXTERMS * 6 + 512];
     char terms[MAXTERMS][TOK_MAX_BYTES + 1];
     int nterms;
     int live;
@@ -426,6 +426,60 @@ static void ranking_equals_brute_force_bm25(void **state)
     free(docs);
 }
 
+/* A document is indexed from its words (surface forms), each stemmed once
+ * and then remembered (ramidx.c, word_term): its terms must be the ones
+ * cairn__tok_run gives, whatever the word. Documents and one-word queries
+ * over words that stem, fold, compose, cut or split in every way the
+ * tokenizer knows, ranked against the brute force (which tokenizes with
+ * cairn__tok_run). */
+static void words_are_indexed_as_the_tokenizer_gives_them(void **state)
+{
+    static const char *const vocab[] = {
+        "running", "runs", "ran", "runner", "Running", "RUNS", "connection", "connected",
+        "connecting", "connections", "generously", "generous", "caf\xc3\xa9", "Caf\xc3\xa9", "cafe",
+        "na\xc3\xafve", "naive", "don't", "dont", "o'neill", "rock\xe2\x80\x99n\xe2\x80\x99roll",
+        "Stra\xc3\x9f" "e", "strasse", "\xc4\xb0stanbul", "istanbul", "\xef\xac\x81le", "file",
+        "\xef\xbc\xb2\xef\xbd\x95\xef\xbd\x8e", "run", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+        "2024", "v1.2.3", "e\xcc\x81t\xc3\xa9", "internationalizations", "internationalization",
+        "antidisestablishmentarianisms", /* past the stem cache's 22 bytes */
+        "pneumonoultramicroscopicsilicovolcanoconiosispneumonoultramicroscopicsilicovolcanoA",
+        "pneumonoultramicroscopicsilicovolcanoconiosispneumonoultramicroscopicsilicovolcanoB",
+        "\xce\x9f\xce\xb4\xcf\x85\xcf\x83\xcf\x83\xce\xad\xce\xb1\xcf\x82", /* Greek, final sigma */
+        "studies", "studying", "studied", "flies", "flying", "happily", "happiness", "the", "The",
+        "a", "I", "x", "agreed", "agreement", "feed", "feeds", "relational", "conditional",
+    };
+    const size_t nv = sizeof vocab / sizeof vocab[0];
+    cairn__ramidx *x = NULL;
+    cairn__tokenizer *tok = NULL;
+    const int nd = 600;
+    (void)state;
+
+    rng_state = 7;
+    docs = calloc(NDOCS, sizeof *docs); /* the brute force looks at NDOCS (dead past nd) */
+    assert_non_null(docs);
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "english"), CAIRN_OK);
+    assert_int_equal(cairn__tok_new(&tok, NULL, "english"), CAIRN_OK);
+    for (int i = 0; i < nd; i++) {
+        int n = 1 + (int)(rnd() % 5);
+        size_t at = 0;
+        for (int j = 0; j < n; j++)
+            at += (size_t)snprintf(docs[i].text + at, sizeof docs[i].text - at, "%s%s",
+                                   vocab[rnd() % nv], rnd() % 3 ? " " : ", ");
+        assert_int_equal(cairn__tok_run(tok, (const uint8_t *)docs[i].text, strlen(docs[i].text),
+                                        collect_terms, &docs[i]),
+                         CAIRN_OK);
+        docs[i].live = 1;
+        assert_int_equal(cairn__ramidx_add(x, 1000 + 7 * (uint64_t)i, (const uint8_t *)docs[i].text,
+                                           strlen(docs[i].text)),
+                         CAIRN_OK);
+    }
+    for (size_t v = 0; v < nv; v++)
+        compare(x, tok, vocab[v], 50);
+    cairn__tok_free(tok);
+    cairn__ramidx_free(x);
+    free(docs);
+}
+
 static void pruning_skips_documents_of_a_common_term(void **state)
 {
     cairn__ramidx *x = NULL;
@@ -519,6 +573,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ranking_equals_brute_force_bm25),
+        cmocka_unit_test(words_are_indexed_as_the_tokenizer_gives_them),
         cmocka_unit_test(mapped_and_ram_indexes_rank_as_one),
         cmocka_unit_test(damaged_images_are_refused),
         cmocka_unit_test(pruning_skips_documents_of_a_common_term),

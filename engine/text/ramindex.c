@@ -72,6 +72,15 @@ struct cairn__ramidx {
     uint32_t cur_mark;
     int failed;              /* no memory during the current tokenization */
     int lookup_only;         /* query: do not add unknown terms */
+    /* Adding a document: the term of each word (surface form) seen
+     * before, so that a repeated word is neither stemmed nor looked up in
+     * the term table again: slots as in `table`, over `words`. */
+    uint64_t *wtable;
+    size_t wtable_cap;
+    struct wordent { uint32_t off, len, term; } *words; /* bytes in warena */
+    size_t nwords, words_cap;
+    char *warena;
+    size_t warena_len, warena_cap;
     /* Adding a document: its tokens first, then their lookups, so that
      * the cache misses of one lookup overlap those of the others. */
     struct tokref { uint32_t off, len; uint64_t h; } *toks;
@@ -128,6 +137,9 @@ void cairn__ramidx_free(cairn__ramidx *x)
         cairn__free(x->a, x->dl);
     }
     cairn__free(x->a, x->terms);
+    cairn__free(x->a, x->wtable);
+    cairn__free(x->a, x->words);
+    cairn__free(x->a, x->warena);
     cairn__free(x->a, x->toks);
     cairn__free(x->a, x->tbytes);
     cairn__free(x->a, x->live);
@@ -285,7 +297,7 @@ static int gather(cairn__ramidx *x, const uint8_t *text, size_t len, int lookup_
     return x->failed ? CAIRN_ENOMEM : rc;
 }
 
-/* Tokenizer callback of gather_add: keep the token, start fetching its slot. */
+/* Tokenizer callback of gather_add: keep the word, start fetching its slot. */
 static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
 {
     cairn__ramidx *x = user;
@@ -302,32 +314,105 @@ static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
     x->toks[x->ntoks].h = h;
     x->ntoks++;
     x->tb_len += len;
-    if (x->table_cap)
-        __builtin_prefetch(&x->table[h & (x->table_cap - 1)]);
+    if (x->wtable_cap)
+        __builtin_prefetch(&x->wtable[h & (x->wtable_cap - 1)]);
     return 0;
 }
 
-/* gather() for a document being added, in three passes: tokenize (and
- * prefetch each token's slot), look up or insert every token (and prefetch
- * its term), count. Same result as gather(x, text, len, 0). */
+/* The word table's slot for s: its entry, or the empty slot to put it in. */
+static size_t word_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)
+{
+    size_t mask = x->wtable_cap - 1, i = (size_t)h & mask;
+    uint64_t fp = h >> 32;
+    for (;; i = (i + 1) & mask) {
+        uint64_t v = x->wtable[i];
+        uint32_t w = (uint32_t)v;
+        if (v == 0)
+            return i;
+        if ((v >> 32) == fp && x->words[w - 1].len == len &&
+            memcmp(x->warena + x->words[w - 1].off, s, len) == 0)
+            return i;
+    }
+}
+
+/* Room for `more` new words at load <= 1/2. The slots keep only half of
+ * each hash, so a bigger table rehashes the words' bytes. */
+static int grow_words(cairn__ramidx *x, size_t more)
+{
+    size_t cap = x->wtable_cap ? x->wtable_cap : 1024;
+    uint64_t *t, *old = x->wtable;
+    size_t old_cap = x->wtable_cap;
+    while ((x->nwords + more + 1) * 2 > cap)
+        cap *= 2;
+    if (cap == old_cap)
+        return CAIRN_OK;
+    if ((t = cairn__calloc(x->a, cap, sizeof *t)) == NULL)
+        return CAIRN_ENOMEM;
+    x->wtable = t;
+    x->wtable_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i] != 0) {
+            const struct wordent *we = &x->words[(uint32_t)old[i] - 1];
+            const char *w = x->warena + we->off;
+            x->wtable[word_slot(x, w, we->len, XXH3_64bits(w, we->len))] = old[i];
+        }
+    cairn__free(x->a, old);
+    return CAIRN_OK;
+}
+
+/* The term number of a word (h: its hash), stemming and adding it (and
+ * its term, if new) the first time: -2 no memory. The word table has room
+ * (grow_words). */
+static long word_term(cairn__ramidx *x, const char *s, size_t len, uint64_t h)
+{
+    size_t slot = word_slot(x, s, len, h);
+    const char *stem;
+    size_t slen;
+    long id;
+
+    if (x->wtable[slot] != 0)
+        return (long)x->words[(uint32_t)x->wtable[slot] - 1].term;
+    cairn__tok_stem(x->tok, s, len, &stem, &slen);
+    id = term_id_h(x, stem, slen, XXH3_64bits(stem, slen));
+    if (id < 0)
+        return id;
+    if (cairn__grow(x->a, (void **)&x->words, &x->words_cap, x->nwords + 1, sizeof *x->words) != CAIRN_OK ||
+        cairn__grow(x->a, (void **)&x->warena, &x->warena_cap, x->warena_len + len, 1) != CAIRN_OK)
+        return -2;
+    x->words[x->nwords].off = (uint32_t)x->warena_len;
+    x->words[x->nwords].len = (uint32_t)len;
+    x->words[x->nwords].term = (uint32_t)id;
+    memcpy(x->warena + x->warena_len, s, len);
+    x->warena_len += len;
+    x->wtable[slot] = (h >> 32) << 32 | (uint64_t)(x->nwords + 1);
+    x->nwords++;
+    return id;
+}
+
+/* gather() for a document being added, in three passes: tokenize into
+ * words (and prefetch each word's slot), find the term of every word (and
+ * prefetch it), count. Same result as gather(x, text, len, 0): a word's
+ * term is what cairn__tok_run would have passed for it. */
 static int gather_add(cairn__ramidx *x, const uint8_t *text, size_t len)
 {
     int rc;
     x->ntoks = 0;
     x->tb_len = 0;
     x->failed = 0;
-    rc = cairn__tok_run(x->tok, text, len, on_collect, x);
+    rc = cairn__tok_run_words(x->tok, text, len, on_collect, x);
     if (x->failed)
         rc = CAIRN_ENOMEM;
     if (rc != CAIRN_OK)
         return rc;
-    /* Room for every token to be new: the table does not move below. */
+    /* Room for every word to be new: the tables do not move below. */
+    if (grow_words(x, x->ntoks) != CAIRN_OK)
+        return CAIRN_ENOMEM;
     while (x->table_cap == 0 || (x->nterms + x->ntoks + 1) * 2 > x->table_cap)
         if (grow_table(x) != CAIRN_OK)
             return CAIRN_ENOMEM;
     x->lookup_only = 0;
     for (size_t i = 0; i < x->ntoks; i++) {
-        long id = term_id_h(x, x->tbytes + x->toks[i].off, x->toks[i].len, x->toks[i].h);
+        long id = word_term(x, x->tbytes + x->toks[i].off, x->toks[i].len, x->toks[i].h);
         if (id < 0)
             return CAIRN_ENOMEM;
         x->toks[i].h = (uint64_t)id; /* the hash is spent: keep the id */
