@@ -214,6 +214,8 @@ static long term_id_h(cairn__ramidx *x, const char *s, size_t len, uint64_t h)
         return (long)(uint32_t)x->table[slot] - 1;
     if (x->lookup_only)
         return -1;
+    if (x->arena_len + len > UINT32_MAX || x->nterms >= UINT32_MAX - 1)
+        return -2; /* term offsets and numbers are 32-bit */
     if (cairn__grow(x->a, (void **)&x->terms, &x->terms_cap, x->nterms + 1, sizeof *x->terms) != CAIRN_OK ||
         cairn__grow(x->a, (void **)&x->arena, &x->arena_cap, x->arena_len + len, 1) != CAIRN_OK)
         return -2;
@@ -369,13 +371,16 @@ static long word_term(cairn__ramidx *x, const char *s, size_t len, uint64_t h)
     const char *stem;
     size_t slen;
     long id;
+    int stemmed;
 
     if (x->wtable[slot] != 0)
         return (long)x->words[(uint32_t)x->wtable[slot] - 1].term;
-    cairn__tok_stem(x->tok, s, len, &stem, &slen);
+    stemmed = cairn__tok_stem(x->tok, s, len, &stem, &slen);
     id = term_id_h(x, stem, slen, XXH3_64bits(stem, slen));
-    if (id < 0)
-        return id;
+    if (id < 0 || !stemmed)
+        return id; /* a stemmer that failed: this once unstemmed, not for good */
+    if (x->warena_len + len > UINT32_MAX)
+        return -2; /* offsets are 32-bit */
     if (cairn__grow(x->a, (void **)&x->words, &x->words_cap, x->nwords + 1, sizeof *x->words) != CAIRN_OK ||
         cairn__grow(x->a, (void **)&x->warena, &x->warena_cap, x->warena_len + len, 1) != CAIRN_OK)
         return -2;

@@ -65,6 +65,18 @@ static void maybe_grow_cache(cairn__tokenizer *t)
 
 /* The stem of buf[0..len) into *term / *len (pointing into the cache, the
  * stemmer's buffer, or left as is). */
+/* Snowball alone: 0 when it failed (no memory), leaving *term / *len. */
+static int stem_raw(cairn__tokenizer *t, const char *buf, const char **term, size_t *len)
+{
+    const sb_symbol *s = sb_stemmer_stem(t->stem, (const sb_symbol *)buf, (int)*len);
+    int sl = sb_stemmer_length(t->stem);
+    if (s == NULL || sl <= 0 || sl > TOK_MAX_BYTES)
+        return 0;
+    *term = (const char *)s;
+    *len = (size_t)sl;
+    return 1;
+}
+
 static void stem_word(cairn__tokenizer *t, const char *buf, const char **term, size_t *len)
 {
     size_t n = *len;
@@ -87,12 +99,10 @@ static void stem_word(cairn__tokenizer *t, const char *buf, const char **term, s
         }
         t->misses++;
     }
-    s = sb_stemmer_stem(t->stem, (const sb_symbol *)buf, (int)n);
-    sl = sb_stemmer_length(t->stem);
-    if (s == NULL || sl <= 0 || sl > TOK_MAX_BYTES)
+    if (!stem_raw(t, buf, term, len))
         return;
-    *term = (const char *)s;
-    *len = (size_t)sl;
+    sl = (int)*len;
+    s = (const sb_symbol *)*term;
     if (e != NULL && sl <= STEM_KEY_MAX) {
         e->in_len = (uint8_t)n;
         memcpy(e->in, buf, n);
@@ -361,11 +371,12 @@ int cairn__tok_run_words(cairn__tokenizer *t, const uint8_t *text, size_t len, c
     return run(t, text, len, fn, user, 0);
 }
 
-void cairn__tok_stem(cairn__tokenizer *t, const char *surface, size_t len, const char **term,
-                     size_t *term_len)
+int cairn__tok_stem(cairn__tokenizer *t, const char *surface, size_t len, const char **term,
+                    size_t *term_len)
 {
     *term = surface;
     *term_len = len;
-    if (t->stem != NULL)
-        stem_word(t, surface, term, term_len);
+    /* Not through the stem cache: its caller remembers the stems itself,
+     * and would send it only words it has not seen, all misses. */
+    return t->stem == NULL || stem_raw(t, surface, term, term_len);
 }

@@ -58,8 +58,10 @@ int cairn__tok_run_words(cairn__tokenizer *t, const uint8_t *text, size_t len, c
                          void *user);
 
 /* The term cairn__tok_run passes for a word cairn__tok_run_words passed:
- * *term points to word itself, or into t (valid until t's next call). */
-void cairn__tok_stem(cairn__tokenizer *t, const char *word, size_t len, const char **term,
-                     size_t *term_len);
+ * *term points to word itself, or into t (valid until t's next call).
+ * Returns 0 when the stemmer failed (no memory): *term is then the word
+ * unstemmed, as cairn__tok_run would pass it, but only for this once. */
+int cairn__tok_stem(cairn__tokenizer *t, const char *word, size_t len, const char **term,
+                    size_t *term_len);
 
 #endif /* CAIRN_TOKENIZE_H */
