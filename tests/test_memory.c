@@ -26,11 +26,16 @@ typedef struct fx {
     cairn_mem *mem;
 } fx;
 
+/* Every test runs twice (main): with the store's background threads off,
+ * so the memory engine indexes each text inline, and on, so it indexes on
+ * its own thread (engine/memory/indexer.h). */
+static int with_threads;
+
 static void open_all(fx *f, int background)
 {
     char err[CAIRN_ERRMSG_MAX] = "";
     int rc;
-    rc = tu_open_small(f->dir, background, &f->db, err, sizeof err);
+    rc = tu_open_small(f->dir, background || with_threads, &f->db, err, sizeof err);
     if (rc != CAIRN_OK)
         fail_msg("cairn_open: %s", err);
     assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
@@ -47,6 +52,7 @@ static void close_all(fx *f)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
+    with_threads = 0;
     char *d = tu_mkdtemp("memory");
     if (f == NULL || d == NULL)
         return -1;
@@ -55,6 +61,16 @@ static int setup(void **state)
     open_all(f, 0);
     *state = f;
     return 0;
+}
+
+static int setup_threads(void **state)
+{
+    int rc = setup(state);
+    fx *f = *state;
+    with_threads = 1;
+    close_all(f);
+    open_all(f, 1);
+    return rc;
 }
 
 static int teardown(void **state)
@@ -1055,38 +1071,94 @@ static void a_stored_memory_is_recallable_from_another_thread_at_once(void **sta
     cairn_recall_free(h, n);
 }
 
+/* Stores in a burst, each recalled by the very next call, some deleted
+ * right after they were stored (while the indexing thread may not have
+ * reached them yet): the ranking, scores included, is the one a reopened
+ * store (its index rebuilt from the log) gives. A delete that reached the
+ * index before its add would leave the document counted in BM25's N and
+ * average length, and the scores would differ. */
+static void a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index(void **state)
+{
+    fx *f = *state;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h = NULL, *h2 = NULL;
+    size_t n = 0, n2 = 0;
+    char text[128], q[32];
+    int deleted = 0;
+
+    ro.k = 20;
+    for (int i = 0; i < 3000; i++) {
+        char *id;
+        snprintf(text, sizeof text, "burst note %d about %s and %s zq%dzq", i,
+                 i % 3 ? "deploys" : "migrations", i % 5 ? "caches" : "schemas", i);
+        id = store(f, "", text, "fact", 0.5);
+        if (i % 7 == 3) {
+            assert_int_equal(cairn_mem_delete(f->mem, id, "burst"), CAIRN_OK);
+            deleted++;
+        } else if (i % 250 == 0) {
+            snprintf(q, sizeof q, "zq%dzq", i);
+            assert_int_equal(cairn_mem_recall(f->mem, q, NULL, &h, &n), CAIRN_OK);
+            assert_int_equal(n, 1);
+            assert_string_equal(h[0].mem.id, id);
+            cairn_recall_free(h, n);
+        }
+        free(id);
+    }
+    assert_true(deleted > 400);
+    assert_int_equal(cairn_mem_recall(f->mem, "deploys schemas", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 20);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_recall(f->mem, "deploys schemas", &ro, &h2, &n2), CAIRN_OK);
+    assert_int_equal(n2, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(h[i].mem.id, h2[i].mem.id);
+        assert_true(fabs(h[i].bm25 - h2[i].bm25) < 1e-9);
+    }
+    cairn_recall_free(h, n);
+    cairn_recall_free(h2, n2);
+}
+
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define MEMORY_TESTS(T) \
+    T(store_returns_the_memory_with_defaults_and_get_finds_it) \
+    T(exact_duplicates_are_stored_once_per_namespace) \
+    T(invalid_input_is_refused_with_a_message) \
+    T(update_changes_fields_and_survives_reopen) \
+    T(deleted_memories_never_come_back_but_stay_in_the_log) \
+    T(recall_ranks_by_relevance_and_explains_every_component) \
+    T(recall_records_access_and_it_persists) \
+    T(namespaces_isolate_unless_a_recall_names_several) \
+    T(filters_and_expiry_apply) \
+    T(importance_and_recency_decay_with_a_30_day_half_life) \
+    T(hostile_records_are_skipped_and_counted) \
+    T(memories_survive_sealing_and_reopen) \
+    T(a_stored_memory_is_recallable_from_another_thread_at_once) \
+    T(clear_empties_one_namespace_or_all_and_survives_reopen) \
+    T(context_formats_as_the_seed_shows) \
+    T(context_stays_within_max_tokens) \
+    T(token_estimate_counts_characters_by_four) \
+    T(context_escapes_xml_and_json) \
+    T(forget_modes_prune_what_they_say) \
+    T(stats_count_categories_importance_and_times) \
+    T(json_export_round_trips_exactly) \
+    T(md_export_round_trips_exactly) \
+    T(csv_export_round_trips_exactly) \
+    T(a_bad_import_stores_nothing) \
+    T(hooks_modify_reject_rewrite_and_filter) \
+    T(max_memories_prunes_the_least_important_and_says_so) \
+    T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
+#define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {
-        T(store_returns_the_memory_with_defaults_and_get_finds_it),
         cmocka_unit_test(the_store_record_encoder_writes_cjsons_bytes),
-        T(exact_duplicates_are_stored_once_per_namespace),
-        T(invalid_input_is_refused_with_a_message),
-        T(update_changes_fields_and_survives_reopen),
-        T(deleted_memories_never_come_back_but_stay_in_the_log),
-        T(recall_ranks_by_relevance_and_explains_every_component),
-        T(recall_records_access_and_it_persists),
-        T(namespaces_isolate_unless_a_recall_names_several),
-        T(filters_and_expiry_apply),
-        T(importance_and_recency_decay_with_a_30_day_half_life),
-        T(hostile_records_are_skipped_and_counted),
-        T(memories_survive_sealing_and_reopen),
-        T(a_stored_memory_is_recallable_from_another_thread_at_once),
-        T(clear_empties_one_namespace_or_all_and_survives_reopen),
-        T(context_formats_as_the_seed_shows),
-        T(context_stays_within_max_tokens),
-        T(token_estimate_counts_characters_by_four),
-        T(context_escapes_xml_and_json),
-        T(forget_modes_prune_what_they_say),
-        T(stats_count_categories_importance_and_times),
-        T(json_export_round_trips_exactly),
-        T(md_export_round_trips_exactly),
-        T(csv_export_round_trips_exactly),
-        T(a_bad_import_stores_nothing),
-        T(hooks_modify_reject_rewrite_and_filter),
-        T(max_memories_prunes_the_least_important_and_says_so),
+        MEMORY_TESTS(T)
     };
+    const struct CMUnitTest tests_threads[] = {MEMORY_TESTS(TT)};
 #undef T
-    return cmocka_run_group_tests(tests, NULL, NULL);
+#undef TT
+    int failed = cmocka_run_group_tests_name("inline indexing", tests, NULL, NULL);
+    failed += cmocka_run_group_tests_name("indexing thread", tests_threads, NULL, NULL);
+    return failed;
 }

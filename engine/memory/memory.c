@@ -27,6 +27,7 @@
 #include <xxhash.h>
 
 #include "cairn.h"
+#include "indexer.h"
 #include "ivf.h"
 #include "memstate.h"
 #include "alloc.h"
@@ -382,12 +383,13 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     x->seq = seq;
     x->owns = OWN_CONTENT | OWN_CATEGORY | OWN_METADATA;
     x->content_hash = hash_content(x->nsi, x->content, x->content_len);
-    rc = cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content, x->content_len);
-    if (rc == CAIRN_OK && r->embedder != NULL) {
-        rc = add_vector(m, &m->ns[nsi], seq, r);
-        if (rc != CAIRN_OK)
-            (void)cairn__ramidx_remove(m->ns[nsi].idx, seq, (const uint8_t *)x->content, x->content_len);
-    }
+    rc = r->embedder != NULL ? add_vector(m, &m->ns[nsi], seq, r) : CAIRN_OK;
+    if (rc == CAIRN_OK)
+        rc = m->ix != NULL ? cairn__indexer_add(m->ix, m->ns[nsi].idx, seq, x->content, x->content_len)
+                           : cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content,
+                                               x->content_len);
+    if (rc != CAIRN_OK && r->embedder != NULL)
+        (void)cairn__vecset_remove(m->ns[nsi].vec, seq);
     if (rc != CAIRN_OK) {
         free(x->content);
         free(x->category);
@@ -441,11 +443,22 @@ static void apply_update(cairn_mem *m, ment *x, const memrec *r)
         x->expires = r->expires_at;
 }
 
+int cairn__mem_index_settle(cairn_mem *m)
+{
+    int rc = m->ix != NULL ? cairn__indexer_wait(m->ix) : CAIRN_OK;
+    if (rc == CAIRN_OK)
+        return CAIRN_OK;
+    m->stale = 1; /* never write an index file that would miss it */
+    return cairn__mem_fail(m, rc, "a memory stored earlier could not be added to the text index "
+                           "(%s): recall may miss it; reopen the store", cairn_strerror(rc));
+}
+
 static void kill_entry(cairn_mem *m, ment *x)
 {
     nspace *p = &m->ns[x->nsi];
     int in_base = m->mx.map && x->seq <= m->mx.covered;
     cairn__vecset *v = in_base ? p->base_vec : p->vec;
+    (void)cairn__mem_index_settle(m); /* it may still be queued (a failure stays in m->err) */
     (void)cairn__ramidx_remove(in_base ? p->base_idx : p->idx, x->seq,
                                (const uint8_t *)x->content, x->content_len);
     if (v != NULL)
@@ -734,10 +747,16 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         rc = CAIRN_ENOMEM;
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &st);
+    /* A writable store that may run threads indexes on one more; a
+     * failure to start it only means indexing inline. */
+    if (rc == CAIRN_OK && !db->read_only && db->background && cairn__indexer_new(&m->ix) != CAIRN_OK)
+        m->ix = NULL;
     if (rc == CAIRN_OK && use_index)
         rc = open_index(m, st.last_seq);
     if (rc == CAIRN_OK)
         rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
+    if (rc == CAIRN_OK)
+        rc = cairn__mem_index_settle(m);
     if (rc != CAIRN_OK) {
         cairn_mem_close(m);
         return rc;
@@ -771,6 +790,8 @@ void cairn_mem_close(cairn_mem *m)
         (void)checkpoint_locked(m, 1);
         pthread_mutex_unlock(&m->mu);
     }
+    cairn__indexer_free(m->ix); /* finishes the queue first */
+    m->ix = NULL;
     free_state(m);
     free(m->ns);
     free(m->e);
@@ -1459,6 +1480,7 @@ static void fill_row(const ment *x, mx_row *r)
 /* Free the state (entries, namespaces, the file) but not the handle. */
 static void free_state(cairn_mem *m)
 {
+    (void)cairn__mem_index_settle(m); /* the thread reads texts and indexes freed below */
     for (size_t i = 0; i < m->n; i++)
         free_entry(&m->e[i]);
     /* Only rows whose strings an update replaced own any: the rest were
@@ -1526,6 +1548,8 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
                                "error it returned then): reopen the store before writing the "
                                "memory index");
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
+        return rc;
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));

@@ -79,6 +79,8 @@ struct cairn_mem {
     int damaged;             /* a row of the file failed its check */
     int stale;               /* a record was appended but not applied: the
                                 state is no longer a fold of the log */
+    struct cairn__indexer *ix; /* adds stored texts to the index on a thread
+                                of its own (indexer.h), or NULL: inline */
     size_t *owned;           /* rows of be with malloc'd strings (updated) */
     size_t n_owned, owned_cap;
     /* The memories stored after it, in seq order. */
@@ -114,6 +116,12 @@ struct cairn_mem {
 };
 
 int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Wait until every stored text is in its namespace's index (the indexing
+ * thread is idle): before anything reads or changes an index (mu held).
+ * A text the thread failed to add (no memory) makes the handle stale and
+ * is an error, once. */
+int cairn__mem_index_settle(cairn_mem *m);
 int64_t cairn__mem_wall_ms(void);
 
 /* The index file failed a check (rc) at `what`: remove it (a writer), mark

@@ -93,7 +93,12 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_
         size_t got = 0, kept = 0, start = *n;
         cairn__ramidx *xs[2];
         size_t nx = 0;
-        int rc;
+        int rc = cairn__mem_index_settle(m);
+        if (rc != CAIRN_OK) {
+            free(docs);
+            free(sc);
+            return rc;
+        }
         if (m->ns[nsi].base_idx != NULL)
             xs[nx++] = m->ns[nsi].base_idx;
         xs[nx++] = m->ns[nsi].idx;

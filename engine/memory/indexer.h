@@ -1,0 +1,45 @@
+/*
+ * indexer.h - the memory engine's text indexing thread.
+ *
+ * Tokenizing and inverting a memory's content is most of what a store
+ * costs; the rest (the record, the log append, the id and content tables)
+ * does not need the text index. So a writable handle on a store with
+ * background threads hands each new memory's text to one thread of its
+ * own, which adds it to the namespace's in-RAM index while the caller
+ * goes on, on the other core. Everything that reads or changes an index
+ * (recall, delete, clear, checkpoint, close) first waits for the queue to
+ * be empty (cairn__indexer_wait), under the handle's lock, so a stored
+ * memory is recallable by the very next call, from any thread.
+ *
+ * Only the indexing thread touches an index with work queued for it; the
+ * texts queued stay owned by the memories (freed only at close, after the
+ * thread has stopped).
+ */
+#ifndef CAIRN_INDEXER_H
+#define CAIRN_INDEXER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ramindex.h"
+
+typedef struct cairn__indexer cairn__indexer;
+
+/* Start the thread. CAIRN_ENOMEM, or CAIRN_EIO when no thread starts. */
+int cairn__indexer_new(cairn__indexer **out);
+
+/* Finish the queued work, stop the thread, free. Accepts NULL. */
+void cairn__indexer_free(cairn__indexer *ix);
+
+/* Queue text[0..len) to be added to idx as document seq (the caller keeps
+ * text alive until a cairn__indexer_wait has returned). Waits while the
+ * queue is full. CAIRN_ENOMEM if the queue cannot grow (nothing queued). */
+int cairn__indexer_add(cairn__indexer *ix, cairn__ramidx *idx, uint64_t seq, const char *text,
+                       size_t len);
+
+/* Wait until every queued text is in its index. Returns the first failure
+ * of an add since the last call (CAIRN_ENOMEM: that memory is not in the
+ * index), else CAIRN_OK. */
+int cairn__indexer_wait(cairn__indexer *ix);
+
+#endif /* CAIRN_INDEXER_H */
