@@ -6,7 +6,9 @@
  * Invariants: every term is 1..TOK_MAX_BYTES bytes of valid UTF-8;
  * positions count up from 0 with no gap; without stemming no term holds an
  * ASCII upper-case letter, a separator byte or NUL; two runs over the same
- * bytes give the same terms (checked through a running XXH3 of them).
+ * bytes give the same terms (checked through a running XXH3 of them);
+ * the words of cairn__tok_run_words, each through cairn__tok_stem, are
+ * those terms too (the index adds documents that way).
  */
 #include "fuzz.h"
 
@@ -18,6 +20,7 @@ typedef struct state {
     uint32_t next_pos;
     uint64_t hash;
     int stemmed;
+    cairn__tokenizer *stem_with; /* words: stem each before checking it */
 } state;
 
 static int on_term(void *user, const char *term, size_t len, uint32_t pos)
@@ -25,6 +28,8 @@ static int on_term(void *user, const char *term, size_t len, uint32_t pos)
     state *s = user;
     size_t i = 0;
 
+    if (s->stem_with != NULL)
+        cairn__tok_stem(s->stem_with, term, len, &term, &len);
     FUZZ_CHECK(pos == s->next_pos);
     FUZZ_CHECK(len >= 1 && len <= TOK_MAX_BYTES);
     while (i < len) {
@@ -44,8 +49,15 @@ static int on_term(void *user, const char *term, size_t len, uint32_t pos)
 
 static uint64_t run(cairn__tokenizer *t, const uint8_t *data, size_t size, int stemmed)
 {
-    state s = {0, 0, stemmed};
+    state s = {0, 0, stemmed, NULL};
     FUZZ_CHECK(cairn__tok_run(t, data, size, on_term, &s) == CAIRN_OK);
+    return s.hash ^ s.next_pos;
+}
+
+static uint64_t run_words(cairn__tokenizer *t, const uint8_t *data, size_t size, int stemmed)
+{
+    state s = {0, 0, stemmed, t};
+    FUZZ_CHECK(cairn__tok_run_words(t, data, size, on_term, &s) == CAIRN_OK);
     return s.hash ^ s.next_pos;
 }
 
@@ -59,5 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(run(eng, data, size, 1) == run(eng, data, size, 1));
     FUZZ_CHECK(run(none, data, size, 0) == run(none, data, size, 0));
+    FUZZ_CHECK(run_words(eng, data, size, 1) == run(eng, data, size, 1));
+    FUZZ_CHECK(run_words(none, data, size, 0) == run(none, data, size, 0));
     return 0;
 }
