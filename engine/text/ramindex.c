@@ -18,6 +18,7 @@
  */
 #include "ramindex.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -96,6 +97,11 @@ struct cairn__ramidx {
     int damaged;             /* mapped: a record or slot failed its bounds */
 };
 
+/* probe_slot reads both kinds of entry by their leading off and len. */
+_Static_assert(offsetof(term, off) == 0 && offsetof(term, len) == 4, "term starts with off, len");
+_Static_assert(offsetof(struct wordent, off) == 0 && offsetof(struct wordent, len) == 4,
+               "wordent starts with off, len");
+
 static term *load_term(cairn__ramidx *x, size_t id);
 
 /* Term id, read from the file first if the index is mapped. */
@@ -160,19 +166,30 @@ uint64_t cairn__ramidx_docs(const cairn__ramidx *x)
 
 /* ---- the term dictionary ------------------------------------------------ */
 
-static size_t find_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)
+/* The slot of s (hash h) in a table of (h >> 32) << 32 | (entry + 1)
+ * slots with linear probing: its entry's, or the empty one to put it in.
+ * Entries are `stride` bytes apart and start with u32 off, u32 len of
+ * their bytes in `arena` (the term dictionary and the word table). */
+static size_t probe_slot(const uint64_t *table, size_t cap, const void *entries, size_t stride,
+                         const char *arena, const char *s, size_t len, uint64_t h)
 {
-    size_t mask = x->table_cap - 1, i = (size_t)h & mask;
+    size_t mask = cap - 1, i = (size_t)h & mask;
     uint64_t fp = h >> 32;
     for (;; i = (i + 1) & mask) {
-        uint64_t v = x->table[i];
-        uint32_t id = (uint32_t)v;
+        uint64_t v = table[i];
+        const uint32_t *key;
         if (v == 0)
             return i;
-        if ((v >> 32) == fp && x->terms[id - 1].len == len &&
-            memcmp(x->arena + x->terms[id - 1].off, s, len) == 0)
+        key = (const uint32_t *)(const void *)((const char *)entries +
+                                               ((uint32_t)v - 1) * stride);
+        if ((v >> 32) == fp && key[1] == len && memcmp(arena + key[0], s, len) == 0)
             return i;
     }
+}
+
+static size_t find_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)
+{
+    return probe_slot(x->table, x->table_cap, x->terms, sizeof *x->terms, x->arena, s, len, h);
 }
 
 static int grow_table(cairn__ramidx *x)
@@ -324,17 +341,7 @@ static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
 /* The word table's slot for s: its entry, or the empty slot to put it in. */
 static size_t word_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)
 {
-    size_t mask = x->wtable_cap - 1, i = (size_t)h & mask;
-    uint64_t fp = h >> 32;
-    for (;; i = (i + 1) & mask) {
-        uint64_t v = x->wtable[i];
-        uint32_t w = (uint32_t)v;
-        if (v == 0)
-            return i;
-        if ((v >> 32) == fp && x->words[w - 1].len == len &&
-            memcmp(x->warena + x->words[w - 1].off, s, len) == 0)
-            return i;
-    }
+    return probe_slot(x->wtable, x->wtable_cap, x->words, sizeof *x->words, x->warena, s, len, h);
 }
 
 /* Room for `more` new words at load <= 1/2. The slots keep only half of
