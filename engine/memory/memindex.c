@@ -396,6 +396,15 @@ static void table_put(uint32_t *t, uint64_t cap, uint64_t h, uint32_t row)
     t[i] = row + 1;
 }
 
+/* Row i of the input, from its array or its callback (into *tmp). */
+static const mx_row *row_of(const mx_in *in, size_t i, mx_row *tmp)
+{
+    if (in->row_at == NULL)
+        return &in->rows[i];
+    in->row_at(in->row_user, i, tmp);
+    return tmp;
+}
+
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e)
 {
     static const cairn__publish_sites sites = {"memindex.fsync", "memindex.close",
@@ -436,7 +445,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         heap_len += strlen(in->ns[i].name) + 1;
     w.off = ro;
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
-        const mx_row *r = &in->rows[i];
+        mx_row tmp_row;
+        const mx_row *r = row_of(in, i, &tmp_row);
         uint8_t row[MX_ROW];
         XXH3_state_t st;
         size_t clen = r->content_len, il = strlen(r->id), cl = strlen(r->category);
@@ -471,7 +481,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     for (size_t i = 0; i < in->n_ns && rc == CAIRN_OK; i++)
         rc = put(&w, in->ns[i].name, strlen(in->ns[i].name) + 1);
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
-        const mx_row *r = &in->rows[i];
+        mx_row tmp_row;
+        const mx_row *r = row_of(in, i, &tmp_row);
         rc = put(&w, r->content, (size_t)r->content_len + 1);
         if (rc == CAIRN_OK)
             rc = put(&w, r->id, strlen(r->id) + 1);

@@ -95,6 +95,10 @@ typedef struct mx_in {
     const mx_row *rows;      /* live memories in seq order; content_hash and
                                 nsi as the engine computes them */
     size_t nrows;
+    /* Or, with row_at set (rows unused): row i filled in on demand, so the
+     * writer needs no copy of every row at once. */
+    void (*row_at)(void *user, size_t i, mx_row *out);
+    void *row_user;
     uint64_t (*hash_id)(const char *id);
 } mx_in;
 

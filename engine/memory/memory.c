@@ -1477,6 +1477,19 @@ static void fill_row(const ment *x, mx_row *r)
     r->nsi = x->nsi;
 }
 
+/* The live memories a checkpoint writes, as the writer asks for them
+ * (mx_in.row_at): no copy of every row at once. */
+typedef struct live_rows {
+    cairn_mem *m;
+    size_t *live; /* their places for cairn__mem_at, in seq order */
+} live_rows;
+
+static void row_at(void *user, size_t i, mx_row *out)
+{
+    const live_rows *r = user;
+    fill_row(cairn__mem_at(r->m, r->live[i]), out);
+}
+
 /* Free the state (entries, namespaces, the file) but not the handle. */
 static void free_state(cairn_mem *m)
 {
@@ -1533,7 +1546,7 @@ static int checkpoint_locked(cairn_mem *m, int closing)
 {
     cairn__err e;
     mx_in in;
-    mx_row *rows = NULL;
+    live_rows rows = {NULL, NULL};
     mx_ns_in *ns = NULL;
     cairn__vecset **vsrc = NULL;
     size_t nrows = 0, total;
@@ -1548,27 +1561,27 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
                                "error it returned then): reopen the store before writing the "
                                "memory index");
-    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
-        return rc;
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     /* Records another handle of this process appended: fold them in. */
     if ((rc = replay(m, m->folded + 1)) != CAIRN_OK)
         return rc;
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
+        return rc;
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         return rc;
     total = cairn__mem_total(m);
-    rows = malloc((total ? total : 1) * sizeof *rows);
+    rows.live = malloc((total ? total : 1) * sizeof *rows.live);
     ns = calloc(m->nns ? m->nns : 1, sizeof *ns);
-    if (rows == NULL || ns == NULL) {
+    if (rows.live == NULL || ns == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
         goto out;
     }
+    rows.m = m;
     for (size_t i = 0; i < total; i++) {
-        const ment *x = cairn__mem_at(m, i);
-        if (x->live)
-            fill_row(x, &rows[nrows++]);
+        if (cairn__mem_at(m, i)->live)
+            rows.live[nrows++] = i;
         else
             dead++;
     }
@@ -1613,7 +1626,8 @@ static int checkpoint_locked(cairn_mem *m, int closing)
     in.stemmer = m->stemmer;
     in.ns = ns;
     in.n_ns = m->nns;
-    in.rows = rows;
+    in.row_at = row_at;
+    in.row_user = &rows;
     in.nrows = nrows;
     in.hash_id = hash_id;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
@@ -1625,7 +1639,7 @@ out:
             cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
     free(ns);
     free(vsrc);
-    free(rows);
+    free(rows.live);
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */
     return rc == CAIRN_OK && !closing ? reload(m) : rc;
