@@ -444,10 +444,20 @@ done:
 
 /* ---- get, list, decisions ------------------------------------------------------ */
 
-static int episode_get(cli_ctx *ctx, int argc, char **argv)
+/* A command of one required option (an id) and --format: get and
+ * decisions. `call` answers it; with null_if_none a CAIRN_ENOTFOUND prints
+ * the seed's $null, otherwise it is an error like any other. */
+typedef struct one_id_cmd {
+    const char *opt, *help;
+    int (*call)(cairn_reflex *r, const char *id, char **json_out);
+    int null_if_none, is_list;
+    void (*text)(const cJSON *);
+} one_id_cmd;
+
+static int one_id_command(cli_ctx *ctx, int argc, char **argv, const one_id_cmd *c)
 {
-    static const cli_optspec spec[] = {{"session-id", 1}, {"format", 1}, {NULL, 0}};
-    const char *name, *val, *session = NULL;
+    const cli_optspec spec[] = {{c->opt, 1}, {"format", 1}, {NULL, 0}};
+    const char *name, *val, *id = NULL;
     cairn_db *db = NULL;
     cairn_reflex *r = NULL;
     char *out = NULL;
@@ -456,26 +466,33 @@ static int episode_get(cli_ctx *ctx, int argc, char **argv)
 
     cli_args_init(&a, ctx, spec, argc, argv);
     while (rc < 0 && (x = cli_args_next(&a, &name, &val)) != CLI_ARG_END)
-        if (!cli_reflex_arg(ctx, x, name, val, get_help, &json, &rc))
-            rc = cli_opt_nonempty(ctx->cmd, name, session = val); /* --session-id */
-    if (rc < 0 && session == NULL)
-        rc = cli_opt_missing(ctx->cmd, "session-id");
+        if (!cli_reflex_arg(ctx, x, name, val, c->help, &json, &rc))
+            rc = cli_opt_nonempty(ctx->cmd, name, id = val); /* the id option */
+    if (rc < 0 && id == NULL)
+        rc = cli_opt_missing(ctx->cmd, c->opt);
     if (rc >= 0)
         return rc;
     if ((rc = cli_reflex_open(ctx, 0, &db, &r)) != CLI_EXIT_OK)
         return rc;
-    x = cairn_episode_get(r, session, &out);
-    if (x == CAIRN_ENOTFOUND) {
+    x = c->call(r, id, &out);
+    if (x == CAIRN_ENOTFOUND && c->null_if_none) {
         printf("null\n"); /* the seed's $null */
         rc = CLI_EXIT_OK;
     } else if (x != CAIRN_OK) {
         rc = cli_reflex_fail(ctx, r, x, NULL);
     } else {
-        print_result(out, json, 0, print_episode_text);
+        print_result(out, json, c->is_list, c->text);
         rc = CLI_EXIT_OK;
     }
     free(out);
     return cli_reflex_close(ctx, db, r, rc);
+}
+
+static int episode_get(cli_ctx *ctx, int argc, char **argv)
+{
+    static const one_id_cmd c = {"session-id", get_help, cairn_episode_get, 1, 0,
+                                 print_episode_text};
+    return one_id_command(ctx, argc, argv, &c);
 }
 
 static int episode_list(cli_ctx *ctx, int argc, char **argv)
@@ -520,33 +537,9 @@ static int episode_list(cli_ctx *ctx, int argc, char **argv)
 
 static int episode_decisions(cli_ctx *ctx, int argc, char **argv)
 {
-    static const cli_optspec spec[] = {{"episode-id", 1}, {"format", 1}, {NULL, 0}};
-    const char *name, *val, *id = NULL;
-    cairn_db *db = NULL;
-    cairn_reflex *r = NULL;
-    char *out = NULL;
-    cli_args a;
-    int rc = -1, x, json = 0;
-
-    cli_args_init(&a, ctx, spec, argc, argv);
-    while (rc < 0 && (x = cli_args_next(&a, &name, &val)) != CLI_ARG_END)
-        if (!cli_reflex_arg(ctx, x, name, val, decisions_help, &json, &rc))
-            rc = cli_opt_nonempty(ctx->cmd, name, id = val); /* --episode-id */
-    if (rc < 0 && id == NULL)
-        rc = cli_opt_missing(ctx->cmd, "episode-id");
-    if (rc >= 0)
-        return rc;
-    if ((rc = cli_reflex_open(ctx, 0, &db, &r)) != CLI_EXIT_OK)
-        return rc;
-    x = cairn_episode_decisions(r, id, &out);
-    if (x != CAIRN_OK) {
-        rc = cli_reflex_fail(ctx, r, x, NULL);
-    } else {
-        print_result(out, json, 1, print_decision_line);
-        rc = CLI_EXIT_OK;
-    }
-    free(out);
-    return cli_reflex_close(ctx, db, r, rc);
+    static const one_id_cmd c = {"episode-id", decisions_help, cairn_episode_decisions, 0, 1,
+                                 print_decision_line};
+    return one_id_command(ctx, argc, argv, &c);
 }
 
 /* ---- extract -------------------------------------------------------------------- */
