@@ -779,6 +779,8 @@ static uint64_t num_arg(const char *s)
 int main(int argc, char **argv)
 {
     const char *dir = getenv("BENCH_DIR");
+
+    bench_name = "bench_append";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)

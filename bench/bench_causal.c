@@ -49,35 +49,18 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cairn.h"
 
 #define MAX_DEPTH 5
 #define LBL 24 /* bytes per label slot: "node-" + digits + "-x" + NUL */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_causal: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
 
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (p == NULL)
-        die("out of memory (%zu bytes)", n);
+        bench_die("out of memory (%zu bytes)", n);
     return p;
 }
 
@@ -101,7 +84,7 @@ static void rm_rf(const char *path)
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
     if (system(cmd) != 0)
-        die("cannot remove %s", path);
+        bench_die("cannot remove %s", path);
 }
 
 /* Bytes of the files under path (a file or a directory tree). */
@@ -254,7 +237,7 @@ static cairn_db *store_open(const char *path, int create)
     o.create = create;
     o.durability = CAIRN_DURABILITY_BATCH;
     if (cairn_open(&db, path, &o, err, sizeof err) != CAIRN_OK)
-        die("cairn_open %s: %s", path, err);
+        bench_die("cairn_open %s: %s", path, err);
     return db;
 }
 
@@ -263,14 +246,14 @@ static cairn_reflex *reflex_open(cairn_db *db)
     cairn_reflex *r;
     int rc = cairn_reflex_open(db, &r);
     if (rc != CAIRN_OK)
-        die("cairn_reflex_open: %s (%s)", cairn_strerror(rc), cairn_errmsg(db));
+        bench_die("cairn_reflex_open: %s (%s)", cairn_strerror(rc), cairn_errmsg(db));
     return r;
 }
 
 static void rx_check(cairn_reflex *r, int rc, const char *what)
 {
     if (rc != CAIRN_OK)
-        die("%s: %s (%s)", what, cairn_strerror(rc), cairn_reflex_errmsg(r));
+        bench_die("%s: %s (%s)", what, cairn_strerror(rc), cairn_reflex_errmsg(r));
 }
 
 /* The node index of a label "node-<digits>-x". */
@@ -332,7 +315,7 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
     db = store_open(path, 1);
     r = reflex_open(db);
     /* nodes */
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < n_nodes; i += batch) {
         size_t n = n_nodes - i < batch ? n_nodes - i : batch;
         for (size_t k = 0; k < n; k++) {
@@ -342,15 +325,15 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
         }
         rx_check(r, cairn_causal_add_batch(r, ops, n), "cairn_causal_add_batch (nodes)");
     }
-    cr->nodes_s = now() - t0;
+    cr->nodes_s = bench_now() - t0;
     /* the ids the edges name */
     ids = xmalloc(n_nodes * sizeof *ids);
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < n_nodes; i++)
         rx_check(r, cairn_causal_node_id(r, label((uint32_t)i), ids[i]), "cairn_causal_node_id");
-    cr->ids_s = now() - t0;
+    cr->ids_s = bench_now() - t0;
     /* edges, in source order */
-    t0 = now();
+    t0 = bench_now();
     for (size_t e = 0; e < n_edges; e += batch) {
         size_t n = n_edges - e < batch ? n_edges - e : batch;
         for (size_t k = 0; k < n; k++) {
@@ -365,10 +348,10 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
         }
         rx_check(r, cairn_causal_add_batch(r, ops, n), "cairn_causal_add_batch (edges)");
     }
-    cr->edges_s = now() - t0;
+    cr->edges_s = bench_now() - t0;
     rx_check(r, cairn_reflex_status_get(r, &st), "cairn_reflex_status_get");
     if (st.nodes != n_nodes || st.edges != n_edges)
-        die("after the adds cairn holds %" PRIu64 " nodes and %" PRIu64 " edges, not %zu and %zu",
+        bench_die("after the adds cairn holds %" PRIu64 " nodes and %" PRIu64 " edges, not %zu and %zu",
             st.nodes, st.edges, n_nodes, n_edges);
     /* the first ndq queries on the writer's RAM state, before any graph
      * file: label lookups scan every label there */
@@ -377,9 +360,9 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
         cairn_causal_path p;
         char why[256];
         int rc;
-        t0 = now();
+        t0 = bench_now();
         rc = cairn_causal_path_find(r, label(qs[i].from), label(qs[i].to), MAX_DEPTH, &p);
-        cr->dt[i] = now() - t0;
+        cr->dt[i] = bench_now() - t0;
         rx_check(r, rc, "cairn_causal_path_find (before the checkpoint)");
         qs[i].d_depth = p.found ? (int)p.depth : -1;
         check_path(&qs[i], &p, why, sizeof why);
@@ -391,30 +374,30 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
         cairn_causal_path_clear(&p);
     }
     /* the graph file */
-    t0 = now();
+    t0 = bench_now();
     rx_check(r, cairn_reflex_checkpoint(r), "cairn_reflex_checkpoint");
-    cr->ckpt_s = now() - t0;
+    cr->ckpt_s = bench_now() - t0;
     rx_check(r, cairn_reflex_status_get(r, &st), "cairn_reflex_status_get");
     snprintf(cr->graph_file, sizeof cr->graph_file, "%s", st.graph_file);
     snprintf(gpath, sizeof gpath, "%s/%s", path, st.graph_file);
     cr->graph_bytes = du(gpath);
     if (st.graph_file[0] == 0 || cr->graph_bytes == 0)
-        die("no graph file after cairn_reflex_checkpoint (status names \"%s\")", st.graph_file);
-    t0 = now();
+        bench_die("no graph file after cairn_reflex_checkpoint (status names \"%s\")", st.graph_file);
+    t0 = bench_now();
     cairn_reflex_close(r);
     if (cairn_close(db) != CAIRN_OK)
-        die("cairn_close");
-    cr->close_s = now() - t0;
+        bench_die("cairn_close");
+    cr->close_s = bench_now() - t0;
     /* reopen */
-    t0 = now();
+    t0 = bench_now();
     db = store_open(path, 0);
-    cr->db_open_s = now() - t0;
-    t0 = now();
+    cr->db_open_s = bench_now() - t0;
+    t0 = bench_now();
     r = reflex_open(db);
-    cr->rx_open_s = now() - t0;
+    cr->rx_open_s = bench_now() - t0;
     rx_check(r, cairn_reflex_status_get(r, &st), "cairn_reflex_status_get");
     if (st.nodes != n_nodes || st.edges != n_edges)
-        die("after reopening cairn holds %" PRIu64 " nodes and %" PRIu64 " edges", st.nodes,
+        bench_die("after reopening cairn holds %" PRIu64 " nodes and %" PRIu64 " edges", st.nodes,
             st.edges);
     if (st.delta_records != 0)
         fprintf(stderr, "bench_causal: note: %" PRIu64 " records folded in RAM after reopening\n",
@@ -429,9 +412,9 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
             char why[256];
             double t1, t2, t3;
             int rc, depth;
-            t0 = now();
+            t0 = bench_now();
             rc = cairn_causal_path_find(r, label(qs[i].from), label(qs[i].to), MAX_DEPTH, &p);
-            t1 = now();
+            t1 = bench_now();
             rx_check(r, rc, "cairn_causal_path_find");
             if (i == 0 && pass == 0)
                 cr->first_query_s = t1 - t0;
@@ -453,9 +436,9 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
             if (!p.found && strncmp(p.error, "No path found", 13) != 0)
                 fprintf(stderr, "bench_causal: query %zu (%s -> %s): not found: \"%s\"\n", i,
                         label(qs[i].from), label(qs[i].to), p.error);
-            t2 = now();
+            t2 = bench_now();
             cairn_causal_path_clear(&p);
-            t3 = now();
+            t3 = bench_now();
             cr->qt[pass][i] = (t1 - t0) + (t3 - t2);
         }
     }
@@ -464,15 +447,15 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
     for (size_t i = 0; i < nq; i++) {
         cairn_causal_path p;
         int rc;
-        t0 = now();
+        t0 = bench_now();
         rc = cairn_causal_path_find(r, label(qs[i].from), label(qs[i].from), MAX_DEPTH, &p);
         cairn_causal_path_clear(&p);
-        cr->rt[i] = now() - t0;
+        cr->rt[i] = bench_now() - t0;
         rx_check(r, rc, "cairn_causal_path_find");
     }
     cairn_reflex_close(r);
     if (cairn_close(db) != CAIRN_OK)
-        die("cairn_close");
+        bench_die("cairn_close");
     cr->store_bytes = du(path);
     if (!keep)
         rm_rf(path);
@@ -483,28 +466,28 @@ static void cairn_side(const char *dir, size_t batch, query *qs, size_t nq, size
     rm_rf(path);
     db = store_open(path, 1);
     r = reflex_open(db);
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < single; i++)
         rx_check(r, cairn_causal_add_node(r, CAIRN_NODE_EVENT, label((uint32_t)i), NULL, NULL),
                  "cairn_causal_add_node");
-    cr->single_nodes_s = now() - t0;
+    cr->single_nodes_s = bench_now() - t0;
     for (size_t i = 0; i < single; i++)
         rx_check(r, cairn_causal_node_id(r, label((uint32_t)i), ids[i]), "cairn_causal_node_id");
     {
         uint64_t save = rng;
         rng = 0x51D6E;
-        t0 = now();
+        t0 = bench_now();
         for (size_t i = 0; i < single; i++) {
             size_t j = (i + 1 + rnd() % (single - 1)) % single;
             rx_check(r, cairn_causal_add_edge(r, ids[i], ids[j], CAIRN_EDGE_CAUSES, 0.5, NULL, NULL),
                      "cairn_causal_add_edge");
         }
-        cr->single_edges_s = now() - t0;
+        cr->single_edges_s = bench_now() - t0;
         rng = save;
     }
     rx_check(r, cairn_reflex_status_get(r, &st), "cairn_reflex_status_get");
     if (st.nodes != single || st.edges != single)
-        die("single calls: cairn holds %" PRIu64 " nodes and %" PRIu64 " edges, not %zu",
+        bench_die("single calls: cairn holds %" PRIu64 " nodes and %" PRIu64 " edges, not %zu",
             st.nodes, st.edges, single);
     cairn_reflex_close(r);
     cairn_close(db);
@@ -525,14 +508,14 @@ static void sq_exec(sqlite3 *db, const char *sql)
 {
     char *err = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-        die("sqlite: %s: %s", sql, err ? err : "?");
+        bench_die("sqlite: %s: %s", sql, err ? err : "?");
 }
 
 static sqlite3_stmt *sq_prepare(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        die("sqlite prepare: %s: %s", sql, sqlite3_errmsg(db));
+        bench_die("sqlite prepare: %s: %s", sql, sqlite3_errmsg(db));
     return st;
 }
 
@@ -547,7 +530,7 @@ static sqlite3 *sq_create(const char *path, int cache_mb)
     snprintf(buf, sizeof buf, "%s-shm", path);
     rm_rf(buf);
     if (sqlite3_open(path, &db) != SQLITE_OK)
-        die("sqlite3_open %s", path);
+        bench_die("sqlite3_open %s", path);
     sq_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                 "CREATE TABLE nodes(id INTEGER PRIMARY KEY, label TEXT UNIQUE);"
                 "CREATE TABLE edges(src INTEGER NOT NULL, dst INTEGER NOT NULL);"
@@ -595,7 +578,7 @@ static void sqlite_side(const char *dir, size_t batch, query *qs, size_t nq, siz
     snprintf(path, sizeof path, "%s/causal-sqlite.db", dir);
     db = sq_create(path, cache_mb);
     ins = sq_prepare(db, "INSERT INTO nodes(id, label) VALUES (?1, ?2)");
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < n_nodes; i++) {
         if (i % batch == 0)
             sq_exec(db, i ? "COMMIT; BEGIN" : "BEGIN");
@@ -603,13 +586,13 @@ static void sqlite_side(const char *dir, size_t batch, query *qs, size_t nq, siz
         sqlite3_bind_int64(ins, 1, (sqlite3_int64)i + 1);
         sqlite3_bind_text(ins, 2, label((uint32_t)i), -1, SQLITE_STATIC);
         if (sqlite3_step(ins) != SQLITE_DONE)
-            die("sqlite insert node: %s", sqlite3_errmsg(db));
+            bench_die("sqlite insert node: %s", sqlite3_errmsg(db));
     }
     sq_exec(db, "COMMIT");
-    sr->nodes_s = now() - t0;
+    sr->nodes_s = bench_now() - t0;
     sqlite3_finalize(ins);
     ins = sq_prepare(db, "INSERT INTO edges(src, dst) VALUES (?1, ?2)");
-    t0 = now();
+    t0 = bench_now();
     for (size_t e = 0; e < n_edges; e++) {
         while (off[v + 1] <= e)
             v++;
@@ -619,10 +602,10 @@ static void sqlite_side(const char *dir, size_t batch, query *qs, size_t nq, siz
         sqlite3_bind_int64(ins, 1, (sqlite3_int64)v + 1);
         sqlite3_bind_int64(ins, 2, (sqlite3_int64)dst[e] + 1);
         if (sqlite3_step(ins) != SQLITE_DONE)
-            die("sqlite insert edge: %s", sqlite3_errmsg(db));
+            bench_die("sqlite insert edge: %s", sqlite3_errmsg(db));
     }
     sq_exec(db, "COMMIT");
-    sr->edges_s = now() - t0;
+    sr->edges_s = bench_now() - t0;
     sqlite3_finalize(ins);
     sq_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
     sr->db_bytes = du(path);
@@ -634,11 +617,11 @@ static void sqlite_side(const char *dir, size_t batch, query *qs, size_t nq, siz
         for (size_t i = 0; i < nq; i++) {
             int64_t a, b;
             int rc, depth;
-            t0 = now();
+            t0 = bench_now();
             a = sq_lookup(sel, label(qs[i].from));
             b = sq_lookup(sel, label(qs[i].to));
             if (a < 0 || b < 0)
-                die("sqlite: no node %s or %s", label(qs[i].from), label(qs[i].to));
+                bench_die("sqlite: no node %s or %s", label(qs[i].from), label(qs[i].to));
             sqlite3_reset(cte);
             sqlite3_bind_int64(cte, 1, a);
             sqlite3_bind_int64(cte, 2, b);
@@ -646,16 +629,16 @@ static void sqlite_side(const char *dir, size_t batch, query *qs, size_t nq, siz
             rc = sqlite3_step(cte);
             depth = rc == SQLITE_ROW ? sqlite3_column_int(cte, 0) : -1;
             sqlite3_reset(cte);
-            sr->qt[pass][i] = now() - t0;
+            sr->qt[pass][i] = bench_now() - t0;
             if (i == 0 && pass == 0)
                 sr->first_query_s = sr->qt[pass][i];
             if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                die("sqlite query: %s", sqlite3_errmsg(db));
+                bench_die("sqlite query: %s", sqlite3_errmsg(db));
             if (pass == 0) {
                 qs[i].s_found = rc == SQLITE_ROW;
                 qs[i].s_depth = depth;
             } else if (depth != qs[i].s_depth) {
-                die("sqlite query %zu: depth %d in the first pass, %d in the second", i,
+                bench_die("sqlite query %zu: depth %d in the first pass, %d in the second", i,
                     qs[i].s_depth, depth);
             }
         }
@@ -670,30 +653,30 @@ static void sqlite_side(const char *dir, size_t batch, query *qs, size_t nq, siz
     snprintf(path, sizeof path, "%s/causal-sqlite-single.db", dir);
     db = sq_create(path, cache_mb);
     ins = sq_prepare(db, "INSERT INTO nodes(id, label) VALUES (?1, ?2)");
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < single; i++) {
         sqlite3_reset(ins);
         sqlite3_bind_int64(ins, 1, (sqlite3_int64)i + 1);
         sqlite3_bind_text(ins, 2, label((uint32_t)i), -1, SQLITE_STATIC);
         if (sqlite3_step(ins) != SQLITE_DONE)
-            die("sqlite insert node: %s", sqlite3_errmsg(db));
+            bench_die("sqlite insert node: %s", sqlite3_errmsg(db));
     }
-    sr->single_nodes_s = now() - t0;
+    sr->single_nodes_s = bench_now() - t0;
     sqlite3_finalize(ins);
     ins = sq_prepare(db, "INSERT INTO edges(src, dst) VALUES (?1, ?2)");
     {
         uint64_t save = rng;
         rng = 0x51D6E; /* the same edges as cairn's single calls */
-        t0 = now();
+        t0 = bench_now();
         for (size_t i = 0; i < single; i++) {
             size_t j = (i + 1 + rnd() % (single - 1)) % single;
             sqlite3_reset(ins);
             sqlite3_bind_int64(ins, 1, (sqlite3_int64)i + 1);
             sqlite3_bind_int64(ins, 2, (sqlite3_int64)j + 1);
             if (sqlite3_step(ins) != SQLITE_DONE)
-                die("sqlite insert edge: %s", sqlite3_errmsg(db));
+                bench_die("sqlite insert edge: %s", sqlite3_errmsg(db));
         }
-        sr->single_edges_s = now() - t0;
+        sr->single_edges_s = bench_now() - t0;
         rng = save;
     }
     sqlite3_finalize(ins);
@@ -725,6 +708,7 @@ int main(int argc, char **argv)
     query *qs;
     uint64_t seed;
 
+    bench_name = "bench_causal";
     n_nodes = 1000000;
     n_edges = 5000000;
     for (int i = 1; i < argc; i++) {
@@ -751,7 +735,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             rng = strtoull(argv[++i], NULL, 0);
         else
-            die("usage: bench_causal [--nodes N] [--edges M] [--queries Q] [--sqlite-queries Q] "
+            bench_die("usage: bench_causal [--nodes N] [--edges M] [--queries Q] [--sqlite-queries Q] "
                 "[--delta-queries Q] [--batch B] [--single S] [--sqlite-cache-mb MB] [--dir DIR] [--seed S] [--keep]");
     }
     seed = rng;
@@ -763,20 +747,20 @@ int main(int argc, char **argv)
         single = n_nodes;
     if (n_nodes < 16 || n_nodes > UINT32_MAX / 2 || n_edges > UINT32_MAX ||
         n_edges / n_nodes + 2 > n_nodes / 2 || nq == 0 || batch == 0 || single < 2)
-        die("sizes out of range: --nodes >= 16, --edges / --nodes < --nodes / 2, "
+        bench_die("sizes out of range: --nodes >= 16, --edges / --nodes < --nodes / 2, "
             "--queries >= 1, --batch >= 1, --single >= 2");
     mkdir(dir, 0755);
     fprintf(stderr, "bench_causal: %zu nodes, %zu edges, %zu queries (SQLite %zu), batch %zu, "
             "single %zu, seed 0x%" PRIx64 ", dir %s\n", n_nodes, n_edges, nq, nsq, batch, single,
             rng, dir);
 
-    t0 = now();
+    t0 = bench_now();
     make_graph();
     stamp = xmalloc(n_nodes * sizeof *stamp);
     memset(stamp, 0, n_nodes * sizeof *stamp);
     bq = xmalloc(n_nodes * sizeof *bq);
     qs = make_queries(nq);
-    gen_s = now() - t0;
+    gen_s = bench_now() - t0;
     memset(hist, 0, sizeof hist);
     for (size_t i = 0; i < nq; i++) {
         hist[qs[i].truth < 0 ? MAX_DEPTH + 1 : qs[i].truth]++;

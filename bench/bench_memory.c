@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cairn.h"
 
 #define VOCAB 50000
@@ -38,24 +39,6 @@
 
 static const char *stemmer; /* --stemmer; NULL = cairn's default (english) */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_memory: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
 
 static uint64_t rng = 0xC0FFEE;
 static uint64_t rnd(void)
@@ -107,14 +90,14 @@ static void rm_rf(const char *path)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
     if (system(cmd) != 0)
-        die("cannot remove %s", path);
+        bench_die("cannot remove %s", path);
 }
 
 static sqlite3 *fts_open(const char *path)
 {
     sqlite3 *db;
     if (sqlite3_open(path, &db) != SQLITE_OK)
-        die("sqlite3_open %s", path);
+        bench_die("sqlite3_open %s", path);
     sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                      "CREATE VIRTUAL TABLE IF NOT EXISTS m USING fts5(content, tokenize='porter');",
                  NULL, NULL, NULL);
@@ -159,7 +142,7 @@ static cairn_db *open_store(const char *dir, int create, int read_only)
     o.create = create;
     o.read_only = read_only;
     if (cairn_open(&db, dir, &o, err, sizeof err) != CAIRN_OK)
-        die("cairn_open %s: %s", dir, err);
+        bench_die("cairn_open %s: %s", dir, err);
     return db;
 }
 
@@ -194,13 +177,13 @@ static void synthetic(const char *dir, size_t n)
     /* cairn ingest */
     db = open_store(path, 1, 0);
     if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
-        die("cairn_mem_open");
+        bench_die("cairn_mem_open");
     /* the texts first, outside the timed loops: both sides ingest the same
      * bytes, and neither is billed for making them */
     texts = malloc(n * sizeof *texts);
     lens = malloc(n * sizeof *lens);
     if (texts == NULL || lens == NULL)
-        die("no memory for %zu texts", n);
+        bench_die("no memory for %zu texts", n);
     for (size_t i = 0; i < n; i++) {
         int words = 20 + (int)(rnd() % 41), len = 0;
         for (int w = 0; w < words; w++) {
@@ -209,36 +192,36 @@ static void synthetic(const char *dir, size_t n)
         }
         len += snprintf(text + len, 24, "n%zu", i); /* distinct contents */
         if ((texts[i] = malloc((size_t)len + 1)) == NULL)
-            die("no memory for the texts");
+            bench_die("no memory for the texts");
         memcpy(texts[i], text, (size_t)len + 1);
         lens[i] = len;
     }
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < n; i++)
         if (cairn_mem_store(mem, texts[i], NULL, NULL, NULL) != CAIRN_OK)
-            die("store %zu: %s", i, cairn_mem_errmsg(mem));
-    c_index = now();
+            bench_die("store %zu: %s", i, cairn_mem_errmsg(mem));
+    c_index = bench_now();
     cairn_mem_close(mem); /* writes the memory index file */
     if (cairn_close(db) != CAIRN_OK)
-        die("close");
-    c_index = now() - c_index;
-    c_ingest = now() - t0;
+        bench_die("close");
+    c_index = bench_now() - c_index;
+    c_ingest = bench_now() - t0;
     /* FTS5 ingest, same texts */
     snprintf(path, sizeof path, "%s/mem-fts5.db", dir);
     rm_rf(path);
     fdb = fts_open(path);
     sqlite3_prepare_v2(fdb, "INSERT INTO m(content) VALUES (?)", -1, &ins, NULL);
-    t0 = now();
+    t0 = bench_now();
     for (size_t i = 0; i < n; i++) {
         if (i % 1000 == 0)
             sqlite3_exec(fdb, i ? "COMMIT; BEGIN" : "BEGIN", NULL, NULL, NULL);
         sqlite3_reset(ins);
         sqlite3_bind_text(ins, 1, texts[i], lens[i], SQLITE_STATIC);
         if (sqlite3_step(ins) != SQLITE_DONE)
-            die("fts insert: %s", sqlite3_errmsg(fdb));
+            bench_die("fts insert: %s", sqlite3_errmsg(fdb));
     }
     sqlite3_exec(fdb, "COMMIT", NULL, NULL, NULL);
-    f_ingest = now() - t0;
+    f_ingest = bench_now() - t0;
     sqlite3_finalize(ins);
     /* queries: 1-4 terms, skipping the 100 most frequent words */
     for (int i = 0; i < QUERIES; i++) {
@@ -255,26 +238,26 @@ static void synthetic(const char *dir, size_t n)
     }
     /* cairn: open read-only (replay) and the first query */
     snprintf(path, sizeof path, "%s/mem-cairn", dir);
-    t0 = now();
+    t0 = bench_now();
     db = open_store(path, 0, 1);
     if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
-        die("cairn_mem_open read-only");
+        bench_die("cairn_mem_open read-only");
     {
         cairn_recall_hit *h;
         size_t nh;
         ro.k = 10;
         if (cairn_mem_recall(mem, queries[0], &ro, &h, &nh) != CAIRN_OK)
-            die("recall");
+            bench_die("recall");
         cairn_recall_free(h, nh);
     }
-    c_open = now() - t0;
+    c_open = bench_now() - t0;
     for (int i = 0; i < QUERIES; i++) {
         cairn_recall_hit *h;
         size_t nh;
-        t0 = now();
+        t0 = bench_now();
         if (cairn_mem_recall(mem, queries[i], &ro, &h, &nh) != CAIRN_OK)
-            die("recall");
-        cq[i] = now() - t0;
+            bench_die("recall");
+        cq[i] = bench_now() - t0;
         cairn_recall_free(h, nh);
     }
     cairn_mem_close(mem);
@@ -284,9 +267,9 @@ static void synthetic(const char *dir, size_t n)
     for (int i = 0; i < QUERIES; i++) {
         int64_t ids[10];
         fts_query(queries[i], fq, sizeof fq);
-        t0 = now();
+        t0 = bench_now();
         (void)fts_search(sel, fq, ids, 10);
-        fq_t[i] = now() - t0;
+        fq_t[i] = bench_now() - t0;
     }
     sqlite3_finalize(sel);
     sqlite3_close(fdb);
@@ -349,9 +332,9 @@ static cairn_mem *mem_open(cairn_db *db, cairn_fusion fusion, const cairn_embedd
     if (getenv("CAIRN_BENCH_SEMANTIC_WEIGHT") != NULL) /* for sweeps; README "Hybrid recall" */
         mo.semantic_weight = atof(getenv("CAIRN_BENCH_SEMANTIC_WEIGHT"));
     if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
-        die("mem open");
+        bench_die("mem open");
     if (emb != NULL && cairn_mem_set_embedder(mem, emb) != CAIRN_OK)
-        die("set embedder: %s", cairn_mem_errmsg(mem));
+        bench_die("set embedder: %s", cairn_mem_errmsg(mem));
     return mem;
 }
 
@@ -374,9 +357,9 @@ static void locomo(const char *dir, const char *data)
     cairn_embedder emb;
 
     if (d == NULL)
-        die("cannot open %s", data);
+        bench_die("cannot open %s", data);
     if (cairn_hash_embedder(&emb, 0) != CAIRN_OK)
-        die("cairn_hash_embedder");
+        bench_die("cairn_hash_embedder");
     while ((de = readdir(d)) != NULL) {
         FILE *fp;
         char *buf;
@@ -395,19 +378,19 @@ static void locomo(const char *dir, const char *data)
         snprintf(path, sizeof path, "%s/%s", data, de->d_name);
         fp = fopen(path, "rb");
         if (fp == NULL)
-            die("open %s", path);
+            bench_die("open %s", path);
         fseek(fp, 0, SEEK_END);
         len = ftell(fp);
         fseek(fp, 0, SEEK_SET);
         buf = malloc((size_t)len + 1);
         if (fread(buf, 1, (size_t)len, fp) != (size_t)len)
-            die("read %s", path);
+            bench_die("read %s", path);
         buf[len] = 0;
         fclose(fp);
         root = cJSON_Parse(buf);
         free(buf);
         if (root == NULL)
-            die("parse %s", path);
+            bench_die("parse %s", path);
         convs++;
         snprintf(path, sizeof path, "%s/locomo-cairn", dir);
         rm_rf(path);
@@ -437,35 +420,35 @@ static void locomo(const char *dir, const char *data)
                 snprintf(content, sizeof content, "%s: %s", sp->valuestring, tx->valuestring);
                 turns = realloc(turns, (nturns + 1) * sizeof *turns);
                 snprintf(turns[nturns].dia, sizeof turns[nturns].dia, "%s", di->valuestring);
-                t0 = now();
+                t0 = bench_now();
                 if (cairn_mem_store(mem, content, NULL, &m, NULL) != CAIRN_OK)
-                    die("store: %s", cairn_mem_errmsg(mem));
-                ing_emb += now() - t0;
+                    bench_die("store: %s", cairn_mem_errmsg(mem));
+                ing_emb += bench_now() - t0;
                 strcpy(turns[nturns].id, m->id); /* a duplicate maps to the first one */
                 cairn_mem_free(m);
-                t0 = now();
+                t0 = bench_now();
                 if (cairn_mem_store(lexmem, content, NULL, NULL, NULL) != CAIRN_OK)
-                    die("store: %s", cairn_mem_errmsg(lexmem));
-                ing_lex += now() - t0;
+                    bench_die("store: %s", cairn_mem_errmsg(lexmem));
+                ing_lex += bench_now() - t0;
                 sqlite3_reset(ins);
                 sqlite3_bind_int64(ins, 1, (sqlite3_int64)nturns + 1);
                 sqlite3_bind_text(ins, 2, content, -1, SQLITE_TRANSIENT);
                 if (sqlite3_step(ins) != SQLITE_DONE)
-                    die("fts insert");
+                    bench_die("fts insert");
                 nturns++;
             }
         }
         sqlite3_exec(fdb, "COMMIT", NULL, NULL, NULL);
         sqlite3_finalize(ins);
         /* ingest includes the close, which writes the memory index file */
-        t0 = now();
+        t0 = bench_now();
         cairn_mem_close(mem);
         cairn_close(db);
-        ing_emb += now() - t0;
-        t0 = now();
+        ing_emb += bench_now() - t0;
+        t0 = bench_now();
         cairn_mem_close(lexmem);
         cairn_close(lexdb);
-        ing_lex += now() - t0;
+        ing_lex += bench_now() - t0;
         rm_rf(lexpath);
         snprintf(path, sizeof path, "%s/locomo-cairn", dir);
         for (int f = 0; f < 2; f++) {
@@ -474,7 +457,7 @@ static void locomo(const char *dir, const char *data)
         }
         cairn_mem_vectors(rm[0], vname, &vdim, &nv);
         if (nv == 0)
-            die("no vectors stored: hybrid recall would be lexical");
+            bench_die("no vectors stored: hybrid recall would be lexical");
         vectors += nv;
         memories += nturns;
         sqlite3_prepare_v2(fdb, "SELECT rowid FROM m WHERE m MATCH ?1 ORDER BY rank LIMIT ?2",
@@ -501,15 +484,15 @@ static void locomo(const char *dir, const char *data)
                 cairn_mem *mv = v == V_SCORE ? rm[1] : rm[0];
                 o.k = 10;
                 o.mode = vmode[v];
-                t0 = now();
+                t0 = bench_now();
                 if (cairn_mem_recall(mv, qs->valuestring, &o, &h[v], &nh[v]) != CAIRN_OK)
-                    die("recall (%s): %s", v_label[v], cairn_mem_errmsg(mv));
-                qtime[v] += now() - t0;
+                    bench_die("recall (%s): %s", v_label[v], cairn_mem_errmsg(mv));
+                qtime[v] += bench_now() - t0;
             }
-            t0 = now();
+            t0 = bench_now();
             fts_query(qs->valuestring, fq, sizeof fq);
             nr = fts_search(sel, fq, rows, 10);
-            qtime[V_FTS] += now() - t0;
+            qtime[V_FTS] += bench_now() - t0;
             cJSON_ArrayForEach(e, ev) {
                 size_t t;
                 if (!cJSON_IsString(e))
@@ -553,7 +536,7 @@ static void locomo(const char *dir, const char *data)
     closedir(d);
     cairn_hash_embedder_free(&emb);
     if (questions == 0)
-        die("no questions in %s", data);
+        bench_die("no questions in %s", data);
     printf("{\"bench\":\"memory\",\"part\":\"locomo\",\"conversations\":%d,\"questions\":%d,"
            "\"memories\":%zu,\"vectors\":%llu,\"embedder\":\"%s\",\"embedder_dim\":%u,"
            "\"cairn_ingest_s\":%.4f,\"cairn_ingest_embed_s\":%.4f",
@@ -588,6 +571,8 @@ int main(int argc, char **argv)
 {
     size_t n = 1000000;
     const char *dir = "build/bench-tmp", *data = "../shared/data/locomo-dev", *only = NULL;
+
+    bench_name = "bench_memory";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
             n = (size_t)strtoull(argv[++i], NULL, 10);
@@ -600,7 +585,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--stemmer") == 0 && i + 1 < argc)
             stemmer = argv[++i];
         else
-            die("usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S] "
+            bench_die("usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S] "
                 "[--only synthetic|locomo]");
     }
     mkdir(dir, 0755);

@@ -63,6 +63,7 @@ int main(int argc, char **argv)
     cairn_mem *mem = NULL;
     double t0, t_store, t_ckpt, t_dry, t_merge;
 
+    bench_name = "bench_merge";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
             n = strtoull(argv[++i], NULL, 10);

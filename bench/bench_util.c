@@ -31,11 +31,13 @@ double bench_cpu(clockid_t id)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+const char *bench_name = "bench";
+
 void bench_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "bench_append: ");
+    fprintf(stderr, "%s: ", bench_name);
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);

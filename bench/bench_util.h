@@ -21,6 +21,8 @@
 double bench_now(void);
 double bench_cpu(clockid_t id);
 /* Print "bench_append: <message>" to stderr and exit(1). */
+/* The program's name, which prefixes bench_die's message (main sets it). */
+extern const char *bench_name;
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* bench_die() with the status name and the handle's message unless rc is CAIRN_OK. */
 void bench_check(cairn_db *db, int rc, const char *what);
