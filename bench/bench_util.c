@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +68,25 @@ static uint64_t rng(void) /* splitmix64 */
     return z ^ (z >> 31);
 }
 static unsigned rnd(unsigned n) { return (unsigned)(rng() % n); }
+
+size_t bench_warm_memory(size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES);
+    uint8_t *p;
+
+    if (page > 0 && avail > 0 && bytes > (size_t)avail / 2 * (size_t)page)
+        bytes = (size_t)avail / 2 * (size_t)page;
+    for (; bytes >= (64u << 20); bytes /= 2) {
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            continue;
+        for (size_t i = 0; i < bytes; i += (size_t)page)
+            p[i] = 1;
+        munmap(p, bytes);
+        return bytes;
+    }
+    return 0;
+}
 
 void bench_rm_rf(const char *path)
 {
