@@ -780,10 +780,11 @@ static void test_sealed_golden_verifies_clean(void **state)
 static void test_memindex_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v2.cmx", make_memindex);
+    matches_golden("memindex-v3.cmx", make_memindex);
 }
 
-/* Read a memory index golden back: version 1 (no vectors) or 2. */
+/* Read a memory index golden back: version 1 (no vectors), 2 or 3 (terms
+ * by tokenizer rules 2; the others' by rules 1). */
 static void memindex_golden_reads_back(const char *golden, int version)
 {
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
@@ -806,6 +807,7 @@ static void memindex_golden_reads_back(const char *golden, int version)
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
+    assert_int_equal(mx.tok_rules, version >= 3 ? 2 : 1);
     for (size_t i = 0; i < 3; i++) {
         mx_row r;
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
@@ -883,6 +885,14 @@ static void memindex_golden_reads_back(const char *golden, int version)
 }
 
 static void test_memindex_golden_reads_back(void **state)
+{
+    (void)state;
+    memindex_golden_reads_back("memindex-v3.cmx", 3);
+}
+
+/* Files written before tokenizer rules 2 (version 2) are still read; the
+ * memory layer does not use their terms (test_memory). */
+static void test_memindex_v2_golden_still_reads(void **state)
 {
     (void)state;
     memindex_golden_reads_back("memindex-v2.cmx", 2);
@@ -1103,7 +1113,7 @@ static void regen(void **state)
     regen_one(dir, "sealed-v1.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v2.cmx", b, len);
+    regen_one(dir, "memindex-v3.cmx", b, len);
     free(b);
     b = make_graph(&len);
     regen_one(dir, "graph-v2.cgx", b, len);
@@ -1145,6 +1155,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_sealed_golden_verifies_clean),
             cmocka_unit_test(test_memindex_encoding_matches_golden),
             cmocka_unit_test(test_memindex_golden_reads_back),
+            cmocka_unit_test(test_memindex_v2_golden_still_reads),
             cmocka_unit_test(test_memindex_v1_golden_still_reads),
             cmocka_unit_test(test_graph_encoding_matches_golden),
             cmocka_unit_test(test_graph_golden_reads_back),

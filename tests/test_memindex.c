@@ -341,6 +341,73 @@ static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
     free(e_before);
 }
 
+/* The ids of the memories recall finds for query (at most 4), in order. */
+static size_t recall_ids(fx *f, const char *query, char ids[4][CAIRN_MEM_ID_MAX + 1])
+{
+    cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    o.k = 4;
+    assert_int_equal(cairn_mem_recall(f->mem, query, &o, &h, &n), CAIRN_OK);
+    for (size_t i = 0; i < n; i++)
+        strcpy(ids[i], h[i].mem.id);
+    cairn_recall_free(h, n);
+    return n;
+}
+
+/* A file of format version 2 holds terms made by tokenizer rules 1
+ * (`don't` one word): its text index is not used but rebuilt from the log
+ * (rules 2: `don` + `t`), and the next checkpoint replaces it. */
+static void a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char got[4][CAIRN_MEM_ID_MAX + 1], *path;
+    cairn_memory *m = NULL;
+    cairn_mem_stats st;
+    uint8_t *b;
+    size_t len = 0;
+
+    build_history(f, ids);
+    assert_int_equal(cairn_mem_store(f->mem, "don't deploy on fridays", NULL, &m, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+    /* The header as a version 2 writer made it. */
+    path = index_file(f->dir);
+    assert_non_null(path);
+    b = tu_read_file(path, &len);
+    assert_true(len > 128 && b[8] == 3);
+    b[8] = 2;
+    {
+        uint64_t sum = XXH3_64bits(b, 120);
+        for (int i = 0; i < 8; i++)
+            b[120 + i] = (uint8_t)(sum >> (8 * i));
+    }
+    assert_int_equal(tu_write_file(path, b, len), 0);
+    free(b);
+
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_rows, 0);
+    assert_non_null(strstr(st.index_note, "tokenizer rules 1"));
+    assert_non_null(strstr(st.index_note, "rebuilt from the log"));
+    cairn_mem_stats_free(&st);
+    assert_int_equal(recall_ids(f, "don", got), 1); /* rules 1 terms have no "don" */
+    assert_string_equal(got[0], m->id);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_true(st.index_rows > 300);
+    assert_string_equal(st.index_note, "");
+    cairn_mem_stats_free(&st);
+    assert_int_equal(recall_ids(f, "don", got), 1);
+    assert_string_equal(got[0], m->id);
+    cairn_mem_free(m);
+    free(path);
+}
+
 static void a_read_only_handle_reads_the_file_and_cannot_write_one(void **state)
 {
     fx *f = *state;
@@ -707,6 +774,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(reopened_from_the_file_equals_the_live_state_and_a_full_replay),
         T(a_damaged_file_is_set_aside_and_nothing_is_lost),
+        T(a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log),
         T(a_read_only_handle_reads_the_file_and_cannot_write_one),
         T(a_failing_disk_while_writing_the_file_loses_nothing),
         T(two_handles_on_one_store_lose_nothing_to_the_file),

@@ -41,16 +41,21 @@ static int on_term(void *user, const char *term, size_t len, uint32_t pos)
     return 0;
 }
 
-static const char *toks(const char *stemmer, const char *text)
+static const char *toks_rules(const char *stemmer, int rules, const char *text)
 {
     static collect c;
     cairn__tokenizer *t = NULL;
     memset(&c, 0, sizeof c);
-    assert_int_equal(cairn__tok_new(&t, NULL, stemmer), CAIRN_OK);
+    assert_int_equal(cairn__tok_new_rules(&t, NULL, stemmer, rules), CAIRN_OK);
     assert_int_equal(cairn__tok_run(t, (const uint8_t *)text, strlen(text), on_term, &c),
                      CAIRN_OK);
     cairn__tok_free(t);
     return c.out;
+}
+
+static const char *toks(const char *stemmer, const char *text)
+{
+    return toks_rules(stemmer, TOK_VERSION, text);
 }
 
 static void splits_on_everything_but_letters_and_digits(void **state)
@@ -102,11 +107,29 @@ static void scripts_without_spaces_give_one_term_per_character(void **state)
                         "\xe8\xa8\x98|\xe6\x86\xb6|\xe3\x81\xae|ab");
 }
 
-static void apostrophes_join_letters_only(void **state)
+static void apostrophes_separate_words(void **state)
 {
     (void)state;
-    assert_string_equal(toks("none", "don't don\xe2\x80\x99t 'quoted' dogs' '"),
+    assert_string_equal(toks("none", "don't don\xe2\x80\x99t 'quoted' dogs' ' Maria's"),
+                        "don|t|don|t|quoted|dogs|maria|s");
+}
+
+/* Rules 1 (what cairn-hash-v1 is made of) joined letters across one. */
+static void rules_1_join_letters_across_an_apostrophe(void **state)
+{
+    (void)state;
+    assert_string_equal(toks_rules("none", 1, "don't don\xe2\x80\x99t 'quoted' dogs' '"),
                         "don't|don't|quoted|dogs");
+    assert_string_equal(toks_rules("english", 1, "the agent's decisions"), "the|agent|decis");
+}
+
+static void unknown_rules_are_refused(void **state)
+{
+    cairn__tokenizer *t = (cairn__tokenizer *)&t;
+    (void)state;
+    assert_int_equal(cairn__tok_new_rules(&t, NULL, NULL, 0), CAIRN_EINVAL);
+    assert_null(t);
+    assert_int_equal(cairn__tok_new_rules(&t, NULL, NULL, TOK_VERSION + 1), CAIRN_EINVAL);
 }
 
 static void invalid_utf8_and_nul_separate_words(void **state)
@@ -145,7 +168,7 @@ static void stems_english_by_default(void **state)
 {
     (void)state;
     assert_string_equal(toks(NULL, "Running connections quickly"), "run|connect|quick");
-    assert_string_equal(toks("english", "the agent's decisions"), "the|agent|decis");
+    assert_string_equal(toks("english", "the agent's decisions"), "the|agent|s|decis");
     assert_string_equal(toks("none", "Running connections"), "running|connections");
     assert_string_equal(toks("porter", "generalizations"), "gener");
 }
@@ -280,7 +303,9 @@ int main(void)
         cmocka_unit_test(folds_case_and_compatibility_forms),
         cmocka_unit_test(removes_accents_from_latin_letters_only),
         cmocka_unit_test(scripts_without_spaces_give_one_term_per_character),
-        cmocka_unit_test(apostrophes_join_letters_only),
+        cmocka_unit_test(apostrophes_separate_words),
+        cmocka_unit_test(rules_1_join_letters_across_an_apostrophe),
+        cmocka_unit_test(unknown_rules_are_refused),
         cmocka_unit_test(invalid_utf8_and_nul_separate_words),
         cmocka_unit_test(long_words_are_cut_at_a_character_boundary),
         cmocka_unit_test(stems_english_by_default),

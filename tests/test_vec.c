@@ -304,6 +304,21 @@ static void the_hash_embedder_is_deterministic_and_unit_length(void **state)
     cairn__hashembed_free(NULL);
 }
 
+/* cairn-hash-v1 names its vectors: they stay made of tokenizer rules 1,
+ * where `don't` is one word (rules 2 give `don` + `t`, as `don t` does). */
+static void the_hash_embedder_keeps_the_words_of_tokenizer_rules_1(void **state)
+{
+    cairn__hashembed *e;
+    float a[HASHEMBED_DIM_DEFAULT], b[HASHEMBED_DIM_DEFAULT];
+    (void)state;
+
+    assert_int_equal(cairn__hashembed_new(&e, NULL, HASHEMBED_DIM_DEFAULT), CAIRN_OK);
+    assert_int_equal(cairn__hashembed_run(e, "don't stop", 10, a), CAIRN_OK);
+    assert_int_equal(cairn__hashembed_run(e, "don t stop", 10, b), CAIRN_OK);
+    assert_true(memcmp(a, b, sizeof a) != 0);
+    cairn__hashembed_free(e);
+}
+
 static void the_hash_embedder_tolerates_misspellings_and_word_forms(void **state)
 {
     cairn__hashembed *e;
@@ -345,6 +360,7 @@ int main(void)
         cmocka_unit_test(int8_scan_with_f32_rerank_gives_the_exact_top_k_on_clustered_data),
         cmocka_unit_test(the_hash_embedder_is_deterministic_and_unit_length),
         cmocka_unit_test(the_hash_embedder_tolerates_misspellings_and_word_forms),
+        cmocka_unit_test(the_hash_embedder_keeps_the_words_of_tokenizer_rules_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
 #include "seqfile.h"
 
 #define MX_MAGIC "CAIRNMX1"
-#define MX_VERSION 2 /* 2: namespaces may carry a vector image */
+#define MX_VERSION 3 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2 */
 #define MX_HEAD 128
 #define MX_NS 64
 #define MX_ROW 96
@@ -71,9 +71,10 @@ static int check_header(memindex *mx, cairn__err *e)
 
     if (mx->len < MX_HEAD || memcmp(h, MX_MAGIC, 8) != 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: not a memory index file", mx->name);
-    if (get32(h + 8) != MX_VERSION && get32(h + 8) != 1) /* 1: the same without vectors */
+    if (get32(h + 8) < 1 || get32(h + 8) > MX_VERSION) /* 1: the same without vectors */
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads 1..%d",
                            mx->name, get32(h + 8), MX_VERSION);
+    mx->tok_rules = get32(h + 8) >= 3 ? 2 : 1;
     if (XXH3_64bits(h, 120) != get64(h + 120))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
     mx->n_ns = get32(h + 12);

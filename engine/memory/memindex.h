@@ -43,6 +43,7 @@ typedef struct memindex {
     size_t len;
     char name[MX_NAME_MAX];
     char stemmer[32];
+    int tok_rules;           /* the tokenizer rules of its terms: 1 before version 3 */
     uint64_t covered;        /* every record up to this seq is folded in */
     uint64_t skipped;        /* records replay could not apply, up to covered */
     uint64_t deleted;        /* memories deleted or cleared, up to covered */

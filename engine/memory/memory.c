@@ -622,6 +622,9 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
     if (rc == CAIRN_OK && strcmp(m->mx.stemmer, m->stemmer) != 0)
         rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with stemmer \"%s\", not \"%s\"",
                          m->mx.name, m->mx.stemmer, m->stemmer);
+    if (rc == CAIRN_OK && m->mx.tok_rules != TOK_VERSION)
+        rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with tokenizer rules %d, this build's are %d",
+                         m->mx.name, m->mx.tok_rules, TOK_VERSION);
     if (rc == CAIRN_OK && (m->be = calloc(m->mx.nrows ? m->mx.nrows : 1, sizeof *m->be)) == NULL)
         rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for %s", m->mx.name);
     for (size_t i = 0; rc == CAIRN_OK && i < m->mx.n_ns; i++) {
@@ -666,7 +669,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         memcpy(m->index_note, e.msg, k);
         strcpy(m->index_note + k, "; rebuilt from the log");
         /* Damaged: remove it. Unreadable for now (EIO), or built with
-         * another stemmer: leave it be. */
+         * another stemmer or tokenizer: leave it be. */
         if (m->mx.name[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
             set_aside(m);
         drop_index(m);

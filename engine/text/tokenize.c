@@ -46,6 +46,7 @@ struct cairn__tokenizer {
     stem_ent *cache;         /* cache_cap entries, or NULL (no memory: uncached) */
     size_t cache_cap;
     uint32_t lookups, misses; /* in the current window */
+    int rules;                /* 1 or TOK_VERSION: see cairn__tok_new_rules */
     char name[32];
 };
 
@@ -122,12 +123,18 @@ typedef struct word {
 
 int cairn__tok_new(cairn__tokenizer **out, const cairn_allocator *a, const char *stemmer)
 {
+    return cairn__tok_new_rules(out, a, stemmer, TOK_VERSION);
+}
+
+int cairn__tok_new_rules(cairn__tokenizer **out, const cairn_allocator *a, const char *stemmer,
+                         int rules)
+{
     cairn__tokenizer *t;
     const char *name = stemmer != NULL ? stemmer : "english";
     int known = 0;
 
     *out = NULL;
-    if (strlen(name) >= sizeof t->name)
+    if (strlen(name) >= sizeof t->name || (rules != 1 && rules != TOK_VERSION))
         return CAIRN_EINVAL;
     if (strcmp(name, "none") != 0) {
         for (const char **l = sb_stemmer_list(); *l != NULL; l++)
@@ -140,6 +147,7 @@ int cairn__tok_new(cairn__tokenizer **out, const cairn_allocator *a, const char 
     if (t == NULL)
         return CAIRN_ENOMEM;
     t->a = a;
+    t->rules = rules;
     strcpy(t->name, name);
     if (known) {
         t->stem = sb_stemmer_new(name, "UTF_8");
@@ -270,7 +278,8 @@ static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, v
     const char *term = buf;
     int rc;
 
-    /* A trailing apostrophe is not part of a word (it only joins letters). */
+    /* Rules 1: a trailing apostrophe is not part of a word (it only joins
+     * letters). Rules 2 never keep one. */
     while (n > 0 && w->cp[n - 1] == '\'')
         n--;
     if (w->ascii) { /* one byte a code point: no encoder needed */
@@ -323,7 +332,7 @@ static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_
             } else if (b >= 'A' && b <= 'Z') {
                 push(&w, b + ('a' - 'A'));
                 w.latin_base = 1;
-            } else if (b == '\'' && w.n > 0 && w.latin_base) {
+            } else if (b == '\'' && w.n > 0 && w.latin_base && t->rules == 1) {
                 push(&w, '\''); /* kept only if a letter follows (see emit) */
             } else if (w.n > 0) {
                 rc = emit(t, &w, &pos, fn, user, stem);
@@ -339,7 +348,7 @@ static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_
             continue;
         }
         i += (size_t)k;
-        if (c == 0x2019 && w.n > 0 && w.latin_base) { /* ’ as in don’t */
+        if (c == 0x2019 && w.n > 0 && w.latin_base && t->rules == 1) { /* ’ as in don’t */
             push(&w, '\'');
         } else if (is_single(c)) {
             if (w.n > 0)

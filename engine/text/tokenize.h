@@ -1,11 +1,11 @@
 /*
  * tokenize.h - text to index terms, the same at index and at query time.
  *
- * The rules (format-spec/tokenizer.md, version 1) decide which bytes of an
+ * The rules (format-spec/tokenizer.md, version 2) decide which bytes of an
  * index file mean which word, so a change to them is a format change.
  * In short: UTF-8 in (invalid bytes separate words); words are runs of
- * letters, digits and combining marks, with an apostrophe kept between two
- * letters; each Han, Hiragana or Katakana character is a word of its own;
+ * letters, digits and combining marks (an apostrophe separates words:
+ * `don't` is `don` + `t`; rules 1 kept it between two letters); each Han, Hiragana or Katakana character is a word of its own;
  * words are NFKC-normalized and case-folded, accents are removed from Latin
  * letters, and terms are cut to TOK_MAX_BYTES; then a Snowball stemmer
  * (English by default, any libstemmer algorithm, or none). Stop words are
@@ -22,7 +22,7 @@
 #include "cairn.h"
 
 #define TOK_MAX_BYTES 64  /* a longer term is cut at a code point boundary */
-#define TOK_VERSION 1     /* of the rules above; stored with every index */
+#define TOK_VERSION 2     /* of the rules above; stored with every index */
 
 typedef struct cairn__tokenizer cairn__tokenizer;
 
@@ -35,6 +35,13 @@ typedef int (*cairn__tok_fn)(void *user, const char *term, size_t len, uint32_t 
  * algorithm name libstemmer lists ("porter", "french", ...).
  * Errors: CAIRN_EINVAL (unknown stemmer), CAIRN_ENOMEM. */
 int cairn__tok_new(cairn__tokenizer **out, const cairn_allocator *a, const char *stemmer);
+
+/* The same with the rules of version `rules`: TOK_VERSION, or 1 for a
+ * reader that must give the terms version 1 gave (the built-in embedder
+ * cairn-hash-v1 is defined by them). Errors as above; CAIRN_EINVAL for
+ * another version. */
+int cairn__tok_new_rules(cairn__tokenizer **out, const cairn_allocator *a, const char *stemmer,
+                         int rules);
 
 /* Accepts NULL. */
 void cairn__tok_free(cairn__tokenizer *t);

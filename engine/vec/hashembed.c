@@ -78,9 +78,11 @@ int cairn__hashembed_new(cairn__hashembed **out, const cairn_allocator *a, size_
         return CAIRN_ENOMEM;
     e->a = a;
     e->dim = dim;
-    rc = cairn__tok_new(&e->stem, a, "english");
+    /* cairn-hash-v1's vectors are made of the terms of tokenizer rules 1:
+     * the same name must keep giving the same vectors. */
+    rc = cairn__tok_new_rules(&e->stem, a, "english", 1);
     if (rc == CAIRN_OK)
-        rc = cairn__tok_new(&e->plain, a, "none");
+        rc = cairn__tok_new_rules(&e->plain, a, "none", 1);
     if (rc != CAIRN_OK) {
         cairn__hashembed_free(e);
         return rc;
