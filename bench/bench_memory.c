@@ -590,8 +590,11 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (strcmp(argv[i], "--stemmer") == 0 && i + 1 < argc)
             stemmer = argv[++i];
-        else if (strcmp(argv[i], "--warm") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--warm") == 0 && i + 1 < argc) {
             warm_gib = atof(argv[++i]);
+            if (!(warm_gib >= 0 && warm_gib <= 1024))
+                bench_die("--warm: GiB from 0 to 1024, not %s", argv[i]);
+        }
         else
             bench_die("usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S] "
                 "[--only synthetic|locomo] [--warm GIB]");

@@ -33,7 +33,8 @@ void bench_rm_rf(const char *path);
 /* write() all of p or die. */
 void bench_write_all(int fd, const void *p, size_t n);
 /* Write one byte in every page of `bytes` of fresh anonymous memory (at
- * most half of the free RAM), then give it back; returns the bytes touched.
+ * most half of the free RAM; nothing below 64 MiB), then give it back;
+ * returns the bytes touched.
  * On a virtual machine the host backs a guest page only when the guest
  * first touches it, and that first touch is slow (here: dd of 700 MB into
  * the page cache at 435 MB/s the first time, 6 GB/s once those pages had

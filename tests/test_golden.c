@@ -891,7 +891,8 @@ static void test_memindex_golden_reads_back(void **state)
 }
 
 /* Files written before tokenizer rules 2 (version 2) are still read; the
- * memory layer does not use their terms (test_memory). */
+ * memory layer does not use their terms (test_memindex.c,
+ * a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log). */
 static void test_memindex_v2_golden_still_reads(void **state)
 {
     (void)state;

@@ -357,18 +357,22 @@ static size_t recall_ids(fx *f, const char *query, char ids[4][CAIRN_MEM_ID_MAX 
 
 /* A file of format version 2 holds terms made by tokenizer rules 1
  * (`don't` one word): its text index is not used but rebuilt from the log
- * (rules 2: `don` + `t`), and the next checkpoint replaces it. */
+ * (rules 2: `don` + `t`), and the writer's close replaces it, even in a
+ * store too small for close to checkpoint otherwise. */
 static void a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log(void **state)
 {
     fx *f = *state;
-    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    static const char *const texts[] = {"deploy on tuesday", "the cache timed out",
+                                        "rollback the migration", "review the parser",
+                                        "token budget per session"};
     char got[4][CAIRN_MEM_ID_MAX + 1], *path;
     cairn_memory *m = NULL;
     cairn_mem_stats st;
     uint8_t *b;
     size_t len = 0;
 
-    build_history(f, ids);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        assert_int_equal(cairn_mem_store(f->mem, texts[i], NULL, NULL, NULL), CAIRN_OK);
     assert_int_equal(cairn_mem_store(f->mem, "don't deploy on fridays", NULL, &m, NULL), CAIRN_OK);
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     close_all(f);
@@ -394,12 +398,11 @@ static void a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log(void **state
     cairn_mem_stats_free(&st);
     assert_int_equal(recall_ids(f, "don", got), 1); /* rules 1 terms have no "don" */
     assert_string_equal(got[0], m->id);
-    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
-    close_all(f);
+    close_all(f); /* six memories: only the outdated file makes close write one */
 
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_true(st.index_rows > 300);
+    assert_int_equal(st.index_rows, 6);
     assert_string_equal(st.index_note, "");
     cairn_mem_stats_free(&st);
     assert_int_equal(recall_ids(f, "don", got), 1);

@@ -6,6 +6,7 @@
  *   rows (96 each) | string heap | one text index image per namespace
  */
 #include "memindex.h"
+#include "tokenize.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +26,9 @@
 
 #define MX_MAGIC "CAIRNMX1"
 #define MX_VERSION 3 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2 */
+/* The file's version says which tokenizer rules made its terms (check_header):
+ * new rules need a new version here. */
+_Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION and tok_rules");
 #define MX_HEAD 128
 #define MX_NS 64
 #define MX_ROW 96

@@ -622,9 +622,13 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
     if (rc == CAIRN_OK && strcmp(m->mx.stemmer, m->stemmer) != 0)
         rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with stemmer \"%s\", not \"%s\"",
                          m->mx.name, m->mx.stemmer, m->stemmer);
-    if (rc == CAIRN_OK && m->mx.tok_rules != TOK_VERSION)
+    if (rc == CAIRN_OK && m->mx.tok_rules != TOK_VERSION) {
+        /* This build can never use it: the writer's close replaces it,
+         * however few records the store has. */
+        m->index_outdated = 1;
         rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with tokenizer rules %d, this build's are %d",
                          m->mx.name, m->mx.tok_rules, TOK_VERSION);
+    }
     if (rc == CAIRN_OK && (m->be = calloc(m->mx.nrows ? m->mx.nrows : 1, sizeof *m->be)) == NULL)
         rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for %s", m->mx.name);
     for (size_t i = 0; rc == CAIRN_OK && i < m->mx.n_ns; i++) {
@@ -788,7 +792,8 @@ void cairn_mem_close(cairn_mem *m)
         return;
     /* Best effort: the log has everything; a failure only makes the next
      * open replay more. */
-    if (m->opened && !m->db->read_only && m->tail_records >= MEM_CHECKPOINT_MIN) {
+    if (m->opened && !m->db->read_only &&
+        (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)) {
         pthread_mutex_lock(&m->mu);
         (void)checkpoint_locked(m, 1);
         pthread_mutex_unlock(&m->mu);
@@ -1636,6 +1641,8 @@ static int checkpoint_locked(cairn_mem *m, int closing)
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
     if (rc != CAIRN_OK)
         rc = cairn__mem_fail(m, rc, "%s", e.msg);
+    else
+        m->index_outdated = 0;
 out:
     for (size_t i = 0; ns != NULL && i < m->nns; i++)
         if (ns[i].idx != m->ns[i].idx)

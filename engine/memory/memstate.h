@@ -76,6 +76,7 @@ struct cairn_mem {
     ment *be;
     uint64_t base_deleted;   /* dead memories the file no longer lists */
     char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
+    int index_outdated; /* the newest file is of other tokenizer rules: close replaces it */
     int damaged;             /* a row of the file failed its check */
     int stale;               /* a record was appended but not applied: the
                                 state is no longer a fold of the log */

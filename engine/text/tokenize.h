@@ -5,7 +5,9 @@
  * index file mean which word, so a change to them is a format change.
  * In short: UTF-8 in (invalid bytes separate words); words are runs of
  * letters, digits and combining marks (an apostrophe separates words:
- * `don't` is `don` + `t`; rules 1 kept it between two letters); each Han, Hiragana or Katakana character is a word of its own;
+ * `don't` is `don` + `t`; rules 1 kept apostrophes after a Latin letter
+ * inside a word); each Han, Hiragana or Katakana character is a word of
+ * its own;
  * words are NFKC-normalized and case-folded, accents are removed from Latin
  * letters, and terms are cut to TOK_MAX_BYTES; then a Snowball stemmer
  * (English by default, any libstemmer algorithm, or none). Stop words are
@@ -22,7 +24,8 @@
 #include "cairn.h"
 
 #define TOK_MAX_BYTES 64  /* a longer term is cut at a code point boundary */
-#define TOK_VERSION 2     /* of the rules above; stored with every index */
+#define TOK_VERSION 2     /* of the rules above; an index file's version says
+                             which rules made its terms (memindex.c) */
 
 typedef struct cairn__tokenizer cairn__tokenizer;
 

@@ -12,8 +12,10 @@
  * word order, negation, or any meaning; for those plug in a real model
  * (cairn_mem embed callback, or the tool's --embed-cmd).
  *
- * The hash, the seeds and the weights are part of its identity
- * (HASHEMBED_ID): vectors made by another version are not comparable.
+ * The hash, the seeds, the weights and the words it hashes (tokenizer
+ * rules 1, cairn__tok_new_rules, whatever rules the text index uses) are
+ * part of its identity (HASHEMBED_ID): vectors made by another version are
+ * not comparable.
  */
 #ifndef CAIRN_HASHEMBED_H
 #define CAIRN_HASHEMBED_H
