@@ -74,7 +74,11 @@ typedef enum cairn_durability {
     CAIRN_DURABILITY_FULL = 2     /* an append returns after fdatasync (group commit) */
 } cairn_durability;
 
-/* A pluggable allocator; all library allocations go through it. */
+/* A pluggable allocator for the log layer: the handle, its write buffer,
+ * segment record indexes, readers and sealing buffers go through it. Not
+ * (yet) routed through it: zstd's own contexts, and the memory, vector,
+ * reflexion and graph layers (cairn_mem_*, cairn_reflex_*), which use
+ * malloc/realloc/free. */
 typedef struct cairn_allocator {
     void *(*malloc_fn)(void *user, size_t size);
     void *(*realloc_fn)(void *user, void *ptr, size_t size);
