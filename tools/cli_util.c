@@ -7,9 +7,11 @@
  * errors carry no status name and lead to exit 64.
  *
  * Times are civil UTC computed with Howard Hinnant's days-from-civil
- * algorithm, so nothing depends on the TZ environment or on timegm().
+ * algorithm (engine/common/civil.h, the engine's own), so nothing depends
+ * on the TZ environment or on timegm().
  */
 #include "cli_util.h"
+#include "civil.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -189,36 +191,6 @@ int64_t cli_now_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (m 1..12, d 1..31). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    int64_t era;
-    unsigned yoe, doy, doe;
-
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = (unsigned)(y - era * 400);
-    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    int64_t era;
-    unsigned doe, yoe, doy, mp;
-
-    z += 719468;
-    era = (z >= 0 ? z : z - 146096) / 146097;
-    doe = (unsigned)(z - era * 146097);
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 void cli_format_time(int64_t ms, char *buf, size_t len)
 {
     int64_t secs = ms / 1000, rem = ms % 1000, days, sod, y;
@@ -234,7 +206,7 @@ void cli_format_time(int64_t ms, char *buf, size_t len)
         sod += 86400;
         days--;
     }
-    civil_from_days(days, &y, &mo, &d);
+    cairn__civil_from_days(days, &y, &mo, &d);
     snprintf(buf, len, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
              (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60), (int)rem);
 }
@@ -309,7 +281,7 @@ static int parse_iso(const char *s, int64_t *out_ms)
     }
     if (*p != '\0')
         return -1;
-    *out_ms = ((days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec -
+    *out_ms = ((cairn__days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec -
                 (int64_t)off * 60) *
                1000) +
               ms;
