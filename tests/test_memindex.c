@@ -695,7 +695,8 @@ static int f_unlinkat(void *u, const char *site, int dirfd, const char *path)
     return hit(site) ? -1 : cairn_io_default()->unlinkat(u, site, dirfd, path);
 }
 static const cairn_io faulty = {f_open, f_openat, f_close, f_pread, f_pwrite, f_fsync,
-                                f_fdatasync, f_ftruncate, f_renameat, f_unlinkat, NULL};
+                                f_fdatasync, f_ftruncate, f_renameat, f_unlinkat, NULL,
+                                NULL}; /* reserve: none (not used by index files) */
 
 /* Every I/O call of writing the file fails in turn: the checkpoint reports
  * it (or, for the cleanup after the rename, succeeds), the handle's state

@@ -1147,6 +1147,153 @@ static void test_batch_mode_syncs_every_closed_segment(void **state)
     closed_segments_sync(CAIRN_DURABILITY_BATCH, f->path);
 }
 
+/* Space reservation (cairn_sys.h): a table that records the reserve and
+ * trim calls and forwards them to the real ones. */
+typedef struct resio {
+    cairn_io io;
+    int fail;            /* reserve fails with ENOSPC */
+    int reserves, reserved, trims;
+    off_t off, len;      /* of the last reserve */
+    off_t trim_len;      /* of the last trim */
+} resio;
+
+static int res_reserve(void *user, const char *site, int fd, off_t off, off_t len)
+{
+    resio *r = user;
+    int rc;
+    r->reserves++;
+    r->off = off;
+    r->len = len;
+    if (strcmp(site, "segment.reserve") != 0)
+        fail_msg("reserve at unexpected site %s", site);
+    if (r->fail) {
+        errno = ENOSPC;
+        return -1;
+    }
+    rc = cairn_io_default()->reserve(NULL, site, fd, off, len);
+    if (rc == 0)
+        r->reserved++;
+    return rc;
+}
+
+static int res_ftruncate(void *user, const char *site, int fd, off_t len)
+{
+    resio *r = user;
+    if (strcmp(site, "segment.trim") == 0) {
+        r->trims++;
+        r->trim_len = len;
+    }
+    return cairn_io_default()->ftruncate(NULL, site, fd, len);
+}
+
+static cairn_db *open_res(const char *path, resio *r, int create, uint64_t segment_size)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    r->io = *cairn_io_default();
+    r->io.reserve = res_reserve;
+    r->io.ftruncate = res_ftruncate;
+    r->io.user = r;
+    o.create = create;
+    o.background = 0;
+    o.segment_size = segment_size;
+    o.durability = CAIRN_DURABILITY_FULL;
+    o.io = &r->io;
+    if (cairn_open(&db, path, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open(%s): %s", path, err);
+    return db;
+}
+
+/* Bytes the file system has allocated to the newest .log of the store. */
+static long long log_allocated(const char *path, long long *size)
+{
+    char *file = tu_find_last(path, ".log"); /* dir/name */
+    struct stat st;
+    assert_non_null(file);
+    assert_int_equal(stat(file, &st), 0);
+    free(file);
+    *size = (long long)st.st_size;
+    return (long long)st.st_blocks * 512;
+}
+
+static void test_writer_reserves_the_active_segment_and_gives_back_the_rest(void **state)
+{
+    fx *f = *state;
+    const uint64_t seg = 1 << 20;
+    resio r;
+    cairn_db *db;
+    cairn_stats st;
+    long long size, alloc, size_before;
+
+    memset(&r, 0, sizeof r);
+    db = open_res(f->path, &r, 1, seg);
+    assert_int_equal(r.reserves, 0); /* nothing written yet */
+    append_range(db, 0, 20);
+    /* Once per segment: from the file's end when first written up to where
+     * the segment rolls. */
+    assert_int_equal(r.reserves, 1);
+    assert_true(r.off > 0 && r.off < 4096);
+    assert_int_equal((uint64_t)(r.off + r.len), seg);
+    alloc = log_allocated(f->path, &size);
+    assert_true(size > r.off); /* the records are there, the size is theirs */
+    assert_true(size < 20 * 4096);
+    if (r.reserved) /* not on tmpfs or a file system without fallocate */
+        assert_true(alloc >= (long long)seg - 8192);
+    else
+        print_message("(the file system reserved nothing: allocation not checked)\n");
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* Close gives the unused part back, at the file's size. */
+    alloc = log_allocated(f->path, &size);
+    assert_int_equal(r.trims, r.reserved ? 1 : 0);
+    if (r.reserved) {
+        assert_int_equal(r.trim_len, size);
+        assert_true(alloc <= size + 8192);
+    }
+
+    /* The next writer reserves from where the file ends now. */
+    size_before = size;
+    db = open_res(f->path, &r, 0, seg);
+    append_range(db, 20, 30);
+    assert_int_equal(r.reserves, 2);
+    assert_int_equal(r.off, size_before);
+    /* An early roll trims the segment it closes; the new one reserves when
+     * first written. */
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(r.trims, r.reserved ? 2 : 0);
+    append_range(db, 30, 31);
+    assert_int_equal(r.reserves, 3);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 31);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->path, 0, 0, 0);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 31);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_a_failed_reservation_loses_nothing_and_reports_nothing(void **state)
+{
+    fx *f = *state;
+    resio r;
+    cairn_db *db;
+    cairn_stats st;
+
+    memset(&r, 0, sizeof r);
+    r.fail = 1;
+    db = open_res(f->path, &r, 1, 16 << 10);
+    append_range(db, 0, 600); /* rolls a few times */
+    get_stats(db, &st);
+    assert_true(st.segments_closed + st.segments_sealed >= 2);
+    assert_true(r.reserves >= 3); /* each segment asked once */
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(r.trims, 0); /* nothing reserved, nothing to give back */
+    db = open_db(f->path, 0, 0, 0);
+    get_stats(db, &st);
+    assert_int_equal(st.records, 600);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1178,6 +1325,8 @@ int main(void)
         T(test_read_only_handle_follows_the_writer),
         T(test_none_mode_syncs_closed_segments_only_when_asked),
         T(test_batch_mode_syncs_every_closed_segment),
+        T(test_writer_reserves_the_active_segment_and_gives_back_the_rest),
+        T(test_a_failed_reservation_loses_nothing_and_reports_nothing),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

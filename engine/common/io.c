@@ -4,6 +4,9 @@
  * fsync error the kernel may have dropped the dirty pages, so a retry that
  * succeeds would pretend the data is safe. Callers treat it as fatal.
  */
+#ifdef __linux__
+#define _GNU_SOURCE /* fallocate */
+#endif
 #include "io.h"
 
 #include <errno.h>
@@ -11,6 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#endif
 
 static int sys_open(void *u, const char *s, const char *p, int fl, int mode)
 {
@@ -72,9 +79,25 @@ static int sys_unlinkat(void *u, const char *s, int dirfd, const char *p)
     return unlinkat(dirfd, p, 0);
 }
 
+static int sys_reserve(void *u, const char *s, int fd, off_t off, off_t len)
+{
+    (void)u, (void)s;
+#ifdef __linux__
+    struct statfs fs;
+    /* On a memory file system a reservation allocates memory and saves no
+     * block allocation later. */
+    if (fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC))
+        return 0;
+    return fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len);
+#else
+    (void)fd, (void)off, (void)len;
+    return 0;
+#endif
+}
+
 static const cairn_io default_io = {
-    sys_open,  sys_openat,    sys_close,    sys_pread,      sys_pwrite, sys_fsync,
-    sys_fdatasync, sys_ftruncate, sys_renameat, sys_unlinkat, NULL,
+    sys_open,      sys_openat,    sys_close,    sys_pread,    sys_pwrite, sys_fsync,
+    sys_fdatasync, sys_ftruncate, sys_renameat, sys_unlinkat, NULL,       sys_reserve,
 };
 
 const cairn_io *cairn_io_default(void)
@@ -167,6 +190,13 @@ int cairn__io_truncate(const cairn_io *io, const char *site, int fd, uint64_t le
     if (io->ftruncate(io->user, site, fd, (off_t)len) != 0)
         return io_fail(e, errno, "truncate", name);
     return CAIRN_OK;
+}
+
+int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off, uint64_t len)
+{
+    if (io->reserve == NULL || len == 0)
+        return -1;
+    return io->reserve(io->user, site, fd, (off_t)off, (off_t)len) == 0 ? 0 : -1;
 }
 
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,

@@ -33,6 +33,15 @@ typedef struct cairn_io {
                     const char *to);
     int (*unlinkat)(void *user, const char *site, int dirfd, const char *path);
     void *user;
+    /* Optional, NULL = never called: reserve disk space for bytes
+     * [off, off + len) of the file without changing its size (the default
+     * table: fallocate(FALLOC_FL_KEEP_SIZE) on Linux, except on tmpfs and
+     * ramfs where it would only pin memory; elsewhere nothing). The writer
+     * reserves the active segment's space up to segment_size, which keeps
+     * the file in one extent and spares each commit a block allocation. A
+     * failure is never an error: the appends allocate as they go. Last in
+     * the table so tables written before it leave it NULL. */
+    int (*reserve)(void *user, const char *site, int fd, off_t off, off_t len);
 } cairn_io;
 
 /* The real system calls (what NULL in cairn_options.io means). */

@@ -68,6 +68,17 @@ int cairn__flush_locked(cairn_db *db)
         return CAIRN_OK;
     if (db->dead)
         return check_writable(db);
+    if (!db->act_reserve_tried) {
+        /* Reserve the segment's space once, up to where it rolls: the file
+         * stays in one extent and an fdatasync that crosses into a new
+         * block has no allocation to write (group commit's groups cross one
+         * nearly every time). The file size, all readers see, is unchanged. */
+        db->act_reserve_tried = 1;
+        if (db->wbuf_off + db->wbuf_len < db->segment_size)
+            db->act_reserved = cairn__io_reserve(db->io, "segment.reserve", db->act->log.fd,
+                                                 db->wbuf_off,
+                                                 db->segment_size - db->wbuf_off) == 0;
+    }
     rc = cairn__io_write(db->io, "segment.append", db->act->log.fd, db->wbuf, db->wbuf_len,
                          db->wbuf_off, db->act->log.name, &e);
     if (rc != CAIRN_OK)
@@ -77,6 +88,17 @@ int cairn__flush_locked(cairn_db *db)
     db->written_seq = db->next_seq - 1;
     db->last_flush_ms = cairn__now_ms();
     return CAIRN_OK;
+}
+
+void cairn__trim_reserved(cairn_db *db)
+{
+    cairn__err e;
+
+    /* Only with nothing buffered is wbuf_off the file's size. */
+    if (db->act_reserved && db->wbuf_len == 0 && !db->dead)
+        (void)cairn__io_truncate(db->io, "segment.trim", db->act->log.fd, db->wbuf_off,
+                                 db->act->log.name, &e);
+    db->act_reserved = 0;
 }
 
 static int64_t mono_ns(void)
@@ -243,6 +265,8 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     }
     if (seq_floor > db->next_seq)
         db->next_seq = seq_floor; /* numbers of records set aside are never reused */
+    /* An early roll (cairn_roll) leaves most of the reservation unused. */
+    cairn__trim_reserved(db);
 
     nseg = cairn__calloc(db->a, 1, sizeof *nseg);
     if (nseg == NULL)
@@ -320,6 +344,7 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     }
     db->act = nseg;
     db->wbuf_off = nseg->log.end;
+    db->act_reserve_tried = 0;
     db->seal_pending = 1;
     pthread_cond_signal(&db->bg_cv);
     pthread_cond_signal(&db->seal_cv);

@@ -799,6 +799,8 @@ int cairn_close(cairn_db *db)
             if (rc != CAIRN_OK)
                 cairn__db_fail(db, rc, &e);
         }
+        if (rc == CAIRN_OK)
+            cairn__trim_reserved(db);
     }
     if (db->closed_unsynced != NULL) { /* dead handle: just drop it */
         cairn__seg_release(db, db->closed_unsynced);
