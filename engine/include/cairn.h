@@ -95,7 +95,9 @@ typedef struct cairn_options {
     int create;                  /* 1: create the store if it does not exist */
     cairn_durability durability; /* at creation: stored; at open: overrides for this handle */
     uint32_t batch_ms;           /* 0 = stored (default 50): batch fsync / buffer flush period */
-    uint64_t segment_size;       /* 0 = stored (default 64 MiB): roll the active segment past this */
+    uint64_t segment_size;       /* 0 = stored (default 64 MiB): roll the active segment past
+                                    this; a writer reserves the segment's disk space up to it
+                                    (cairn_io.reserve) and gives back the rest at roll/close */
     int background;              /* 1: two background threads, one flushes and syncs,
                                     one seals (at nice 10 on Linux);
                                     0: all of it happens inline in the calling thread */
