@@ -18,10 +18,12 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1149,9 +1151,12 @@ static void test_batch_mode_syncs_every_closed_segment(void **state)
 
 /* Space reservation (cairn_sys.h): a table that records the reserve and
  * trim calls and forwards them to the real ones. */
+enum { RES_REAL, RES_FAIL, RES_GRAB_THEN_FAIL };
+
 typedef struct resio {
     cairn_io io;
-    int fail;            /* reserve fails with ENOSPC */
+    int mode;            /* RES_*: forward; fail with ENOSPC; reserve, then
+                            fail with ENOSPC anyway (a partial reservation) */
     int reserves, reserved, trims;
     off_t off, len;      /* of the last reserve */
     off_t trim_len;      /* of the last trim */
@@ -1160,19 +1165,20 @@ typedef struct resio {
 static int res_reserve(void *user, const char *site, int fd, off_t off, off_t len)
 {
     resio *r = user;
-    int rc;
+    int rc = 0;
     r->reserves++;
     r->off = off;
     r->len = len;
     if (strcmp(site, "segment.reserve") != 0)
         fail_msg("reserve at unexpected site %s", site);
-    if (r->fail) {
+    if (r->mode != RES_FAIL)
+        rc = cairn_io_default()->reserve(NULL, site, fd, off, len);
+    if (rc == 0 && r->mode == RES_REAL)
+        r->reserved++;
+    if (r->mode != RES_REAL) {
         errno = ENOSPC;
         return -1;
     }
-    rc = cairn_io_default()->reserve(NULL, site, fd, off, len);
-    if (rc == 0)
-        r->reserved++;
     return rc;
 }
 
@@ -1217,6 +1223,23 @@ static long long log_allocated(const char *path, long long *size)
     return (long long)st.st_blocks * 512;
 }
 
+/* Can this file system reserve 1 MiB past a file's end? (tmpfs: no.) */
+static int fs_reserves(const char *dir)
+{
+    char *file = tu_join(dir, "probe");
+    int fd = open(file, O_CREAT | O_RDWR, 0644), ok;
+    struct stat st;
+    assert_true(fd >= 0);
+    ok = cairn_io_default()->reserve(NULL, "probe", fd, 0, 1 << 20) == 0 &&
+         fstat(fd, &st) == 0 && st.st_size == 0 && (long long)st.st_blocks * 512 >= 1 << 20;
+    close(fd);
+    unlink(file);
+    free(file);
+    if (!ok)
+        print_message("(this file system reserves nothing: allocation not checked)\n");
+    return ok;
+}
+
 static void test_writer_reserves_the_active_segment_and_gives_back_the_rest(void **state)
 {
     fx *f = *state;
@@ -1225,6 +1248,7 @@ static void test_writer_reserves_the_active_segment_and_gives_back_the_rest(void
     cairn_db *db;
     cairn_stats st;
     long long size, alloc, size_before;
+    int can = fs_reserves(f->dir);
 
     memset(&r, 0, sizeof r);
     db = open_res(f->path, &r, 1, seg);
@@ -1233,23 +1257,21 @@ static void test_writer_reserves_the_active_segment_and_gives_back_the_rest(void
     /* Once per segment: from the file's end when first written up to where
      * the segment rolls. */
     assert_int_equal(r.reserves, 1);
+    assert_int_equal(r.reserved, can);
     assert_true(r.off > 0 && r.off < 4096);
     assert_int_equal((uint64_t)(r.off + r.len), seg);
+    assert_int_equal(r.trims, 0); /* it worked (or did nothing): nothing to give back */
     alloc = log_allocated(f->path, &size);
     assert_true(size > r.off); /* the records are there, the size is theirs */
     assert_true(size < 20 * 4096);
-    if (r.reserved) /* not on tmpfs or a file system without fallocate */
+    if (can)
         assert_true(alloc >= (long long)seg - 8192);
-    else
-        print_message("(the file system reserved nothing: allocation not checked)\n");
     assert_int_equal(cairn_close(db), CAIRN_OK);
     /* Close gives the unused part back, at the file's size. */
     alloc = log_allocated(f->path, &size);
-    assert_int_equal(r.trims, r.reserved ? 1 : 0);
-    if (r.reserved) {
-        assert_int_equal(r.trim_len, size);
-        assert_true(alloc <= size + 8192);
-    }
+    assert_int_equal(r.trims, 1);
+    assert_int_equal(r.trim_len, size);
+    assert_true(alloc <= size + 8192);
 
     /* The next writer reserves from where the file ends now. */
     size_before = size;
@@ -1260,7 +1282,7 @@ static void test_writer_reserves_the_active_segment_and_gives_back_the_rest(void
     /* An early roll trims the segment it closes; the new one reserves when
      * first written. */
     assert_int_equal(cairn_roll(db), CAIRN_OK);
-    assert_int_equal(r.trims, r.reserved ? 2 : 0);
+    assert_int_equal(r.trims, 2);
     append_range(db, 30, 31);
     assert_int_equal(r.reserves, 3);
     get_stats(db, &st);
@@ -1278,20 +1300,123 @@ static void test_a_failed_reservation_loses_nothing_and_reports_nothing(void **s
     resio r;
     cairn_db *db;
     cairn_stats st;
+    int rolls;
 
     memset(&r, 0, sizeof r);
-    r.fail = 1;
+    r.mode = RES_FAIL;
     db = open_res(f->path, &r, 1, 16 << 10);
-    append_range(db, 0, 600); /* rolls a few times */
+    append_range(db, 0, 1);
+    /* The failed call may have reserved part of the space: the file is cut
+     * back to its size at once, before the records are written. */
+    assert_int_equal(r.reserves, 1);
+    assert_int_equal(r.trims, 1);
+    assert_int_equal(r.trim_len, r.off);
+    append_range(db, 1, 600); /* rolls a few times */
     get_stats(db, &st);
-    assert_true(st.segments_closed + st.segments_sealed >= 2);
-    assert_true(r.reserves >= 3); /* each segment asked once */
+    rolls = (int)(st.segments_closed + st.segments_sealed);
+    assert_true(rolls >= 2);
+    assert_int_equal(r.reserves, rolls + 1); /* each segment asked once */
+    assert_int_equal(r.trims, 2 * r.reserves - 1); /* each failure, each roll */
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    assert_int_equal(r.trims, 0); /* nothing reserved, nothing to give back */
+    assert_int_equal(r.trims, 2 * r.reserves);
     db = open_db(f->path, 0, 0, 0);
     get_stats(db, &st);
     assert_int_equal(st.records, 600);
     assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_a_partly_failed_reservation_gives_back_what_it_took(void **state)
+{
+    fx *f = *state;
+    resio r;
+    cairn_db *db;
+    long long size, alloc;
+    int can = fs_reserves(f->dir);
+
+    memset(&r, 0, sizeof r);
+    r.mode = RES_GRAB_THEN_FAIL; /* like fallocate running out of space half way */
+    db = open_res(f->path, &r, 1, 4 << 20);
+    append_range(db, 0, 10);
+    assert_int_equal(r.reserves, 1);
+    assert_int_equal(r.trims, 1);
+    alloc = log_allocated(f->path, &size);
+    if (can) /* 4 MiB were taken; nothing of it may stay while the writer is open */
+        assert_true(alloc <= size + 8192);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* What a crash leaves reserved, the next writer gives back at close even if
+ * it writes nothing. */
+static void test_a_reservation_left_by_a_crash_is_given_back(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    char *file;
+    long long size, alloc;
+    int fd;
+
+    append_range(db, 0, 5);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    if (!fs_reserves(f->dir))
+        return;
+    file = tu_find_last(f->path, ".log");
+    assert_non_null(file);
+    fd = open(file, O_RDWR);
+    assert_true(fd >= 0);
+    log_allocated(f->path, &size);
+    assert_int_equal(cairn_io_default()->reserve(NULL, "test", fd, size, 8 << 20), 0);
+    close(fd);
+    free(file);
+    alloc = log_allocated(f->path, &size);
+    assert_true(alloc >= 8 << 20);
+    db = open_db(f->path, 0, 0, 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    alloc = log_allocated(f->path, &size);
+    assert_true(alloc <= size + 8192);
+}
+
+/* A program built against CAIRN_OPTIONS_VERSION 1 passes an I/O table that
+ * ends before `reserve`: it is read without it (ASan would see a read past
+ * the table), and nothing is reserved. */
+static void test_a_version_1_io_table_is_read_without_reserve(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    size_t old_size = offsetof(cairn_io, reserve);
+    cairn_io *old = malloc(old_size);
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_stats st;
+    struct statvfs vfs;
+    long long size, alloc;
+    int can = fs_reserves(f->dir);
+
+    assert_non_null(old);
+    memcpy(old, cairn_io_default(), old_size);
+    o.version = 1;
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_FULL;
+    o.io = (const struct cairn_io *)old;
+    assert_int_equal(cairn_open(&db, f->path, &o, err, sizeof err), CAIRN_OK);
+    append_range(db, 0, 10);
+    alloc = log_allocated(f->path, &size);
+    assert_true(alloc <= size + 8192); /* default segment size: 64 MiB not reserved */
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(old);
+    /* The default table (io NULL) still reserves under version 1. */
+    o.io = NULL;
+    o.create = 0;
+    assert_int_equal(cairn_open(&db, f->path, &o, err, sizeof err), CAIRN_OK);
+    append_range(db, 10, 11);
+    alloc = log_allocated(f->path, &size);
+    if (can && statvfs(f->dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize > (1ull << 30))
+        assert_true(alloc >= 32 << 20); /* (the default table reserves only with room to spare) */
+    get_stats(db, &st);
+    assert_int_equal(st.records, 11);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    o.version = 0;
+    assert_int_equal(cairn_open(&db, f->path, &o, err, sizeof err), CAIRN_EINVAL);
 }
 
 int main(void)
@@ -1327,6 +1452,9 @@ int main(void)
         T(test_batch_mode_syncs_every_closed_segment),
         T(test_writer_reserves_the_active_segment_and_gives_back_the_rest),
         T(test_a_failed_reservation_loses_nothing_and_reports_nothing),
+        T(test_a_partly_failed_reservation_gives_back_what_it_took),
+        T(test_a_reservation_left_by_a_crash_is_given_back),
+        T(test_a_version_1_io_table_is_read_without_reserve),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,14 +84,24 @@ static int sys_reserve(void *u, const char *s, int fd, off_t off, off_t len)
     (void)u, (void)s;
 #ifdef __linux__
     struct statfs fs;
+    if (fstatfs(fd, &fs) != 0)
+        return -1;
     /* On a memory file system a reservation allocates memory and saves no
      * block allocation later. */
-    if (fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC))
-        return 0;
+    if (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    /* Never take the space a seal or an index file is about to need. */
+    if ((uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize / 4 < (uint64_t)len) {
+        errno = ENOSPC;
+        return -1;
+    }
     return fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len);
 #else
     (void)fd, (void)off, (void)len;
-    return 0;
+    errno = EOPNOTSUPP;
+    return -1;
 #endif
 }
 
@@ -195,8 +205,10 @@ int cairn__io_truncate(const cairn_io *io, const char *site, int fd, uint64_t le
 int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off, uint64_t len)
 {
     if (io->reserve == NULL || len == 0)
-        return -1;
-    return io->reserve(io->user, site, fd, (off_t)off, (off_t)len) == 0 ? 0 : -1;
+        return 1;
+    if (io->reserve(io->user, site, fd, (off_t)off, (off_t)len) == 0)
+        return 0;
+    return errno == EOPNOTSUPP || errno == ENOSYS ? 1 : -1;
 }
 
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,

@@ -35,8 +35,9 @@ int cairn__io_fdatasync(const cairn_io *io, const char *site, int fd, const char
 int cairn__io_truncate(const cairn_io *io, const char *site, int fd, uint64_t len,
                        const char *name, cairn__err *e);
 /* Best effort: ask io->reserve for the space of [off, off + len) without
- * changing the file size. 0 when reserved, -1 when not (no reserve in the
- * table, len 0, or it failed: never an error, errno is not kept). */
+ * changing the file size. 0: reserved; 1: nothing done (no reserve in the
+ * table, len 0, EOPNOTSUPP or ENOSYS); -1: it failed and may have
+ * reserved part of it. Never an error. */
 int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off, uint64_t len);
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
                      const char *to, cairn__err *e);

@@ -88,7 +88,9 @@ typedef struct cairn_allocator {
 
 struct cairn_io; /* the I/O table, cairn_sys.h; NULL = the real system calls */
 
-#define CAIRN_OPTIONS_VERSION 1
+/* 2: cairn_io has `reserve`. A caller built with version 1 still opens; an
+ * I/O table it passes is read without that member (no reservations). */
+#define CAIRN_OPTIONS_VERSION 2
 typedef struct cairn_options {
     unsigned version;            /* CAIRN_OPTIONS_VERSION */
     int read_only;               /* 1: no lock, no writes, no recovery writes */
@@ -269,7 +271,8 @@ typedef struct cairn_stats {
     uint64_t segments_active;  /* 1 (the active segment), or 0 when empty */
     uint64_t segments_closed;  /* full, awaiting sealing */
     uint64_t segments_sealed;
-    uint64_t bytes_on_disk;    /* all files of the store */
+    uint64_t bytes_on_disk;    /* all files of the store (their sizes: space a writer has
+                                  reserved past the active segment's end is not counted) */
     uint64_t log_bytes;        /* encoded records, uncompressed */
     uint64_t sealed_raw_bytes; /* encoded records in sealed segments */
     uint64_t sealed_bytes;     /* sealed segment files on disk */

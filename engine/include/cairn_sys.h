@@ -33,14 +33,17 @@ typedef struct cairn_io {
                     const char *to);
     int (*unlinkat)(void *user, const char *site, int dirfd, const char *path);
     void *user;
-    /* Optional, NULL = never called: reserve disk space for bytes
-     * [off, off + len) of the file without changing its size (the default
-     * table: fallocate(FALLOC_FL_KEEP_SIZE) on Linux, except on tmpfs and
-     * ramfs where it would only pin memory; elsewhere nothing). The writer
-     * reserves the active segment's space up to segment_size, which keeps
-     * the file in one extent and spares each commit a block allocation. A
-     * failure is never an error: the appends allocate as they go. Last in
-     * the table so tables written before it leave it NULL. */
+    /* Optional, NULL = never called (since CAIRN_OPTIONS_VERSION 2; set it
+     * in a table filled member by member): reserve disk space for bytes
+     * [off, off + len) without changing the file size. The writer reserves
+     * the active segment's space up to segment_size, which keeps the file
+     * in few extents and spares each commit a block allocation. The
+     * default table: fallocate(FALLOC_FL_KEEP_SIZE) on Linux, unless less
+     * than four times len is free; on tmpfs and ramfs (where it would only
+     * pin memory) and elsewhere it fails with EOPNOTSUPP. A failure is never
+     * an error: the appends allocate as they go, and the file is truncated
+     * to its size at once, which frees whatever a failed call did allocate
+     * (except after EOPNOTSUPP or ENOSYS: nothing was). */
     int (*reserve)(void *user, const char *site, int fd, off_t off, off_t len);
 } cairn_io;
 

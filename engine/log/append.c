@@ -59,6 +59,24 @@ static int check_writable(cairn_db *db)
     return CAIRN_OK;
 }
 
+/* Truncate the active segment to wbuf_off, which frees the blocks reserved
+ * past it. wbuf_off is the file's size only before the buffer is written
+ * or after a flush: call it then. A failure only leaves them reserved. */
+static void trim_to_size(cairn_db *db)
+{
+    cairn__err e;
+    (void)cairn__io_truncate(db->io, "segment.trim", db->act->log.fd, db->wbuf_off,
+                             db->act->log.name, &e);
+}
+
+void cairn__trim_reserved(cairn_db *db)
+{
+    /* Whether or not this handle reserved: a writer killed earlier may
+     * have left a reservation behind. */
+    if (db->wbuf_len == 0 && !db->dead)
+        trim_to_size(db);
+}
+
 int cairn__flush_locked(cairn_db *db)
 {
     cairn__err e;
@@ -70,14 +88,16 @@ int cairn__flush_locked(cairn_db *db)
         return check_writable(db);
     if (!db->act_reserve_tried) {
         /* Reserve the segment's space once, up to where it rolls: the file
-         * stays in one extent and an fdatasync that crosses into a new
-         * block has no allocation to write (group commit's groups cross one
-         * nearly every time). The file size, all readers see, is unchanged. */
+         * keeps few extents and an fdatasync that crosses into a new block
+         * has no allocation to write (group commit's groups cross one
+         * nearly every time). The file size, all readers see, is unchanged.
+         * A failure may have taken part of the space (ENOSPC): give it back
+         * at once, while nothing of the buffer is written. */
         db->act_reserve_tried = 1;
-        if (db->wbuf_off + db->wbuf_len < db->segment_size)
-            db->act_reserved = cairn__io_reserve(db->io, "segment.reserve", db->act->log.fd,
-                                                 db->wbuf_off,
-                                                 db->segment_size - db->wbuf_off) == 0;
+        if (db->wbuf_off + db->wbuf_len < db->segment_size &&
+            cairn__io_reserve(db->io, "segment.reserve", db->act->log.fd, db->wbuf_off,
+                              db->segment_size - db->wbuf_off) < 0)
+            trim_to_size(db);
     }
     rc = cairn__io_write(db->io, "segment.append", db->act->log.fd, db->wbuf, db->wbuf_len,
                          db->wbuf_off, db->act->log.name, &e);
@@ -88,17 +108,6 @@ int cairn__flush_locked(cairn_db *db)
     db->written_seq = db->next_seq - 1;
     db->last_flush_ms = cairn__now_ms();
     return CAIRN_OK;
-}
-
-void cairn__trim_reserved(cairn_db *db)
-{
-    cairn__err e;
-
-    /* Only with nothing buffered is wbuf_off the file's size. */
-    if (db->act_reserved && db->wbuf_len == 0 && !db->dead)
-        (void)cairn__io_truncate(db->io, "segment.trim", db->act->log.fd, db->wbuf_off,
-                                 db->act->log.name, &e);
-    db->act_reserved = 0;
 }
 
 static int64_t mono_ns(void)
@@ -265,8 +274,6 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     }
     if (seq_floor > db->next_seq)
         db->next_seq = seq_floor; /* numbers of records set aside are never reused */
-    /* An early roll (cairn_roll) leaves most of the reservation unused. */
-    cairn__trim_reserved(db);
 
     nseg = cairn__calloc(db->a, 1, sizeof *nseg);
     if (nseg == NULL)
@@ -332,6 +339,11 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     if (segs == NULL || rc != CAIRN_OK)
         return kill_handle(db, CAIRN_ENOMEM, NULL);
     cairn__view_publish(db, nv);
+    /* Give back what the closed segment has reserved past its end (an early
+     * roll leaves most of it). Only now: a roll past damage set aside at
+     * open must record the sequence floor in the MANIFEST before the
+     * damaged tail is cut (cairn_open). */
+    cairn__trim_reserved(db);
     if (db->durability == CAIRN_DURABILITY_BATCH) {
         /* No 64 MiB fdatasync on the append path: the flusher syncs the
          * closed segment within batch_ms (cairn_sync and close do it at

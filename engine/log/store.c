@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -702,7 +703,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
 
     e.msg[0] = '\0';
     *out = NULL;
-    if (path == NULL || *path == '\0' || o->version != CAIRN_OPTIONS_VERSION ||
+    if (path == NULL || *path == '\0' || o->version < 1 || o->version > CAIRN_OPTIONS_VERSION ||
         o->durability < CAIRN_DURABILITY_STORED || o->durability > CAIRN_DURABILITY_FULL ||
         (o->segment_size && (o->segment_size < 4096 || o->segment_size > (1ull << 32)))) {
         rc = cairn__fail(&e, CAIRN_EINVAL, "invalid path or options");
@@ -719,7 +720,14 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         db->a_copy = *o->allocator;
         db->a = &db->a_copy;
     }
-    db->io_copy = o->io ? *o->io : *cairn_io_default();
+    if (o->io == NULL) {
+        db->io_copy = *cairn_io_default();
+    } else if (o->version < 2) { /* a table of before `reserve` is shorter */
+        memcpy(&db->io_copy, o->io, offsetof(cairn_io, reserve));
+        db->io_copy.reserve = NULL;
+    } else {
+        db->io_copy = *o->io;
+    }
     db->io = &db->io_copy;
     db->read_only = o->read_only;
     db->background = o->background && !o->read_only;

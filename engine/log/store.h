@@ -79,7 +79,6 @@ struct cairn_db {
     size_t wbuf_len, wbuf_cap;
     uint64_t wbuf_off;        /* file offset of wbuf[0] */
     int act_reserve_tried;    /* the active segment's space was asked for (mu) */
-    int act_reserved;         /* ... and reserved up to segment_size (mu) */
     uint64_t next_seq;        /* next sequence number to hand out (mu) */
     int64_t last_ts;          /* timestamps never go backwards (mu) */
     uint64_t written_seq;     /* last seq written to the file (mu) */
@@ -121,9 +120,10 @@ int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
 
 int64_t cairn__now_ms(void);
 
-/* Give back the reserved space past the active segment's end (mu held,
- * after a flush). Best effort: unused reserved blocks are only wasted until
- * the segment is sealed and deleted. */
+/* Give back any reserved space past the active segment's end (mu held,
+ * after a flush; nothing if the buffer is not empty or the handle is
+ * dead). Best effort: reserved blocks are only wasted until the segment is
+ * sealed and deleted. */
 void cairn__trim_reserved(cairn_db *db);
 
 /* cairn_append_batch(), also giving the records' timestamp (one for the
