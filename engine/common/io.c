@@ -93,7 +93,8 @@ static int sys_reserve(void *u, const char *s, int fd, off_t off, off_t len)
         return -1;
     }
     /* Never take the space a seal or an index file is about to need. */
-    if ((uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize / 4 < (uint64_t)len) {
+    if ((uint64_t)fs.f_bavail * (uint64_t)(fs.f_frsize ? fs.f_frsize : fs.f_bsize) / 4 <
+        (uint64_t)len) {
         errno = ENOSPC;
         return -1;
     }
@@ -206,6 +207,7 @@ int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off
 {
     if (io->reserve == NULL || len == 0)
         return 1;
+    errno = 0; /* a table's reserve may fail without setting it */
     if (io->reserve(io->user, site, fd, (off_t)off, (off_t)len) == 0)
         return 0;
     return errno == EOPNOTSUPP || errno == ENOSYS ? 1 : -1;
