@@ -3,9 +3,11 @@
  * file. Run as given and with the header and trailer checksums repaired.
  *
  * Invariants: a failure returns a negative code and leaves nothing
- * allocated; a success encodes back to exactly the input bytes (every field
- * and reserved byte is checked, so the encoding is canonical), and decoding
- * that again gives the same fields.
+ * allocated; a success of the newest version encodes back to exactly the
+ * input bytes (every field and reserved byte is checked, so the encoding is
+ * canonical), and decoding that again gives the same fields. A version 1
+ * MANIFEST (no store id) cannot be written back as it is: the encoder
+ * refuses a manifest without an id.
  */
 #include "fuzz.h"
 
@@ -16,7 +18,9 @@ static void same_manifest(const manifest *a, const manifest *b)
 {
     FUZZ_CHECK(a->generation == b->generation && a->next_id == b->next_id &&
                a->segment_size == b->segment_size && a->batch_ms == b->batch_ms &&
-               a->durability == b->durability && a->n == b->n);
+               a->durability == b->durability && a->n == b->n &&
+               memcmp(a->store_id, b->store_id, sizeof a->store_id) == 0 &&
+               a->synced_seq == b->synced_seq);
     for (size_t i = 0; i < a->n; i++) {
         const manifest_entry *x = &a->e[i], *y = &b->e[i];
         FUZZ_CHECK(x->id == y->id && x->kind == y->kind && x->base_seq == y->base_seq &&
@@ -46,7 +50,10 @@ static void one(const uint8_t *buf, size_t size)
         cairn__manifest_free(NULL, &m);
         return;
     }
-    FUZZ_CHECK(len == size && memcmp(out, buf, size) == 0);
+    /* The newest version re-encodes to the same bytes; an older one to the
+     * newest version, which decodes to the same manifest. */
+    if (m.version == MAN_VERSION)
+        FUZZ_CHECK(len == size && memcmp(out, buf, size) == 0);
     rc = cairn__manifest_decode(out, len, NULL, &m2, &e);
     FUZZ_CHECK(rc == CAIRN_OK);
     same_manifest(&m, &m2);

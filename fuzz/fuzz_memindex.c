@@ -59,23 +59,23 @@ static void wr64(uint8_t *p, uint64_t v)
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
-    if (len < 128)
+    if (len < 160)
         return;
     n_ns = rd64(b + 12) & 0xffffffffu;
     nrows = rd64(b + 24);
     tcap = rd64(b + 48);
     if (n_ns > len / 64 || tcap > len / 4 || nrows > len / 96)
         goto header;
-    ro = 128 + n_ns * 64 + 2 * ((tcap * 4 + 7) & ~7ull);
+    ro = 160 + n_ns * 64 + 2 * ((tcap * 4 + 7) & ~7ull);
     if (ro > len)
         goto header;
     for (uint64_t i = 0; i < n_ns; i++) {
-        const uint8_t *ns = b + 128 + i * 64;
+        const uint8_t *ns = b + 160 + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
         if (toff < len && tlen >= 72 && tlen <= len - toff)
             wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
     }
-    wr64(b + 104, XXH3_64bits(b + 128, (size_t)(n_ns * 64)));
+    wr64(b + 104, XXH3_64bits(b + 160, (size_t)(n_ns * 64)));
     heap = ro + nrows * 96;
     for (uint64_t i = 0; heap <= len && i < nrows; i++) {
         uint8_t *r = b + ro + i * 96;
@@ -97,13 +97,14 @@ static void repair(uint8_t *b, size_t len)
     }
 header:
     wr64(b + 64, len); /* file_len */
-    wr64(b + 120, XXH3_64bits(b, 120));
+    wr64(b + 152, XXH3_64bits(b, 152));
 }
 
 static void exercise(uint8_t *b, size_t len)
 {
     memindex mx;
     cairn__err e;
+    uint64_t off = 0;
     int all_ok;
 
     memset(&mx, 0, sizeof mx);
@@ -112,7 +113,7 @@ static void exercise(uint8_t *b, size_t len)
     strcpy(mx.name, "fuzz.cmx");
     if (cairn__mx_parse(&mx, &e) != CAIRN_OK)
         return;
-    all_ok = cairn__mx_check_all(&mx, &e) == CAIRN_OK;
+    all_ok = cairn__mx_check_all(&mx, &off, &e) == CAIRN_OK;
     for (uint64_t i = 0; i < mx.nrows && i < 64; i++) {
         mx_row r;
         int rc = cairn__mx_row(&mx, (size_t)i, &r);

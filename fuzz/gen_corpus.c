@@ -249,6 +249,8 @@ static void gen_record(void)
 
 /* ---- manifests -------------------------------------------------------- */
 
+#define STORE_ID 0x5c, 0x1a, 0x7e, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xd0
+
 static void gen_manifest(void)
 {
     const char *T = "manifest";
@@ -257,14 +259,18 @@ static void gen_manifest(void)
         {5, SEG_CLOSED, 121, 130, 10, T0 + 1000, T0 + 1000},
         {6, SEG_ACTIVE, 131, 0, 0, 0, 0},
     };
-    manifest m = {7, 7, 64u << 20, 50, CAIRN_DURABILITY_BATCH, NULL, 0};
+    manifest m = {.generation = 7, .next_id = 7, .segment_size = 64u << 20, .batch_ms = 50,
+                  .durability = CAIRN_DURABILITY_BATCH, .store_id = {STORE_ID},
+                  .synced_seq = 120};
     uint8_t *out;
     size_t len;
 
     /* One entry: a new store (only the active segment). */
     {
         manifest_entry one = {1, SEG_ACTIVE, 1, 0, 0, 0, 0};
-        manifest m1 = {1, 2, 4096, 0, CAIRN_DURABILITY_NONE, &one, 1};
+        manifest m1 = {.generation = 1, .next_id = 2, .segment_size = 4096, .batch_ms = 0,
+                       .durability = CAIRN_DURABILITY_NONE, .store_id = {STORE_ID}, .e = &one,
+                       .n = 1};
         if (cairn__manifest_encode(&m1, NULL, &out, &len) != CAIRN_OK)
             die("manifest_encode");
         write_seed(T, "seed-1-entry", out, len);
@@ -273,7 +279,9 @@ static void gen_manifest(void)
     /* Two entries: an empty closed segment, then the active one. */
     {
         manifest_entry two[2] = {{2, SEG_CLOSED, 1, 0, 0, 0, 0}, {4, SEG_ACTIVE, 1, 0, 0, 0, 0}};
-        manifest m2 = {3, 9, 1ull << 32, 1000, CAIRN_DURABILITY_FULL, two, 2};
+        manifest m2 = {.generation = 3, .next_id = 9, .segment_size = 1ull << 32,
+                       .batch_ms = 1000, .durability = CAIRN_DURABILITY_FULL,
+                       .store_id = {STORE_ID}, .e = two, .n = 2};
         if (cairn__manifest_encode(&m2, NULL, &out, &len) != CAIRN_OK)
             die("manifest_encode");
         write_seed(T, "seed-2-entries", out, len);
@@ -512,6 +520,7 @@ int main(int argc, char **argv)
     if (argc == 3) {
         copy_golden(argv[2], "record-v1.bin", "record");
         copy_golden(argv[2], "manifest-v1.bin", "manifest");
+        copy_golden(argv[2], "manifest-v2.bin", "manifest");
         copy_golden(argv[2], "segment-v1.log", "logseg");
         copy_golden(argv[2], "sealed-v1.seg", "sealed");
     }

@@ -94,6 +94,11 @@ static const manifest_entry man_entries[] = {
 #define MAN_SEGSIZE (64ull << 20)
 #define MAN_BATCH_MS 50u
 #define MAN_DURABILITY CAIRN_DURABILITY_BATCH
+#define MAN_SYNCED_SEQ 123u
+static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
+                                         0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
+/* The binding block of the derived-file goldens (logbind.h). */
+#define GOLD_ANCHOR_SUM 0x0123456789abcdefull
 
 /* The sealed golden (sealed-v1.seg): a log segment of SEALS_N records,
  * about 80 KiB raw, so two blocks. */
@@ -227,6 +232,8 @@ static uint8_t *make_manifest(size_t *len)
     m.segment_size = MAN_SEGSIZE;
     m.batch_ms = MAN_BATCH_MS;
     m.durability = (uint8_t)MAN_DURABILITY;
+    memcpy(m.store_id, man_store_id, sizeof m.store_id);
+    m.synced_seq = MAN_SYNCED_SEQ;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -376,6 +383,9 @@ static uint8_t *make_memindex(size_t *len)
     assert_int_equal(cairn__vecset_add(v[1], mx_rows[1].seq, mx_vecs[2]), CAIRN_OK);
     memset(&in, 0, sizeof in);
     in.covered = MX_COVERED;
+    memcpy(in.bind.store_id, man_store_id, sizeof in.bind.store_id);
+    in.bind.anchor_seq = MX_COVERED;
+    in.bind.anchor_sum = GOLD_ANCHOR_SUM;
     in.skipped = 1;
     in.deleted = 4;
     in.stemmer = "english";
@@ -563,20 +573,22 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v1.bin", make_manifest);
+    matches_golden("manifest-v2.bin", make_manifest);
 }
 
-static void test_manifest_golden_decodes_to_its_entries(void **state)
+/* Version 2 (the store block) and version 1 (none: a store id of zeros,
+ * synced_seq 0) decode to the same entries. */
+static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
+    size_t block = version >= 2 ? 32 : 0;
     uint8_t *g;
     manifest m;
     cairn__err e;
-    (void)state;
-    g = read_golden("manifest-v1.bin", &glen);
-    assert_int_equal(glen, 64 + n * 56 + 8);
+    g = read_golden(golden, &glen);
+    assert_int_equal(glen, 64 + block + n * 56 + 8);
     assert_memory_equal(g, "CAIRNMAN", 8);
-    assert_int_equal(get_le16(g + 8), 1);
+    assert_int_equal(get_le16(g + 8), version);
     assert_int_equal(get_le32(g + 48), n);
     assert_int_equal(get_le32(g + 52), 56);
     assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
@@ -587,6 +599,17 @@ static void test_manifest_golden_decodes_to_its_entries(void **state)
     assert_int_equal(m.segment_size, MAN_SEGSIZE);
     assert_int_equal(m.batch_ms, MAN_BATCH_MS);
     assert_int_equal(m.durability, MAN_DURABILITY);
+    assert_int_equal(m.version, version);
+    if (version >= 2) {
+        assert_memory_equal(g + 64, man_store_id, 16);
+        assert_memory_equal(m.store_id, man_store_id, 16);
+        assert_int_equal(get_le64(g + 80), MAN_SYNCED_SEQ);
+        assert_int_equal(m.synced_seq, MAN_SYNCED_SEQ);
+        assert_int_equal(get_le64(g + 88), 0); /* reserved */
+    } else {
+        assert_true(cairn__store_id_is_zero(m.store_id));
+        assert_int_equal(m.synced_seq, 0);
+    }
     assert_int_equal(m.n, n);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(m.e[i].id, man_entries[i].id);
@@ -599,6 +622,18 @@ static void test_manifest_golden_decodes_to_its_entries(void **state)
     }
     cairn__manifest_free(NULL, &m);
     free(g);
+}
+
+static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v2.bin", 2);
+}
+
+static void test_manifest_v1_golden_still_decodes(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v1.bin", 1);
 }
 
 static unsigned long golden_zstd_version(void)
@@ -780,19 +815,21 @@ static void test_sealed_golden_verifies_clean(void **state)
 static void test_memindex_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v3.cmx", make_memindex);
+    matches_golden("memindex-v4.cmx", make_memindex);
 }
 
-/* Read a memory index golden back: version 1 (no vectors), 2 or 3 (terms
- * by tokenizer rules 2; the others' by rules 1). */
-static void memindex_golden_reads_back(const char *golden, int version)
+/* Read the memory index golden back. */
+static void test_memindex_golden_reads_back(void **state)
 {
+    const char *golden = "memindex-v4.cmx";
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
     size_t glen;
     uint8_t *g = read_golden(golden, &glen);
     memindex mx;
     cairn__err e;
+    uint64_t off = 0;
     int dirfd;
+    (void)state;
 
     assert_int_equal(tu_write_file(path, g, glen), 0);
     dirfd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -807,7 +844,12 @@ static void memindex_golden_reads_back(const char *golden, int version)
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
-    assert_int_equal(mx.tok_rules, version >= 3 ? 2 : 1);
+    assert_int_equal(mx.version, 4);
+    assert_memory_equal(g + 120, man_store_id, 16);
+    assert_memory_equal(mx.bind.store_id, man_store_id, 16);
+    assert_int_equal(mx.bind.anchor_seq, MX_COVERED);
+    assert_int_equal(mx.bind.anchor_sum, GOLD_ANCHOR_SUM);
+    assert_int_equal(get_le64(g + 152), XXH3_64bits(g, 152));
     for (size_t i = 0; i < 3; i++) {
         mx_row r;
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
@@ -844,9 +886,7 @@ static void memindex_golden_reads_back(const char *golden, int version)
         double sc[4];
         size_t n = 0;
         assert_int_equal(cairn__mx_ns(&mx, i, "english", &name, &live, &x, &v), CAIRN_OK);
-        if (version == 1) {
-            assert_null(v);
-        } else {
+        {
             const float *row = NULL;
             const float *want = mx_vecs[i ? 2 : 0];
             double len2 = 0;
@@ -874,7 +914,7 @@ static void memindex_golden_reads_back(const char *golden, int version)
         assert_int_equal(docs[0], i ? 9 : 7);
         cairn__ramidx_free(x);
     }
-    if (cairn__mx_check_all(&mx, &e) != CAIRN_OK)
+    if (cairn__mx_check_all(&mx, &off, &e) != CAIRN_OK)
         fail_msg("check_all: %s", e.msg);
     cairn__mx_close(&mx);
     close(dirfd);
@@ -884,26 +924,39 @@ static void memindex_golden_reads_back(const char *golden, int version)
     free(g);
 }
 
-static void test_memindex_golden_reads_back(void **state)
+/* Files of versions 1..3 are bound to no log: recognised as older (their
+ * header sum checked where those versions keep it), never used; the memory
+ * layer rebuilds from the log (test_memindex.c). A damaged one is damage. */
+static void test_memindex_older_goldens_are_recognised_and_not_used(void **state)
 {
+    static const char *const goldens[] = {"memindex-v1.cmx", "memindex-v2.cmx",
+                                          "memindex-v3.cmx"};
     (void)state;
-    memindex_golden_reads_back("memindex-v3.cmx", 3);
-}
-
-/* Files written before tokenizer rules 2 (version 2) are still read; the
- * memory layer does not use their terms (test_memindex.c,
- * a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log). */
-static void test_memindex_v2_golden_still_reads(void **state)
-{
-    (void)state;
-    memindex_golden_reads_back("memindex-v2.cmx", 2);
-}
-
-/* Files written before vectors (version 1) are still read. */
-static void test_memindex_v1_golden_still_reads(void **state)
-{
-    (void)state;
-    memindex_golden_reads_back("memindex-v1.cmx", 1);
+    for (unsigned i = 0; i < 3; i++) {
+        char *dir = tu_mkdtemp("golden-mx-old"), *path = tu_join(dir, MX_GOLDEN);
+        size_t glen;
+        uint8_t *g = read_golden(goldens[i], &glen);
+        memindex mx;
+        cairn__err e;
+        int dirfd;
+        assert_int_equal(tu_write_file(path, g, glen), 0);
+        dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+        assert_true(dirfd >= 0);
+        assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, &e),
+                         CAIRN_EVERSION);
+        assert_int_equal(mx.version, i + 1);
+        assert_true(cairn__mx_is_older(&mx));
+        assert_null(mx.map);
+        g[100] ^= 1; /* under the old header sum */
+        assert_int_equal(tu_write_file(path, g, glen), 0);
+        assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, &e),
+                         CAIRN_ECHECKSUM);
+        close(dirfd);
+        tu_rmrf(dir);
+        free(dir);
+        free(path);
+        free(g);
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -941,6 +994,9 @@ static uint8_t *make_graph(size_t *len)
     assert_true(dirfd >= 0);
     memset(&in, 0, sizeof in);
     in.covered = GX_COVERED;
+    memcpy(in.bind.store_id, man_store_id, sizeof in.bind.store_id);
+    in.bind.anchor_seq = GX_COVERED;
+    in.bind.anchor_sum = GOLD_ANCHOR_SUM;
     in.skipped = 1;
     in.updated = 1700000005000;
     in.nodes = gx_nodes;
@@ -962,14 +1018,14 @@ static uint8_t *make_graph(size_t *len)
 static void test_graph_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("graph-v2.cgx", make_graph);
+    matches_golden("graph-v3.cgx", make_graph);
 }
 
 static void test_graph_golden_reads_back(void **state)
 {
     char *dir = tu_mkdtemp("golden-gx-read"), *path = tu_join(dir, GX_GOLDEN);
     size_t glen;
-    uint8_t *gb = read_golden("graph-v2.cgx", &glen);
+    uint8_t *gb = read_golden("graph-v3.cgx", &glen);
     gimage g;
     cairn__err e;
     uint32_t first, n;
@@ -986,6 +1042,12 @@ static void test_graph_golden_reads_back(void **state)
     if (cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e) != CAIRN_OK)
         fail_msg("cairn__gi_open: %s", e.msg);
     assert_int_equal(g.covered, GX_COVERED);
+    assert_int_equal(g.version, 3);
+    assert_memory_equal(gb + 120, man_store_id, 16);
+    assert_memory_equal(g.bind.store_id, man_store_id, 16);
+    assert_int_equal(g.bind.anchor_seq, GX_COVERED);
+    assert_int_equal(g.bind.anchor_sum, GOLD_ANCHOR_SUM);
+    assert_int_equal(get_le64(gb + 152), XXH3_64bits(gb, 152));
     assert_int_equal(g.skipped, 1);
     assert_int_equal(g.updated, 1700000005000);
     assert_int_equal(g.n_nodes, 3);
@@ -1058,19 +1120,19 @@ static void test_graph_golden_reads_back(void **state)
 static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
 {
     size_t glen;
-    uint8_t *b = read_golden("graph-v2.cgx", &glen), *t, *off;
+    uint8_t *b = read_golden("graph-v3.cgx", &glen), *t, *off;
     uint64_t *copy;
     gimage g;
     cairn__err e;
     (void)state;
-    t = b + 128 + 24 * GI_GRAM_OFF;
+    t = b + 160 + 24 * GI_GRAM_OFF;
     off = b + get_le64(t);
     uint64_t n_gram = get_le64(b + 72), n_post = get_le64(b + 80);
     assert_true(n_gram > 1);
     put_le32(off + 4 * (n_gram - 1), (uint32_t)n_post); /* the last key: empty */
     put_le64(t + 16, XXH3_64bits(off, (size_t)get_le64(t + 8)));
-    put_le64(b + 120, XXH3_64bits(b, 120));
-    put_le64(b + 504, XXH3_64bits(b, 504));
+    put_le64(b + 152, XXH3_64bits(b, 152));
+    put_le64(b + 536, XXH3_64bits(b, 536));
     copy = malloc((glen + 7) & ~(size_t)7); /* 8-byte aligned, as a mapping */
     assert_non_null(copy);
     memcpy(copy, b, glen);
@@ -1083,6 +1145,34 @@ static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
     assert_int_equal(g.bad_off, get_le64(t) + 4 * (n_gram - 1));
     free(copy);
     free(b);
+}
+
+/* A graph file of version 2 is bound to no log: recognised as older (its
+ * sums checked where version 2 keeps them), never used. */
+static void test_graph_v2_golden_is_recognised_and_not_used(void **state)
+{
+    char *dir = tu_mkdtemp("golden-gx-old"), *path = tu_join(dir, GX_GOLDEN);
+    size_t glen;
+    uint8_t *gb = read_golden("graph-v2.cgx", &glen);
+    gimage g;
+    cairn__err e;
+    int dirfd;
+    (void)state;
+
+    assert_int_equal(tu_write_file(path, gb, glen), 0);
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e), CAIRN_EVERSION);
+    assert_int_equal(g.version, 2);
+    assert_null(g.map);
+    gb[100] ^= 1;
+    assert_int_equal(tu_write_file(path, gb, glen), 0);
+    assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e), CAIRN_ECHECKSUM);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+    free(gb);
 }
 
 static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
@@ -1108,16 +1198,16 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v1.bin", b, len);
+    regen_one(dir, "manifest-v2.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v3.cmx", b, len);
+    regen_one(dir, "memindex-v4.cmx", b, len);
     free(b);
     b = make_graph(&len);
-    regen_one(dir, "graph-v2.cgx", b, len);
+    regen_one(dir, "graph-v3.cgx", b, len);
     free(b);
     snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
     regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
@@ -1151,16 +1241,17 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_segment_golden_scans_to_its_records),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v1_golden_still_decodes),
             cmocka_unit_test(test_sealed_encoding_matches_golden),
             cmocka_unit_test(test_sealed_golden_decodes_to_the_log_records),
             cmocka_unit_test(test_sealed_golden_verifies_clean),
             cmocka_unit_test(test_memindex_encoding_matches_golden),
             cmocka_unit_test(test_memindex_golden_reads_back),
-            cmocka_unit_test(test_memindex_v2_golden_still_reads),
-            cmocka_unit_test(test_memindex_v1_golden_still_reads),
+            cmocka_unit_test(test_memindex_older_goldens_are_recognised_and_not_used),
             cmocka_unit_test(test_graph_encoding_matches_golden),
             cmocka_unit_test(test_graph_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
+            cmocka_unit_test(test_graph_v2_golden_is_recognised_and_not_used),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

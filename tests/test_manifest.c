@@ -40,6 +40,8 @@
 #define H_COUNT 48
 #define H_ESIZE 52
 #define E_KIND 8
+/* Version 2: the store block follows the header; the entries follow it. */
+#define ENTRIES_OFF (FILEHDR_SIZE + MAN_STORE_BLOCK)
 
 /* A valid manifest: sealed 1..100, closed 101..150, active from 151. */
 static manifest_entry good_entries[3];
@@ -58,6 +60,9 @@ static void good_manifest(manifest *m)
     m->segment_size = 1ull << 20;
     m->batch_ms = 250;
     m->durability = CAIRN_DURABILITY_FULL;
+    for (unsigned i = 0; i < MAN_STORE_ID_LEN; i++)
+        m->store_id[i] = (uint8_t)(0xa0 + i);
+    m->synced_seq = 140;
     m->e = good_entries;
     m->n = 3;
 }
@@ -67,7 +72,7 @@ static uint8_t *encode(const manifest *m, size_t *len)
 {
     uint8_t *b, *copy;
     assert_int_equal(cairn__manifest_encode(m, NULL, &b, len), CAIRN_OK);
-    assert_int_equal(*len, FILEHDR_SIZE + m->n * MAN_ENTRY_SIZE + 8);
+    assert_int_equal(*len, ENTRIES_OFF + m->n * MAN_ENTRY_SIZE + 8);
     copy = malloc(*len);
     assert_non_null(copy);
     memcpy(copy, b, *len);
@@ -121,6 +126,8 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
     assert_int_equal(a->segment_size, b->segment_size);
     assert_int_equal(a->batch_ms, b->batch_ms);
     assert_int_equal(a->durability, b->durability);
+    assert_memory_equal(a->store_id, b->store_id, MAN_STORE_ID_LEN);
+    assert_int_equal(a->synced_seq, b->synced_seq);
     assert_int_equal(a->n, b->n);
     for (size_t i = 0; i < a->n; i++) {
         assert_int_equal(a->e[i].id, b->e[i].id);
@@ -195,6 +202,8 @@ static void test_round_trip_of_a_lone_active_entry_and_extreme_values(void **sta
     m.segment_size = 4096;
     m.batch_ms = UINT32_MAX;
     m.durability = CAIRN_DURABILITY_NONE;
+    memset(m.store_id, 0xff, sizeof m.store_id);
+    m.synced_seq = UINT64_MAX;
     m.e = &act;
     m.n = 1;
     b = encode(&m, &len);
@@ -365,11 +374,19 @@ static void test_nonzero_reserved_bytes_are_corrupt(void **state)
     for (size_t k = 0; k < m.n; k++)
         for (size_t i = 9; i < 16; i++) {
             memcpy(b, orig, len);
-            b[FILEHDR_SIZE + k * MAN_ENTRY_SIZE + i] = 0x80;
+            b[ENTRIES_OFF + k * MAN_ENTRY_SIZE + i] = 0x80;
             reseal(b, len);
             if (decode_exact(b, len, NULL) != CAIRN_ECORRUPT)
                 fail_msg("entry %zu reserved byte %zu set: expected CAIRN_ECORRUPT", k, i);
         }
+    /* The store block's reserved bytes 24..31. */
+    for (size_t i = 24; i < 32; i++) {
+        memcpy(b, orig, len);
+        b[FILEHDR_SIZE + i] = 0x01;
+        reseal(b, len);
+        if (decode_exact(b, len, NULL) != CAIRN_ECORRUPT)
+            fail_msg("store block reserved byte %zu set: expected CAIRN_ECORRUPT", i);
+    }
     memcpy(b, orig, len);
     reseal(b, len);
     assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
@@ -582,7 +599,7 @@ static void test_write_then_read_round_trips_and_leaves_no_temp(void **state)
     cairn__manifest_free(NULL, &got);
     /* The file holds exactly the encoding. */
     path = tu_join(dir, MANIFEST_NAME);
-    assert_int_equal(tu_file_size(path), FILEHDR_SIZE + 3 * MAN_ENTRY_SIZE + 8);
+    assert_int_equal(tu_file_size(path), ENTRIES_OFF + 3 * MAN_ENTRY_SIZE + 8);
     free(path);
     path = tu_join(dir, MANIFEST_TMP);
     assert_int_equal(access(path, F_OK), -1);
@@ -632,12 +649,12 @@ static void test_read_reports_a_damaged_file(void **state)
     b = tu_read_file(path, &len);
     assert_non_null(b);
     /* A flipped entry byte on disk: checksum error through read. */
-    b[FILEHDR_SIZE + 20] ^= 1;
+    b[ENTRIES_OFF + 20] ^= 1;
     assert_int_equal(tu_write_file(path, b, len), 0);
     assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e),
                      CAIRN_ECHECKSUM);
     /* A torn file: corrupt. */
-    b[FILEHDR_SIZE + 20] ^= 1;
+    b[ENTRIES_OFF + 20] ^= 1;
     assert_int_equal(tu_write_file(path, b, len - 1), 0);
     assert_int_equal(cairn__manifest_read(cairn_io_default(), dfd, NULL, &got, &e),
                      CAIRN_ECORRUPT);
@@ -650,9 +667,68 @@ static void test_read_reports_a_damaged_file(void **state)
     close(dfd);
 }
 
+/* Version 2 names the store: an id of all zeros is never written (a
+ * writer draws 128 random bits), so reading one is corruption. */
+static void test_a_zero_store_id_is_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *out = NULL;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    memset(b + FILEHDR_SIZE, 0, MAN_STORE_ID_LEN);
+    reseal(b, len);
+    e.msg[0] = '\0';
+    assert_int_equal(decode_exact(b, len, &e), CAIRN_ECORRUPT);
+    assert_non_null(strstr(e.msg, "store id"));
+    free(b);
+    /* and the encoder never writes one */
+    memset(m.store_id, 0, sizeof m.store_id);
+    assert_int_equal(cairn__manifest_encode(&m, NULL, &out, &len), CAIRN_EINVAL);
+    assert_null(out);
+}
+
+/* A version 1 MANIFEST (no store block) still decodes: no id, no synced
+ * seq; the entries right after the header. */
+static void test_a_version_1_manifest_still_decodes(void **state)
+{
+    manifest m, got;
+    size_t len, len1;
+    uint8_t *b, *v1;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    len1 = len - MAN_STORE_BLOCK;
+    v1 = malloc(len1);
+    assert_non_null(v1);
+    memcpy(v1, b, FILEHDR_SIZE);
+    memcpy(v1 + FILEHDR_SIZE, b + ENTRIES_OFF, len - ENTRIES_OFF);
+    put_le16(v1 + 8, 1);
+    reseal(v1, len1);
+    assert_int_equal(cairn__manifest_decode(v1, len1, NULL, &got, &e), CAIRN_OK);
+    assert_int_equal(got.version, 1);
+    assert_true(cairn__store_id_is_zero(got.store_id));
+    assert_int_equal(got.synced_seq, 0);
+    memset(m.store_id, 0, sizeof m.store_id);
+    m.synced_seq = 0;
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    /* The version-2 length under version 1 is a wrong length. */
+    put_le16(b + 8, 1);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    free(v1);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_zero_store_id_is_corrupt),
+        cmocka_unit_test(test_a_version_1_manifest_still_decodes),
         cmocka_unit_test(test_round_trip_keeps_every_field),
         cmocka_unit_test(test_round_trip_of_a_lone_active_entry_and_extreme_values),
         cmocka_unit_test(test_copy_is_deep_and_equal),

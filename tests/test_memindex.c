@@ -355,11 +355,12 @@ static size_t recall_ids(fx *f, const char *query, char ids[4][CAIRN_MEM_ID_MAX 
     return n;
 }
 
-/* A file of format version 2 holds terms made by tokenizer rules 1
- * (`don't` one word): its text index is not used but rebuilt from the log
- * (rules 2: `don` + `t`), and the writer's close replaces it, even in a
- * store too small for close to checkpoint otherwise. */
-static void a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log(void **state)
+/* A file of an older format version (3 and before: not bound to its log;
+ * 2 and before: terms of tokenizer rules 1, `don't` one word) is not used:
+ * the state is rebuilt from the log (rules 2: `don` + `t`), and the
+ * writer's close replaces the file, even in a store too small for close to
+ * checkpoint otherwise. */
+static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
 {
     fx *f = *state;
     static const char *const texts[] = {"deploy on tuesday", "the cache timed out",
@@ -376,12 +377,12 @@ static void a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log(void **state
     assert_int_equal(cairn_mem_store(f->mem, "don't deploy on fridays", NULL, &m, NULL), CAIRN_OK);
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     close_all(f);
-    /* The header as a version 2 writer made it. */
+    /* The header as a version 3 writer made it (its sum at 120). */
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > 128 && b[8] == 3);
-    b[8] = 2;
+    assert_true(len > 160 && b[8] == 4);
+    b[8] = 3;
     {
         uint64_t sum = XXH3_64bits(b, 120);
         for (int i = 0; i < 8; i++)
@@ -393,7 +394,7 @@ static void a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log(void **state
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_int_equal(st.index_rows, 0);
-    assert_non_null(strstr(st.index_note, "tokenizer rules 1"));
+    assert_non_null(strstr(st.index_note, "not bound to a log"));
     assert_non_null(strstr(st.index_note, "rebuilt from the log"));
     cairn_mem_stats_free(&st);
     assert_int_equal(recall_ids(f, "don", got), 1); /* rules 1 terms have no "don" */
@@ -485,7 +486,7 @@ static void a_damaged_term_is_not_written_on(void **state)
     b = tu_read_file(path, &len);
     /* namespace 0's text image; its last term record's "off" field (the
      * last: a merge meets no sound term after it) */
-    memcpy(&tix_off, b + 128 + 24, 8);
+    memcpy(&tix_off, b + 160 + 24, 8);
     memcpy(&nterms, b + tix_off + 16, 8);
     memcpy(b + tix_off + 72 + (nterms - 1) * 40, &bad, 4);
     assert_int_equal(tu_write_file(path, b, len), 0);
@@ -527,19 +528,19 @@ static void a_lying_live_count_cannot_overflow_the_prune(void **state)
     memcpy(&n_ns, b + 12, 4);
     for (uint32_t i = 0; i < n_ns; i++) {
         uint64_t tix, ndocs, lie;
-        memcpy(&tix, b + 128 + 64 * i + 24, 8);
+        memcpy(&tix, b + 160 + 64 * i + 24, 8);
         memcpy(&ndocs, b + tix + 8, 8);
         lie = ndocs < five ? ndocs : five;
-        memcpy(b + 128 + 64 * i + 16, &lie, 8);
+        memcpy(b + 160 + 64 * i + 16, &lie, 8);
         /* and the text image's own count, which the open compares it with */
         memcpy(b + tix + 48, &lie, 8);
         sum = XXH3_64bits(b + tix, 64);
         memcpy(b + tix + 64, &sum, 8);
     }
-    sum = XXH3_64bits(b + 128, 64 * (size_t)n_ns);
+    sum = XXH3_64bits(b + 160, 64 * (size_t)n_ns);
     memcpy(b + 104, &sum, 8);
-    sum = XXH3_64bits(b, 120);
-    memcpy(b + 120, &sum, 8);
+    sum = XXH3_64bits(b, 152);
+    memcpy(b + 152, &sum, 8);
     assert_int_equal(tu_write_file(path, b, len), 0);
     free(b);
     free(path);
@@ -778,7 +779,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(reopened_from_the_file_equals_the_live_state_and_a_full_replay),
         T(a_damaged_file_is_set_aside_and_nothing_is_lost),
-        T(a_file_of_older_tokenizer_rules_is_rebuilt_from_the_log),
+        T(a_file_of_an_older_version_is_rebuilt_from_the_log),
         T(a_read_only_handle_reads_the_file_and_cannot_write_one),
         T(a_failing_disk_while_writing_the_file_loses_nothing),
         T(two_handles_on_one_store_lose_nothing_to_the_file),

@@ -812,13 +812,13 @@ static void test_verify_names_damage(void **state)
     buf[600] ^= 1;
     assert_int_equal(tu_write_file(path, buf, len), 0);
     /* The problem is reported at the start of the section holding byte
-     * 600 (the section table: 16 x (offset, length, sum) from byte 128). */
+     * 600 (the section table: 16 x (offset, length, sum) from byte 160). */
     uint64_t want = UINT64_MAX;
     for (int s = 0; s < 16; s++) {
         uint64_t off = 0, n = 0;
         for (int k = 7; k >= 0; k--) {
-            off = off << 8 | buf[128 + 24 * s + k];
-            n = n << 8 | buf[128 + 24 * s + 8 + k];
+            off = off << 8 | buf[160 + 24 * s + k];
+            n = n << 8 | buf[160 + 24 * s + 8 + k];
         }
         if (off <= 600 && 600 < off + n)
             want = off;

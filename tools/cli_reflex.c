@@ -77,6 +77,7 @@ int cli_reflex_open(cli_ctx *ctx, int write, cairn_db **db, cairn_reflex **r)
         rc = cairn_open(db, ctx->store, &o, err, sizeof err);
         if (rc != CAIRN_OK)
             return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+        cli_warn_recovery(ctx, *db);
     } else if (cli_open_read(ctx, db) != CAIRN_OK) {
         return CLI_EXIT_FAIL;
     }

@@ -182,6 +182,29 @@ int cli_open_read(const cli_ctx *ctx, cairn_db **out)
     return rc;
 }
 
+void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db)
+{
+    cairn_stats rs;
+
+    if (cairn_stats_get(db, &rs) != CAIRN_OK)
+        return;
+    /* Recovery never deletes valid records, but the operator must know
+     * when it had to move some aside, or found some gone. */
+    if (rs.recovered_set_aside_bytes > 0)
+        fprintf(stderr,
+                "cairn: %s: warning: recovery found a damaged record with valid records after "
+                "it and moved %llu bytes to a .damaged file in %s; run 'cairn verify'\n",
+                ctx->cmd, (unsigned long long)rs.recovered_set_aside_bytes, ctx->store);
+    if (rs.recovered_lost_last > 0)
+        fprintf(stderr,
+                "cairn: %s: warning: the log of %s ended before seq %llu, which the MANIFEST "
+                "recorded as durable: records %llu..%llu are lost (their numbers are retired, "
+                "never given again)\n",
+                ctx->cmd, ctx->store, (unsigned long long)rs.recovered_lost_last,
+                (unsigned long long)rs.recovered_lost_first,
+                (unsigned long long)rs.recovered_lost_last);
+}
+
 /* ---- values ------------------------------------------------------------- */
 
 int64_t cli_now_ms(void)

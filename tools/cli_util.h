@@ -90,6 +90,9 @@ int cli_help(const char *text);
  * store is reported as "no store at DIR (run 'cairn init')". On failure
  * prints the error and returns its status code, *out NULL. */
 int cli_open_read(const cli_ctx *ctx, cairn_db **out);
+/* After a writer's open: say on stderr what its recovery found (bytes set
+ * aside, records lost at the log's tail). */
+void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db);
 
 /* ---- values ------------------------------------------------------------ */
 

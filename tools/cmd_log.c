@@ -459,16 +459,7 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
         rc = cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
         goto done;
     }
-    {
-        /* Recovery never deletes valid records, but the operator must know
-         * when it had to move some aside. */
-        cairn_stats rs;
-        if (cairn_stats_get(st.db, &rs) == CAIRN_OK && rs.recovered_set_aside_bytes > 0)
-            fprintf(stderr,
-                    "cairn: log: warning: recovery found a damaged record with valid records "
-                    "after it and moved %llu bytes to a .damaged file in %s; run 'cairn verify'\n",
-                    (unsigned long long)rs.recovered_set_aside_bytes, ctx->store);
-    }
+    cli_warn_recovery(ctx, st.db);
     install_signals();
 
     if (npos > 0) {

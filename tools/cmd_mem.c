@@ -121,6 +121,7 @@ static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
     rc = cairn_open(db, ctx->store, &o, err, sizeof err);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+    cli_warn_recovery(ctx, *db);
     rc = cairn_mem_open(*db, NULL, mem);
     if (rc != CAIRN_OK) {
         int r = cli_fail_db(ctx->cmd, *db, rc, "opening memories");

@@ -23,7 +23,10 @@
 #include "seqfile.h"
 
 #define GI_MAGIC "CAIRNGX1"
-#define GI_HEAD 128
+#define GI_HEAD 160
+#define GI_BIND 120     /* the 32-byte binding block */
+#define GI_HEAD_SUM 152 /* XXH3-64 of the header before it */
+#define GI_OLD_HEAD 128 /* versions 1 and 2: no binding, the sum at 120 */
 #define GI_TABLE (GI_SECTIONS * 24)
 #define GI_NODE 64
 #define GI_EDGE 48
@@ -208,19 +211,31 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
 
     if (((uintptr_t)g->map & 7) != 0)
         return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", g->name);
-    if (g->len < GI_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
+    if (g->len < GI_OLD_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
         return bad(g, e, NULL, "not a graph file");
-    /* The sums first: a damaged version byte is damage, not another
-     * build's file (every version keeps these two sums where they are). */
-    if (XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
-        XXH3_64bits(h, 120) != get_le64(h + 120))
-        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
     g->version = get_le32(h + 8);
+    /* The sums first, where the version keeps them: a damaged version byte
+     * is damage, not another build's file. */
+    if (g->version >= 1 && g->version < GI_VERSION) {
+        if (XXH3_64bits(h, GI_OLD_HEAD + GI_TABLE - 8) !=
+                get_le64(h + GI_OLD_HEAD + GI_TABLE - 8) ||
+            XXH3_64bits(h, 120) != get_le64(h + 120))
+            return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
+    } else if (g->version == GI_VERSION &&
+               (g->len < GI_HEAD + GI_TABLE ||
+                XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
+                XXH3_64bits(h, GI_HEAD_SUM) != get_le64(h + GI_HEAD_SUM))) {
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
+    }
     if (g->version != GI_VERSION) {
         g->bad_off = 8;
-        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 ", this build reads %d",
-                           g->name, g->version, GI_VERSION);
+        return cairn__fail(e, g->version == 0 ? CAIRN_ECORRUPT : CAIRN_EVERSION,
+                           "%s: version %" PRIu32 ", this build reads %d%s", g->name, g->version,
+                           GI_VERSION, g->version && g->version < GI_VERSION
+                                           ? " (an older file is not bound to its log)"
+                                           : "");
     }
+    cairn__logbind_get(h + GI_BIND, &g->bind);
     g->covered = get_le64(h + 16);
     g->updated = (int64_t)get_le64(h + 24);
     g->n_nodes = get_le64(h + 32);
@@ -288,6 +303,18 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     return check_rows(g, e);
 }
 
+void cairn__gi_close_keep_name(gimage *g)
+{
+    char name[GI_NAME_MAX];
+    uint64_t off = g->bad_off;
+    uint32_t version = g->version;
+    strcpy(name, g->name);
+    cairn__gi_close(g);
+    strcpy(g->name, name);
+    g->bad_off = off;
+    g->version = version;
+}
+
 int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
 {
     uint64_t covered = 0;
@@ -295,23 +322,15 @@ int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, c
 
     memset(g, 0, sizeof *g);
     rc = cairn__seqfile_map(&gi_kind, io, dirfd, max_seq, g->name, sizeof g->name, &covered,
-                            &g->map, &g->len, GI_HEAD + GI_TABLE, e);
+                            &g->map, &g->len, GI_OLD_HEAD + GI_TABLE, e);
     if (rc != CAIRN_OK)
         return rc;
     rc = cairn__gi_parse(g, e);
     if (rc == CAIRN_OK && g->covered != covered)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
                          g->name, g->covered);
-    if (rc != CAIRN_OK) { /* keep what names the problem */
-        char name[GI_NAME_MAX];
-        uint64_t off = g->bad_off;
-        uint32_t version = g->version;
-        strcpy(name, g->name);
-        cairn__gi_close(g);
-        strcpy(g->name, name);
-        g->bad_off = off;
-        g->version = version;
-    }
+    if (rc != CAIRN_OK)
+        cairn__gi_close_keep_name(g);
     return rc;
 }
 
@@ -918,7 +937,8 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
         at += pad8(x.s[s].len);
     }
     put_le64(h + 104, at);
-    put_le64(h + 120, XXH3_64bits(h, 120));
+    cairn__logbind_put(h + GI_BIND, &in->bind);
+    put_le64(h + GI_HEAD_SUM, XXH3_64bits(h, GI_HEAD_SUM));
     put_le64(h + GI_HEAD + GI_TABLE - 8, XXH3_64bits(h, GI_HEAD + GI_TABLE - 8));
     cairn__seqfile_name(&gi_kind, in->covered, name, sizeof name);
     snprintf(tmp, sizeof tmp, "%s.tmp", name);

@@ -19,10 +19,11 @@
 
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "logbind.h"
 #include "status.h"
 
 #define GI_NAME_MAX 48
-#define GI_VERSION 2
+#define GI_VERSION 3 /* 3: the header binds the file to its log (logbind.h) */
 #define GI_NONE UINT32_MAX
 
 enum {
@@ -40,6 +41,7 @@ typedef struct gimage {
     uint64_t n_nodes, n_edges, n_patterns, n_names, n_episodes, n_gram, n_post, tcap;
     uint64_t bad_off;         /* after a failed open: the file offset of the problem */
     uint32_t version;         /* the header's (CAIRN_EVERSION when not GI_VERSION) */
+    cairn__logbind bind;      /* the log it was folded from */
     const uint8_t *sec[GI_SECTIONS];
     uint64_t sec_len[GI_SECTIONS];
 } gimage;
@@ -96,6 +98,10 @@ typedef struct gi_episode {
 /* Map the newest graph file of the store directory whose covered seq is at
  * most max_seq. CAIRN_ENOTFOUND: none. Any other error (the file named in
  * e): unusable; g->name says which, for the caller to set aside. */
+/* Unmap, keeping what names a problem (name, bad_off, version) for the
+ * caller's message. */
+void cairn__gi_close_keep_name(gimage *g);
+
 int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e);
 
 /* Every check of cairn__gi_open over bytes already in g->map (8-byte
@@ -148,6 +154,7 @@ int cairn__gi_contains(const char *hay, size_t hlen, const char *q, size_t len);
 typedef struct gi_in {
     uint64_t covered, skipped;
     int64_t updated;
+    cairn__logbind bind;      /* cairn__logbind_make for covered */
     const gi_node *nodes;     /* in node order */
     uint64_t n_nodes;
     const gi_edge *edges;     /* sorted by (src, dst, type), no two equal */

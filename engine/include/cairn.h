@@ -285,6 +285,14 @@ typedef struct cairn_stats {
                                            after it and moved these bytes to a
                                            <id>-<offset>.damaged file (cairn_verify reports
                                            it); their sequence numbers are never reused */
+    uint64_t recovered_lost_first;      /* this handle's open found the log ending before a seq */
+    uint64_t recovered_lost_last;       /* the MANIFEST recorded as durable: records first..last
+                                           are gone (0, 0: none). A writer's open retires their
+                                           numbers (the next record gets last + 1); cairn_verify
+                                           reports the loss until a writer has done so */
+    uint8_t store_id[16];               /* random, given when the store was created; derived
+                                           files carry it. All zero for a store whose MANIFEST
+                                           is of version 1 until a writer opens it */
 } cairn_stats;
 
 /* Errors: CAIRN_EIO, CAIRN_ENOMEM. */

@@ -488,6 +488,44 @@ int cairn__sync_closed(cairn_db *db)
     return rc == CAIRN_OK ? CAIRN_OK : kill_handle(db, rc, &e);
 }
 
+int cairn__mark_synced(cairn_db *db, uint64_t seq)
+{
+    view *cur, *nv = NULL;
+    manifest m;
+    cairn__err e;
+    int rc;
+
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    cur = db->view;
+    if (rc != CAIRN_OK || cur->m.synced_seq >= seq) {
+        pthread_mutex_unlock(&db->mu);
+        return rc;
+    }
+    if (seq >= db->next_seq) { /* durability is the caller's: it ran cairn_sync */
+        pthread_mutex_unlock(&db->mu);
+        return cairn__db_failf(db, CAIRN_EINVAL, "seq %llu has not been handed out",
+                               (unsigned long long)seq);
+    }
+    rc = cairn__manifest_copy(&cur->m, db->a, &m);
+    if (rc != CAIRN_OK) {
+        pthread_mutex_unlock(&db->mu);
+        return cairn__db_failf(db, rc, "no memory for a MANIFEST");
+    }
+    m.synced_seq = seq;
+    m.generation++;
+    rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+    if (rc != CAIRN_OK)
+        rc = kill_handle(db, rc, &e); /* the rename may or may not have happened */
+    else if ((rc = cairn__view_make(db, &m, cur->segs, &nv)) != CAIRN_OK)
+        rc = kill_handle(db, rc, NULL);
+    else
+        cairn__view_publish(db, nv);
+    cairn__manifest_free(db->a, &m);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
 {
     return roll_locked(db, seq_floor);

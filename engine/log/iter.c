@@ -408,3 +408,40 @@ void cairn_record_free(cairn_db *db, cairn_record *rec)
     if (rec != NULL)
         cairn__free(db ? db->a : NULL, rec);
 }
+
+int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint64_t *sum)
+{
+    cairn_iter *it;
+    cairn_record rec;
+    int rc;
+
+    *found = *sum = 0;
+    if (seq == 0)
+        return CAIRN_OK;
+    if ((rc = cairn_iter_open(db, NULL, &it)) != CAIRN_OK)
+        return rc;
+    /* Records are contiguous inside a segment: the newest segment starting
+     * at or before seq that holds a record holds the one wanted. */
+    for (size_t i = it->v->m.n; i-- > 0;) {
+        const manifest_entry *x = &it->v->m.e[i];
+        uint64_t n = seg_count(it, i), want;
+        if (x->base_seq > seq || n == 0)
+            continue;
+        want = x->base_seq + n - 1 < seq ? x->base_seq + n - 1 : seq;
+        it->r.seq_from = it->r.seq_to = want;
+        it->seg = i;
+        rc = cairn_iter_next(it, &rec);
+        if (rc == CAIRN_OK && rec.seq == want) {
+            *found = want;
+            /* The checksum follows the record's last byte in the buffer it
+             * was decoded from (format-spec/record.md). */
+            *sum = get_le64((const uint8_t *)rec.bin + rec.bin_len);
+        } else if (rc == CAIRN_OK || rc == CAIRN_ENOTFOUND) {
+            rc = cairn__db_failf(db, CAIRN_ECORRUPT, "record %llu is listed but not readable",
+                                 (unsigned long long)want);
+        }
+        break;
+    }
+    cairn_iter_close(it);
+    return rc;
+}

@@ -20,10 +20,12 @@
 int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t **out,
                            size_t *len)
 {
-    size_t n = FILEHDR_SIZE + m->n * MAN_ENTRY_SIZE + 8;
-    uint8_t *b = cairn__calloc(a, 1, n), *p;
+    size_t n = FILEHDR_SIZE + MAN_STORE_BLOCK + m->n * MAN_ENTRY_SIZE + 8;
+    uint8_t *b, *p;
 
-    if (b == NULL)
+    if (cairn__store_id_is_zero(m->store_id))
+        return CAIRN_EINVAL; /* a writer gives the store an id first */
+    if ((b = cairn__calloc(a, 1, n)) == NULL)
         return CAIRN_ENOMEM;
     cairn__filehdr_init(b, MAGIC_MAN, MAN_VERSION);
     put_le64(b + 16, m->generation);
@@ -35,6 +37,9 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le32(b + 52, MAN_ENTRY_SIZE);
     cairn__filehdr_seal(b);
     p = b + FILEHDR_SIZE;
+    memcpy(p, m->store_id, MAN_STORE_ID_LEN);
+    put_le64(p + 16, m->synced_seq);
+    p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
         put_le64(p, x->id);
@@ -94,22 +99,35 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
 {
     uint32_t count;
     const uint8_t *p;
+    size_t block, want;
     int rc;
 
     memset(m, 0, sizeof *m);
     rc = cairn__filehdr_check(buf, len, MAGIC_MAN, MAN_VERSION, "MANIFEST", e);
     if (rc != CAIRN_OK)
         return rc;
+    m->version = get_le16(buf + 8);
+    block = m->version >= 2 ? MAN_STORE_BLOCK : 0; /* version 1 has no store block */
     count = get_le32(buf + 48);
     if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
         buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad entry size, count or settings");
-    if (len != FILEHDR_SIZE + (size_t)count * MAN_ENTRY_SIZE + 8)
-        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, expected %zu", len,
-                           FILEHDR_SIZE + (size_t)count * MAN_ENTRY_SIZE + 8);
+    want = FILEHDR_SIZE + block + (size_t)count * MAN_ENTRY_SIZE + 8;
+    if (len != want)
+        return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, expected %zu", len, want);
     if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
         return cairn__fail(e, CAIRN_ECHECKSUM, "MANIFEST: checksum mismatch at offset %zu",
                            len - 8);
+    if (block != 0) {
+        p = buf + FILEHDR_SIZE;
+        if (get_le64(p + 24) != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT,
+                               "MANIFEST: reserved bytes at offset %u not zero", FILEHDR_SIZE + 24);
+        memcpy(m->store_id, p, MAN_STORE_ID_LEN);
+        m->synced_seq = get_le64(p + 16);
+        if (cairn__store_id_is_zero(m->store_id))
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: store id is zero");
+    }
     m->generation = get_le64(buf + 16);
     m->next_id = get_le64(buf + 24);
     m->segment_size = get_le64(buf + 32);
@@ -124,7 +142,7 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     if (m->e == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
     m->n = count;
-    p = buf + FILEHDR_SIZE;
+    p = buf + FILEHDR_SIZE + block;
     for (uint32_t i = 0; i < count; i++, p += MAN_ENTRY_SIZE) {
         manifest_entry *x = &m->e[i];
         if (p[9] | p[10] | p[11] | p[12] | p[13] | p[14] | p[15]) {
@@ -158,7 +176,8 @@ int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
 
     rc = cairn__manifest_encode(m, a, &buf, &len);
     if (rc != CAIRN_OK)
-        return cairn__fail(e, rc, "MANIFEST: no memory to encode");
+        return cairn__fail(e, rc, "MANIFEST: %s", rc == CAIRN_ENOMEM ? "no memory to encode"
+                                                                     : "the store has no id");
     rc = cairn__io_open(io, "manifest.open", dirfd, MANIFEST_TMP, O_WRONLY | O_CREAT | O_TRUNC,
                         0644, &fd, e);
     if (rc != CAIRN_OK)
@@ -181,7 +200,7 @@ int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a
     rc = cairn__io_open(io, "manifest.read", dirfd, MANIFEST_NAME, O_RDONLY, 0, &fd, e);
     if (rc != CAIRN_OK)
         return rc;
-    if (fstat(fd, &st) != 0 || st.st_size > (off_t)(FILEHDR_SIZE + 8 +
+    if (fstat(fd, &st) != 0 || st.st_size > (off_t)(FILEHDR_SIZE + MAN_STORE_BLOCK + 8 +
                                                      (uint64_t)MAN_MAX_ENTRIES * MAN_ENTRY_SIZE)) {
         rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: unreadable size");
         goto cleanup;
@@ -199,6 +218,14 @@ cleanup:
     cairn__io_close(io, "manifest.close", fd);
     cairn__free(a, buf);
     return rc;
+}
+
+int cairn__store_id_is_zero(const uint8_t *id)
+{
+    uint8_t any = 0;
+    for (unsigned i = 0; i < MAN_STORE_ID_LEN; i++)
+        any |= id[i];
+    return any == 0;
 }
 
 int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest *dst)

@@ -1,11 +1,13 @@
 /*
  * manifest.h - MANIFEST, the list of live files (format-spec/manifest.md).
  *
- * File: a 64-byte file header ("CAIRNMAN"), entry_count entries of 56
- * bytes, and an 8-byte trailer: XXH3-64 of every byte before it.
+ * File: a 64-byte file header ("CAIRNMAN"), (version 2) a 32-byte store
+ * block, entry_count entries of 56 bytes, and an 8-byte trailer: XXH3-64
+ * of every byte before it.
  * Header fields: 16 u64 generation, 24 u64 next_segment_id,
  * 32 u64 segment_size, 40 u32 batch_ms, 44 u8 durability, 45..47 reserved,
  * 48 u32 entry_count, 52 u32 entry_size (56).
+ * Store block (version 2): 0 store_id[16], 16 u64 synced_seq, 24 reserved.
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..15 reserved, 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
  */
@@ -23,6 +25,8 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
+#define MAN_STORE_BLOCK 32u /* version 2: store id, synced seq, reserved */
+#define MAN_STORE_ID_LEN 16u
 
 enum {
     SEG_SEALED = 1, /* <id>.seg, immutable, compressed */
@@ -45,11 +49,19 @@ typedef struct manifest {
     uint64_t segment_size;
     uint32_t batch_ms;
     uint8_t durability;
+    uint16_t version;      /* as read (1 or 2); a write is always the newest */
+    uint8_t store_id[MAN_STORE_ID_LEN]; /* random at creation; all zero in
+                                           version 1 (a writer's open gives one) */
+    uint64_t synced_seq;   /* every record up to this seq was on stable storage
+                              when it was recorded: the log may not end before
+                              it (0: nothing recorded) */
     manifest_entry *e;
     size_t n;
 } manifest;
 
-/* Encode into a new buffer (*out, *len; free with cairn__free). */
+/* Encode into a new buffer (*out, *len; free with cairn__free), always in
+ * the newest version. CAIRN_EINVAL: the store id is zero (a version 1
+ * MANIFEST read and not given an id). */
 int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t **out,
                            size_t *len);
 
@@ -66,6 +78,9 @@ int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
 /* Read and decode MANIFEST. CAIRN_ENOTFOUND when there is none. */
 int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a, manifest *m,
                          cairn__err *e);
+
+/* 1 if a store id is all zero: none given yet (a version 1 MANIFEST). */
+int cairn__store_id_is_zero(const uint8_t *id);
 
 int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest *dst);
 void cairn__manifest_free(const cairn_allocator *a, manifest *m);

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "bytes.h"
 #include "filehdr.h"
 #include "io.h"
 
@@ -365,6 +366,17 @@ static int view_build(cairn_db *db, const manifest *m, const view *old, view **o
     return CAIRN_OK;
 }
 
+/* A segment the MANIFEST names is not there (for a reader: still not
+ * there after re-reading the MANIFEST, so not a seal in progress). The
+ * store exists but is damaged: never CAIRN_ENOTFOUND, which says "no store". */
+static int missing_segment(cairn_db *db, cairn__err *e)
+{
+    char msg[CAIRN_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return cairn__fail(e, CAIRN_ECORRUPT, "store %s: a segment the MANIFEST names is missing: %s",
+                       db->path, msg);
+}
+
 int cairn__refresh(cairn_db *db)
 {
     cairn__err e;
@@ -395,6 +407,8 @@ int cairn__refresh(cairn_db *db)
         if (rc != CAIRN_ENOTFOUND)
             break;
     }
+    if (rc == CAIRN_ENOTFOUND)
+        rc = missing_segment(db, &e);
     return cairn__db_fail(db, rc, &e);
 }
 
@@ -580,6 +594,26 @@ uint64_t cairn__random_salt(void)
     return random_salt();
 }
 
+/* 128 random bits naming the store: derived files carry it, so a file of
+ * another store copied in is never taken for one of this store's. */
+static void new_store_id(uint8_t *id)
+{
+    uint64_t a = random_salt(), b = random_salt();
+    put_le64(id, a);
+    put_le64(id + 8, b);
+}
+
+/* A store whose MANIFEST is of version 1 has no id: the first writer gives
+ * it one (rewriting the MANIFEST in version 2). */
+static int give_store_id(cairn_db *db, view *v, cairn__err *e)
+{
+    if (!cairn__store_id_is_zero(v->m.store_id))
+        return CAIRN_OK;
+    new_store_id(v->m.store_id);
+    v->m.generation++;
+    return cairn__manifest_write(db->io, db->dirfd, &v->m, db->a, e);
+}
+
 static int create_store(cairn_db *db, manifest *m, cairn__err *e)
 {
     logseg seg;
@@ -605,6 +639,7 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     m->batch_ms = db->batch_ms ? db->batch_ms : DEFAULT_BATCH_MS;
     m->durability = (uint8_t)(db->durability == CAIRN_DURABILITY_STORED ? CAIRN_DURABILITY_BATCH
                                                                          : db->durability);
+    new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;
     rc = cairn__manifest_write(db->io, db->dirfd, m, db->a, e);
@@ -661,8 +696,13 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
             return rc;
         rc = view_build(db, &m, NULL, &v, e);
     }
+    if (rc == CAIRN_ENOTFOUND)
+        rc = missing_segment(db, e);
     if (rc == CAIRN_OK && !db->read_only)
         rc = remove_orphans(db, &m, 1, e); /* every .seg validated by view_build */
+    /* The id first: every MANIFEST this writer writes is of version 2. */
+    if (rc == CAIRN_OK && !db->read_only)
+        rc = give_store_id(db, v, e);
     if (rc == CAIRN_OK && !db->read_only)
         rc = recover_closed(db, v, e);
     if (rc != CAIRN_OK && v != NULL) {
@@ -679,6 +719,16 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         db->last_ts = act->log.n ? act->log.ts[act->log.n - 1]
                                  : (m.n > 1 ? m.e[m.n - 2].last_ts : INT64_MIN);
         db->wbuf_off = act->log.end;
+        /* The MANIFEST knows records up to synced_seq were durable: a log
+         * that ends before it lost whole records at its tail (a file cut
+         * at a record boundary). Their numbers were handed out: a writer
+         * retires them (a roll past them, below) and never gives them again. */
+        if (v->m.synced_seq >= db->next_seq) {
+            db->lost_first = db->next_seq;
+            db->lost_last = v->m.synced_seq;
+            if (!db->read_only && v->m.synced_seq + 1 > db->seq_floor)
+                db->seq_floor = v->m.synced_seq + 1;
+        }
         /* A writer's record index starts at one entry per 256 bytes of
          * segment, so a fresh segment rarely pays for doubling it; the
          * pages are touched only as records come (failure: it grows). */
@@ -852,6 +902,20 @@ int cairn_close(cairn_db *db)
     return rc;
 }
 
+uint64_t cairn__handed_seq(cairn_db *db)
+{
+    seg_ref *act;
+    uint64_t s;
+
+    pthread_mutex_lock(&db->mu);
+    act = db->view->segs[db->view->m.n - 1];
+    /* Numbers retired past a loss or damage are the gap before the active
+     * segment's base_seq: handed out too. */
+    s = act->sealed ? act->s.last_seq : act->log.base_seq + act->log.n - 1;
+    pthread_mutex_unlock(&db->mu);
+    return s;
+}
+
 /* ---- stats -------------------------------------------------------------- */
 
 static uint64_t file_bytes(int dirfd, const char *name)
@@ -904,6 +968,9 @@ int cairn_stats_get(cairn_db *db, cairn_stats *out)
     out->generation = v->m.generation;
     out->recovered_torn_bytes = db->torn_bytes;
     out->recovered_set_aside_bytes = db->set_aside_bytes;
+    out->recovered_lost_first = db->lost_first;
+    out->recovered_lost_last = db->lost_last;
+    memcpy(out->store_id, v->m.store_id, sizeof out->store_id);
     pthread_mutex_unlock(&db->mu);
     cairn__view_release(db, v);
     return rc;

@@ -108,6 +108,8 @@ struct cairn_db {
     uint64_t seq_floor;       /* recovery: no seq below this may be handed out */
     uint64_t torn_bytes;      /* recovery at open: torn tail bytes truncated */
     uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
+    uint64_t lost_first, lost_last; /* at open: the log ended before the MANIFEST's
+                                 synced_seq; these records are gone (0: none) */
 
     pthread_mutex_t err_mu;
     cairn__err err;
@@ -139,6 +141,11 @@ int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
                        int (*fn)(void *user, const cairn_record *rec), void *user);
 /* The last sequence number this handle has handed out (0: none yet). */
 uint64_t cairn__last_seq(cairn_db *db);
+/* The last sequence number handed out as the handle's view sees it: the
+ * newest record, or past it the numbers a writer retired (lost or set
+ * aside). A derived file may cover up to it. Refresh first (cairn_stats_get)
+ * for a reader's view to be current. */
+uint64_t cairn__handed_seq(cairn_db *db);
 
 /* Views. */
 view *cairn__view_acquire(cairn_db *db); /* takes mu briefly */
@@ -158,6 +165,21 @@ int cairn__refresh(cairn_db *db);
  * start a new segment at seq_floor so their numbers are never reused (mu
  * held). */
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
+
+/* Record in the MANIFEST that every record up to seq is on stable storage
+ * (the caller synced the log), so that a log found later to end before it
+ * says it lost records and never hands their numbers out again. A derived
+ * file covering seq is written only after this. Takes mu; writes a new
+ * MANIFEST only when seq is past the one it holds. Errors: CAIRN_EINVAL (seq
+ * not handed out yet), CAIRN_EPERM, CAIRN_EDEAD, CAIRN_EIO, CAIRN_EFULL,
+ * CAIRN_ENOMEM (a failed MANIFEST write kills the handle, as a roll's does). */
+int cairn__mark_synced(cairn_db *db, uint64_t seq);
+
+/* The newest record at or before seq (*found 0 when there is none, *sum 0)
+ * and its checksum (the record's last 8 bytes, seeded with its segment's
+ * salt: no other store or segment has the same). Errors: as
+ * cairn_iter_next (the message in the db). */
+int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint64_t *sum);
 
 /* fdatasync the segment a batch roll left unsynced, if any (mu held;
  * released during the sync). */

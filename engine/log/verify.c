@@ -145,6 +145,25 @@ static void report_set_aside(cairn_db *db, vctx *c)
     closedir(d);
 }
 
+/* The MANIFEST records that every record up to synced_seq was durable; a
+ * log that hands out fewer numbers lost whole records at its tail (a cut at
+ * a record boundary leaves nothing a scan could see). Once a writer has
+ * opened the store it has retired those numbers, and this no longer holds. */
+static void report_lost_tail(cairn_db *db, vctx *c, view *v)
+{
+    seg_ref *act = v->segs[v->m.n - 1];
+    uint64_t handed = cairn__handed_seq(db);
+    char m[CAIRN_ERRMSG_MAX];
+
+    if (v->m.synced_seq <= handed)
+        return;
+    snprintf(m, sizeof m, "the log ends at seq %llu, but the MANIFEST records seq %llu as "
+             "durable: records %llu..%llu are lost (the next writer open retires their numbers)",
+             (unsigned long long)handed, (unsigned long long)v->m.synced_seq,
+             (unsigned long long)(handed + 1), (unsigned long long)v->m.synced_seq);
+    problem(c, act->log.name, act->sealed ? act->map_len : act->log.end, CAIRN_ECORRUPT, m);
+}
+
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out)
 {
     vctx c = {fn, user, NULL, 0};
@@ -171,6 +190,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
     if (rc != CAIRN_OK)
         problem(&c, MANIFEST_NAME, 0, rc, cairn_errmsg(db));
     live = writer_live(db);
+    report_lost_tail(db, &c, v);
     for (size_t i = 0; i < v->m.n; i++) {
         const manifest_entry *x = &v->m.e[i];
         seg_ref *s = v->segs[i];

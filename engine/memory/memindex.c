@@ -25,11 +25,17 @@
 #include "seqfile.h"
 
 #define MX_MAGIC "CAIRNMX1"
-#define MX_VERSION 3 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2 */
-/* The file's version says which tokenizer rules made its terms (check_header):
- * new rules need a new version here. */
-_Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION and tok_rules");
-#define MX_HEAD 128
+/* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2;
+ * 4: the header binds the file to its log (logbind.h). Files of versions
+ * 1..3 are not bound to any log, so none is used: they are rebuilt. */
+#define MX_VERSION 4
+/* The file's version says which tokenizer rules made its terms: new rules
+ * need a new version here. */
+_Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
+#define MX_HEAD 160
+#define MX_BIND 120     /* the 32-byte binding block */
+#define MX_HEAD_SUM 152 /* XXH3-64 of the header before it */
+#define MX_OLD_HEAD_SUM 120 /* where versions 1..3 keep it */
 #define MX_NS 64
 #define MX_ROW 96
 #define MX_ROW_SUMMED 88 /* row bytes under its sum */
@@ -73,14 +79,23 @@ static int check_header(memindex *mx, cairn__err *e)
     const uint8_t *h = mx->map;
     uint64_t ro, need;
 
-    if (mx->len < MX_HEAD || memcmp(h, MX_MAGIC, 8) != 0)
+    if (mx->len < MX_OLD_HEAD_SUM + 8 || memcmp(h, MX_MAGIC, 8) != 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: not a memory index file", mx->name);
-    if (get32(h + 8) < 1 || get32(h + 8) > MX_VERSION) /* 1: the same without vectors */
-        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 ", this build reads 1..%d",
-                           mx->name, get32(h + 8), MX_VERSION);
-    mx->tok_rules = get32(h + 8) >= 3 ? 2 : 1;
-    if (XXH3_64bits(h, 120) != get64(h + 120))
+    mx->version = get32(h + 8);
+    if (mx->version >= 1 && mx->version < MX_VERSION) {
+        /* An older file's own sum first: a damaged version is damage. */
+        if (XXH3_64bits(h, MX_OLD_HEAD_SUM) != get64(h + MX_OLD_HEAD_SUM))
+            return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
+        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " is not bound to a log "
+                           "(this build writes version %d)", mx->name, mx->version, MX_VERSION);
+    }
+    if (mx->version != MX_VERSION)
+        return cairn__fail(e, mx->version == 0 ? CAIRN_ECORRUPT : CAIRN_EVERSION,
+                           "%s: version %" PRIu32 ", this build reads %d", mx->name, mx->version,
+                           MX_VERSION);
+    if (mx->len < MX_HEAD || XXH3_64bits(h, MX_HEAD_SUM) != get64(h + MX_HEAD_SUM))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
+    cairn__logbind_get(h + MX_BIND, &mx->bind);
     mx->n_ns = get32(h + 12);
     mx->covered = get64(h + 16);
     mx->nrows = get64(h + 24);
@@ -113,10 +128,12 @@ static int check_header(memindex *mx, cairn__err *e)
 }
 
 /* The hash tables: under their sum, every slot names a row, one at least
- * is empty. (Readers check each slot they follow; this is for verify.) */
-static int check_tables(const memindex *mx, cairn__err *e)
+ * is empty. (Readers check each slot they follow; this is for verify.)
+ * *off: where the bad bytes are. */
+static int check_tables(const memindex *mx, uint64_t *off, cairn__err *e)
 {
     const uint8_t *h = mx->map;
+    *off = (uint64_t)((const uint8_t *)mx->idtab - h);
     if (XXH3_64bits(mx->idtab, (size_t)(2 * pad8(mx->tcap * 4))) != get64(h + 112))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: hash table checksum mismatch", mx->name);
     for (int t = 0; t < 2; t++) {
@@ -125,10 +142,13 @@ static int check_tables(const memindex *mx, cairn__err *e)
         for (uint64_t i = 0; i < mx->tcap; i++) {
             if (tab[i] == 0)
                 continue;
-            if (tab[i] > mx->nrows)
+            if (tab[i] > mx->nrows) {
+                *off = (uint64_t)((const uint8_t *)(tab + i) - h);
                 return cairn__fail(e, CAIRN_ECORRUPT, "%s: hash table slot out of range", mx->name);
+            }
             filled++;
         }
+        *off = (uint64_t)((const uint8_t *)tab - h);
         if (mx->tcap > 0 && filled == mx->tcap)
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: hash table full", mx->name);
     }
@@ -142,6 +162,11 @@ int cairn__mx_parse(memindex *mx, cairn__err *e)
     return check_header(mx, e);
 }
 
+int cairn__mx_is_older(const memindex *mx)
+{
+    return mx->version >= 1 && mx->version < MX_VERSION;
+}
+
 int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
 {
     uint64_t covered = 0;
@@ -149,18 +174,20 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
 
     memset(mx, 0, sizeof *mx);
     rc = cairn__seqfile_map(&mx_kind, io, dirfd, max_seq, mx->name, sizeof mx->name, &covered,
-                            &mx->map, &mx->len, MX_HEAD, e);
+                            &mx->map, &mx->len, MX_OLD_HEAD_SUM + 8, e);
     if (rc != CAIRN_OK)
         return rc;
     rc = cairn__mx_parse(mx, e);
     if (rc == CAIRN_OK && mx->covered != covered)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
                          mx->name, mx->covered);
-    if (rc != CAIRN_OK) {
+    if (rc != CAIRN_OK) { /* keep what names the problem */
         char name[MX_NAME_MAX];
+        uint32_t version = mx->version;
         strcpy(name, mx->name);
         cairn__mx_close(mx);
         strcpy(mx->name, name);
+        mx->version = version;
     }
     return rc;
 }
@@ -269,9 +296,9 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     return CAIRN_OK;
 }
 
-int cairn__mx_check_all(const memindex *mx, cairn__err *e)
+int cairn__mx_check_all(const memindex *mx, uint64_t *off, cairn__err *e)
 {
-    int rc0 = check_tables(mx, e);
+    int rc0 = check_tables(mx, off, e);
     uint64_t *per_ns;
     if (rc0 != CAIRN_OK)
         return rc0;
@@ -281,10 +308,12 @@ int cairn__mx_check_all(const memindex *mx, cairn__err *e)
     for (uint64_t i = 0; i < mx->nrows; i++) {
         mx_row r;
         int rc = cairn__mx_row(mx, (size_t)i, &r);
+        *off = (uint64_t)(mx->rows - mx->map) + i * MX_ROW;
         if (rc == CAIRN_OK)
             per_ns[r.nsi]++;
         if (rc != CAIRN_OK)
-            rc0 = cairn__fail(e, rc, "%s: row %" PRIu64 " is damaged", mx->name, i);
+            rc0 = cairn__fail(e, rc, "%s: row %" PRIu64 " at offset %" PRIu64 " is damaged",
+                              mx->name, i, *off);
         else if (i > 0 && r.seq <= cairn__mx_row_seq(mx, (size_t)i - 1))
             rc0 = cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " out of order", mx->name, i);
         else if (r.seq > mx->covered)
@@ -302,6 +331,9 @@ int cairn__mx_check_all(const memindex *mx, cairn__err *e)
         cairn__vecset *v = NULL;
         const uint8_t *p = mx->nstab + i * MX_NS;
         int rc = cairn__mx_ns(mx, (size_t)i, mx->stemmer, &name, &live, &x, &v);
+        /* The namespace's text image, where the table entry points inside
+         * the file; else the entry itself. */
+        *off = get64(p + 24) < mx->len ? get64(p + 24) : (uint64_t)(p - mx->map);
         if (rc == CAIRN_OK && XXH3_64bits(mx->map + get64(p + 24), get64(p + 40)) != get64(p + 48))
             rc = CAIRN_ECHECKSUM;
         if (rc == CAIRN_OK)
@@ -315,7 +347,7 @@ int cairn__mx_check_all(const memindex *mx, cairn__err *e)
         if (rc != CAIRN_OK) {
             free(per_ns);
             return cairn__fail(e, rc, "%s: the text index or live count of namespace %" PRIu64
-                               " is damaged", mx->name, i);
+                               " (at offset %" PRIu64 ") is damaged", mx->name, i, *off);
         }
     }
     free(per_ns);
@@ -544,7 +576,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         memcpy(h + 72, in->stemmer, strlen(in->stemmer));
         put64(h + 104, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
         put64(h + 112, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * pad8(tcap * 4))));
-        put64(h + 120, XXH3_64bits(h, 120));
+        cairn__logbind_put(h + MX_BIND, &in->bind);
+        put64(h + MX_HEAD_SUM, XXH3_64bits(h, MX_HEAD_SUM));
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
     }
     rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);

@@ -19,6 +19,7 @@
 
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "logbind.h"
 #include "ramindex.h"
 #include "status.h"
 #include "vecset.h"
@@ -43,7 +44,8 @@ typedef struct memindex {
     size_t len;
     char name[MX_NAME_MAX];
     char stemmer[32];
-    int tok_rules;           /* the tokenizer rules of its terms: 1 before version 3 */
+    uint32_t version;        /* as read; only the newest is used */
+    cairn__logbind bind;     /* the log it was folded from */
     uint64_t covered;        /* every record up to this seq is folded in */
     uint64_t skipped;        /* records replay could not apply, up to covered */
     uint64_t deleted;        /* memories deleted or cleared, up to covered */
@@ -62,6 +64,11 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
  * aligned, mx->len long; mx->name names them in messages): for tests and
  * fuzzing. mx->map is not unmapped by this call. */
 int cairn__mx_parse(memindex *mx, cairn__err *e);
+
+/* After cairn__mx_open failed with CAIRN_EVERSION: 1 if the file is of an
+ * older version (a stale cache: rebuilt, and replaced by the next
+ * checkpoint), 0 if newer (left alone). */
+int cairn__mx_is_older(const memindex *mx);
 
 /* Unmap; accepts a zeroed memindex. */
 void cairn__mx_close(memindex *mx);
@@ -90,6 +97,7 @@ typedef struct mx_ns_in {
 
 typedef struct mx_in {
     uint64_t covered, skipped, deleted;
+    cairn__logbind bind;     /* cairn__logbind_make for covered */
     const char *stemmer;
     const mx_ns_in *ns;
     size_t n_ns;
@@ -109,7 +117,8 @@ typedef struct mx_in {
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e);
 
 /* Check every byte of a mapped file: rows, postings and all. For verify.
- * Errors as above, the first problem named in e. */
-int cairn__mx_check_all(const memindex *mx, cairn__err *e);
+ * Errors as above, the first problem named in e with its byte offset in
+ * the file, which also goes to *off. */
+int cairn__mx_check_all(const memindex *mx, uint64_t *off, cairn__err *e);
 
 #endif /* CAIRN_MEMINDEX_H */

@@ -619,16 +619,18 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
 
     if (rc == CAIRN_ENOTFOUND)
         return CAIRN_OK;
+    /* This build can never use an older file (not bound to its log, terms
+     * of older tokenizer rules): the writer's close replaces it, however
+     * few records the store has. */
+    if (rc == CAIRN_EVERSION && cairn__mx_is_older(&m->mx))
+        m->index_outdated = 1;
+    /* Only a file folded from this store's log as it is now: not another
+     * store's, not one of records a cut tail took away. */
+    if (rc == CAIRN_OK)
+        rc = cairn__logbind_check(m->db, m->mx.name, m->mx.covered, &m->mx.bind, &e);
     if (rc == CAIRN_OK && strcmp(m->mx.stemmer, m->stemmer) != 0)
         rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with stemmer \"%s\", not \"%s\"",
                          m->mx.name, m->mx.stemmer, m->stemmer);
-    if (rc == CAIRN_OK && m->mx.tok_rules != TOK_VERSION) {
-        /* This build can never use it: the writer's close replaces it,
-         * however few records the store has. */
-        m->index_outdated = 1;
-        rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with tokenizer rules %d, this build's are %d",
-                         m->mx.name, m->mx.tok_rules, TOK_VERSION);
-    }
     if (rc == CAIRN_OK && (m->be = calloc(m->mx.nrows ? m->mx.nrows : 1, sizeof *m->be)) == NULL)
         rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for %s", m->mx.name);
     for (size_t i = 0; rc == CAIRN_OK && i < m->mx.n_ns; i++) {
@@ -674,8 +676,10 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         strcpy(m->index_note + k, "; rebuilt from the log");
         /* Damaged: remove it. Unreadable for now (EIO), or built with
          * another stemmer or tokenizer: leave it be. */
-        if (m->mx.name[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
+        if (m->mx.name[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM)) {
             set_aside(m);
+            m->index_outdated = 1; /* the writer's close writes a good one */
+        }
         drop_index(m);
         for (size_t i = 0; i < m->nns; i++) {
             free(m->ns[i].name);
@@ -759,7 +763,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     if (rc == CAIRN_OK && !db->read_only && db->background && cairn__indexer_new(&m->ix) != CAIRN_OK)
         m->ix = NULL;
     if (rc == CAIRN_OK && use_index)
-        rc = open_index(m, st.last_seq);
+        rc = open_index(m, cairn__handed_seq(m->db));
     if (rc == CAIRN_OK)
         rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
     if (rc == CAIRN_OK)
@@ -1537,7 +1541,7 @@ static int reload(cairn_mem *m)
     free_state(m);
     rc = cairn_stats_get(m->db, &st);
     if (rc == CAIRN_OK)
-        rc = open_index(m, st.last_seq);
+        rc = open_index(m, cairn__handed_seq(m->db));
     if (rc == CAIRN_OK)
         rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
     if (rc != CAIRN_OK) {
@@ -1629,6 +1633,11 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         goto out;
     memset(&in, 0, sizeof in);
     in.covered = m->folded;
+    rc = cairn__logbind_make(m->db, in.covered, &in.bind, &e);
+    if (rc != CAIRN_OK) {
+        rc = cairn__mem_fail(m, rc, "memory index: %s", e.msg);
+        goto out;
+    }
     in.skipped = m->skipped;
     in.deleted = m->base_deleted + dead;
     in.stemmer = m->stemmer;
@@ -1671,6 +1680,7 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
     cairn_stats st;
     memindex mx;
     cairn__err e;
+    uint64_t off = 0;
     int rc = cairn_stats_get(db, &st);
 
     *problems_out = 0;
@@ -1678,13 +1688,18 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
         *checked_out = 0;
     if (rc != CAIRN_OK)
         return rc;
-    rc = cairn__mx_open(&mx, db->io, db->dirfd, st.last_seq, &e);
-    if (rc == CAIRN_ENOTFOUND)
+    rc = cairn__mx_open(&mx, db->io, db->dirfd, cairn__handed_seq(db), &e);
+    /* An older file is a stale cache, not damage: never used, replaced by
+     * the next writer (as a graph file of an older version). */
+    if (rc == CAIRN_ENOTFOUND || (rc == CAIRN_EVERSION && cairn__mx_is_older(&mx)))
         return CAIRN_OK;
     if (checked_out != NULL)
         *checked_out = 1;
+    if (rc == CAIRN_OK && (rc = cairn__logbind_check(db, mx.name, mx.covered, &mx.bind, &e)) !=
+                              CAIRN_OK)
+        off = 120; /* the binding block */
     if (rc == CAIRN_OK)
-        rc = cairn__mx_check_all(&mx, &e);
+        rc = cairn__mx_check_all(&mx, &off, &e);
     if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO) {
         cairn__mx_close(&mx);
         return rc;
@@ -1692,7 +1707,7 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
     if (rc != CAIRN_OK) {
         (*problems_out)++;
         if (fn != NULL)
-            fn(user, mx.name, 0, rc, e.msg);
+            fn(user, mx.name, off, rc, e.msg);
     }
     cairn__mx_close(&mx);
     return CAIRN_OK;

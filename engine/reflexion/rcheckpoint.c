@@ -141,6 +141,10 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
     int rc = cairn__gi_open(&r->gi, r->db->io, r->db->dirfd, last_seq, &e);
     if (rc == CAIRN_ENOTFOUND)
         return CAIRN_OK;
+    /* Only a file folded from this store's log as it is now. */
+    if (rc == CAIRN_OK &&
+        (rc = cairn__logbind_check(r->db, r->gi.name, r->gi.covered, &r->gi.bind, &e)) != CAIRN_OK)
+        cairn__gi_close_keep_name(&r->gi);
     if (rc == CAIRN_OK) {
         rc = load_tables(r);
         if (rc == CAIRN_OK)
@@ -177,7 +181,7 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
     pthread_mutex_init(&r->mu, NULL);
     rc = cairn_stats_get(db, &st);
     if (rc == CAIRN_OK)
-        rc = open_file(r, st.last_seq);
+        rc = open_file(r, cairn__handed_seq(db));
     if (rc == CAIRN_OK)
         rc = cairn__rx_catch_up(r);
     if (rc != CAIRN_OK) {
@@ -270,6 +274,11 @@ static int checkpoint_locked(cairn_reflex *r, int closing)
     }
     memset(&in, 0, sizeof in);
     in.covered = r->folded;
+    rc = cairn__logbind_make(r->db, in.covered, &in.bind, &e);
+    if (rc != CAIRN_OK) {
+        rc = cairn__rx_fail(r, rc, "graph file: %s", e.msg);
+        goto out;
+    }
     in.skipped = r->skipped;
     in.updated = r->updated;
     in.nodes = nodes;
@@ -357,9 +366,18 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
                         int *checked_out)
 {
     cairn__err e;
+    cairn_stats st;
     gimage g;
-    int rc = cairn__gi_open(&g, db->io, db->dirfd, UINT64_MAX, &e);
+    int rc = cairn_stats_get(db, &st);
 
+    if (rc != CAIRN_OK)
+        return rc;
+    /* As a reader opens it: the newest file the log reaches. One past the
+     * log's end is not taken for this log's (MANIFEST's synced_seq tells a
+     * lost tail, cairn_verify reports it). */
+    rc = cairn__gi_open(&g, db->io, db->dirfd, cairn__handed_seq(db), &e);
+    if (rc == CAIRN_OK && (rc = cairn__logbind_check(db, g.name, g.covered, &g.bind, &e)) != CAIRN_OK)
+        g.bad_off = 120;
     if (checked_out != NULL)
         *checked_out = rc != CAIRN_ENOTFOUND;
     if (problems_out != NULL)
@@ -370,7 +388,8 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
         cairn__gi_close(&g);
         return CAIRN_OK;
     }
-    if (rc == CAIRN_ENOMEM)
+    cairn__gi_close_keep_name(&g);
+    if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO)
         return rc;
     if (rc == CAIRN_EVERSION && g.version < GI_VERSION) {
         if (checked_out != NULL)

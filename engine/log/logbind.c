@@ -1,0 +1,78 @@
+/*
+ * logbind.c - binding derived files to the log they were folded from; see
+ * logbind.h. The check costs one record read (the anchor), at open.
+ */
+#include "logbind.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "store.h"
+
+static void store_id_of(cairn_db *db, uint8_t *id)
+{
+    view *v = cairn__view_acquire(db);
+    memcpy(id, v->m.store_id, MAN_STORE_ID_LEN);
+    cairn__view_release(db, v);
+}
+
+int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn__err *e)
+{
+    int rc = cairn__mark_synced(db, covered);
+
+    memset(b, 0, sizeof *b);
+    if (rc == CAIRN_OK)
+        rc = cairn__record_at_or_before(db, covered, &b->anchor_seq, &b->anchor_sum);
+    if (rc != CAIRN_OK)
+        return cairn__fail(e, rc, "%s", cairn_errmsg(db));
+    store_id_of(db, b->store_id);
+    if (cairn__store_id_is_zero(b->store_id))
+        return cairn__fail(e, CAIRN_EINVAL, "the store has no id yet");
+    return CAIRN_OK;
+}
+
+int cairn__logbind_check(cairn_db *db, const char *name, uint64_t covered,
+                         const cairn__logbind *b, cairn__err *e)
+{
+    uint8_t id[MAN_STORE_ID_LEN];
+    uint64_t seq, sum;
+    int rc;
+
+    store_id_of(db, id);
+    if (cairn__store_id_is_zero(id) || memcmp(id, b->store_id, sizeof id) != 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s belongs to another store (its store id is "
+                           "not this store's)", name);
+    if (b->anchor_seq > covered)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: its anchor record %" PRIu64
+                           " is past the seq %" PRIu64 " it covers", name, b->anchor_seq, covered);
+    rc = cairn__record_at_or_before(db, covered, &seq, &sum);
+    if (rc != CAIRN_OK)
+        return cairn__fail(e, rc, "%s: reading the record it is bound to failed: %s", name,
+                           cairn_errmsg(db));
+    if (seq != b->anchor_seq || sum != b->anchor_sum) {
+        if (seq != b->anchor_seq)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s was built from records the log no longer "
+                               "holds (it covers seq %" PRIu64 " up to record %" PRIu64
+                               "; the log's newest record there is %" PRIu64 ")",
+                               name, covered, b->anchor_seq, seq);
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s was built from records the log no longer "
+                           "holds (record %" PRIu64 " in the log is not the one it folded)",
+                           name, seq);
+    }
+    return CAIRN_OK;
+}
+
+void cairn__logbind_put(uint8_t *p, const cairn__logbind *b)
+{
+    memcpy(p, b->store_id, MAN_STORE_ID_LEN);
+    put_le64(p + 16, b->anchor_seq);
+    put_le64(p + 24, b->anchor_sum);
+}
+
+void cairn__logbind_get(const uint8_t *p, cairn__logbind *b)
+{
+    memcpy(b->store_id, p, MAN_STORE_ID_LEN);
+    b->anchor_seq = get_le64(p + 16);
+    b->anchor_sum = get_le64(p + 24);
+}
