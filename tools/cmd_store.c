@@ -302,7 +302,11 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     if (rc == CAIRN_OK)
         rc = cairn_mem_stats_get(mem, &ms);
     if (rc != CAIRN_OK) {
-        rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+        /* The memory layer's message names the file and row when it has one. */
+        if (mem != NULL && cairn_mem_errmsg(mem)[0] != 0)
+            rc = cli_fail(ctx->cmd, rc, "%s", cairn_mem_errmsg(mem));
+        else
+            rc = cli_fail_db(ctx->cmd, db, rc, NULL);
         cairn_mem_close(mem);
         cairn_close(db);
         return rc;

@@ -16,6 +16,11 @@
 
 #include "io.h"
 
+const cairn__seqfile_kind cairn__seqfile_memindex = {"mem-", ".cmx", "memindex.open",
+                                                      "memindex.close", "memindex.unlink"};
+const cairn__seqfile_kind cairn__seqfile_graph = {"graph-", ".cgx", "graph.open", "graph.close",
+                                                   "graph.unlink"};
+
 int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *n, uint64_t *seq)
 {
     size_t pl = strlen(k->prefix), sl = strlen(k->suffix);
@@ -120,6 +125,34 @@ void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *i
                   strncmp(de->d_name + pl + 16, k->suffix, sl) == 0;
         if ((cairn__seqfile_parse(k, de->d_name, &c) && strcmp(de->d_name, keep) != 0) ||
             (tmp && strncmp(de->d_name, keep, pl + 16) != 0))
+            (void)cairn__io_unlink(io, k->site_unlink, dirfd, de->d_name, NULL);
+    }
+    closedir(d);
+}
+
+void cairn__seqfile_remove_from(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                                uint64_t from_seq)
+{
+    int fd = dup(dirfd);
+    DIR *d;
+    struct dirent *de;
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        char base[64];
+        size_t n = strlen(de->d_name);
+        uint64_t c;
+        /* NAME or NAME.tmp */
+        if (n >= sizeof base)
+            continue;
+        memcpy(base, de->d_name, n + 1);
+        if (n > 4 && strcmp(base + n - 4, ".tmp") == 0)
+            base[n - 4] = 0;
+        if (cairn__seqfile_parse(k, base, &c) && c >= from_seq)
             (void)cairn__io_unlink(io, k->site_unlink, dirfd, de->d_name, NULL);
     }
     closedir(d);

@@ -19,6 +19,10 @@ typedef struct cairn__seqfile_kind {
     const char *site_open, *site_close, *site_unlink; /* fault-injection names */
 } cairn__seqfile_kind;
 
+/* The derived files of a store: the memory index and the graph file. */
+extern const cairn__seqfile_kind cairn__seqfile_memindex;
+extern const cairn__seqfile_kind cairn__seqfile_graph;
+
 /* The seq a file name of this kind carries; 0 if it is not one. */
 int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *name, uint64_t *seq);
 
@@ -39,5 +43,11 @@ int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dir
  * open passes over for the newest. */
 void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                  const char *keep);
+
+/* Remove every file of this kind (and its temp file) whose seq is at least
+ * from_seq: files folded over records the log no longer holds. Best effort
+ * (a file left is still refused by its binding). */
+void cairn__seqfile_remove_from(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                                uint64_t from_seq);
 
 #endif /* CAIRN_SEQFILE_H */

@@ -38,8 +38,7 @@
 #error "the graph file is little-endian and read in place"
 #endif
 
-static const cairn__seqfile_kind gi_kind = {"graph-", ".cgx", "graph.open", "graph.close",
-                                            "graph.unlink"};
+#define gi_kind cairn__seqfile_graph
 
 static uint64_t pad8(uint64_t n)
 {

@@ -736,8 +736,11 @@ int cairn_sync(cairn_db *db)
         rc = cairn__sync_closed(db);
     if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_NONE)
         rc = cairn__sync_unsealed(db);
+    /* Every record written (the flush wrote the buffer). Not next_seq - 1:
+     * past numbers retired at open (damage set aside, records lost) there
+     * is no record to wait for. */
     if (rc == CAIRN_OK)
-        rc = commit_wait(db, db->next_seq - 1, NULL);
+        rc = commit_wait(db, db->written_seq, NULL);
     pthread_mutex_unlock(&db->mu);
     return rc;
 }

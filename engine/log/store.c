@@ -40,6 +40,7 @@
 #include "bytes.h"
 #include "filehdr.h"
 #include "io.h"
+#include "seqfile.h"
 
 int64_t cairn__now_ms(void)
 {
@@ -813,6 +814,12 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         else
             rc = truncate_tail(db, damaged, &e); /* the floor is durable now */
         cairn__seg_release(db, damaged);
+    }
+    /* Derived files folded over the lost records describe what the log no
+     * longer holds (their binding refuses them too): remove them now. */
+    if (rc == CAIRN_OK && !db->read_only && db->lost_first != 0) {
+        cairn__seqfile_remove_from(&cairn__seqfile_memindex, db->io, db->dirfd, db->lost_first);
+        cairn__seqfile_remove_from(&cairn__seqfile_graph, db->io, db->dirfd, db->lost_first);
     }
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);

@@ -62,8 +62,7 @@ static uint64_t rows_off(uint64_t n_ns, uint64_t tcap)
     return MX_HEAD + n_ns * MX_NS + 2 * pad8(tcap * 4);
 }
 
-static const cairn__seqfile_kind mx_kind = {"mem-", ".cmx", "memindex.open", "memindex.close",
-                                             "memindex.unlink"};
+#define mx_kind cairn__seqfile_memindex
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -244,6 +243,11 @@ int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char *
     return rc;
 }
 
+uint64_t cairn__mx_row_offset(const memindex *mx, size_t i)
+{
+    return (uint64_t)(mx->rows - mx->map) + (uint64_t)i * MX_ROW;
+}
+
 uint64_t cairn__mx_row_seq(const memindex *mx, size_t i)
 {
     return get64(mx->rows + i * MX_ROW);
@@ -308,7 +312,7 @@ int cairn__mx_check_all(const memindex *mx, uint64_t *off, cairn__err *e)
     for (uint64_t i = 0; i < mx->nrows; i++) {
         mx_row r;
         int rc = cairn__mx_row(mx, (size_t)i, &r);
-        *off = (uint64_t)(mx->rows - mx->map) + i * MX_ROW;
+        *off = cairn__mx_row_offset(mx, (size_t)i);
         if (rc == CAIRN_OK)
             per_ns[r.nsi]++;
         if (rc != CAIRN_OK)

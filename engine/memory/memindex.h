@@ -83,6 +83,9 @@ int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char *
 /* Row i, checked against its sum. Errors: CAIRN_ECHECKSUM, CAIRN_ECORRUPT. */
 int cairn__mx_row(const memindex *mx, size_t i, mx_row *r);
 
+/* The byte offset of row i in the file (for messages). */
+uint64_t cairn__mx_row_offset(const memindex *mx, size_t i);
+
 /* The seq of row i as stored (unchecked: for binary search only). */
 uint64_t cairn__mx_row_seq(const memindex *mx, size_t i);
 

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 #include <xxhash.h>
@@ -196,9 +197,10 @@ int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
         return m->damaged ? CAIRN_ECORRUPT : cairn__mem_fail(m, rc, "%s: %s", what, cairn_strerror(rc));
     set_aside(m);
     m->damaged = 1;
-    return cairn__mem_fail(m, CAIRN_ECORRUPT, "memory index file %s is damaged (%s: %s): it was "
-                           "removed; reopen the store to rebuild it from the log",
-                           m->mx.name, what, cairn_strerror(rc));
+    return cairn__mem_fail(m, CAIRN_ECORRUPT, "memory index file %s is damaged (%s: %s): %s; "
+                           "reopen the store to rebuild it from the log", m->mx.name, what,
+                           cairn_strerror(rc),
+                           m->db->read_only ? "the next writer removes it" : "it was removed");
 }
 
 ment *cairn__mem_base(cairn_mem *m, size_t i)
@@ -213,8 +215,8 @@ ment *cairn__mem_base(cairn_mem *m, size_t i)
     if (rc == CAIRN_OK && (r.nsi >= m->mx.n_ns || r.seq == 0 || r.seq > m->mx.covered))
         rc = CAIRN_ECORRUPT;
     if (rc != CAIRN_OK) {
-        char what[40];
-        snprintf(what, sizeof what, "row %zu", i);
+        char what[64];
+        snprintf(what, sizeof what, "row %zu at offset %" PRIu64, i, cairn__mx_row_offset(&m->mx, i));
         cairn__mem_index_damaged(m, rc, what);
         return NULL;
     }
