@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cairn.h"
 #include "cairn_sys.h"
@@ -771,6 +773,79 @@ static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
     open_all(f, 0);
 }
 
+static const char victim_bytes[] = "a file outside the store that must keep its bytes\n";
+
+static void victim_unchanged(const char *path)
+{
+    size_t len = 0;
+    uint8_t *b = tu_read_file(path, &len);
+    assert_non_null(b);
+    if (len != sizeof victim_bytes - 1 || memcmp(b, victim_bytes, len) != 0)
+        fail_msg("%s was written through a symlink (%zu bytes now)", path, len);
+    free(b);
+}
+
+/* Symlinks planted under the index file's names: a checkpoint replaces a
+ * symlinked temp (mem-<seq>.cmx.tmp) instead of writing through it, and
+ * what it renames into place is a regular file; a symlinked index file is
+ * not read: the state is rebuilt from the log, and the writer removes the
+ * link, never the file it names. */
+static void a_planted_symlink_is_neither_written_through_nor_read(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char name[64], *tmp, *victim, *moved, *path, *e_before, *e;
+    cairn_mem_stats ms;
+    cairn_stats st;
+    struct stat sb;
+    long long size;
+
+    rnd_state = 11;
+    store_some(f, 0, 60, ids);
+    e_before = export_all(f);
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    snprintf(name, sizeof name, "mem-%016llx.cmx.tmp", (unsigned long long)st.last_seq);
+    victim = tu_join(f->parent, "victim");
+    assert_int_equal(tu_write_file(victim, victim_bytes, sizeof victim_bytes - 1), 0);
+    tmp = tu_join(f->dir, name);
+    assert_int_equal(symlink(victim, tmp), 0);
+
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    victim_unchanged(victim);
+    path = index_file(f->dir);
+    assert_non_null(path);
+    assert_int_equal(lstat(path, &sb), 0);
+    if (!S_ISREG(sb.st_mode))
+        fail_msg("%s is not a regular file after the checkpoint", path);
+    assert_int_equal(lstat(tmp, &sb), -1); /* renamed into place */
+    close_all(f);
+
+    /* The index file itself a symlink (to the real file, moved out). */
+    moved = tu_join(f->parent, "moved.cmx");
+    assert_int_equal(rename(path, moved), 0);
+    assert_int_equal(symlink(moved, path), 0);
+    size = tu_file_size(moved);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &ms), CAIRN_OK);
+    assert_int_equal(ms.index_rows, 0);
+    if (strstr(ms.index_note, "is a symlink; refusing to follow it") == NULL)
+        fail_msg("index note \"%s\" does not say the file is a symlink", ms.index_note);
+    cairn_mem_stats_free(&ms);
+    e = export_all(f);
+    assert_string_equal(e, e_before);
+    free(e);
+    assert_int_equal(lstat(path, &sb), -1); /* the writer removed the link */
+    assert_int_equal(tu_file_size(moved), size);
+    close_all(f);
+    open_all(f, 0);
+
+    free(tmp);
+    free(victim);
+    free(moved);
+    free(path);
+    free(e_before);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -785,6 +860,7 @@ int main(void)
         T(a_damaged_term_is_not_written_on),
         T(a_lying_live_count_cannot_overflow_the_prune),
         T(checkpoints_while_threads_store_and_recall),
+        T(a_planted_symlink_is_neither_written_through_nor_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1423,6 +1423,145 @@ static void test_a_version_1_io_table_is_read_without_reserve(void **state)
     assert_int_equal(cairn_open(&db, f->path, &o, err, sizeof err), CAIRN_EINVAL);
 }
 
+/* ------------------------------------------------------------------------
+ * Symlinks and temp files in the store directory.
+ * ---------------------------------------------------------------------- */
+
+static const char victim_bytes[] = "precious bytes of a file outside the store\n";
+
+/* A file outside the store with known content; returns its malloc'd path. */
+static char *make_victim(const char *dir, const char *name)
+{
+    char *p = tu_join(dir, name);
+    assert_int_equal(tu_write_file(p, victim_bytes, sizeof victim_bytes - 1), 0);
+    return p;
+}
+
+static void victim_unchanged(const char *path)
+{
+    size_t len = 0;
+    uint8_t *b = tu_read_file(path, &len);
+    assert_non_null(b);
+    if (len != sizeof victim_bytes - 1 || memcmp(b, victim_bytes, len) != 0)
+        fail_msg("%s was written through a symlink (%zu bytes now)", path, len);
+    free(b);
+}
+
+/* name in the store is a regular file, not a symlink. */
+static void is_regular(const char *store, const char *name)
+{
+    char *p = tu_join(store, name);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    if (!S_ISREG(st.st_mode))
+        fail_msg("%s is not a regular file (mode %o)", name, (unsigned)st.st_mode);
+    free(p);
+}
+
+static void plant_symlink(const char *store, const char *name, const char *target)
+{
+    char *p = tu_join(store, name);
+    assert_int_equal(symlink(target, p), 0);
+    free(p);
+}
+
+/* A roll writes MANIFEST.tmp and a seal <id>.seg.tmp: symlinks planted
+ * under those names are replaced, never written through, and what is
+ * renamed into place is a regular file of the store's own. */
+static void test_a_temp_name_planted_as_a_symlink_is_never_written_through(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    char *v1 = make_victim(f->dir, "victim-manifest");
+    char *v2 = make_victim(f->dir, "victim-seg");
+    seen all;
+
+    append_range(db, 0, 3);
+    /* Planted while the writer runs (a writer open removes temps). */
+    plant_symlink(f->path, "MANIFEST.tmp", v1);
+    plant_symlink(f->path, "0000000000000001.seg.tmp", v2);
+    assert_int_equal(cairn_roll(db), CAIRN_OK); /* new MANIFEST; inline seal of segment 1 */
+    victim_unchanged(v1);
+    victim_unchanged(v2);
+    is_regular(f->path, "MANIFEST");
+    is_regular(f->path, "0000000000000001.seg");
+    append_range(db, 3, 5);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->path, 0, 0, 0);
+    check_all(db, 5, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    victim_unchanged(v1);
+    victim_unchanged(v2);
+    free(v1);
+    free(v2);
+}
+
+static void expect_symlink_refused(const char *store, int read_only, const char *name)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "", want[128];
+    int rc;
+    o.read_only = read_only;
+    o.background = 0;
+    rc = cairn_open(&db, store, &o, err, sizeof err);
+    snprintf(want, sizeof want, "%s is a symlink; refusing to follow it", name);
+    if (rc != CAIRN_ECORRUPT || strstr(err, want) == NULL)
+        fail_msg("%s open with %s a symlink: %s (%s); expected CAIRN_ECORRUPT naming it",
+                 read_only ? "read-only" : "writer", name, cairn_strerror(rc), err);
+    assert_null(db);
+}
+
+/* A segment or MANIFEST that is a symlink is refused by every open, and the
+ * file it points to is never touched (a writer open would truncate the
+ * active segment's torn tail through it). */
+static void test_a_store_file_that_is_a_symlink_is_refused(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    char *log = tu_join(f->path, "0000000000000001.log");
+    char *moved = tu_join(f->dir, "moved.log");
+    char *man = tu_join(f->path, "MANIFEST");
+    char *moved_man = tu_join(f->dir, "moved-MANIFEST");
+    static const char junk[40] = "torn tail that a writer open truncates";
+    long long size;
+    int fd;
+    seen all;
+
+    append_range(db, 0, 3);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    fd = open(log, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    close(fd);
+    size = tu_file_size(log);
+    assert_int_equal(rename(log, moved), 0);
+    assert_int_equal(symlink(moved, log), 0);
+    expect_symlink_refused(f->path, 0, "0000000000000001.log");
+    expect_symlink_refused(f->path, 1, "0000000000000001.log");
+    assert_int_equal(tu_file_size(moved), size); /* not truncated */
+    assert_int_equal(unlink(log), 0);
+    assert_int_equal(rename(moved, log), 0);
+
+    assert_int_equal(rename(man, moved_man), 0);
+    assert_int_equal(symlink(moved_man, man), 0);
+    expect_symlink_refused(f->path, 0, "MANIFEST");
+    expect_symlink_refused(f->path, 1, "MANIFEST");
+    assert_int_equal(unlink(man), 0);
+    assert_int_equal(rename(moved_man, man), 0);
+
+    /* Put back, the store opens with every record (the torn tail cut). */
+    db = open_db(f->path, 0, 0, 0);
+    check_all(db, 3, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(log);
+    free(moved);
+    free(man);
+    free(moved_man);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1459,6 +1598,8 @@ int main(void)
         T(test_a_partly_failed_reservation_gives_back_what_it_took),
         T(test_a_reservation_left_by_a_crash_is_given_back),
         T(test_a_version_1_io_table_is_read_without_reserve),
+        T(test_a_temp_name_planted_as_a_symlink_is_never_written_through),
+        T(test_a_store_file_that_is_a_symlink_is_refused),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

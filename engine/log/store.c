@@ -403,12 +403,18 @@ int cairn__refresh(cairn_db *db)
 static int take_lock(cairn_db *db, cairn__err *e)
 {
     char buf[32];
-    int n;
+    int n, rc;
 
-    db->lockfd = openat(db->dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (db->lockfd < 0)
-        return cairn__fail(e, cairn__errno_status(errno), "open %s/LOCK: %s", db->path,
-                           strerror(errno));
+    /* Through the I/O layer: never a symlink (the pid written below would
+     * land in whatever file it names), and never unlinked or replaced (a
+     * second LOCK file would let a second writer in). */
+    rc = cairn__io_open(db->io, "lock.open", db->dirfd, LOCK_NAME, O_RDWR | O_CREAT, 0644,
+                        &db->lockfd, e);
+    if (rc != CAIRN_OK) {
+        char why[sizeof e->msg];
+        memcpy(why, e->msg, sizeof why);
+        return cairn__fail(e, rc, "store %s: %s", db->path, why);
+    }
     /* A reader's cairn_verify() holds a shared lock for an instant to see
      * whether a writer lives; a few 1 ms retries keep that from looking
      * like a second writer. A real writer holds the lock for its lifetime. */
