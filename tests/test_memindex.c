@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cairn.h"
@@ -846,6 +847,93 @@ static void a_planted_symlink_is_neither_written_through_nor_read(void **state)
     free(e_before);
 }
 
+/* The child's I/O table: the process dies (as with kill -9) the moment the
+ * checkpoint would rename its finished temp file into place. */
+static int die_at_rename(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    if (strcmp(site, "memindex.rename") == 0)
+        _exit(0);
+    return cairn_io_default()->renameat(u, site, dirfd, from, to);
+}
+
+typedef struct temp_note {
+    char name[64];
+    uint64_t bytes;
+    int n, in_flight;
+} temp_note;
+
+static void note_temp(void *user, const char *file, uint64_t bytes, int in_flight)
+{
+    temp_note *t = user;
+    snprintf(t->name, sizeof t->name, "%s", file);
+    t->bytes = bytes;
+    t->in_flight = in_flight;
+    t->n++;
+}
+
+/* A process killed during a checkpoint leaves its mem-<seq>.cmx.tmp, as
+ * large as the index: listed (with its size) until the next writer open,
+ * which removes it; nothing is lost. */
+static void a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *tmp;
+    temp_note t;
+    uint64_t count = 0;
+    pid_t pid;
+    int st;
+
+    rnd_state = 3;
+    store_some(f, 0, 80, ids);
+    want = export_all(f);
+    close_all(f);
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cairn_io io = *cairn_io_default();
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_db *db = NULL;
+        cairn_mem *mem = NULL;
+        io.renameat = die_at_rename;
+        o.io = &io;
+        o.background = 0;
+        if (cairn_open(&db, f->dir, &o, NULL, 0) != CAIRN_OK ||
+            cairn_mem_open(db, NULL, &mem) != CAIRN_OK)
+            _exit(2);
+        (void)cairn_mem_checkpoint(mem);
+        _exit(3); /* the rename was never reached */
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+
+    tmp = tu_find_last(f->dir, ".tmp");
+    assert_non_null(tmp);
+    open_all(f, 1);
+    memset(&t, 0, sizeof t);
+    assert_int_equal(cairn_temp_files(f->db, note_temp, &t, &count), CAIRN_OK);
+    assert_int_equal(count, 1);
+    assert_int_equal(t.n, 1);
+    assert_non_null(strstr(tmp, t.name));
+    assert_int_equal(strncmp(t.name, "mem-", 4), 0);
+    assert_int_equal(t.bytes, (uint64_t)tu_file_size(tmp));
+    assert_true(t.bytes > 1000);
+    assert_int_equal(t.in_flight, 0);
+    close_all(f);
+
+    open_all(f, 0);
+    assert_int_equal(tu_file_size(tmp), -1); /* removed */
+    assert_int_equal(cairn_temp_files(f->db, NULL, NULL, &count), CAIRN_OK);
+    assert_int_equal(count, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(tmp);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -861,6 +949,7 @@ int main(void)
         T(a_lying_live_count_cannot_overflow_the_prune),
         T(checkpoints_while_threads_store_and_recall),
         T(a_planted_symlink_is_neither_written_through_nor_read),
+        T(a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -303,6 +303,23 @@ typedef void (*cairn_verify_fn)(void *user, const char *file, uint64_t offset, i
  * bytes may be in flight). */
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out);
 
+/* Called by cairn_temp_files() once per temporary file. `file` is relative
+ * to the store directory, `bytes` its size; `in_flight` is 1 when a writer
+ * holds the lock (it may be writing the file right now), 0 when none does
+ * (the file is a leftover). */
+typedef void (*cairn_temp_fn)(void *user, const char *file, uint64_t bytes, int in_flight);
+
+/* List the store's temporary files: MANIFEST.tmp, <id>.seg.tmp and the
+ * memory index's and graph file's mem-*.cmx.tmp and graph-*.cgx.tmp. The
+ * writer writes each and renames it into place; one left by a crash (a
+ * checkpoint killed midway leaves one as large as the index) or a failed
+ * write is never read, only wastes space, and the next writer open
+ * removes it. They are not damage: cairn_verify does not count them.
+ * Calls fn (may be NULL) per file; *count_out (may be NULL) gets their
+ * number. Never modifies the store. Errors: CAIRN_EIO (the directory
+ * cannot be read). */
+int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count_out);
+
 /* ---------------------------------------------------------------------------
  * Memories (engine/memory): store, get, update, delete and recall, over the
  * log. A cairn_mem reads every memory record of the store when it opens and

@@ -518,11 +518,10 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
     rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
         const char *n = de->d_name;
-        size_t len = strlen(n);
         const manifest_entry *x;
         uint64_t id;
         int orphan = 0;
-        if (strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0))
+        if (cairn__temp_name(n)) /* this writer's lock: nobody is writing it */
             orphan = !sealed_logs;
         else if (parse_seg_name(n, "log", &id))
             orphan = (x = find_entry(m, id)) == NULL ? !sealed_logs

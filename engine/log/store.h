@@ -113,6 +113,13 @@ struct cairn_db {
     cairn__err err;
 };
 
+/* Is name a temp file of the store (MANIFEST.tmp, <id>.seg.tmp, a derived
+ * file's temp)? A writer open removes every one (temps.c). */
+int cairn__temp_name(const char *name);
+/* Does a writer hold the store's lock (this handle, if it is the writer)?
+ * A read-only handle probes with a shared, non-blocking flock on LOCK. */
+int cairn__writer_live(cairn_db *db);
+
 /* Record the message of `e` on the handle and return code. */
 int cairn__db_fail(cairn_db *db, int code, const cairn__err *e);
 int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
