@@ -118,6 +118,9 @@ const cairn_io *cairn_io_default(void)
 
 static int io_fail(cairn__err *e, int errnum, const char *what, const char *name)
 {
+    if (errnum == ENOSPC) /* say it plainly: this is the one an operator can fix */
+        return cairn__fail(e, CAIRN_EFULL, "%s %s: the disk is full (%s)", what,
+                           name ? name : "?", strerror(errnum));
     return cairn__fail(e, cairn__errno_status(errnum), "%s %s: %s", what, name ? name : "?",
                        strerror(errnum));
 }

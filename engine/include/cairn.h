@@ -125,7 +125,9 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
  * still waiting for it, release the lock and free the handle. Accepts NULL.
  * Returns the first error met while flushing, or CAIRN_EDEAD if the handle
  * had died earlier (records acknowledged in none/batch mode before the
- * failure may be lost; reopen to see what was kept). The handle is freed
+ * failure may be lost; reopen to see what was kept); if background work
+ * killed it and no call has reported that yet, its status instead (a full
+ * disk: CAIRN_EFULL). The handle is freed
  * regardless. A failure to seal here is not an error: nothing is lost and
  * the next open seals. */
 int cairn_close(cairn_db *db);
@@ -194,7 +196,12 @@ typedef struct cairn_record {
  * batch_ms (see README "Durability").
  * Errors: CAIRN_EINVAL, CAIRN_ETOOBIG, CAIRN_EPERM (read-only), CAIRN_EDEAD,
  * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. After CAIRN_EIO/EFULL from a sync
- * the handle is dead (CAIRN_EDEAD from then on): reopen the store. */
+ * the handle is dead (CAIRN_EDEAD from then on): reopen the store. When
+ * work no call waits for killed the handle (a write or sync of the
+ * background threads, a seal after a roll or at open, a checkpoint at
+ * close), the first call to find it dead returns that failure's status and
+ * message (a full disk: CAIRN_EFULL, "... the disk is full ..."), and
+ * CAIRN_EDEAD from then on. */
 int cairn_append(cairn_db *db, const cairn_entry *entry, uint64_t *seq_out);
 
 /* Append n records as one commit (one write, one fsync in `full`). They get

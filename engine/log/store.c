@@ -799,8 +799,8 @@ int cairn_close(cairn_db *db)
         return CAIRN_OK;
     cairn__bg_stop(db);
     pthread_mutex_lock(&db->mu);
-    if (db->dead && db->view != NULL)
-        rc = CAIRN_EDEAD; /* records acknowledged before the failure may be lost */
+    if (db->dead && db->view != NULL) /* records acknowledged before it may be lost */
+        rc = db->dead_untold ? db->dead : CAIRN_EDEAD; /* the cause, if nobody was told */
     if (!db->read_only && !db->dead && db->act != NULL) {
         cairn__err e;
         rc = cairn__flush_locked(db);
