@@ -89,8 +89,8 @@ static int check_writable(cairn_db *db)
     if (db->dead && db->dead_untold) {
         if (!deferred)
             db->dead_untold = 0;
-        return cairn__db_failf(db, db->dead, "%s (met by background work; this handle can "
-                                             "write no more: reopen the store)",
+        return cairn__db_failf(db, db->dead, "%s (met earlier by work no call waited for; "
+                                             "this handle can write no more: reopen the store)",
                                db->dead_msg);
     }
     if (db->dead)
@@ -98,7 +98,6 @@ static int check_writable(cairn_db *db)
                                cairn_strerror(db->dead));
     return CAIRN_OK;
 }
-
 
 /* Truncate the active segment to wbuf_off, which frees the blocks reserved
  * past it. wbuf_off is the file's size only before the buffer is written
