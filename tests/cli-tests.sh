@@ -788,5 +788,30 @@ else
     notok "a graph file after importing 1100 nodes (no .cgx file in $T/big)"
 fi
 
+# ---- symlinks and temp files in the store directory ---------------------------
+H="--store $T/hyg"
+run $H add "hygiene memory one"
+check "a memory for the store-directory checks" rc_is 0
+printf 'keep me\n' >"$T/hyg-victim"
+rm -f "$T/hyg/LOCK"
+ln -s "$T/hyg-victim" "$T/hyg/LOCK"
+run $H add "hygiene memory two"
+check "a writer refuses a LOCK that is a symlink (exit 1, LOCK named)" sh -c "[ $rc -eq 1 ] && grep -q 'LOCK is a symlink; refusing to follow it' err"
+check "the file LOCK points to keeps its bytes" sh -c "[ \"\$(cat '$T/hyg-victim')\" = 'keep me' ]"
+rm -f "$T/hyg/LOCK"
+head -c 3000 /dev/zero >"$T/hyg/mem-0000000000000001.cmx.tmp"
+run $H verify
+check "verify notes a stale temp file with its size, and passes" sh -c "[ $rc -eq 0 ] && grep -q '^note: mem-0000000000000001.cmx.tmp (3000 bytes): ' out && grep -q '^ok: 1 records' out"
+run $H verify --format json
+check "verify --format json lists it under temp_files, ok" jq_ok '.ok == true and .temp_files == [{"file":"mem-0000000000000001.cmx.tmp","bytes":3000,"in_flight":false}]'
+run $H stats
+check "stats lists the temp file with its size" grep -q '^temp file: *mem-0000000000000001.cmx.tmp, 3000 bytes' out
+run $H stats --json
+check "stats --json lists it under temp_files" jq_ok '.temp_files == [{"file":"mem-0000000000000001.cmx.tmp","bytes":3000,"in_flight":false}]'
+run $H add "hygiene memory two"
+check "the next writer open removes it" sh -c "[ $rc -eq 0 ] && [ ! -e '$T/hyg/mem-0000000000000001.cmx.tmp' ]"
+run $H verify
+check "verify has no note after that" sh -c "[ $rc -eq 0 ] && ! grep -q '^note:' out && grep -q '^ok: 2 records' out"
+
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -44,6 +44,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -823,12 +824,11 @@ static int fault_run(const wl_cfg *c, const inj *base, long n, int kind, int err
              !(seal_site(j->fired_site) && r.closed_at_end == 0))
         bad = complain(why, "%s: the failure was silent: every API call returned CAIRN_OK",
                        ctx);
-    /* The call that met the failure reports its status; CAIRN_EDEAD first is
-     * fine where the failure was met by deferred work (a seal), never for a
-     * data write or sync. */
+    /* The first error the caller sees names the failure, also where it was
+     * met by deferred work (a seal after a roll) that killed the handle:
+     * never CAIRN_EDEAD first. */
     else if (kind != FK_SHORT && j->fired_op != OP_CLOSE && r.nerr > 0 &&
-             r.first_err != expected_status(err) &&
-             (r.first_err != CAIRN_EDEAD || fatal_site(j)))
+             r.first_err != expected_status(err))
         bad = complain(why, "%s: first error %s from %s (%s); expected %s", ctx,
                        cairn_strerror(r.first_err), r.first_call, r.first_msg,
                        cairn_strerror(expected_status(err)));
@@ -1427,6 +1427,125 @@ static void test_explicit_seal_reports_each_failing_sealing_call(void **state)
     free(tpl);
 }
 
+/*
+ * A full disk met by deferred work: a fresh handle on a store with closed
+ * segments seals them at open (inline with background = 0, in the sealer
+ * thread otherwise); the seal's MANIFEST write fails with ENOSPC, which
+ * kills the handle, but cairn_open has already returned and no call was
+ * told. The first call that finds the handle dead must say CAIRN_EFULL and
+ * that the disk is full (it said CAIRN_EDEAD, "handle failed earlier");
+ * later ones CAIRN_EDEAD. Nothing is lost.
+ *
+ * Its own I/O table (the sealer thread and this one both call it): every
+ * MANIFEST write fails with ENOSPC, counted atomically.
+ */
+static atomic_int manifest_full;
+
+static ssize_t full_manifest_pwrite(void *u, const char *site, int fd, const void *buf,
+                                    size_t len, off_t off)
+{
+    if (strcmp(site, "manifest.write") == 0) {
+        atomic_fetch_add(&manifest_full, 1);
+        errno = ENOSPC;
+        return -1;
+    }
+    return cairn_io_default()->pwrite(u, site, fd, buf, len, off);
+}
+
+static void full_disk_at_open_seal(int background)
+{
+    static entry_buf b;
+    static pair must[TPL_RECORDS];
+    char *tpl = make_template(must), *dir = tu_mkdtemp("faults");
+    char err[CAIRN_ERRMSG_MAX] = "", why[WHY_MAX], msg[CAIRN_ERRMSG_MAX];
+    cairn_io io = *cairn_io_default();
+    cairn_options o;
+    cairn_db *db = NULL;
+    uint64_t seq;
+    int rc;
+
+    assert_non_null(dir);
+    copy_dir(tpl, dir);
+    atomic_store(&manifest_full, 0);
+    io.pwrite = full_manifest_pwrite;
+    set_opts(&o, &io, CAIRN_DURABILITY_STORED);
+    o.create = 0;
+    o.segment_size = 0;
+    o.batch_ms = 0;
+    o.background = background;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("open: %s (%s)", cairn_strerror(rc), err);
+    /* The sealer writes the MANIFEST holding the handle's mutex, and kills
+     * the handle before it lets go: once the write was tried, the next
+     * call finds the handle dead. */
+    for (int i = 0; i < 10000 && atomic_load(&manifest_full) == 0; i++)
+        usleep(1000);
+    assert_true(atomic_load(&manifest_full) >= 1);
+    make_entry(TPL_RECORDS, &b);
+    rc = cairn_append(db, &b.e, &seq);
+    snprintf(msg, sizeof msg, "%s", cairn_errmsg(db));
+    if (rc != CAIRN_EFULL)
+        fail_msg("first call after a full disk at open's seal: %s (%s); expected CAIRN_EFULL",
+                 cairn_strerror(rc), msg);
+    if (strstr(msg, "disk is full") == NULL || strstr(msg, "MANIFEST.tmp") == NULL)
+        fail_msg("message \"%s\" does not say the disk is full, naming the file", msg);
+    assert_int_equal(cairn_append(db, &b.e, &seq), CAIRN_EDEAD);
+    assert_int_equal(cairn_sync(db), CAIRN_EDEAD);
+    assert_int_equal(cairn_close(db), CAIRN_EDEAD);
+    if (check_store(dir, 0, must, TPL_RECORDS, NULL, 0, TPL_RECORDS,
+                    "after a full disk met by the seal at open", why))
+        fail_msg("%s", why);
+    tu_rmrf(dir);
+    free(dir);
+    tu_rmrf(tpl);
+    free(tpl);
+}
+
+static void test_a_full_disk_met_by_the_seal_at_open_is_reported_as_cairn_efull(void **state)
+{
+    (void)state;
+    full_disk_at_open_seal(0);
+}
+
+static void test_a_full_disk_met_by_the_sealer_thread_is_reported_as_cairn_efull(void **state)
+{
+    (void)state;
+    full_disk_at_open_seal(1);
+}
+
+/* A full disk met by a checkpoint at close, which drops the error: the
+ * memory layer's close writes the index file after 1000 memory records and
+ * first syncs the log; that sync fails with ENOSPC and kills the handle.
+ * cairn_close then reports CAIRN_EFULL, the cause nobody was told of, not
+ * CAIRN_EDEAD. */
+static void test_a_full_disk_met_by_the_checkpoint_at_close_is_reported_as_cairn_efull(
+    void **state)
+{
+    char *dir = *state;
+    cairn_mem *mem = NULL;
+    cairn_db *db;
+    cairn_io io;
+    inj j;
+
+    inj_init(&j);
+    io = inj_table(&j);
+    db = open_with(dir, &io, CAIRN_DURABILITY_NONE);
+    assert_int_equal(cairn_mem_open(db, NULL, &mem), CAIRN_OK);
+    for (int i = 0; i < 1001; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "memory number %d about disks", i);
+        assert_int_equal(cairn_mem_store(mem, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+    j.fail_site = "segment.append";
+    j.fail_op = OP_PWRITE;
+    j.err = ENOSPC;
+    j.persistent = 1;
+    cairn_mem_close(mem); /* its checkpoint meets the full disk */
+    assert_true(j.fired >= 1);
+    assert_int_equal(cairn_close(db), CAIRN_EFULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1444,6 +1563,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_append_that_rolls_returns_ok_when_inline_sealing_fails, dir_setup, dir_teardown),
         cmocka_unit_test(test_explicit_seal_reports_each_failing_sealing_call),
+        cmocka_unit_test(test_a_full_disk_met_by_the_seal_at_open_is_reported_as_cairn_efull),
+        cmocka_unit_test(
+            test_a_full_disk_met_by_the_sealer_thread_is_reported_as_cairn_efull),
+        cmocka_unit_test_setup_teardown(
+            test_a_full_disk_met_by_the_checkpoint_at_close_is_reported_as_cairn_efull,
+            dir_setup, dir_teardown),
     };
     /* Thousands of small stores are made and removed: on tmpfs unless the
      * caller chose a TMPDIR (no real fsync happens either way, see the top). */

@@ -759,6 +759,54 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* A LOCK that is a symlink is refused: the writer would write its pid into
+ * the file it names (and lock that file instead of the store's). The
+ * file is left as it was; readers, which take no lock, still open. */
+static void test_a_lock_that_is_a_symlink_is_refused_and_its_target_untouched(void **state)
+{
+    static const char content[] = "a file outside the store that must keep its bytes\n";
+    char *dir = *state;
+    char *other = tu_mkdtemp("lock-victim");
+    char *victim = tu_join(other, "victim");
+    char *lock = tu_join(dir, "LOCK");
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db;
+    uint8_t *got;
+    size_t len;
+    int rc;
+
+    db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 0);
+    assert_int_equal(append_seq(db, 1), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(tu_write_file(victim, content, sizeof content - 1), 0);
+    assert_int_equal(unlink(lock), 0);
+    assert_int_equal(symlink(victim, lock), 0);
+
+    db = NULL;
+    o.background = 0;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_ECORRUPT || strstr(err, "LOCK is a symlink; refusing to follow it") == NULL)
+        fail_msg("writer open with a symlinked LOCK: %s (%s); expected CAIRN_ECORRUPT naming "
+                 "LOCK", cairn_strerror(rc), err);
+    assert_null(db);
+    got = tu_read_file(victim, &len);
+    assert_non_null(got);
+    if (len != sizeof content - 1 || memcmp(got, content, len) != 0)
+        fail_msg("the file LOCK points to was rewritten (%zu bytes: \"%.*s\")", len, (int)len,
+                 (const char *)got);
+    free(got);
+
+    o.read_only = 1;
+    assert_int_equal(cairn_open(&db, dir, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+
+    tu_rmrf(other);
+    free(other);
+    free(victim);
+    free(lock);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -777,6 +825,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_and_seals,
             dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_lock_that_is_a_symlink_is_refused_and_its_target_untouched, dir_setup,
+            dir_teardown),
     };
     return cmocka_run_group_tests_name("lock", tests, NULL, NULL);
 }

@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cairn.h"
 #include "cairn_sys.h"
@@ -772,6 +775,166 @@ static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
     open_all(f, 0);
 }
 
+static const char victim_bytes[] = "a file outside the store that must keep its bytes\n";
+
+static void victim_unchanged(const char *path)
+{
+    size_t len = 0;
+    uint8_t *b = tu_read_file(path, &len);
+    assert_non_null(b);
+    if (len != sizeof victim_bytes - 1 || memcmp(b, victim_bytes, len) != 0)
+        fail_msg("%s was written through a symlink (%zu bytes now)", path, len);
+    free(b);
+}
+
+/* Symlinks planted under the index file's names: a checkpoint replaces a
+ * symlinked temp (mem-<seq>.cmx.tmp) instead of writing through it, and
+ * what it renames into place is a regular file; a symlinked index file is
+ * not read: the state is rebuilt from the log, and the writer removes the
+ * link, never the file it names. */
+static void a_planted_symlink_is_neither_written_through_nor_read(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char name[64], *tmp, *victim, *moved, *path, *e_before, *e;
+    cairn_mem_stats ms;
+    cairn_stats st;
+    struct stat sb;
+    long long size;
+
+    rnd_state = 11;
+    store_some(f, 0, 60, ids);
+    e_before = export_all(f);
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    snprintf(name, sizeof name, "mem-%016llx.cmx.tmp", (unsigned long long)st.last_seq);
+    victim = tu_join(f->parent, "victim");
+    assert_int_equal(tu_write_file(victim, victim_bytes, sizeof victim_bytes - 1), 0);
+    tmp = tu_join(f->dir, name);
+    assert_int_equal(symlink(victim, tmp), 0);
+
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    victim_unchanged(victim);
+    path = index_file(f->dir);
+    assert_non_null(path);
+    assert_int_equal(lstat(path, &sb), 0);
+    if (!S_ISREG(sb.st_mode))
+        fail_msg("%s is not a regular file after the checkpoint", path);
+    assert_int_equal(lstat(tmp, &sb), -1); /* renamed into place */
+    close_all(f);
+
+    /* The index file itself a symlink (to the real file, moved out). */
+    moved = tu_join(f->parent, "moved.cmx");
+    assert_int_equal(rename(path, moved), 0);
+    assert_int_equal(symlink(moved, path), 0);
+    size = tu_file_size(moved);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &ms), CAIRN_OK);
+    assert_int_equal(ms.index_rows, 0);
+    if (strstr(ms.index_note, "is a symlink; refusing to follow it") == NULL)
+        fail_msg("index note \"%s\" does not say the file is a symlink", ms.index_note);
+    cairn_mem_stats_free(&ms);
+    e = export_all(f);
+    assert_string_equal(e, e_before);
+    free(e);
+    assert_int_equal(lstat(path, &sb), -1); /* the writer removed the link */
+    assert_int_equal(tu_file_size(moved), size);
+    close_all(f);
+    open_all(f, 0);
+
+    free(tmp);
+    free(victim);
+    free(moved);
+    free(path);
+    free(e_before);
+}
+
+/* The child's I/O table: the process dies (as with kill -9) the moment the
+ * checkpoint would rename its finished temp file into place. */
+static int die_at_rename(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    if (strcmp(site, "memindex.rename") == 0)
+        _exit(0);
+    return cairn_io_default()->renameat(u, site, dirfd, from, to);
+}
+
+typedef struct temp_note {
+    char name[64];
+    uint64_t bytes;
+    int n, in_flight;
+} temp_note;
+
+static void note_temp(void *user, const char *file, uint64_t bytes, int in_flight)
+{
+    temp_note *t = user;
+    snprintf(t->name, sizeof t->name, "%s", file);
+    t->bytes = bytes;
+    t->in_flight = in_flight;
+    t->n++;
+}
+
+/* A process killed during a checkpoint leaves its mem-<seq>.cmx.tmp, as
+ * large as the index: listed (with its size) until the next writer open,
+ * which removes it; nothing is lost. */
+static void a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *tmp;
+    temp_note t;
+    uint64_t count = 0;
+    pid_t pid;
+    int st;
+
+    rnd_state = 3;
+    store_some(f, 0, 80, ids);
+    want = export_all(f);
+    close_all(f);
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cairn_io io = *cairn_io_default();
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_db *db = NULL;
+        cairn_mem *mem = NULL;
+        io.renameat = die_at_rename;
+        o.io = &io;
+        o.background = 0;
+        if (cairn_open(&db, f->dir, &o, NULL, 0) != CAIRN_OK ||
+            cairn_mem_open(db, NULL, &mem) != CAIRN_OK)
+            _exit(2);
+        (void)cairn_mem_checkpoint(mem);
+        _exit(3); /* the rename was never reached */
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+
+    tmp = tu_find_last(f->dir, ".tmp");
+    assert_non_null(tmp);
+    open_all(f, 1);
+    memset(&t, 0, sizeof t);
+    assert_int_equal(cairn_temp_files(f->db, note_temp, &t, &count), CAIRN_OK);
+    assert_int_equal(count, 1);
+    assert_int_equal(t.n, 1);
+    assert_non_null(strstr(tmp, t.name));
+    assert_int_equal(strncmp(t.name, "mem-", 4), 0);
+    assert_int_equal(t.bytes, (uint64_t)tu_file_size(tmp));
+    assert_true(t.bytes > 1000);
+    assert_int_equal(t.in_flight, 0);
+    close_all(f);
+
+    open_all(f, 0);
+    assert_int_equal(tu_file_size(tmp), -1); /* removed */
+    assert_int_equal(cairn_temp_files(f->db, NULL, NULL, &count), CAIRN_OK);
+    assert_int_equal(count, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(tmp);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -786,6 +949,8 @@ int main(void)
         T(a_damaged_term_is_not_written_on),
         T(a_lying_live_count_cannot_overflow_the_prune),
         T(checkpoints_while_threads_store_and_recall),
+        T(a_planted_symlink_is_neither_written_through_nor_read),
+        T(a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

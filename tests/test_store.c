@@ -1423,6 +1423,270 @@ static void test_a_version_1_io_table_is_read_without_reserve(void **state)
     assert_int_equal(cairn_open(&db, f->path, &o, err, sizeof err), CAIRN_EINVAL);
 }
 
+/* ------------------------------------------------------------------------
+ * Symlinks and temp files in the store directory.
+ * ---------------------------------------------------------------------- */
+
+static const char victim_bytes[] = "precious bytes of a file outside the store\n";
+
+/* A file outside the store with known content; returns its malloc'd path. */
+static char *make_victim(const char *dir, const char *name)
+{
+    char *p = tu_join(dir, name);
+    assert_int_equal(tu_write_file(p, victim_bytes, sizeof victim_bytes - 1), 0);
+    return p;
+}
+
+static void victim_unchanged(const char *path)
+{
+    size_t len = 0;
+    uint8_t *b = tu_read_file(path, &len);
+    assert_non_null(b);
+    if (len != sizeof victim_bytes - 1 || memcmp(b, victim_bytes, len) != 0)
+        fail_msg("%s was written through a symlink (%zu bytes now)", path, len);
+    free(b);
+}
+
+/* name in the store is a regular file, not a symlink. */
+static void is_regular(const char *store, const char *name)
+{
+    char *p = tu_join(store, name);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    if (!S_ISREG(st.st_mode))
+        fail_msg("%s is not a regular file (mode %o)", name, (unsigned)st.st_mode);
+    free(p);
+}
+
+static void plant_symlink(const char *store, const char *name, const char *target)
+{
+    char *p = tu_join(store, name);
+    assert_int_equal(symlink(target, p), 0);
+    free(p);
+}
+
+/* A roll writes MANIFEST.tmp and a seal <id>.seg.tmp: symlinks planted
+ * under those names are replaced, never written through, and what is
+ * renamed into place is a regular file of the store's own. */
+static void test_a_temp_name_planted_as_a_symlink_is_never_written_through(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 4096);
+    char *v1 = make_victim(f->dir, "victim-manifest");
+    char *v2 = make_victim(f->dir, "victim-seg");
+    seen all;
+
+    append_range(db, 0, 3);
+    /* Planted while the writer runs (a writer open removes temps). */
+    plant_symlink(f->path, "MANIFEST.tmp", v1);
+    plant_symlink(f->path, "0000000000000001.seg.tmp", v2);
+    assert_int_equal(cairn_roll(db), CAIRN_OK); /* new MANIFEST; inline seal of segment 1 */
+    victim_unchanged(v1);
+    victim_unchanged(v2);
+    is_regular(f->path, "MANIFEST");
+    is_regular(f->path, "0000000000000001.seg");
+    append_range(db, 3, 5);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->path, 0, 0, 0);
+    check_all(db, 5, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    victim_unchanged(v1);
+    victim_unchanged(v2);
+    free(v1);
+    free(v2);
+}
+
+static void expect_symlink_refused(const char *store, int read_only, const char *name)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "", want[128];
+    int rc;
+    o.read_only = read_only;
+    o.background = 0;
+    rc = cairn_open(&db, store, &o, err, sizeof err);
+    snprintf(want, sizeof want, "%s is a symlink; refusing to follow it", name);
+    if (rc != CAIRN_ECORRUPT || strstr(err, want) == NULL)
+        fail_msg("%s open with %s a symlink: %s (%s); expected CAIRN_ECORRUPT naming it",
+                 read_only ? "read-only" : "writer", name, cairn_strerror(rc), err);
+    assert_null(db);
+}
+
+/* A segment or MANIFEST that is a symlink is refused by every open, and the
+ * file it points to is never touched (a writer open would truncate the
+ * active segment's torn tail through it). */
+static void test_a_store_file_that_is_a_symlink_is_refused(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    char *log = tu_join(f->path, "0000000000000001.log");
+    char *moved = tu_join(f->dir, "moved.log");
+    char *man = tu_join(f->path, "MANIFEST");
+    char *moved_man = tu_join(f->dir, "moved-MANIFEST");
+    static const char junk[40] = "torn tail that a writer open truncates";
+    long long size;
+    int fd;
+    seen all;
+
+    append_range(db, 0, 3);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    fd = open(log, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    close(fd);
+    size = tu_file_size(log);
+    assert_int_equal(rename(log, moved), 0);
+    assert_int_equal(symlink(moved, log), 0);
+    expect_symlink_refused(f->path, 0, "0000000000000001.log");
+    expect_symlink_refused(f->path, 1, "0000000000000001.log");
+    assert_int_equal(tu_file_size(moved), size); /* not truncated */
+    assert_int_equal(unlink(log), 0);
+    assert_int_equal(rename(moved, log), 0);
+
+    assert_int_equal(rename(man, moved_man), 0);
+    assert_int_equal(symlink(moved_man, man), 0);
+    expect_symlink_refused(f->path, 0, "MANIFEST");
+    expect_symlink_refused(f->path, 1, "MANIFEST");
+    assert_int_equal(unlink(man), 0);
+    assert_int_equal(rename(moved_man, man), 0);
+
+    /* Put back, the store opens with every record (the torn tail cut). */
+    db = open_db(f->path, 0, 0, 0);
+    check_all(db, 3, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(log);
+    free(moved);
+    free(man);
+    free(moved_man);
+}
+
+typedef struct temps_seen {
+    char name[8][64];
+    uint64_t bytes[8];
+    int in_flight[8];
+    size_t n;
+} temps_seen;
+
+static void temp_seen(void *user, const char *file, uint64_t bytes, int in_flight)
+{
+    temps_seen *t = user;
+    if (t->n == 8)
+        fail_msg("more temp files than planted (%s)", file);
+    snprintf(t->name[t->n], sizeof t->name[t->n], "%s", file);
+    t->bytes[t->n] = bytes;
+    t->in_flight[t->n] = in_flight;
+    t->n++;
+}
+
+static const temps_seen *list_temps(cairn_db *db)
+{
+    static temps_seen t;
+    uint64_t count = 99;
+    memset(&t, 0, sizeof t);
+    assert_int_equal(cairn_temp_files(db, temp_seen, &t, &count), CAIRN_OK);
+    assert_int_equal(count, t.n);
+    return &t;
+}
+
+/* The listing has name with that size and in_flight flag. */
+static void has_temp(const temps_seen *t, const char *name, uint64_t bytes, int in_flight)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->name[i], name) == 0) {
+            assert_int_equal(t->bytes[i], bytes);
+            assert_int_equal(t->in_flight[i], in_flight);
+            return;
+        }
+    fail_msg("%s is not listed as a temp file", name);
+}
+
+static void plant_file(const char *store, const char *name, size_t len)
+{
+    char *p = tu_join(store, name), buf[5000];
+    assert_true(len <= sizeof buf);
+    memset(buf, 'q', len);
+    assert_int_equal(tu_write_file(p, buf, len), 0);
+    free(p);
+}
+
+static int exists(const char *store, const char *name)
+{
+    char *p = tu_join(store, name);
+    struct stat st;
+    int r = lstat(p, &st) == 0;
+    free(p);
+    return r;
+}
+
+/* Temp files a crash leaves (a checkpoint killed midway leaves one as large
+ * as the memory index) are listed with their sizes, are not damage, and
+ * are removed by the next writer open, which is the only time nothing can
+ * be writing them (the writer holds LOCK from open to close). Files that
+ * only look like temps are left alone. */
+static void test_stale_temp_files_are_listed_and_removed_at_the_next_writer_open(void **state)
+{
+    static const char *const temps[] = {
+        "mem-0000000000000003.cmx.tmp", "graph-0000000000000003.cgx.tmp", "MANIFEST.tmp",
+        "0000000000000009.seg.tmp",
+    };
+    static const size_t sizes[] = {4999, 7, 3, 11};
+    static const char *const others[] = {
+        "notes.tmp", "mem-xyz.cmx.tmp", "Mem-0000000000000003.cmx.tmp",
+        "mem-0000000000000003.cmx.tmp.old", "mem-000000000000003.cmx.tmp",
+    };
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0), *ro;
+    char *victim = make_victim(f->dir, "victim-temp");
+    const temps_seen *t;
+    uint64_t problems = 99;
+
+    append_range(db, 0, 3);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    for (size_t i = 0; i < 4; i++)
+        plant_file(f->path, temps[i], sizes[i]);
+    for (size_t i = 0; i < 5; i++)
+        plant_file(f->path, others[i], 5);
+    plant_symlink(f->path, "graph-0000000000000001.cgx.tmp", victim);
+
+    /* Listed, with sizes; no writer is live: leftovers. Not damage. */
+    ro = open_ro(f->path);
+    t = list_temps(ro);
+    assert_int_equal(t->n, 5);
+    for (size_t i = 0; i < 4; i++)
+        has_temp(t, temps[i], sizes[i], 0);
+    has_temp(t, "graph-0000000000000001.cgx.tmp", strlen(victim), 0); /* the link itself */
+    assert_int_equal(cairn_verify(ro, NULL, NULL, &problems), CAIRN_OK);
+    assert_int_equal(problems, 0);
+
+    /* The next writer open removes every one, and nothing else. */
+    db = open_db(f->path, 0, 0, 0);
+    for (size_t i = 0; i < 4; i++)
+        if (exists(f->path, temps[i]))
+            fail_msg("%s is still there after a writer open", temps[i]);
+    assert_false(exists(f->path, "graph-0000000000000001.cgx.tmp"));
+    victim_unchanged(victim);
+    for (size_t i = 0; i < 5; i++)
+        if (!exists(f->path, others[i]))
+            fail_msg("%s, not a temp file of the store, was removed", others[i]);
+    assert_int_equal(list_temps(ro)->n, 0);
+    assert_int_equal(list_temps(db)->n, 0);
+
+    /* While a writer is live, a temp may be in flight: the listing says so. */
+    plant_file(f->path, "mem-0000000000000004.cmx.tmp", 100);
+    t = list_temps(ro);
+    assert_int_equal(t->n, 1);
+    has_temp(t, "mem-0000000000000004.cmx.tmp", 100, 1);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    t = list_temps(ro);
+    has_temp(t, "mem-0000000000000004.cmx.tmp", 100, 0);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    reopen_expect_records(f->path, 3);
+    assert_false(exists(f->path, "mem-0000000000000004.cmx.tmp"));
+    free(victim);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1459,6 +1723,9 @@ int main(void)
         T(test_a_partly_failed_reservation_gives_back_what_it_took),
         T(test_a_reservation_left_by_a_crash_is_given_back),
         T(test_a_version_1_io_table_is_read_without_reserve),
+        T(test_a_temp_name_planted_as_a_symlink_is_never_written_through),
+        T(test_a_store_file_that_is_a_symlink_is_refused),
+        T(test_stale_temp_files_are_listed_and_removed_at_the_next_writer_open),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

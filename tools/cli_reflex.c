@@ -104,7 +104,7 @@ int cli_reflex_close(cli_ctx *ctx, cairn_db *db, cairn_reflex *r, int exit_code)
     cairn_reflex_close(r);
     rc = cairn_close(db);
     if (rc != CAIRN_OK && exit_code == CLI_EXIT_OK)
-        return cli_fail(ctx->cmd, rc, "closing the store");
+        return cli_fail_db(ctx->cmd, NULL, rc, "closing the store");
     return exit_code;
 }
 

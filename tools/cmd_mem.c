@@ -146,7 +146,7 @@ static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code)
     cli_embedder_done(&g_emb);
     rc = cairn_close(db);
     if (rc != CAIRN_OK && exit_code == CLI_EXIT_OK)
-        return cli_fail(ctx->cmd, rc, "closing the store");
+        return cli_fail_db(ctx->cmd, NULL, rc, "closing the store");
     return exit_code;
 }
 

@@ -47,16 +47,22 @@ const char cmd_verify_help[] =
     "store is opened read-only, so verify works while a writer runs (a torn\n"
     "tail of the active segment is then not a problem: it may be in flight).\n"
     "A damaged memory index or graph file loses nothing (each is rebuilt from\n"
-    "the log), but it is reported like any other problem.\n"
+    "the log), but it is reported like any other problem. Temporary files\n"
+    "(MANIFEST.tmp, *.seg.tmp, mem-*.cmx.tmp, graph-*.cgx.tmp) are listed but\n"
+    "are not problems: one left by a crash or a failed write is never read,\n"
+    "only takes space, and the next writer open removes it.\n"
     "\n"
     "Output (text): one line per problem, \"FILE@OFFSET: CODE: message\" (CODE\n"
     "a CAIRN_E* name, FILE relative to the store directory, OFFSET in bytes,\n"
-    "decimal); when there is none, \"ok: R records in S segments verified\"\n"
-    "(and \", memory index verified\", \", graph file verified\" for those there\n"
+    "decimal); one line per temporary file, \"note: FILE (N bytes): why\"; when\n"
+    "there is no problem, \"ok: R records in S segments verified\" (and\n"
+    "\", memory index verified\", \", graph file verified\" for those there\n"
     "are). With problems, stderr gets \"cairn: verify: N problem(s)\". Output\n"
     "(json): one object {\"ok\", \"records\", \"segments\", \"memory_index\" and\n"
     "\"graph\" (each \"verified\", \"damaged\", or null when there is none),\n"
-    "\"problems\": [{\"file\", \"offset\", \"code\", \"message\"}]}.\n"
+    "\"problems\": [{\"file\", \"offset\", \"code\", \"message\"}], \"temp_files\":\n"
+    "[{\"file\", \"bytes\", \"in_flight\" (true: a writer is live and may be\n"
+    "writing it)}]}.\n"
     "\n"
     "Options:\n"
     "  --format F    text (default) or json\n"
@@ -79,7 +85,10 @@ const char cmd_stats_help[] =
     "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped),\n"
     "and the memory index file: its size, the last seq it covers, the memories\n"
     "it holds, the memory records after it (replayed at open), and why a file\n"
-    "was set aside if one was (JSON: \"memory_index\").\n"
+    "was set aside if one was (JSON: \"memory_index\"); and each temporary\n"
+    "file in the store directory with its size (\"temp file:\" lines; JSON:\n"
+    "\"temp_files\": [{\"file\", \"bytes\", \"in_flight\"}]): one left by a crash\n"
+    "or a failed write is never read, and the next writer open removes it.\n"
     "Opened read-only, so it works while a writer runs.\n"
     "\n"
     "Options:\n"
@@ -177,6 +186,78 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* ---- temporary files (verify, stats) --------------------------------------- */
+
+typedef struct temp_file {
+    char *name;
+    uint64_t bytes;
+    int in_flight;
+} temp_file;
+
+typedef struct temp_list {
+    temp_file *v;
+    size_t n, cap;
+    int oom;
+} temp_list;
+
+static void temp_add(void *user, const char *file, uint64_t bytes, int in_flight)
+{
+    temp_list *l = user;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        temp_file *v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL) {
+            l->oom = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    if ((l->v[l->n].name = strdup(file)) == NULL) {
+        l->oom = 1;
+        return;
+    }
+    l->v[l->n].bytes = bytes;
+    l->v[l->n].in_flight = in_flight;
+    l->n++;
+}
+
+static void temp_free(temp_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].name);
+    free(l->v);
+}
+
+/* The store's temporary files into *l (CAIRN_ENOMEM if they do not fit). */
+static int temp_list_get(cairn_db *db, temp_list *l)
+{
+    int rc;
+    memset(l, 0, sizeof *l);
+    rc = cairn_temp_files(db, temp_add, l, NULL);
+    return rc == CAIRN_OK && l->oom ? CAIRN_ENOMEM : rc;
+}
+
+static const char *temp_why(const temp_file *t)
+{
+    return t->in_flight ? "a temporary file; a writer is live and may be writing it"
+                        : "a temporary file left by a crash or a failed write; never read, "
+                          "the next writer open removes it";
+}
+
+/* ,"temp_files":[...] */
+static void temp_json(const temp_list *l)
+{
+    printf(",\"temp_files\":[");
+    for (size_t i = 0; i < l->n; i++) {
+        printf("%s{\"file\":", i ? "," : "");
+        cli_json_put_string(stdout, l->v[i].name, strlen(l->v[i].name));
+        printf(",\"bytes\":%llu,\"in_flight\":%s}", (unsigned long long)l->v[i].bytes,
+               l->v[i].in_flight ? "true" : "false");
+    }
+    putchar(']');
+}
+
 /* ---- verify --------------------------------------------------------------- */
 
 typedef struct verify_out {
@@ -208,6 +289,7 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
     cairn_db *db = NULL;
     cairn_stats s;
+    temp_list tl = {NULL, 0, 0, 0};
     uint64_t problems = 0, mx_problems = 0, g_problems = 0;
     verify_out v = {0, 0};
     int checked = 0, g_checked = 0;
@@ -231,15 +313,26 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     problems += mx_problems + g_problems;
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &s);
+    if (rc == CAIRN_OK)
+        rc = temp_list_get(db, &tl);
     if (rc != CAIRN_OK) {
         if (v.json)
             printf("]}\n");
         rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+        temp_free(&tl);
         cairn_close(db);
         return rc;
     }
+    for (size_t i = 0; i < tl.n && !v.json; i++)
+        printf("note: %s (%llu bytes): %s\n", tl.v[i].name, (unsigned long long)tl.v[i].bytes,
+               temp_why(&tl.v[i]));
+    if (v.json) {
+        putchar(']');
+        temp_json(&tl);
+    }
+    temp_free(&tl);
     if (v.json)
-        printf("],\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s,"
+        printf(",\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s,"
                "\"graph\":%s}\n",
                problems ? "false" : "true", (unsigned long long)s.records,
                (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
@@ -288,6 +381,7 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     cairn_mem *mem = NULL;
     cairn_stats s;
     cairn_mem_stats ms;
+    temp_list tl = {NULL, 0, 0, 0};
     int json = 0;
     int rc = cli_output_args(ctx, spec, argc, argv, cmd_stats_help, &json);
     char ratio[32], t1[40], t2[40];
@@ -298,6 +392,8 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         return CLI_EXIT_FAIL;
     rc = cairn_stats_get(db, &s);
     if (rc == CAIRN_OK)
+        rc = temp_list_get(db, &tl);
+    if (rc == CAIRN_OK)
         rc = cairn_mem_open(db, NULL, &mem);
     if (rc == CAIRN_OK)
         rc = cairn_mem_stats_get(mem, &ms);
@@ -307,6 +403,7 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
             rc = cli_fail(ctx->cmd, rc, "%s", cairn_mem_errmsg(mem));
         else
             rc = cli_fail_db(ctx->cmd, db, rc, NULL);
+        temp_free(&tl);
         cairn_mem_close(mem);
         cairn_close(db);
         return rc;
@@ -350,8 +447,11 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
             cli_json_put_string(stdout, ms.index_note, strlen(ms.index_note));
         else
             printf("null");
-        printf("}}\n");
+        putchar('}');
+        temp_json(&tl);
+        printf("}\n");
         cairn_mem_stats_free(&ms);
+        temp_free(&tl);
         return CLI_EXIT_OK;
     }
     printf("%-19s %llu\n", "records:", (unsigned long long)s.records);
@@ -388,6 +488,13 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     }
     if (ms.index_note[0])
         printf("%-19s %s\n", "  note:", ms.index_note);
+    for (size_t i = 0; i < tl.n; i++)
+        printf("%-19s %s, %llu bytes (%s)\n", "temp file:", tl.v[i].name,
+               (unsigned long long)tl.v[i].bytes,
+               tl.v[i].in_flight ? "a writer is live and may be writing it"
+                                 : "left by a crash or a failed write; the next writer open "
+                                   "removes it");
     cairn_mem_stats_free(&ms);
+    temp_free(&tl);
     return CLI_EXIT_OK;
 }

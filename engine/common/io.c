@@ -118,6 +118,9 @@ const cairn_io *cairn_io_default(void)
 
 static int io_fail(cairn__err *e, int errnum, const char *what, const char *name)
 {
+    if (errnum == ENOSPC) /* say it plainly: this is the one an operator can fix */
+        return cairn__fail(e, CAIRN_EFULL, "%s %s: the disk is full (%s)", what,
+                           name ? name : "?", strerror(errnum));
     return cairn__fail(e, cairn__errno_status(errnum), "%s %s: %s", what, name ? name : "?",
                        strerror(errnum));
 }
@@ -125,7 +128,24 @@ static int io_fail(cairn__err *e, int errnum, const char *what, const char *name
 int cairn__io_open(const cairn_io *io, const char *site, int dirfd, const char *name,
                    int flags, int mode, int *fd, cairn__err *e)
 {
-    int r = io->openat(io->user, site, dirfd, name, flags, mode);
+    int fresh = (flags & O_CREAT) && (flags & O_TRUNC) && !(flags & O_EXCL);
+    int r;
+
+    if (fresh)
+        flags = (flags & ~O_TRUNC) | O_EXCL;
+    flags |= O_NOFOLLOW;
+    r = io->openat(io->user, site, dirfd, name, flags, mode);
+    if (r < 0 && fresh && errno == EEXIST) {
+        /* A file written from scratch is ours to replace: a temp file a
+         * crash left, or whatever was planted under its name. unlinkat
+         * removes a symlink itself, never its target; O_EXCL then makes
+         * sure the bytes go to a new regular file of our own. */
+        if (io->unlinkat(io->user, site, dirfd, name) != 0 && errno != ENOENT)
+            return io_fail(e, errno, "unlink", name);
+        r = io->openat(io->user, site, dirfd, name, flags, mode);
+    }
+    if (r < 0 && errno == ELOOP) /* O_NOFOLLOW met a symlink */
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s is a symlink; refusing to follow it", name);
     if (r < 0)
         return io_fail(e, errno, "open", name);
     *fd = r;

@@ -14,7 +14,15 @@
 #include "cairn_sys.h"
 #include "status.h"
 
-/* openat(dirfd, name) -> fd in *fd. */
+/* openat(dirfd, name) -> fd in *fd. Every file of a store is opened here,
+ * and never through a symlink: O_NOFOLLOW is added to flags, and a name
+ * that is a symlink is CAIRN_ECORRUPT ("NAME is a symlink; refusing to
+ * follow it"): a store holds only regular files, and one planted link must
+ * not make the engine read or write a file outside it. O_CREAT | O_TRUNC
+ * without O_EXCL means "write this file from scratch" (temp files, a
+ * .damaged copy): it is created with O_EXCL instead, after unlinking
+ * whatever already has the name (a stale temp, a planted symlink), so the
+ * bytes always go to a new regular file. */
 int cairn__io_open(const cairn_io *io, const char *site, int dirfd, const char *name,
                    int flags, int mode, int *fd, cairn__err *e);
 void cairn__io_close(const cairn_io *io, const char *site, int fd);

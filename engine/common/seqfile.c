@@ -35,6 +35,33 @@ int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *n, uint64_t *
     return end == n + pl + 16;
 }
 
+static int lower(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+
+int cairn__seqfile_is_temp(const char *n)
+{
+    size_t len = strlen(n), i = 0, j;
+    if (len < 4 || strcmp(n + len - 4, ".tmp") != 0)
+        return 0;
+    len -= 4;
+    while (i < len && lower(n[i]))
+        i++;
+    if (i == 0 || i >= len || n[i] != '-')
+        return 0;
+    i++; /* past the prefix */
+    for (j = i; j < i + 16; j++)
+        if (j >= len || !((n[j] >= '0' && n[j] <= '9') || (n[j] >= 'a' && n[j] <= 'f')))
+            return 0;
+    if (j >= len || n[j] != '.' || len - j - 1 < 1 || len - j - 1 > 8)
+        return 0;
+    for (j++; j < len; j++)
+        if (!lower(n[j]))
+            return 0;
+    return 1;
+}
+
 void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, size_t cap)
 {
     snprintf(out, cap, "%s%016" PRIx64 "%s", k->prefix, seq, k->suffix);

@@ -3,7 +3,9 @@
  * hex digits + SUFFIX ("mem-00000000000003e8.cmx"): the derived files
  * (memory index, graph file) that cache a fold of the log up to that seq.
  * Finding the newest usable one, mapping it, and removing the older ones
- * are the same for every kind.
+ * are the same for every kind. A kind's prefix is lowercase letters ending
+ * in '-' and its suffix '.' and 1..8 lowercase letters (see
+ * cairn__seqfile_is_temp).
  */
 #ifndef CAIRN_SEQFILE_H
 #define CAIRN_SEQFILE_H
@@ -25,6 +27,12 @@ extern const cairn__seqfile_kind cairn__seqfile_graph;
 
 /* The seq a file name of this kind carries; 0 if it is not one. */
 int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *name, uint64_t *seq);
+
+/* Is name the temp file (NAME.tmp, written and then renamed over NAME) of
+ * a file of any kind? Every kind's prefix is lowercase letters ending in
+ * '-' and its suffix '.' and 1..8 lowercase letters, so this needs no list
+ * of the kinds: a kind added later is covered too. */
+int cairn__seqfile_is_temp(const char *name);
 
 /* The file name of this kind for seq into out (cap bytes). */
 void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, size_t cap);

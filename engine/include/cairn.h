@@ -125,7 +125,9 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
  * still waiting for it, release the lock and free the handle. Accepts NULL.
  * Returns the first error met while flushing, or CAIRN_EDEAD if the handle
  * had died earlier (records acknowledged in none/batch mode before the
- * failure may be lost; reopen to see what was kept). The handle is freed
+ * failure may be lost; reopen to see what was kept); if background work
+ * killed it and no call has reported that yet, its status instead (a full
+ * disk: CAIRN_EFULL). The handle is freed
  * regardless. A failure to seal here is not an error: nothing is lost and
  * the next open seals. */
 int cairn_close(cairn_db *db);
@@ -194,7 +196,12 @@ typedef struct cairn_record {
  * batch_ms (see README "Durability").
  * Errors: CAIRN_EINVAL, CAIRN_ETOOBIG, CAIRN_EPERM (read-only), CAIRN_EDEAD,
  * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. After CAIRN_EIO/EFULL from a sync
- * the handle is dead (CAIRN_EDEAD from then on): reopen the store. */
+ * the handle is dead (CAIRN_EDEAD from then on): reopen the store. When
+ * work no call waits for killed the handle (a write or sync of the
+ * background threads, a seal after a roll or at open, a checkpoint at
+ * close), the first call to find it dead returns that failure's status and
+ * message (a full disk: CAIRN_EFULL, "... the disk is full ..."), and
+ * CAIRN_EDEAD from then on. */
 int cairn_append(cairn_db *db, const cairn_entry *entry, uint64_t *seq_out);
 
 /* Append n records as one commit (one write, one fsync in `full`). They get
@@ -310,6 +317,23 @@ typedef void (*cairn_verify_fn)(void *user, const char *file, uint64_t offset, i
  * active segment is a problem unless a writer holds the lock (then the
  * bytes may be in flight). */
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out);
+
+/* Called by cairn_temp_files() once per temporary file. `file` is relative
+ * to the store directory, `bytes` its size; `in_flight` is 1 when a writer
+ * holds the lock (it may be writing the file right now), 0 when none does
+ * (the file is a leftover). */
+typedef void (*cairn_temp_fn)(void *user, const char *file, uint64_t bytes, int in_flight);
+
+/* List the store's temporary files: MANIFEST.tmp, <id>.seg.tmp and the
+ * memory index's and graph file's mem-*.cmx.tmp and graph-*.cgx.tmp. The
+ * writer writes each and renames it into place; one left by a crash (a
+ * checkpoint killed midway leaves one as large as the index) or a failed
+ * write is never read, only wastes space, and the next writer open
+ * removes it. They are not damage: cairn_verify does not count them.
+ * Calls fn (may be NULL) per file; *count_out (may be NULL) gets their
+ * number. Never modifies the store. Errors: CAIRN_EIO (the directory
+ * cannot be read). */
+int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count_out);
 
 /* ---------------------------------------------------------------------------
  * Memories (engine/memory): store, get, update, delete and recall, over the

@@ -16,7 +16,11 @@
  *  - none: written every batch_ms, never fsynced except at roll and close.
  * A failed write or fsync kills the handle (CAIRN_EDEAD afterwards): after
  * a failed fsync the kernel may have dropped the dirty pages, so no retry
- * could be trusted. Reopening recovers the valid prefix.
+ * could be trusted. Reopening recovers the valid prefix. The first error a
+ * caller sees names the cause: when deferred work (the background threads,
+ * a seal after a roll or at open, a checkpoint at close) met the failure,
+ * the next call reports its status (a full disk: CAIRN_EFULL) before any
+ * CAIRN_EDEAD.
  *
  * Roll: fdatasync the full segment, create the next one (header, fsync,
  * directory fsync), then swap in a manifest that lists the old one as CLOSED
@@ -27,6 +31,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #ifdef __linux__
@@ -40,19 +45,54 @@
 #include "io.h"
 #include "record.h"
 
+/* Set while this thread runs work whose caller drops its error: the
+ * background threads, the seal after a roll and at open, a checkpoint at
+ * close (cairn__deferred_begin). */
+static _Thread_local int deferred;
+
+int cairn__deferred_begin(void)
+{
+    int was = deferred;
+    deferred = 1;
+    return was;
+}
+
+void cairn__deferred_end(int was)
+{
+    deferred = was;
+}
+
+/* mu held. */
 static int kill_handle(cairn_db *db, int rc, const cairn__err *e)
 {
-    if (!db->dead)
+    if (!db->dead) {
         db->dead = rc;
+        /* Nobody will be told of a failure deferred work met: the next
+         * call that finds the handle dead reports it (check_writable). */
+        db->dead_untold = deferred;
+        snprintf(db->dead_msg, sizeof db->dead_msg, "%s",
+                 e != NULL && e->msg[0] ? e->msg : cairn_strerror(rc));
+    }
     pthread_cond_broadcast(&db->sync_cv);
     cairn__waitword_bump(&db->synced);
     return cairn__db_fail(db, rc, e);
 }
 
+/* mu held. A failure that killed the handle is reported once with its own
+ * status (a full disk: CAIRN_EFULL) by the first call to find the handle
+ * dead when deferred work met it and no caller was told; CAIRN_EDEAD
+ * afterwards, and whenever the caller that met it got its status. */
 static int check_writable(cairn_db *db)
 {
     if (db->read_only)
         return cairn__db_failf(db, CAIRN_EPERM, "handle is read-only");
+    if (db->dead && db->dead_untold) {
+        if (!deferred)
+            db->dead_untold = 0;
+        return cairn__db_failf(db, db->dead, "%s (met earlier by work no call waited for; "
+                                             "this handle can write no more: reopen the store)",
+                               db->dead_msg);
+    }
     if (db->dead)
         return cairn__db_failf(db, CAIRN_EDEAD, "handle failed earlier (%s); reopen the store",
                                cairn_strerror(db->dead));
@@ -531,7 +571,8 @@ int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
     return roll_locked(db, seq_floor);
 }
 
-int cairn__seal_pending(cairn_db *db)
+/* Seal every CLOSED segment, oldest first; stops at the first failure. */
+static int seal_all(cairn_db *db)
 {
     int rc = CAIRN_OK;
 
@@ -558,13 +599,20 @@ int cairn__seal_pending(cairn_db *db)
     return rc;
 }
 
+int cairn__seal_pending(cairn_db *db)
+{
+    int was = cairn__deferred_begin(), rc = seal_all(db);
+    cairn__deferred_end(was);
+    return rc;
+}
+
 int cairn_seal(cairn_db *db)
 {
     int rc;
     pthread_mutex_lock(&db->mu);
     rc = check_writable(db);
     pthread_mutex_unlock(&db->mu);
-    return rc != CAIRN_OK ? rc : cairn__seal_pending(db);
+    return rc != CAIRN_OK ? rc : seal_all(db);
 }
 
 int cairn_roll(cairn_db *db)
@@ -576,7 +624,7 @@ int cairn_roll(cairn_db *db)
         rc = roll_locked(db, 0);
     pthread_mutex_unlock(&db->mu);
     if (rc == CAIRN_OK && !db->background)
-        rc = cairn__seal_pending(db);
+        rc = seal_all(db);
     return rc;
 }
 
@@ -755,6 +803,7 @@ static void *flusher_main(void *arg)
 {
     cairn_db *db = arg;
 
+    (void)cairn__deferred_begin(); /* nobody is told of what this thread meets */
     pthread_mutex_lock(&db->mu);
     while (!db->bg_stop) {
         struct timespec until;
@@ -794,6 +843,7 @@ static void *sealer_main(void *arg)
     (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 #endif
 
+    (void)cairn__deferred_begin(); /* nobody is told of what this thread meets */
     pthread_mutex_lock(&db->mu);
     while (!db->bg_stop) {
         if (db->seal_pending && !db->dead) {

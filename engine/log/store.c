@@ -418,12 +418,18 @@ int cairn__refresh(cairn_db *db)
 static int take_lock(cairn_db *db, cairn__err *e)
 {
     char buf[32];
-    int n;
+    int n, rc;
 
-    db->lockfd = openat(db->dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (db->lockfd < 0)
-        return cairn__fail(e, cairn__errno_status(errno), "open %s/LOCK: %s", db->path,
-                           strerror(errno));
+    /* Through the I/O layer: never a symlink (the pid written below would
+     * land in whatever file it names), and never unlinked or replaced (a
+     * second LOCK file would let a second writer in). */
+    rc = cairn__io_open(db->io, "lock.open", db->dirfd, LOCK_NAME, O_RDWR | O_CREAT, 0644,
+                        &db->lockfd, e);
+    if (rc != CAIRN_OK) {
+        char why[sizeof e->msg];
+        memcpy(why, e->msg, sizeof why);
+        return cairn__fail(e, rc, "store %s: %s", db->path, why);
+    }
     /* A reader's cairn_verify() holds a shared lock for an instant to see
      * whether a writer lives; a few 1 ms retries keep that from looking
      * like a second writer. A real writer holds the lock for its lifetime. */
@@ -527,11 +533,10 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
     rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
         const char *n = de->d_name;
-        size_t len = strlen(n);
         const manifest_entry *x;
         uint64_t id;
         int orphan = 0;
-        if (strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0))
+        if (cairn__temp_name(n)) /* this writer's lock: nobody is writing it */
             orphan = !sealed_logs;
         else if (parse_seg_name(n, "log", &id))
             orphan = (x = find_entry(m, id)) == NULL ? !sealed_logs
@@ -851,8 +856,8 @@ int cairn_close(cairn_db *db)
         return CAIRN_OK;
     cairn__bg_stop(db);
     pthread_mutex_lock(&db->mu);
-    if (db->dead && db->view != NULL)
-        rc = CAIRN_EDEAD; /* records acknowledged before the failure may be lost */
+    if (db->dead && db->view != NULL) /* records acknowledged before it may be lost */
+        rc = db->dead_untold ? db->dead : CAIRN_EDEAD; /* the cause, if nobody was told */
     if (!db->read_only && !db->dead && db->act != NULL) {
         cairn__err e;
         rc = cairn__flush_locked(db);

@@ -96,6 +96,9 @@ struct cairn_db {
     pthread_cond_t append_cv; /* an appender has encoded its records */
     int64_t last_flush_ms;
     int dead;                 /* != 0: the status that killed the handle (mu) */
+    int dead_untold;          /* deferred work met it and no call has returned it
+                                 yet: the next one will, instead of CAIRN_EDEAD (mu) */
+    char dead_msg[CAIRN_ERRMSG_MAX]; /* the message of that failure (mu) */
     int seal_pending;         /* closed segments await sealing (mu) */
     int bg_stop;
     int bg_running;
@@ -114,6 +117,22 @@ struct cairn_db {
     pthread_mutex_t err_mu;
     cairn__err err;
 };
+
+/* Is name a temp file of the store (MANIFEST.tmp, <id>.seg.tmp, a derived
+ * file's temp)? A writer open removes every one (temps.c). */
+int cairn__temp_name(const char *name);
+/* Does a writer hold the store's lock (this handle, if it is the writer)?
+ * A read-only handle probes with a shared, non-blocking flock on LOCK. */
+int cairn__writer_live(cairn_db *db);
+
+/* Work whose caller drops its error (the background threads, the seal
+ * after a roll and at open and close, a checkpoint at close) runs between
+ * these, on its thread: if it meets a failure that kills the handle, the
+ * next call that finds the handle dead returns that failure's status and
+ * message instead of CAIRN_EDEAD, so the first error anyone sees names the
+ * cause (a full disk: CAIRN_EFULL). begin returns what end restores. */
+int cairn__deferred_begin(void);
+void cairn__deferred_end(int was);
 
 /* Record the message of `e` on the handle and return code. */
 int cairn__db_fail(cairn_db *db, int code, const cairn__err *e);
@@ -194,6 +213,10 @@ int cairn__sync_unsealed(cairn_db *db);
 int cairn__flush_locked(cairn_db *db);
 int cairn__bg_start(cairn_db *db);
 void cairn__bg_stop(cairn_db *db);
+/* Seal every closed segment: deferred work (its callers drop the error:
+ * the sealer thread, a roll's append, open and close), so a failure that
+ * kills the handle is reported by the next call. cairn_seal and cairn_roll
+ * report theirs at once. */
 int cairn__seal_pending(cairn_db *db);
 
 #endif /* CAIRN_STORE_H */

@@ -42,22 +42,6 @@ static void sealed_problem(void *user, uint64_t off, int code, const char *msg)
     problem(c, c->file, off, code, msg);
 }
 
-static int writer_live(cairn_db *db)
-{
-    int fd, live = 0;
-    if (!db->read_only)
-        return 1; /* we are the writer */
-    fd = openat(db->dirfd, LOCK_NAME, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    if (flock(fd, LOCK_SH | LOCK_NB) != 0)
-        live = errno == EWOULDBLOCK;
-    else
-        flock(fd, LOCK_UN);
-    close(fd);
-    return live;
-}
-
 /* Scan a log-form segment from its header, through the fd the view pinned
  * (the sealer may unlink the name at any moment; the fd keeps the file). */
 static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg_ref *s,
@@ -189,7 +173,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
     pthread_mutex_unlock(&db->mu);
     if (rc != CAIRN_OK)
         problem(&c, MANIFEST_NAME, 0, rc, cairn_errmsg(db));
-    live = writer_live(db);
+    live = cairn__writer_live(db);
     report_lost_tail(db, &c, v);
     for (size_t i = 0; i < v->m.n; i++) {
         const manifest_entry *x = &v->m.e[i];

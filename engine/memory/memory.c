@@ -800,9 +800,12 @@ void cairn_mem_close(cairn_mem *m)
      * open replay more. */
     if (m->opened && !m->db->read_only &&
         (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)) {
+        /* Deferred: a failure that kills the handle is cairn_close's. */
+        int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
         (void)checkpoint_locked(m, 1);
         pthread_mutex_unlock(&m->mu);
+        cairn__deferred_end(was);
     }
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;

@@ -331,8 +331,13 @@ void cairn_reflex_close(cairn_reflex *r)
 {
     if (r == NULL)
         return;
-    if (!r->db->read_only && !r->stale && r->delta_records >= R_CHECKPOINT_MIN)
-        (void)checkpoint_locked(r, 1); /* a failure costs a longer replay next time */
+    if (!r->db->read_only && !r->stale && r->delta_records >= R_CHECKPOINT_MIN) {
+        /* A failure costs a longer replay next time; one that kills the
+         * handle is reported by cairn_close (deferred). */
+        int was = cairn__deferred_begin();
+        (void)checkpoint_locked(r, 1);
+        cairn__deferred_end(was);
+    }
     free_state(r);
     pthread_mutex_destroy(&r->mu);
     free(r);

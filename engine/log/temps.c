@@ -1,0 +1,89 @@
+/*
+ * temps.c - the temporary files of a store, and whether a writer is live.
+ *
+ * Every file the engine writes from scratch is written as NAME.tmp and
+ * renamed over NAME once complete and synced (cairn__io_publish):
+ * MANIFEST.tmp, <id>.seg.tmp (a seal), and the derived files' temps
+ * <prefix><seq><suffix>.tmp (seqfile.h: mem-*.cmx.tmp, graph-*.cgx.tmp).
+ * Only a writer handle writes them, and a writer holds the LOCK flock from
+ * its open to its close (format-spec/lock.md). So when a writer opens, no
+ * temp is being written: any there was left by a crash (kill -9 during a
+ * checkpoint leaves one as large as the index) or by a failed write, and
+ * the open removes it (store.c, remove_orphans, through cairn__temp_name).
+ * Between writer opens they are only listed (cairn_temp_files, which
+ * `cairn verify` and `cairn stats` print): nothing ever reads a temp, so
+ * one is wasted space, not damage.
+ */
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "seqfile.h"
+
+int cairn__temp_name(const char *n)
+{
+    size_t len = strlen(n);
+
+    /* Any name ending in .seg.tmp, as format-spec/manifest.md has it. */
+    return strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0) ||
+           cairn__seqfile_is_temp(n);
+}
+
+int cairn__writer_live(cairn_db *db)
+{
+    int fd, live = 0;
+
+    if (!db->read_only)
+        return 1; /* we are the writer */
+    /* Missing (or a symlink, which no writer would use): not live. */
+    if (cairn__io_open(db->io, "lock.probe", db->dirfd, LOCK_NAME, O_RDONLY, 0, &fd, NULL) !=
+        CAIRN_OK)
+        return 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+        live = errno == EWOULDBLOCK;
+    else
+        flock(fd, LOCK_UN);
+    cairn__io_close(db->io, "lock.probe", fd);
+    return live;
+}
+
+int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count_out)
+{
+    int fd = dup(db->dirfd), in_flight;
+    uint64_t count = 0;
+    DIR *d;
+    struct dirent *de;
+
+    if (count_out != NULL)
+        *count_out = 0;
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return cairn__db_failf(db, CAIRN_EIO, "read directory %s: %s", db->path, strerror(err));
+    }
+    in_flight = cairn__writer_live(db);
+    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (!cairn__temp_name(de->d_name))
+            continue;
+        /* The entry itself, even a symlink: a writer open removes it too. */
+        if (fstatat(db->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue; /* gone meanwhile (renamed into place, or removed) */
+        count++;
+        if (fn != NULL)
+            fn(user, de->d_name, (uint64_t)st.st_size, in_flight);
+    }
+    closedir(d);
+    if (count_out != NULL)
+        *count_out = count;
+    return CAIRN_OK;
+}
