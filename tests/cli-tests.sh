@@ -366,8 +366,30 @@ run --store "$E" --embed-cmd "cat >/dev/null; echo '[1,\"x\",3]'" --embed-name t
 check "an answer that is not numbers is an error" sh -c "[ $rc -eq 1 ] && grep -q 'not a number' err"
 run --store "$E" --embed-cmd "sleep 5" --embed-name toy --embed-timeout 1 add "sixth memory"
 check "a slow --embed-cmd times out" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' err"
+# timed_run CMD...: run the tool with stdout and stderr through a pipe (as
+# $(cairn ...) or `cairn | less` would), so a process left holding them keeps
+# the pipeline waiting; ./out gets both, $rc the tool's status, $secs the time.
+timed_run() {
+    t0=$(date +%s)
+    { "$CAIRN" "$@"; echo $? >"$T/rc"; } 2>&1 | cat >out
+    secs=$(($(date +%s) - t0))
+    rc=$(cat "$T/rc")
+    : >err
+}
+printf '#!/bin/sh\ncat >/dev/null\nsleep 20\necho "[1, 2, 3]"\n' >"$T/slow-emb.sh"
+chmod +x "$T/slow-emb.sh"
+timed_run --store "$E" --embed-cmd "$T/slow-emb.sh" --embed-name toy --embed-timeout 1 add "seventh memory"
+check "a timed-out --embed-cmd is killed with its children (the pipeline ends in $secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' out && [ $secs -lt 8 ]"
+timed_run --store "$E" --embed-cmd "cat >/dev/null; echo '[4, 5, 6]'; sleep 20 &" --embed-name toy --embed-timeout 10 add "eighth memory"
+check "an --embed-cmd that answers and exits is not kept waiting for a child holding its output ($secs s)" sh -c "[ $rc -eq 0 ] && [ $secs -lt 8 ]"
+run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3] and more'" --embed-name toy add "ninth memory"
+check "an answer with text after the vector is an error" sh -c "[ $rc -eq 1 ] && grep -q 'after the array' err"
+run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3][4]'" --embed-name toy add "tenth memory"
+check "an answer of two arrays on one line is an error" sh -c "[ $rc -eq 1 ] && grep -q 'after the array' err"
+run --store "$E" --embed-cmd "cat >/dev/null; printf '[1, 2, 3] \\t\\r\\n'" --embed-name toy add "eleventh memory"
+check "white space after the vector is fine" rc_is 0
 run --store "$E" --no-embed export --format json
-check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory' out"
+check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && grep -q 'eighth memory' out && grep -q 'eleventh memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory\|seventh memory\|ninth memory\|tenth memory' out"
 # ---- remember (--llm-cmd) and merge ------------------------------------------------
 R=$T/remember
 printf '[{"role":"user","content":"I prefer TypeScript over JavaScript"}]' >"$T/conv.json"
@@ -383,6 +405,10 @@ run --store "$R" remember --llm-cmd "$T/llm.sh" --explain "$T/conv.json"
 check "remember skips what is already stored" sh -c "[ $rc -eq 0 ] && grep -qx 'stored: 0' out && grep -q 'already stored' out"
 run --store "$R" remember --llm-cmd "cat >/dev/null; echo '[{\"content\":\"x\",\"importance\":7}]'" "$T/conv.json"
 check "a malformed LLM answer is an error naming the field" sh -c "[ $rc -eq 1 ] && grep -q 'importance' err"
+printf '#!/bin/sh\ncat >/dev/null\nsleep 20\necho "[]"\n' >"$T/slow-llm.sh"
+chmod +x "$T/slow-llm.sh"
+timed_run --store "$R" --embed-timeout 1 remember --llm-cmd "$T/slow-llm.sh" "$T/conv.json"
+check "a timed-out --llm-cmd is killed with its children (the pipeline ends in $secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'no answer within' out && [ $secs -lt 8 ]"
 run --store "$R" remember "$T/conv.json"
 check "remember without an LLM fails with the seed's error" sh -c "[ $rc -eq 1 ] && grep -q 'LLM function required' err"
 run --store "$R" export --format json
