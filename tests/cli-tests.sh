@@ -382,6 +382,8 @@ timed_run --store "$E" --embed-cmd "$T/slow-emb.sh" --embed-name toy --embed-tim
 check "a timed-out --embed-cmd is killed with its children (the pipeline ends in $secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' out && [ $secs -lt 8 ]"
 timed_run --store "$E" --embed-cmd "cat >/dev/null; echo '[4, 5, 6]'; sleep 20 &" --embed-name toy --embed-timeout 10 add "eighth memory"
 check "an --embed-cmd that answers and exits is not kept waiting for a child holding its output ($secs s)" sh -c "[ $rc -eq 0 ] && [ $secs -lt 8 ]"
+timed_run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3]'; exec >&- 2>&-; sleep 20" --embed-name toy --embed-timeout 1 add "twelfth memory"
+check "an --embed-cmd that closes its output but does not exit times out ($secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'did not exit within' out && [ $secs -lt 8 ]"
 run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3] and more'" --embed-name toy add "ninth memory"
 check "an answer with text after the vector is an error" sh -c "[ $rc -eq 1 ] && grep -q 'after the array' err"
 run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3][4]'" --embed-name toy add "tenth memory"
@@ -389,7 +391,7 @@ check "an answer of two arrays on one line is an error" sh -c "[ $rc -eq 1 ] && 
 run --store "$E" --embed-cmd "cat >/dev/null; printf '[1, 2, 3] \\t\\r\\n'" --embed-name toy add "eleventh memory"
 check "white space after the vector is fine" rc_is 0
 run --store "$E" --no-embed export --format json
-check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && grep -q 'eighth memory' out && grep -q 'eleventh memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory\|seventh memory\|ninth memory\|tenth memory' out"
+check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && grep -q 'eighth memory' out && grep -q 'eleventh memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory\|seventh memory\|ninth memory\|tenth memory\|twelfth memory' out"
 # ---- remember (--llm-cmd) and merge ------------------------------------------------
 R=$T/remember
 printf '[{"role":"user","content":"I prefer TypeScript over JavaScript"}]' >"$T/conv.json"
