@@ -60,7 +60,10 @@ out_is() { [ "$(cat out)" = "$1" ]; }
 # The JSON checks need jq: without it they fail (never pass unchecked).
 have_jq() { command -v jq >/dev/null 2>&1; }
 have_jq || echo "# jq is not installed (sh tools/install-deps.sh): the JSON checks will fail"
-valid_json_lines() { have_jq && jq -e . out >/dev/null 2>&1; }
+# (jq 1.6's -e exits 0 on empty input: an empty ./out must fail too.)
+valid_json_lines() { have_jq && [ -s out ] && jq -e . out >/dev/null 2>&1; }
+# jq_ok FILTER: the JSON in ./out passes the jq filter (fails without jq).
+jq_ok() { have_jq && [ -s out ] && jq -e "$1" out >/dev/null 2>&1; }
 
 S="--store $T/s"
 
@@ -324,7 +327,7 @@ run --store "$S" search "PowerShell arrays"
 check "search prints the seed's JSON" sh -c "[ $rc -eq 0 ] && grep -q '\"Query\":.*\"PowerShell arrays\"' out && grep -q '\"Count\":.*1' out && grep -q '\"Source\":.*\"Unified\"' out && grep -q '\"Name\":.*\"powershell-arrays\"' out && grep -q '\"Path\":.*\"mem/powershell-arrays.md\"' out && grep -q '\"Diagnostic\"' out"
 want=$(printf '%s' "PowerShell arrays need @() to stay arrays" | sha256sum | cut -c1-64)
 check "search's Hash is the SHA-256 of the content" grep -q "\"Hash\":.*\"$want\"" out
-check "search output is valid JSON" sh -c "jq -e .Results out >/dev/null 2>&1"
+check "search output is valid JSON" jq_ok .Results
 run --store "$S" stats --json
 check "search writes nothing (no access records)" sh -c "grep -q '$recs_before' out"
 run --store "$S" search "bad<query"
@@ -441,7 +444,7 @@ check "context refuses an unknown format (exit 64)" rc_is 64
 X=$T/fmt
 run --store "$X" init --format json
 check "init --format json prints the settings" sh -c "[ $rc -eq 0 ] && grep -q '\"durability\":\"batch\"' out && grep -q '\"segment_size\":67108864' out"
-check "init --format json is valid JSON" sh -c "jq -e .store out >/dev/null 2>&1"
+check "init --format json is valid JSON" jq_ok .store
 run --store "$X" log --format json '{"a":1}' '{"b":2}'
 check "log --format json prints one {seq} a record" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '{\"seq\":1}
 {\"seq\":2}' ]"
@@ -456,7 +459,7 @@ check "checkpoint writes the memory index" sh -c "[ $rc -eq 0 ] && grep -q 'memo
 check "checkpoint of a store with no graph records writes no graph file" sh -c "grep -q '^graph file: none (no graph records)' out && ! ls '$X'/graph-*.cgx >/dev/null 2>&1"
 run --store "$X" verify --format json
 check "verify --format json: ok, the index verified" sh -c "[ $rc -eq 0 ] && grep -q '\"ok\":true' out && grep -q '\"memory_index\":\"verified\"' out"
-check "verify --format json is valid JSON" sh -c "jq -e '.problems | length == 0' out >/dev/null 2>&1"
+check "verify --format json is valid JSON" jq_ok '.problems | length == 0'
 run --store "$X" stats --format json
 check "stats shows the memory index" sh -c "grep -q '\"memory_index\":{\"bytes\":[1-9]' out && grep -q '\"memories\":2' out"
 mx=$(ls "$X"/mem-*.cmx)
@@ -486,8 +489,6 @@ run --store "$Y" import --format json "$T/one.json" --json
 check "import --json counts as JSON" out_is '{"imported":1,"skipped":0}'
 
 # ---- reflexion: episodes, the causal graph, patterns ---------------------------------
-# jq_ok FILTER: the JSON in ./out passes the jq filter (fails without jq).
-jq_ok() { have_jq && jq -e "$1" out >/dev/null 2>&1; }
 # field NAME: the value of a "NAME: value" line of ./out.
 field() { sed -n "s/^$1: *//p" out | head -n 1; }
 RF="--store $T/reflex"
