@@ -317,6 +317,32 @@ run --store "$T/mdstore" import --from markdown "$T/mdir"
 check "import --from markdown takes every .md file" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run --store "$T/mdstore" export --format json
 check "a markdown memory keeps its name and path" sh -c "grep -q '\"name\":.*\"alpha\"' out && grep -q 'mdir/alpha.md' out"
+# a FIFO named *.md must not hang the import (holding the writer lock), a
+# file that cannot be read must not stop the files after it
+MD=$T/mdmix
+mkdir -p "$MD/xdir.md" && printf 'note one\n' >"$MD/a.md" && mkfifo "$MD/x.md" && ln -s "$MD/missing" "$MD/y.md" &&
+    printf 'note four\n' >"$MD/z.md" && printf 'linked note\n' >"$T/linked.txt" && ln -s "$T/linked.txt" "$MD/w.md"
+timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD/" >out 2>err
+rc=$?
+check "import --from markdown finishes past a FIFO (exit 1: a file failed)" rc_is 1
+check "the summary counts what was imported, skipped and failed" sh -c "grep -qx 'imported: 3' out && grep -qx 'skipped: 2' out && grep -qx 'failed: 1' out"
+check "the FIFO and the directory named *.md are skipped, a line each" sh -c "grep -qx 'cairn: import: $MD/x.md: not a regular file (a FIFO); skipped' err && grep -qx 'cairn: import: $MD/xdir.md: not a regular file (a directory); skipped' err"
+check "the dangling symlink failed, named with its reason" grep -qx "cairn: import: $MD/y.md: No such file or directory; failed" err
+check "the failure is summed up on stderr" sh -c "grep -q '1 file(s) failed, the others were imported' err && [ \$(wc -l <err) -eq 4 ]"
+run --store "$T/mdmix-store" export --format json
+check "the notes before and after the FIFO are stored (and a symlinked one), paths without //" sh -c "grep -q 'note one' out && grep -q 'note four' out && grep -q 'linked note' out && grep -q '\"$MD/z.md\"' out && ! grep -q 'mdmix//' out"
+timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD" --json >out 2>err
+rc=$?
+check "import --from markdown --json: exit 1 too" rc_is 1
+check "import --from markdown --json lists skipped and failed files" jq_ok '.imported == 0 and .skipped == 5 and .failed == 1 and (.skippedFiles | length) == 5 and ([.skippedFiles[] | select(.reason == "already stored")] | length) == 3 and ([.skippedFiles[] | select(.file == "'"$MD/x.md"'")][0].reason == "not a regular file (a FIFO)") and .failures == [{"file": "'"$MD/y.md"'", "error": "No such file or directory", "code": "CAIRN_EIO"}]'
+check "what is only already stored is not reported on stderr" sh -c "! grep -q 'already stored' err && grep -q 'x.md' err"
+rm "$MD/y.md"
+timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD" >out 2>err
+rc=$?
+check "skipped files alone are no failure (exit 0)" sh -c "[ $rc -eq 0 ] && grep -qx 'failed: 0' out && grep -qx 'skipped: 5' out"
+mkdir -p "$T/mdbig" && head -c 1100000 /dev/zero | tr '\0' a >"$T/mdbig/a.md" && printf 'small note\n' >"$T/mdbig/b.md"
+run --store "$T/mdbig-store" import --from markdown "$T/mdbig"
+check "a file too large for a memory fails, the next is imported" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 1' out && grep -qx 'failed: 1' out && grep -q 'mdbig/a.md: content must be 1 byte..1 MiB; failed' err"
 # ---- search (the Search-Memory skill) and status ----------------------------------
 S=$T/search
 run --store "$S" add "PowerShell arrays need @() to stay arrays" --meta '{"name":"powershell-arrays","path":"mem/powershell-arrays.md"}'
