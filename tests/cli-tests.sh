@@ -7,7 +7,7 @@
 # usage: sh tests/cli-tests.sh PATH/TO/cairn
 # Prints "ok - NAME" or "not ok - NAME" per check and a summary; exits
 # non-zero if any check failed. Needs jq (tools/install-deps.sh installs it):
-# without it the JSON checks fail. Works in a temporary directory; takes ~5 s.
+# without it the JSON checks fail. Works in a temporary directory; takes ~10 s.
 set -u
 
 CAIRN=${1:-}
