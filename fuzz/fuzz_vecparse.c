@@ -4,7 +4,9 @@
  * over arbitrary bytes.
  *
  * Invariants: no crash; success means 1..max finite values, and printing
- * them back as a JSON array parses to the same values; a failure says why.
+ * them back as a JSON array parses to the same values; white space after an
+ * accepted input changes nothing, any other byte after it is refused; a
+ * failure says why.
  */
 #include <math.h>
 
@@ -39,6 +41,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(m == n);
     for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(w[i] == v[i]);
+    free(text);
+    /* the input with white space after it: the same values; with a byte
+     * that is not white space after that: refused */
+    text = malloc(size + 4);
+    if (text == NULL)
+        return 0;
+    memcpy(text, data, size);
+    memcpy(text + size, " \t\r\n", 4);
+    FUZZ_CHECK(cairn_parse_vector(text, size + 4, w, 64, &m, err, sizeof err) == CAIRN_OK);
+    FUZZ_CHECK(m == n);
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(w[i] == v[i]);
+    text[size + 1] = size % 2 ? 'x' : 0;
+    FUZZ_CHECK(cairn_parse_vector(text, size + 4, w, 64, &m, err, sizeof err) == CAIRN_EINVAL);
+    FUZZ_CHECK(m == 0 && strstr(err, "after the array") != NULL);
     free(text);
     return 0;
 }

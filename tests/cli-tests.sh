@@ -6,8 +6,8 @@
 #
 # usage: sh tests/cli-tests.sh PATH/TO/cairn
 # Prints "ok - NAME" or "not ok - NAME" per check and a summary; exits
-# non-zero if any check failed. Uses jq when installed (JSON validity checks
-# are skipped otherwise). Works in a temporary directory; takes ~5 s.
+# non-zero if any check failed. Needs jq (tools/install-deps.sh installs it):
+# without it the JSON checks fail. Works in a temporary directory; takes ~10 s.
 set -u
 
 CAIRN=${1:-}
@@ -57,8 +57,13 @@ err_has() { grep -q -- "$1" err; }
 err_lines() { [ "$(wc -l <err | tr -d ' ')" -eq "$1" ]; }
 out_lines() { [ "$(wc -l <out | tr -d ' ')" -eq "$1" ]; }
 out_is() { [ "$(cat out)" = "$1" ]; }
+# The JSON checks need jq: without it they fail (never pass unchecked).
 have_jq() { command -v jq >/dev/null 2>&1; }
-valid_json_lines() { ! have_jq || jq -e . out >/dev/null 2>&1; }
+have_jq || echo "# jq is not installed (sh tools/install-deps.sh): the JSON checks will fail"
+# (jq 1.6's -e exits 0 on empty input: an empty ./out must fail too.)
+valid_json_lines() { have_jq && [ -s out ] && jq -e . out >/dev/null 2>&1; }
+# jq_ok FILTER: the JSON in ./out passes the jq filter (fails without jq).
+jq_ok() { have_jq && [ -s out ] && jq -e "$1" out >/dev/null 2>&1; }
 
 S="--store $T/s"
 
@@ -312,6 +317,32 @@ run --store "$T/mdstore" import --from markdown "$T/mdir"
 check "import --from markdown takes every .md file" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run --store "$T/mdstore" export --format json
 check "a markdown memory keeps its name and path" sh -c "grep -q '\"name\":.*\"alpha\"' out && grep -q 'mdir/alpha.md' out"
+# a FIFO named *.md must not hang the import (holding the writer lock), a
+# file that cannot be read must not stop the files after it
+MD=$T/mdmix
+mkdir -p "$MD/xdir.md" && printf 'note one\n' >"$MD/a.md" && mkfifo "$MD/x.md" && ln -s "$MD/missing" "$MD/y.md" &&
+    printf 'note four\n' >"$MD/z.md" && printf 'linked note\n' >"$T/linked.txt" && ln -s "$T/linked.txt" "$MD/w.md"
+timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD/" >out 2>err
+rc=$?
+check "import --from markdown finishes past a FIFO (exit 1: a file failed)" rc_is 1
+check "the summary counts what was imported, skipped and failed" sh -c "grep -qx 'imported: 3' out && grep -qx 'skipped: 2' out && grep -qx 'failed: 1' out"
+check "the FIFO and the directory named *.md are skipped, a line each" sh -c "grep -qx 'cairn: import: $MD/x.md: not a regular file (a FIFO); skipped' err && grep -qx 'cairn: import: $MD/xdir.md: not a regular file (a directory); skipped' err"
+check "the dangling symlink failed, named with its reason" grep -qx "cairn: import: $MD/y.md: No such file or directory; failed" err
+check "the failure is summed up on stderr" sh -c "grep -q '1 file(s) failed, the others were imported' err && [ \$(wc -l <err) -eq 4 ]"
+run --store "$T/mdmix-store" export --format json
+check "the notes before and after the FIFO are stored (and a symlinked one), paths without //" sh -c "grep -q 'note one' out && grep -q 'note four' out && grep -q 'linked note' out && grep -q '\"$MD/z.md\"' out && ! grep -q 'mdmix//' out"
+timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD" --json >out 2>err
+rc=$?
+check "import --from markdown --json: exit 1 too" rc_is 1
+check "import --from markdown --json lists skipped and failed files" jq_ok '.imported == 0 and .skipped == 5 and .failed == 1 and (.skippedFiles | length) == 5 and ([.skippedFiles[] | select(.reason == "already stored")] | length) == 3 and ([.skippedFiles[] | select(.file == "'"$MD/x.md"'")][0].reason == "not a regular file (a FIFO)") and .failures == [{"file": "'"$MD/y.md"'", "error": "No such file or directory", "code": "CAIRN_EIO"}]'
+check "what is only already stored is not reported on stderr" sh -c "! grep -q 'already stored' err && grep -q 'x.md' err"
+rm "$MD/y.md"
+timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD" >out 2>err
+rc=$?
+check "skipped files alone are no failure (exit 0)" sh -c "[ $rc -eq 0 ] && grep -qx 'failed: 0' out && grep -qx 'skipped: 5' out"
+mkdir -p "$T/mdbig" && head -c 1100000 /dev/zero | tr '\0' a >"$T/mdbig/a.md" && printf 'small note\n' >"$T/mdbig/b.md"
+run --store "$T/mdbig-store" import --from markdown "$T/mdbig"
+check "a file too large for a memory fails, the next is imported" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 1' out && grep -qx 'failed: 1' out && grep -q 'mdbig/a.md: content must be 1 byte..1 MiB; failed' err"
 # ---- search (the Search-Memory skill) and status ----------------------------------
 S=$T/search
 run --store "$S" add "PowerShell arrays need @() to stay arrays" --meta '{"name":"powershell-arrays","path":"mem/powershell-arrays.md"}'
@@ -322,7 +353,7 @@ run --store "$S" search "PowerShell arrays"
 check "search prints the seed's JSON" sh -c "[ $rc -eq 0 ] && grep -q '\"Query\":.*\"PowerShell arrays\"' out && grep -q '\"Count\":.*1' out && grep -q '\"Source\":.*\"Unified\"' out && grep -q '\"Name\":.*\"powershell-arrays\"' out && grep -q '\"Path\":.*\"mem/powershell-arrays.md\"' out && grep -q '\"Diagnostic\"' out"
 want=$(printf '%s' "PowerShell arrays need @() to stay arrays" | sha256sum | cut -c1-64)
 check "search's Hash is the SHA-256 of the content" grep -q "\"Hash\":.*\"$want\"" out
-check "search output is valid JSON" sh -c "! command -v jq >/dev/null || jq -e .Results out >/dev/null"
+check "search output is valid JSON" jq_ok .Results
 run --store "$S" stats --json
 check "search writes nothing (no access records)" sh -c "grep -q '$recs_before' out"
 run --store "$S" search "bad<query"
@@ -364,8 +395,32 @@ run --store "$E" --embed-cmd "cat >/dev/null; echo '[1,\"x\",3]'" --embed-name t
 check "an answer that is not numbers is an error" sh -c "[ $rc -eq 1 ] && grep -q 'not a number' err"
 run --store "$E" --embed-cmd "sleep 5" --embed-name toy --embed-timeout 1 add "sixth memory"
 check "a slow --embed-cmd times out" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' err"
+# timed_run CMD...: run the tool with stdout and stderr through a pipe (as
+# $(cairn ...) or `cairn | less` would), so a process left holding them keeps
+# the pipeline waiting; ./out gets both, $rc the tool's status, $secs the time.
+timed_run() {
+    t0=$(date +%s)
+    { "$CAIRN" "$@"; echo $? >"$T/rc"; } 2>&1 | cat >out
+    secs=$(($(date +%s) - t0))
+    rc=$(cat "$T/rc")
+    : >err
+}
+printf '#!/bin/sh\ncat >/dev/null\nsleep 20\necho "[1, 2, 3]"\n' >"$T/slow-emb.sh"
+chmod +x "$T/slow-emb.sh"
+timed_run --store "$E" --embed-cmd "$T/slow-emb.sh" --embed-name toy --embed-timeout 1 add "seventh memory"
+check "a timed-out --embed-cmd is killed with its children (the pipeline ends in $secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'embed-timeout' out && [ $secs -lt 8 ]"
+timed_run --store "$E" --embed-cmd "cat >/dev/null; echo '[4, 5, 6]'; sleep 20 &" --embed-name toy --embed-timeout 10 add "eighth memory"
+check "an --embed-cmd that answers and exits is not kept waiting for a child holding its output ($secs s)" sh -c "[ $rc -eq 0 ] && [ $secs -lt 8 ]"
+timed_run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3]'; exec >&- 2>&-; sleep 20" --embed-name toy --embed-timeout 1 add "twelfth memory"
+check "an --embed-cmd that closes its output but does not exit times out ($secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'did not exit within' out && [ $secs -lt 8 ]"
+run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3] and more'" --embed-name toy add "ninth memory"
+check "an answer with text after the vector is an error" sh -c "[ $rc -eq 1 ] && grep -q 'after the array' err"
+run --store "$E" --embed-cmd "cat >/dev/null; echo '[1, 2, 3][4]'" --embed-name toy add "tenth memory"
+check "an answer of two arrays on one line is an error" sh -c "[ $rc -eq 1 ] && grep -q 'after the array' err"
+run --store "$E" --embed-cmd "cat >/dev/null; printf '[1, 2, 3] \\t\\r\\n'" --embed-name toy add "eleventh memory"
+check "white space after the vector is fine" rc_is 0
 run --store "$E" --no-embed export --format json
-check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory' out"
+check "none of the failed adds stored anything" sh -c "grep -q 'first memory' out && grep -q 'eighth memory' out && grep -q 'eleventh memory' out && ! grep -q 'third memory\|fourth memory\|fifth memory\|sixth memory\|seventh memory\|ninth memory\|tenth memory\|twelfth memory' out"
 # ---- remember (--llm-cmd) and merge ------------------------------------------------
 R=$T/remember
 printf '[{"role":"user","content":"I prefer TypeScript over JavaScript"}]' >"$T/conv.json"
@@ -381,6 +436,10 @@ run --store "$R" remember --llm-cmd "$T/llm.sh" --explain "$T/conv.json"
 check "remember skips what is already stored" sh -c "[ $rc -eq 0 ] && grep -qx 'stored: 0' out && grep -q 'already stored' out"
 run --store "$R" remember --llm-cmd "cat >/dev/null; echo '[{\"content\":\"x\",\"importance\":7}]'" "$T/conv.json"
 check "a malformed LLM answer is an error naming the field" sh -c "[ $rc -eq 1 ] && grep -q 'importance' err"
+printf '#!/bin/sh\ncat >/dev/null\nsleep 20\necho "[]"\n' >"$T/slow-llm.sh"
+chmod +x "$T/slow-llm.sh"
+timed_run --store "$R" --embed-timeout 1 remember --llm-cmd "$T/slow-llm.sh" "$T/conv.json"
+check "a timed-out --llm-cmd is killed with its children (the pipeline ends in $secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'no answer within' out && [ $secs -lt 8 ]"
 run --store "$R" remember "$T/conv.json"
 check "remember without an LLM fails with the seed's error" sh -c "[ $rc -eq 1 ] && grep -q 'LLM function required' err"
 run --store "$R" export --format json
@@ -411,7 +470,7 @@ check "context refuses an unknown format (exit 64)" rc_is 64
 X=$T/fmt
 run --store "$X" init --format json
 check "init --format json prints the settings" sh -c "[ $rc -eq 0 ] && grep -q '\"durability\":\"batch\"' out && grep -q '\"segment_size\":67108864' out"
-check "init --format json is valid JSON" sh -c "! command -v jq >/dev/null || jq -e .store out >/dev/null"
+check "init --format json is valid JSON" jq_ok .store
 run --store "$X" log --format json '{"a":1}' '{"b":2}'
 check "log --format json prints one {seq} a record" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '{\"seq\":1}
 {\"seq\":2}' ]"
@@ -426,7 +485,7 @@ check "checkpoint writes the memory index" sh -c "[ $rc -eq 0 ] && grep -q 'memo
 check "checkpoint of a store with no graph records writes no graph file" sh -c "grep -q '^graph file: none (no graph records)' out && ! ls '$X'/graph-*.cgx >/dev/null 2>&1"
 run --store "$X" verify --format json
 check "verify --format json: ok, the index verified" sh -c "[ $rc -eq 0 ] && grep -q '\"ok\":true' out && grep -q '\"memory_index\":\"verified\"' out"
-check "verify --format json is valid JSON" sh -c "! command -v jq >/dev/null || jq -e '.problems | length == 0' out >/dev/null"
+check "verify --format json is valid JSON" jq_ok '.problems | length == 0'
 run --store "$X" stats --format json
 check "stats shows the memory index" sh -c "grep -q '\"memory_index\":{\"bytes\":[1-9]' out && grep -q '\"memories\":2' out"
 mx=$(ls "$X"/mem-*.cmx)
@@ -456,8 +515,6 @@ run --store "$Y" import --format json "$T/one.json" --json
 check "import --json counts as JSON" out_is '{"imported":1,"skipped":0}'
 
 # ---- reflexion: episodes, the causal graph, patterns ---------------------------------
-# jq_ok FILTER: the JSON in ./out passes the jq filter (skipped without jq).
-jq_ok() { ! have_jq || jq -e "$1" out >/dev/null 2>&1; }
 # field NAME: the value of a "NAME: value" line of ./out.
 field() { sed -n "s/^$1: *//p" out | head -n 1; }
 RF="--store $T/reflex"

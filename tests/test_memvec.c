@@ -475,6 +475,31 @@ static void parse_vector_takes_arrays_of_finite_numbers_only(void **state)
     assert_int_equal(cairn_parse_vector("[1,2", 4, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
 }
 
+/* Only white space may follow the array: an answer with more after it (a
+ * word, a second array, a NUL) is refused, not read up to its first value. */
+static void parse_vector_refuses_text_after_the_array(void **state)
+{
+    static const char *const bad[] = {"[1,2] x", "[1,2][3]", "[1,2],", "[1,2] \t{}"};
+    float v[4];
+    size_t n = 9;
+    char err[128];
+    (void)state;
+    assert_int_equal(cairn_parse_vector(" [1,2] \t\r\n", 10, v, 4, &n, err, sizeof err), CAIRN_OK);
+    assert_int_equal(n, 2);
+    assert_true(v[0] == 1.0f && v[1] == 2.0f);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = 9;
+        err[0] = 0;
+        assert_int_equal(cairn_parse_vector(bad[i], strlen(bad[i]), v, 4, &n, err, sizeof err),
+                         CAIRN_EINVAL);
+        assert_int_equal(n, 0);
+        assert_non_null(strstr(err, "text after the array"));
+    }
+    /* a NUL inside the length is not the end of the answer */
+    assert_int_equal(cairn_parse_vector("[1,2]\0zz", 8, v, 4, &n, err, sizeof err), CAIRN_EINVAL);
+    assert_non_null(strstr(err, "at byte 5"));
+}
+
 /* ---- merge ------------------------------------------------------------ */
 
 static void store_imp(fx *f, const char *content, double imp, char *id_out)
@@ -807,6 +832,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(hybrid_keeps_bm25_order_and_adds_vector_matches_after,
                                         setup, teardown),
         cmocka_unit_test(parse_vector_takes_arrays_of_finite_numbers_only),
+        cmocka_unit_test(parse_vector_refuses_text_after_the_array),
         cmocka_unit_test_setup_teardown(remember_stores_the_novel_and_drops_the_rest, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(merge_dry_run_equals_merge_and_keeps_the_more_important,

@@ -7,7 +7,9 @@
  * end of input, and writes one JSON array of floats per line on stdout, in
  * the same order. Its stderr passes through. It must exit 0 within the
  * timeout (--embed-timeout, default 30 s) and answer every text with the
- * same number of values; anything else is an error and nothing is stored.
+ * same number of values, nothing but white space after an array on its
+ * line; anything else is an error and nothing is stored. On a timeout it
+ * is killed with its process group (cli_proc.h).
  */
 #ifndef CAIRN_CLI_EMBED_H
 #define CAIRN_CLI_EMBED_H

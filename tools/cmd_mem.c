@@ -10,8 +10,12 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_json.h"
 #include "cli_embed.h"
@@ -1005,12 +1009,20 @@ const char cmd_import_help[] =
     "is stored. Memories whose id is already live, or whose content is already\n"
     "in their namespace, are skipped. --namespace: for memories without one.\n"
     "\n"
-    "Second form: every *.md file of DIR (not recursive, in name order) becomes\n"
-    "a memory: content = the file, metadata {\"name\": file stem, \"path\": the\n"
-    "path}; category C (default: fact).\n"
-    "\n"
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
+    "\n"
+    "Second form: every *.md file of DIR (not recursive, in name order) becomes\n"
+    "a memory: content = the file, metadata {\"name\": file stem, \"path\": the\n"
+    "path}; category C (default: fact). Symbolic links are followed. A file\n"
+    "that is not a regular file (a FIFO, a directory, a device; never opened\n"
+    "for reading), empty or not text is skipped; one that cannot be read or\n"
+    "is not a valid memory fails; either way a line \"cairn: import: PATH: why;\n"
+    "skipped\" (or \"failed\") on stderr, and the other files are imported.\n"
+    "Output: \"imported: N\", \"skipped: M\" (counting those already stored)\n"
+    "and \"failed: K\"; --json: {\"imported\",\"skipped\",\"failed\",\n"
+    "\"skippedFiles\":[{\"file\",\"reason\"}] (reason \"already stored\" too),\n"
+    "\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
     "Third form: every *.json file of DIR (not recursive, in name order) is an\n"
     "episode in the seed's shape (as .agents/memory/episodes/ holds them),\n"
@@ -1030,7 +1042,8 @@ const char cmd_import_help[] =
     "\"skipped\"}. See `cairn causal status`.\n"
     "\n"
     "Exit status: 0 success; 1 invalid input, unreadable file, I/O error, and\n"
-    "(episodes) any file that failed; 64 usage error.\n";
+    "(episodes, markdown) any file that failed, the others being imported\n"
+    "(a skipped file is no failure); 64 usage error.\n";
 
 static int parse_mem_format(const char *cmd, const char *v, cairn_mem_format *f)
 {
@@ -1132,18 +1145,124 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every *.md file of dir as a memory. */
+/* Why a file that is not a regular one is skipped, for the report. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "not a regular file (a directory)"
+           : S_ISFIFO(m) ? "not a regular file (a FIFO)"
+           : S_ISCHR(m)  ? "not a regular file (a character device)"
+           : S_ISBLK(m)  ? "not a regular file (a block device)"
+           : S_ISSOCK(m) ? "not a regular file (a socket)"
+                         : "not a regular file";
+}
+
+/* All of the regular file at path (symbolic links followed) into *out
+ * (NUL-terminated, *len bytes). Nothing here can block: anything that is
+ * not a regular file by stat() is not opened (a device's open can act),
+ * and the open is O_NONBLOCK, so a FIFO swapped in after the stat opens at
+ * once and fstat() turns it away. Returns 0; 1 when it is not a regular
+ * file (*kind: why it is skipped); -1 with errno when it cannot be read. */
+static int read_regular(const char *path, char **out, size_t *len, const char **kind)
+{
+    struct stat st;
+    char *p = NULL;
+    size_t n = 0, cap;
+    int fd, e;
+
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        *kind = file_kind(st.st_mode);
+        return 1;
+    }
+    if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        e = errno;
+        *kind = file_kind(st.st_mode);
+        close(fd);
+        errno = e;
+        return S_ISREG(st.st_mode) ? -1 : 1;
+    }
+    /* its size, the NUL and one byte more: the read that sees the end */
+    cap = st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2 ? (size_t)st.st_size + 2 : 4096;
+    for (;;) {
+        ssize_t r;
+        if (p == NULL || n + 1 >= cap) {
+            char *q = p == NULL ? malloc(cap) : cap < SIZE_MAX / 2 ? realloc(p, cap *= 2) : NULL;
+            if (q == NULL) {
+                free(p);
+                close(fd);
+                errno = ENOMEM;
+                return -1;
+            }
+            p = q;
+        }
+        r = read(fd, p + n, cap - n - 1);
+        if (r == 0)
+            break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            e = errno;
+            free(p);
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
+    p[n] = 0;
+    *out = p;
+    *len = n;
+    return 0;
+}
+
+/* One file the import did not take: a line on stderr (unless it is only
+ * already stored) and an entry {"file","reason"} (skipped) or
+ * {"file","error","code"} (failed, code != 0) in list. */
+static void import_report(const cli_ctx *ctx, cJSON *list, const char *path, const char *why,
+                          int code)
+{
+    cJSON *f = cJSON_CreateObject();
+    char name[32];
+    if (code != 0 || strcmp(why, "already stored") != 0)
+        fprintf(stderr, "cairn: %s: %s: %s; %s\n", ctx->cmd, path, why,
+                code != 0 ? "failed" : "skipped");
+    if (f == NULL)
+        return;
+    cJSON_AddStringToObject(f, "file", path);
+    cJSON_AddStringToObject(f, code != 0 ? "error" : "reason", why);
+    if (code != 0)
+        cJSON_AddStringToObject(f, "code", cli_code_name(code, name, sizeof name));
+    cJSON_AddItemToArray(list, f);
+}
+
+/* Every *.md file of dir as a memory, then the summary. A file that is not
+ * a regular file is skipped, one that cannot be read or stored (the file's
+ * fault: EINVAL, ETOOBIG, a read error) fails; both are reported and the
+ * others still imported. The store's fault (full, locked, dead) stops it. */
 static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, const char *cat,
-                               const char *ns, uint64_t *imported, uint64_t *skipped)
+                               const char *ns, int json)
 {
     DIR *d = opendir(dir);
     struct dirent *de;
     char **names = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, dl = strlen(dir);
+    const char *sep = "/";
+    uint64_t imported = 0, skipped = 0, failed = 0;
+    cJSON *skips = cJSON_CreateArray(), *fails = cJSON_CreateArray();
     int rc = CLI_EXIT_OK;
 
-    if (d == NULL)
-        return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", dir, strerror(errno));
+    if (d == NULL) {
+        rc = cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", dir, strerror(errno));
+        goto done;
+    }
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--; /* DIR/ names DIR/x.md, not DIR//x.md */
+    if (dir[dl - 1] == '/')
+        sep = ""; /* the root */
     while ((de = readdir(d)) != NULL) {
         size_t l = strlen(de->d_name);
         if (l < 4 || strcmp(de->d_name + l - 3, ".md") != 0 || de->d_name[0] == '.')
@@ -1161,8 +1280,12 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
     closedir(d);
     if (n > 1)
         qsort(names, n, sizeof *names, name_cmp);
+    if (skips == NULL || fails == NULL)
+        rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        char *path = malloc(strlen(dir) + strlen(names[i]) + 2), *text = NULL, *meta = NULL;
+        size_t plen = dl + strlen(names[i]) + 2;
+        char *path = malloc(plen), *text = NULL, *meta = NULL;
+        const char *kind = NULL;
         size_t len = 0;
         cJSON *o = cJSON_CreateObject();
         cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
@@ -1170,12 +1293,17 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         if (path == NULL || o == NULL) {
             rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
         } else {
-            sprintf(path, "%s/%s", dir, names[i]);
-            if (slurp(path, &text, &len) != 0) {
-                rc = cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
+            snprintf(path, plen, "%.*s%s%s", (int)dl, dir, sep, names[i]);
+            r = read_regular(path, &text, &len, &kind);
+            if (r < 0) {
+                import_report(ctx, fails, path, strerror(errno), CAIRN_EIO);
+                failed++;
+            } else if (r > 0) {
+                import_report(ctx, skips, path, kind, 0);
+                skipped++;
             } else if (len == 0 || strlen(text) != len) {
-                fprintf(stderr, "cairn: import: %s: empty or not text; skipped\n", path);
-                (*skipped)++;
+                import_report(ctx, skips, path, "empty or not text", 0);
+                skipped++;
             } else {
                 names[i][strlen(names[i]) - 3] = 0; /* the stem */
                 cJSON_AddStringToObject(o, "name", names[i]);
@@ -1185,12 +1313,17 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
                 so.category = cat;
                 so.ns = ns;
                 r = cairn_mem_store(mem, text, &so, NULL, &existed);
-                if (r != CAIRN_OK)
+                if (r == CAIRN_EINVAL || r == CAIRN_ETOOBIG) { /* this file's fault */
+                    import_report(ctx, fails, path, cairn_mem_errmsg(mem), r);
+                    failed++;
+                } else if (r != CAIRN_OK) {
                     rc = cli_fail(ctx->cmd, r, "%s: %s", path, cairn_mem_errmsg(mem));
-                else if (existed)
-                    (*skipped)++;
-                else
-                    (*imported)++;
+                } else if (existed) {
+                    import_report(ctx, skips, path, "already stored", 0);
+                    skipped++;
+                } else {
+                    imported++;
+                }
             }
         }
         cJSON_Delete(o);
@@ -1198,9 +1331,34 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         free(text);
         free(path);
     }
+    /* the summary, also after a stop: what was stored is stored */
+    if (skips != NULL && fails != NULL) {
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "imported", (double)imported);
+            cJSON_AddNumberToObject(o, "skipped", (double)skipped);
+            cJSON_AddNumberToObject(o, "failed", (double)failed);
+            cJSON_AddItemToObject(o, "skippedFiles", skips);
+            cJSON_AddItemToObject(o, "failures", fails);
+            skips = fails = NULL;
+            print_json(o);
+        } else {
+            printf("imported: %llu\nskipped: %llu\nfailed: %llu\n", (unsigned long long)imported,
+                   (unsigned long long)skipped, (unsigned long long)failed);
+        }
+    }
+    if (rc == CLI_EXIT_OK && failed > 0) {
+        fflush(stdout);
+        fprintf(stderr, "cairn: %s: %llu file(s) failed, the others were imported\n", ctx->cmd,
+                (unsigned long long)failed);
+        rc = CLI_EXIT_FAIL;
+    }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
+done:
+    cJSON_Delete(skips);
+    cJSON_Delete(fails);
     return rc;
 }
 
@@ -1272,14 +1430,15 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     if (from != NULL) {
-        rc = import_markdown_dir(ctx, mem, path, cat, ns, &imported, &skipped);
+        rc = import_markdown_dir(ctx, mem, path, cat, ns, json);
     } else {
         r = cairn_mem_import(mem, f, data, len, ns, &imported, &skipped);
         rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+        if (rc == CLI_EXIT_OK)
+            printf(json ? "{\"imported\":%llu,\"skipped\":%llu}\n"
+                        : "imported: %llu\nskipped: %llu\n",
+                   (unsigned long long)imported, (unsigned long long)skipped);
     }
-    if (rc == CLI_EXIT_OK)
-        printf(json ? "{\"imported\":%llu,\"skipped\":%llu}\n" : "imported: %llu\nskipped: %llu\n",
-               (unsigned long long)imported, (unsigned long long)skipped);
     free(data);
     return close_mem(ctx, db, mem, rc);
 }

@@ -12,6 +12,7 @@ have_hdr utf8proc.h    || need="$need libutf8proc-dev"
 have_hdr libstemmer.h  || need="$need libstemmer-dev"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
+command -v jq >/dev/null 2>&1 || need="$need jq"      # tests/cli-tests.sh
 [ -z "$need" ] && exit 0
 echo "installing:$need"
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -455,9 +455,10 @@ int cairn_hash_embedder(cairn_embedder *out, uint32_t dim);
 void cairn_hash_embedder_free(cairn_embedder *e);
 
 /* Parse one JSON array of numbers (what an external embedder writes per
- * text) into out[0..*n), at most max values. Errors: CAIRN_EINVAL (not an
- * array, empty, a value not a finite float, more than max: err, errlen
- * bytes, says which). */
+ * text) into out[0..*n), at most max values; white space may surround it,
+ * nothing else. Errors: CAIRN_EINVAL (not an array, empty, a value not a
+ * finite float, more than max, text after the array: err, errlen bytes,
+ * says which). */
 int cairn_parse_vector(const char *text, size_t len, float *out, size_t max, size_t *n,
                        char *err, size_t errlen);
 

@@ -1,7 +1,8 @@
 /*
  * vecparse.c - cairn_parse_vector: one JSON array of numbers, the way an
- * external embedder (the tool's --embed-cmd) answers. Any bytes in; an
- * error names what is wrong, never a crash.
+ * external embedder (the tool's --embed-cmd) answers, and nothing after it
+ * but white space. Any bytes in; an error names what is wrong, never a
+ * crash.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -27,14 +28,23 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 int cairn_parse_vector(const char *text, size_t len, float *out, size_t max, size_t *n,
                        char *err, size_t errlen)
 {
-    cJSON *root = cJSON_ParseWithLength(text, len), *v;
-    size_t i = 0;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0), *v;
+    size_t i = 0, at;
     int rc = CAIRN_OK;
 
     *n = 0;
     if (root == NULL || !cJSON_IsArray(root)) {
         cJSON_Delete(root);
         return fail(err, errlen, "not a JSON array of numbers");
+    }
+    /* cJSON stops after the value: anything but white space after it (a
+     * second array, a word, a NUL) is not an answer we understand */
+    for (at = (size_t)(end - text); at < len; at++) {
+        if (text[at] != ' ' && text[at] != '\t' && text[at] != '\r' && text[at] != '\n') {
+            cJSON_Delete(root);
+            return fail(err, errlen, "text after the array (at byte %zu)", at);
+        }
     }
     cJSON_ArrayForEach(v, root) {
         double d;
