@@ -61,6 +61,18 @@ extern "C" {
 /* Static "CAIRN_EXXX: sentence" for a status code; never NULL. */
 const char *cairn_strerror(int code);
 
+/* The rule for every text the engine stores (README "Text"): valid UTF-8
+ * (no overlong form, no UTF-16 surrogate, nothing past U+10FFFF) without a
+ * NUL byte. The functions that take text check it themselves; this is for
+ * a caller that transforms text before passing it on (the `cairn` tool
+ * parses and rewrites JSON). json 1: text is a JSON document, whose bytes
+ * follow the rule and none of whose strings may hold the escape \u0000
+ * (decoded, it would end the string). Returns CAIRN_OK, or CAIRN_EINVAL
+ * with a one-line reason in err (errlen bytes; may be NULL) naming where:
+ * for JSON the member path ("decisions[2].chosen: holds a NUL (\u0000)"),
+ * otherwise the byte offset. Errors: CAIRN_EINVAL. */
+int cairn_text_check(const char *text, size_t len, int json, char *err, size_t errlen);
+
 /* ---------------------------------------------------------------------------
  * Opening a store.
  * ------------------------------------------------------------------------- */
