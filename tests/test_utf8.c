@@ -148,6 +148,8 @@ static void deep_and_long_paths_are_cut_not_overrun(void **state)
     memcpy(longkey + n, "\":\"\\u0000\"}", 11);
     n += 11;
     json_fails(NULL, NULL, longkey, n, "...: holds a NUL (\\u0000)");
+    /* a control byte in a member name (cJSON takes one raw) keeps the message one line */
+    json_fails(NULL, NULL, "{\"a\nb\":\"\\u0000\"}", 16, "a?b: holds a NUL (\\u0000)");
     /* an unterminated string and a lone backslash at the end stay in bounds */
     json_passes("[\"abc");
     json_passes("[\"abc\\");

@@ -141,8 +141,8 @@ static void render(pbuf *b, const frame *f, size_t from, size_t depth, int in_ke
             }
             if (b->n > 0)
                 piece[n++] = '.';
-            memcpy(piece + n, f[k].key, kn);
-            n += kn;
+            for (size_t j = 0; j < kn; j++) /* a message is one line: no control bytes */
+                piece[n++] = (unsigned char)f[k].key[j] < 0x20 ? '?' : f[k].key[j];
             if (kn < f[k].klen) {
                 memcpy(piece + n, "...", 3);
                 n += 3;
