@@ -57,6 +57,9 @@ static void valid_utf8_without_nul_passes_and_the_rest_is_found(void **state)
         {"\xf4\x90\x80\x80", 4, 0, 0},       /* past U+10FFFF */
         {"ok\xe8\xa8", 4, 2, 0},             /* cut short at the end */
         {"ok\xe8\x41\x41", 5, 2, 0},         /* a lead byte without its continuation */
+        {"0123456789abcdef\0x", 18, 16, 1}, /* found past the eight-byte steps */
+        {"0123456789abcdefgh\xff", 19, 18, 0},
+        {"01234567\xc3\xa9" "01234567\x01", 19, 19, 0},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

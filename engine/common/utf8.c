@@ -13,6 +13,7 @@
  */
 #include "utf8.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,7 +52,19 @@ size_t cairn__utf8_bad(const char *p, size_t len, int *nul)
     if (nul != NULL)
         *nul = 0;
     while (i < len) {
-        if (s[i] < 0x80) { /* the common case: ASCII, a byte at a time */
+        /* the common case, eight bytes a step: ASCII without NUL (no high
+         * bit, no zero byte: "Bit Twiddling Hacks", haszero) */
+        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+        uint64_t v;
+        while (i + 8 <= len) {
+            memcpy(&v, s + i, 8);
+            if ((((v - ones) & ~v) | v) & highs)
+                break;
+            i += 8;
+        }
+        if (i >= len)
+            break;
+        if (s[i] < 0x80) {
             if (s[i] == 0) {
                 if (nul != NULL)
                     *nul = 1;

@@ -25,6 +25,12 @@
  * back verbatim that way (it has a line starting with "## ", or starts or
  * ends with a line break) is written instead as a JSON string in a
  * "- content:" field line, so every export imports back exactly.
+ *
+ * Before any of that, the input follows the rule for text (utf8.h): its
+ * bytes are checked whole, and every JSON text in it for \u0000, so a NUL
+ * never silently ends a string (cJSON and every C string would cut there);
+ * the message names the memory, the field and, for csv and md, the row or
+ * line.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -402,7 +408,8 @@ static int from_csv(cairn_mem *m, const char *data, size_t len, cJSON **out)
             cJSON_Delete(arr);
             return CAIRN_ENOMEM;
         }
-        if (n >= 0 && bad < len && data + bad < p) { /* before a blank line hides a NUL */
+        /* before the blank-line test: a NUL would make a line look blank */
+        if (n >= 0 && bad < len && data + bad < p) {
             int k = 0, item = cJSON_GetArraySize(arr) + 1;
             while (k + 1 < n && k + 1 <= (int)NFIELDS && at[k + 1] <= data + bad)
                 k++;
