@@ -5,10 +5,14 @@
  *
  * Invariants: the import returns CAIRN_OK, CAIRN_EINVAL (with a message)
  * or CAIRN_ENOMEM; a failed import appends nothing; a successful one
- * appends exactly `imported` records, and exporting in the same format and
- * importing that again imports nothing (all skipped).
+ * appends exactly `imported` records, its export follows the rule for text
+ * (valid UTF-8 without NUL: what was imported was all text), and exporting
+ * in the same format and importing that again imports nothing (all
+ * skipped).
  */
 #include "fuzz.h"
+
+#include "utf8.h"
 
 #include <stdlib.h>
 
@@ -59,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(records() == before + imported);
     if (imported > 0) {
         FUZZ_CHECK(cairn_mem_export(mem, f, &out, &len) == CAIRN_OK);
+        FUZZ_CHECK(cairn__utf8_bad(out, len, NULL) == len);
         FUZZ_CHECK(cairn_mem_import(mem, f, out, len, NULL, &im2, &sk2) == CAIRN_OK);
         FUZZ_CHECK(im2 == 0);
         free(out);

@@ -6,12 +6,14 @@
  *
  * Invariants: no crash or leak; a parsed answer has 1..1000 candidates
  * (or none for []), each with non-empty content, a category of 1..64 bytes
- * and an importance in 0..1; a failure says why; a prompt quotes every
- * message's content.
+ * and an importance in 0..1, both text by the rule (valid UTF-8; a \u0000
+ * never cuts one short: the answer is refused); a failure says why; a
+ * prompt quotes every message's content.
  */
 #include "fuzz.h"
 
 #include "remember.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,6 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(c[i].category != NULL && strlen(c[i].category) >= 1 &&
                        strlen(c[i].category) <= 64);
             FUZZ_CHECK(c[i].importance >= 0 && c[i].importance <= 1);
+            FUZZ_CHECK(cairn__utf8_bad(c[i].content, strlen(c[i].content), NULL) ==
+                       strlen(c[i].content));
+            FUZZ_CHECK(cairn__utf8_bad(c[i].category, strlen(c[i].category), NULL) ==
+                       strlen(c[i].category));
         }
         cairn__remember_free_cands(c, n);
     } else {

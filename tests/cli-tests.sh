@@ -343,6 +343,49 @@ check "skipped files alone are no failure (exit 0)" sh -c "[ $rc -eq 0 ] && grep
 mkdir -p "$T/mdbig" && head -c 1100000 /dev/zero | tr '\0' a >"$T/mdbig/a.md" && printf 'small note\n' >"$T/mdbig/b.md"
 run --store "$T/mdbig-store" import --from markdown "$T/mdbig"
 check "a file too large for a memory fails, the next is imported" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 1' out && grep -qx 'failed: 1' out && grep -q 'mdbig/a.md: content must be 1 byte..1 MiB; failed' err"
+# ---- the rule for text: valid UTF-8 without NUL, at every entry point -------------
+X=$T/text
+run --store "$X" add "a good memory"
+run --store "$X" add "$(printf 'bad \377\376 bytes')"
+check "add refuses text that is not UTF-8 (exit 1, names the field)" sh -c "[ $rc -eq 1 ] && grep -q 'content: is not valid UTF-8 at byte 4 (CAIRN_EINVAL)' err"
+run --store "$X" add "fine" --meta '{"k":"a\u0000b"}'
+check "add refuses a --meta with \\u0000 (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q -- '--meta: k: holds a NUL' err"
+printf '[{"content":"ok"},{"content":"abc\\u0000hidden tail"}]' >"$T/nul.json"
+run --store "$X" import --format json "$T/nul.json"
+check "import refuses \\u0000 in a memory, naming it (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'memory 2: content: holds a NUL' err"
+printf 'id,namespace,category,importance,createdAt,accessedAt,accessCount,expiresAt,metadata,content\r\n,,fact,0.5,,,,,,"abc\000hidden tail"\r\n' >"$T/nul.csv"
+run --store "$X" import --format csv "$T/nul.csv"
+check "import refuses a NUL byte in csv (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'memory 1 (csv row 2): content: holds a NUL byte' err"
+printf '[{"role":"user","content":"hello"}]' >"$T/hello.json"
+cat >"$T/llm-esc.sh" <<'SH'
+#!/bin/sh
+cat >/dev/null
+printf '[{"content":"first fine memory"},{"content":"abc\\u0000hidden tail"}]\n'
+SH
+cat >"$T/llm-nul.sh" <<'SH'
+#!/bin/sh
+cat >/dev/null
+printf '[{"content":"abc\000hidden tail"}]\n'
+SH
+chmod +x "$T/llm-esc.sh" "$T/llm-nul.sh"
+run --store "$X" remember --llm-cmd "$T/llm-esc.sh" "$T/hello.json"
+check "remember refuses an answer with \\u0000, storing nothing of it (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'LLM answer: item 2: content: holds a NUL' err"
+run --store "$X" remember --llm-cmd "$T/llm-nul.sh" "$T/hello.json"
+check "remember refuses an answer with a NUL byte (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'answer holds a NUL byte at byte 16' err"
+run --store "$X" export --format json
+check "after the refusals the export holds the good memory only" sh -c "[ \$(grep -c '\"content\"' out) -eq 1 ] && grep -q 'a good memory' out"
+check "the export has no byte that is not UTF-8 (0xFF)" sh -c "! LC_ALL=C grep -q \"\$(printf '\\377')\" out"
+check "the export is valid JSON" jq_ok 'length == 1'
+printf '{"session":"s-nul","task":"t","outcome":"success","decisions":[{"chosen":"x\\u0000hidden"}]}' >"$T/nul-episode.json"
+run --store "$X" episode new --file "$T/nul-episode.json"
+check "episode new --file refuses \\u0000, naming the member (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'decisions\[0\].chosen: holds a NUL' err"
+run --store "$X" episode get --session-id s-nul
+check "and stores nothing" out_is null
+printf '{"nodes":[{"id":"a","type":"event","label":"fine"},{"id":"b","type":"event","label":"bad \377"}]}' >"$T/bad-graph.json"
+run --store "$X" import --from causal-graph "$T/bad-graph.json"
+check "import --from causal-graph refuses a label that is not UTF-8 (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'nodes\[1\].label: is not valid UTF-8' err"
+run --store "$X" causal status
+check "and stores nothing (no node, nothing skipped at replay)" sh -c "[ $rc -eq 0 ] && grep -q '^nodes: *0' out && grep -q '^skipped records: *0' out"
 # ---- search (the Search-Memory skill) and status ----------------------------------
 S=$T/search
 run --store "$S" add "PowerShell arrays need @() to stay arrays" --meta '{"name":"powershell-arrays","path":"mem/powershell-arrays.md"}'

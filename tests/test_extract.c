@@ -4,7 +4,7 @@
  * events, decisions, lessons and metrics it reads from small markdown and
  * JSON logs written for these tests; the outcome rule; UTC conversion of
  * work-log times; commit dedup and the starting commit; the errors (bad
- * names, no date, bad JSON, non-object JSON, invalid UTF-8, NUL); and the
+ * names, no date, bad JSON, non-object JSON, invalid UTF-8, NUL, \u0000); and the
  * caps on strings and arrays.
  */
 #include <setjmp.h>
@@ -509,6 +509,9 @@ static void bad_names_and_bytes_are_rejected(void **state)
     extract_fails("2031-01-01-s.md", 15, "ok\xC0\xAF", 4, "invalid UTF-8");     /* overlong */
     extract_fails("2031-01-01-s.md", 15, "ok\0ok", 5, "NUL byte at offset 2");
     extract_fails("2031-01-01-s.json", 17, "{\"a\": \"x\0\"}", 11, "NUL");
+    /* a \u0000 escape in a JSON log: decoded, it would end the string */
+    extract_fails("2031-01-01-s.json", 17, "{\"learnings\": [\"ok\", \"cut\\u0000here\"]}", 38,
+                  "JSON log: learnings[1]: holds a NUL (\\u0000)");
 }
 
 /* JSON that does not parse, trails bytes, or is not an object. */

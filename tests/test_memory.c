@@ -16,9 +16,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "cairn.h"
 #include "memrec.h"
 #include "testutil.h"
+#include "utf8.h"
 
 typedef struct fx {
     char *dir;
@@ -900,6 +903,217 @@ static void a_bad_import_stores_nothing(void **state)
     cairn_mem_stats_free(&s);
 }
 
+/* The rule for text (README "Text"): valid UTF-8 without NUL. Every text
+ * field a caller gives is checked and named, nothing is written, and what
+ * is stored exports as JSON a strict parser reads (no raw 0xFF bytes). */
+static void text_that_is_not_utf8_is_refused_and_named(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    cairn_embedder emb = {"bad \xff name", 4, NULL, NULL, NULL, 0.3};
+    cairn_memory *m = NULL;
+    cairn_stats s0, s1;
+    cJSON *arr;
+    char *id, *out = NULL;
+    size_t len = 0;
+    static const struct {
+        const char *content, *ns, *cat, *meta, *msg;
+    } bad[] = {
+        {"bad \xff\xfe bytes", NULL, NULL, NULL, "content: is not valid UTF-8 at byte 4"},
+        {"overlong \xc0\xaf", NULL, NULL, NULL, "content: is not valid UTF-8 at byte 9"},
+        {"surrogate \xed\xa0\x80", NULL, NULL, NULL, "content: is not valid UTF-8 at byte 10"},
+        {"ok", "ns \xff", NULL, NULL, "namespace: is not valid UTF-8 at byte 3"},
+        {"ok", NULL, "cat\xff", NULL, "category: is not valid UTF-8 at byte 3"},
+        {"ok", NULL, NULL, "{\"k\":\"a\\u0000b\"}", "metadata: k: holds a NUL (\\u0000)"},
+        {"ok", NULL, NULL, "{\"k\":[\"\xff\"]}", "metadata: k[0]: is not valid UTF-8"},
+    };
+    id = store(f, NULL, "a good memory", NULL, -1);
+    assert_int_equal(cairn_stats_get(f->db, &s0), CAIRN_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.ns = bad[i].ns;
+        o.category = bad[i].cat;
+        o.metadata = bad[i].meta;
+        if (cairn_mem_store(f->mem, bad[i].content, &o, NULL, NULL) != CAIRN_EINVAL)
+            fail_msg("bad store %zu was not refused", i);
+        if (strcmp(cairn_mem_errmsg(f->mem), bad[i].msg) != 0)
+            fail_msg("bad store %zu: message '%s', not '%s'", i, cairn_mem_errmsg(f->mem),
+                     bad[i].msg);
+    }
+    u.category = "c\xff";
+    assert_int_equal(cairn_mem_update(f->mem, id, &u), CAIRN_EINVAL);
+    assert_string_equal(cairn_mem_errmsg(f->mem), "category: is not valid UTF-8 at byte 1");
+    u.category = NULL;
+    u.metadata = "{\"k\":\"x\\u0000\"}";
+    assert_int_equal(cairn_mem_update(f->mem, id, &u), CAIRN_EINVAL);
+    assert_string_equal(cairn_mem_errmsg(f->mem), "metadata: k: holds a NUL (\\u0000)");
+    assert_int_equal(cairn_mem_delete(f->mem, id, "why \xff"), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "reason"));
+    assert_int_equal(cairn_mem_clear(f->mem, "n\xff"), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "namespace"));
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &emb), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "UTF-8"));
+    /* nothing was written; the good memory is whole */
+    assert_int_equal(cairn_stats_get(f->db, &s1), CAIRN_OK);
+    assert_int_equal(s1.records, s0.records);
+    assert_int_equal(cairn_mem_get(f->mem, id, &m), CAIRN_OK);
+    assert_string_equal(m->category, "fact");
+    assert_string_equal(m->metadata, "{}");
+    cairn_mem_free(m);
+    assert_int_equal(cairn_mem_export(f->mem, CAIRN_MEM_JSON, &out, &len), CAIRN_OK);
+    assert_int_equal(cairn__utf8_bad(out, len, NULL), len);
+    assert_non_null(arr = cJSON_ParseWithLength(out, len));
+    assert_int_equal(cJSON_GetArraySize(arr), 1);
+    cJSON_Delete(arr);
+    free(out);
+    free(id);
+}
+
+/* An import whose text breaks the rule fails whole, in every format, and
+ * the message names the memory and the field: a NUL never silently ends a
+ * text ("abc\u0000hidden tail" was stored as "abc"). */
+static void an_import_with_a_nul_or_bad_utf8_stores_nothing(void **state)
+{
+#define H "id,namespace,category,importance,createdAt,accessedAt,accessCount,expiresAt,metadata," \
+          "content\r\n"
+#define T(fmt, s, msg) {fmt, s, sizeof s - 1, msg}
+    static const struct {
+        cairn_mem_format f;
+        const char *data;
+        size_t len;
+        const char *msg;
+    } bad[] = {
+        T(CAIRN_MEM_JSON, "[{\"content\":\"abc\\u0000hidden tail\"}]",
+          "memory 1: content: holds a NUL (\\u0000)"),
+        T(CAIRN_MEM_JSON, "[{\"content\":\"ok\"},{\"content\":\"abc\0hidden\"}]",
+          "memory 2: content: holds a NUL byte"),
+        T(CAIRN_MEM_JSON, "[{\"content\":\"ok\"},{\"content\":\"bad \xff\"}]",
+          "memory 2: content: is not valid UTF-8"),
+        T(CAIRN_MEM_JSON, "[{\"content\":\"ok\",\"metadata\":{\"k\":\"\\u0000\"}}]",
+          "memory 1: metadata.k: holds a NUL (\\u0000)"),
+        T(CAIRN_MEM_JSON, "[{\"content\":\"ok\",\"namespace\":\"n\\u0000s\"}]",
+          "memory 1: namespace: holds a NUL (\\u0000)"),
+        T(CAIRN_MEM_CSV, H ",,fact,0.5,,,,,,\"abc\0hidden tail\"\r\n",
+          "memory 1 (csv row 2): content: holds a NUL byte (byte 114 of the input)"),
+        T(CAIRN_MEM_CSV, H ",,fact,0.5,,,,,,ok\r\n\0\r\n", /* a NUL looks like a blank line */
+          "memory 2 (csv row 3): id: holds a NUL byte"),
+        T(CAIRN_MEM_CSV, H ",,fa\xff,0.5,,,,,,ok\r\n", "memory 1 (csv row 2): category: is not valid UTF-8"),
+        T(CAIRN_MEM_CSV, H ",,fact,0.5,,,,,\"{\"\"k\"\":\"\"\\u0000\"\"}\",ok\r\n",
+          "memory 1 (csv row 2): metadata: k: holds a NUL (\\u0000)"),
+        T(CAIRN_MEM_MD, "# Memories\n\n## m1\n- category: \"fact\"\n\nabc\0hidden tail\n",
+          "memory 1 (md line 6): content: holds a NUL byte (byte 41 of the input)"),
+        T(CAIRN_MEM_MD, "# Memories\n\n## m1\n- content: \"abc\\u0000hidden\"\n",
+          "memory 1 (md line 4): content: holds a NUL (\\u0000)"),
+        T(CAIRN_MEM_MD, "# Memories\n\n## m1\n\nok\n\n## m\xff\n\nok 2\n",
+          "memory 2 (md line 7): id: is not valid UTF-8"),
+        T(CAIRN_MEM_MD, "# Memories\n\n## m1\n- category: \"c\xff\"\n\nok\n",
+          "memory 1 (md line 4): category: is not valid UTF-8"),
+    };
+#undef T
+#undef H
+    fx *f = *state;
+    cairn_mem_stats s;
+    cairn_memory *m = NULL;
+    uint64_t imported = 9, skipped = 9;
+    static const char escaped[] = "[{\"id\":\"esc\",\"content\":\"a\\\\u0000b\"}]";
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = cairn_mem_import(f->mem, bad[i].f, bad[i].data, bad[i].len, NULL, &imported,
+                                  &skipped);
+        if (rc != CAIRN_EINVAL)
+            fail_msg("bad import %zu: rc %d", i, rc);
+        if (strstr(cairn_mem_errmsg(f->mem), bad[i].msg) == NULL)
+            fail_msg("bad import %zu: message '%s' lacks '%s'", i, cairn_mem_errmsg(f->mem),
+                     bad[i].msg);
+        assert_int_equal(imported, 0);
+    }
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSON, "[{\"content\":\"ok\"}]", 18, "n\xff",
+                                      &imported, &skipped),
+                     CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "namespace: is not valid UTF-8"));
+    assert_int_equal(cairn_mem_stats_get(f->mem, &s), CAIRN_OK);
+    assert_int_equal(s.total, 0); /* not even the valid first ones */
+    cairn_mem_stats_free(&s);
+    /* an escaped backslash before "u0000" is text like any other */
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSON, escaped, sizeof escaped - 1, NULL,
+                                      &imported, &skipped),
+                     CAIRN_OK);
+    assert_int_equal(imported, 1);
+    assert_int_equal(cairn_mem_get(f->mem, "esc", &m), CAIRN_OK);
+    assert_string_equal(m->content, "a\\u0000b");
+    cairn_mem_free(m);
+}
+
+/* An LLM that answers with the text it was given. */
+typedef struct canned {
+    const char *answer;
+    int calls;
+} canned;
+
+static int canned_llm(void *user, const char *prompt, char **answer, char *err)
+{
+    canned *c = user;
+    (void)prompt;
+    (void)err;
+    c->calls++;
+    *answer = strdup(c->answer);
+    return *answer == NULL;
+}
+
+/* remember: an answer (or a conversation) whose text breaks the rule is an
+ * error naming the item and field, and stores nothing, not even the good
+ * candidates before it. */
+static void remember_refuses_an_answer_that_breaks_the_rule(void **state)
+{
+    fx *f = *state;
+    static const char conv[] = "[{\"role\":\"user\",\"content\":\"hello there\"}]";
+    static const char nul_conv[] = "[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]";
+    static const char raw_conv[] = "[{\"role\":\"user\",\"content\":\"a\0b\"}]";
+    static const struct {
+        const char *answer, *msg;
+    } bad[] = {
+        {"[{\"content\":\"first fine memory\"},{\"content\":\"abc\\u0000hidden tail\"}]",
+         "LLM answer: item 2: content: holds a NUL (\\u0000)"},
+        {"```json\n[{\"content\":\"bad \xff bytes\"}]\n```", "LLM answer: item 1: content: is not "
+                                                         "valid UTF-8"},
+        {"[{\"content\":\"fine\",\"category\":\"c\\u0000\"}]",
+         "LLM answer: item 1: category: holds a NUL (\\u0000)"},
+    };
+    canned c = {NULL, 0};
+    cairn_llm llm = {&c, canned_llm};
+    cairn_remember_item *it = NULL;
+    cairn_stats s0, s1;
+    size_t n = 0;
+
+    assert_int_equal(cairn_stats_get(f->db, &s0), CAIRN_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        c.answer = bad[i].answer;
+        if (cairn_mem_remember(f->mem, &llm, conv, strlen(conv), NULL, &it, &n) != CAIRN_EINVAL)
+            fail_msg("answer %zu was not refused", i);
+        if (strcmp(cairn_mem_errmsg(f->mem), bad[i].msg) != 0)
+            fail_msg("answer %zu: message '%s', not '%s'", i, cairn_mem_errmsg(f->mem), bad[i].msg);
+        assert_null(it);
+        assert_int_equal(n, 0);
+    }
+    assert_int_equal(c.calls, 3);
+    /* the conversation too, before the LLM is asked */
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, nul_conv, strlen(nul_conv), NULL, &it, &n),
+                     CAIRN_EINVAL);
+    assert_string_equal(cairn_mem_errmsg(f->mem), "messages: item 1: content: holds a NUL (\\u0000)");
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, raw_conv, sizeof raw_conv - 1, NULL, &it, &n),
+                     CAIRN_EINVAL);
+    assert_string_equal(cairn_mem_errmsg(f->mem), "messages: item 1: content: holds a NUL byte");
+    assert_int_equal(c.calls, 3);
+    assert_int_equal(cairn_stats_get(f->db, &s1), CAIRN_OK);
+    assert_int_equal(s1.records, s0.records);
+    /* and a good answer is stored */
+    c.answer = "[{\"content\":\"caf\xc3\xa9 au lait\"}]";
+    assert_int_equal(cairn_mem_remember(f->mem, &llm, conv, strlen(conv), NULL, &it, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(it[0].stored, 1);
+    cairn_remember_free(it, n);
+}
+
 typedef struct seen {
     int stored, recalled, pruned_events;
     uint64_t pruned;
@@ -1146,6 +1360,9 @@ int main(void)
     T(md_export_round_trips_exactly) \
     T(csv_export_round_trips_exactly) \
     T(a_bad_import_stores_nothing) \
+    T(text_that_is_not_utf8_is_refused_and_named) \
+    T(an_import_with_a_nul_or_bad_utf8_stores_nothing) \
+    T(remember_refuses_an_answer_that_breaks_the_rule) \
     T(hooks_modify_reject_rewrite_and_filter) \
     T(max_memories_prunes_the_least_important_and_says_so) \
     T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index)

@@ -679,6 +679,122 @@ static void test_import(void **state)
     assert_int_equal(cairn_causal_import(f->r, "{\"nodes\":3}", 11, &s), CAIRN_EINVAL);
 }
 
+static uint64_t records(fx *f)
+{
+    cairn_stats st;
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    return st.records;
+}
+
+/* The rule for text (README "Text"): labels, episode ids, pattern fields
+ * and every string of an episode must be valid UTF-8 without NUL; the
+ * message names the field, and nothing is written. */
+static void test_text_breaking_the_rule_is_refused(void **state)
+{
+    fx *f = *state;
+    char a[CAIRN_NODE_ID_MAX + 1], b[CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_op ops[2];
+    cairn_reflex_status st;
+    uint64_t before;
+    static const struct {
+        const char *json;
+        size_t len;
+        const char *msg;
+    } eps[] = {
+#define E(s, msg) {s, sizeof s - 1, msg}
+        E("{\"session\":\"s1\",\"task\":\"t\",\"outcome\":\"success\",\"decisions\":"
+          "[{\"chosen\":\"x\\u0000hidden\"}]}", "decisions[0].chosen: holds a NUL (\\u0000)"),
+        E("{\"session\":\"s1\",\"task\":\"ab\0cd\",\"outcome\":\"success\"}",
+          "task: holds a NUL byte"),
+        E("{\"session\":\"s1\",\"task\":\"t\",\"outcome\":\"success\",\"lessons\":[\"ok\",\"\xff\"]}",
+          "lessons[1]: is not valid UTF-8"),
+        E("{\"session\":\"s1\",\"task\":\"t\",\"outcome\":\"success\",\"notes\":\"kept \\u0000\"}",
+          "notes: holds a NUL (\\u0000)"),
+#undef E
+    };
+
+    node(f, CAIRN_NODE_EVENT, "first", NULL, a);
+    node(f, CAIRN_NODE_EVENT, "second", NULL, b);
+    before = records(f);
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, "bad \xff", NULL, NULL),
+                     CAIRN_EINVAL);
+    assert_string_equal(cairn_reflex_errmsg(f->r), "label: is not valid UTF-8 at byte 4");
+    assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, "fine", "ep\xc0\xaf", NULL),
+                     CAIRN_EINVAL);
+    assert_string_equal(cairn_reflex_errmsg(f->r), "episode: is not valid UTF-8 at byte 2");
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 0.5, "e\xff", NULL),
+                     CAIRN_EINVAL);
+    assert_string_equal(cairn_reflex_errmsg(f->r), "episode: is not valid UTF-8 at byte 1");
+    memset(ops, 0, sizeof ops);
+    ops[0].type = CAIRN_NODE_EVENT;
+    ops[0].label = "fine";
+    ops[1].type = CAIRN_NODE_EVENT;
+    ops[1].label = "x\xed\xa0\x80"; /* a surrogate */
+    assert_int_equal(cairn_causal_add_batch(f->r, ops, 2), CAIRN_EINVAL);
+    assert_string_equal(cairn_reflex_errmsg(f->r), "op 1: label: is not valid UTF-8 at byte 1");
+    for (int k = 0; k < 5; k++) {
+        static const char *const names[] = {"name", "trigger", "action", "description", "episode"};
+        cairn_pattern_spec p = {"n", "t", "a", "d", 1.0, "e"};
+        const char **field[] = {&p.name, &p.trigger, &p.action, &p.description, &p.episode};
+        char want[64];
+        *field[k] = "bad \xff";
+        assert_int_equal(cairn_pattern_add(f->r, &p, NULL), CAIRN_EINVAL);
+        snprintf(want, sizeof want, "%s: is not valid UTF-8 at byte 4", names[k]);
+        assert_string_equal(cairn_reflex_errmsg(f->r), want);
+    }
+    for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+        char *out = (char *)1;
+        if (cairn_episode_put(f->r, eps[i].json, eps[i].len, 1, &out) != CAIRN_EINVAL)
+            fail_msg("episode %zu was not refused", i);
+        if (strcmp(cairn_reflex_errmsg(f->r), eps[i].msg) != 0)
+            fail_msg("episode %zu: message '%s', not '%s'", i, cairn_reflex_errmsg(f->r),
+                     eps[i].msg);
+        assert_null(out);
+    }
+    assert_int_equal(records(f), before);
+    reopen(f);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, 2);
+    assert_int_equal(st.edges, 0);
+    assert_int_equal(st.patterns, 0);
+    assert_int_equal(st.episodes, 0);
+    assert_int_equal(st.skipped, 0);
+}
+
+/* A causal-graph.json whose text breaks the rule is refused whole, naming
+ * the member: a label the fold cannot take was counted as imported and
+ * then dropped at replay ("1 record could not be applied"). */
+static void test_import_refuses_text_that_breaks_the_rule(void **state)
+{
+    fx *f = *state;
+    static const char bad_label[] =
+        "{\"nodes\":[{\"id\":\"a\",\"type\":\"event\",\"label\":\"fine\"},"
+        "{\"id\":\"b\",\"type\":\"event\",\"label\":\"not UTF-8 \xff\"}]}";
+    static const char nul_episode[] =
+        "{\"nodes\":[{\"id\":\"a\",\"type\":\"event\",\"label\":\"fine\"},"
+        "{\"id\":\"b\",\"type\":\"event\",\"label\":\"also fine\"}],"
+        "\"edges\":[{\"source\":\"a\",\"target\":\"b\",\"type\":\"causes\",\"weight\":0.5,"
+        "\"episodes\":[\"ep\\u0000x\"],\"contributions\":{\"ep\":0.5}}]}";
+    cairn_causal_import_stats s;
+    cairn_reflex_status st;
+    uint64_t before = records(f);
+
+    s.nodes = 9;
+    assert_int_equal(cairn_causal_import(f->r, bad_label, sizeof bad_label - 1, &s), CAIRN_EINVAL);
+    assert_string_equal(cairn_reflex_errmsg(f->r), "causal graph: nodes[1].label: is not valid UTF-8");
+    assert_int_equal(s.nodes, 0);
+    assert_int_equal(cairn_causal_import(f->r, nul_episode, sizeof nul_episode - 1, &s),
+                     CAIRN_EINVAL);
+    assert_string_equal(cairn_reflex_errmsg(f->r),
+                        "causal graph: edges[0].episodes[0]: holds a NUL (\\u0000)");
+    assert_int_equal(records(f), before);
+    reopen(f);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, 0);
+    assert_int_equal(st.edges, 0);
+    assert_int_equal(st.skipped, 0);
+}
+
 /* The graph file's name in the store, or NULL. */
 static char *graph_file(const char *dir)
 {
@@ -953,6 +1069,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_episode_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_breaking_the_rule_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_refuses_text_that_breaks_the_rule, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_deterministic_rebuild, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_file_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_names_damage, setup, teardown),

@@ -60,7 +60,9 @@ static const char new_help[] =
     "unless given, missing members get their defaults ([], {}). With --file\n"
     "(or `-` alone) the episode is a JSON object read from FILE or stdin, in\n"
     "the seed's shape; options given as well replace its members. The store\n"
-    "is created with default settings if missing.\n"
+    "is created with default settings if missing. All text must be valid UTF-8\n"
+    "without NUL (a byte, or \\u0000 in a JSON string: README \"Text\"); the\n"
+    "message names the member that is not.\n"
     "\n"
     "Options:\n"
     "  --session-id S   the session (required without --file; not empty)\n"
@@ -250,11 +252,28 @@ static int check_outcome(const char *cmd, const char *v)
                            v);
 }
 
+/* JSON text the tool parses and writes again before the engine sees it:
+ * the engine's rule for text is checked first, or a \u0000 would be cut
+ * unseen. -1 if it passes, else the exit code (the message printed). */
+static int check_json_text(const char *cmd, const char *what, const char *v, size_t len)
+{
+    char err[CAIRN_ERRMSG_MAX];
+    if (cairn_text_check(v, len, 1, err, sizeof err) == CAIRN_OK)
+        return -1;
+    return cli_fail(cmd, CAIRN_EINVAL, "%s: %s", what, err);
+}
+
 /* A JSON option value that must be an array (want_array) or an object. */
 static int parse_json_opt(const char *cmd, const char *opt, const char *v, int want_array,
                           cJSON **out)
 {
-    cJSON *j = cJSON_Parse(v);
+    char what[32];
+    cJSON *j;
+    int rc;
+    snprintf(what, sizeof what, "--%s", opt);
+    if ((rc = check_json_text(cmd, what, v, strlen(v))) >= 0)
+        return rc;
+    j = cJSON_Parse(v);
     if (j == NULL || (want_array ? !cJSON_IsArray(j) : !cJSON_IsObject(j))) {
         cJSON_Delete(j);
         return cli_usage_error(cmd, "--%s must be a JSON %s", opt,
@@ -272,6 +291,9 @@ static int parse_lessons(const char *cmd, const char *v, cJSON **out)
     const cJSON *x;
 
     if (v[strspn(v, " \t")] == '[') {
+        int rc = check_json_text(cmd, "--lessons", v, strlen(v));
+        if (rc >= 0)
+            return rc;
         arr = cJSON_Parse(v);
         if (!cJSON_IsArray(arr)) {
             cJSON_Delete(arr);
@@ -381,6 +403,8 @@ static int episode_new(cli_ctx *ctx, int argc, char **argv)
                           strcmp(file, "-") ? file : "stdin", strerror(errno));
             goto done;
         }
+        if ((rc = check_json_text(ctx->cmd, strcmp(file, "-") ? file : "stdin", data, len)) >= 0)
+            goto done;
         ep = cJSON_ParseWithLength(data, len);
         if (!cJSON_IsObject(ep)) {
             rc = cli_fail(ctx->cmd, CAIRN_EINVAL, "%s: not a JSON object",

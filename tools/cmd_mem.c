@@ -30,6 +30,8 @@ const char cmd_add_help[] =
     "Store a memory and print its id. If the same text is already stored in the\n"
     "namespace, nothing is written and the existing memory's id is printed\n"
     "(stderr says so). The store is created with default settings if missing.\n"
+    "Text (TEXT, NS, C, the metadata) must be valid UTF-8 without NUL (README\n"
+    "\"Text\"), or nothing is stored.\n"
     "\n"
     "Options:\n"
     "  --category C      fact, preference, skill, episode, context, or any name of\n"
@@ -209,12 +211,16 @@ static void print_text(const cairn_memory *m)
 /* --meta and --tags as one JSON object text (malloc'd), or NULL if neither. */
 static int build_meta(cli_ctx *ctx, const char *meta, const char *tags, char **out)
 {
-    cJSON *o = meta ? cJSON_Parse(meta) : cJSON_CreateObject();
+    char err[CAIRN_ERRMSG_MAX];
+    cJSON *o;
     *out = NULL;
-    if (meta == NULL && tags == NULL) {
-        cJSON_Delete(o);
+    if (meta == NULL && tags == NULL)
         return -1;
-    }
+    /* Parsed and written again here: a \u0000 would be cut before the engine
+     * could refuse it. */
+    if (meta != NULL && cairn_text_check(meta, strlen(meta), 1, err, sizeof err) != CAIRN_OK)
+        return cli_fail(ctx->cmd, CAIRN_EINVAL, "--meta: %s", err);
+    o = meta ? cJSON_Parse(meta) : cJSON_CreateObject();
     if (o == NULL || !cJSON_IsObject(o)) {
         cJSON_Delete(o);
         return cli_usage_error(ctx->cmd, "--meta must be a JSON object");
@@ -1005,9 +1011,11 @@ const char cmd_import_help[] =
     "       cairn import --from causal-graph FILE|- [--json]\n"
     "\n"
     "First form: import what `cairn export` wrote (FILE, or - for stdin). Every\n"
-    "memory is checked first: one invalid memory fails the import and nothing\n"
-    "is stored. Memories whose id is already live, or whose content is already\n"
-    "in their namespace, are skipped. --namespace: for memories without one.\n"
+    "memory is checked first: one invalid memory (text that is not valid UTF-8\n"
+    "or holds a NUL, a byte or \\u0000, included: README \"Text\") fails the\n"
+    "import, the message names the memory and field, and nothing is stored.\n"
+    "Memories whose id is already live, or whose content is already in their\n"
+    "namespace, are skipped. --namespace: for memories without one.\n"
     "\n"
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
@@ -1037,7 +1045,9 @@ const char cmd_import_help[] =
     "nodes, edges, patterns}), in one commit: each node, edge and pattern with\n"
     "its frequency, weight and occurrences; node ids become cairn's (from the\n"
     "label). Entries that cannot be used (unknown type, an edge to a missing\n"
-    "node) are skipped and counted. Output: \"nodes: N\", \"edges: N\",\n"
+    "node) are skipped and counted; text that is not valid UTF-8 or holds a\n"
+    "NUL anywhere in the file fails the import (the message names the member)\n"
+    "and nothing is stored. Output: \"nodes: N\", \"edges: N\",\n"
     "\"patterns: N\", \"skipped: N\"; --json: {\"nodes\",\"edges\",\"patterns\",\n"
     "\"skipped\"}. See `cairn causal status`.\n"
     "\n"
@@ -1455,8 +1465,9 @@ const char cmd_remember_help[] =
     "{\"content\", \"category\", \"importance\"} on stdout (a ``` fence around it is\n"
     "fine), exiting 0 within --embed-timeout. Each candidate whose novelty (1 -\n"
     "its highest similarity to a stored memory, by the embedder's vectors) is at\n"
-    "least the surprise threshold is stored, in order. A malformed answer is an\n"
-    "error and stores nothing.\n"
+    "least the surprise threshold is stored, in order. A malformed answer, or\n"
+    "one whose text is not valid UTF-8 or holds a NUL (a byte, or \\u0000 in a\n"
+    "string; README \"Text\"), is an error and stores nothing.\n"
     "\n"
     "Options:\n"
     "  --llm-cmd CMD   the LLM program (required, or $CAIRN_LLM_CMD)\n"
@@ -1482,7 +1493,16 @@ static int llm_complete(void *user, const char *prompt, char **answer, char *err
 {
     cli_llm *l = user;
     size_t n = 0;
-    return cli_proc_run(l->cmd, prompt, strlen(prompt), l->timeout_ms, answer, &n, err);
+    int rc = cli_proc_run(l->cmd, prompt, strlen(prompt), l->timeout_ms, answer, &n, err);
+    /* The answer goes on as a C string: a NUL byte would cut it unseen. */
+    if (rc == 0 && strlen(*answer) != n) {
+        snprintf(err, CAIRN_ERRMSG_MAX, "its answer holds a NUL byte at byte %zu",
+                 strlen(*answer));
+        free(*answer);
+        *answer = NULL;
+        rc = 1;
+    }
+    return rc;
 }
 
 int cmd_remember(cli_ctx *ctx, int argc, char **argv)

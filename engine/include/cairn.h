@@ -61,6 +61,18 @@ extern "C" {
 /* Static "CAIRN_EXXX: sentence" for a status code; never NULL. */
 const char *cairn_strerror(int code);
 
+/* The rule for every text the engine stores (README "Text"): valid UTF-8
+ * (no overlong form, no UTF-16 surrogate, nothing past U+10FFFF) without a
+ * NUL byte. The functions that take text check it themselves; this is for
+ * a caller that transforms text before passing it on (the `cairn` tool
+ * parses and rewrites JSON). json 1: text is a JSON document, whose bytes
+ * follow the rule and none of whose strings may hold the escape \u0000
+ * (decoded, it would end the string). Returns CAIRN_OK, or CAIRN_EINVAL
+ * with a one-line reason in err (errlen bytes; may be NULL) naming where:
+ * for JSON the member path ("decisions[2].chosen: holds a NUL (\u0000)"),
+ * otherwise the byte offset. Errors: CAIRN_EINVAL. */
+int cairn_text_check(const char *text, size_t len, int json, char *err, size_t errlen);
+
 /* ---------------------------------------------------------------------------
  * Opening a store.
  * ------------------------------------------------------------------------- */
@@ -476,7 +488,8 @@ typedef struct cairn_mem_store_opts {
 
 #define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL, NULL }
 
-/* Store content (UTF-8, 1 byte..1 MiB). If the same content is already
+/* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
+ * text field here, README "Text"). If the same content is already
  * stored in the namespace, nothing is written and *out is the existing
  * memory, with *existed = 1 (existed may be NULL). out may be NULL.
  * If the namespace then holds more than max_memories live memories, it is
@@ -484,7 +497,8 @@ typedef struct cairn_mem_store_opts {
  * lowest decayed importance (never the memory just stored), in one commit,
  * and a CAIRN_EVENT_PRUNED event with reason "maxMemories" says so.
  * Errors: CAIRN_EINVAL (empty or too long content, importance out of 0..1,
- * bad category or metadata; cairn_errmsg names which), CAIRN_EPERM
+ * bad category or metadata, text that is not valid UTF-8 or holds a NUL or
+ * a \u0000 in metadata; cairn_errmsg names which), CAIRN_EPERM
  * (read-only), and the errors of cairn_append(). */
 int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opts *o,
                     cairn_memory **out, int *existed);
@@ -698,8 +712,9 @@ typedef enum cairn_mem_format {
 int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
 
 /* Import memories from text in format f. Every memory is checked first;
- * one that is not valid fails the whole import (CAIRN_EINVAL, the message
- * names it) and nothing is stored. Memories whose id is live already, or
+ * one that is not valid (text that is not valid UTF-8, or holds a NUL byte
+ * or a \u0000 escape, included) fails the whole import (CAIRN_EINVAL, the
+ * message names it and the field) and nothing is stored. Memories whose id is live already, or
  * whose content is already in their namespace, are skipped; the rest are
  * stored with their ids, times and statistics (one record each; a missing
  * id gets a new one, a missing namespace is default_ns, NULL = "").
@@ -799,7 +814,8 @@ typedef struct cairn_remember_item {
  * are caught. *items (cairn_remember_free) gets one entry per candidate.
  * Errors: CAIRN_EUNAVAIL ("LLM function required": llm NULL),
  * CAIRN_EINVAL (messages not such an array; an LLM answer that is not such
- * an array, named in the message: nothing is stored), CAIRN_EIO (the LLM
+ * an array, or whose text is not valid UTF-8 or holds a NUL or \u0000,
+ * named in the message: nothing is stored), CAIRN_EIO (the LLM
  * failed), and those of cairn_mem_store. */
 int cairn_mem_remember(cairn_mem *m, const cairn_llm *llm, const char *messages, size_t len,
                        const cairn_remember_opts *o, cairn_remember_item **items,
@@ -919,7 +935,8 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
  * time). Replacing the episode of an existing session needs force (the old
  * version stays in the log). *json_out (may be NULL) gets the episode as
  * stored (free()). Errors: CAIRN_EINVAL (a bad field: the message names it,
- * e.g. "decisions[2].outcome: must be success, partial or failure"),
+ * e.g. "decisions[2].outcome: must be success, partial or failure"; text
+ * anywhere in it that is not valid UTF-8 or holds a NUL or \u0000),
  * CAIRN_EEXIST (exists, no force), CAIRN_EPERM, and cairn_append()'s. */
 int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, char **json_out);
 
@@ -1016,7 +1033,8 @@ void cairn_causal_edge_clear(cairn_causal_edge *e);
 /* Add a node. A node with exactly this label exists: its frequency goes up
  * by one and episode (may be NULL) joins its list if new. *out (may be
  * NULL) gets the node after the change (cairn_causal_node_clear()).
- * Errors: CAIRN_EINVAL (type, empty or long label), CAIRN_EPERM, and
+ * Errors: CAIRN_EINVAL (type, empty or long label, a label or episode that
+ * is not valid UTF-8), CAIRN_EPERM, and
  * cairn_append()'s. */
 int cairn_causal_add_node(cairn_reflex *r, unsigned type, const char *label, const char *episode,
                           cairn_causal_node *out);
@@ -1154,8 +1172,11 @@ typedef struct cairn_causal_import_stats {
  * pattern contribution, in one commit, so that the fold gives back the
  * same frequencies, weights and occurrences. Node ids are cairn's (from
  * the label); edges are mapped through the file's ids. An entry that
- * cannot be used (unknown type, missing node) is skipped and counted.
- * Errors: CAIRN_EINVAL (not JSON, not the schema: the message says where),
+ * cannot be used (unknown type, missing node) is skipped and counted; text
+ * anywhere in the file that is not valid UTF-8 or holds a NUL or \u0000
+ * fails the whole import (nothing is appended).
+ * Errors: CAIRN_EINVAL (not JSON, not the schema, such text: the message
+ * says where),
  * CAIRN_EPERM, cairn_append()'s. */
 int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
                         cairn_causal_import_stats *out);

@@ -25,6 +25,12 @@
  * back verbatim that way (it has a line starting with "## ", or starts or
  * ends with a line break) is written instead as a JSON string in a
  * "- content:" field line, so every export imports back exactly.
+ *
+ * Before any of that, the input follows the rule for text (utf8.h): its
+ * bytes are checked whole, and every JSON text in it for \u0000, so a NUL
+ * never silently ends a string (cJSON and every C string would cut there);
+ * the message names the memory, the field and, for csv and md, the row or
+ * line.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -35,6 +41,7 @@
 #include "cairn.h"
 #include "memstate.h"
 #include "memvec.h"
+#include "utf8.h"
 
 typedef struct sbuf {
     char *p;
@@ -265,15 +272,18 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
 
 /* ---- import: every format to an array of cJSON objects ------------------- */
 
-/* Parse one RFC 4180 record from *p; fills up to max fields (strdup'd).
- * Returns the number of fields, -1 at a malformed quote, -2 no memory; on
- * an error nothing is left allocated. */
-static int csv_record(const char **p, const char *end, char **f, int max)
+/* Parse one RFC 4180 record from *p; fills up to max fields (strdup'd),
+ * and where each starts in the input into at[] (may be NULL). Returns the
+ * number of fields, -1 at a malformed quote, -2 no memory; on an error
+ * nothing is left allocated. */
+static int csv_record(const char **p, const char *end, char **f, const char **at, int max)
 {
     int n = 0, err = 0;
     const char *s = *p;
     for (;;) {
         sbuf b = {NULL, 0, 0, 0};
+        if (at != NULL && n < max)
+            at[n] = s;
         if (s < end && *s == '"') {
             s++;
             for (;;) {
@@ -329,40 +339,56 @@ static int csv_record(const char **p, const char *end, char **f, int max)
 }
 
 /* A csv or md value (text) into o as field `name`: numbers and objects are
- * JSON; strings bare in csv, JSON in md. */
-static int put_value(cJSON *o, const char *name, const char *text, int bare_strings)
+ * JSON; strings bare in csv, JSON in md. Returns 0, -1 if it is not valid
+ * JSON, -2 if it breaks the rule for text (a \u0000 in a string; e says
+ * where). The input's bytes were checked whole before. */
+static int put_value(cJSON *o, const char *name, const char *text, int bare_strings, cairn__err *e)
 {
     cJSON *v;
+    char what[64];
     int is_string = strcmp(name, "id") == 0 || strcmp(name, "namespace") == 0 ||
                     strcmp(name, "category") == 0 || strcmp(name, "content") == 0;
-    if (is_string && bare_strings)
+    if (is_string && bare_strings) {
         v = cJSON_CreateString(text);
-    else if (bare_strings && text[0] == 0)
+    } else if (bare_strings && text[0] == 0) {
         v = cJSON_CreateNull();
-    else
+    } else {
+        snprintf(what, sizeof what, "%.40s: ", name);
+        if (cairn__utf8_check_json(e, what, NULL, text, strlen(text)) != CAIRN_OK)
+            return -2;
         v = cJSON_Parse(text);
+    }
     if (v == NULL)
         return -1;
     cJSON_AddItemToObject(o, name, v);
     return 0;
 }
 
+/* What a bad byte is, in a message. */
+static const char *bad_what(int nul)
+{
+    return nul ? "holds a NUL byte" : "is not valid UTF-8";
+}
+
 static int from_csv(cairn_mem *m, const char *data, size_t len, cJSON **out)
 {
-    const char *p = data, *end = data + len;
+    const char *p = data, *end = data + len, *at[NFIELDS + 1];
     char *f[NFIELDS + 1];
     cJSON *arr = cJSON_CreateArray();
-    int n, row = 1;
+    cairn__err e;
+    int n, row = 1, nul;
+    /* the first byte that breaks the rule for text, found in its row below */
+    size_t bad = cairn__utf8_bad(data, len, &nul);
 
     if (arr == NULL)
         return CAIRN_ENOMEM;
-    n = csv_record(&p, end, f, (int)NFIELDS + 1);
+    n = csv_record(&p, end, f, NULL, (int)NFIELDS + 1);
     if (n == -2) {
         cJSON_Delete(arr);
         return CAIRN_ENOMEM;
     }
     {
-        int same = n == (int)NFIELDS + 1;
+        int same = n == (int)NFIELDS + 1 && bad >= (size_t)(p - data);
         for (int i = 0; i < n && i <= (int)NFIELDS; i++) {
             same &= strcmp(f[i], i < (int)NFIELDS ? fields[i] : "content") == 0;
             free(f[i]);
@@ -377,10 +403,22 @@ static int from_csv(cairn_mem *m, const char *data, size_t len, cJSON **out)
     while (p < end) {
         cJSON *o;
         row++;
-        n = csv_record(&p, end, f, (int)NFIELDS + 1);
+        n = csv_record(&p, end, f, at, (int)NFIELDS + 1);
         if (n == -2) {
             cJSON_Delete(arr);
             return CAIRN_ENOMEM;
+        }
+        /* before the blank-line test: a NUL would make a line look blank */
+        if (n >= 0 && bad < len && data + bad < p) {
+            int k = 0, item = cJSON_GetArraySize(arr) + 1;
+            while (k + 1 < n && k + 1 <= (int)NFIELDS && at[k + 1] <= data + bad)
+                k++;
+            for (int i = 0; i < n && i <= (int)NFIELDS; i++)
+                free(f[i]);
+            cJSON_Delete(arr);
+            return cairn__mem_fail(m, CAIRN_EINVAL, "memory %d (csv row %d): %s: %s (byte %zu of "
+                                   "the input)", item, row, k < (int)NFIELDS ? fields[k] : "content",
+                                   bad_what(nul), bad);
         }
         if (n == 1 && f[0][0] == 0) { /* a blank line */
             free(f[0]);
@@ -396,11 +434,17 @@ static int from_csv(cairn_mem *m, const char *data, size_t len, cJSON **out)
         o = cJSON_CreateObject();
         for (int i = 0; i <= (int)NFIELDS; i++) {
             const char *name = i < (int)NFIELDS ? fields[i] : "content";
+            int x = 0;
             if (o != NULL && !(f[i][0] == 0 && strcmp(name, "id") == 0) &&
-                put_value(o, name, f[i], 1) != 0) {
+                (x = put_value(o, name, f[i], 1, &e)) != 0) {
+                if (x == -2)
+                    cairn__mem_fail(m, CAIRN_EINVAL, "memory %d (csv row %d): %s",
+                                    cJSON_GetArraySize(arr) + 1, row, e.msg);
+                else
+                    cairn__mem_fail(m, CAIRN_EINVAL, "csv row %d: field %s is not valid", row,
+                                    name);
                 cJSON_Delete(o);
                 o = NULL;
-                cairn__mem_fail(m, CAIRN_EINVAL, "csv row %d: field %s is not valid", row, name);
             }
             free(f[i]);
         }
@@ -419,7 +463,11 @@ static int from_md(cairn_mem *m, const char *data, size_t len, cJSON **out)
     cJSON *arr = cJSON_CreateArray(), *o = NULL;
     char *text = malloc(len + 1), *line, *next;
     sbuf content = {NULL, 0, 0, 0};
-    int in_body = 0, lineno = 0, rc = CAIRN_OK;
+    cairn__err e;
+    int in_body = 0, lineno = 0, rc = CAIRN_OK, nul;
+    /* the first byte that breaks the rule for text, found on its line below
+     * (the lines before it split as they should: it is the first NUL) */
+    size_t bad = cairn__utf8_bad(data, len, &nul);
 
     if (arr == NULL || text == NULL) {
         cJSON_Delete(arr);
@@ -433,6 +481,29 @@ static int from_md(cairn_mem *m, const char *data, size_t len, cJSON **out)
         if (next != NULL)
             *next++ = 0;
         lineno++;
+        if (bad < len && (next == NULL || text + bad < next)) {
+            int item = cJSON_GetArraySize(arr) + (o != NULL);
+            const char *field = "content";
+            char *colon;
+            if (strncmp(line, "## ", 3) == 0) {
+                item++;
+                field = "id";
+            } else if (!in_body && o != NULL && strncmp(line, "- ", 2) == 0) {
+                colon = strstr(line + 2, ": ");
+                field = "a field line";
+                if (colon != NULL && colon < text + bad && colon - line <= 34) {
+                    *colon = 0;
+                    field = line + 2;
+                }
+            }
+            if (o == NULL && item == 0) /* before the first section */
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "md line %d: %s (byte %zu of the input)",
+                                     lineno, bad_what(nul), bad);
+            else
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %d (md line %d): %s: %s (byte %zu "
+                                     "of the input)", item, lineno, field, bad_what(nul), bad);
+            break;
+        }
         if (strncmp(line, "## ", 3) == 0) {
             if (o != NULL) {
                 /* the body ends with the newline before the next section */
@@ -455,15 +526,20 @@ static int from_md(cairn_mem *m, const char *data, size_t len, cJSON **out)
             continue; /* the title and anything before the first section */
         if (!in_body && strncmp(line, "- ", 2) == 0) {
             char *colon = strstr(line + 2, ": ");
+            int x = 0;
             if (colon == NULL) {
                 rc = cairn__mem_fail(m, CAIRN_EINVAL, "md line %d: expected \"- field: value\"",
                                      lineno);
                 break;
             }
             *colon = 0;
-            if (cJSON_HasObjectItem(o, line + 2) || put_value(o, line + 2, colon + 2, 0) != 0)
+            if (cJSON_HasObjectItem(o, line + 2) ||
+                (x = put_value(o, line + 2, colon + 2, 0, &e)) == -1)
                 rc = cairn__mem_fail(m, CAIRN_EINVAL, "md line %d: field %s is not valid JSON "
                                      "or repeated", lineno, line + 2);
+            else if (x == -2)
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %d (md line %d): %s",
+                                     cJSON_GetArraySize(arr) + 1, lineno, e.msg);
             continue;
         }
         if (!in_body && line[0] == 0) {
@@ -605,6 +681,7 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     char (*ids)[CAIRN_MEM_ID_MAX + 1] = NULL;
     const char **nss = NULL;
     size_t n = 0, i = 0;
+    cairn__err e;
     int rc = CAIRN_OK;
 
     if (imported)
@@ -615,10 +692,14 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         default_ns = "";
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    if (f == CAIRN_MEM_JSON) {
+    if (cairn__utf8_check(&e, "namespace", default_ns, strlen(default_ns)) != CAIRN_OK) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
+    } else if (f == CAIRN_MEM_JSON) {
         arr = cJSON_ParseWithLength(data, len);
         if (arr == NULL || !cJSON_IsArray(arr))
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "json: not a JSON array of memories");
+        else if (cairn__utf8_check_json(&e, NULL, "memory", data, len) != CAIRN_OK)
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
     } else if (f == CAIRN_MEM_CSV) {
         rc = from_csv(m, data, len, &arr);
     } else if (f == CAIRN_MEM_MD) {
@@ -642,7 +723,6 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         const cJSON *ns = cJSON_GetObjectItemCaseSensitive(o, "namespace"),
                     *content = cJSON_GetObjectItemCaseSensitive(o, "content");
         char *text;
-        cairn__err e;
         if (!cJSON_IsObject(o)) {
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: not an object", i + 1);
             break;

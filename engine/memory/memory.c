@@ -35,6 +35,7 @@
 #include "io.h"
 #include "status.h"
 #include "store.h"
+#include "utf8.h"
 
 int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...)
 {
@@ -953,6 +954,15 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
                                         "not take it; reopen the store");
 }
 
+/* Text by the one rule (utf8.h): valid UTF-8 without NUL. */
+static int check_text(cairn_mem *m, const char *what, const char *p, size_t len)
+{
+    cairn__err e;
+    if (cairn__utf8_check(&e, what, p, len) != CAIRN_OK)
+        return cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
+    return CAIRN_OK;
+}
+
 static int check_metadata(cairn_mem *m, const char *meta)
 {
     memrec probe;
@@ -960,6 +970,9 @@ static int check_metadata(cairn_mem *m, const char *meta)
     size_t len;
     cairn__err e;
     int rc;
+    /* Its text first: parsed, a \u0000 would cut a string unseen. */
+    if (cairn__utf8_check_json(&e, "metadata: ", NULL, meta, strlen(meta)) != CAIRN_OK)
+        return cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
     /* The encoder parses it back: the one place that says what is valid. */
     memset(&probe, 0, sizeof probe);
     probe.type = CAIRN_REC_MEMORY_UPDATE;
@@ -976,7 +989,7 @@ static int check_category(cairn_mem *m, const char *c)
     size_t n = strlen(c);
     if (n == 0 || n > MEM_CATEGORY_MAX)
         return cairn__mem_fail(m, CAIRN_EINVAL, "category must be 1..%d bytes", MEM_CATEGORY_MAX);
-    return CAIRN_OK;
+    return check_text(m, "category", c, n);
 }
 
 void cairn__mem_new_id(cairn_mem *m, const char *content, char *id)
@@ -1110,6 +1123,9 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "namespace longer than %d bytes", CAIRN_NS_MAX);
         goto out;
     }
+    if ((rc = check_text(m, "content", d.content, len)) != CAIRN_OK ||
+        (rc = check_text(m, "namespace", d.ns, strlen(d.ns))) != CAIRN_OK)
+        goto out;
     if (!(d.importance >= 0.0 && d.importance <= 1.0)) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid importance: must be between 0 and 1");
         goto out;
@@ -1348,7 +1364,8 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
         rc = not_found(m, id);
-    } else {
+    } else if (reason == NULL ||
+               (rc = check_text(m, "reason", reason, strlen(reason))) == CAIRN_OK) {
         memset(&r, 0, sizeof r);
         r.type = CAIRN_REC_MEMORY_DELETE;
         r.id = x->id;
@@ -1372,7 +1389,7 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
     r.clear_ns = ns;
     if (ns != NULL && strlen(ns) > CAIRN_NS_MAX)
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "namespace longer than %d bytes", CAIRN_NS_MAX);
-    else
+    else if (ns == NULL || (rc = check_text(m, "namespace", ns, strlen(ns))) == CAIRN_OK)
         rc = cairn__mem_write_rec(m, "", &r, NULL);
     pthread_mutex_unlock(&m->mu);
     return rc;

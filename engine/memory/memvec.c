@@ -14,11 +14,13 @@
 #include "memstate.h"
 #include "ivf.h"
 #include "memvec.h"
+#include "utf8.h"
 
 static int name_ok(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
-    return n >= 1 && n <= CAIRN_EMBEDDER_NAME_MAX;
+    /* stored with every vector and exported: text by the one rule (utf8.h) */
+    return n >= 1 && n <= CAIRN_EMBEDDER_NAME_MAX && cairn__utf8_bad(s, n, NULL) == n;
 }
 
 int cairn__mem_vec_compatible(cairn_mem *m, const char *name, uint32_t dim)
@@ -39,8 +41,8 @@ int cairn_mem_set_embedder(cairn_mem *m, const cairn_embedder *e)
     if (e == NULL) {
         memset(&m->emb, 0, sizeof m->emb);
     } else if (!name_ok(e->name) || e->dim == 0 || e->dim > VEC_DIM_MAX) {
-        rc = cairn__mem_fail(m, CAIRN_EINVAL, "an embedder needs a name of 1..%d bytes and 1..%u "
-                             "dimensions", CAIRN_EMBEDDER_NAME_MAX, VEC_DIM_MAX);
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "an embedder needs a name of 1..%d bytes of UTF-8 "
+                             "and 1..%u dimensions", CAIRN_EMBEDDER_NAME_MAX, VEC_DIM_MAX);
     } else if ((rc = cairn__mem_vec_compatible(m, e->name, e->dim)) == CAIRN_OK) {
         m->emb = *e;
         snprintf(m->emb_name, sizeof m->emb_name, "%s", e->name);

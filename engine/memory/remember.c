@@ -13,6 +13,7 @@
 #include "memrec.h"
 #include "memstate.h"
 #include "memvec.h"
+#include "utf8.h"
 
 #define REM_MAX_CANDIDATES 1000
 #define REM_SURPRISE_DEFAULT 0.15
@@ -82,6 +83,11 @@ int cairn__remember_parse(const char *answer, size_t len, rem_cand **out, size_t
         return cairn__fail(e, CAIRN_EINVAL, "LLM answer: more than %d memories",
                            REM_MAX_CANDIDATES);
     }
+    /* The rule for text (utf8.h): a \u0000 would cut a content unseen. */
+    if (cairn__utf8_check_json(e, "LLM answer: ", "item", answer + b, en - b) != CAIRN_OK) {
+        cJSON_Delete(root);
+        return CAIRN_EINVAL;
+    }
     c = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *c);
     if (c == NULL) {
         cJSON_Delete(root);
@@ -143,6 +149,10 @@ int cairn__remember_prompt(const char *messages, size_t len, char **prompt, cair
     if (root == NULL || !cJSON_IsArray(root)) {
         cJSON_Delete(root);
         return cairn__fail(e, CAIRN_EINVAL, "messages: not a JSON array of {role, content}");
+    }
+    if (cairn__utf8_check_json(e, "messages: ", "item", messages, len) != CAIRN_OK) {
+        cJSON_Delete(root);
+        return CAIRN_EINVAL;
     }
     cJSON_ArrayForEach(o, root) {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "role");

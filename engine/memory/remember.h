@@ -21,13 +21,16 @@ typedef struct rem_cand {
  * string up to 1 MiB, "category": optional string of 1..64 bytes (default
  * "fact"), "importance": optional number 0..1 (default 0.5)}, possibly
  * inside a ``` fence (with or without a language tag) and surrounded by
- * whitespace. At most 1000 candidates. Errors: CAIRN_EINVAL (e names what
- * is wrong and where), CAIRN_ENOMEM. On error nothing needs freeing. */
+ * whitespace. At most 1000 candidates. All of it follows the rule for text
+ * (utf8.h): valid UTF-8, no NUL, no \u0000 in a string. Errors:
+ * CAIRN_EINVAL (e names what is wrong and where), CAIRN_ENOMEM. On error
+ * nothing needs freeing. */
 int cairn__remember_parse(const char *answer, size_t len, rem_cand **out, size_t *n, cairn__err *e);
 void cairn__remember_free_cands(rem_cand *c, size_t n);
 
 /* The prompt for a conversation (messages: a JSON array of {"role",
- * "content"}). Errors: CAIRN_EINVAL (e says why), CAIRN_ENOMEM. */
+ * "content"}, text by the same rule). Errors: CAIRN_EINVAL (e says why),
+ * CAIRN_ENOMEM. */
 int cairn__remember_prompt(const char *messages, size_t len, char **prompt, cairn__err *e);
 
 #endif /* CAIRN_REMEMBER_H */

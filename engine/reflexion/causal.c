@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #include "bfs.h"
 #include "rstate.h"
+#include "utf8.h"
 
 static void free_strv(char **v, size_t n)
 {
@@ -112,29 +112,19 @@ int cairn__rx_copy_edge(const cairn_reflex *r, uint32_t i, cairn_causal_edge *o)
 
 /* ---- adding ---- */
 
+/* A label, an episode id: required or not, at most CAIRN_LABEL_MAX bytes,
+ * and text by the one rule (utf8.h; a label is folded once when applied,
+ * and the fold takes what the rule takes). */
 static int check_text(cairn_reflex *r, const char *what, const char *s, int required)
 {
+    cairn__err e;
     if (s == NULL || s[0] == 0)
         return required ? cairn__rx_fail(r, CAIRN_EINVAL, "%s: required", what) : CAIRN_OK;
     if (strlen(s) > CAIRN_LABEL_MAX)
         return cairn__rx_fail(r, CAIRN_EINVAL, "%s: longer than %d bytes", what, CAIRN_LABEL_MAX);
+    if (cairn__utf8_check_str(&e, what, s) != CAIRN_OK)
+        return cairn__rx_fail(r, CAIRN_EINVAL, "%s", e.msg);
     return CAIRN_OK;
-}
-
-/* Whether s is valid UTF-8 (what the fold accepts), without folding it. */
-static int utf8_ok(const char *s)
-{
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-    utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(s);
-    while (left > 0) {
-        utf8proc_int32_t c;
-        utf8proc_ssize_t n = (unsigned char)*p < 0x80 ? 1 : utf8proc_iterate(p, left, &c);
-        if (n < 0)
-            return 0;
-        p += n;
-        left -= n;
-    }
-    return 1;
 }
 
 /* Check op i of a batch against the state and the ops before it (whose
@@ -152,11 +142,9 @@ static int check_op(cairn_reflex *r, const cairn_causal_op *op, size_t i, uint64
         int rc = check_text(r, what, op->label, 1);
         if (rc != CAIRN_OK)
             return rc;
-        /* Checked here, folded once when applied. */
-        if (!utf8_ok(op->label))
-            return cairn__rx_fail(r, CAIRN_EINVAL, "op %zu: label is not UTF-8", i);
         (void)cairn__rx_find_label(r, op->label, strlen(op->label), &keys[i]);
-        return check_text(r, "episode", op->episode, 0);
+        snprintf(what, sizeof what, "op %zu: episode", i);
+        return check_text(r, what, op->episode, 0);
     }
     uint64_t s, d;
     if (op->type >= CAIRN_EDGE_TYPES)
@@ -177,7 +165,8 @@ static int check_op(cairn_reflex *r, const cairn_causal_op *op, size_t i, uint64
                                   side ? op->target : op->source);
     }
     keys[i] = 0;
-    return check_text(r, "episode", op->episode, 0);
+    snprintf(what, sizeof what, "op %zu: episode", i);
+    return check_text(r, what, op->episode, 0);
 }
 
 static void op_change(const cairn_causal_op *op, rchange *c)

@@ -17,6 +17,7 @@
 #include "extract.h"
 #include "rstate.h"
 #include "store.h"
+#include "utf8.h"
 
 /* ---- time ---- */
 
@@ -325,6 +326,7 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
 {
     cJSON *o = cJSON_ParseWithLength(json, len);
     char *text = NULL;
+    cairn__err e;
     rchange c;
     int rc;
 
@@ -334,6 +336,11 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
     r->err[0] = 0;
     if (o == NULL) {
         rc = bad(r, "episode", "not valid JSON");
+        goto out;
+    }
+    /* Every member is kept: all of it follows the rule for text. */
+    if (cairn__utf8_check_json(&e, NULL, NULL, json, len) != CAIRN_OK) {
+        rc = cairn__rx_fail(r, CAIRN_EINVAL, "%s", e.msg);
         goto out;
     }
     if ((rc = normalise(r, o, cairn__now_ms())) != CAIRN_OK)

@@ -62,6 +62,7 @@
 #include <string.h>
 
 #include "extract_int.h"
+#include "utf8.h"
 
 /* ---- the builder ------------------------------------------------------- */
 
@@ -432,7 +433,7 @@ int cairn__extract_episode(const char *name, size_t name_len, const char *data, 
     *out = NULL;
     if (name == NULL || (data == NULL && len > 0))
         return cairn__fail(e, CAIRN_EINVAL, "extract: no name or no data");
-    if ((bad = cairn__x_u8_bad(name, name_len, &nul)) < name_len)
+    if ((bad = cairn__utf8_bad(name, name_len, &nul)) < name_len)
         return cairn__fail(e, CAIRN_EINVAL, "log name: %s at byte %zu",
                            nul ? "NUL" : "invalid UTF-8", bad);
     for (size_t k = 0; k < name_len; k++)
@@ -447,7 +448,7 @@ int cairn__extract_episode(const char *name, size_t name_len, const char *data, 
     if (sid_len == 0 || sid_len > EXTRACT_SESSION_MAX)
         return cairn__fail(e, CAIRN_EINVAL, "log name: no session id (the name less its "
                            "extension must be 1..%d bytes)", EXTRACT_SESSION_MAX);
-    if ((bad = cairn__x_u8_bad(data, len, &nul)) < len)
+    if ((bad = cairn__utf8_bad(data, len, &nul)) < len)
         return cairn__fail(e, CAIRN_EINVAL, nul ? "log: NUL byte at offset %zu"
                            : "log: invalid UTF-8 at offset %zu", bad);
     if ((b = calloc(1, sizeof *b)) == NULL)

@@ -46,7 +46,8 @@
  * EXTRACT_SESSION_MAX, holding a slash, a backslash, a control character or
  * invalid UTF-8; no date in the log
  * nor a YYYY-MM-DD prefix on the name; JSON that does not parse; a JSON log
- * that is not an object; text that is not valid UTF-8 or holds a NUL byte;
+ * that is not an object; text that is not valid UTF-8 or holds a NUL byte,
+ * or a JSON string holding \u0000;
  * also memory running out inside the JSON parser, which cJSON reports as a
  * parse failure), CAIRN_ENOMEM; e (may be NULL) says why in one line. Never prints, exits or
  * aborts. Thread-safe: no global state (cJSON's error pointer is not used). */

@@ -103,8 +103,6 @@ int cairn__x_status(const char *p, size_t len);
 /* The event type of a work item: error (a failure without its fix), test,
  * handoff, else milestone; *err / *fixed say a failure was met / mended. */
 const char *cairn__x_classify(const xtext *t, int *err, int *fixed);
-/* Offset of the first NUL or invalid UTF-8 byte in p[0..len), or len. */
-size_t cairn__x_u8_bad(const char *p, size_t len, int *nul);
 /* 1 if text names a fix (fixed, resolved, restored, reverted, ...). */
 int cairn__x_fixish(const char *p, size_t len);
 /* 1 if text says an item does not apply (N/A, skipped, not applicable). */

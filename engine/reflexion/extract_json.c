@@ -17,7 +17,8 @@
  *
  * Every field is optional and any may have the wrong type: a field of an
  * unexpected type is ignored, never an error. Only a log that does not
- * parse, has bytes after its object, or is not an object is rejected.
+ * parse, has bytes after its object, is not an object, or has a string
+ * holding \u0000 (utf8.h: the rule for text) is rejected.
  * workLog entries become work events in order (chained), the check items of
  * sessionEnd give the outcome's MUST rule, commit hashes in commit contexts
  * become commit events, retrospective entries become lessons, and entries
@@ -29,6 +30,7 @@
 #include <string.h>
 
 #include "extract_int.h"
+#include "utf8.h"
 
 #define FILESET 2048 /* slots of the distinct-file set (more than EXTRACT_ARR_MAX) */
 
@@ -532,6 +534,11 @@ int cairn__extract_json(xb *b, const char *p, size_t len, cairn__err *e)
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return cairn__fail(e, CAIRN_EINVAL, "JSON log: not an object");
+    }
+    /* The bytes are checked already; a \u0000 would end a string unseen. */
+    if (cairn__utf8_check_json(e, "JSON log: ", NULL, p, len) != CAIRN_OK) {
+        cJSON_Delete(root);
+        return CAIRN_EINVAL;
     }
     if ((r = calloc(1, sizeof *r)) == NULL) {
         cJSON_Delete(root);

@@ -1,6 +1,6 @@
 /*
- * extract_text.c - the text side of the episode extractor: UTF-8 checks,
- * the bounded text buffer (xtext), word matching and the word lists that
+ * extract_text.c - the text side of the episode extractor: the bounded
+ * text buffer (xtext), word matching and the word lists that
  * classify work items and status phrases, and ISO 8601 timestamps.
  *
  * Word matching is ASCII case-insensitive on word boundaries ('_' and
@@ -14,53 +14,9 @@
 
 #include "civil.h"
 #include "extract_int.h"
+#include "utf8.h"
 
-/* ---- UTF-8 and text ---------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if none. */
-static size_t u8_seq(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2)
-        return 0;
-    if (c < 0xE0)
-        return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c < 0xF0) {
-        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
-            return 0;
-        if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0))
-            return 0; /* overlong, or a surrogate */
-        return 3;
-    }
-    if (c < 0xF5) {
-        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-            return 0;
-        if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))
-            return 0; /* overlong, or past U+10FFFF */
-        return 4;
-    }
-    return 0;
-}
-
-/* Offset of the first byte that is NUL or starts invalid UTF-8, or len. */
-size_t cairn__x_u8_bad(const char *p, size_t len, int *nul)
-{
-    const unsigned char *s = (const unsigned char *)p;
-    size_t i = 0, k;
-    *nul = 0;
-    while (i < len) {
-        if (s[i] == 0) {
-            *nul = 1;
-            return i;
-        }
-        if ((k = u8_seq(s + i, len - i)) == 0)
-            return i;
-        i += k;
-    }
-    return len;
-}
+/* ---- text ------------------------------------------------------------ */
 
 void cairn__xt_init(xtext *t)
 {
@@ -98,7 +54,7 @@ void cairn__xt_put(xtext *t, const char *p, size_t len)
             i++;
             continue;
         }
-        if ((k = u8_seq(s + i, len - i)) == 0) {
+        if ((k = cairn__utf8_seq(s + i, len - i)) == 0) {
             xt_cp(t, "\xEF\xBF\xBD", 3);
             i++;
             continue;

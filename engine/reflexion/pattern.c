@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "rstate.h"
+#include "utf8.h"
 
 void cairn_pattern_clear(cairn_pattern *p)
 {
@@ -63,12 +64,17 @@ int cairn__rx_copy_pattern(const cairn_reflex *r, size_t i, cairn_pattern *o)
     return CAIRN_OK;
 }
 
+/* Required or not, at most CAIRN_LABEL_MAX bytes, text by the one rule
+ * (utf8.h). */
 static int check_field(cairn_reflex *r, const char *what, const char *s, int required)
 {
+    cairn__err e;
     if (s == NULL || s[0] == 0)
         return required ? cairn__rx_fail(r, CAIRN_EINVAL, "%s: required", what) : CAIRN_OK;
     if (strlen(s) > CAIRN_LABEL_MAX)
         return cairn__rx_fail(r, CAIRN_EINVAL, "%s: longer than %d bytes", what, CAIRN_LABEL_MAX);
+    if (cairn__utf8_check_str(&e, what, s) != CAIRN_OK)
+        return cairn__rx_fail(r, CAIRN_EINVAL, "%s", e.msg);
     return CAIRN_OK;
 }
 

@@ -27,6 +27,7 @@
 
 #include "alloc.h"
 #include "rstate.h"
+#include "utf8.h"
 
 typedef struct plan {
     rchange *c;
@@ -377,6 +378,7 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
 {
     cJSON *g = cJSON_ParseWithLength(json, len), *x, *y, *ids = cJSON_CreateObject();
     const cJSON *nodes, *edges, *pats;
+    cairn__err e;
     plan p;
     int rc = CAIRN_OK;
 
@@ -386,6 +388,13 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
     r->err[0] = 0;
     if (g == NULL || !cJSON_IsObject(g)) {
         rc = cairn__rx_fail(r, CAIRN_EINVAL, "causal graph: not a JSON object");
+        goto out;
+    }
+    /* All of it follows the rule for text, before anything is planned: a
+     * label the fold could not take would be counted here and dropped at
+     * replay. */
+    if (cairn__utf8_check_json(&e, "causal graph: ", NULL, json, len) != CAIRN_OK) {
+        rc = cairn__rx_fail(r, CAIRN_EINVAL, "%s", e.msg);
         goto out;
     }
     nodes = cJSON_GetObjectItemCaseSensitive(g, "nodes");
