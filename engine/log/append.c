@@ -651,7 +651,7 @@ int cairn_append_batch(cairn_db *db, const cairn_entry *entries, size_t n,
 int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
                            uint64_t *first_seq_out, int64_t *ts_out)
 {
-    size_t total = 0, size;
+    size_t total = 0, size, largest = 0;
     int64_t ts;
     int rc, rolled = 0, released = 0;
 
@@ -666,6 +666,8 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
                                                          "or NULL bytes with a length");
         if (size_add(&total, total, size) != 0)
             return cairn__db_failf(db, CAIRN_ETOOBIG, "batch too large");
+        if (size > largest)
+            largest = size;
     }
     if (db->durability == CAIRN_DURABILITY_FULL)
         atomic_fetch_add(&db->appenders, 1);
@@ -679,15 +681,21 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
             goto out;
         rolled = 1;
     }
-    /* Reserve everything first so a failure leaves no half-appended batch. */
+    /* Reserve everything first so a failure leaves no half-appended batch:
+     * room in the buffer for its largest record. A batch larger than the
+     * buffer is written in several writes as it is encoded below, all under
+     * mu, so nothing comes between them; the buffer never grows to the size
+     * of a batch (an import of 100 000 memories). A crash can keep a prefix
+     * of a batch either way (a write is not atomic on disk): the engine's
+     * records mark their commits, and readers take them whole (batch.h). */
     if (db->wbuf_len + total > db->wbuf_cap) {
         rc = cairn__flush_locked(db);
         if (rc != CAIRN_OK)
             goto out;
-        if (total > db->wbuf_cap) {
+        if (largest > db->wbuf_cap) {
             size_t cap = db->wbuf_cap;
-            if (cairn__grow(db->a, (void **)&db->wbuf, &cap, total < WBUF_CAP ? WBUF_CAP : total,
-                            1) != CAIRN_OK) {
+            if (cairn__grow(db->a, (void **)&db->wbuf, &cap,
+                            largest < WBUF_CAP ? WBUF_CAP : largest, 1) != CAIRN_OK) {
                 rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory for the write buffer");
                 goto out;
             }
@@ -715,7 +723,11 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
         *first_seq_out = db->next_seq;
     for (size_t i = 0; i < n; i++) {
         logseg *l = &db->act->log;
-        uint8_t *p = db->wbuf + db->wbuf_len;
+        uint8_t *p;
+        (void)cairn__record_size(&entries[i], &size); /* checked above */
+        if (db->wbuf_len + size > db->wbuf_cap && (rc = cairn__flush_locked(db)) != CAIRN_OK)
+            goto out; /* the handle is dead: no caller will be told of a seq */
+        p = db->wbuf + db->wbuf_len;
         size = cairn__record_encode(p, &entries[i], db->next_seq, ts, l->salt);
         l->off[l->n] = l->end;
         l->ts[l->n] = ts;
