@@ -414,8 +414,18 @@ int cairn_mem_open(cairn_db *db, const cairn_mem_options *opts, cairn_mem **out)
 /* Close (the db stays open). Accepts NULL. */
 void cairn_mem_close(cairn_mem *m);
 
-/* Memory records replay skipped because their payload did not decode. */
+/* Memory records replay skipped: their payload did not decode, they could
+ * not apply (an unknown id, a second live one), or they belong to a commit
+ * that is not whole in the log. */
 uint64_t cairn_mem_skipped(const cairn_mem *m);
+
+/* Of those, the records of commits of several records (an import, a
+ * forget) that are not whole in the log: a crash or a full disk cut the
+ * commit short, and none of it is applied (format-spec/record.md, "Commits
+ * of several records"). Counted by this handle's replay since it opened or
+ * wrote its last memory index file (the file keeps them in the skipped
+ * count only). */
+uint64_t cairn_mem_unfinished(const cairn_mem *m);
 
 /* ---- vectors ------------------------------------------------------------
  * A memory may carry a vector (an embedding of its content) from one

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "cairn.h"
 #include "memstate.h"
@@ -626,10 +627,56 @@ static int take_embedding(cairn_mem *m, cJSON *o, size_t i, float **vec, char *n
     return rc;
 }
 
-/* The vectors of the memories an import will store (not those it skips),
- * from one call of the handle's embedder, into *vecs (n x dim, owned by
- * the caller), each record pointing at its row. */
-static int embed_imports(cairn_mem *m, memrec *recs, const char *const *nss, size_t n, float **vecs)
+/* The memories an import stores: keep[i] = 1 for each that is neither
+ * the id of a live memory nor the content of one in its namespace, nor
+ * the id or the content (in its namespace) of an earlier memory of the
+ * import. (The import is one commit, applied once all of it is appended:
+ * the state cannot tell of the earlier ones.) *nkeep counts them. */
+static int choose(cairn_mem *m, const memrec *recs, const char *const *nss, size_t n,
+                  unsigned char *keep, size_t *nkeep)
+{
+    size_t cap = 16, *by_id, *by_content;
+
+    *nkeep = 0;
+    while (cap < 2 * n)
+        cap *= 2;
+    by_id = calloc(cap, sizeof *by_id); /* index + 1 of a kept memory; 0 empty */
+    by_content = calloc(cap, sizeof *by_content);
+    if (by_id == NULL || by_content == NULL) {
+        free(by_id);
+        free(by_content);
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const memrec *r = &recs[i];
+        size_t a = (size_t)XXH3_64bits(r->id, strlen(r->id)) & (cap - 1);
+        size_t c = (size_t)XXH3_64bits_withSeed(r->content, r->content_len,
+                                                XXH3_64bits(nss[i], strlen(nss[i]))) & (cap - 1);
+        int dup = cairn__mem_find_id(m, r->id) != NULL ||
+                  cairn__mem_find_dup(m, nss[i], r->content, r->content_len) != NULL;
+        for (; !dup && by_id[a] != 0; a = (a + 1) & (cap - 1))
+            dup = strcmp(recs[by_id[a] - 1].id, r->id) == 0;
+        for (; !dup && by_content[c] != 0; c = (c + 1) & (cap - 1)) {
+            size_t j = by_content[c] - 1;
+            dup = recs[j].content_len == r->content_len && strcmp(nss[j], nss[i]) == 0 &&
+                  memcmp(recs[j].content, r->content, r->content_len) == 0;
+        }
+        keep[i] = !dup;
+        if (dup)
+            continue;
+        by_id[a] = by_content[c] = i + 1;
+        (*nkeep)++;
+    }
+    free(by_id);
+    free(by_content);
+    return CAIRN_OK;
+}
+
+/* The vectors of the memories an import will store (keep), from one call
+ * of the handle's embedder, into *vecs (n x dim, owned by the caller),
+ * each record pointing at its row. */
+static int embed_imports(cairn_mem *m, memrec *recs, const unsigned char *keep, size_t n,
+                         float **vecs)
 {
     const char **texts = malloc((n ? n : 1) * sizeof *texts);
     size_t *lens = malloc((n ? n : 1) * sizeof *lens), *which = malloc((n ? n : 1) * sizeof *which);
@@ -644,8 +691,7 @@ static int embed_imports(cairn_mem *m, memrec *recs, const char *const *nss, siz
     if ((rc = cairn__mem_vec_compatible(m, m->emb.name, m->emb.dim)) != CAIRN_OK)
         goto out;
     for (size_t i = 0; i < n; i++)
-        if (recs[i].vec == NULL && cairn__mem_find_id(m, recs[i].id) == NULL &&
-            cairn__mem_find_dup(m, nss[i], recs[i].content, recs[i].content_len) == NULL) {
+        if (keep[i] && recs[i].vec == NULL) {
             texts[k] = recs[i].content;
             lens[k] = recs[i].content_len;
             which[k++] = i;
@@ -680,7 +726,9 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     uint32_t gdim = 0;
     char (*ids)[CAIRN_MEM_ID_MAX + 1] = NULL;
     const char **nss = NULL;
-    size_t n = 0, i = 0;
+    const memrec **write = NULL;
+    unsigned char *keep = NULL;
+    size_t n = 0, i = 0, w, nkeep = 0;
     cairn__err e;
     int rc = CAIRN_OK;
 
@@ -745,6 +793,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         nss[i] = ns != NULL ? ns->valuestring : default_ns;
         if ((rc = take_embedding(m, o, i, &given[i], gname, &gdim)) != CAIRN_OK)
             break;
+        /* A commit's mark is the writer's, never the input's. */
+        cJSON_DeleteItemFromObjectCaseSensitive(o, "batch");
         exact_ints(o);
         text = cJSON_PrintUnformatted(o);
         if (text == NULL) {
@@ -772,6 +822,12 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
      * embedder that fails stores nothing. */
     if (gname[0] != 0 && (rc = cairn__mem_vec_compatible(m, gname, gdim)) != CAIRN_OK)
         goto out;
+    if ((keep = malloc(n ? n : 1)) == NULL || (write = calloc(n ? n : 1, sizeof *write)) == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    if ((rc = choose(m, recs, nss, n, keep, &nkeep)) != CAIRN_OK)
+        goto out;
     if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
         if (gname[0] != 0 && (strcmp(gname, m->emb.name) != 0 || gdim != m->emb.dim)) {
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "the import's vectors come from \"%s\" (%u "
@@ -780,21 +836,22 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
                                  gname, gdim, m->emb.name, m->emb.dim);
             goto out;
         }
-        rc = embed_imports(m, recs, nss, n, &vecs);
+        rc = embed_imports(m, recs, keep, n, &vecs);
         if (rc != CAIRN_OK)
             goto out;
     }
-    for (i = 0; i < n && rc == CAIRN_OK; i++) {
-        if (cairn__mem_find_id(m, recs[i].id) != NULL ||
-            cairn__mem_find_dup(m, nss[i], recs[i].content, recs[i].content_len) != NULL) {
-            if (skipped)
-                (*skipped)++;
-            continue;
+    /* One commit: after a crash or a full disk, a replay finds all of the
+     * import or none of it (batch.h). */
+    for (i = 0, w = 0; i < n; i++)
+        if (keep[i]) {
+            nss[w] = nss[i];
+            write[w++] = &recs[i];
         }
-        rc = cairn__mem_write_rec(m, nss[i], &recs[i], NULL);
-        if (rc == CAIRN_OK && imported)
-            (*imported)++;
-    }
+    rc = cairn__mem_write_commit(m, nss, write, nkeep);
+    if (rc == CAIRN_OK && imported)
+        *imported = nkeep;
+    if (rc == CAIRN_OK && skipped)
+        *skipped = n - nkeep;
 out:
     for (size_t k = 0; recs != NULL && k < n; k++)
         if (recs[k].root != NULL)
@@ -806,6 +863,8 @@ out:
     free(recs);
     free(ids);
     free(nss);
+    free(keep);
+    free(write);
     cJSON_Delete(arr);
     pthread_mutex_unlock(&m->mu);
     return rc;

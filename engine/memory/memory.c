@@ -545,6 +545,10 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
 
 /* ---- open / close -------------------------------------------------------- */
 
+/* What replay_one returns to end a replay early, with no error: the log
+ * ends inside a commit the writer is still writing. */
+#define REPLAY_STOP 1
+
 /* One record of a replay: memory records are folded, the rest only
  * counted as seen. */
 static int replay_one(void *user, const cairn_record *rec)
@@ -561,6 +565,25 @@ static int replay_one(void *user, const cairn_record *rec)
         m->skipped++;
         return CAIRN_OK;
     }
+    if (r.batch_n >= 2) {
+        /* A record of a commit of several (an import, a forget): applied
+         * only if all of it is in the log (batch.h). */
+        int verdict = CAIRN_BATCH_TORN;
+        rc = cairn__batch_check(m->db, &m->batch, rec->seq, r.batch_i, r.batch_n, &verdict);
+        if (rc == CAIRN_OK && verdict == CAIRN_BATCH_PENDING) {
+            /* Not written whole yet (a read-only handle): the fold stops
+             * before the first record of it, none of which it applied. */
+            m->folded = rec->seq - r.batch_i - 1;
+            rc = REPLAY_STOP;
+        } else if (rc == CAIRN_OK && verdict == CAIRN_BATCH_TORN) {
+            m->skipped++;
+            m->unfinished++;
+        }
+        if (rc != CAIRN_OK || verdict != CAIRN_BATCH_WHOLE) {
+            cairn__memrec_done(&r);
+            return rc;
+        }
+    }
     rc = apply(m, rec, &r);
     cairn__memrec_done(&r);
     return rc;
@@ -570,6 +593,19 @@ static int replay_one(void *user, const cairn_record *rec)
 static int replay_range(cairn_mem *m, uint64_t from, uint64_t to)
 {
     int rc = cairn__each_record(m->db, from, to, replay_one, m);
+    if (rc == REPLAY_STOP)
+        return CAIRN_OK;
+    /* A commit found whole whose last records the iteration did not reach:
+     * a read-only handle's view can end inside one another process was
+     * writing when the iteration began, and its lookup of the last record
+     * came later. Fold the rest now: never half of a commit. */
+    if (rc == CAIRN_OK && m->batch.verdict == CAIRN_BATCH_WHOLE && m->batch.last > m->folded &&
+        m->batch.last <= to) {
+        rc = cairn__each_record(m->db, m->folded + 1, m->batch.last, replay_one, m);
+        if (rc == CAIRN_OK && m->batch.last > m->folded)
+            return cairn__mem_fail(m, CAIRN_ECORRUPT, "replaying memories: record %" PRIu64
+                                   " was read, then could not be", m->batch.last);
+    }
     if (rc == CAIRN_OK)
         return CAIRN_OK;
     if (m->damaged)
@@ -826,6 +862,11 @@ uint64_t cairn_mem_skipped(const cairn_mem *m)
     return m->skipped;
 }
 
+uint64_t cairn_mem_unfinished(const cairn_mem *m)
+{
+    return m->unfinished;
+}
+
 const char *cairn_mem_index_note(const cairn_mem *m)
 {
     return m->index_note;
@@ -952,6 +993,78 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     return rc == CAIRN_OK ? CAIRN_OK
                           : cairn__mem_fail(m, rc, "the record was appended but the in-memory state could "
                                         "not take it; reopen the store");
+}
+
+int cairn__mem_write_commit(cairn_mem *m, const char *const *nss, const memrec *const *rs,
+                            size_t n)
+{
+    cairn_entry *ents = calloc(n ? n : 1, sizeof *ents);
+    char **json = calloc(n ? n : 1, sizeof *json);
+    uint64_t first = 0;
+    int64_t ts = 0;
+    size_t i;
+    int rc = CAIRN_OK;
+
+    if (ents == NULL || json == NULL) {
+        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    for (i = 0; i < n && rc == CAIRN_OK; i++) {
+        memrec r = *rs[i];
+        size_t len = 0;
+        cairn__err e;
+        r.batch_i = i;
+        r.batch_n = n >= 2 ? n : 0;
+        rc = cairn__memrec_encode(&r, &json[i], &len, &e);
+        if (rc != CAIRN_OK) {
+            rc = cairn__mem_fail(m, rc, "%s", e.msg);
+            break;
+        }
+        ents[i].type = r.type;
+        ents[i].ns = nss[i];
+        ents[i].ns_len = strlen(nss[i]);
+        ents[i].json = json[i];
+        ents[i].json_len = len;
+        if (r.type == CAIRN_REC_MEMORY && r.embedder != NULL) {
+            ents[i].bin = r.vec;
+            ents[i].bin_len = (size_t)r.dim * sizeof(float);
+        }
+    }
+    if (rc != CAIRN_OK || n == 0)
+        goto out;
+    rc = cairn__append_batch_ts(m->db, ents, n, &first, &ts);
+    for (i = 0; i < n; i++) { /* the log has them now (or never will) */
+        free(json[i]);
+        json[i] = NULL;
+    }
+    if (rc != CAIRN_OK) {
+        rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+        goto out;
+    }
+    rc = fold_gap(m, first);
+    for (i = 0; i < n && rc == CAIRN_OK; i++) {
+        cairn_record rec;
+        memset(&rec, 0, sizeof rec);
+        rec.seq = first + i;
+        rec.ts_ms = ts;
+        rec.type = rs[i]->type;
+        rec.ns = nss[i];
+        rec.ns_len = ents[i].ns_len;
+        rc = apply(m, &rec, rs[i]);
+    }
+    if (rc == CAIRN_ECORRUPT && m->damaged)
+        goto out; /* m->err names the index file */
+    if (rc != CAIRN_OK) {
+        m->stale = 1; /* never write an index file that would skip them */
+        rc = cairn__mem_fail(m, rc, "the records were appended but the in-memory state could "
+                             "not take them; reopen the store");
+    }
+out:
+    for (i = 0; json != NULL && i < n; i++)
+        free(json[i]);
+    free(json);
+    free(ents);
+    return rc;
 }
 
 /* Text by the one rule (utf8.h): valid UTF-8 without NUL. */
@@ -1430,6 +1543,8 @@ int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *
         r.type = CAIRN_REC_MEMORY_DELETE;
         r.id = xs[i]->id;
         r.reason = reasons != NULL ? reasons[i] : reason;
+        r.batch_i = i; /* one commit: a replay applies all or none (batch.h) */
+        r.batch_n = n >= 2 ? n : 0;
         rc = cairn__memrec_encode(&r, &json[i], &len, &e);
         if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc, "%s", e.msg);
@@ -1552,7 +1667,8 @@ static void free_state(cairn_mem *m)
         memset(m->by_id, 0, m->tcap * sizeof *m->by_id);
         memset(m->by_content, 0, m->tcap * sizeof *m->by_content);
     }
-    m->folded = m->tail_records = m->base_deleted = m->skipped = 0;
+    m->folded = m->tail_records = m->base_deleted = m->skipped = m->unfinished = 0;
+    memset(&m->batch, 0, sizeof m->batch);
 }
 
 /* The state again from the newest index file and the records after it. */

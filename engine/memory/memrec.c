@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
+
 #define MAX_SAFE_INT 9007199254740992.0 /* 2^53 */
 
 int cairn__memrec_id_ok(const char *s)
@@ -237,6 +239,9 @@ int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const 
     }
     out->root = root;
     rc = decode_fields(type, root, out, e);
+    if (rc == CAIRN_OK && cairn__batch_get(root, &out->batch_i, &out->batch_n) < 0)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"batch\" is not [i,n] with 0 <= i < n",
+                         kind(type));
     if (rc == CAIRN_OK && type == CAIRN_REC_MEMORY)
         rc = decode_vector(root, bin, bin_len, out, e);
     if (rc == CAIRN_OK && out->id != NULL && !cairn__memrec_id_ok(out->id))
@@ -319,6 +324,15 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         cJSON_Delete(o);
         return cairn__fail(e, CAIRN_EINVAL, "record type %u is not a memory record",
                            (unsigned)r->type);
+    }
+    if (ok && r->batch_n >= 2) { /* [i,n] as exact digits, as cairn__json_add_int */
+        cJSON *b = cJSON_AddArrayToObject(o, "batch"), *v;
+        char d[2][24];
+        snprintf(d[0], sizeof d[0], "%llu", (unsigned long long)r->batch_i);
+        snprintf(d[1], sizeof d[1], "%llu", (unsigned long long)r->batch_n);
+        ok = b != NULL;
+        for (int k = 0; ok && k < 2; k++)
+            ok = (v = cJSON_CreateRaw(d[k])) != NULL && cJSON_AddItemToArray(b, v);
     }
     /* metadata last: it is already JSON text, parsed back in */
     if (ok && r->metadata != NULL &&
@@ -526,6 +540,9 @@ int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e
          (r->embedder == NULL ||
           (sb_lit(&b, ",\"embedder\":") && sb_str(&b, r->embedder, strlen(r->embedder)) &&
            sb_lit(&b, ",\"dim\":") && sb_int(&b, r->dim))) &&
+         (r->batch_n < 2 ||
+          (sb_lit(&b, ",\"batch\":[") && sb_int(&b, (int64_t)r->batch_i) && sb_lit(&b, ",") &&
+           sb_int(&b, (int64_t)r->batch_n) && sb_lit(&b, "]"))) &&
          sb_lit(&b, "}") && sb_room(&b, 1);
     if (!ok) {
         free(b.p);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "batch.h"
 #include "cairn.h"
 #include "memindex.h"
 #include "memrec.h"
@@ -96,6 +97,9 @@ struct cairn_mem {
     nspace *ns;
     size_t nns;
     uint64_t skipped;
+    uint64_t unfinished;     /* of skipped: records of a commit that is not
+                                whole in the log (an import cut short) */
+    cairn__batch batch;      /* replay: the last commit looked up (batch.h) */
     uint64_t id_counter;
     double max_retention;    /* days */
     uint64_t max_memories;   /* per namespace */
@@ -155,6 +159,14 @@ int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c);
 
 /* Append r as a record of namespace ns, then apply it in RAM. */
 int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out);
+
+/* Append the n records rs[i] (of namespace nss[i]) as one commit, each
+ * marked with its place in it when n >= 2 (batch.h: a replay applies all
+ * of them or none), then apply them in RAM. The records' strings must not
+ * point into this handle's entries (applying other handles' records
+ * first may move them). */
+int cairn__mem_write_commit(cairn_mem *m, const char *const *nss, const memrec *const *rs,
+                            size_t n);
 
 /* Delete n live entries with one append (a batch of memory.delete records
  * with this reason, one commit), then in RAM. */
