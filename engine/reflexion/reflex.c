@@ -942,6 +942,29 @@ static int decode(const cairn_record *rec, const cJSON *o, rchange *c, const cha
     return CAIRN_EINVAL;
 }
 
+/* What cairn__rx_apply_record returns to end a replay early, with no
+ * error: the log ends inside a commit the writer is still writing. */
+#define REPLAY_STOP 1
+
+/* A record of a commit of several (an import, an update): CAIRN_OK to
+ * apply it, CAIRN_EINVAL to skip it (a bad mark, or a commit cut short for
+ * good), REPLAY_STOP, or the log's error (batch.h). */
+static int commit_check(cairn_reflex *r, const cairn_record *rec, const cJSON *o)
+{
+    uint64_t i, n;
+    int verdict = CAIRN_BATCH_TORN, m = cairn__batch_get(o, &i, &n), rc;
+    if (m <= 0)
+        return m == 0 ? CAIRN_OK : CAIRN_EINVAL;
+    rc = cairn__batch_check(r->db, &r->batch, rec->seq, i, n, &verdict);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (verdict == CAIRN_BATCH_PENDING) {
+        r->folded = rec->seq - i - 1; /* none of it was applied */
+        return REPLAY_STOP;
+    }
+    return verdict == CAIRN_BATCH_WHOLE ? CAIRN_OK : CAIRN_EINVAL;
+}
+
 int cairn__rx_apply_record(cairn_reflex *r, const cairn_record *rec)
 {
     const char **ids = NULL;
@@ -955,7 +978,13 @@ int cairn__rx_apply_record(cairn_reflex *r, const cairn_record *rec)
     if (rec->type < CAIRN_REC_EPISODE || rec->type > CAIRN_REC_CAUSAL_UPDATE)
         return CAIRN_OK;
     o = cJSON_ParseWithLength(rec->json, rec->json_len);
-    rc = o == NULL ? CAIRN_EINVAL : decode(rec, o, &c, &ids, &lens);
+    rc = cJSON_IsObject(o) ? commit_check(r, rec, o) : CAIRN_EINVAL;
+    if (rc != CAIRN_OK && rc != CAIRN_EINVAL) {
+        cJSON_Delete(o);
+        return rc; /* stop here, or the log failed */
+    }
+    if (rc == CAIRN_OK)
+        rc = decode(rec, o, &c, &ids, &lens);
     if (rc == CAIRN_OK)
         rc = cairn__rx_apply(r, &c, rec->seq, rec->ts_ms);
     free(ids);
@@ -976,7 +1005,7 @@ static int apply_one(void *r, const cairn_record *rec)
 static int replay(cairn_reflex *r, uint64_t from, uint64_t to)
 {
     int rc = cairn__each_record(r->db, from, to, apply_one, r);
-    if (rc == CAIRN_OK)
+    if (rc == CAIRN_OK || rc == REPLAY_STOP)
         return CAIRN_OK;
     return cairn__rx_fail(r, rc, "replaying the reflexion records: %s",
                           rc == CAIRN_ENOMEM ? "no memory" : cairn_errmsg(r->db));
@@ -990,6 +1019,27 @@ int cairn__rx_catch_up(cairn_reflex *r)
     if (!r->db->read_only && cairn__last_seq(r->db) <= r->folded)
         return CAIRN_OK;
     return replay(r, r->folded + 1, UINT64_MAX);
+}
+
+/* Record i of a commit of n: "batch":[i,n] as the last member of j's
+ * object (every payload of a commit of several is one; an episode's, the
+ * only one written as it came, is always committed alone). */
+static void mark(rjson *j, size_t i, size_t n)
+{
+    char b[48];
+    int k = snprintf(b, sizeof b, "[%zu,%zu]}", i, n);
+    if (j->oom)
+        return;
+    while (j->len > 0 && (j->p[j->len - 1] == ' ' || j->p[j->len - 1] == '\n' ||
+                          j->p[j->len - 1] == '\r' || j->p[j->len - 1] == '\t'))
+        j->len--;
+    if (j->len < 2 || j->p[j->len - 1] != '}') {
+        j->oom = 1; /* cannot be: refused as "no memory" rather than written unmarked */
+        return;
+    }
+    j->len--;
+    cairn__rj_key(j, "batch");
+    cairn__rj_raw(j, b, (size_t)k);
 }
 
 int cairn__rx_commit(cairn_reflex *r, const rchange *c, size_t n)
@@ -1019,6 +1069,8 @@ int cairn__rx_commit(cairn_reflex *r, const rchange *c, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         cairn__rx_encode(&c[i], &js[i]);
+        if (n >= 2) /* one commit: a replay applies all of it or none (batch.h) */
+            mark(&js[i], i, n);
         if (js[i].oom) {
             rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");
             goto out;

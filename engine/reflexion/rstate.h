@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "batch.h"
 #include "cairn.h"
 #include "dlabel.h"
 #include "gimage.h"
@@ -108,6 +109,7 @@ struct cairn_reflex {
     uint64_t folded;          /* last log seq folded in */
     uint64_t delta_records;   /* graph records folded after the file */
     uint64_t skipped;
+    cairn__batch batch;       /* replay: the last commit looked up (batch.h) */
     int64_t updated;
     int stale;
     struct rbfs *bfs;         /* the path search's scratch (bfs.c) */
