@@ -6,7 +6,8 @@
  * Invariants: decoding is deterministic; a payload that decodes encodes
  * again, and the encoded text decodes to the same fields (the writer can
  * always read back what it writes); every decoded string obeys its limit;
- * the hand-written encoder and the cJSON one write the same bytes.
+ * the hand-written encoder and the cJSON one write the same bytes; a
+ * commit's mark ("batch":[i,n]) comes back as it was.
  */
 #include "fuzz.h"
 
@@ -30,6 +31,10 @@ static void same(const memrec *a, const memrec *b)
     FUZZ_CHECK((a->metadata == NULL) == (b->metadata == NULL));
     if (a->metadata != NULL)
         FUZZ_CHECK(strcmp(a->metadata, b->metadata) == 0);
+    /* a commit's mark (a mark of a commit of one says nothing: not written) */
+    FUZZ_CHECK((a->batch_n >= 2) == (b->batch_n >= 2));
+    if (a->batch_n >= 2)
+        FUZZ_CHECK(a->batch_i == b->batch_i && a->batch_n == b->batch_n && a->batch_i < a->batch_n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

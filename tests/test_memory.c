@@ -502,6 +502,85 @@ static void hostile_records_are_skipped_and_counted(void **state)
     cairn_mem_free(g);
 }
 
+static void append_marked(fx *f, const char *id, const char *mark)
+{
+    char json[256];
+    snprintf(json, sizeof json, "{\"id\":\"%s\",\"content\":\"memory %s\",\"category\":\"fact\""
+                                "%s%s}", id, id, mark ? ",\"batch\":" : "", mark ? mark : "");
+    append_raw(f, json);
+}
+
+/* Which of ids a handle has, as a string of 0 and 1. */
+static const char *which(cairn_mem *m, const char *const *ids, size_t n)
+{
+    static char out[32];
+    for (size_t i = 0; i < n; i++) {
+        cairn_memory *g = NULL;
+        out[i] = cairn_mem_get(m, ids[i], &g) == CAIRN_OK ? '1' : '0';
+        cairn_mem_free(g);
+    }
+    out[n] = 0;
+    return out;
+}
+
+/* The rule for commits of several records (format-spec/record.md): a
+ * record marked "batch":[i,n] is applied only if the commit's last record
+ * is in the log, marked [n-1,n]. One cut short (the log lost its end, and
+ * later records follow) is skipped and counted as unfinished. A read-only
+ * handle whose log ends inside a commit takes none of it and counts none
+ * (the writer may still be writing it), and all of it once it is whole;
+ * the writer's own handle knows such a commit is cut short. */
+static void a_commit_of_several_is_applied_whole_or_not_at_all(void **state)
+{
+    fx *f = *state;
+    static const char *const ids[] = {"a1", "a2", "b1", "b2", "c1", "d1", "e1", "e2",
+                                      "t1", "t2", "t3"};
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *ro;
+    cairn_mem *rm;
+
+    cairn_mem_close(f->mem);
+    f->mem = NULL;
+    append_marked(f, "a1", "[0,2]"); /* whole */
+    append_marked(f, "a2", "[1,2]");
+    append_marked(f, "b1", "[0,3]"); /* its last record was lost... */
+    append_marked(f, "b2", "[1,3]");
+    append_marked(f, "c1", NULL);    /* ...and the log went on */
+    append_marked(f, "d1", "[2,1]"); /* not a mark: corrupt */
+    append_marked(f, "e1", "[0,2]"); /* the next record is of another commit */
+    append_marked(f, "e2", "[1,3]");
+    append_marked(f, "t1", "[0,3]"); /* the log ends inside it */
+    append_marked(f, "t2", "[1,3]");
+    assert_int_equal(cairn_flush(f->db), CAIRN_OK);
+
+    o.read_only = 1;
+    assert_int_equal(cairn_open(&ro, f->dir, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(ro, NULL, &rm), CAIRN_OK);
+    assert_string_equal(which(rm, ids, 11), "11001000000");
+    assert_int_equal(cairn_mem_unfinished(rm), 4); /* b1 b2 e1 e2; t1 t2 may yet be whole */
+    assert_int_equal(cairn_mem_skipped(rm), 5);    /* and d1 */
+    cairn_mem_close(rm);
+
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    assert_string_equal(which(f->mem, ids, 11), "11001000000");
+    assert_int_equal(cairn_mem_unfinished(f->mem), 6); /* the writer: t1 t2 are cut short */
+    assert_int_equal(cairn_mem_skipped(f->mem), 7);
+    cairn_mem_close(f->mem);
+    f->mem = NULL;
+
+    /* Only a test can finish a commit after the fact: the reader takes it
+     * whole now. */
+    append_marked(f, "t3", "[2,3]");
+    assert_int_equal(cairn_flush(f->db), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(ro, NULL, &rm), CAIRN_OK);
+    assert_string_equal(which(rm, ids, 11), "11001000111");
+    assert_int_equal(cairn_mem_unfinished(rm), 4);
+    cairn_mem_close(rm);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+}
+
 static void memories_survive_sealing_and_reopen(void **state)
 {
     fx *f = *state;
@@ -1347,6 +1426,7 @@ int main(void)
     T(filters_and_expiry_apply) \
     T(importance_and_recency_decay_with_a_30_day_half_life) \
     T(hostile_records_are_skipped_and_counted) \
+    T(a_commit_of_several_is_applied_whole_or_not_at_all) \
     T(memories_survive_sealing_and_reopen) \
     T(a_stored_memory_is_recallable_from_another_thread_at_once) \
     T(clear_empties_one_namespace_or_all_and_survives_reopen) \
