@@ -55,9 +55,10 @@ typedef struct cairn__batch {
  * the CAIRN_BATCH_* above. Reads the commit's last record once per commit
  * (b remembers a verdict for good for the others). When it is not there:
  * a writer's handle knows the commit is torn (every commit of its own
- * process is appended whole under the log's lock); a read-only handle
- * reads the newest record of the log too, and the commit is pending if
- * that record is still one of it, torn if another record follows it.
+ * process is appended whole under the log's lock); so does a read-only
+ * handle when no writer holds LOCK; else it reads the newest record of
+ * the log too, and the commit is pending if that record is still one of
+ * it, torn if another record follows it.
  * Errors: those of cairn_get other than CAIRN_ENOTFOUND (CAIRN_EIO,
  * CAIRN_ECHECKSUM, CAIRN_ECORRUPT, CAIRN_ENOMEM; the handle's message says
  * where). */
