@@ -312,6 +312,36 @@ check "importing what is there already skips it" sh -c "[ $rc -eq 0 ] && grep -q
 printf '[{"content":"ok"},{"content":"bad","importance":7}]' >"$T/bad.json"
 run --store "$M" import --format json "$T/bad.json"
 check "a bad import fails naming the memory and stores nothing" sh -c "[ $rc -eq 1 ] && grep -q 'memory 2' err"
+# An import is one commit: a writer killed by the file size limit (SIGXFSZ,
+# or EFBIG where it is ignored) in the middle of writing 3000 memories leaves
+# part of them in the log and none of them in the store, says so, and the
+# same import then lands whole.
+BIG=$T/bigimp
+i=0
+{
+    printf '['
+    while [ $i -lt 3000 ]; do
+        [ $i -gt 0 ] && printf ','
+        printf '{"id":"big%04d","content":"memory %d of a large import"}' $i $i
+        i=$((i + 1))
+    done
+    printf ']'
+} >"$T/big.json"
+"$CAIRN" --store "$BIG" add "stored before the import" >/dev/null 2>&1
+(ulimit -f 2048 && exec "$CAIRN" --store "$BIG" import --format json "$T/big.json") >out 2>err
+rc=$?
+check "an import the file size limit cuts short fails" sh -c "[ $rc -ne 0 ] && ! grep -q 'imported:' out"
+run --store "$BIG" stats --json
+check "part of the cut import is in the log" jq_ok '.records > 100 and .records < 3001'
+check "none of it is in the store, and stats counts its records as unfinished" \
+    jq_ok '.memories.total == 1 and .memories.unfinished == .records - 1 and .memories.skipped == .memories.unfinished'
+run --store "$BIG" get big0000
+check "a memory of the cut import is not found, with a warning that says why" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'of an import or forget cut short by a crash or a full disk; none of it was applied' err"
+run --store "$BIG" import --format json "$T/big.json"
+check "the same import then lands whole" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 3000' out"
+run --store "$BIG" stats --json
+check "and the store holds it all" jq_ok '.memories.total == 3001'
 mkdir -p "$T/mdir" && printf 'first note\n' >"$T/mdir/alpha.md" && printf 'second note\n' >"$T/mdir/beta.md" && printf 'x' >"$T/mdir/skip.txt"
 run --store "$T/mdstore" import --from markdown "$T/mdir"
 check "import --from markdown takes every .md file" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"

@@ -138,10 +138,15 @@ static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
     if (cairn_mem_index_note(*mem)[0] != 0)
         fprintf(stderr, "cairn: %s: warning: memory index: %s\n", ctx->cmd,
                 cairn_mem_index_note(*mem));
-    if (cairn_mem_skipped(*mem) > 0)
+    if (cairn_mem_unfinished(*mem) > 0)
+        fprintf(stderr, "cairn: %s: warning: %llu memory record(s) in the log are of an import "
+                        "or forget cut short by a crash or a full disk; none of it was applied\n",
+                ctx->cmd, (unsigned long long)cairn_mem_unfinished(*mem));
+    if (cairn_mem_skipped(*mem) > cairn_mem_unfinished(*mem))
         fprintf(stderr, "cairn: %s: warning: %llu memory record(s) in the log could not be "
                         "applied and were skipped\n",
-                ctx->cmd, (unsigned long long)cairn_mem_skipped(*mem));
+                ctx->cmd,
+                (unsigned long long)(cairn_mem_skipped(*mem) - cairn_mem_unfinished(*mem)));
     return CLI_EXIT_OK;
 }
 
@@ -1015,7 +1020,11 @@ const char cmd_import_help[] =
     "or holds a NUL, a byte or \\u0000, included: README \"Text\") fails the\n"
     "import, the message names the memory and field, and nothing is stored.\n"
     "Memories whose id is already live, or whose content is already in their\n"
-    "namespace, are skipped. --namespace: for memories without one.\n"
+    "namespace (or earlier in FILE), are skipped. --namespace: for memories\n"
+    "without one. The memories stored are one commit: after a crash, a kill\n"
+    "or a full disk in the middle, the store holds all of them or none (the\n"
+    "records of one cut short stay in the log, unapplied, and commands warn\n"
+    "of them), and a reader never sees part of an import.\n"
     "\n"
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
@@ -1042,7 +1051,8 @@ const char cmd_import_help[] =
     "{\"imported\",\"skipped\",\"failed\",\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
     "Fourth form: a causal-graph.json of the seed's schema ({version, updated,\n"
-    "nodes, edges, patterns}), in one commit: each node, edge and pattern with\n"
+    "nodes, edges, patterns}), in one commit (all of it or none after a crash\n"
+    "or a full disk): each node, edge and pattern with\n"
     "its frequency, weight and occurrences; node ids become cairn's (from the\n"
     "label). Entries that cannot be used (unknown type, an edge to a missing\n"
     "node) are skipped and counted; text that is not valid UTF-8 or holds a\n"

@@ -82,7 +82,11 @@ const char cmd_stats_help[] =
     "none is sealed), the settings: durability, batch ms, segment size; and the\n"
     "memories: live ones (not deleted or expired), deleted ones, by category,\n"
     "average importance, oldest and newest (JSON: \"memories\" with the seed's\n"
-    "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped),\n"
+    "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped,\n"
+    "unfinished), the memory records replay skipped (\"skipped records:\",\n"
+    "when any: records that do not decode or apply, and those of an import or\n"
+    "forget a crash or a full disk cut short, which are never applied, of\n"
+    "which \"unfinished\" counts the ones replayed since the memory index),\n"
     "and the memory index file: its size, the last seq it covers, the memories\n"
     "it holds, the memory records after it (replayed at open), and why a file\n"
     "was set aside if one was (JSON: \"memory_index\"); and each temporary\n"
@@ -382,6 +386,7 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     cairn_stats s;
     cairn_mem_stats ms;
     temp_list tl = {NULL, 0, 0, 0};
+    uint64_t unfinished = 0;
     int json = 0;
     int rc = cli_output_args(ctx, spec, argc, argv, cmd_stats_help, &json);
     char ratio[32], t1[40], t2[40];
@@ -397,6 +402,8 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         rc = cairn_mem_open(db, NULL, &mem);
     if (rc == CAIRN_OK)
         rc = cairn_mem_stats_get(mem, &ms);
+    if (rc == CAIRN_OK)
+        unfinished = cairn_mem_unfinished(mem);
     if (rc != CAIRN_OK) {
         /* The memory layer's message names the file and row when it has one. */
         if (mem != NULL && cairn_mem_errmsg(mem)[0] != 0)
@@ -436,9 +443,10 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
             printf(":%llu", (unsigned long long)ms.by_category[i].count);
         }
         printf("},\"avgImportance\":%.6g,\"oldest\":%lld,\"newest\":%lld,\"deleted\":%llu,"
-               "\"skipped\":%llu},",
+               "\"skipped\":%llu,\"unfinished\":%llu},",
                ms.avg_importance, (long long)ms.oldest, (long long)ms.newest,
-               (unsigned long long)ms.deleted, (unsigned long long)ms.skipped);
+               (unsigned long long)ms.deleted, (unsigned long long)ms.skipped,
+               (unsigned long long)unfinished);
         printf("\"memory_index\":{\"bytes\":%llu,\"covered_seq\":%llu,\"memories\":%llu,"
                "\"records_after\":%llu,\"note\":",
                (unsigned long long)ms.index_bytes, (unsigned long long)ms.index_seq,
@@ -477,6 +485,10 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         printf("\n%-19s %.3f\n", "avg importance:", ms.avg_importance);
         printf("%-19s %s\n%-19s %s\n", "oldest memory:", t1, "newest memory:", t2);
     }
+    if (ms.skipped > 0)
+        printf("%-19s %llu (%llu of them of an import or forget cut short by a crash or a full "
+               "disk: none of it applied)\n", "skipped records:", (unsigned long long)ms.skipped,
+               (unsigned long long)unfinished);
     if (ms.index_bytes > 0) {
         print_bytes("memory index:", ms.index_bytes);
         printf("%-19s seq %llu, %llu memories; %llu memory records after it\n", "  covers:",

@@ -648,7 +648,7 @@ typedef struct cairn_forget_opts {
 /* Prune memories by the rules of the mode (every mode prunes expired ones
  * and those older than max_age_days; decayed importance as in recall).
  * Pruned memories get memory.delete records with reason "forget:<mode>",
- * all in one commit. *pruned and *kept (may be NULL) count the live
+ * all in one commit (a crash leaves all of them or none). *pruned and *kept (may be NULL) count the live
  * memories of the namespaces pruned and left (what would be, in a dry
  * run). Errors: CAIRN_EINVAL, cairn_append's. */
 int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
@@ -725,9 +725,13 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
  * one that is not valid (text that is not valid UTF-8, or holds a NUL byte
  * or a \u0000 escape, included) fails the whole import (CAIRN_EINVAL, the
  * message names it and the field) and nothing is stored. Memories whose id is live already, or
- * whose content is already in their namespace, are skipped; the rest are
- * stored with their ids, times and statistics (one record each; a missing
- * id gets a new one, a missing namespace is default_ns, NULL = "").
+ * whose content is already in their namespace (or that of a memory before
+ * them in the input), are skipped; the rest are stored with their ids,
+ * times and statistics (one record each; a missing id gets a new one, a
+ * missing namespace is default_ns, NULL = ""), all in one commit: after a
+ * crash or a full disk, however large the import, a reopened store holds
+ * all of it or none of it, and a reader never sees part of it
+ * (format-spec/record.md, "Commits of several records").
  * A memory's "embedding" (with its "embedder") is stored as its vector:
  * every one must come from the store's embedder (and from the handle's, if
  * it has one), or the import fails. The handle's embedder embeds the
@@ -1070,7 +1074,8 @@ typedef struct cairn_causal_op {
 
 /* Apply n changes with one commit, in order (an edge may name a node added
  * earlier in the batch: cairn_causal_node_id() gives its id). All or
- * nothing: a bad op (the message names its index) appends none.
+ * nothing: a bad op (the message names its index) appends none, and a
+ * crash or a full disk while it is written leaves all of it or none.
  * Errors: as the single calls. */
 int cairn_causal_add_batch(cairn_reflex *r, const cairn_causal_op *ops, size_t n);
 
@@ -1184,7 +1189,9 @@ typedef struct cairn_causal_import_stats {
  * the label); edges are mapped through the file's ids. An entry that
  * cannot be used (unknown type, missing node) is skipped and counted; text
  * anywhere in the file that is not valid UTF-8 or holds a NUL or \u0000
- * fails the whole import (nothing is appended).
+ * fails the whole import (nothing is appended). The records are one
+ * commit: after a crash or a full disk the graph holds all of them or
+ * none, and a reader never sees part of them.
  * Errors: CAIRN_EINVAL (not JSON, not the schema, such text: the message
  * says where),
  * CAIRN_EPERM, cairn_append()'s. */
