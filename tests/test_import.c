@@ -26,7 +26,8 @@
  * - A reader: a writer thread's import is stopped inside, after the log
  *   has written part of it; a read-only handle then sees none of it, and
  *   all of it once the import finishes (the reflexion handle, which
- *   catches up, on its next call).
+ *   catches up, on its next call); and a reader whose view ends inside
+ *   the import while the import completes before it looks takes it whole.
  *
  * The I/O table skips the real fsync/fdatasync (counted): a process crash
  * keeps the page cache, and the sweeps make hundreds of runs.
@@ -77,6 +78,11 @@ typedef struct inj {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int at_gate, gate_open;
+    /* a reader's hook: called once, at its first read of the records of
+     * the segment named on_read_seg (an iteration's "iter.read") */
+    void (*on_read)(void *arg);
+    void *on_read_arg;
+    const char *on_read_seg;
 } inj;
 
 static void inj_init(inj *j)
@@ -125,9 +131,28 @@ static int w_close(void *u, const char *site, int fd)
     return j->real->close(j->real->user, site, fd);
 }
 
+/* fd's file name ends with name (Linux: through /proc). */
+static int fd_is(int fd, const char *name)
+{
+    char link[64], path[4096];
+    ssize_t n;
+    size_t k = strlen(name);
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    n = readlink(link, path, sizeof path - 1);
+    if (n < 0)
+        return 0;
+    path[n] = 0;
+    return (size_t)n >= k && strcmp(path + n - k, name) == 0;
+}
+
 static ssize_t w_pread(void *u, const char *site, int fd, void *buf, size_t len, off_t off)
 {
     inj *j = u;
+    if (j->on_read != NULL && strcmp(site, "iter.read") == 0 && fd_is(fd, j->on_read_seg)) {
+        void (*fn)(void *) = j->on_read;
+        j->on_read = NULL;
+        fn(j->on_read_arg);
+    }
     return j->real->pread(j->real->user, site, fd, buf, len, off);
 }
 
@@ -715,8 +740,23 @@ typedef struct writer_arg {
 static void *writer_main(void *p)
 {
     writer_arg *a = p;
-    a->rc = run_job(a->job, a->db, a->j);
+    int rc = run_job(a->job, a->db, a->j);
+    pthread_mutex_lock(&a->j->mu);
+    a->rc = rc;
+    pthread_cond_broadcast(&a->j->cv);
+    pthread_mutex_unlock(&a->j->mu);
     return NULL;
+}
+
+/* Until the writer thread of a stands at j's gate. */
+static void wait_gate(inj *j, writer_arg *a)
+{
+    pthread_mutex_lock(&j->mu);
+    while (!j->at_gate && a->rc == -1)
+        pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+    if (!j->at_gate)
+        fail_msg("the import ended (%d) before its second write: it was written at once", a->rc);
 }
 
 static void reader_sees_none_then_all(const char *dir, int job)
@@ -740,20 +780,7 @@ static void reader_sees_none_then_all(const char *dir, int job)
     a.job = job;
     a.rc = -1;
     assert_int_equal(pthread_create(&t, NULL, writer_main, &a), 0);
-    pthread_mutex_lock(&j.mu);
-    while (!j.at_gate && a.rc == -1) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&j.cv, &j.mu, &until);
-    }
-    pthread_mutex_unlock(&j.mu);
-    if (!j.at_gate)
-        fail_msg("the import ended (%d) before its second write: it was written at once", a.rc);
+    wait_gate(&j, &a);
 
     /* Part of the import is in the file now, as records a reader reads. */
     assert_int_equal(open_store(dir, NULL, 1, &rd), CAIRN_OK);
@@ -790,6 +817,104 @@ static void reader_sees_none_then_all(const char *dir, int job)
     inj_done(&j);
 }
 
+/* The writer's import finishes (from the reader's I/O table) after the
+ * reader's iteration fixed its view, inside the import, and before the
+ * reader looks up the import's last record: the lookup finds the commit
+ * whole, and the replay must fold the records past its view too. (The
+ * reflexion handle would also take them at its next catch-up; the memory
+ * handle never looks again.) */
+typedef struct finish_arg {
+    inj *wj;
+    pthread_t t;
+    writer_arg *a;
+} finish_arg;
+
+static void finish_writer(void *p)
+{
+    finish_arg *f = p;
+    pthread_mutex_lock(&f->wj->mu);
+    f->wj->gate_open = 1;
+    pthread_cond_broadcast(&f->wj->cv);
+    pthread_mutex_unlock(&f->wj->mu);
+    assert_int_equal(pthread_join(f->t, NULL), 0);
+    assert_int_equal(f->a->rc, CAIRN_OK);
+}
+
+static void reader_view_ends_inside_a_commit_that_then_completes(const char *dir, int job)
+{
+    inj wj, rj;
+    cairn_io wio, rio;
+    cairn_db *w, *rd;
+    writer_arg a;
+    finish_arg fa;
+    uint64_t found = 0, n = job == JOB_MEM ? N_MEM : N_NODE;
+
+    make_store(dir);
+    inj_init(&wj);
+    inj_init(&rj);
+    wj.gate_at = 2;
+    wio = make_io(&wj);
+    assert_int_equal(open_store(dir, &wio, 0, &w), CAIRN_OK);
+    a.db = w;
+    a.j = &wj;
+    a.job = job;
+    a.rc = -1;
+    assert_int_equal(pthread_create(&fa.t, NULL, writer_main, &a), 0);
+    wait_gate(&wj, &a);
+
+    /* The import is in segment 2 (the batch rolled past the records from
+     * before): the reader's first read of it is its iteration's, with its
+     * view fixed on the part written so far. */
+    fa.wj = &wj;
+    fa.a = &a;
+    rj.on_read = finish_writer;
+    rj.on_read_arg = &fa;
+    rj.on_read_seg = "0000000000000002.log";
+    rio = make_io(&rj);
+    assert_int_equal(open_store(dir, &rio, 1, &rd), CAIRN_OK);
+    if (job == JOB_MEM) { /* the replay at open reads the import */
+        cairn_mem *m;
+        assert_int_equal(cairn_mem_open(rd, NULL, &m), CAIRN_OK);
+        assert_null(rj.on_read); /* the hook ran: the writer finished meanwhile */
+        for (int i = 0; i < N_MEM; i++) {
+            char id[16];
+            cairn_memory *x = NULL;
+            snprintf(id, sizeof id, "imp-%03d", i);
+            if (cairn_mem_get(m, id, &x) == CAIRN_OK)
+                found++;
+            cairn_mem_free(x);
+        }
+        assert_int_equal(cairn_mem_unfinished(m), 0);
+        cairn_mem_close(m);
+    } else {
+        cairn_reflex *r;
+        cairn_reflex_status st;
+        assert_int_equal(cairn_reflex_open(rd, &r), CAIRN_OK);
+        assert_int_equal(cairn_reflex_status_get(r, &st), CAIRN_OK);
+        assert_null(rj.on_read);
+        found = st.nodes - N_PRE;
+        assert_int_equal(st.skipped, 0);
+        cairn_reflex_close(r);
+    }
+    assert_int_equal(found, n);
+    assert_int_equal(cairn_close(rd), CAIRN_OK);
+    assert_int_equal(cairn_close(w), CAIRN_OK);
+    inj_done(&wj);
+    inj_done(&rj);
+}
+
+static void test_a_reader_whose_view_ends_inside_a_memory_import_takes_it_whole(void **state)
+{
+    fx *f = *state;
+    reader_view_ends_inside_a_commit_that_then_completes(f->dir, JOB_MEM);
+}
+
+static void test_a_reader_whose_view_ends_inside_a_graph_import_takes_it_whole(void **state)
+{
+    fx *f = *state;
+    reader_view_ends_inside_a_commit_that_then_completes(f->dir, JOB_GRAPH);
+}
+
 static void test_a_reader_sees_no_part_of_a_memory_import_being_written(void **state)
 {
     fx *f = *state;
@@ -819,6 +944,10 @@ int main(void)
             test_a_reader_sees_no_part_of_a_memory_import_being_written, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_reader_sees_no_part_of_a_graph_import_being_written, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_reader_whose_view_ends_inside_a_memory_import_takes_it_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_reader_whose_view_ends_inside_a_graph_import_takes_it_whole, setup, teardown),
     };
     make_inputs();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1005,6 +1005,16 @@ static int apply_one(void *r, const cairn_record *rec)
 static int replay(cairn_reflex *r, uint64_t from, uint64_t to)
 {
     int rc = cairn__each_record(r->db, from, to, apply_one, r);
+    /* A commit found whole whose last records the iteration did not reach
+     * (a read-only handle's view can end inside one another process was
+     * writing when the iteration began): fold the rest now, never half. */
+    if (rc == CAIRN_OK && r->batch.verdict == CAIRN_BATCH_WHOLE && r->batch.last > r->folded &&
+        r->batch.last <= to) {
+        rc = cairn__each_record(r->db, r->folded + 1, r->batch.last, apply_one, r);
+        if (rc == CAIRN_OK && r->batch.last > r->folded)
+            return cairn__rx_fail(r, CAIRN_ECORRUPT, "replaying the reflexion records: record "
+                                  "%" PRIu64 " was read, then could not be", r->batch.last);
+    }
     if (rc == CAIRN_OK || rc == REPLAY_STOP)
         return CAIRN_OK;
     return cairn__rx_fail(r, rc, "replaying the reflexion records: %s",
