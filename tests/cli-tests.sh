@@ -853,6 +853,10 @@ run $EP import --from episodes "$T/eps" --force
 check "import --from episodes --force replaces them" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run $EP import --from episodes "$T/no-such-dir"
 check "import --from episodes of a missing folder exits 1" rc_is 1
+mkdir -p "$T/epfifo" && mkfifo "$T/epfifo/a-fifo.json" && cp "$T/eps/episode-2026-02-01-session-10.json" "$T/epfifo/"
+timeout 10 "$CAIRN" --store "$T/epfifo-store" import --from episodes "$T/epfifo" >out 2>err
+rc=$?
+check "import --from episodes passes over a FIFO named *.json (no hang), saying so" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 1' out && grep -qx 'skipped: 1' out && grep -q 'a-fifo.json: not a regular file (a FIFO); skipped' err"
 run $EP import --from markdown "$T/eps" --force
 check "import --force outside --from episodes exits 64" rc_is 64
 run $EP import --from graphs "$T/eps"
