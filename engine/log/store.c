@@ -488,16 +488,12 @@ static const manifest_entry *find_entry(const manifest *m, uint64_t id)
  * crash during creation leaves before the first MANIFEST, and is removed. */
 static int has_segments(cairn_db *db)
 {
-    int fd = dup(db->dirfd), found = 0, first_empty = 0;
-    DIR *d;
+    int found = 0, first_empty = 0;
+    DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
     uint64_t id;
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return 0;
-    }
-    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (parse_seg_name(de->d_name, "log", &id) && id == 1 &&
@@ -521,16 +517,12 @@ static int has_segments(cairn_db *db)
  * good copy. */
 static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cairn__err *e)
 {
-    int fd = dup(db->dirfd), rc = CAIRN_OK, removed = 0;
-    DIR *d;
+    int rc = CAIRN_OK, removed = 0;
+    DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
 
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return cairn__fail(e, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
-    }
-    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
         const char *n = de->d_name;
         const manifest_entry *x;
