@@ -200,11 +200,10 @@ void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db)
                 ctx->cmd, (unsigned long long)rs.recovered_set_aside_bytes, ctx->store);
     if (rs.recovered_lost_last > 0)
         fprintf(stderr,
-                "cairn: %s: warning: the log of %s ended before seq %llu, which the MANIFEST "
+                "cairn: %s: warning: the log of %s no longer holds records the MANIFEST "
                 "recorded as durable: records %llu..%llu are lost (their numbers are retired, "
-                "never given again)\n",
-                ctx->cmd, ctx->store, (unsigned long long)rs.recovered_lost_last,
-                (unsigned long long)rs.recovered_lost_first,
+                "never given again; index files folded over them were removed)\n",
+                ctx->cmd, ctx->store, (unsigned long long)rs.recovered_lost_first,
                 (unsigned long long)rs.recovered_lost_last);
 }
 

@@ -78,7 +78,9 @@ const char cmd_stats_help[] =
     "Print the store's statistics: the store's id (32 hex digits), records,\n"
     "records lost from the end of the log if this open found any (the log ends\n"
     "before a seq the MANIFEST knew was durable: 'lost records: N..M'; JSON\n"
-    "\"lost_records\": {\"first\", \"last\"} or null), first and last sequence numbers,\n"
+    "\"lost_records\": {\"first\", \"last\"} or null), the records writers found lost\n"
+    "that way and retired over the store's life ('records retired: N', shown\n"
+    "when not 0; JSON \"lost_total\"), first and last sequence numbers,\n"
     "segments (active, closed awaiting sealing, sealed), bytes on disk (every\n"
     "file), log bytes (encoded records, uncompressed), the compression ratio\n"
     "of sealed segments (their records' raw bytes / their file bytes; n/a when\n"
@@ -434,7 +436,8 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
                (unsigned long long)s.sealed_raw_bytes, (unsigned long long)s.sealed_bytes, ratio,
                cli_durability_name(s.durability), (unsigned)s.batch_ms,
                (unsigned long long)s.segment_size, (unsigned long long)s.generation);
-        printf("\"store_id\":\"%s\",\"lost_records\":", id);
+        printf("\"store_id\":\"%s\",\"lost_total\":%llu,\"lost_records\":", id,
+               (unsigned long long)s.lost_total);
         if (s.recovered_lost_last > 0)
             printf("{\"first\":%llu,\"last\":%llu},", (unsigned long long)s.recovered_lost_first,
                    (unsigned long long)s.recovered_lost_last);
@@ -471,6 +474,9 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         printf("%-19s %llu..%llu (the log ends before what the MANIFEST knew was durable; "
                "run 'cairn verify')\n", "lost records:", (unsigned long long)s.recovered_lost_first,
                (unsigned long long)s.recovered_lost_last);
+    if (s.lost_total > 0)
+        printf("%-19s %llu (found lost and retired by writers, over the store's life)\n",
+               "records retired:", (unsigned long long)s.lost_total);
     printf("%-19s %llu\n", "first seq:", (unsigned long long)s.first_seq);
     printf("%-19s %llu\n", "last seq:", (unsigned long long)s.last_seq);
     printf("%-19s %llu active, %llu closed, %llu sealed\n", "segments:",
