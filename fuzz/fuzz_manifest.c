@@ -20,7 +20,7 @@ static void same_manifest(const manifest *a, const manifest *b)
                a->segment_size == b->segment_size && a->batch_ms == b->batch_ms &&
                a->durability == b->durability && a->n == b->n &&
                memcmp(a->store_id, b->store_id, sizeof a->store_id) == 0 &&
-               a->synced_seq == b->synced_seq);
+               a->synced_seq == b->synced_seq && a->lost_total == b->lost_total);
     for (size_t i = 0; i < a->n; i++) {
         const manifest_entry *x = &a->e[i], *y = &b->e[i];
         FUZZ_CHECK(x->id == y->id && x->kind == y->kind && x->base_seq == y->base_seq &&

@@ -883,6 +883,10 @@ run $EP import --from episodes "$T/eps" --force
 check "import --from episodes --force replaces them" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run $EP import --from episodes "$T/no-such-dir"
 check "import --from episodes of a missing folder exits 1" rc_is 1
+mkdir -p "$T/epfifo" && mkfifo "$T/epfifo/a-fifo.json" && cp "$T/eps/episode-2026-02-01-session-10.json" "$T/epfifo/"
+timeout 10 "$CAIRN" --store "$T/epfifo-store" import --from episodes "$T/epfifo" >out 2>err
+rc=$?
+check "import --from episodes passes over a FIFO named *.json (no hang), saying so" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 1' out && grep -qx 'skipped: 1' out && grep -q 'a-fifo.json: not a regular file (a FIFO); skipped' err"
 run $EP import --from markdown "$T/eps" --force
 check "import --force outside --from episodes exits 64" rc_is 64
 run $EP import --from graphs "$T/eps"
@@ -942,6 +946,59 @@ run $H add "hygiene memory two"
 check "the next writer open removes it" sh -c "[ $rc -eq 0 ] && [ ! -e '$T/hyg/mem-0000000000000001.cmx.tmp' ]"
 run $H verify
 check "verify has no note after that" sh -c "[ $rc -eq 0 ] && ! grep -q '^note:' out && grep -q '^ok: 2 records' out"
+
+# ---- derived files bound to their log; records lost at the tail ------------------
+# cut_before SEQ FILE: truncate a log segment where record SEQ starts (the
+# records' u32 lengths walked from offset 64 with od)
+cut_before() {
+    off=64
+    n=$(od -An -tu8 -j 32 -N8 "$2" | tr -d ' ') # the segment's base_seq
+    while [ "$n" -lt "$1" ]; do
+        len=$(od -An -tu4 -j "$off" -N4 "$2" | tr -d ' ')
+        off=$((off + len))
+        n=$((n + 1))
+    done
+    truncate -s "$off" "$2"
+}
+B="--store $T/bind"
+run $B init
+for i in 1 2 3 4 5 6 7 8 9 10; do "$CAIRN" $B add "alpha memory A$i" >/dev/null 2>&1; done
+run $B checkpoint
+cut_before 6 "$T/bind/0000000000000001.log"
+run $B verify
+check "verify reports records cut from the end after a checkpoint (exit 2)" sh -c "[ $rc -eq 2 ] && grep -q 'records 6..10 are lost' out"
+run $B stats
+check "stats names the lost records" grep -q '^lost records: *6..10' out
+run $B add "bravo memory B1"
+b1=$(cat out)
+check "the next writer warns that it retired them" sh -c "[ $rc -eq 0 ] && grep -q 'records 6..10 are lost (their numbers are retired' err"
+run $B dump --from-seq 6
+check "the new memory takes seq 11, not a number handed out before" sh -c "[ \$(wc -l <out) -eq 1 ] && grep -q '\"seq\":11,' out"
+run $B recall alpha --k 20
+check "recall finds only what the log holds (A1..A5)" sh -c "[ \$(grep -c 'alpha memory' out) -eq 5 ] && ! grep -q 'alpha memory A[6-9]' out"
+run $B get "$b1"
+check "get finds the new memory" sh -c "[ $rc -eq 0 ] && grep -q 'bravo memory B1' out"
+run $B verify
+check "verify is clean once a writer retired them" rc_is 0
+for st in f1 f2; do
+    run --store "$T/$st" init
+    for i in 1 2 3; do "$CAIRN" --store "$T/$st" add "$st memory $i" >/dev/null 2>&1; done
+    run --store "$T/$st" checkpoint
+done
+cp "$T/f2/mem-0000000000000003.cmx" "$T/f1/mem-0000000000000003.cmx"
+run --store "$T/f1" verify
+check "another store's index file copied in is named by verify (exit 2)" sh -c "[ $rc -eq 2 ] && grep -q 'mem-0000000000000003.cmx belongs to another store' out"
+run --store "$T/f1" recall f2
+check "and never answers: recall finds nothing of it" sh -c "[ $rc -eq 0 ] && ! grep -q 'f2 memory' out && grep -q 'another store' err"
+run --store "$T/miss" init --segment-size 4096
+for i in $(seq 40); do "$CAIRN" --store "$T/miss" log '{"pad":"0123456789012345678901234567890123456789012345678901234567890123456789"}' >/dev/null 2>&1; done
+rm "$T/miss/0000000000000001.seg"
+run --store "$T/miss" verify
+check "verify names a missing sealed segment (exit 2), not 'no store'" sh -c "[ $rc -eq 2 ] && grep -q 'missing: open 0000000000000001.seg' err && ! grep -q 'no store' err"
+run --store "$T/miss" stats
+check "stats names the missing segment too (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q '0000000000000001.seg' err && ! grep -q 'no store' err"
+run --store "$T/miss" dump
+check "dump names it too" sh -c "[ $rc -eq 1 ] && grep -q '0000000000000001.seg' err"
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

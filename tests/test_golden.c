@@ -95,6 +95,7 @@ static const manifest_entry man_entries[] = {
 #define MAN_BATCH_MS 50u
 #define MAN_DURABILITY CAIRN_DURABILITY_BATCH
 #define MAN_SYNCED_SEQ 123u
+#define MAN_LOST_TOTAL 4u
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -234,6 +235,7 @@ static uint8_t *make_manifest(size_t *len)
     m.durability = (uint8_t)MAN_DURABILITY;
     memcpy(m.store_id, man_store_id, sizeof m.store_id);
     m.synced_seq = MAN_SYNCED_SEQ;
+    m.lost_total = MAN_LOST_TOTAL;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -605,7 +607,8 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_memory_equal(m.store_id, man_store_id, 16);
         assert_int_equal(get_le64(g + 80), MAN_SYNCED_SEQ);
         assert_int_equal(m.synced_seq, MAN_SYNCED_SEQ);
-        assert_int_equal(get_le64(g + 88), 0); /* reserved */
+        assert_int_equal(get_le64(g + 88), MAN_LOST_TOTAL);
+        assert_int_equal(m.lost_total, MAN_LOST_TOTAL);
     } else {
         assert_true(cairn__store_id_is_zero(m.store_id));
         assert_int_equal(m.synced_seq, 0);

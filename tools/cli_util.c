@@ -14,10 +14,13 @@
 #include "civil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -197,12 +200,87 @@ void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db)
                 ctx->cmd, (unsigned long long)rs.recovered_set_aside_bytes, ctx->store);
     if (rs.recovered_lost_last > 0)
         fprintf(stderr,
-                "cairn: %s: warning: the log of %s ended before seq %llu, which the MANIFEST "
+                "cairn: %s: warning: the log of %s no longer holds records the MANIFEST "
                 "recorded as durable: records %llu..%llu are lost (their numbers are retired, "
-                "never given again)\n",
-                ctx->cmd, ctx->store, (unsigned long long)rs.recovered_lost_last,
-                (unsigned long long)rs.recovered_lost_first,
+                "never given again; index files folded over them were removed)\n",
+                ctx->cmd, ctx->store, (unsigned long long)rs.recovered_lost_first,
                 (unsigned long long)rs.recovered_lost_last);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* Why a file that is not a regular one is skipped, for the report. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "not a regular file (a directory)"
+           : S_ISFIFO(m) ? "not a regular file (a FIFO)"
+           : S_ISCHR(m)  ? "not a regular file (a character device)"
+           : S_ISBLK(m)  ? "not a regular file (a block device)"
+           : S_ISSOCK(m) ? "not a regular file (a socket)"
+                         : "not a regular file";
+}
+
+/* All of the regular file at path (symbolic links followed) into *out
+ * (NUL-terminated, *len bytes). Nothing here can block: anything that is
+ * not a regular file by stat() is not opened (a device's open can act),
+ * and the open is O_NONBLOCK, so a FIFO swapped in after the stat opens at
+ * once and fstat() turns it away. Returns 0; 1 when it is not a regular
+ * file (*kind: why it is skipped); -1 with errno when it cannot be read. */
+int cli_read_regular(const char *path, char **out, size_t *len, const char **kind)
+{
+    struct stat st;
+    char *p = NULL;
+    size_t n = 0, cap;
+    int fd, e;
+
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        *kind = file_kind(st.st_mode);
+        return 1;
+    }
+    if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        e = errno;
+        *kind = file_kind(st.st_mode);
+        close(fd);
+        errno = e;
+        return S_ISREG(st.st_mode) ? -1 : 1;
+    }
+    /* its size, the NUL and one byte more: the read that sees the end */
+    cap = st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2 ? (size_t)st.st_size + 2 : 4096;
+    for (;;) {
+        ssize_t r;
+        if (p == NULL || n + 1 >= cap) {
+            char *q = p == NULL ? malloc(cap) : cap < SIZE_MAX / 2 ? realloc(p, cap *= 2) : NULL;
+            if (q == NULL) {
+                free(p);
+                close(fd);
+                errno = ENOMEM;
+                return -1;
+            }
+            p = q;
+        }
+        r = read(fd, p + n, cap - n - 1);
+        if (r == 0)
+            break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            e = errno;
+            free(p);
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
+    p[n] = 0;
+    *out = p;
+    *len = n;
+    return 0;
 }
 
 /* ---- values ------------------------------------------------------------- */

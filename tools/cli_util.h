@@ -94,6 +94,14 @@ int cli_open_read(const cli_ctx *ctx, cairn_db **out);
  * aside, records lost at the log's tail). */
 void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db);
 
+/* All of the regular file at path (symbolic links followed) into *out
+ * (NUL-terminated, malloc'd, *len bytes), for the walks over a directory:
+ * what is not a regular file is never opened for reading, and nothing here
+ * blocks (a FIFO named like a note cannot hang an import). Returns 0; 1
+ * when it is not a regular file (*kind says what it is, for the report);
+ * -1 with errno when it cannot be read. */
+int cli_read_regular(const char *path, char **out, size_t *len, const char **kind);
+
 /* ---- values ------------------------------------------------------------ */
 
 /* Current time in ms since the Unix epoch. */

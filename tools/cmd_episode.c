@@ -733,6 +733,7 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK && r != NULL; i++) {
         size_t plen = strlen(dir) + strlen(names[i]) + 2, len = 0;
         char *path = malloc(plen), *data = NULL, why[CAIRN_ERRMSG_MAX + 64], code[32];
+        const char *kind = NULL;
         int x;
 
         if (path == NULL) {
@@ -740,7 +741,14 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
             break;
         }
         snprintf(path, plen, "%s/%s", dir, names[i]);
-        if (cli_read_file(path, &data, &len) != 0) {
+        x = cli_read_regular(path, &data, &len, &kind);
+        if (x == 1) { /* a FIFO or a directory named *.json: never opened, never a hang */
+            fprintf(stderr, "cairn: %s: %s: %s; skipped\n", ctx->cmd, path, kind);
+            free(path);
+            skipped++;
+            continue;
+        }
+        if (x != 0) {
             x = CAIRN_EIO;
             snprintf(why, sizeof why, "%s", strerror(errno));
         } else {

@@ -1046,7 +1046,8 @@ const char cmd_import_help[] =
     "stored as `cairn episode new --file` does, one commit each. A session\n"
     "that has an episode is skipped unless --force (which replaces it). A file\n"
     "that is not a valid episode does not stop the others: it is counted and\n"
-    "named. Output: \"imported: N\", \"skipped: M\", \"failed: K\" and a line\n"
+    "named. A *.json that is not a regular file (a FIFO, a directory) is never\n"
+    "opened: it is skipped, with a line on stderr. Output: \"imported: N\", \"skipped: M\", \"failed: K\" and a line\n"
     "\"failure: FILE: why (CAIRN_EXXX)\" per failed file; --json:\n"
     "{\"imported\",\"skipped\",\"failed\",\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
@@ -1165,80 +1166,6 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Why a file that is not a regular one is skipped, for the report. */
-static const char *file_kind(mode_t m)
-{
-    return S_ISDIR(m)    ? "not a regular file (a directory)"
-           : S_ISFIFO(m) ? "not a regular file (a FIFO)"
-           : S_ISCHR(m)  ? "not a regular file (a character device)"
-           : S_ISBLK(m)  ? "not a regular file (a block device)"
-           : S_ISSOCK(m) ? "not a regular file (a socket)"
-                         : "not a regular file";
-}
-
-/* All of the regular file at path (symbolic links followed) into *out
- * (NUL-terminated, *len bytes). Nothing here can block: anything that is
- * not a regular file by stat() is not opened (a device's open can act),
- * and the open is O_NONBLOCK, so a FIFO swapped in after the stat opens at
- * once and fstat() turns it away. Returns 0; 1 when it is not a regular
- * file (*kind: why it is skipped); -1 with errno when it cannot be read. */
-static int read_regular(const char *path, char **out, size_t *len, const char **kind)
-{
-    struct stat st;
-    char *p = NULL;
-    size_t n = 0, cap;
-    int fd, e;
-
-    if (stat(path, &st) != 0)
-        return -1;
-    if (!S_ISREG(st.st_mode)) {
-        *kind = file_kind(st.st_mode);
-        return 1;
-    }
-    if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY)) < 0)
-        return -1;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        e = errno;
-        *kind = file_kind(st.st_mode);
-        close(fd);
-        errno = e;
-        return S_ISREG(st.st_mode) ? -1 : 1;
-    }
-    /* its size, the NUL and one byte more: the read that sees the end */
-    cap = st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2 ? (size_t)st.st_size + 2 : 4096;
-    for (;;) {
-        ssize_t r;
-        if (p == NULL || n + 1 >= cap) {
-            char *q = p == NULL ? malloc(cap) : cap < SIZE_MAX / 2 ? realloc(p, cap *= 2) : NULL;
-            if (q == NULL) {
-                free(p);
-                close(fd);
-                errno = ENOMEM;
-                return -1;
-            }
-            p = q;
-        }
-        r = read(fd, p + n, cap - n - 1);
-        if (r == 0)
-            break;
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            e = errno;
-            free(p);
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        n += (size_t)r;
-    }
-    close(fd);
-    p[n] = 0;
-    *out = p;
-    *len = n;
-    return 0;
-}
-
 /* One file the import did not take: a line on stderr (unless it is only
  * already stored) and an entry {"file","reason"} (skipped) or
  * {"file","error","code"} (failed, code != 0) in list. */
@@ -1314,7 +1241,7 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
             rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
         } else {
             snprintf(path, plen, "%.*s%s%s", (int)dl, dir, sep, names[i]);
-            r = read_regular(path, &text, &len, &kind);
+            r = cli_read_regular(path, &text, &len, &kind);
             if (r < 0) {
                 import_report(ctx, fails, path, strerror(errno), CAIRN_EIO);
                 failed++;

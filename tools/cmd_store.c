@@ -75,7 +75,12 @@ const char cmd_verify_help[] =
 const char cmd_stats_help[] =
     "usage: cairn stats [--format text|json] [--json]\n"
     "\n"
-    "Print the store's statistics: records, first and last sequence numbers,\n"
+    "Print the store's statistics: the store's id (32 hex digits), records,\n"
+    "records lost from the end of the log if this open found any (the log ends\n"
+    "before a seq the MANIFEST knew was durable: 'lost records: N..M'; JSON\n"
+    "\"lost_records\": {\"first\", \"last\"} or null), the records writers found lost\n"
+    "that way and retired over the store's life ('records retired: N', shown\n"
+    "when not 0; JSON \"lost_total\"), first and last sequence numbers,\n"
     "segments (active, closed awaiting sealing, sealed), bytes on disk (every\n"
     "file), log bytes (encoded records, uncompressed), the compression ratio\n"
     "of sealed segments (their records' raw bytes / their file bytes; n/a when\n"
@@ -389,7 +394,7 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     uint64_t unfinished = 0;
     int json = 0;
     int rc = cli_output_args(ctx, spec, argc, argv, cmd_stats_help, &json);
-    char ratio[32], t1[40], t2[40];
+    char ratio[32], t1[40], t2[40], id[33];
 
     if (rc >= 0)
         return rc;
@@ -423,6 +428,8 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         snprintf(ratio, sizeof ratio, "%.2f", (double)s.sealed_raw_bytes / (double)s.sealed_bytes);
     else
         snprintf(ratio, sizeof ratio, "%s", json ? "null" : "n/a");
+    for (int i = 0; i < 16; i++)
+        snprintf(id + 2 * i, 3, "%02x", s.store_id[i]);
     if (json) {
         printf("{\"records\":%llu,\"first_seq\":%llu,\"last_seq\":%llu,"
                "\"segments\":{\"active\":%llu,\"closed\":%llu,\"sealed\":%llu},"
@@ -436,6 +443,13 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
                (unsigned long long)s.sealed_raw_bytes, (unsigned long long)s.sealed_bytes, ratio,
                cli_durability_name(s.durability), (unsigned)s.batch_ms,
                (unsigned long long)s.segment_size, (unsigned long long)s.generation);
+        printf("\"store_id\":\"%s\",\"lost_total\":%llu,\"lost_records\":", id,
+               (unsigned long long)s.lost_total);
+        if (s.recovered_lost_last > 0)
+            printf("{\"first\":%llu,\"last\":%llu},", (unsigned long long)s.recovered_lost_first,
+                   (unsigned long long)s.recovered_lost_last);
+        else
+            printf("null,");
         printf("\"memories\":{\"total\":%llu,\"byCategory\":{", (unsigned long long)ms.total);
         for (size_t i = 0; i < ms.n_categories; i++) {
             printf(i ? "," : "");
@@ -462,7 +476,15 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         temp_free(&tl);
         return CLI_EXIT_OK;
     }
+    printf("%-19s %s\n", "store id:", id);
     printf("%-19s %llu\n", "records:", (unsigned long long)s.records);
+    if (s.recovered_lost_last > 0)
+        printf("%-19s %llu..%llu (the log ends before what the MANIFEST knew was durable; "
+               "run 'cairn verify')\n", "lost records:", (unsigned long long)s.recovered_lost_first,
+               (unsigned long long)s.recovered_lost_last);
+    if (s.lost_total > 0)
+        printf("%-19s %llu (found lost and retired by writers, over the store's life)\n",
+               "records retired:", (unsigned long long)s.lost_total);
     printf("%-19s %llu\n", "first seq:", (unsigned long long)s.first_seq);
     printf("%-19s %llu\n", "last seq:", (unsigned long long)s.last_seq);
     printf("%-19s %llu active, %llu closed, %llu sealed\n", "segments:",

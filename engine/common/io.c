@@ -125,6 +125,23 @@ static int io_fail(cairn__err *e, int errnum, const char *what, const char *name
                        strerror(errnum));
 }
 
+DIR *cairn__io_opendir(int dirfd)
+{
+    int fd = dup(dirfd), err;
+    DIR *d;
+
+    if (fd < 0)
+        return NULL;
+    if ((d = fdopendir(fd)) == NULL) {
+        err = errno;
+        close(fd);
+        errno = err;
+        return NULL;
+    }
+    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
+    return d;
+}
+
 int cairn__io_open(const cairn_io *io, const char *site, int dirfd, const char *name,
                    int flags, int mode, int *fd, cairn__err *e)
 {

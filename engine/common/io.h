@@ -8,6 +8,7 @@
 #define CAIRN_IO_H
 
 #include <stddef.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +24,11 @@
  * .damaged copy): it is created with O_EXCL instead, after unlinking
  * whatever already has the name (a stale temp, a planted symlink), so the
  * bytes always go to a new regular file. */
+/* A listing of the directory dirfd from its first entry (dirfd itself is
+ * not moved: the listing reads a duplicate, rewound). NULL with errno set
+ * on failure. Close with closedir(). */
+DIR *cairn__io_opendir(int dirfd);
+
 int cairn__io_open(const cairn_io *io, const char *site, int dirfd, const char *name,
                    int flags, int mode, int *fd, cairn__err *e);
 void cairn__io_close(const cairn_io *io, const char *site, int fd);

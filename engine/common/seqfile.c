@@ -71,16 +71,12 @@ void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, 
 static int newest(const cairn__seqfile_kind *k, int dirfd, uint64_t max_seq, char *best,
                   size_t cap, uint64_t *best_seq)
 {
-    int fd = dup(dirfd), found = 0;
-    DIR *d;
+    int found = 0;
+    DIR *d = cairn__io_opendir(dirfd);
     struct dirent *de;
 
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return -1;
-    }
-    rewinddir(d);
     while ((de = readdir(d)) != NULL) {
         uint64_t c;
         if (cairn__seqfile_parse(k, de->d_name, &c) && c <= max_seq && strlen(de->d_name) < cap &&
@@ -135,15 +131,10 @@ void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *i
                                  const char *keep)
 {
     size_t pl = strlen(k->prefix), sl = strlen(k->suffix);
-    int fd = dup(dirfd);
-    DIR *d;
+    DIR *d = cairn__io_opendir(dirfd);
     struct dirent *de;
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return;
-    }
-    rewinddir(d);
     while ((de = readdir(d)) != NULL) {
         uint64_t c;
         size_t n = strlen(de->d_name);
@@ -160,15 +151,10 @@ void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *i
 void cairn__seqfile_remove_from(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                 uint64_t from_seq)
 {
-    int fd = dup(dirfd);
-    DIR *d;
+    DIR *d = cairn__io_opendir(dirfd);
     struct dirent *de;
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return;
-    }
-    rewinddir(d);
     while ((de = readdir(d)) != NULL) {
         char base[64];
         size_t n = strlen(de->d_name);

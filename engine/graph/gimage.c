@@ -24,7 +24,6 @@
 
 #define GI_MAGIC "CAIRNGX1"
 #define GI_HEAD 160
-#define GI_BIND 120     /* the 32-byte binding block */
 #define GI_HEAD_SUM 152 /* XXH3-64 of the header before it */
 #define GI_OLD_HEAD 128 /* versions 1 and 2: no binding, the sum at 120 */
 #define GI_TABLE (GI_SECTIONS * 24)
@@ -38,7 +37,6 @@
 #error "the graph file is little-endian and read in place"
 #endif
 
-#define gi_kind cairn__seqfile_graph
 
 static uint64_t pad8(uint64_t n)
 {
@@ -234,7 +232,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
                                            ? " (an older file is not bound to its log)"
                                            : "");
     }
-    cairn__logbind_get(h + GI_BIND, &g->bind);
+    cairn__logbind_get(h + GI_BIND_OFF, &g->bind);
     g->covered = get_le64(h + 16);
     g->updated = (int64_t)get_le64(h + 24);
     g->n_nodes = get_le64(h + 32);
@@ -320,7 +318,7 @@ int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, c
     int rc;
 
     memset(g, 0, sizeof *g);
-    rc = cairn__seqfile_map(&gi_kind, io, dirfd, max_seq, g->name, sizeof g->name, &covered,
+    rc = cairn__seqfile_map(&cairn__seqfile_graph, io, dirfd, max_seq, g->name, sizeof g->name, &covered,
                             &g->map, &g->len, GI_OLD_HEAD + GI_TABLE, e);
     if (rc != CAIRN_OK)
         return rc;
@@ -936,10 +934,10 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
         at += pad8(x.s[s].len);
     }
     put_le64(h + 104, at);
-    cairn__logbind_put(h + GI_BIND, &in->bind);
+    cairn__logbind_put(h + GI_BIND_OFF, &in->bind);
     put_le64(h + GI_HEAD_SUM, XXH3_64bits(h, GI_HEAD_SUM));
     put_le64(h + GI_HEAD + GI_TABLE - 8, XXH3_64bits(h, GI_HEAD + GI_TABLE - 8));
-    cairn__seqfile_name(&gi_kind, in->covered, name, sizeof name);
+    cairn__seqfile_name(&cairn__seqfile_graph, in->covered, name, sizeof name);
     snprintf(tmp, sizeof tmp, "%s.tmp", name);
     rc = cairn__io_open(io, "graph.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
     if (rc != CAIRN_OK)
@@ -957,7 +955,7 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     rc = cairn__io_publish(io, &sites, rc, fd, dirfd, tmp, name, e);
     fd = -1;
     if (rc == CAIRN_OK)
-        cairn__seqfile_remove_older(&gi_kind, io, dirfd, name);
+        cairn__seqfile_remove_older(&cairn__seqfile_graph, io, dirfd, name);
     else
         (void)cairn__io_unlink(io, "graph.unlink", dirfd, tmp, NULL);
 out:

@@ -23,6 +23,7 @@
 #include "status.h"
 
 #define GI_NAME_MAX 48
+#define GI_BIND_OFF 120 /* the binding block in the header (logbind.h) */
 #define GI_VERSION 3 /* 3: the header binds the file to its log (logbind.h) */
 #define GI_NONE UINT32_MAX
 
@@ -95,13 +96,13 @@ typedef struct gi_episode {
 
 /* ---- reading ---- */
 
-/* Map the newest graph file of the store directory whose covered seq is at
- * most max_seq. CAIRN_ENOTFOUND: none. Any other error (the file named in
- * e): unusable; g->name says which, for the caller to set aside. */
 /* Unmap, keeping what names a problem (name, bad_off, version) for the
  * caller's message. */
 void cairn__gi_close_keep_name(gimage *g);
 
+/* Map the newest graph file of the store directory whose covered seq is at
+ * most max_seq. CAIRN_ENOTFOUND: none. Any other error (the file named in
+ * e): unusable; g->name says which, for the caller to set aside. */
 int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e);
 
 /* Every check of cairn__gi_open over bytes already in g->map (8-byte

@@ -309,6 +309,8 @@ typedef struct cairn_stats {
                                            are gone (0, 0: none). A writer's open retires their
                                            numbers (the next record gets last + 1); cairn_verify
                                            reports the loss until a writer has done so */
+    uint64_t lost_total;                /* records writers found lost that way and retired,
+                                           over the store's life (the MANIFEST keeps it) */
     uint8_t store_id[16];               /* random, given when the store was created; derived
                                            files carry it. All zero for a store whose MANIFEST
                                            is of version 1 until a writer opens it */

@@ -555,12 +555,23 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq)
     m.synced_seq = seq;
     m.generation++;
     rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
-    if (rc != CAIRN_OK)
-        rc = kill_handle(db, rc, &e); /* the rename may or may not have happened */
-    else if ((rc = cairn__view_make(db, &m, cur->segs, &nv)) != CAIRN_OK)
+    if (rc != CAIRN_OK) {
+        /* The rename may or may not have happened. Either MANIFEST is
+         * right about the segments, so the handle lives on: its view takes
+         * the new generation (never written twice with other contents)
+         * and keeps the old synced_seq (a lower one only detects less). */
+        int wrc = rc;
+        m.synced_seq = cur->m.synced_seq;
+        if (cairn__view_make(db, &m, cur->segs, &nv) == CAIRN_OK)
+            cairn__view_publish(db, nv);
+        else
+            kill_handle(db, CAIRN_ENOMEM, NULL);
+        rc = cairn__db_fail(db, wrc, &e);
+    } else if ((rc = cairn__view_make(db, &m, cur->segs, &nv)) != CAIRN_OK) {
         rc = kill_handle(db, rc, NULL);
-    else
+    } else {
         cairn__view_publish(db, nv);
+    }
     cairn__manifest_free(db->a, &m);
     pthread_mutex_unlock(&db->mu);
     return rc;

@@ -409,13 +409,15 @@ void cairn_record_free(cairn_db *db, cairn_record *rec)
         cairn__free(db ? db->a : NULL, rec);
 }
 
-int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint64_t *sum)
+int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint64_t *sum,
+                               int *sealed)
 {
     cairn_iter *it;
     cairn_record rec;
     int rc;
 
     *found = *sum = 0;
+    *sealed = 0;
     if (seq == 0)
         return CAIRN_OK;
     if ((rc = cairn_iter_open(db, NULL, &it)) != CAIRN_OK)
@@ -430,9 +432,10 @@ int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint
         want = x->base_seq + n - 1 < seq ? x->base_seq + n - 1 : seq;
         it->r.seq_from = it->r.seq_to = want;
         it->seg = i;
+        *sealed = it->v->segs[i]->sealed;
+        *found = want; /* also when reading it fails: the record that is there */
         rc = cairn_iter_next(it, &rec);
         if (rc == CAIRN_OK && rec.seq == want) {
-            *found = want;
             /* The checksum follows the record's last byte in the buffer it
              * was decoded from (format-spec/record.md). */
             *sum = get_le64((const uint8_t *)rec.bin + rec.bin_len);

@@ -34,18 +34,20 @@ typedef struct cairn__logbind {
     uint64_t anchor_sum;
 } cairn__logbind;
 
-/* The binding of a file that will fold every record up to `covered`. The
- * log must hold them durably (the caller ran cairn_sync): this records
- * covered in the MANIFEST first (cairn__mark_synced), so a log that later
- * ends before it is noticed. Writers only. Errors: those of
- * cairn__mark_synced and of reading the anchor record; the message in e. */
+/* The binding of a file that will fold every record up to `covered`: syncs
+ * the log, records covered in the MANIFEST (cairn__mark_synced) so that a
+ * log that later ends before it is noticed, reads the anchor. Writers
+ * only. Errors: those of cairn_sync, cairn__mark_synced and of reading the
+ * anchor record; the message in e. */
 int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn__err *e);
 
 /* CAIRN_OK when the file `name` covering `covered` with binding b belongs
  * to this store's log as it is now; CAIRN_ECORRUPT, with the reason in e,
  * when it belongs to another store or to records the log no longer holds
- * (the file must not be used: rebuild from the log). Reading the anchor
- * record may fail with its own error (CAIRN_EIO, CAIRN_ECHECKSUM, ...). */
+ * (the file must not be used: rebuild from the log; a writer removes it).
+ * CAIRN_EIO when the anchor record cannot be read (damage in the log, which
+ * verify reports there): not used, not removed; one in a sealed segment is
+ * taken as it is named (sealed records never change). CAIRN_ENOMEM. */
 int cairn__logbind_check(cairn_db *db, const char *name, uint64_t covered,
                          const cairn__logbind *b, cairn__err *e);
 

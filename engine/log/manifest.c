@@ -39,6 +39,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     p = b + FILEHDR_SIZE;
     memcpy(p, m->store_id, MAN_STORE_ID_LEN);
     put_le64(p + 16, m->synced_seq);
+    put_le64(p + 24, m->lost_total);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -120,11 +121,13 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
                            len - 8);
     if (block != 0) {
         p = buf + FILEHDR_SIZE;
-        if (get_le64(p + 24) != 0)
-            return cairn__fail(e, CAIRN_ECORRUPT,
-                               "MANIFEST: reserved bytes at offset %u not zero", FILEHDR_SIZE + 24);
         memcpy(m->store_id, p, MAN_STORE_ID_LEN);
         m->synced_seq = get_le64(p + 16);
+        m->lost_total = get_le64(p + 24);
+        /* far below 2^64, so no seq derived from them can wrap */
+        if (m->synced_seq >= MAN_SEQ_MAX || m->lost_total >= MAN_SEQ_MAX)
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: synced_seq or lost count at offset "
+                               "%u out of range", FILEHDR_SIZE + 16);
         if (cairn__store_id_is_zero(m->store_id))
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: store id is zero");
     }

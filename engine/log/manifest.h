@@ -7,7 +7,7 @@
  * Header fields: 16 u64 generation, 24 u64 next_segment_id,
  * 32 u64 segment_size, 40 u32 batch_ms, 44 u8 durability, 45..47 reserved,
  * 48 u32 entry_count, 52 u32 entry_size (56).
- * Store block (version 2): 0 store_id[16], 16 u64 synced_seq, 24 reserved.
+ * Store block (version 2): 0 store_id[16], 16 u64 synced_seq, 24 u64 lost_total.
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..15 reserved, 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
  */
@@ -25,7 +25,8 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 32u /* version 2: store id, synced seq, reserved */
+#define MAN_STORE_BLOCK 32u /* version 2: store id, synced seq, lost records */
+#define MAN_SEQ_MAX (1ull << 62) /* synced_seq and lost_total are below it */
 #define MAN_STORE_ID_LEN 16u
 
 enum {
@@ -55,6 +56,8 @@ typedef struct manifest {
     uint64_t synced_seq;   /* every record up to this seq was on stable storage
                               when it was recorded: the log may not end before
                               it (0: nothing recorded) */
+    uint64_t lost_total;   /* records writers found lost below synced_seq and
+                              retired, over the store's life */
     manifest_entry *e;
     size_t n;
 } manifest;

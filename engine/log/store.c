@@ -488,16 +488,12 @@ static const manifest_entry *find_entry(const manifest *m, uint64_t id)
  * crash during creation leaves before the first MANIFEST, and is removed. */
 static int has_segments(cairn_db *db)
 {
-    int fd = dup(db->dirfd), found = 0, first_empty = 0;
-    DIR *d;
+    int found = 0, first_empty = 0;
+    DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
     uint64_t id;
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return 0;
-    }
-    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (parse_seg_name(de->d_name, "log", &id) && id == 1 &&
@@ -521,16 +517,12 @@ static int has_segments(cairn_db *db)
  * good copy. */
 static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cairn__err *e)
 {
-    int fd = dup(db->dirfd), rc = CAIRN_OK, removed = 0;
-    DIR *d;
+    int rc = CAIRN_OK, removed = 0;
+    DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
 
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return cairn__fail(e, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
-    }
-    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
         const char *n = de->d_name;
         const manifest_entry *x;
@@ -581,6 +573,57 @@ static int recover_closed(cairn_db *db, view *v, cairn__err *e)
     return cairn__manifest_write(db->io, db->dirfd, &v->m, db->a, e);
 }
 
+/* The MANIFEST knows every record up to synced_seq was durable. Records of
+ * that range the segments no longer hold are lost: whole records cut from
+ * the end of the active segment (a cut at a record boundary leaves nothing
+ * a scan could see), or from a closed one that an earlier writer fsynced
+ * (a torn unsynced closed segment past synced_seq is an ordinary crash,
+ * recover_closed's business). Records after damage are not lost: they are
+ * set aside (check_tail). Their numbers were handed out: a writer retires
+ * them (the active: a roll past them in cairn_open; a closed one: its
+ * shortened entry leaves the gap) and counts them in the MANIFEST. */
+static void note_lost(cairn_db *db, view *v)
+{
+    uint64_t synced = v->m.synced_seq, count = 0;
+
+    for (size_t i = 0; i < v->m.n; i++) {
+        const manifest_entry *x = &v->m.e[i];
+        const seg_ref *s = v->segs[i];
+        uint64_t from, to;
+        if (s->sealed)
+            continue;
+        from = s->log.base_seq + s->log.n;
+        if (x->kind == SEG_CLOSED) {
+            if (s->log.n >= x->count || s->damaged_at != 0)
+                continue;
+            to = x->last_seq;
+        } else {
+            /* past damage the numbers up to the last valid record after it
+             * are set aside, not lost */
+            if (s->damaged_at != 0 && s->damaged_max_seq + 1 > from)
+                from = s->damaged_max_seq + 1;
+            if (db->seq_floor > from)
+                from = db->seq_floor;
+            to = synced;
+        }
+        if (to > synced)
+            to = synced;
+        if (from > to)
+            continue;
+        if (db->lost_first == 0 || from < db->lost_first)
+            db->lost_first = from;
+        if (to > db->lost_last)
+            db->lost_last = to;
+        count += to - from + 1;
+        if (x->kind == SEG_ACTIVE && !db->read_only && to + 1 > db->seq_floor)
+            db->seq_floor = to + 1;
+    }
+    /* Written by the MANIFEST that retires them (recover_closed's, or the
+     * roll's in cairn_open: both copy this view's). */
+    if (!db->read_only)
+        v->m.lost_total += count;
+}
+
 static uint64_t random_salt(void)
 {
     uint64_t s = 0;
@@ -601,12 +644,17 @@ uint64_t cairn__random_salt(void)
 }
 
 /* 128 random bits naming the store: derived files carry it, so a file of
- * another store copied in is never taken for one of this store's. */
+ * another store copied in is never taken for one of this store's. Without
+ * /dev/urandom the halves still differ (a counter) and so do two stores
+ * made by one process in one millisecond. */
 static void new_store_id(uint8_t *id)
 {
-    uint64_t a = random_salt(), b = random_salt();
+    static _Atomic uint64_t made;
+    uint64_t n = atomic_fetch_add(&made, 1) + 1, a, b;
+    a = random_salt() ^ (uint64_t)getpid() << 32 ^ n;
+    b = random_salt() ^ n * 0x9E3779B97F4A7C15ull;
     put_le64(id, a);
-    put_le64(id + 8, b);
+    put_le64(id + 8, b ? b : 1);
 }
 
 /* A store whose MANIFEST is of version 1 has no id: the first writer gives
@@ -709,6 +757,8 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
     /* The id first: every MANIFEST this writer writes is of version 2. */
     if (rc == CAIRN_OK && !db->read_only)
         rc = give_store_id(db, v, e);
+    if (rc == CAIRN_OK)
+        note_lost(db, v);
     if (rc == CAIRN_OK && !db->read_only)
         rc = recover_closed(db, v, e);
     if (rc != CAIRN_OK && v != NULL) {
@@ -725,16 +775,6 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         db->last_ts = act->log.n ? act->log.ts[act->log.n - 1]
                                  : (m.n > 1 ? m.e[m.n - 2].last_ts : INT64_MIN);
         db->wbuf_off = act->log.end;
-        /* The MANIFEST knows records up to synced_seq were durable: a log
-         * that ends before it lost whole records at its tail (a file cut
-         * at a record boundary). Their numbers were handed out: a writer
-         * retires them (a roll past them, below) and never gives them again. */
-        if (v->m.synced_seq >= db->next_seq) {
-            db->lost_first = db->next_seq;
-            db->lost_last = v->m.synced_seq;
-            if (!db->read_only && v->m.synced_seq + 1 > db->seq_floor)
-                db->seq_floor = v->m.synced_seq + 1;
-        }
         /* A writer's record index starts at one entry per 256 bytes of
          * segment, so a fresh segment rarely pays for doubling it; the
          * pages are touched only as records come (failure: it grows). */
@@ -922,8 +962,11 @@ uint64_t cairn__handed_seq(cairn_db *db)
     pthread_mutex_lock(&db->mu);
     act = db->view->segs[db->view->m.n - 1];
     /* Numbers retired past a loss or damage are the gap before the active
-     * segment's base_seq: handed out too. */
+     * segment's base_seq: handed out too; so are those of records after
+     * damage a reader sees (a writer sets them aside). */
     s = act->sealed ? act->s.last_seq : act->log.base_seq + act->log.n - 1;
+    if (!act->sealed && act->damaged_at != 0 && act->damaged_max_seq > s)
+        s = act->damaged_max_seq;
     pthread_mutex_unlock(&db->mu);
     return s;
 }
@@ -982,6 +1025,7 @@ int cairn_stats_get(cairn_db *db, cairn_stats *out)
     out->recovered_set_aside_bytes = db->set_aside_bytes;
     out->recovered_lost_first = db->lost_first;
     out->recovered_lost_last = db->lost_last;
+    out->lost_total = v->m.lost_total;
     memcpy(out->store_id, v->m.store_id, sizeof out->store_id);
     pthread_mutex_unlock(&db->mu);
     cairn__view_release(db, v);

@@ -191,14 +191,17 @@ int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
  * file covering seq is written only after this. Takes mu; writes a new
  * MANIFEST only when seq is past the one it holds. Errors: CAIRN_EINVAL (seq
  * not handed out yet), CAIRN_EPERM, CAIRN_EDEAD, CAIRN_EIO, CAIRN_EFULL,
- * CAIRN_ENOMEM (a failed MANIFEST write kills the handle, as a roll's does). */
+ * CAIRN_ENOMEM (a failed MANIFEST write leaves the handle usable: either
+ * MANIFEST is right about the segments). */
 int cairn__mark_synced(cairn_db *db, uint64_t seq);
 
 /* The newest record at or before seq (*found 0 when there is none, *sum 0)
  * and its checksum (the record's last 8 bytes, seeded with its segment's
- * salt: no other store or segment has the same). Errors: as
- * cairn_iter_next (the message in the db). */
-int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint64_t *sum);
+ * salt: no other store or segment has the same); *sealed: it is in a
+ * sealed segment. Errors: as cairn_iter_next (the message in the db), with
+ * *found and *sealed naming the record that could not be read. */
+int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint64_t *sum,
+                               int *sealed);
 
 /* fdatasync the segment a batch roll left unsynced, if any (mu held;
  * released during the sync). */

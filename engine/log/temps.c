@@ -56,21 +56,16 @@ int cairn__writer_live(cairn_db *db)
 
 int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count_out)
 {
-    int fd = dup(db->dirfd), in_flight;
+    int in_flight;
     uint64_t count = 0;
     DIR *d;
     struct dirent *de;
 
     if (count_out != NULL)
         *count_out = 0;
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        return cairn__db_failf(db, CAIRN_EIO, "read directory %s: %s", db->path, strerror(err));
-    }
+    if ((d = cairn__io_opendir(db->dirfd)) == NULL)
+        return cairn__db_failf(db, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
     in_flight = cairn__writer_live(db);
-    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (!cairn__temp_name(de->d_name))

@@ -109,16 +109,11 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg
  * the log, so they stay a problem until an operator deals with them. */
 static void report_set_aside(cairn_db *db, vctx *c)
 {
-    int fd = dup(db->dirfd);
-    DIR *d;
+    DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
 
-    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    if (d == NULL)
         return;
-    }
-    rewinddir(d); /* the dup shares its offset with dirfd: start at the top */
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
         if (n > 8 && strcmp(de->d_name + n - 8, ".damaged") == 0)

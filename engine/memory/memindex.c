@@ -33,7 +33,6 @@
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
 #define MX_HEAD 160
-#define MX_BIND 120     /* the 32-byte binding block */
 #define MX_HEAD_SUM 152 /* XXH3-64 of the header before it */
 #define MX_OLD_HEAD_SUM 120 /* where versions 1..3 keep it */
 #define MX_NS 64
@@ -62,7 +61,6 @@ static uint64_t rows_off(uint64_t n_ns, uint64_t tcap)
     return MX_HEAD + n_ns * MX_NS + 2 * pad8(tcap * 4);
 }
 
-#define mx_kind cairn__seqfile_memindex
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -94,7 +92,7 @@ static int check_header(memindex *mx, cairn__err *e)
                            MX_VERSION);
     if (mx->len < MX_HEAD || XXH3_64bits(h, MX_HEAD_SUM) != get64(h + MX_HEAD_SUM))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
-    cairn__logbind_get(h + MX_BIND, &mx->bind);
+    cairn__logbind_get(h + MX_BIND_OFF, &mx->bind);
     mx->n_ns = get32(h + 12);
     mx->covered = get64(h + 16);
     mx->nrows = get64(h + 24);
@@ -172,7 +170,7 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
     int rc;
 
     memset(mx, 0, sizeof *mx);
-    rc = cairn__seqfile_map(&mx_kind, io, dirfd, max_seq, mx->name, sizeof mx->name, &covered,
+    rc = cairn__seqfile_map(&cairn__seqfile_memindex, io, dirfd, max_seq, mx->name, sizeof mx->name, &covered,
                             &mx->map, &mx->len, MX_OLD_HEAD_SUM + 8, e);
     if (rc != CAIRN_OK)
         return rc;
@@ -462,7 +460,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     while (tcap < 2 * in->nrows)
         tcap *= 2;
     ro = rows_off(in->n_ns, tcap);
-    cairn__seqfile_name(&mx_kind, in->covered, name, sizeof name);
+    cairn__seqfile_name(&cairn__seqfile_memindex, in->covered, name, sizeof name);
     snprintf(tmp, sizeof tmp, "%s.tmp", name);
     memset(&w, 0, sizeof w);
     w.io = io;
@@ -580,14 +578,14 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         memcpy(h + 72, in->stemmer, strlen(in->stemmer));
         put64(h + 104, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
         put64(h + 112, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * pad8(tcap * 4))));
-        cairn__logbind_put(h + MX_BIND, &in->bind);
+        cairn__logbind_put(h + MX_BIND_OFF, &in->bind);
         put64(h + MX_HEAD_SUM, XXH3_64bits(h, MX_HEAD_SUM));
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
     }
     rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
     w.fd = -1;
     if (rc == CAIRN_OK)
-        cairn__seqfile_remove_older(&mx_kind, io, dirfd, name);
+        cairn__seqfile_remove_older(&cairn__seqfile_memindex, io, dirfd, name);
     else
         (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
 out:

@@ -25,6 +25,7 @@
 #include "vecset.h"
 
 #define MX_NAME_MAX 48
+#define MX_BIND_OFF 120 /* the binding block in the header (logbind.h) */
 
 /* One row, decoded and checked. Strings point into the mapping and are
  * NUL-terminated; metadata is NULL when the memory has none. */

@@ -381,8 +381,17 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
      * log's end is not taken for this log's (MANIFEST's synced_seq tells a
      * lost tail, cairn_verify reports it). */
     rc = cairn__gi_open(&g, db->io, db->dirfd, cairn__handed_seq(db), &e);
-    if (rc == CAIRN_OK && (rc = cairn__logbind_check(db, g.name, g.covered, &g.bind, &e)) != CAIRN_OK)
-        g.bad_off = 120;
+    if (rc == CAIRN_OK && (rc = cairn__logbind_check(db, g.name, g.covered, &g.bind, &e)) != CAIRN_OK) {
+        g.bad_off = GI_BIND_OFF;
+        if (rc == CAIRN_EIO) { /* the log's damage (verify reports it there), not the file's */
+            cairn__gi_close(&g);
+            if (checked_out != NULL)
+                *checked_out = 0;
+            if (problems_out != NULL)
+                *problems_out = 0;
+            return CAIRN_OK;
+        }
+    }
     if (checked_out != NULL)
         *checked_out = rc != CAIRN_ENOTFOUND;
     if (problems_out != NULL)
