@@ -1,7 +1,7 @@
 /*
  * cli_reflex.c - helpers of the reflexion commands (see cli_reflex.h).
  *
- * Option errors follow the seed's PowerShell validation messages ("Cannot
+ * Option errors follow ReflexionMemory's PowerShell validation messages ("Cannot
  * validate argument on parameter 'MaxResults'. ...") on the tool's one
  * error line, after the option's own name, and exit 64 like every other
  * usage error of the tool.
@@ -139,7 +139,7 @@ int cli_reflex_arg(cli_ctx *ctx, int x, const char *name, const char *val, const
 
 /* ---- option values ---------------------------------------------------------- */
 
-/* "max-results" -> "MaxResults": the seed's name of the parameter. */
+/* "max-results" -> "MaxResults": ReflexionMemory's name of the parameter. */
 static void pascal(const char *opt, char *buf, size_t len)
 {
     size_t o = 0;

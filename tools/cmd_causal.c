@@ -1,5 +1,5 @@
 /*
- * cmd_causal.c - `cairn causal node|edge|path|update|status` (the seed's
+ * cmd_causal.c - `cairn causal node|edge|path|update|status` (ReflexionMemory's
  * Add-CausalNode, Add-CausalEdge, Get-CausalPath, Update-CausalGraph.ps1,
  * Get-ReflexionMemoryStatus) and `cairn import --from causal-graph FILE`,
  * over the cairn_causal_* API. Patterns are in cmd_pattern.c.
@@ -57,7 +57,7 @@ static const char node_help[] =
     "digits): the same label has the same id in every store.\n"
     "\n"
     "Options:\n"
-    "  --type T         decision, event, outcome, pattern or error (the seed's),\n"
+    "  --type T         decision, event, outcome, pattern or error (ReflexionMemory's),\n"
     "                   or an event type: tool_call, commit, milestone, test,\n"
     "                   handoff (required)\n"
     "  --label L        the label, 1..4096 bytes (required)\n"
@@ -125,7 +125,7 @@ static const char update_help[] =
     "  --dry-run        count what would be added, change nothing (read-only)\n"
     "  --format F       text (default: \"key: value\" lines) or json\n"
     "\n"
-    "Exit status (the seed's): 0 success, or no episode to process; 1 error (no\n"
+    "Exit status (ReflexionMemory's): 0 success, or no episode to process; 1 error (no\n"
     "store for --dry-run, I/O error, store locked); 64 usage error.\n";
 
 static const char status_help[] =
@@ -140,7 +140,7 @@ static const char status_help[] =
     "both Configuration paths are the store directory; CausalGraph.Path is the\n"
     "graph file in use (null before the first checkpoint), File its name,\n"
     "CoveredSeq the last record it holds, RecordsAfter the graph records\n"
-    "folded in RAM after it; Version is the seed's causal-graph schema (\"1.0\",\n"
+    "folded in RAM after it; Version is ReflexionMemory's causal-graph schema (\"1.0\",\n"
     "what import reads); Updated the time of the last graph change (null if\n"
     "none); EpisodesProcessed the episodes folded in by updates; Skipped the\n"
     "records that could not be applied. Text: the same as \"key: value\" lines.\n"

@@ -4,10 +4,10 @@
  * Extract-SessionEpisode.ps1) and `cairn import --from episodes DIR`, over
  * the cairn_episode_* API.
  *
- * Episodes are records of the log, not files: what the seed writes to
+ * Episodes are records of the log, not files: what ReflexionMemory writes to
  * .agents/memory/episodes/episode-ID.json is an "episode" record here, and
  * the JSON printed with --format json is the episode object the engine
- * keeps (the seed's field names: id, session, timestamp, outcome, task,
+ * keeps (ReflexionMemory's field names: id, session, timestamp, outcome, task,
  * decisions, events, metrics, lessons). Text output is for people: "key:
  * value" lines for one episode, one line per episode or decision for lists.
  *
@@ -59,7 +59,7 @@ static const char new_help[] =
     "id is \"episode-\" + the session id, its timestamp the time of storing\n"
     "unless given, missing members get their defaults ([], {}). With --file\n"
     "(or `-` alone) the episode is a JSON object read from FILE or stdin, in\n"
-    "the seed's shape; options given as well replace its members. The store\n"
+    "ReflexionMemory's shape; options given as well replace its members. The store\n"
     "is created with default settings if missing. All text must be valid UTF-8\n"
     "without NUL (a byte, or \\u0000 in a JSON string: README \"Text\"); the\n"
     "message names the member that is not.\n"
@@ -88,7 +88,7 @@ static const char get_help[] =
     "usage: cairn episode get --session-id S [--format text|json]\n"
     "\n"
     "Print the episode of session S (Get-Episode); \"episode-S\" is accepted too.\n"
-    "When there is none, prints `null` and exits 0, as the seed returns $null.\n"
+    "When there is none, prints `null` and exits 0, as ReflexionMemory returns $null.\n"
     "Opens the store read-only.\n"
     "\n"
     "Options:\n"
@@ -144,7 +144,7 @@ static const char extract_help[] =
     "                   would when the episode exists without --force)\n"
     "  --format F       text (default: \"key: value\" lines) or json (the episode)\n"
     "\n"
-    "Exit status (the seed's): 0 success; 1 the log could not be read or\n"
+    "Exit status (ReflexionMemory's): 0 success; 1 the log could not be read or\n"
     "parsed, the episode could not be written, or it exists without --force;\n"
     "64 usage error.\n";
 
@@ -470,7 +470,7 @@ done:
 
 /* A command of one required option (an id) and --format: get and
  * decisions. `call` answers it; with null_if_none a CAIRN_ENOTFOUND prints
- * the seed's $null, otherwise it is an error like any other. */
+ * ReflexionMemory's $null, otherwise it is an error like any other. */
 typedef struct one_id_cmd {
     const char *opt, *help;
     int (*call)(cairn_reflex *r, const char *id, char **json_out);
@@ -500,7 +500,7 @@ static int one_id_command(cli_ctx *ctx, int argc, char **argv, const one_id_cmd 
         return rc;
     x = c->call(r, id, &out);
     if (x == CAIRN_ENOTFOUND && c->null_if_none) {
-        printf("null\n"); /* the seed's $null */
+        printf("null\n"); /* ReflexionMemory's $null */
         rc = CLI_EXIT_OK;
     } else if (x != CAIRN_OK) {
         rc = cli_reflex_fail(ctx, r, x, NULL);

@@ -3,7 +3,7 @@
  * and `cairn recall`, over the cairn_mem_* API.
  *
  * Output: text by default ("key: value" lines for one memory, one line per
- * hit for recall), or with --format json the seed's objects (field names
+ * hit for recall), or with --format json Engram's objects (field names
  * id, content, category, importance, createdAt, accessedAt, accessCount,
  * expiresAt, metadata, plus namespace), built with cJSON.
  */
@@ -999,7 +999,7 @@ const char cmd_export_help[] =
     "usage: cairn export [--format json|md|csv]\n"
     "\n"
     "Print every live, unexpired memory of every namespace, oldest first:\n"
-    "  json  an array of the seed's memory objects plus \"namespace\" (default)\n"
+    "  json  an array of Engram's memory objects plus \"namespace\" (default)\n"
     "  md    \"## id\" sections of \"- field: value\" lines (values in JSON), then\n"
     "        the content\n"
     "  csv   RFC 4180 with a header row: id,namespace,category,importance,\n"
@@ -1042,7 +1042,7 @@ const char cmd_import_help[] =
     "\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
     "Third form: every *.json file of DIR (not recursive, in name order) is an\n"
-    "episode in the seed's shape (as .agents/memory/episodes/ holds them),\n"
+    "episode in ReflexionMemory's shape (as .agents/memory/episodes/ holds them),\n"
     "stored as `cairn episode new --file` does, one commit each. A session\n"
     "that has an episode is skipped unless --force (which replaces it). A file\n"
     "that is not a valid episode does not stop the others: it is counted and\n"
@@ -1051,7 +1051,7 @@ const char cmd_import_help[] =
     "\"failure: FILE: why (CAIRN_EXXX)\" per failed file; --json:\n"
     "{\"imported\",\"skipped\",\"failed\",\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
-    "Fourth form: a causal-graph.json of the seed's schema ({version, updated,\n"
+    "Fourth form: a causal-graph.json of ReflexionMemory's schema ({version, updated,\n"
     "nodes, edges, patterns}), in one commit (all of it or none after a crash\n"
     "or a full disk): each node, edge and pattern with\n"
     "its frequency, weight and occurrences; node ids become cairn's (from the\n"

@@ -1,9 +1,9 @@
 /*
- * cmd_pattern.c - `cairn pattern add|list|anti` (the seed's Add-Pattern,
+ * cmd_pattern.c - `cairn pattern add|list|anti` (ReflexionMemory's Add-Pattern,
  * Get-Patterns, Get-AntiPatterns) over the cairn_pattern_* API.
  *
  * Patterns live with the causal graph (records of the log, folded; see
- * cmd_causal.c). --format json prints the seed's pattern object: id, name,
+ * cmd_causal.c). --format json prints ReflexionMemory's pattern object: id, name,
  * description, trigger, action, success_rate, occurrences, last_used (ISO
  * 8601), plus "episodes" and "created" as causal-graph.json holds them.
  * list and anti open the store read-only; add takes the writer lock.

@@ -1,12 +1,12 @@
 /*
- * cmd_search.c - `cairn search` (the Search-Memory skill of the seeds:
+ * cmd_search.c - `cairn search` (the Search-Memory skill:
  * validation, JSON or table output, errors as JSON) and `cairn status`
  * (Get-MemoryRouterStatus).
  *
  * Search only reads: it opens the store read-only, ranks by relevance alone
  * (the best match scoring 1.0) and records no access. A unified search
  * fuses BM25 and vector similarity (as recall does); --semantic-only fails
- * with the seed's error when there is no embedder or no vector stored.
+ * with Search-Memory's error when there is no embedder or no vector stored.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -68,7 +68,7 @@ static int search_error(const char *error, const char *query, const char *detail
     return CLI_EXIT_FAIL;
 }
 
-/* Query validation of the seed: 1-500 characters matching
+/* Query validation of Search-Memory: 1-500 characters matching
  * ^[a-zA-Z0-9\s\-.,_()&:]+$ (\s as in .NET: ASCII whitespace here). */
 static int query_ok(const char *q)
 {

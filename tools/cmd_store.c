@@ -86,7 +86,7 @@ const char cmd_stats_help[] =
     "of sealed segments (their records' raw bytes / their file bytes; n/a when\n"
     "none is sealed), the settings: durability, batch ms, segment size; and the\n"
     "memories: live ones (not deleted or expired), deleted ones, by category,\n"
-    "average importance, oldest and newest (JSON: \"memories\" with the seed's\n"
+    "average importance, oldest and newest (JSON: \"memories\" with Engram's\n"
     "total, byCategory, avgImportance, oldest, newest, plus deleted, skipped,\n"
     "unfinished), the memory records replay skipped (\"skipped records:\",\n"
     "when any: records that do not decode or apply, and those of an import or\n"

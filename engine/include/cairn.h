@@ -711,7 +711,7 @@ int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *out);
 void cairn_mem_stats_free(cairn_mem_stats *s);
 
 typedef enum cairn_mem_format {
-    CAIRN_MEM_JSON = 0,  /* an array of the seed's memory objects, plus "namespace" */
+    CAIRN_MEM_JSON = 0,  /* an array of Engram's memory objects, plus "namespace" */
     CAIRN_MEM_MD = 1,    /* "## id" sections with "- field: value" lines, then the content */
     CAIRN_MEM_CSV = 2    /* RFC 4180, a header row, one memory a row */
 } cairn_mem_format;
@@ -938,7 +938,7 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
                         int *checked_out);
 
 /* ---- episodes ------------------------------------------------------------
- * An episode is a JSON object of the seed's shape: id ("episode-" +
+ * An episode is a JSON object of ReflexionMemory's shape: id ("episode-" +
  * session), session, timestamp (ISO 8601), outcome (success | partial |
  * failure), task, decisions [{id, timestamp, type, context, chosen,
  * rationale, outcome, effects[]}], events [{id, timestamp, type, content,
@@ -1029,7 +1029,7 @@ typedef struct cairn_causal_node {
     char **episodes;       /* episode ids, in the order they were added */
     size_t n_episodes;
     uint64_t frequency;    /* times added */
-    double success_rate;   /* 1.0, as the seed keeps it */
+    double success_rate;   /* 1.0, as ReflexionMemory keeps it */
     int64_t created_ms;    /* time of the record that created it */
 } cairn_causal_node;
 
@@ -1122,7 +1122,7 @@ typedef struct cairn_pattern {
 typedef struct cairn_pattern_spec {
     const char *name, *trigger, *action;
     const char *description;  /* NULL: "" */
-    double success_rate;      /* 0..1 (the seed's default is 1.0) */
+    double success_rate;      /* 0..1 (ReflexionMemory's default is 1.0) */
     const char *episode;      /* NULL: none */
 } cairn_pattern_spec;
 
@@ -1182,7 +1182,7 @@ typedef struct cairn_causal_import_stats {
     uint64_t nodes, edges, patterns, skipped;
 } cairn_causal_import_stats;
 
-/* Import a causal-graph.json of the seed's schema ({version, updated,
+/* Import a causal-graph.json of ReflexionMemory's schema ({version, updated,
  * nodes[{id, type, label, episodes[]}], edges[{source, target, type,
  * weight, evidence_count, episodes[], contributions{}}], patterns[...]}):
  * one record per node episode, per edge contribution (or evidence) and per
