@@ -875,7 +875,7 @@ void cairn_mem_set_hooks(cairn_mem *m, const cairn_mem_hooks *hooks);
 typedef enum cairn_mem_event_kind {
     CAIRN_EVENT_STORED = 0,    /* memory */
     CAIRN_EVENT_RECALLED = 1,  /* hits, n_hits */
-    CAIRN_EVENT_MERGED = 2,    /* merged, kept (with merge, issue 4) */
+    CAIRN_EVENT_MERGED = 2,    /* merged, kept (cairn_mem_merge) */
     CAIRN_EVENT_PRUNED = 3     /* pruned, kept, reason ("forget:normal", "maxMemories") */
 } cairn_mem_event_kind;
 
