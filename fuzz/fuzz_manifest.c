@@ -5,9 +5,11 @@
  * Invariants: a failure returns a negative code and leaves nothing
  * allocated; a success of the newest version encodes back to exactly the
  * input bytes (every field and reserved byte is checked, so the encoding is
- * canonical), and decoding that again gives the same fields. A version 1
- * MANIFEST (no store id) cannot be written back as it is: the encoder
- * refuses a manifest without an id.
+ * canonical), and decoding that again gives the same fields. An older one
+ * re-encodes in the newest version to the same fields (a version 2 one
+ * with the old default max_memories, 10000). A version 1 MANIFEST (no
+ * store id) cannot be written back as it is: the encoder refuses a
+ * manifest without an id.
  */
 #include "fuzz.h"
 
@@ -20,7 +22,8 @@ static void same_manifest(const manifest *a, const manifest *b)
                a->segment_size == b->segment_size && a->batch_ms == b->batch_ms &&
                a->durability == b->durability && a->n == b->n &&
                memcmp(a->store_id, b->store_id, sizeof a->store_id) == 0 &&
-               a->synced_seq == b->synced_seq && a->lost_total == b->lost_total);
+               a->synced_seq == b->synced_seq && a->lost_total == b->lost_total &&
+               a->max_memories == b->max_memories);
     for (size_t i = 0; i < a->n; i++) {
         const manifest_entry *x = &a->e[i], *y = &b->e[i];
         FUZZ_CHECK(x->id == y->id && x->kind == y->kind && x->base_seq == y->base_seq &&

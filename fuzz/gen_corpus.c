@@ -261,11 +261,11 @@ static void gen_manifest(void)
     };
     manifest m = {.generation = 7, .next_id = 7, .segment_size = 64u << 20, .batch_ms = 50,
                   .durability = CAIRN_DURABILITY_BATCH, .store_id = {STORE_ID},
-                  .synced_seq = 120};
+                  .synced_seq = 120, .max_memories = 10000};
     uint8_t *out;
     size_t len;
 
-    /* One entry: a new store (only the active segment). */
+    /* One entry: a new store (only the active segment), no memory limit. */
     {
         manifest_entry one = {1, SEG_ACTIVE, 1, 0, 0, 0, 0};
         manifest m1 = {.generation = 1, .next_id = 2, .segment_size = 4096, .batch_ms = 0,
@@ -281,7 +281,7 @@ static void gen_manifest(void)
         manifest_entry two[2] = {{2, SEG_CLOSED, 1, 0, 0, 0, 0}, {4, SEG_ACTIVE, 1, 0, 0, 0, 0}};
         manifest m2 = {.generation = 3, .next_id = 9, .segment_size = 1ull << 32,
                        .batch_ms = 1000, .durability = CAIRN_DURABILITY_FULL,
-                       .store_id = {STORE_ID}, .e = two, .n = 2};
+                       .store_id = {STORE_ID}, .max_memories = 1, .e = two, .n = 2};
         if (cairn__manifest_encode(&m2, NULL, &out, &len) != CAIRN_OK)
             die("manifest_encode");
         write_seed(T, "seed-2-entries", out, len);
@@ -521,6 +521,7 @@ int main(int argc, char **argv)
         copy_golden(argv[2], "record-v1.bin", "record");
         copy_golden(argv[2], "manifest-v1.bin", "manifest");
         copy_golden(argv[2], "manifest-v2.bin", "manifest");
+        copy_golden(argv[2], "manifest-v3.bin", "manifest");
         copy_golden(argv[2], "segment-v1.log", "logseg");
         copy_golden(argv[2], "sealed-v1.seg", "sealed");
     }

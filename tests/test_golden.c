@@ -83,7 +83,7 @@ static const struct {
 };
 #define SEGL_N (sizeof segl_recs / sizeof segl_recs[0])
 
-/* The manifest golden (manifest-v1.bin): sealed, closed, active. */
+/* The manifest goldens (manifest-v1.bin, -v2, -v3): sealed, closed, active. */
 static const manifest_entry man_entries[] = {
     {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll},
     {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll},
@@ -96,6 +96,7 @@ static const manifest_entry man_entries[] = {
 #define MAN_DURABILITY CAIRN_DURABILITY_BATCH
 #define MAN_SYNCED_SEQ 123u
 #define MAN_LOST_TOTAL 4u
+#define MAN_MAX_MEMORIES 2500u /* version 3; not the default, so the golden shows it */
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -236,6 +237,7 @@ static uint8_t *make_manifest(size_t *len)
     memcpy(m.store_id, man_store_id, sizeof m.store_id);
     m.synced_seq = MAN_SYNCED_SEQ;
     m.lost_total = MAN_LOST_TOTAL;
+    m.max_memories = MAN_MAX_MEMORIES;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -575,15 +577,16 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v2.bin", make_manifest);
+    matches_golden("manifest-v3.bin", make_manifest);
 }
 
-/* Version 2 (the store block) and version 1 (none: a store id of zeros,
- * synced_seq 0) decode to the same entries. */
+/* Version 3 (the store block with max_memories), version 2 (without it:
+ * the old default limit) and version 1 (no store block: a store id of
+ * zeros, synced_seq 0) decode to the same entries. */
 static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
-    size_t block = version >= 2 ? 32 : 0;
+    size_t block = version >= 3 ? 40 : version == 2 ? 32 : 0;
     uint8_t *g;
     manifest m;
     cairn__err e;
@@ -613,6 +616,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_true(cairn__store_id_is_zero(m.store_id));
         assert_int_equal(m.synced_seq, 0);
     }
+    if (version >= 3) {
+        assert_int_equal(get_le64(g + 96), MAN_MAX_MEMORIES);
+        assert_int_equal(m.max_memories, MAN_MAX_MEMORIES);
+    } else {
+        assert_int_equal(m.max_memories, 10000); /* the limit before the setting */
+    }
     assert_int_equal(m.n, n);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(m.e[i].id, man_entries[i].id);
@@ -628,6 +637,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v3.bin", 3);
+}
+
+static void test_manifest_v2_golden_still_decodes_with_the_old_limit(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v2.bin", 2);
@@ -1201,7 +1216,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v2.bin", b, len);
+    regen_one(dir, "manifest-v3.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -1244,6 +1259,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_segment_golden_scans_to_its_records),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v2_golden_still_decodes_with_the_old_limit),
             cmocka_unit_test(test_manifest_v1_golden_still_decodes),
             cmocka_unit_test(test_sealed_encoding_matches_golden),
             cmocka_unit_test(test_sealed_golden_decodes_to_the_log_records),

@@ -715,7 +715,7 @@ static void verify_names_the_offset_of_a_damaged_index_row(void **state)
 }
 
 /* A store whose MANIFEST is of version 1 has no id until a writer opens
- * it; the writer writes version 2 with a fresh id, and keeps it. */
+ * it; the writer writes the newest version with a fresh id, and keeps it. */
 static void a_version_1_store_gets_an_id_from_its_first_writer(void **state)
 {
     fx *f = *state;
@@ -730,15 +730,15 @@ static void a_version_1_store_gets_an_id_from_its_first_writer(void **state)
     assert_memory_not_equal(st.store_id, zero, 16);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     b = tu_read_file(path, &len);
-    assert_int_equal(get_le16(b + 8), 2);
+    assert_int_equal(get_le16(b + 8), 3);
     /* the same MANIFEST as version 1 wrote it: no store block */
-    v1 = malloc(len - 32);
+    v1 = malloc(len - 40);
     memcpy(v1, b, 64);
-    memcpy(v1 + 64, b + 96, len - 96);
+    memcpy(v1 + 64, b + 104, len - 104);
     put_le16(v1 + 8, 1);
     put_le64(v1 + 56, XXH3_64bits(v1, 56));
-    put_le64(v1 + len - 32 - 8, XXH3_64bits(v1, len - 32 - 8));
-    assert_int_equal(tu_write_file(path, v1, len - 32), 0);
+    put_le64(v1 + len - 40 - 8, XXH3_64bits(v1, len - 40 - 8));
+    assert_int_equal(tu_write_file(path, v1, len - 40), 0);
     db = open_db(f->dir, 1);
     assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
     assert_memory_equal(st.store_id, zero, 16);
@@ -750,8 +750,9 @@ static void a_version_1_store_gets_an_id_from_its_first_writer(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
     free(b);
     b = tu_read_file(path, &len);
-    assert_int_equal(get_le16(b + 8), 2);
+    assert_int_equal(get_le16(b + 8), 3);
     assert_memory_equal(b + 64, id, 16);
+    assert_int_equal(get_le64(b + 96), 10000); /* the limit a version 1 store had */
     db = open_db(f->dir, 0);
     assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
     assert_memory_equal(st.store_id, id, 16);

@@ -40,7 +40,8 @@
 #define H_COUNT 48
 #define H_ESIZE 52
 #define E_KIND 8
-/* Version 2: the store block follows the header; the entries follow it. */
+/* The store block follows the header (version 3: 40 bytes, version 2: 32);
+ * the entries follow it. */
 #define ENTRIES_OFF (FILEHDR_SIZE + MAN_STORE_BLOCK)
 
 /* A valid manifest: sealed 1..100, closed 101..150, active from 151. */
@@ -64,6 +65,7 @@ static void good_manifest(manifest *m)
         m->store_id[i] = (uint8_t)(0xa0 + i);
     m->synced_seq = 140;
     m->lost_total = 3;
+    m->max_memories = 777; /* not the default: a decoder that ignored it fails */
     m->e = good_entries;
     m->n = 3;
 }
@@ -130,6 +132,7 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
     assert_memory_equal(a->store_id, b->store_id, MAN_STORE_ID_LEN);
     assert_int_equal(a->synced_seq, b->synced_seq);
     assert_int_equal(a->lost_total, b->lost_total);
+    assert_int_equal(a->max_memories, b->max_memories);
     assert_int_equal(a->n, b->n);
     for (size_t i = 0; i < a->n; i++) {
         assert_int_equal(a->e[i].id, b->e[i].id);
@@ -207,6 +210,7 @@ static void test_round_trip_of_a_lone_active_entry_and_extreme_values(void **sta
     memset(m.store_id, 0xff, sizeof m.store_id);
     m.synced_seq = MAN_SEQ_MAX - 1;
     m.lost_total = MAN_SEQ_MAX - 1;
+    m.max_memories = UINT64_MAX;
     m.e = &act;
     m.n = 1;
     b = encode(&m, &len);
@@ -722,6 +726,7 @@ static void test_a_version_1_manifest_still_decodes(void **state)
     memset(m.store_id, 0, sizeof m.store_id);
     m.synced_seq = 0;
     m.lost_total = 0;
+    m.max_memories = MAN_DEFAULT_MAX_MEMORIES; /* what the engine applied then */
     assert_same_manifest(&m, &got);
     cairn__manifest_free(NULL, &got);
     /* The version-2 length under version 1 is a wrong length. */
@@ -732,11 +737,70 @@ static void test_a_version_1_manifest_still_decodes(void **state)
     free(b);
 }
 
+/* A version 2 MANIFEST (a 32-byte store block, no max_memories) still
+ * decodes, with the limit the memory engine applied before the setting:
+ * 10000. Its length in version 3 is a wrong length, and the other way. */
+static void test_a_version_2_manifest_decodes_with_the_old_limit(void **state)
+{
+    manifest m, got;
+    size_t len, len2;
+    uint8_t *b, *v2;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    m.max_memories = 0; /* "no limit" must not survive into version 2 */
+    b = encode(&m, &len);
+    len2 = len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V2);
+    v2 = malloc(len2);
+    assert_non_null(v2);
+    memcpy(v2, b, FILEHDR_SIZE + MAN_STORE_BLOCK_V2);
+    memcpy(v2 + FILEHDR_SIZE + MAN_STORE_BLOCK_V2, b + ENTRIES_OFF, len - ENTRIES_OFF);
+    put_le16(v2 + 8, 2);
+    reseal(v2, len2);
+    assert_int_equal(cairn__manifest_decode(v2, len2, NULL, &got, &e), CAIRN_OK);
+    assert_int_equal(got.version, 2);
+    assert_int_equal(got.max_memories, 10000);
+    m.max_memories = 10000;
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
+    put_le16(b + 8, 2); /* a version 3 body under version 2 */
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    put_le16(v2 + 8, 3); /* and the other way */
+    reseal(v2, len2);
+    assert_int_equal(decode_exact(v2, len2, NULL), CAIRN_ECORRUPT);
+    free(v2);
+    free(b);
+}
+
+/* max_memories sits at offset 96 (store block + 32), little-endian. */
+static void test_max_memories_is_stored_at_its_offset(void **state)
+{
+    manifest m, got;
+    size_t len;
+    uint8_t *b;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    m.max_memories = 0x0102030405060708ull;
+    b = encode(&m, &len);
+    assert_int_equal(get_le64(b + FILEHDR_SIZE + 32), 0x0102030405060708ull);
+    put_le64(b + FILEHDR_SIZE + 32, 0); /* 0: no limit */
+    reseal(b, len);
+    assert_int_equal(cairn__manifest_decode(b, len, NULL, &got, &e), CAIRN_OK);
+    assert_int_equal(got.max_memories, 0);
+    cairn__manifest_free(NULL, &got);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_zero_store_id_is_corrupt),
         cmocka_unit_test(test_a_version_1_manifest_still_decodes),
+        cmocka_unit_test(test_a_version_2_manifest_decodes_with_the_old_limit),
+        cmocka_unit_test(test_max_memories_is_stored_at_its_offset),
         cmocka_unit_test(test_round_trip_keeps_every_field),
         cmocka_unit_test(test_round_trip_of_a_lone_active_entry_and_extreme_values),
         cmocka_unit_test(test_copy_is_deep_and_equal),

@@ -319,6 +319,36 @@ typedef struct cairn_stats {
 /* Errors: CAIRN_EIO, CAIRN_ENOMEM. */
 int cairn_stats_get(cairn_db *db, cairn_stats *out);
 
+/* ---------------------------------------------------------------------------
+ * Store settings, kept in the MANIFEST (format-spec/manifest.md).
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_config {
+    cairn_durability durability; /* given at creation; a handle's options may
+                                    override it for that handle (cairn_stats
+                                    says what a handle uses) */
+    uint32_t batch_ms;           /* likewise */
+    uint64_t segment_size;       /* likewise */
+    uint64_t max_memories;       /* live memories per namespace the memory engine
+                                    keeps (cairn_mem_store, cairn_mem_import);
+                                    0 = no limit. 10000 in a new store, and in a
+                                    store whose MANIFEST predates the setting */
+} cairn_config;
+
+/* The store's settings as stored (a read-only handle reads the MANIFEST
+ * again first, so it sees a change another process made).
+ * Errors: CAIRN_EIO, CAIRN_ECORRUPT, CAIRN_ENOMEM (from that re-read; *out
+ * then holds the settings the handle saw before). */
+int cairn_config_get(cairn_db *db, cairn_config *out);
+
+/* Change the store's max_memories (0 = no limit): a new MANIFEST is
+ * written (nothing when it holds n already). It applies from the next
+ * cairn_mem_store / cairn_mem_import on, in this process and others; it
+ * prunes nothing by itself (a namespace holding more is pruned back to n
+ * by its next store, which reports it). Errors: CAIRN_EPERM (read-only
+ * handle), CAIRN_EDEAD, CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM; after a
+ * failed write the handle keeps the old value and stays usable. */
+int cairn_config_set_max_memories(cairn_db *db, uint64_t n);
+
 /* Called by cairn_verify() once per problem. `file` is relative to the store
  * directory; `offset` is the byte offset in it. */
 typedef void (*cairn_verify_fn)(void *user, const char *file, uint64_t offset, int code,

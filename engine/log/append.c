@@ -577,6 +577,51 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq)
     return rc;
 }
 
+int cairn__set_max_memories(cairn_db *db, uint64_t n)
+{
+    view *cur, *nv = NULL;
+    manifest m;
+    cairn__err e;
+    int rc;
+
+    /* TURN: needs the writer lock across processes */
+    pthread_mutex_lock(&db->mu);
+    rc = check_writable(db);
+    cur = db->view;
+    if (rc != CAIRN_OK || cur->m.max_memories == n) {
+        pthread_mutex_unlock(&db->mu);
+        return rc;
+    }
+    rc = cairn__manifest_copy(&cur->m, db->a, &m);
+    if (rc != CAIRN_OK) {
+        pthread_mutex_unlock(&db->mu);
+        return cairn__db_failf(db, rc, "no memory for a MANIFEST");
+    }
+    m.max_memories = n;
+    m.generation++;
+    rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+    if (rc != CAIRN_OK) {
+        /* As in cairn__mark_synced: the rename may or may not have
+         * happened; either MANIFEST is right about the segments. The view
+         * takes the new generation and keeps the old setting; the caller
+         * is told it failed (a later open may find either value). */
+        int wrc = rc;
+        m.max_memories = cur->m.max_memories;
+        if (cairn__view_make(db, &m, cur->segs, &nv) == CAIRN_OK)
+            cairn__view_publish(db, nv);
+        else
+            kill_handle(db, CAIRN_ENOMEM, NULL);
+        rc = cairn__db_fail(db, wrc, &e);
+    } else if ((rc = cairn__view_make(db, &m, cur->segs, &nv)) != CAIRN_OK) {
+        rc = kill_handle(db, rc, NULL);
+    } else {
+        cairn__view_publish(db, nv);
+    }
+    cairn__manifest_free(db->a, &m);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
 {
     return roll_locked(db, seq_floor);

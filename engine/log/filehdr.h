@@ -29,7 +29,7 @@
 
 #define LOG_VERSION 1u
 #define SEG_VERSION 1u
-#define MAN_VERSION 2u /* 2: the store block (store id, synced seq) */
+#define MAN_VERSION 3u /* 2: the store block (store id, synced seq); 3: max_memories */
 
 /* Fill magic, version, header_len, flags; the caller fills the fields, then
  * calls cairn__filehdr_seal() to write the checksum. */

@@ -40,6 +40,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     memcpy(p, m->store_id, MAN_STORE_ID_LEN);
     put_le64(p + 16, m->synced_seq);
     put_le64(p + 24, m->lost_total);
+    put_le64(p + 32, m->max_memories);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -108,7 +109,9 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     if (rc != CAIRN_OK)
         return rc;
     m->version = get_le16(buf + 8);
-    block = m->version >= 2 ? MAN_STORE_BLOCK : 0; /* version 1 has no store block */
+    /* version 1 has no store block; version 2's has no max_memories */
+    block = m->version >= 3 ? MAN_STORE_BLOCK : m->version == 2 ? MAN_STORE_BLOCK_V2 : 0;
+    m->max_memories = MAN_DEFAULT_MAX_MEMORIES;
     count = get_le32(buf + 48);
     if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
         buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
@@ -124,6 +127,8 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         memcpy(m->store_id, p, MAN_STORE_ID_LEN);
         m->synced_seq = get_le64(p + 16);
         m->lost_total = get_le64(p + 24);
+        if (block >= MAN_STORE_BLOCK)
+            m->max_memories = get_le64(p + 32);
         /* far below 2^64, so no seq derived from them can wrap */
         if (m->synced_seq >= MAN_SEQ_MAX || m->lost_total >= MAN_SEQ_MAX)
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: synced_seq or lost count at offset "

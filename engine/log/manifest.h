@@ -1,13 +1,14 @@
 /*
  * manifest.h - MANIFEST, the list of live files (format-spec/manifest.md).
  *
- * File: a 64-byte file header ("CAIRNMAN"), (version 2) a 32-byte store
- * block, entry_count entries of 56 bytes, and an 8-byte trailer: XXH3-64
- * of every byte before it.
+ * File: a 64-byte file header ("CAIRNMAN"), a store block (version 3: 40
+ * bytes; version 2: 32; version 1: none), entry_count entries of 56 bytes,
+ * and an 8-byte trailer: XXH3-64 of every byte before it.
  * Header fields: 16 u64 generation, 24 u64 next_segment_id,
  * 32 u64 segment_size, 40 u32 batch_ms, 44 u8 durability, 45..47 reserved,
  * 48 u32 entry_count, 52 u32 entry_size (56).
- * Store block (version 2): 0 store_id[16], 16 u64 synced_seq, 24 u64 lost_total.
+ * Store block: 0 store_id[16], 16 u64 synced_seq, 24 u64 lost_total,
+ * (version 3) 32 u64 max_memories.
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..15 reserved, 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
  */
@@ -25,7 +26,12 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 32u /* version 2: store id, synced seq, lost records */
+#define MAN_STORE_BLOCK 40u /* version 3: store id, synced seq, lost records,
+                                max_memories */
+#define MAN_STORE_BLOCK_V2 32u /* version 2: the same without max_memories */
+/* The memory limit of a store whose MANIFEST predates the setting (versions
+ * 1 and 2), and of a new store: what the memory engine always applied. */
+#define MAN_DEFAULT_MAX_MEMORIES 10000u
 #define MAN_SEQ_MAX (1ull << 62) /* synced_seq and lost_total are below it */
 #define MAN_STORE_ID_LEN 16u
 
@@ -50,7 +56,7 @@ typedef struct manifest {
     uint64_t segment_size;
     uint32_t batch_ms;
     uint8_t durability;
-    uint16_t version;      /* as read (1 or 2); a write is always the newest */
+    uint16_t version;      /* as read (1, 2 or 3); a write is always the newest */
     uint8_t store_id[MAN_STORE_ID_LEN]; /* random at creation; all zero in
                                            version 1 (a writer's open gives one) */
     uint64_t synced_seq;   /* every record up to this seq was on stable storage
@@ -58,6 +64,9 @@ typedef struct manifest {
                               it (0: nothing recorded) */
     uint64_t lost_total;   /* records writers found lost below synced_seq and
                               retired, over the store's life */
+    uint64_t max_memories; /* the store setting: live memories per namespace,
+                              0 = no limit (MAN_DEFAULT_MAX_MEMORIES when
+                              read from version 1 or 2) */
     manifest_entry *e;
     size_t n;
 } manifest;

@@ -658,7 +658,7 @@ static void new_store_id(uint8_t *id)
 }
 
 /* A store whose MANIFEST is of version 1 has no id: the first writer gives
- * it one (rewriting the MANIFEST in version 2). */
+ * it one (rewriting the MANIFEST in the newest version). */
 static int give_store_id(cairn_db *db, view *v, cairn__err *e)
 {
     if (!cairn__store_id_is_zero(v->m.store_id))
@@ -693,6 +693,7 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     m->batch_ms = db->batch_ms ? db->batch_ms : DEFAULT_BATCH_MS;
     m->durability = (uint8_t)(db->durability == CAIRN_DURABILITY_STORED ? CAIRN_DURABILITY_BATCH
                                                                          : db->durability);
+    m->max_memories = MAN_DEFAULT_MAX_MEMORIES;
     new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;
@@ -754,7 +755,7 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         rc = missing_segment(db, e);
     if (rc == CAIRN_OK && !db->read_only)
         rc = remove_orphans(db, &m, 1, e); /* every .seg validated by view_build */
-    /* The id first: every MANIFEST this writer writes is of version 2. */
+    /* The id first: every MANIFEST this writer writes has one. */
     if (rc == CAIRN_OK && !db->read_only)
         rc = give_store_id(db, v, e);
     if (rc == CAIRN_OK)

@@ -195,6 +195,16 @@ int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
  * MANIFEST is right about the segments). */
 int cairn__mark_synced(cairn_db *db, uint64_t seq);
 
+/* Change the store setting max_memories (0 = no limit) the same way:
+ * a new MANIFEST (generation + 1) with it, then a view of it (takes mu).
+ * Nothing is written when the MANIFEST holds n already. Errors:
+ * CAIRN_EPERM, CAIRN_EDEAD, CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM (a failed
+ * write leaves the handle usable, its view with the old value). */
+int cairn__set_max_memories(cairn_db *db, uint64_t n);
+
+/* The store setting max_memories as this handle's view has it (takes mu). */
+uint64_t cairn__max_memories(cairn_db *db);
+
 /* The newest record at or before seq (*found 0 when there is none, *sum 0)
  * and its checksum (the record's last 8 bytes, seeded with its segment's
  * salt: no other store or segment has the same); *sealed: it is in a

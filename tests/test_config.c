@@ -1,0 +1,294 @@
+/*
+ * test_config.c - the store's settings (engine/log/config.c, cairn.h
+ * "Store settings"): what a new store holds, max_memories changed and kept
+ * across reopens, seen by a reader in another handle, refused on a
+ * read-only handle, unchanged by a failed MANIFEST write, and a store whose
+ * MANIFEST is of version 2 (before the setting) read with the old limit.
+ * Each test works in a fresh temporary directory and removes it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "bytes.h"
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "testutil.h"
+
+typedef struct fx {
+    char *dir;  /* the temp dir */
+    char *path; /* dir/db: the store */
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return -1;
+    f->dir = tu_mkdtemp("config");
+    if (f->dir == NULL)
+        return -1;
+    f->path = tu_join(f->dir, "db");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f->path);
+    free(f);
+    return 0;
+}
+
+static cairn_db *open_store(const char *path, int create, int read_only, const cairn_io *io)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    int rc;
+    o.create = create;
+    o.read_only = read_only;
+    o.background = 0;
+    o.io = io;
+    rc = cairn_open(&db, path, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_open(%s): %d %s", path, rc, err);
+    return db;
+}
+
+static uint64_t limit_of(cairn_db *db)
+{
+    cairn_config c;
+    memset(&c, 0xab, sizeof c);
+    assert_int_equal(cairn_config_get(db, &c), CAIRN_OK);
+    return c.max_memories;
+}
+
+static uint64_t generation_of(cairn_db *db)
+{
+    cairn_stats st;
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    return st.generation;
+}
+
+static void append_one(cairn_db *db)
+{
+    cairn_entry e;
+    memset(&e, 0, sizeof e);
+    e.type = CAIRN_REC_EVENT;
+    e.json = "{}";
+    e.json_len = 2;
+    assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+}
+
+/* A new store keeps the settings it was created with, and 10000. */
+static void test_a_new_store_holds_its_settings_and_the_default_limit(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL, *ro;
+    cairn_config c;
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_FULL;
+    o.batch_ms = 9;
+    o.segment_size = 8192;
+    assert_int_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(cairn_config_get(db, &c), CAIRN_OK);
+    assert_int_equal(c.durability, CAIRN_DURABILITY_FULL);
+    assert_int_equal(c.batch_ms, 9);
+    assert_int_equal(c.segment_size, 8192);
+    assert_int_equal(c.max_memories, 10000);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* A handle that overrides durability for itself: the stored one is
+     * still what the settings say. */
+    o.create = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.read_only = 1;
+    assert_int_equal(cairn_open(&ro, f->path, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(cairn_config_get(ro, &c), CAIRN_OK);
+    assert_int_equal(c.durability, CAIRN_DURABILITY_FULL);
+    assert_int_equal(c.max_memories, 10000);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+}
+
+/* A change writes a new MANIFEST that reopens with it; 0 (no limit) too.
+ * Setting the value the store holds writes nothing. */
+static void test_max_memories_survives_reopen(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_store(f->path, 1, 0, NULL), *ro;
+    uint64_t gen = generation_of(db);
+
+    assert_int_equal(cairn_config_set_max_memories(db, 3), CAIRN_OK);
+    assert_int_equal(limit_of(db), 3);
+    assert_int_equal(generation_of(db), gen + 1);
+    assert_int_equal(cairn_config_set_max_memories(db, 3), CAIRN_OK);
+    assert_int_equal(generation_of(db), gen + 1); /* unchanged: nothing written */
+    append_one(db);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+
+    db = open_store(f->path, 0, 0, NULL);
+    assert_int_equal(limit_of(db), 3);
+    assert_int_equal(cairn_config_set_max_memories(db, 0), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    ro = open_store(f->path, 0, 1, NULL);
+    assert_int_equal(limit_of(ro), 0);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    db = open_store(f->path, 0, 0, NULL);
+    assert_int_equal(limit_of(db), 0);
+    assert_int_equal(cairn_config_set_max_memories(db, UINT64_MAX), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_store(f->path, 0, 0, NULL);
+    assert_true(limit_of(db) == UINT64_MAX);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* A reader open before the change sees it at its next look. */
+static void test_a_reader_sees_the_writers_change(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_store(f->path, 1, 0, NULL), *ro = open_store(f->path, 0, 1, NULL);
+    assert_int_equal(limit_of(ro), 10000);
+    assert_int_equal(cairn_config_set_max_memories(db, 42), CAIRN_OK);
+    assert_int_equal(limit_of(ro), 42);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_a_read_only_handle_cannot_change_it(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_store(f->path, 1, 0, NULL), *ro;
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    ro = open_store(f->path, 0, 1, NULL);
+    assert_int_equal(cairn_config_set_max_memories(ro, 5), CAIRN_EPERM);
+    assert_non_null(strstr(cairn_errmsg(ro), "read-only"));
+    assert_int_equal(limit_of(ro), 10000);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+}
+
+/* Fails every write of MANIFEST.tmp. */
+static ssize_t failing_manifest_pwrite(void *user, const char *site, int fd, const void *buf,
+                                       size_t len, off_t off)
+{
+    int *fired = user;
+    if (strcmp(site, "manifest.write") == 0) {
+        (*fired)++;
+        errno = EIO;
+        return -1;
+    }
+    return cairn_io_default()->pwrite(NULL, site, fd, buf, len, off);
+}
+
+/* A MANIFEST that could not be written: the call fails with the cause,
+ * the handle keeps the old value and goes on appending, and a reopen
+ * finds the old value. */
+static void test_a_failed_write_keeps_the_old_value(void **state)
+{
+    fx *f = *state;
+    cairn_io io = *cairn_io_default();
+    int fired = 0;
+    cairn_db *db = open_store(f->path, 1, 0, NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    io.pwrite = failing_manifest_pwrite;
+    io.user = &fired;
+    db = open_store(f->path, 0, 0, &io);
+    assert_int_equal(cairn_config_set_max_memories(db, 7), CAIRN_EIO);
+    assert_true(fired >= 1);
+    assert_non_null(strstr(cairn_errmsg(db), "MANIFEST"));
+    assert_int_equal(limit_of(db), 10000);
+    append_one(db);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_store(f->path, 0, 0, NULL);
+    assert_int_equal(limit_of(db), 10000);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* The store's MANIFEST rewritten as version 2 wrote it: the 32-byte store
+ * block without max_memories. */
+static void downgrade_to_version_2(const char *path)
+{
+    char *man = tu_join(path, "MANIFEST");
+    size_t len;
+    uint8_t *b = tu_read_file(man, &len);
+    assert_non_null(b);
+    assert_int_equal(get_le16(b + 8), 3);
+    assert_true(len >= 64 + 40 + 56 + 8);
+    memmove(b + 96, b + 104, len - 104); /* drop max_memories */
+    len -= 8;
+    put_le16(b + 8, 2);
+    put_le64(b + 56, XXH3_64bits(b, 56));
+    put_le64(b + len - 8, XXH3_64bits(b, len - 8));
+    assert_int_equal(tu_write_file(man, b, len), 0);
+    free(b);
+    free(man);
+}
+
+/* A store of before the setting opens with the limit the engine applied
+ * then (10000), for readers and writers, and keeps its records; the first
+ * change writes the newest version. */
+static void test_a_version_2_store_opens_with_limit_10000(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_store(f->path, 1, 0, NULL), *ro;
+    cairn_stats st;
+    char *man;
+    size_t len;
+    uint8_t *b;
+
+    assert_int_equal(cairn_config_set_max_memories(db, 0), CAIRN_OK); /* must not survive */
+    append_one(db);
+    append_one(db);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    downgrade_to_version_2(f->path);
+
+    ro = open_store(f->path, 0, 1, NULL);
+    assert_int_equal(limit_of(ro), 10000);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    db = open_store(f->path, 0, 0, NULL);
+    assert_int_equal(limit_of(db), 10000);
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    assert_int_equal(st.records, 2);
+    assert_int_equal(cairn_config_set_max_memories(db, 50), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+
+    man = tu_join(f->path, "MANIFEST");
+    b = tu_read_file(man, &len);
+    assert_non_null(b);
+    assert_int_equal(get_le16(b + 8), 3);
+    assert_int_equal(get_le64(b + 96), 50);
+    free(b);
+    free(man);
+    db = open_store(f->path, 0, 0, NULL);
+    assert_int_equal(limit_of(db), 50);
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    assert_int_equal(st.records, 2);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_a_new_store_holds_its_settings_and_the_default_limit),
+        T(test_max_memories_survives_reopen),
+        T(test_a_reader_sees_the_writers_change),
+        T(test_a_read_only_handle_cannot_change_it),
+        T(test_a_failed_write_keeps_the_old_value),
+        T(test_a_version_2_store_opens_with_limit_10000),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
