@@ -409,7 +409,12 @@ typedef struct cairn_mem_options {
     /* Ranking weights; all four 0 = the defaults 0.5, 0.3, 0.2, 0.0. */
     double w_relevance, w_importance, w_recency, w_access;
     double max_retention_days; /* forget's default max age; 0 = 90 */
-    uint64_t max_memories;     /* per namespace; 0 = 10000 (see cairn_mem_store) */
+    uint64_t max_memories;     /* 0 (the default) = the store's setting, read at each
+                                  store and import (cairn_config_get: 10000 unless
+                                  changed; 0 there = no limit). Non-zero: this handle's
+                                  own limit per namespace in place of it, for this
+                                  handle only and never written to the store (tests,
+                                  benchmarks); the setting is the way to change it */
     cairn_fusion fusion;       /* how hybrid recall fuses BM25 and vectors */
     double semantic_weight;    /* the vector side's weight w in the fusion, 0..1; 0 = the
                                   default: 1 for RRF; for score fusion 0, so similarity
@@ -516,6 +521,14 @@ void cairn_hash_embedder_free(cairn_embedder *e);
 int cairn_parse_vector(const char *text, size_t len, float *out, size_t max, size_t *n,
                        char *err, size_t errlen);
 
+/* What a cairn_mem_store pruned to keep its namespace within the limit. */
+typedef struct cairn_mem_prune {
+    uint64_t pruned;           /* memories of the namespace tombstoned (0: none) */
+    uint64_t kept;             /* live memories of the namespace after the store */
+    uint64_t limit;            /* the limit applied (0: none) */
+    const char *reason;        /* static: "maxMemories" when pruned, else "" */
+} cairn_mem_prune;
+
 typedef struct cairn_mem_store_opts {
     const char *ns;            /* NULL = "" */
     const char *category;      /* NULL = "fact"; 1..64 bytes */
@@ -526,18 +539,28 @@ typedef struct cairn_mem_store_opts {
      * whose dim it has), instead of calling it; NULL = the embedder makes
      * one (or none without an embedder). */
     const float *vector;
+    /* Out, may be NULL: what the call pruned. Filled by every call (all 0
+     * and reason "" when nothing was pruned, or when it failed before
+     * storing). */
+    cairn_mem_prune *prune;
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL, NULL }
+#define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL, NULL, NULL }
 
 /* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
  * text field here, README "Text"). If the same content is already
  * stored in the namespace, nothing is written and *out is the existing
  * memory, with *existed = 1 (existed may be NULL). out may be NULL.
- * If the namespace then holds more than max_memories live memories, it is
- * pruned back to max_memories: first by forget's normal rule, then the
- * lowest decayed importance (never the memory just stored), in one commit,
- * and a CAIRN_EVENT_PRUNED event with reason "maxMemories" says so.
+ * If the namespace then holds more live memories than the limit (the
+ * store's max_memories setting, cairn_config_get; or the handle's option),
+ * it is pruned back to the limit: first by forget's normal rule, then the
+ * lowest decayed importance (never the memory just stored), in one commit
+ * of memory.delete records with reason "maxMemories". A prune is always
+ * reported: in *o->prune (how many, how many are left, the limit, the
+ * reason) and by a CAIRN_EVENT_PRUNED event (reason "maxMemories",
+ * memory: the one stored). A pruned memory can be brought back with
+ * cairn_mem_restore. A prune that fails after the memory was stored
+ * returns its error; the memory stays stored (*out is not set).
  * Errors: CAIRN_EINVAL (empty or too long content, importance out of 0..1,
  * bad category or metadata, text that is not valid UTF-8 or holds a NUL or
  * a \u0000 in metadata; cairn_errmsg names which), CAIRN_EPERM
@@ -768,6 +791,11 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
  * every one must come from the store's embedder (and from the handle's, if
  * it has one), or the import fails. The handle's embedder embeds the
  * others, all in one batch before anything is written.
+ * The limit of live memories per namespace (the store's max_memories
+ * setting, as cairn_mem_store applies it) holds for an import as a whole:
+ * one that would take any namespace past it stores nothing and fails with
+ * CAIRN_EINVAL, the message naming the namespace, the setting and how to
+ * change it (`cairn config max-memories N`). An import never prunes.
  * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, cairn_append's. */
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped);
@@ -906,7 +934,10 @@ typedef enum cairn_mem_event_kind {
     CAIRN_EVENT_STORED = 0,    /* memory */
     CAIRN_EVENT_RECALLED = 1,  /* hits, n_hits */
     CAIRN_EVENT_MERGED = 2,    /* merged, kept (cairn_mem_merge) */
-    CAIRN_EVENT_PRUNED = 3     /* pruned, kept, reason ("forget:normal", "maxMemories") */
+    CAIRN_EVENT_PRUNED = 3     /* pruned, kept, reason ("forget:normal", "maxMemories");
+                                  memory: for "maxMemories", the memory whose store
+                                  pruned its namespace (NULL if no copy of it could be
+                                  made) */
 } cairn_mem_event_kind;
 
 typedef struct cairn_mem_event {

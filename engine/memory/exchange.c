@@ -672,6 +672,44 @@ static int choose(cairn_mem *m, const memrec *recs, const char *const *nss, size
     return CAIRN_OK;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The limit of live memories per namespace, applied to an import as a
+ * whole: if the memories it would store (keep) take any namespace past
+ * it, nothing is stored and the error names the namespace and the
+ * setting. The namespaces are sorted to count each one's memories. */
+static int check_limit(cairn_mem *m, const char *const *nss, const unsigned char *keep,
+                       size_t n, size_t nkeep)
+{
+    const char *what;
+    uint64_t lim = cairn__mem_limit(m, &what);
+    const char **sorted;
+    size_t k = 0;
+    int rc = CAIRN_OK;
+
+    if (lim == 0 || nkeep == 0)
+        return CAIRN_OK;
+    if ((sorted = malloc(nkeep * sizeof *sorted)) == NULL)
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    for (size_t i = 0; i < n; i++)
+        if (keep[i])
+            sorted[k++] = nss[i];
+    qsort(sorted, k, sizeof *sorted, cmp_str);
+    for (size_t i = 0, j; i < k && rc == CAIRN_OK; i = j) {
+        long nsi = cairn__mem_ns_index(m, sorted[i], strlen(sorted[i]), 0);
+        uint64_t would = nsi >= 0 ? m->ns[nsi].live : 0;
+        for (j = i; j < k && strcmp(sorted[j], sorted[i]) == 0; j++)
+            would++;
+        if (would > lim)
+            rc = cairn__mem_limit_fail(m, sorted[i], would, lim, what);
+    }
+    free(sorted);
+    return rc;
+}
+
 /* The vectors of the memories an import will store (keep), from one call
  * of the handle's embedder, into *vecs (n x dim, owned by the caller),
  * each record pointing at its row. */
@@ -827,6 +865,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         goto out;
     }
     if ((rc = choose(m, recs, nss, n, keep, &nkeep)) != CAIRN_OK)
+        goto out;
+    if ((rc = check_limit(m, nss, keep, n, nkeep)) != CAIRN_OK)
         goto out;
     if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
         if (gname[0] != 0 && (strcmp(gname, m->emb.name) != 0 || gdim != m->emb.dim)) {

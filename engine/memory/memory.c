@@ -774,7 +774,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     strcpy(m->stemmer, o->stemmer ? o->stemmer : "english");
     m->half_life = o->half_life_days > 0 ? o->half_life_days : 30.0;
     m->max_retention = o->max_retention_days > 0 ? o->max_retention_days : 90.0;
-    m->max_memories = o->max_memories > 0 ? o->max_memories : 10000;
+    m->max_memories = o->max_memories; /* 0: the store's setting */
     m->fusion = o->fusion;
     m->w_sem = o->semantic_weight > 0            ? o->semantic_weight
                : o->fusion == CAIRN_FUSION_RRF ? 1.0
@@ -1118,20 +1118,45 @@ void cairn__mem_new_id(cairn_mem *m, const char *content, char *id)
     } while (cairn__mem_find_id(m, id) != NULL);
 }
 
+uint64_t cairn__mem_limit(cairn_mem *m, const char **what)
+{
+    if (m->max_memories != 0) {
+        if (what != NULL)
+            *what = "this handle's max_memories option";
+        return m->max_memories;
+    }
+    if (what != NULL)
+        *what = "the store's max-memories setting";
+    return cairn__max_memories(m->db);
+}
+
+int cairn__mem_limit_fail(cairn_mem *m, const char *ns, uint64_t would, uint64_t lim,
+                          const char *what)
+{
+    return cairn__mem_fail(m, CAIRN_EINVAL,
+                           "namespace \"%.64s%s\" would hold %" PRIu64 " memories, past %s "
+                           "(%" PRIu64 "); nothing was written. Raise it with `cairn config "
+                           "max-memories N` (N >= %" PRIu64 ", or 0 for no limit)",
+                           ns, strlen(ns) > 64 ? "..." : "", would, what, lim, would);
+}
+
 /* max_memories: prune namespace nsi back to the limit, never `keep`
- * (mu held). *pruned gets how many went. */
+ * (mu held). *pruned gets how many went, *kept how many are left, *limit
+ * the limit applied (0: none). */
 static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t *pruned,
-                         uint64_t *kept)
+                         uint64_t *kept, uint64_t *limit)
 {
     int64_t now = cairn__mem_wall_ms();
     size_t live = 0, nout = 0, nrest = 0;
+    uint64_t lim = cairn__mem_limit(m, NULL);
     ment **out, **rest;
     int rc;
 
     *pruned = 0;
+    *limit = lim;
     live = m->ns[nsi].live;
     *kept = live;
-    if (live <= m->max_memories)
+    if (lim == 0 || live <= lim)
         return CAIRN_OK; /* the common case, O(1) */
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         return rc;
@@ -1161,7 +1186,7 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
             rest[nrest++] = x;
     }
     /* then the lowest decayed importance (older first among equals) */
-    while (live - nout > m->max_memories && nrest > 0) {
+    while (live - nout > lim && nrest > 0) {
         size_t worst = 0;
         for (size_t i = 1; i < nrest; i++)
             if (cairn__mem_decayed(m, rest[i], now) < cairn__mem_decayed(m, rest[worst], now))
@@ -1192,7 +1217,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     ment *x;
     memrec r;
     char id[CAIRN_MEM_ID_MAX + 1];
-    uint64_t seq = 0, pruned = 0, kept = 0;
+    uint64_t seq = 0, pruned = 0, kept = 0, limit = 0;
     int64_t now = cairn__mem_wall_ms();
     float *vec = NULL;
     int rc, dup = 0;
@@ -1203,6 +1228,10 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         *out = NULL;
     if (existed != NULL)
         *existed = 0;
+    if (o->prune != NULL) {
+        memset(o->prune, 0, sizeof *o->prune);
+        o->prune->reason = "";
+    }
     d.ns = o->ns ? o->ns : "";
     d.content = content;
     d.category = o->category ? o->category : "fact";
@@ -1306,29 +1335,39 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         goto out;
     x = cairn__mem_find_seq(m, seq);
     /* The memory is stored: a failed prune is reported, not undone. */
-    rc = enforce_limit(m, x->nsi, x, &pruned, &kept);
-    if (rc == CAIRN_OK && (out != NULL || hooks.after_store != NULL || m->nlisteners > 0))
-        rc = copy_new(m, x, &copy);
+    rc = enforce_limit(m, x->nsi, x, &pruned, &kept, &limit);
+    if (o->prune != NULL) {
+        o->prune->pruned = pruned;
+        o->prune->kept = kept;
+        o->prune->limit = limit;
+        o->prune->reason = pruned > 0 ? "maxMemories" : "";
+    }
+    if (out != NULL || hooks.after_store != NULL || m->nlisteners > 0) {
+        int crc = copy_new(m, x, &copy);
+        rc = rc == CAIRN_OK ? crc : rc;
+    }
 out:
     pthread_mutex_unlock(&m->mu);
     free(vec);
-    if (copy != NULL) {
+    if (copy != NULL || pruned > 0) {
         cairn_mem_event ev;
-        if (hooks.after_store != NULL)
+        if (copy != NULL && hooks.after_store != NULL)
             hooks.after_store(hooks.user, copy);
         memset(&ev, 0, sizeof ev);
         ev.kind = CAIRN_EVENT_STORED;
         ev.memory = copy;
-        cairn__mem_emit(m, &ev);
-        if (pruned > 0) {
+        if (copy != NULL)
+            cairn__mem_emit(m, &ev);
+        if (pruned > 0) { /* every prune is told, whatever else failed */
             memset(&ev, 0, sizeof ev);
             ev.kind = CAIRN_EVENT_PRUNED;
+            ev.memory = copy; /* the memory stored: its namespace was pruned */
             ev.pruned = pruned;
             ev.kept = kept;
             ev.reason = "maxMemories";
             cairn__mem_emit(m, &ev);
         }
-        if (out != NULL)
+        if (out != NULL && rc == CAIRN_OK)
             *out = copy;
         else
             cairn_mem_free(copy);

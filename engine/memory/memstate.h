@@ -102,7 +102,9 @@ struct cairn_mem {
     cairn__batch batch;      /* replay: the last commit looked up (batch.h) */
     uint64_t id_counter;
     double max_retention;    /* days */
-    uint64_t max_memories;   /* per namespace */
+    uint64_t max_memories;   /* this handle's own limit per namespace
+                                (cairn_mem_options); 0: the store's setting
+                                (cairn__mem_limit) */
     /* Vectors: the store's embedder as its vectors say (vdim 0: none
      * yet), and the one this handle embeds with (emb.dim 0: none). */
     char vname[CAIRN_EMBEDDER_NAME_MAX + 1];
@@ -175,6 +177,19 @@ int cairn__mem_delete_many(cairn_mem *m, ment *const *xs, size_t n, const char *
 /* The same with a reason each (reasons[i] for xs[i]; NULL: `reason`). */
 int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *reason,
                            const char *const *reasons);
+
+/* The limit of live memories per namespace in force (0: none): the
+ * handle's option if it has one, else the store's setting as the handle's
+ * view of the MANIFEST holds it, looked up at each call (a change takes
+ * effect without reopening). *what (may be NULL) names which, for a
+ * message. */
+uint64_t cairn__mem_limit(cairn_mem *m, const char **what);
+
+/* Refuse a change that would take namespace ns to `would` live memories,
+ * past lim (`what` from cairn__mem_limit): CAIRN_EINVAL, with a message
+ * saying so, that nothing was written, and how to change the setting. */
+int cairn__mem_limit_fail(cairn_mem *m, const char *ns, uint64_t would, uint64_t lim,
+                          const char *what);
 
 /* importance x 0.5^(days since last access / half-life). */
 double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now);
