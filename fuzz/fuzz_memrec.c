@@ -27,6 +27,7 @@ static void same(const memrec *a, const memrec *b)
         FUZZ_CHECK(strcmp(a->category, b->category) == 0);
     FUZZ_CHECK(a->importance == b->importance);
     FUZZ_CHECK(a->expires_at == b->expires_at);
+    FUZZ_CHECK(a->restored_from == b->restored_from);
     FUZZ_CHECK(a->n_ids == b->n_ids);
     FUZZ_CHECK((a->metadata == NULL) == (b->metadata == NULL));
     if (a->metadata != NULL)

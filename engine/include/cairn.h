@@ -595,6 +595,22 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason);
  * the records stay in the log. Errors: CAIRN_EPERM, cairn_append's. */
 int cairn_mem_clear(cairn_mem *m, const char *ns);
 
+/* Bring back a memory that is no longer live: deleted, pruned past the
+ * limit, forgotten, merged away or cleared, as long as its records are in
+ * the log. It comes back with its id, namespace, content, category,
+ * metadata, importance, expiry, times (createdAt, accessedAt), access
+ * count and vector as they were when it went, as one new `memory` record
+ * ("restoredFrom": the seq of the record that stored it; format-spec/
+ * memory.md, "Restore"). Reads the whole log (once). *out (may be NULL)
+ * gets the memory as restored (cairn_mem_free). No hook or event runs.
+ * Errors: CAIRN_EINVAL (not a memory id; or the namespace is at the limit
+ * of live memories: the message names the setting and how to change it),
+ * CAIRN_ENOTFOUND (no memory of that id in the log), CAIRN_EEXIST (the
+ * memory is live, expired or not; or another live memory of the namespace
+ * holds the same content: the message names it), CAIRN_EPERM (read-only
+ * handle), the log's read errors, and cairn_append's. */
+int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out);
+
 /* Which side finds the candidates (README "Hybrid recall"). */
 typedef enum cairn_recall_mode {
     CAIRN_RECALL_HYBRID = 0,   /* BM25 and vectors, fused; lexical alone when the

@@ -132,6 +132,9 @@ static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
             (rc = get_int(root, "accessCount", &n, NULL, type, e)) != CAIRN_OK)
             return rc;
         r->access_count = (uint64_t)n;
+        if ((rc = get_int(root, "restoredFrom", &n, NULL, type, e)) != CAIRN_OK)
+            return rc;
+        r->restored_from = (uint64_t)n;
         return get_metadata(root, &r->metadata, &present, type, e);
     case CAIRN_REC_MEMORY_UPDATE:
         if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
@@ -292,6 +295,8 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         if (ok && r->embedder != NULL)
             ok = cJSON_AddStringToObject(o, "embedder", r->embedder) != NULL &&
                  cairn__json_add_int(o, "dim", r->dim);
+        if (ok && r->restored_from != 0)
+            ok = cairn__json_add_int(o, "restoredFrom", (int64_t)r->restored_from);
         break;
     case CAIRN_REC_MEMORY_UPDATE:
         if (ok && (r->has & MEMREC_HAS_IMPORTANCE))
@@ -358,7 +363,8 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
  * A memory record is written once per store: building a cJSON tree for it
  * cost more than the log append. This writes the same bytes
  * cJSON_PrintUnformatted would (tests/test_memory.c and fuzz_memrec compare
- * the two), for the one shape it covers: a memory record without metadata. */
+ * the two), for the one shape it covers: a memory record without metadata
+ * (nor restoredFrom: a restore is rare). */
 
 typedef struct sbuf {
     char *p;
@@ -524,7 +530,8 @@ int cairn__memrec_encode(const memrec *r, char **out, size_t *len, cairn__err *e
     sbuf b = {NULL, 0, 0};
     int ok;
 
-    if (r->type != CAIRN_REC_MEMORY || r->metadata != NULL || r->id == NULL ||
+    if (r->type != CAIRN_REC_MEMORY || r->metadata != NULL || r->restored_from != 0 ||
+        r->id == NULL ||
         r->content == NULL || r->category == NULL || r->access_count > INT64_MAX ||
         !(r->importance >= 0 && r->importance <= 1))
         return cairn__memrec_encode_generic(r, out, len, e);

@@ -56,6 +56,9 @@ typedef struct memrec {
     uint32_t dim;              /* store: the vector's length */
     const void *vec;           /* store: dim f32 little-endian (the record's
                                   binary trailer; maybe unaligned) */
+    uint64_t restored_from;    /* store: the seq of the memory record whose memory
+                                  this one brings back (cairn_mem_restore); 0: a
+                                  memory stored anew */
     uint64_t batch_i, batch_n; /* any type: record batch_i of a commit of
                                   batch_n >= 2 records ("batch", batch.h);
                                   batch_n 0: not part of one */
