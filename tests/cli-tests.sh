@@ -71,10 +71,10 @@ S="--store $T/s"
 run --help
 check "--help exits 0" rc_is 0
 check "--help documents exit codes" sh -c 'grep -q "^  64" out && grep -q "^  2 " out && grep -q "^  1 " out'
-check "--help lists every command" sh -c 'for c in init log dump verify stats help; do grep -q "^  $c " out || exit 1; done'
+check "--help lists every command" sh -c 'for c in init log dump verify stats config restore help; do grep -q "^  $c " out || exit 1; done'
 run --version
 check "--version prints the version" sh -c "[ $rc -eq 0 ] && grep -q '^cairn [0-9]' out"
-for c in init log dump verify stats help; do
+for c in init log dump verify stats config restore help; do
     run "$c" --help
     check "$c --help exits 0 with usage on stdout" sh -c "[ $rc -eq 0 ] && grep -q '^usage: cairn' out && [ ! -s err ]"
     run help "$c"
@@ -373,6 +373,85 @@ check "skipped files alone are no failure (exit 0)" sh -c "[ $rc -eq 0 ] && grep
 mkdir -p "$T/mdbig" && head -c 1100000 /dev/zero | tr '\0' a >"$T/mdbig/a.md" && printf 'small note\n' >"$T/mdbig/b.md"
 run --store "$T/mdbig-store" import --from markdown "$T/mdbig"
 check "a file too large for a memory fails, the next is imported" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 1' out && grep -qx 'failed: 1' out && grep -q 'mdbig/a.md: content must be 1 byte..1 MiB; failed' err"
+# ---- max-memories: the store setting, prunes told, imports refused, restore --------
+L=$T/limit
+run --store "$L" init --max-memories 3 --format json
+check "init --max-memories sets the limit (json)" jq_ok '.max_memories == 3 and .durability == "batch"'
+run --store "$L" config
+check "config lists every setting, one per line" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 4 ] && grep -qx 'durability: batch' out && grep -qx 'batch-ms: 50' out && grep -qx 'segment-size: 67108864' out && grep -qx 'max-memories: 3' out"
+run --store "$L" config --format json
+check "config --format json is one object of every setting" jq_ok '. == {"durability": "batch", "batch_ms": 50, "segment_size": 67108864, "max_memories": 3}'
+run --store "$L" config max-memories
+check "config KEY prints its value alone" out_is 3
+run --store "$L" config durability full
+check "config refuses to change a setting fixed at init (exit 64)" sh -c "[ $rc -eq 64 ] && grep -q 'durability is chosen when the store is created' err"
+run --store "$L" config colour blue
+check "config of an unknown setting exits 64" sh -c "[ $rc -eq 64 ] && grep -q \"unknown setting 'colour'\" err"
+run --store "$L" config max-memories lots
+check "config max-memories of a non-number exits 64" rc_is 64
+run --store "$T/nolimit" config
+check "config without a store exits 1 naming cairn init" sh -c "[ $rc -eq 1 ] && grep -q \"run 'cairn init'\" err"
+run --store "$L" add "limit one" --importance 0.9 --namespace work --meta '{"k":1}'
+run --store "$L" add "limit two, the least important" --importance 0.1 --namespace work --meta '{"k":2}' --tags keep
+low=$(cat out)
+run --store "$L" add "limit three" --importance 0.8 --namespace work
+check "an add within the limit says nothing of pruning" sh -c "[ $rc -eq 0 ] && [ ! -s err ]"
+run --store "$L" add "limit four" --importance 0.7 --namespace work
+check "an add past the limit is stored and tells the prune on stderr" sh -c "[ $rc -eq 0 ] && grep -Eq '^m[0-9a-f]{16}\$' out && grep -q '^cairn: add: pruned 1 memory of namespace \"work\" (maxMemories, limit 3;' err"
+run --store "$L" get "$low"
+check "the least important memory was the one pruned" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run --store "$L" dump --type memory.delete
+check "its tombstone says maxMemories" sh -c "grep -q '\"id\":\"$low\",\"reason\":\"maxMemories\"' out"
+run --store "$L" add "limit five" --importance 0.75 --namespace work --format json
+check "add --format json reports the prune (count, reason, namespace, limit, kept)" jq_ok '.content == "limit five" and .pruned == {"count": 1, "reason": "maxMemories", "namespace": "work", "limit": 3, "kept": 3}'
+check "and tells it on stderr too" err_has 'pruned 1 memory of namespace "work"'
+run --store "$L" add "limit six, elsewhere" --namespace other --format json
+check "add --format json without a prune has no pruned member" jq_ok 'has("pruned") | not'
+run --store "$L" restore "$low"
+check "restore into a namespace at the limit is refused, naming the setting (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'max-memories setting (3); nothing was written' err && grep -q 'cairn config max-memories N' err && grep -q CAIRN_EINVAL err"
+run --store "$L" config max-memories 10
+check "config max-memories N changes it, printing nothing" sh -c "[ $rc -eq 0 ] && [ ! -s out ] && [ ! -s err ]"
+run --store "$L" config max-memories
+check "the new limit is kept" out_is 10
+run --store "$L" restore "$low" --format json
+check "restore brings the pruned memory back with its id, content and metadata" jq_ok '.id == "'"$low"'" and .content == "limit two, the least important" and .namespace == "work" and .importance == 0.1 and .metadata == {"k": 2, "tags": ["keep"]}'
+run --store "$L" get "$low"
+check "the restored memory is found again" sh -c "[ $rc -eq 0 ] && grep -qx 'content: limit two, the least important' out"
+run --store "$L" restore "$low"
+check "restore of a live memory is refused (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q 'is live' err && grep -q CAIRN_EEXIST err"
+run --store "$L" restore m0000000000000000
+check "restore of an id the log never had exits 1 (CAIRN_ENOTFOUND)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run --store "$L" restore
+check "restore without ID exits 64" rc_is 64
+run --store "$L" remove "$low" --reason "by hand"
+run --store "$L" restore "$low"
+check "a removed memory comes back too, printed as get prints it" sh -c "[ $rc -eq 0 ] && grep -qx 'id: $low' out && grep -qx 'metadata: {\"k\":2,\"tags\":\[\"keep\"\]}' out"
+run --store "$L" stats --json
+records_before=$(jq -r .records out 2>/dev/null)
+printf '[' >"$T/lim.json"
+i=0
+while [ $i -lt 8 ]; do
+    [ $i -gt 0 ] && printf ',' >>"$T/lim.json"
+    printf '{"content":"bulk %d","namespace":"work"}' $i >>"$T/lim.json"
+    i=$((i + 1))
+done
+printf ',{"content":"bulk elsewhere","namespace":"fresh"}]' >>"$T/lim.json"
+run --store "$L" import --format json "$T/lim.json"
+check "an import past the limit is refused, naming the setting and how to change it" sh -c "[ $rc -eq 1 ] && grep -q 'namespace \"work\" would hold 12 memories, past the store.s max-memories setting (10); nothing was written' err && grep -q 'cairn config max-memories N' err && grep -q CAIRN_EINVAL err"
+run --store "$L" stats --json
+check "the refused import wrote nothing (the log's record count is unchanged)" jq_ok ".records == $records_before"
+run --store "$L" export --format json
+check "no memory of the refused import is stored, in any namespace" sh -c "! grep -q 'bulk' out"
+run --store "$L" config max-memories 0
+run --store "$L" import --format json "$T/lim.json"
+check "with no limit (0) the same import goes in whole" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 9' out"
+run --store "$L" config --format json
+check "0 is listed as the limit" jq_ok '.max_memories == 0'
+mkdir -p "$T/limdir" && printf 'note a\n' >"$T/limdir/a.md" && printf 'note b\n' >"$T/limdir/b.md" && printf 'note c\n' >"$T/limdir/c.md"
+run --store "$T/limmd" init --max-memories 2
+run --store "$T/limmd" import --from markdown "$T/limdir"
+check "import --from markdown stores file by file and tells its prune" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 3' out && grep -qx 'pruned: 1 (maxMemories)' out && grep -q 'pruned 1 memory of namespace \"\" (maxMemories, limit 2' err"
+
 # ---- the rule for text: valid UTF-8 without NUL, at every entry point -------------
 X=$T/text
 run --store "$X" add "a good memory"

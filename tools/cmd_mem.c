@@ -33,6 +33,15 @@ const char cmd_add_help[] =
     "Text (TEXT, NS, C, the metadata) must be valid UTF-8 without NUL (README\n"
     "\"Text\"), or nothing is stored.\n"
     "\n"
+    "If the namespace then holds more memories than the store's max-memories\n"
+    "setting (`cairn config`; 10000 unless changed, 0 = no limit), it is pruned\n"
+    "back to it (first expired, old or faded memories, then the least\n"
+    "important; never the new one), and stderr says so: \"pruned N memories of\n"
+    "namespace NS (maxMemories, limit L)\"; with --format json the memory gains\n"
+    "\"pruned\": {\"count\", \"reason\", \"namespace\", \"limit\", \"kept\"}. `cairn\n"
+    "restore ID` brings a pruned memory back (`cairn dump --type memory.delete`\n"
+    "lists them).\n"
+    "\n"
     "Options:\n"
     "  --category C      fact, preference, skill, episode, context, or any name of\n"
     "                    1..64 bytes (default: fact)\n"
@@ -63,6 +72,26 @@ const char cmd_remove_help[] =
     "Prints nothing (text), or {\"removed\":\"ID\"} (json).\n"
     "\n"
     "Exit status: 0 removed; 1 not found, I/O error, store locked; 64 usage error.\n";
+
+const char cmd_restore_help[] =
+    "usage: cairn restore ID [--format text|json]\n"
+    "\n"
+    "Bring back a memory that is no longer live: removed (cairn remove), pruned\n"
+    "past the store's max-memories setting, forgotten (cairn forget), merged\n"
+    "away (cairn merge) or cleared (cairn clear), as long as its records are in\n"
+    "the log. It comes back with its id, namespace, content, category,\n"
+    "metadata, importance, expiry, times and access count as they were when it\n"
+    "went, as one new record (the records of its removal stay, for audits).\n"
+    "Reads the whole log once. `cairn dump --type memory.delete` lists removed\n"
+    "memories with why. Prints the memory as `cairn get` does.\n"
+    "\n"
+    "Refused, nothing written: an id no memory of the log had (CAIRN_ENOTFOUND);\n"
+    "a memory that is live, or whose content another live memory of its\n"
+    "namespace holds (CAIRN_EEXIST); a namespace at the max-memories limit\n"
+    "(CAIRN_EINVAL: raise it with `cairn config max-memories N`).\n"
+    "\n"
+    "Exit status: 0 restored; 1 refused as above, I/O error, store locked; 64\n"
+    "usage error.\n";
 
 const char cmd_recall_help[] =
     "usage: cairn recall QUERY [--k N] [--categories a,b] [--min-importance X]\n"
@@ -213,6 +242,30 @@ static void print_text(const cairn_memory *m)
     printf("metadata: %s\ncontent: %s\n", m->metadata, m->content);
 }
 
+/* A prune a store made, on stderr: no prune goes untold. */
+static void report_prune(const cli_ctx *ctx, const char *ns, const cairn_mem_prune *p)
+{
+    fprintf(stderr, "cairn: %s: pruned %llu %s of namespace ", ctx->cmd,
+            (unsigned long long)p->pruned, p->pruned == 1 ? "memory" : "memories");
+    cli_json_put_string(stderr, ns, strlen(ns));
+    fprintf(stderr, " (%s, limit %llu; `cairn restore ID` brings one back, `cairn config "
+                    "max-memories N` changes the limit)\n",
+            p->reason, (unsigned long long)p->limit);
+}
+
+static cJSON *prune_json(const char *ns, const cairn_mem_prune *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    cli_json_add_int(o, "count", (int64_t)p->pruned);
+    cJSON_AddStringToObject(o, "reason", p->reason);
+    cJSON_AddStringToObject(o, "namespace", ns);
+    cli_json_add_int(o, "limit", (int64_t)p->limit);
+    cli_json_add_int(o, "kept", (int64_t)p->kept);
+    return o;
+}
+
 /* --meta and --tags as one JSON object text (malloc'd), or NULL if neither. */
 static int build_meta(cli_ctx *ctx, const char *meta, const char *tags, char **out)
 {
@@ -261,6 +314,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
                                        {"expires", 1},  {"namespace", 1},  {"meta", 1},
                                        {"format", 1},   {NULL, 0}};
     cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_prune pr;
     const char *name, *val, *text = NULL, *meta = NULL, *tags = NULL;
     char *meta_json = NULL;
     cairn_db *db = NULL;
@@ -309,20 +363,28 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     if ((rc = build_meta(ctx, meta, tags, &meta_json)) >= 0)
         return rc;
     so.metadata = meta_json;
+    so.prune = &pr;
     if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
         free(meta_json);
         return rc;
     }
     r = cairn_mem_store(mem, text, &so, &m, &existed);
+    /* A prune is told even when the call failed after it. */
+    if (pr.pruned > 0)
+        report_prune(ctx, so.ns ? so.ns : "", &pr);
     if (r != CAIRN_OK) {
         rc = mem_fail(ctx, mem, r);
     } else {
         if (existed)
             fprintf(stderr, "cairn: add: already stored as %s; nothing written\n", m->id);
-        if (json)
-            print_json(mem_json(m));
-        else
+        if (json) {
+            cJSON *o = mem_json(m);
+            if (o != NULL && pr.pruned > 0)
+                cJSON_AddItemToObject(o, "pruned", prune_json(so.ns ? so.ns : "", &pr));
+            print_json(o);
+        } else {
             printf("%s\n", m->id);
+        }
         rc = CLI_EXIT_OK;
     }
     cairn_mem_free(m);
@@ -411,6 +473,48 @@ int cmd_remove(cli_ctx *ctx, int argc, char **argv)
         cli_json_put_string(stdout, id, strlen(id));
         printf("}\n");
     }
+    return close_mem(ctx, db, mem, rc);
+}
+
+int cmd_restore(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
+    const char *name, *val, *id = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cairn_memory *m = NULL;
+    cli_args a;
+    int r, rc, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_restore_help);
+        if (r == CLI_ARG_POS) {
+            if (id != NULL)
+                return cli_usage_error(ctx->cmd, "one ID only");
+            id = val;
+        } else if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0) {
+            return r;
+        }
+    }
+    if (id == NULL)
+        return cli_usage_error(ctx->cmd, "missing ID");
+    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    r = cairn_mem_restore(mem, id, &m);
+    if (r != CAIRN_OK) {
+        rc = mem_fail(ctx, mem, r);
+    } else {
+        if (json)
+            print_json(mem_json(m));
+        else
+            print_text(m);
+        rc = CLI_EXIT_OK;
+    }
+    cairn_mem_free(m);
     return close_mem(ctx, db, mem, rc);
 }
 
@@ -1024,7 +1128,10 @@ const char cmd_import_help[] =
     "without one. The memories stored are one commit: after a crash, a kill\n"
     "or a full disk in the middle, the store holds all of them or none (the\n"
     "records of one cut short stay in the log, unapplied, and commands warn\n"
-    "of them), and a reader never sees part of an import.\n"
+    "of them), and a reader never sees part of an import. An import that would\n"
+    "take a namespace past the store's max-memories setting (`cairn config`)\n"
+    "is refused whole: nothing is stored, and the message names the namespace\n"
+    "and how to raise the limit (`cairn config max-memories N`).\n"
     "\n"
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
@@ -1036,8 +1143,11 @@ const char cmd_import_help[] =
     "for reading), empty or not text is skipped; one that cannot be read or\n"
     "is not a valid memory fails; either way a line \"cairn: import: PATH: why;\n"
     "skipped\" (or \"failed\") on stderr, and the other files are imported.\n"
+    "Each file is stored as `cairn add` stores it: a namespace it takes past\n"
+    "max-memories is pruned back, and each prune is told on stderr.\n"
     "Output: \"imported: N\", \"skipped: M\" (counting those already stored)\n"
-    "and \"failed: K\"; --json: {\"imported\",\"skipped\",\"failed\",\n"
+    "and \"failed: K\" (and \"pruned: N (maxMemories)\" after a prune); --json:\n"
+    "{\"imported\",\"skipped\",\"failed\", \"pruned\" (after a prune),\n"
     "\"skippedFiles\":[{\"file\",\"reason\"}] (reason \"already stored\" too),\n"
     "\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
@@ -1198,7 +1308,7 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
     char **names = NULL;
     size_t n = 0, cap = 0, dl = strlen(dir);
     const char *sep = "/";
-    uint64_t imported = 0, skipped = 0, failed = 0;
+    uint64_t imported = 0, skipped = 0, failed = 0, pruned = 0;
     cJSON *skips = cJSON_CreateArray(), *fails = cJSON_CreateArray();
     int rc = CLI_EXIT_OK;
 
@@ -1236,7 +1346,9 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         size_t len = 0;
         cJSON *o = cJSON_CreateObject();
         cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        cairn_mem_prune pr;
         int existed = 0, r;
+        so.prune = &pr;
         if (path == NULL || o == NULL) {
             rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
         } else {
@@ -1260,6 +1372,10 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
                 so.category = cat;
                 so.ns = ns;
                 r = cairn_mem_store(mem, text, &so, NULL, &existed);
+                if (pr.pruned > 0) { /* each file is its own store: it may prune */
+                    report_prune(ctx, ns ? ns : "", &pr);
+                    pruned += pr.pruned;
+                }
                 if (r == CAIRN_EINVAL || r == CAIRN_ETOOBIG) { /* this file's fault */
                     import_report(ctx, fails, path, cairn_mem_errmsg(mem), r);
                     failed++;
@@ -1285,6 +1401,8 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
             cJSON_AddNumberToObject(o, "imported", (double)imported);
             cJSON_AddNumberToObject(o, "skipped", (double)skipped);
             cJSON_AddNumberToObject(o, "failed", (double)failed);
+            if (pruned > 0)
+                cli_json_add_int(o, "pruned", (int64_t)pruned);
             cJSON_AddItemToObject(o, "skippedFiles", skips);
             cJSON_AddItemToObject(o, "failures", fails);
             skips = fails = NULL;
@@ -1292,6 +1410,8 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         } else {
             printf("imported: %llu\nskipped: %llu\nfailed: %llu\n", (unsigned long long)imported,
                    (unsigned long long)skipped, (unsigned long long)failed);
+            if (pruned > 0)
+                printf("pruned: %llu (maxMemories)\n", (unsigned long long)pruned);
         }
     }
     if (rc == CLI_EXIT_OK && failed > 0) {
@@ -1415,7 +1535,10 @@ const char cmd_remember_help[] =
     "  --dry-run       decide, store nothing\n"
     "  --explain       one line per candidate: stored or not, novelty, why\n"
     "  --format F      text: \"stored: N\" and \"skipped: N\" (and the lines);\n"
-    "                  json: {\"stored\", \"skipped\", \"candidates\": [...]}\n"
+    "                  json: {\"stored\", \"skipped\", \"candidates\": [...]}.\n"
+    "                  A namespace the stores take past max-memories is pruned\n"
+    "                  back as `cairn add` prunes: \"pruned: N (maxMemories)\"\n"
+    "                  (json: \"pruned\": N)\n"
     "\n"
     "Exit status: 0 success; 1 no LLM, LLM failure, malformed answer, I/O error;\n"
     "64 usage error.\n";
@@ -1442,6 +1565,13 @@ static int llm_complete(void *user, const char *prompt, char **answer, char *err
     return rc;
 }
 
+/* The memories stores pruned past the limit (CAIRN_EVENT_PRUNED). */
+static void count_prunes(void *user, const cairn_mem_event *ev)
+{
+    if (ev->kind == CAIRN_EVENT_PRUNED)
+        *(uint64_t *)user += ev->pruned;
+}
+
 int cmd_remember(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"llm-cmd", 1},   {"surprise", 1}, {"importance", 1},
@@ -1454,6 +1584,7 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
     const char *name, *val, *file = "-", *env = getenv("CAIRN_LLM_CMD");
     char *msgs = NULL;
     size_t len = 0, n = 0, stored = 0;
+    uint64_t pruned = 0;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cli_args a;
@@ -1496,6 +1627,7 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
     }
     llm.user = &lc;
     llm.complete = llm_complete;
+    (void)cairn_mem_on(mem, count_prunes, &pruned); /* a fresh handle: room for it */
     r = cairn_mem_remember(mem, lc.cmd ? &llm : NULL, msgs, len, &ro, &items, &n);
     free(msgs);
     if (r != CAIRN_OK)
@@ -1507,6 +1639,8 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
         cJSON_AddNumberToObject(o, "stored", (double)stored);
         cJSON_AddNumberToObject(o, "skipped", (double)(n - stored));
         cJSON_AddBoolToObject(o, "dryRun", ro.dry_run);
+        if (pruned > 0)
+            cli_json_add_int(o, "pruned", (int64_t)pruned);
         arr = cJSON_AddArrayToObject(o, "candidates");
         for (size_t i = 0; i < n; i++) {
             cJSON *c = cJSON_CreateObject();
@@ -1529,6 +1663,8 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
                    items[i].novelty, items[i].why ? items[i].why : "", items[i].category,
                    items[i].content, items[i].stored ? "  " : "", items[i].id);
         printf("stored: %zu\nskipped: %zu\n", stored, n - stored);
+        if (pruned > 0)
+            printf("pruned: %llu (maxMemories)\n", (unsigned long long)pruned);
     }
     cairn_remember_free(items, n);
     return close_mem(ctx, db, mem, CLI_EXIT_OK);

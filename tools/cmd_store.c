@@ -1,9 +1,10 @@
 /*
- * cmd_store.c - `cairn init` (create a store), `cairn verify` (check every
- * checksum and structure) and `cairn stats` (counts, sizes, settings).
+ * cmd_store.c - `cairn init` (create a store), `cairn config` (list and
+ * change the store's settings), `cairn verify` (check every checksum and
+ * structure) and `cairn stats` (counts, sizes, settings).
  *
- * verify and stats open the store read-only: they take no lock and work
- * while a writer runs.
+ * verify, stats and config without a value open the store read-only: they
+ * take no lock and work while a writer runs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,11 +16,13 @@
 
 const char cmd_init_help[] =
     "usage: cairn init [--durability none|batch|full] [--batch-ms N]\n"
-    "                  [--segment-size BYTES|NK|NM|NG] [--format text|json]\n"
+    "                  [--segment-size BYTES|NK|NM|NG] [--max-memories N]\n"
+    "                  [--format text|json]\n"
     "\n"
     "Create a store in the store directory (created if missing) with these\n"
-    "settings; later commands use them. Prints nothing on success (text), or\n"
-    "{\"store\",\"durability\",\"batch_ms\",\"segment_size\"} (json).\n"
+    "settings; later commands use them (`cairn config` lists them). Prints\n"
+    "nothing on success (text), or {\"store\",\"durability\",\"batch_ms\",\n"
+    "\"segment_size\",\"max_memories\"} (json).\n"
     "\n"
     "Options:\n"
     "  --durability MODE   when appended records reach stable storage\n"
@@ -31,11 +34,45 @@ const char cmd_init_help[] =
     "                      1..4294967295 (default: 50)\n"
     "  --segment-size S    roll the active segment past S bytes; K, M, G are\n"
     "                      binary units; 4K..4G (default: 64M)\n"
+    "  --max-memories N    the most live memories a namespace holds (default:\n"
+    "                      10000; 0 = no limit): a store past it prunes the\n"
+    "                      namespace back to it and says so, an import that\n"
+    "                      would pass it is refused. `cairn config max-memories\n"
+    "                      N` changes it later\n"
     "  --format F          text (default) or json\n"
     "  --store DIR         the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
     "Exit status: 0 created; 1 the store already exists (DIR/MANIFEST is there),\n"
     "or it could not be created; 64 usage error.\n";
+
+const char cmd_config_help[] =
+    "usage: cairn config [KEY] [--format text|json]\n"
+    "       cairn config max-memories N\n"
+    "\n"
+    "Without KEY: list every setting of the store, one per line, \"KEY: VALUE\":\n"
+    "  durability    none, batch or full (chosen by `cairn init`)\n"
+    "  batch-ms      the batch fsync and buffer flush period, ms (cairn init)\n"
+    "  segment-size  bytes past which the active segment rolls (cairn init)\n"
+    "  max-memories  the most live memories a namespace holds; 0 = no limit\n"
+    "                (10000 unless changed; a store created before the setting\n"
+    "                existed has 10000, the limit applied then)\n"
+    "With --format json: {\"durability\",\"batch_ms\",\"segment_size\",\n"
+    "\"max_memories\"}. With KEY: its value alone (json: that member alone).\n"
+    "\n"
+    "With KEY and N: change the setting (max-memories is the one that changes\n"
+    "after `cairn init`); prints nothing (json: {\"max_memories\":N}). It holds\n"
+    "from the next command on. Lowering it prunes nothing by itself: the next\n"
+    "`cairn add` to a namespace holding more prunes it back to N and says so\n"
+    "(`cairn restore ID` brings a pruned memory back), and an import that would\n"
+    "pass it is refused. Listing opens the store read-only (it works while a\n"
+    "writer runs); a change takes the writer lock.\n"
+    "\n"
+    "Options:\n"
+    "  --format F    text (default) or json\n"
+    "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    "\n"
+    "Exit status: 0 success; 1 no store, store locked, I/O error; 64 usage error\n"
+    "(an unknown KEY, a bad N, or a setting that cannot change after init).\n";
 
 const char cmd_verify_help[] =
     "usage: cairn verify [--format text|json]\n"
@@ -113,16 +150,18 @@ const char cmd_stats_help[] =
 int cmd_init(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {
-        {"durability", 1}, {"batch-ms", 1}, {"segment-size", 1}, {"format", 1}, {NULL, 0}};
+        {"durability", 1}, {"batch-ms", 1}, {"segment-size", 1}, {"max-memories", 1},
+        {"format", 1},     {NULL, 0}};
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX], *manifest;
     const char *name, *val;
     cairn_db *db = NULL;
     cairn_stats st;
+    cairn_config cf;
     cli_args a;
     size_t plen;
-    uint64_t v;
-    int r, rc, exists, json = 0;
+    uint64_t v, max_memories = 0;
+    int r, rc, exists, json = 0, set_max = 0;
 
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
@@ -151,6 +190,11 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
             if (cli_parse_size(val, &v) != 0 || v < 4096 || v > (1ull << 32))
                 return cli_usage_error(ctx->cmd, "invalid --segment-size '%s' (4K..4G)", val);
             o.segment_size = v;
+        } else if (strcmp(name, "max-memories") == 0) {
+            if (cli_parse_u64(val, UINT64_MAX, &max_memories) != 0)
+                return cli_usage_error(ctx->cmd, "invalid --max-memories '%s' (0 = no limit, "
+                                       "or a count)", val);
+            set_max = 1;
         } else if (strcmp(name, "format") == 0) {
             if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
                 return r;
@@ -174,9 +218,15 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
-    rc = cairn_sync(db);
+    /* The limit is a second MANIFEST, written before anything else: a
+     * crash between the two leaves a store with the default limit. */
+    rc = set_max ? cairn_config_set_max_memories(db, max_memories) : CAIRN_OK;
+    if (rc == CAIRN_OK)
+        rc = cairn_sync(db);
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &st);
+    if (rc == CAIRN_OK)
+        rc = cairn_config_get(db, &cf);
     if (rc != CAIRN_OK) {
         cli_fail_db(ctx->cmd, db, rc, NULL);
         cairn_close(db);
@@ -188,10 +238,144 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     if (json) {
         printf("{\"store\":");
         cli_json_put_string(stdout, ctx->store, strlen(ctx->store));
-        printf(",\"durability\":\"%s\",\"batch_ms\":%u,\"segment_size\":%llu}\n",
+        printf(",\"durability\":\"%s\",\"batch_ms\":%u,\"segment_size\":%llu,"
+               "\"max_memories\":%llu}\n",
                cli_durability_name(st.durability), (unsigned)st.batch_ms,
-               (unsigned long long)st.segment_size);
+               (unsigned long long)st.segment_size, (unsigned long long)cf.max_memories);
     }
+    return CLI_EXIT_OK;
+}
+
+/* ---- config --------------------------------------------------------------- */
+
+/* The settings `cairn config` names, in the order it lists them. */
+static const char *const config_keys[] = {"durability", "batch-ms", "segment-size",
+                                          "max-memories"};
+#define N_CONFIG_KEYS (sizeof config_keys / sizeof config_keys[0])
+
+/* Setting k of c: its JSON name and its value as text (a JSON string for
+ * durability, digits for the rest). */
+static const char *config_value(const cairn_config *c, size_t k, char *buf, size_t len,
+                                const char **json_name)
+{
+    static const char *const json_names[] = {"durability", "batch_ms", "segment_size",
+                                             "max_memories"};
+    *json_name = json_names[k];
+    switch (k) {
+    case 0:
+        return cli_durability_name(c->durability);
+    case 1:
+        snprintf(buf, len, "%u", (unsigned)c->batch_ms);
+        return buf;
+    case 2:
+        snprintf(buf, len, "%llu", (unsigned long long)c->segment_size);
+        return buf;
+    default:
+        snprintf(buf, len, "%llu", (unsigned long long)c->max_memories);
+        return buf;
+    }
+}
+
+static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db = NULL;
+    uint64_t n;
+    int rc;
+
+    if (k != N_CONFIG_KEYS - 1)
+        return cli_usage_error(ctx->cmd, "%s is chosen when the store is created (cairn init "
+                               "--%s) and cannot change; only max-memories can",
+                               config_keys[k], config_keys[k]);
+    if (cli_parse_u64(val, UINT64_MAX, &n) != 0)
+        return cli_usage_error(ctx->cmd, "invalid max-memories '%s' (0 = no limit, or a count)",
+                               val);
+    o.background = 0;
+    rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
+    if (rc == CAIRN_ENOTFOUND)
+        return cli_fail(ctx->cmd, rc, "no store at %s (run 'cairn init')", ctx->store);
+    if (rc != CAIRN_OK)
+        return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+    cli_warn_recovery(ctx, db);
+    rc = cairn_config_set_max_memories(db, n);
+    if (rc != CAIRN_OK) {
+        cli_fail_db(ctx->cmd, db, rc, NULL);
+        cairn_close(db);
+        return CLI_EXIT_FAIL;
+    }
+    rc = cairn_close(db);
+    if (rc != CAIRN_OK)
+        return cli_fail(ctx->cmd, rc, "closing %s failed", ctx->store);
+    if (json)
+        printf("{\"max_memories\":%llu}\n", (unsigned long long)n);
+    return CLI_EXIT_OK;
+}
+
+int cmd_config(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
+    const char *name, *val, *key = NULL, *value = NULL, *jname, *text;
+    cairn_db *db = NULL;
+    cairn_config c;
+    cli_args a;
+    size_t k = N_CONFIG_KEYS;
+    char buf[32];
+    int r, rc, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_config_help);
+        if (r == CLI_ARG_POS) {
+            if (value != NULL)
+                return cli_usage_error(ctx->cmd, "too many arguments (KEY and a VALUE at most)");
+            if (key != NULL)
+                value = val;
+            else
+                key = val;
+        } else if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0) {
+            return r;
+        }
+    }
+    if (key != NULL) {
+        for (k = 0; k < N_CONFIG_KEYS && strcmp(key, config_keys[k]) != 0; k++)
+            ;
+        if (k == N_CONFIG_KEYS)
+            return cli_usage_error(ctx->cmd, "unknown setting '%s' (durability, batch-ms, "
+                                   "segment-size or max-memories)", key);
+    }
+    if (value != NULL)
+        return config_set(ctx, k, value, json);
+    if (cli_open_read(ctx, &db) != CAIRN_OK)
+        return CLI_EXIT_FAIL;
+    rc = cairn_config_get(db, &c);
+    if (rc != CAIRN_OK) {
+        cli_fail_db(ctx->cmd, db, rc, NULL);
+        cairn_close(db);
+        return CLI_EXIT_FAIL;
+    }
+    cairn_close(db);
+    for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
+        if (key != NULL && i != k)
+            continue;
+        text = config_value(&c, i, buf, sizeof buf, &jname);
+        if (json) {
+            printf("%s\"%s\":", key != NULL || i == 0 ? "{" : ",", jname);
+            if (i == 0)
+                printf("\"%s\"", text);
+            else
+                fputs(text, stdout);
+        } else if (key != NULL) {
+            printf("%s\n", text);
+        } else {
+            printf("%s: %s\n", config_keys[i], text);
+        }
+    }
+    if (json)
+        printf("}\n");
     return CLI_EXIT_OK;
 }
 

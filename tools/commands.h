@@ -24,6 +24,8 @@ extern const char cmd_checkpoint_help[];
 int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_stats_help[];
 int cmd_stats(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_config_help[];
+int cmd_config(cli_ctx *ctx, int argc, char **argv);
 
 /* cmd_log.c: writing and reading records. */
 extern const char cmd_log_help[];
@@ -38,6 +40,8 @@ extern const char cmd_get_help[];
 int cmd_get(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_remove_help[];
 int cmd_remove(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_restore_help[];
+int cmd_restore(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_recall_help[];
 int cmd_recall(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_context_help[];
