@@ -102,7 +102,7 @@ struct cairn_io; /* the I/O table, cairn_sys.h; NULL = the real system calls */
 
 /* 2: cairn_io has `reserve`. A caller built with version 1 still opens; an
  * I/O table it passes is read without that member (no reservations). */
-#define CAIRN_OPTIONS_VERSION 2
+#define CAIRN_OPTIONS_VERSION 3
 typedef struct cairn_options {
     unsigned version;            /* CAIRN_OPTIONS_VERSION */
     int read_only;               /* 1: no lock, no writes, no recovery writes */
@@ -117,10 +117,14 @@ typedef struct cairn_options {
                                     0: all of it happens inline in the calling thread */
     const cairn_allocator *allocator; /* NULL = malloc/realloc/free */
     const struct cairn_io *io;        /* NULL = real system calls (tests inject faults) */
+    /* Since version 3. How long a write waits for the writer lock while
+     * another process holds it, in ms (0 = 5000); then CAIRN_ELOCKED. */
+    uint32_t busy_timeout_ms;
 } cairn_options;
 
 #define CAIRN_OPTIONS_INIT \
-    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL }
+    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL, 0 }
+#define CAIRN_BUSY_TIMEOUT_DEFAULT 5000u
 
 /* Open (or with opts->create, create) the store in directory `path`.
  * On success *out owns the handle; release it with cairn_close().
