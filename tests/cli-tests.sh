@@ -252,6 +252,20 @@ fi
 run --store "$T/w" --busy-timeout soon log '{"x":1}'
 check "--busy-timeout takes milliseconds" rc_is 64
 
+# 20 processes storing at once: all succeed, all 20 are found.
+P=$T/procs
+"$CAIRN" --store "$P" init >/dev/null 2>&1
+pids=""
+for n in $(seq 1 20); do
+    "$CAIRN" --store "$P" add "concurrent memory number $n about turns" >"$T/p$n.out" 2>"$T/p$n.err" &
+    pids="$pids $!"
+done
+fails=0
+for p in $pids; do wait "$p" || fails=$((fails + 1)); done
+check "20 concurrent adds all succeed" test "$fails" -eq 0
+run --store "$P" recall "concurrent memory about turns" --k 50 --format json
+check "all 20 memories are found" jq_ok 'length == 20'
+
 # ---- verify finds damage ------------------------------------------------------
 seg=$(ls "$T/w" | grep '\.log$' | tail -n 1)
 if [ -n "$seg" ]; then
