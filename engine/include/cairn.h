@@ -131,14 +131,20 @@ typedef struct cairn_options {
  * On failure *out is NULL and, if `err` is not NULL, a one-line message is
  * written to err (at most errlen bytes, NUL-terminated).
  * Errors: CAIRN_EINVAL (bad options), CAIRN_ENOTFOUND (no store and no create),
- * CAIRN_ELOCKED (another process writes; message names its pid), CAIRN_EPERM,
+ * CAIRN_ELOCKED (a writer: another process held the writer lock for the whole
+ * busy timeout; the message names its pid), CAIRN_EPERM,
  * CAIRN_ECORRUPT / CAIRN_ECHECKSUM / CAIRN_EVERSION (manifest or segment),
  * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. */
 int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char *err,
                size_t errlen);
 
 /* Flush, sync (in every mode), stop the background threads, seal segments
- * still waiting for it, release the lock and free the handle. Accepts NULL.
+ * still waiting for it, and free the handle. A writer handle holds the
+ * store's writer lock only for a turn (a commit, a group commit, a roll, a
+ * seal, a checkpoint: format-spec/lock.md), so any write call may wait up
+ * to busy_timeout_ms for another process's turn and fail with
+ * CAIRN_ELOCKED; every call first catches up on what other processes
+ * wrote. Accepts NULL.
  * Returns the first error met while flushing, or CAIRN_EDEAD if the handle
  * had died earlier (records acknowledged in none/batch mode before the
  * failure may be lost; reopen to see what was kept); if background work
