@@ -223,6 +223,32 @@ static void a_change_of_the_setting_reaches_an_open_handle(void **state)
     assert_int_equal(p.limit, 20);
 }
 
+/* Another writer (here a second handle; another process alike) changes
+ * the setting: this handle's next store takes its turn, reads the new
+ * MANIFEST, and applies it. */
+static void a_change_by_another_writer_holds_from_the_next_store(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *other = NULL;
+    cairn_mem_prune p;
+    char err[CAIRN_ERRMSG_MAX] = "";
+
+    store(f, "", "one", 0.5, NULL, &p);
+    store(f, "", "two", 0.5, NULL, &p);
+    store(f, "", "three", 0.5, NULL, &p);
+    assert_int_equal(p.limit, 10000);
+    o.background = 0;
+    if (cairn_open(&other, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("second writer: %s", err);
+    assert_int_equal(cairn_config_set_max_memories(other, 2), CAIRN_OK);
+    assert_int_equal(cairn_close(other), CAIRN_OK);
+    store(f, "", "four", 0.5, NULL, &p);
+    assert_int_equal(p.limit, 2);
+    assert_int_equal(p.pruned, 2);
+    assert_int_equal(live_total(f), 2);
+}
+
 /* A handle's own max_memories replaces the store's setting for it. */
 static void the_handle_option_replaces_the_setting(void **state)
 {
@@ -372,6 +398,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(a_store_past_the_setting_prunes_and_reports_it),
         T(a_change_of_the_setting_reaches_an_open_handle),
+        T(a_change_by_another_writer_holds_from_the_next_store),
         T(the_handle_option_replaces_the_setting),
         T(an_import_past_the_limit_is_refused_whole),
         T(a_version_2_store_keeps_the_limit_of_10000),

@@ -65,7 +65,8 @@ const char cmd_config_help[] =
     "`cairn add` to a namespace holding more prunes it back to N and says so\n"
     "(`cairn restore ID` brings a pruned memory back), and an import that would\n"
     "pass it is refused. Listing opens the store read-only (it works while a\n"
-    "writer runs); a change takes the writer lock.\n"
+    "writer runs); a change takes the writer lock for one commit (waiting up to\n"
+    "--busy-timeout while another process holds it).\n"
     "\n"
     "Options:\n"
     "  --format F    text (default) or json\n"
@@ -215,6 +216,7 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     o.create = 1;
     o.background = 0;
     err[0] = '\0';
+    o.busy_timeout_ms = ctx->busy_timeout_ms;
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
@@ -278,7 +280,7 @@ static const char *config_value(const cairn_config *c, size_t k, char *buf, size
 
 static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
 {
-    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_options o;
     char err[CAIRN_ERRMSG_MAX] = "";
     cairn_db *db = NULL;
     uint64_t n;
@@ -291,6 +293,7 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     if (cli_parse_u64(val, UINT64_MAX, &n) != 0)
         return cli_usage_error(ctx->cmd, "invalid max-memories '%s' (0 = no limit, or a count)",
                                val);
+    cli_options(ctx, &o); /* --busy-timeout */
     o.background = 0;
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
     if (rc == CAIRN_ENOTFOUND)

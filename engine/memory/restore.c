@@ -13,7 +13,11 @@
  * live, and nothing of a commit that is not whole in the log applies.
  * Only records whose payload names the id are decoded ("<id>" quoted: ids
  * need no escape), and clears only while the memory is live, so the pass
- * costs little more than reading the log.
+ * costs little more than reading the log. It reads most of the log before
+ * it takes the writer's turn (other processes' writers go on meanwhile),
+ * then, in the turn, the records appended since, and only then decides
+ * and writes: nothing of another process comes between the last check
+ * and the record.
  *
  * The memory comes back as a new `memory` record carrying every field and
  * "restoredFrom" (the seq of the record that stored the life it brings
@@ -40,6 +44,7 @@ typedef struct hist {
     char quoted[CAIRN_MEM_ID_MAX + 3]; /* "<id>" as the payloads hold it */
     size_t quoted_len;
     cairn__batch batch;        /* the commit last looked up (batch.h) */
+    uint64_t next;             /* the first record the fold has not seen */
     int found;                 /* a `memory` record of the id applied */
     int live;                  /* as the fold stands */
     uint64_t store_seq;        /* the `memory` record of the last life */
@@ -177,12 +182,18 @@ static int names_id(const hist *h, const cairn_record *rec)
     return 0;
 }
 
+/* What visit returns to end a pass early, with no error: the log ends
+ * inside a commit another process is still writing (h->next is its record
+ * to look at again, in the turn). */
+#define PASS_STOP 1
+
 static int visit(void *user, const cairn_record *rec)
 {
     hist *h = user;
     memrec r;
     int rc;
 
+    h->next = rec->seq + 1;
     if (rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR)
         return CAIRN_OK;
     if (rec->type == CAIRN_REC_MEMORY_CLEAR ? !h->live : !names_id(h, rec))
@@ -193,6 +204,10 @@ static int visit(void *user, const cairn_record *rec)
     if (r.batch_n >= 2) {
         int verdict = CAIRN_BATCH_TORN;
         rc = cairn__batch_check(h->m->db, &h->batch, rec->seq, r.batch_i, r.batch_n, &verdict);
+        if (rc == CAIRN_OK && verdict == CAIRN_BATCH_PENDING) {
+            h->next = rec->seq; /* its records before this one do not name the id */
+            rc = PASS_STOP;
+        }
         if (rc != CAIRN_OK || verdict != CAIRN_BATCH_WHOLE) {
             cairn__memrec_done(&r);
             return rc; /* a commit not whole in the log: none of it applies */
@@ -201,6 +216,28 @@ static int visit(void *user, const cairn_record *rec)
     rc = fold(h, rec, &r);
     cairn__memrec_done(&r);
     return rc;
+}
+
+/* Fold the records from h->next to `to` (mu held). */
+static int pass(cairn_mem *m, hist *h, uint64_t to)
+{
+    int rc = h->next <= to ? cairn__each_record(m->db, h->next, to, visit, h) : CAIRN_OK;
+    if (rc == PASS_STOP)
+        return CAIRN_OK;
+    if (rc == CAIRN_ENOMEM)
+        return cairn__mem_fail(m, rc, "restore: no memory");
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "restore: reading the log: %s", cairn_errmsg(m->db));
+    return CAIRN_OK;
+}
+
+/* The id's memory is live: nothing to restore. */
+static int is_live(cairn_mem *m, const ment *x, const char *id)
+{
+    return cairn__mem_fail(m, CAIRN_EEXIST, "memory %s is live%s: there is nothing to restore",
+                           id, x != NULL && cairn__mem_expired(x, cairn__mem_wall_ms())
+                                   ? " (it has expired: cairn_mem_update changes its expiry)"
+                                   : "");
 }
 
 /* The checks a store makes, for the memory h describes (mu held). */
@@ -229,13 +266,14 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
     memrec r;
     ment *x;
     uint64_t seq = 0;
-    int rc;
+    int rc, turn = 0;
 
     if (out != NULL)
         *out = NULL;
     memset(&h, 0, sizeof h);
     h.m = m;
     h.id = id;
+    h.next = 1;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
     if (id == NULL || !cairn__memrec_id_ok(id)) {
@@ -246,37 +284,38 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
         rc = cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot restore a memory");
         goto out;
     }
-    if ((x = cairn__mem_find_id(m, id)) != NULL) {
-        rc = cairn__mem_fail(m, CAIRN_EEXIST, "memory %s is live%s: there is nothing to restore",
-                             id, cairn__mem_expired(x, cairn__mem_wall_ms())
-                                     ? " (it has expired: cairn_mem_update changes its expiry)"
-                                     : "");
-        goto out;
-    }
-    if (m->damaged) {
-        rc = CAIRN_ECORRUPT; /* the lookup above may have met a damaged row: m->err says */
-        goto out;
-    }
     h.quoted[0] = '"';
     memcpy(h.quoted + 1, id, strlen(id));
     h.quoted[strlen(id) + 1] = '"';
     h.quoted_len = strlen(id) + 2;
-    rc = cairn__each_record(m->db, 1, UINT64_MAX, visit, &h);
-    if (rc == CAIRN_ENOMEM) {
-        rc = cairn__mem_fail(m, rc, "restore: no memory");
+    /* Most of the log before the turn; what came since, in it. */
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
+        goto out;
+    if ((x = cairn__mem_find_id(m, id)) != NULL) {
+        rc = is_live(m, x, id);
         goto out;
     }
-    if (rc != CAIRN_OK) {
-        rc = cairn__mem_fail(m, rc, "restore: reading the log: %s", cairn_errmsg(m->db));
+    if ((rc = pass(m, &h, cairn__handed_seq(m->db))) != CAIRN_OK)
+        goto out;
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        goto out;
+    turn = 1;
+    if ((x = cairn__mem_find_id(m, id)) != NULL) {
+        rc = is_live(m, x, id);
         goto out;
     }
+    if (m->damaged) {
+        rc = CAIRN_ECORRUPT; /* a lookup met a damaged row of the index file: m->err says */
+        goto out;
+    }
+    if ((rc = pass(m, &h, UINT64_MAX)) != CAIRN_OK)
+        goto out;
     if (!h.found) {
         rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s in the log", id);
         goto out;
     }
     if (h.live) { /* the log has it live where this handle did not look yet */
-        rc = cairn__mem_fail(m, CAIRN_EEXIST, "memory %s is live: there is nothing to restore",
-                             id);
+        rc = is_live(m, NULL, id);
         goto out;
     }
     if ((rc = may_return(m, &h)) != CAIRN_OK)
@@ -312,6 +351,8 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
         }
     }
 out:
+    if (turn)
+        rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     hist_free(&h);
     return rc;
