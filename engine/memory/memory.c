@@ -530,11 +530,14 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
             m->skipped++;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_ACCESS:
+        /* One recall's hits (one access each), or a fold: counts and
+         * last times (format-spec/memory.md). */
         for (size_t i = 0; i < r->n_ids; i++)
             if ((x = cairn__mem_find_id(m, r->ids[i])) != NULL) {
-                if (r->accessed_at > x->accessed)
-                    x->accessed = r->accessed_at;
-                x->access_count++;
+                int64_t at = r->counts ? r->lasts[i] : r->accessed_at;
+                if (at > x->accessed)
+                    x->accessed = at;
+                x->access_count += r->counts ? r->counts[i] : 1;
             }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
