@@ -530,8 +530,8 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
             m->skipped++;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_ACCESS:
-        /* One recall's hits (one access each), or a fold: counts and
-         * last times (format-spec/memory.md). */
+        /* One recall's hits (one access each), or a fold of the side file
+         * ACCESS (counts and last times; access.c). */
         for (size_t i = 0; i < r->n_ids; i++)
             if ((x = cairn__mem_find_id(m, r->ids[i])) != NULL) {
                 int64_t at = r->counts ? r->lasts[i] : r->accessed_at;
@@ -539,6 +539,10 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
                     x->accessed = at;
                 x->access_count += r->counts ? r->counts[i] : 1;
             }
+        if (r->counts != NULL) {
+            m->acc_fold_file = r->acc_file;
+            m->acc_fold_upto = r->acc_upto;
+        }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
         return apply_clear(m, r->clear_ns);
@@ -837,18 +841,22 @@ void cairn_mem_close(cairn_mem *m)
     if (m == NULL)
         return;
     /* Best effort: the log has everything; a failure only makes the next
-     * open replay more. */
-    if (m->opened && !m->db->read_only &&
-        (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)) {
+     * open replay more. Access statistics pending in ACCESS past
+     * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
+    if (m->opened && !m->db->read_only) {
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        (void)checkpoint_locked(m, 1);
+        if (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)
+            (void)checkpoint_locked(m, 1);
+        else if (cairn__access_fold_due(m))
+            (void)cairn__mem_access_fold(m);
         pthread_mutex_unlock(&m->mu);
         cairn__deferred_end(was);
     }
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
+    cairn__access_free(m);
     free_state(m);
     free(m->ns);
     free(m->e);
@@ -868,6 +876,15 @@ uint64_t cairn_mem_skipped(const cairn_mem *m)
 uint64_t cairn_mem_unfinished(const cairn_mem *m)
 {
     return m->unfinished;
+}
+
+uint64_t cairn_mem_access_unrecorded(cairn_mem *m)
+{
+    uint64_t n;
+    pthread_mutex_lock(&m->mu);
+    n = cairn__access_unrecorded(m);
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 const char *cairn_mem_index_note(const cairn_mem *m)
@@ -892,8 +909,8 @@ int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c)
     c->metadata = x->metadata ? dup_str(x->metadata, strlen(x->metadata)) : dup_str("{}", 2);
     c->importance = x->importance;
     c->created_at = x->created;
-    c->accessed_at = x->accessed;
-    c->access_count = x->access_count;
+    c->accessed_at = cairn__access_last(m, x); /* with what ACCESS holds unfolded */
+    c->access_count = cairn__access_count(m, x);
     c->expires_at = x->expires;
     c->seq = x->seq;
     if (c->ns == NULL || c->content == NULL || c->category == NULL || c->metadata == NULL) {
@@ -1214,6 +1231,9 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     d.metadata = o->metadata;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     if (hooks.before_store != NULL && content != NULL && *content) {
         /* not for a duplicate: it is not stored */
         nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
@@ -1405,6 +1425,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
     *out = NULL;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    cairn__access_refresh(m); /* its access statistics as ACCESS has them now */
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
         rc = not_found(m, id);
@@ -1422,6 +1443,9 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
 
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || u == NULL) {
         rc = x == NULL ? not_found(m, id)
@@ -1477,6 +1501,9 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
 
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
         rc = not_found(m, id);
@@ -1488,6 +1515,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
         r.reason = reason;
         rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
     }
+out:
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -1513,7 +1541,7 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
 
 double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now)
 {
-    double days = (double)(now - x->accessed) / DAY_MS;
+    double days = (double)(now - cairn__access_last(m, x)) / DAY_MS;
     return x->importance * pow(0.5, (days > 0 ? days : 0) / m->half_life);
 }
 
@@ -1714,6 +1742,9 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
                                "error it returned then): reopen the store before writing the "
                                "memory index");
+    /* The file holds folded statistics: fold what ACCESS holds first. */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        return rc;
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
