@@ -159,7 +159,7 @@ const char *cairn_errmsg(const cairn_db *db);
 #define CAIRN_REC_MEMORY 2u        /* "memory": a memory stored */
 #define CAIRN_REC_MEMORY_UPDATE 3u /* "memory.update": fields changed */
 #define CAIRN_REC_MEMORY_DELETE 4u /* "memory.delete": a tombstone */
-#define CAIRN_REC_MEMORY_ACCESS 5u /* "memory.access": memories a recall returned */
+#define CAIRN_REC_MEMORY_ACCESS 5u /* "memory.access": accesses of memories, folded from ACCESS */
 #define CAIRN_REC_MEMORY_CLEAR 6u  /* "memory.clear": a namespace, or all, cleared */
 /* Reflexion (format-spec/reflexion.md); written by the cairn_reflex_* calls. */
 #define CAIRN_REC_EPISODE 7u       /* "episode": an episode stored or replaced */
