@@ -449,6 +449,42 @@ static void a_bad_header_records_nothing_until_a_writer_replaces_the_file(void *
     free(a);
 }
 
+/* A symlink planted as ACCESS is neither written through nor read; a
+ * writer's fold replaces the link itself. */
+static void a_planted_symlink_is_not_written_through(void **state)
+{
+    fx *f = *state;
+    char *a = store(f->mem, "yankee signs the releases");
+    char *outside = tu_join(f->dir, "../outside");
+    uint8_t hdr[ACC_HDR_SIZE];
+    struct stat st;
+
+    /* a file that looks like a good ACCESS of this store, outside it */
+    recall(f->mem, "releases", 1, NULL);
+    {
+        size_t len = 0;
+        uint8_t *p = tu_read_file(f->acc, &len);
+        memcpy(hdr, p, sizeof hdr);
+        free(p);
+    }
+    assert_int_equal(tu_write_file(outside, hdr, sizeof hdr), 0);
+    assert_int_equal(unlink(f->acc), 0);
+    assert_int_equal(symlink(outside, f->acc), 0);
+    recall(f->mem, "releases", 1, NULL);
+    assert_int_equal(cairn_mem_access_unrecorded(f->mem), 1);
+    assert_int_equal(tu_file_size(outside), ACC_HDR_SIZE); /* nothing written through */
+    assert_int_equal(count_of(f->mem, a), 0);               /* the entry went with the file */
+    free(store(f->mem, "zulu replaces the link"));
+    assert_int_equal(lstat(f->acc, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(tu_file_size(outside), ACC_HDR_SIZE);
+    recall(f->mem, "releases", 1, NULL);
+    assert_int_equal(count_of(f->mem, a), 1);
+    unlink(outside);
+    free(outside);
+    free(a);
+}
+
 /* ---- a recall that cannot record ------------------------------------------ */
 
 typedef struct deny {
@@ -596,6 +632,7 @@ int main(void)
         T(per_recall_records_of_an_earlier_writer_still_replay),
         T(a_damaged_or_truncated_side_file_is_read_around),
         T(a_bad_header_records_nothing_until_a_writer_replaces_the_file),
+        T(a_planted_symlink_is_not_written_through),
         T(a_recall_that_cannot_record_still_succeeds),
         T(processes_recalling_through_folds_lose_no_access),
     };

@@ -183,10 +183,13 @@ static void store_id_of(cairn_db *db, uint8_t *id)
 
 _Static_assert(ACC_STORE_ID_LEN == MAN_STORE_ID_LEN, "the header holds the MANIFEST's store id");
 
-/* Open the file under the name and read its header. Any file that opens
- * is kept open with its identity, also a damaged one (so that it is not
- * opened again at every call); one that does not open leaves fd -1. */
-static void acc_open(cairn_mem *m, cairn__access *a)
+/* Open the file under the name (lst: what lstat found there) and read its
+ * header. Any file that opens is kept open with its identity, also a
+ * damaged one (so that it is not opened again at every call). Something
+ * that is no regular file (a planted symlink, a FIFO) is not opened: it is
+ * damaged, for a writer's fold to replace. One that does not open leaves
+ * fd -1 and nothing known. */
+static void acc_open(cairn_mem *m, cairn__access *a, const struct stat *lst)
 {
     const cairn_io *io = m->db->io;
     uint8_t hdr[ACC_HDR_SIZE], sid[ACC_STORE_ID_LEN];
@@ -196,7 +199,13 @@ static void acc_open(cairn_mem *m, cairn__access *a)
     int fd, rc;
 
     acc_reset(m, a);
-    /* O_NONBLOCK: a FIFO planted under the name must not hang the open */
+    if (!S_ISREG(lst->st_mode)) {
+        a->state = ACC_DAMAGED;
+        a->dev = lst->st_dev;
+        a->ino = lst->st_ino;
+        return;
+    }
+    /* O_NONBLOCK: should a FIFO take the name meanwhile, the open must not hang */
     rc = cairn__io_open(io, "access.open", m->db->dirfd, ACC_NAME, O_RDWR | O_APPEND | O_NONBLOCK,
                         0, &fd, NULL);
     a->writable = rc == CAIRN_OK;
@@ -270,7 +279,7 @@ void cairn__access_refresh(cairn_mem *m)
         return;
     }
     if (a->fd < 0 || st.st_dev != a->dev || st.st_ino != a->ino) {
-        acc_open(m, a);
+        acc_open(m, a, &st);
     } else if (a->state == ACC_OK && m->acc_fold_file == a->file_id &&
                m->acc_fold_upto > a->from) {
         /* A record counted part of this very file (its replacement was
@@ -345,7 +354,7 @@ int cairn__access_record(cairn_mem *m, const uint64_t *seqs, size_t n, int64_t a
             continue;
         }
         if (a->fd < 0 || st.st_dev != a->dev || st.st_ino != a->ino)
-            acc_open(m, a);
+            acc_open(m, a, &st);
         if (a->state != ACC_OK || !a->writable)
             break;
         for (size_t i = 0; i < n; i++)
@@ -389,9 +398,8 @@ int cairn__access_fold_due(cairn_mem *m)
     cairn__access *a;
     cairn__access_refresh(m);
     a = m->acc;
-    return a != NULL && a->fd >= 0 &&
-           ((a->state == ACC_OK && a->entries * ACC_ENTRY_SIZE >= ACC_FOLD_AT_CLOSE) ||
-            a->state == ACC_DAMAGED);
+    return a != NULL && ((a->state == ACC_OK && a->entries * ACC_ENTRY_SIZE >= ACC_FOLD_AT_CLOSE) ||
+                         a->state == ACC_DAMAGED);
 }
 
 uint64_t cairn__access_unrecorded(const cairn_mem *m)
@@ -503,7 +511,7 @@ int cairn__mem_access_fold(cairn_mem *m)
     pthread_mutex_lock(&fold_mu);
     cairn__access_refresh(m);
     a = m->acc;
-    if (a == NULL || a->fd < 0 || a->state == ACC_NEWER ||
+    if (a == NULL || a->state == ACC_NONE || a->state == ACC_NEWER ||
         (a->state == ACC_OK && a->entries == 0 && a->damage == 0))
         goto out; /* nothing to fold, or not ours to replace */
     /* First the fresh file under the name: every append from now on goes
