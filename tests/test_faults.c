@@ -1537,8 +1537,10 @@ static void test_a_full_disk_met_by_the_checkpoint_at_close_is_reported_as_cairn
         snprintf(text, sizeof text, "memory number %d about disks", i);
         assert_int_equal(cairn_mem_store(mem, text, NULL, NULL, NULL), CAIRN_OK);
     }
-    j.fail_site = "segment.append";
-    j.fail_op = OP_PWRITE;
+    /* Every record is in the file already (a handle without the
+     * background thread writes at each call); the sync fails. */
+    j.fail_site = "segment.fdatasync";
+    j.fail_op = OP_FDATASYNC;
     j.err = ENOSPC;
     j.persistent = 1;
     cairn_mem_close(mem); /* its checkpoint meets the full disk */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -432,19 +433,58 @@ static void test_settings_chosen_at_creation_are_stored(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
-static void test_second_writer_is_locked_out(void **state)
+static void reopen_expect_records(const char *path, uint64_t n);
+
+static long long mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Two writer handles on one store take turns: the lock is held while a
+ * handle's buffer holds records (here: a background flusher with a long
+ * period), and the other waits up to its busy timeout, then gets
+ * CAIRN_ELOCKED naming the holder's pid; once the holder's records are in
+ * the file, the other appends after them. */
+static void test_writers_take_turns_and_a_busy_one_times_out(void **state)
 {
     fx *f = *state;
-    cairn_db *db = open_db(f->path, 1, 0, 0), *db2 = NULL;
     cairn_options o = CAIRN_OPTIONS_INIT;
-    char err[CAIRN_ERRMSG_MAX] = "";
-    assert_int_equal(cairn_open(&db2, f->path, &o, err, sizeof err), CAIRN_ELOCKED);
-    assert_null(db2);
-    assert_true(strlen(err) > 0);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
-    /* The lock goes with the handle. */
-    db2 = open_db(f->path, 0, 0, 0);
-    assert_int_equal(cairn_close(db2), CAIRN_OK);
+    cairn_db *a = NULL, *b = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "", pid[32];
+    cairn_entry e = {CAIRN_REC_EVENT, "t", 1, "{}", 2, NULL, 0};
+    uint64_t seq = 0;
+    long long t0, waited;
+
+    o.create = 1;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.batch_ms = 1000000; /* the flusher never comes round */
+    assert_int_equal(cairn_open(&a, f->path, &o, err, sizeof err), CAIRN_OK);
+    o.create = 0;
+    o.busy_timeout_ms = 150;
+    assert_int_equal(cairn_open(&b, f->path, &o, err, sizeof err), CAIRN_OK);
+
+    assert_int_equal(cairn_append(a, &e, &seq), CAIRN_OK); /* buffered: a holds the lock */
+    assert_int_equal(seq, 1);
+    t0 = mono_ms();
+    assert_int_equal(cairn_append(b, &e, &seq), CAIRN_ELOCKED);
+    waited = mono_ms() - t0;
+    if (waited < 140 || waited > 3000)
+        fail_msg("the busy writer waited %lld ms, expected about 150", waited);
+    snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+    if (strstr(cairn_errmsg(b), pid) == NULL)
+        fail_msg("\"%s\" does not name the holder (%s)", cairn_errmsg(b), pid);
+
+    assert_int_equal(cairn_flush(a), CAIRN_OK); /* a's turn ends */
+    assert_int_equal(cairn_append(b, &e, &seq), CAIRN_OK);
+    assert_int_equal(seq, 2);
+    assert_int_equal(cairn_flush(b), CAIRN_OK);
+    assert_int_equal(cairn_append(a, &e, &seq), CAIRN_OK); /* a caught up on b's record */
+    assert_int_equal(seq, 3);
+    assert_int_equal(cairn_close(a), CAIRN_OK);
+    assert_int_equal(cairn_close(b), CAIRN_OK);
+    reopen_expect_records(f->path, 3);
 }
 
 /* ------------------------------------------------------------------------
@@ -1673,11 +1713,22 @@ static void test_stale_temp_files_are_listed_and_removed_at_the_next_writer_open
     assert_int_equal(list_temps(ro)->n, 0);
     assert_int_equal(list_temps(db)->n, 0);
 
-    /* While a writer is live, a temp may be in flight: the listing says so. */
+    /* While a writer is in a turn (it holds LOCK), a temp may be in
+     * flight: the listing says so. Between turns it may not. */
     plant_file(f->path, "mem-0000000000000004.cmx.tmp", 100);
     t = list_temps(ro);
-    assert_int_equal(t->n, 1);
-    has_temp(t, "mem-0000000000000004.cmx.tmp", 100, 1);
+    has_temp(t, "mem-0000000000000004.cmx.tmp", 100, 0);
+    {
+        char *lock = tu_join(f->path, "LOCK");
+        int lfd = open(lock, O_RDWR);
+        assert_true(lfd >= 0);
+        assert_int_equal(flock(lfd, LOCK_EX), 0);
+        t = list_temps(ro);
+        assert_int_equal(t->n, 1);
+        has_temp(t, "mem-0000000000000004.cmx.tmp", 100, 1);
+        close(lfd);
+        free(lock);
+    }
     assert_int_equal(cairn_close(db), CAIRN_OK);
     t = list_temps(ro);
     has_temp(t, "mem-0000000000000004.cmx.tmp", 100, 0);
@@ -1695,7 +1746,7 @@ int main(void)
         T(test_open_missing_store_without_create_is_not_found),
         T(test_open_refuses_bad_options),
         T(test_settings_chosen_at_creation_are_stored),
-        T(test_second_writer_is_locked_out),
+        T(test_writers_take_turns_and_a_busy_one_times_out),
         T(test_append_returns_increasing_seqs_from_one),
         T(test_empty_store_has_nothing_to_read),
         T(test_append_refuses_invalid_entries),

@@ -93,6 +93,10 @@ static void print_overview(FILE *f)
           "  --embed-timeout S  seconds the program may take per call (default 30);\n"
           "                then it is killed with its process group\n"
           "  --no-embed    no embedder: lexical only, new memories carry no vector\n"
+          "  --busy-timeout MS  how long a write waits while another process holds\n"
+          "                the store's writer lock (default 5000; 0: not at all);\n"
+          "                then it fails with CAIRN_ELOCKED naming that process.\n"
+          "                Reads never wait. Also accepted after COMMAND\n"
           "  -h, --help    print this help and exit\n"
           "  --version     print the version and exit\n"
           "\n"
@@ -210,6 +214,16 @@ int main(int argc, char **argv)
         }
         if (strcmp(arg, "--no-embed") == 0) {
             ctx.no_embed = 1;
+            continue;
+        }
+        if (strcmp(arg, "--busy-timeout") == 0) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            uint64_t ms = 0;
+            if (v == NULL || cli_parse_u64(v, 86400000, &ms) != 0) {
+                fputs("cairn: --busy-timeout needs milliseconds, 0..86400000\n", stderr);
+                return CLI_EXIT_USAGE;
+            }
+            ctx.busy_timeout_ms = ms == 0 ? 1u : (unsigned)ms; /* 0: do not wait */
             continue;
         }
         if (strcmp(arg, "--embed-cmd") == 0 || strcmp(arg, "--embed-name") == 0 ||

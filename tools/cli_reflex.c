@@ -74,6 +74,7 @@ int cli_reflex_open(cli_ctx *ctx, int write, cairn_db **db, cairn_reflex **r)
         cairn_options o = CAIRN_OPTIONS_INIT;
         char err[CAIRN_ERRMSG_MAX] = "";
         o.create = 1;
+        o.busy_timeout_ms = ctx->busy_timeout_ms;
         rc = cairn_open(db, ctx->store, &o, err, sizeof err);
         if (rc != CAIRN_OK)
             return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);

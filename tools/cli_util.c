@@ -95,7 +95,7 @@ void cli_args_init(cli_args *a, cli_ctx *ctx, const cli_optspec *spec, int argc,
 
 int cli_args_next(cli_args *a, const char **name, const char **value)
 {
-    static const cli_optspec store_opt = {"store", 1};
+    static const cli_optspec store_opt = {"store", 1}, busy_opt = {"busy-timeout", 1};
 
     *name = NULL;
     *value = NULL;
@@ -124,6 +124,8 @@ int cli_args_next(cli_args *a, const char **name, const char **value)
         n = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
         if (n == 5 && strncmp(arg + 2, "store", 5) == 0)
             o = &store_opt;
+        else if (n == 12 && strncmp(arg + 2, "busy-timeout", 12) == 0)
+            o = &busy_opt;
         for (const cli_optspec *s = a->spec; o == NULL && s && s->name; s++)
             if (strlen(s->name) == n && strncmp(arg + 2, s->name, n) == 0)
                 o = s;
@@ -154,6 +156,18 @@ int cli_args_next(cli_args *a, const char **name, const char **value)
             a->ctx->store = *value;
             continue;
         }
+        if (o == &busy_opt) {
+            char *end;
+            long ms;
+            errno = 0;
+            ms = strtol(*value, &end, 10);
+            if (errno != 0 || end == *value || *end != '\0' || ms < 0 || ms > 86400000) {
+                cli_usage_error(a->ctx->cmd, "--busy-timeout needs milliseconds, 0..86400000");
+                return CLI_ARG_ERR;
+            }
+            a->ctx->busy_timeout_ms = ms == 0 ? 1u : (unsigned)ms; /* 0: do not wait */
+            continue;
+        }
         *name = o->name;
         return CLI_ARG_OPT;
     }
@@ -168,12 +182,20 @@ int cli_help(const char *text)
 
 /* ---- opening a store ------------------------------------------------------ */
 
+void cli_options(const cli_ctx *ctx, cairn_options *o)
+{
+    cairn_options def = CAIRN_OPTIONS_INIT;
+    *o = def;
+    o->busy_timeout_ms = ctx->busy_timeout_ms;
+}
+
 int cli_open_read(const cli_ctx *ctx, cairn_db **out)
 {
-    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_options o;
     char err[CAIRN_ERRMSG_MAX];
     int rc;
 
+    cli_options(ctx, &o);
     o.read_only = 1;
     o.background = 0;
     err[0] = '\0';

@@ -29,6 +29,8 @@ typedef struct cli_ctx {
     const char *embed_name;  /* --embed-name: its identity; default the command */
     int embed_timeout_ms;    /* --embed-timeout SECONDS; 0 = 30 s */
     int no_embed;
+    unsigned busy_timeout_ms; /* --busy-timeout MS: how long a write waits for
+                                 another process's turn; 0 = 5000 */
 } cli_ctx;
 
 /* ---- errors: exactly one line on stderr, "cairn: <cmd>: <detail>" ---- */
@@ -90,6 +92,8 @@ int cli_help(const char *text);
  * store is reported as "no store at DIR (run 'cairn init')". On failure
  * prints the error and returns its status code, *out NULL. */
 int cli_open_read(const cli_ctx *ctx, cairn_db **out);
+/* Options for cairn_open with what the command line says (--busy-timeout). */
+void cli_options(const cli_ctx *ctx, cairn_options *o);
 /* After a writer's open: say on stderr what its recovery found (bytes set
  * aside, records lost at the log's tail). */
 void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db);

@@ -582,6 +582,7 @@ static int episode_exists(cli_ctx *ctx, const char *session, int *exit_code)
     *exit_code = CLI_EXIT_OK;
     o.read_only = 1;
     o.background = 0;
+    o.busy_timeout_ms = ctx->busy_timeout_ms;
     x = cairn_open(&db, ctx->store, &o, err, sizeof err);
     if (x == CAIRN_ENOTFOUND)
         return 0;

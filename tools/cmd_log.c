@@ -454,6 +454,7 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
     /* Open (and lock) first, then read: a pipe's writer holds the store. */
     o.create = 1;
     err[0] = '\0';
+    o.busy_timeout_ms = ctx->busy_timeout_ms;
     rc = cairn_open(&st.db, ctx->store, &o, err, sizeof err);
     if (rc != CAIRN_OK) {
         rc = cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);

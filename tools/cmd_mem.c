@@ -101,12 +101,12 @@ const char cmd_recall_help[] =
 static cli_embedder g_emb;
 
 static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code);
-static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem);
+static int open_mem(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem);
 
 /* Open the store and the memory engine, with the tool's embedder. */
-static int open_mem_embed(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
+static int open_mem_embed(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem)
 {
-    int rc = open_mem(ctx, db, mem);
+    int rc = open_mem(ctx, write, db, mem);
     if (rc == CLI_EXIT_OK && (rc = cli_embedder_attach(ctx, *mem, &g_emb, 0)) != CLI_EXIT_OK) {
         close_mem(ctx, *db, *mem, rc);
         *db = NULL;
@@ -115,19 +115,26 @@ static int open_mem_embed(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
     return rc;
 }
 
-/* Open the store (created if missing) and the memory engine. */
-static int open_mem(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
+/* Open the store and the memory engine: to write (the store created if
+ * missing), or to read (read-only: no lock, never waits for a writer). */
+static int open_mem(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem)
 {
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX] = "";
     int rc;
 
     *mem = NULL;
-    o.create = 1;
-    rc = cairn_open(db, ctx->store, &o, err, sizeof err);
-    if (rc != CAIRN_OK)
-        return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
-    cli_warn_recovery(ctx, *db);
+    if (!write) {
+        if (cli_open_read(ctx, db) != CAIRN_OK)
+            return CLI_EXIT_FAIL;
+    } else {
+        o.create = 1;
+        o.busy_timeout_ms = ctx->busy_timeout_ms;
+        rc = cairn_open(db, ctx->store, &o, err, sizeof err);
+        if (rc != CAIRN_OK)
+            return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
+        cli_warn_recovery(ctx, *db);
+    }
     rc = cairn_mem_open(*db, NULL, mem);
     if (rc != CAIRN_OK) {
         int r = cli_fail_db(ctx->cmd, *db, rc, "opening memories");
@@ -309,7 +316,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     if ((rc = build_meta(ctx, meta, tags, &meta_json)) >= 0)
         return rc;
     so.metadata = meta_json;
-    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = open_mem_embed(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
         free(meta_json);
         return rc;
     }
@@ -358,7 +365,7 @@ int cmd_get(cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (id == NULL)
         return cli_usage_error(ctx->cmd, "missing ID");
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_get(mem, id, &m);
     if (r != CAIRN_OK) {
@@ -402,7 +409,7 @@ int cmd_remove(cli_ctx *ctx, int argc, char **argv)
     }
     if (id == NULL)
         return cli_usage_error(ctx->cmd, "missing ID");
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_delete(mem, id, reason);
     rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
@@ -505,7 +512,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         ro.n_ns = split_list(nss, &ns_list);
         ro.ns = ns_list;
     }
-    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem_embed(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_recall(mem, query, &ro, &h, &n);
     if (r != CAIRN_OK) {
@@ -636,7 +643,7 @@ int cmd_context(cli_ctx *ctx, int argc, char **argv)
         co.recall.n_ns = split_list(nss, &ns_list);
         co.recall.ns = ns_list;
     }
-    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem_embed(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_context(mem, query, &co, &out, NULL);
     if (r != CAIRN_OK) {
@@ -725,7 +732,7 @@ int cmd_forget(cli_ctx *ctx, int argc, char **argv)
         fo.n_ns = split_list(nss, &ns_list);
         fo.ns = ns_list;
     }
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_forget(mem, &fo, &pruned, &kept);
     if (r != CAIRN_OK) {
@@ -813,7 +820,7 @@ int cmd_merge(cli_ctx *ctx, int argc, char **argv)
         mo.n_ns = split_list(nss, &ns_list);
         mo.ns = ns_list;
     }
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_merge(mem, &mo, &pairs, &np, &merged, &kept);
     if (r != CAIRN_OK) {
@@ -891,7 +898,7 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
     if (!yes)
         return cli_usage_error(ctx->cmd, "this deletes every memory%s; add --yes",
                                ns ? " of the namespace" : "");
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_clear(mem, ns);
     rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
@@ -957,7 +964,7 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
 
     if ((rc = cli_output_args(ctx, spec, argc, argv, cmd_checkpoint_help, &json)) >= 0)
         return rc;
-    if ((rc = open_mem(ctx, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_checkpoint(mem);
     if (r == CAIRN_OK)
@@ -1372,7 +1379,7 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
     }
     if (from == NULL && slurp(path, &data, &len) != 0)
         return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
-    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = open_mem_embed(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
         free(data);
         return rc;
     }
@@ -1490,7 +1497,7 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (slurp(file, &msgs, &len) != 0)
         return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", file, strerror(errno));
-    if ((rc = open_mem_embed(ctx, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = open_mem_embed(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
         free(msgs);
         return rc;
     }

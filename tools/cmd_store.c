@@ -171,6 +171,7 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     o.create = 1;
     o.background = 0;
     err[0] = '\0';
+    o.busy_timeout_ms = ctx->busy_timeout_ms;
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);

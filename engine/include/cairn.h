@@ -102,7 +102,7 @@ struct cairn_io; /* the I/O table, cairn_sys.h; NULL = the real system calls */
 
 /* 2: cairn_io has `reserve`. A caller built with version 1 still opens; an
  * I/O table it passes is read without that member (no reservations). */
-#define CAIRN_OPTIONS_VERSION 2
+#define CAIRN_OPTIONS_VERSION 3
 typedef struct cairn_options {
     unsigned version;            /* CAIRN_OPTIONS_VERSION */
     int read_only;               /* 1: no lock, no writes, no recovery writes */
@@ -117,24 +117,34 @@ typedef struct cairn_options {
                                     0: all of it happens inline in the calling thread */
     const cairn_allocator *allocator; /* NULL = malloc/realloc/free */
     const struct cairn_io *io;        /* NULL = real system calls (tests inject faults) */
+    /* Since version 3. How long a write waits for the writer lock while
+     * another process holds it, in ms (0 = 5000); then CAIRN_ELOCKED. */
+    uint32_t busy_timeout_ms;
 } cairn_options;
 
 #define CAIRN_OPTIONS_INIT \
-    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL }
+    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL, 0 }
+#define CAIRN_BUSY_TIMEOUT_DEFAULT 5000u
 
 /* Open (or with opts->create, create) the store in directory `path`.
  * On success *out owns the handle; release it with cairn_close().
  * On failure *out is NULL and, if `err` is not NULL, a one-line message is
  * written to err (at most errlen bytes, NUL-terminated).
  * Errors: CAIRN_EINVAL (bad options), CAIRN_ENOTFOUND (no store and no create),
- * CAIRN_ELOCKED (another process writes; message names its pid), CAIRN_EPERM,
+ * CAIRN_ELOCKED (a writer: another process held the writer lock for the whole
+ * busy timeout; the message names its pid), CAIRN_EPERM,
  * CAIRN_ECORRUPT / CAIRN_ECHECKSUM / CAIRN_EVERSION (manifest or segment),
  * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. */
 int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char *err,
                size_t errlen);
 
 /* Flush, sync (in every mode), stop the background threads, seal segments
- * still waiting for it, release the lock and free the handle. Accepts NULL.
+ * still waiting for it, and free the handle. A writer handle holds the
+ * store's writer lock only for a turn (a commit, a group commit, a roll, a
+ * seal, a checkpoint: format-spec/lock.md), so any write call may wait up
+ * to busy_timeout_ms for another process's turn and fail with
+ * CAIRN_ELOCKED; every call first catches up on what other processes
+ * wrote. Accepts NULL.
  * Returns the first error met while flushing, or CAIRN_EDEAD if the handle
  * had died earlier (records acknowledged in none/batch mode before the
  * failure may be lost; reopen to see what was kept); if background work

@@ -68,7 +68,7 @@ static int kill_handle(cairn_db *db, int rc, const cairn__err *e)
     if (!db->dead) {
         db->dead = rc;
         /* Nobody will be told of a failure deferred work met: the next
-         * call that finds the handle dead reports it (check_writable). */
+         * call that finds the handle dead reports it (cairn__check_writable). */
         db->dead_untold = deferred;
         snprintf(db->dead_msg, sizeof db->dead_msg, "%s",
                  e != NULL && e->msg[0] ? e->msg : cairn_strerror(rc));
@@ -82,7 +82,7 @@ static int kill_handle(cairn_db *db, int rc, const cairn__err *e)
  * status (a full disk: CAIRN_EFULL) by the first call to find the handle
  * dead when deferred work met it and no caller was told; CAIRN_EDEAD
  * afterwards, and whenever the caller that met it got its status. */
-static int check_writable(cairn_db *db)
+int cairn__check_writable(cairn_db *db)
 {
     if (db->read_only)
         return cairn__db_failf(db, CAIRN_EPERM, "handle is read-only");
@@ -112,8 +112,9 @@ static void trim_to_size(cairn_db *db)
 void cairn__trim_reserved(cairn_db *db)
 {
     /* Whether or not this handle reserved: a writer killed earlier may
-     * have left a reservation behind. */
-    if (db->wbuf_len == 0 && !db->dead)
+     * have left a reservation behind. Only in a turn: then wbuf_off is the
+     * log's end, past which no other process has written. */
+    if (db->wbuf_len == 0 && !db->dead && db->turn_held)
         trim_to_size(db);
 }
 
@@ -125,7 +126,7 @@ int cairn__flush_locked(cairn_db *db)
     if (db->read_only || db->wbuf_len == 0)
         return CAIRN_OK;
     if (db->dead)
-        return check_writable(db);
+        return cairn__check_writable(db);
     if (!db->act_reserve_tried) {
         /* Reserve the segment's space once, up to where it rolls: the file
          * keeps few extents and an fdatasync that crosses into a new block
@@ -209,7 +210,7 @@ static int commit_wait(cairn_db *db, uint64_t target, int *released)
 
     while (atomic_load(&db->durable_seq) < target) {
         if (db->dead)
-            return check_writable(db);
+            return cairn__check_writable(db);
         if (!db->syncing) {
             seg_ref *s;
             uint64_t upto;
@@ -224,6 +225,9 @@ static int commit_wait(cairn_db *db, uint64_t target, int *released)
                 return rc; /* the handle is dead; waiters see it */
             }
             db->sync_waiters = 0; /* everyone counted is in this group */
+            /* The group is in the file: other processes may write after it
+             * while this one syncs (the fdatasync covers the file). */
+            cairn__turn_release(db);
             s = db->act;
             upto = db->written_seq;
             atomic_fetch_add(&s->refs, 1);
@@ -287,7 +291,7 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
         while (db->syncing)
             pthread_cond_wait(&db->sync_cv, &db->mu);
         if (db->dead)
-            return check_writable(db);
+            return cairn__check_writable(db);
         if (db->closed_unsynced == NULL)
             break;
         rc = cairn__sync_closed(db);
@@ -360,7 +364,7 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     m.n++;
     m.next_id++;
     m.generation++;
-    rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+    rc = cairn__db_manifest_write(db, &m, &e);
     if (rc != CAIRN_OK) {
         /* The rename may or may not have happened: only a reopen knows. */
         cairn__manifest_free(db->a, &m);
@@ -403,9 +407,30 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
     return CAIRN_OK;
 }
 
+static int seal_one_turn(cairn_db *db, uint64_t id);
+
 /* Seal one closed segment: write the .seg without holding mu, then swap the
  * manifest and the view under it, then unlink the .log. */
 static int seal_one(cairn_db *db, uint64_t id)
+{
+    int rc;
+
+    /* A turn: the .seg.tmp and the MANIFEST are written under the lock,
+     * and another process may have sealed it already (then it is SEALED in
+     * the view the catch-up gives). */
+    pthread_mutex_lock(&db->mu);
+    rc = cairn__turn_get(db);
+    pthread_mutex_unlock(&db->mu);
+    if (rc != CAIRN_OK)
+        return rc;
+    rc = seal_one_turn(db, id);
+    pthread_mutex_lock(&db->mu);
+    cairn__turn_put(db);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+static int seal_one_turn(cairn_db *db, uint64_t id)
 {
     view *v = cairn__view_acquire(db);
     seg_ref *src = NULL, *sealed = NULL;
@@ -454,7 +479,7 @@ static int seal_one(cairn_db *db, uint64_t id)
         }
         m.e[idx].kind = SEG_SEALED;
         m.generation++;
-        rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+        rc = cairn__db_manifest_write(db, &m, &e);
         if (rc != CAIRN_OK) {
             kill_handle(db, rc, &e);
         } else {
@@ -536,25 +561,34 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq)
     int rc;
 
     pthread_mutex_lock(&db->mu);
-    rc = check_writable(db);
-    cur = db->view;
-    if (rc != CAIRN_OK || cur->m.synced_seq >= seq) {
+    rc = cairn__check_writable(db);
+    if (rc == CAIRN_OK)
+        rc = cairn__turn_get(db); /* the MANIFEST as it is, under the lock */
+    if (rc != CAIRN_OK) {
         pthread_mutex_unlock(&db->mu);
         return rc;
     }
+    cur = db->view;
+    if (cur->m.synced_seq >= seq) {
+        cairn__turn_put(db);
+        pthread_mutex_unlock(&db->mu);
+        return CAIRN_OK;
+    }
     if (seq >= db->next_seq) { /* durability is the caller's: it ran cairn_sync */
+        cairn__turn_put(db);
         pthread_mutex_unlock(&db->mu);
         return cairn__db_failf(db, CAIRN_EINVAL, "seq %llu has not been handed out",
                                (unsigned long long)seq);
     }
     rc = cairn__manifest_copy(&cur->m, db->a, &m);
     if (rc != CAIRN_OK) {
+        cairn__turn_put(db);
         pthread_mutex_unlock(&db->mu);
         return cairn__db_failf(db, rc, "no memory for a MANIFEST");
     }
     m.synced_seq = seq;
     m.generation++;
-    rc = cairn__manifest_write(db->io, db->dirfd, &m, db->a, &e);
+    rc = cairn__db_manifest_write(db, &m, &e);
     if (rc != CAIRN_OK) {
         /* The rename may or may not have happened. Either MANIFEST is
          * right about the segments, so the handle lives on: its view takes
@@ -573,6 +607,7 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq)
         cairn__view_publish(db, nv);
     }
     cairn__manifest_free(db->a, &m);
+    cairn__turn_put(db);
     pthread_mutex_unlock(&db->mu);
     return rc;
 }
@@ -621,7 +656,7 @@ int cairn_seal(cairn_db *db)
 {
     int rc;
     pthread_mutex_lock(&db->mu);
-    rc = check_writable(db);
+    rc = cairn__check_writable(db);
     pthread_mutex_unlock(&db->mu);
     return rc != CAIRN_OK ? rc : seal_all(db);
 }
@@ -630,25 +665,33 @@ int cairn_roll(cairn_db *db)
 {
     int rc;
     pthread_mutex_lock(&db->mu);
-    rc = check_writable(db);
-    if (rc == CAIRN_OK)
+    rc = cairn__check_writable(db);
+    if (rc == CAIRN_OK && (rc = cairn__turn_get(db)) == CAIRN_OK) {
         rc = roll_locked(db, 0);
+        cairn__turn_put(db);
+    }
     pthread_mutex_unlock(&db->mu);
     if (rc == CAIRN_OK && !db->background)
         rc = seal_all(db);
     return rc;
 }
 
-/* Inline periodic work when there is no background thread (mu held). */
+/* Inline work when there is no background thread (mu held): the records
+ * go to the file at once (nobody would write them before the next call,
+ * and the lock is not kept between calls), and in batch mode an
+ * fdatasync every batch_ms. */
 static int periodic_inline(cairn_db *db)
 {
-    int rc = CAIRN_OK;
-    if (cairn__now_ms() - db->last_flush_ms < (int64_t)db->batch_ms)
+    int64_t now;
+    int rc = cairn__flush_locked(db);
+    if (rc != CAIRN_OK || db->durability != CAIRN_DURABILITY_BATCH)
+        return rc;
+    now = cairn__now_ms();
+    if (now - db->last_sync_ms < (int64_t)db->batch_ms)
         return CAIRN_OK;
-    rc = cairn__flush_locked(db);
-    if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
-        rc = cairn__sync_closed(db);
-    if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH)
+    db->last_sync_ms = now;
+    rc = cairn__sync_closed(db);
+    if (rc == CAIRN_OK)
         rc = commit_wait(db, db->written_seq, NULL);
     return rc;
 }
@@ -664,7 +707,7 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
 {
     size_t total = 0, size, largest = 0;
     int64_t ts;
-    int rc, rolled = 0, released = 0;
+    int rc, rolled = 0, released = 0, turn = 0;
 
     if (entries == NULL || n == 0)
         return cairn__db_failf(db, CAIRN_EINVAL, "no entries to append");
@@ -683,9 +726,12 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
     if (db->durability == CAIRN_DURABILITY_FULL)
         atomic_fetch_add(&db->appenders, 1);
     pthread_mutex_lock(&db->mu);
-    rc = check_writable(db);
+    rc = cairn__check_writable(db);
+    if (rc == CAIRN_OK)
+        rc = cairn__turn_get(db); /* the lock, and the log as it is now */
     if (rc != CAIRN_OK)
         goto out;
+    turn = 1;
     if (db->act->log.n > 0 && db->act->log.end + total > db->segment_size) {
         rc = roll_locked(db, 0);
         if (rc != CAIRN_OK)
@@ -748,12 +794,20 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
         db->wbuf_len += size;
         db->next_seq++;
     }
+    /* The lock stays while the buffer holds records: until the leader of
+     * the group commit, the flusher thread or the inline write below puts
+     * them in the file. */
+    turn = 0;
+    cairn__turn_put(db);
     if (db->durability == CAIRN_DURABILITY_FULL) {
         rc = commit_wait(db, db->next_seq - 1, &released); /* the leader writes the buffer */
     } else if (!db->background) {
         rc = periodic_inline(db);
+        cairn__turn_release(db);
     }
 out:
+    if (turn)
+        cairn__turn_put(db);
     if (db->durability == CAIRN_DURABILITY_FULL) {
         /* No wakeup for a delaying leader: a thread leaving now will most
          * likely be back with its next record, and the delay is bounded. */
@@ -789,9 +843,10 @@ int cairn_flush(cairn_db *db)
 {
     int rc;
     pthread_mutex_lock(&db->mu);
-    rc = check_writable(db);
+    rc = cairn__check_writable(db);
     if (rc == CAIRN_OK)
         rc = cairn__flush_locked(db);
+    cairn__turn_release(db);
     pthread_mutex_unlock(&db->mu);
     return rc;
 }
@@ -800,9 +855,10 @@ int cairn_sync(cairn_db *db)
 {
     int rc;
     pthread_mutex_lock(&db->mu);
-    rc = check_writable(db);
+    rc = cairn__check_writable(db);
     if (rc == CAIRN_OK)
         rc = cairn__flush_locked(db);
+    cairn__turn_release(db);
     if (rc == CAIRN_OK)
         rc = cairn__sync_closed(db);
     if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_NONE)
@@ -836,8 +892,9 @@ static void *flusher_main(void *arg)
             continue;
         }
         if (now >= due && !db->dead) {
-            if (cairn__flush_locked(db) == CAIRN_OK &&
-                db->durability == CAIRN_DURABILITY_BATCH &&
+            int frc = cairn__flush_locked(db);
+            cairn__turn_release(db);
+            if (frc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH &&
                 atomic_load(&db->durable_seq) < db->written_seq)
                 commit_wait(db, db->written_seq, NULL);
             db->last_flush_ms = cairn__now_ms();

@@ -249,10 +249,8 @@ int cairn_iter_open(cairn_db *db, const cairn_range *range, cairn_iter **out)
     it->db = db;
     it->r = range ? *range : all;
     pthread_mutex_lock(&db->mu);
-    if (db->read_only)
+    if (!db->dead) /* other processes' records, and the buffer's */
         rc = cairn__refresh(db);
-    else if (!db->dead)
-        rc = cairn__flush_locked(db); /* readers see the buffer's records too */
     if (rc == CAIRN_OK) {
         seg_ref *act;
         it->v = db->view;

@@ -240,13 +240,17 @@ static int seg_open_log(cairn_db *db, const manifest_entry *x, seg_ref **out, ca
 {
     seg_ref *s = seg_new(db);
     logseg_stop stop;
-    int writable = !db->read_only && x->kind == SEG_ACTIVE;
+    /* A writer appends to the active segment: opened read-write. It
+     * recovers the tail only in a turn: otherwise the bytes past the last
+     * valid record may be another process's write in flight. */
+    int rw = !db->read_only && x->kind == SEG_ACTIVE;
+    int writable = rw && db->turn_held;
     int rc;
 
     if (s == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "no memory");
     s->id = x->id;
-    rc = cairn__logseg_open(db->io, db->a, db->dirfd, &s->log, x->id, !writable, &stop, e);
+    rc = cairn__logseg_open(db->io, db->a, db->dirfd, &s->log, x->id, !rw, &stop, e);
     if (rc == CAIRN_OK && s->log.base_seq != x->base_seq)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: base_seq %llu, manifest says %llu", s->log.name,
                          (unsigned long long)s->log.base_seq, (unsigned long long)x->base_seq);
@@ -378,84 +382,192 @@ static int missing_segment(cairn_db *db, cairn__err *e)
                        db->path, msg);
 }
 
-int cairn__refresh(cairn_db *db)
+/* Has the MANIFEST been replaced since this handle last read it? Every
+ * write of it is a rename of a new file, so its inode, size and times
+ * change; *st is what to note once it is read. */
+static int manifest_changed(cairn_db *db, struct stat *st)
 {
-    cairn__err e;
+    if (fstatat(db->dirfd, MANIFEST_NAME, st, AT_SYMLINK_NOFOLLOW) != 0) {
+        memset(st, 0, sizeof *st);
+        return 1; /* the read says what is wrong */
+    }
+    return (uint64_t)st->st_ino != db->man_ino || (uint64_t)st->st_size != db->man_size ||
+           (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec != db->man_mtime_ns ||
+           (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec != db->man_ctime_ns;
+}
+
+static void manifest_noted(cairn_db *db, const struct stat *st)
+{
+    db->man_ino = (uint64_t)st->st_ino;
+    db->man_size = (uint64_t)st->st_size;
+    db->man_mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    db->man_ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+int cairn__db_manifest_write(cairn_db *db, const manifest *m, cairn__err *e)
+{
+    struct stat st;
+    int rc = cairn__manifest_write(db->io, db->dirfd, m, db->a, e);
+    /* Written in a turn: the file there now is this one, so the next
+     * catch-up need not read it back. */
+    if (rc == CAIRN_OK) {
+        (void)manifest_changed(db, &st);
+        manifest_noted(db, &st);
+    }
+    return rc;
+}
+
+/* Read the active segment further if its file grew (mu held). */
+static int rescan_active(cairn_db *db, cairn__err *e)
+{
+    seg_ref *act = db->view->segs[db->view->m.n - 1];
+    struct stat st;
+
+    if (act->sealed)
+        return CAIRN_OK;
+    if (fstat(act->log.fd, &st) == 0 &&
+        ((uint64_t)st.st_size == act->log.end || (uint64_t)st.st_size == act->log_file_size))
+        return CAIRN_OK; /* nothing new: no read */
+    return log_rescan(db, act, e);
+}
+
+/* Take the MANIFEST as it is now, and the segments it names. */
+static int reload(cairn_db *db, cairn__err *e)
+{
     int rc = CAIRN_OK;
 
-    /* The writer may seal and unlink a .log between our reading MANIFEST and
-     * opening the file: read the manifest again and retry. */
+    /* Another process may seal and unlink a .log between our reading
+     * MANIFEST and opening the file: read the manifest again and retry. */
     for (int attempt = 0; attempt < 20; attempt++) {
+        struct stat st;
         manifest m;
         view *nv;
-        rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, &e);
+        (void)manifest_changed(db, &st);
+        rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, e);
         if (rc != CAIRN_OK)
-            return cairn__db_fail(db, rc, &e);
+            return rc;
         if (m.generation == db->view->m.generation) {
-            seg_ref *act = db->view->segs[db->view->m.n - 1];
             cairn__manifest_free(db->a, &m);
-            if (act->sealed)
-                return CAIRN_OK;
-            rc = log_rescan(db, act, &e);
-            return rc == CAIRN_OK ? CAIRN_OK : cairn__db_fail(db, rc, &e);
+            manifest_noted(db, &st);
+            return rescan_active(db, e);
         }
-        rc = view_build(db, &m, db->view, &nv, &e);
+        rc = view_build(db, &m, db->view, &nv, e);
         cairn__manifest_free(db->a, &m);
         if (rc == CAIRN_OK) {
             cairn__view_publish(db, nv);
+            manifest_noted(db, &st);
             return CAIRN_OK;
         }
         if (rc != CAIRN_ENOTFOUND)
-            break;
+            return rc;
     }
-    if (rc == CAIRN_ENOTFOUND)
-        rc = missing_segment(db, &e);
-    return cairn__db_fail(db, rc, &e);
+    return missing_segment(db, e);
+}
+
+/* Damage with valid records after it, found in the active segment by a
+ * writer holding the lock (check_tail set them aside and raised the
+ * floor): start a new segment past their numbers, then cut the damaged
+ * segment (the floor is durable now). mu held. */
+static int retire_damage(cairn_db *db, cairn__err *e)
+{
+    seg_ref *damaged = db->act;
+    int rc;
+
+    atomic_fetch_add(&damaged->refs, 1);
+    rc = cairn__roll_past(db, db->seq_floor);
+    if (rc != CAIRN_OK)
+        memcpy(e->msg, db->err.msg, sizeof e->msg);
+    else
+        rc = truncate_tail(db, damaged, e);
+    cairn__seg_release(db, damaged);
+    return rc;
+}
+
+/* A writer takes the log's end as its own (mu held): the active segment
+ * (another process may have rolled), the next sequence number, the newest
+ * timestamp, the offset to write at. */
+static int adopt_log_end(cairn_db *db, int locked, cairn__err *e)
+{
+    view *v = db->view;
+    seg_ref *act = v->segs[v->m.n - 1];
+    uint64_t next;
+    int rc;
+
+    if (act->sealed || v->m.e[v->m.n - 1].kind != SEG_ACTIVE)
+        return cairn__fail(e, CAIRN_ECORRUPT, "store %s: the MANIFEST's last segment is not "
+                           "active", db->path);
+    if (act != db->act) {
+        /* Records this handle wrote to the segment another process closed
+         * and that are not synced yet: sync them now, the flusher syncs
+         * only the active one. */
+        if (db->act != NULL && atomic_load(&db->durable_seq) < db->written_seq &&
+            db->durability != CAIRN_DURABILITY_NONE) {
+            rc = cairn__io_fdatasync(db->io, "closed.fdatasync", db->act->log.fd,
+                                     db->act->log.name, e);
+            if (rc != CAIRN_OK)
+                return rc;
+        }
+        db->act = act;
+        db->act_reserve_tried = 0;
+    }
+    if (locked && act->log_file_size > act->log.end) {
+        /* A writer that died in its turn tore the tail: as an open does. */
+        logseg_stop stop;
+        memset(&stop, 0, sizeof stop);
+        stop.file_size = act->log_file_size;
+        rc = check_tail(db, act, &stop, 1, e);
+        if (rc != CAIRN_OK)
+            return rc;
+    }
+    next = act->log.base_seq + act->log.n;
+    if (next > db->next_seq || locked)
+        db->next_seq = next;
+    db->written_seq = db->next_seq - 1;
+    if (act->log.n > 0 && act->log.ts[act->log.n - 1] > db->last_ts)
+        db->last_ts = act->log.ts[act->log.n - 1];
+    else if (act->log.n == 0 && v->m.n > 1 && v->m.e[v->m.n - 2].last_ts > db->last_ts)
+        db->last_ts = v->m.e[v->m.n - 2].last_ts;
+    db->wbuf_off = act->log.end;
+    for (size_t i = 0; i < v->m.n; i++)
+        if (v->m.e[i].kind == SEG_CLOSED && !db->seal_pending) {
+            db->seal_pending = 1;
+            pthread_cond_signal(&db->seal_cv);
+        }
+    if (locked && db->seq_floor > db->next_seq)
+        return retire_damage(db, e);
+    return CAIRN_OK;
+}
+
+int cairn__catch_up(cairn_db *db, int locked)
+{
+    cairn__err e;
+    struct stat st;
+    int rc;
+
+    e.msg[0] = '\0';
+    rc = manifest_changed(db, &st) ? reload(db, &e) : rescan_active(db, &e);
+    if (rc == CAIRN_OK && !db->read_only && !db->dead)
+        rc = adopt_log_end(db, locked, &e);
+    return rc == CAIRN_OK ? CAIRN_OK : cairn__db_fail(db, rc, &e);
+}
+
+int cairn__db_refresh(cairn_db *db)
+{
+    int rc;
+    pthread_mutex_lock(&db->mu);
+    rc = db->dead ? CAIRN_OK : cairn__refresh(db);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+int cairn__refresh(cairn_db *db)
+{
+    if (db->turn_held)
+        return db->dead ? CAIRN_OK : cairn__flush_locked(db);
+    return cairn__catch_up(db, 0);
 }
 
 /* ---- opening ------------------------------------------------------------ */
-
-static int take_lock(cairn_db *db, cairn__err *e)
-{
-    char buf[32];
-    int n, rc;
-
-    /* Through the I/O layer: never a symlink (the pid written below would
-     * land in whatever file it names), and never unlinked or replaced (a
-     * second LOCK file would let a second writer in). */
-    rc = cairn__io_open(db->io, "lock.open", db->dirfd, LOCK_NAME, O_RDWR | O_CREAT, 0644,
-                        &db->lockfd, e);
-    if (rc != CAIRN_OK) {
-        char why[sizeof e->msg];
-        memcpy(why, e->msg, sizeof why);
-        return cairn__fail(e, rc, "store %s: %s", db->path, why);
-    }
-    /* A reader's cairn_verify() holds a shared lock for an instant to see
-     * whether a writer lives; a few 1 ms retries keep that from looking
-     * like a second writer. A real writer holds the lock for its lifetime. */
-    for (int i = 0; i < 5 && flock(db->lockfd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-         i++) {
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    if (flock(db->lockfd, LOCK_EX | LOCK_NB) != 0) {
-        long pid = 0;
-        if (errno != EWOULDBLOCK)
-            return cairn__fail(e, CAIRN_EIO, "flock %s/LOCK: %s", db->path, strerror(errno));
-        n = (int)pread(db->lockfd, buf, sizeof buf - 1, 0);
-        if (n > 0) {
-            buf[n] = '\0';
-            pid = strtol(buf, NULL, 10);
-        }
-        return cairn__fail(e, CAIRN_ELOCKED, "store %s is locked by another writer (pid %ld)",
-                           db->path, pid);
-    }
-    n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-    if (ftruncate(db->lockfd, 0) != 0 || pwrite(db->lockfd, buf, (size_t)n, 0) != n)
-        return cairn__fail(e, cairn__errno_status(errno), "write %s/LOCK: %s", db->path,
-                           strerror(errno));
-    return CAIRN_OK;
-}
 
 /* Parse "<16 hex>.<ext>" names; returns 1 and the id for a match. */
 static int parse_seg_name(const char *name, const char *ext, uint64_t *id)
@@ -570,7 +682,7 @@ static int recover_closed(cairn_db *db, view *v, cairn__err *e)
     if (!dirty)
         return CAIRN_OK;
     v->m.generation++;
-    return cairn__manifest_write(db->io, db->dirfd, &v->m, db->a, e);
+    return cairn__db_manifest_write(db, &v->m, e);
 }
 
 /* The MANIFEST knows every record up to synced_seq was durable. Records of
@@ -665,7 +777,7 @@ static int give_store_id(cairn_db *db, view *v, cairn__err *e)
         return CAIRN_OK;
     new_store_id(v->m.store_id);
     v->m.generation++;
-    return cairn__manifest_write(db->io, db->dirfd, &v->m, db->a, e);
+    return cairn__db_manifest_write(db, &v->m, e);
 }
 
 static int create_store(cairn_db *db, manifest *m, cairn__err *e)
@@ -696,7 +808,7 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;
-    rc = cairn__manifest_write(db->io, db->dirfd, m, db->a, e);
+    rc = cairn__db_manifest_write(db, m, e);
     m->e = NULL;
     m->n = 0;
     if (rc != CAIRN_OK)
@@ -720,8 +832,19 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         return cairn__fail(e, cairn__errno_status(errno), "open %s: %s", db->path,
                            strerror(errno));
     }
-    if (!db->read_only && (rc = take_lock(db, e)) != CAIRN_OK)
-        return rc;
+    /* A writer opens in a turn: recovery writes (orphans, temps, a torn
+     * tail, a store id), and nobody else writes meanwhile. */
+    if (!db->read_only) {
+        if ((rc = cairn__lock_open(db, e)) != CAIRN_OK || (rc = cairn__turn_lock(db, e)) != CAIRN_OK)
+            return rc;
+        db->turn_held = 1;
+        db->turn_users = 1;
+    }
+    {
+        struct stat st;
+        (void)manifest_changed(db, &st);
+        manifest_noted(db, &st);
+    }
     rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, e);
     if (rc == CAIRN_ENOTFOUND) {
         if (!o->create || db->read_only)
@@ -827,6 +950,8 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     db->io = &db->io_copy;
     db->read_only = o->read_only;
     db->background = o->background && !o->read_only;
+    db->busy_ms = o->version >= 3 && o->busy_timeout_ms ? o->busy_timeout_ms
+                                                        : CAIRN_BUSY_TIMEOUT_DEFAULT;
     db->durability = o->durability;
     db->batch_ms = o->batch_ms;
     db->segment_size = o->segment_size;
@@ -839,6 +964,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     pthread_cond_init(&db->append_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->seal_cv, NULL);
+    pthread_cond_init(&db->turn_cv, NULL);
     db->path = cairn__malloc(db->a, strlen(path) + 1);
     if (db->path == NULL) {
         rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory");
@@ -849,16 +975,19 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     rc = open_store(db, o, &e);
     db->last_flush_ms = cairn__now_ms();
     if (rc == CAIRN_OK && db->seq_floor > db->next_seq) {
-        seg_ref *damaged = db->act;
-        atomic_fetch_add(&damaged->refs, 1);
         pthread_mutex_lock(&db->mu);
-        rc = cairn__roll_past(db, db->seq_floor);
+        rc = retire_damage(db, &e);
         pthread_mutex_unlock(&db->mu);
-        if (rc != CAIRN_OK)
-            memcpy(e.msg, db->err.msg, sizeof e.msg);
-        else
-            rc = truncate_tail(db, damaged, &e); /* the floor is durable now */
-        cairn__seg_release(db, damaged);
+    }
+    /* Space a writer reserved past the end and did not give back (it was
+     * killed): given back now, in the open's turn. */
+    if (rc == CAIRN_OK && !db->read_only) {
+        struct stat st;
+        pthread_mutex_lock(&db->mu);
+        if (fstat(db->act->log.fd, &st) == 0 &&
+            (uint64_t)st.st_blocks * 512 > (uint64_t)st.st_size + (1u << 16))
+            cairn__trim_reserved(db);
+        pthread_mutex_unlock(&db->mu);
     }
     /* Derived files folded over the lost records describe what the log no
      * longer holds (their binding refuses them too): remove them now. */
@@ -873,6 +1002,11 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
      * cairn_seal() or roll, so it does not fail the open. */
     if (rc == CAIRN_OK && !db->read_only && !db->background && db->seal_pending)
         cairn__seal_pending(db);
+    if (!db->read_only) { /* the open's turn ends */
+        pthread_mutex_lock(&db->mu);
+        cairn__turn_put(db);
+        pthread_mutex_unlock(&db->mu);
+    }
     if (rc != CAIRN_OK) {
         db->dead = rc; /* nothing to flush */
         cairn_close(db);
@@ -909,8 +1043,13 @@ int cairn_close(cairn_db *db)
             if (rc != CAIRN_OK)
                 cairn__db_fail(db, rc, &e);
         }
-        if (rc == CAIRN_OK)
+        /* Give back the space this handle reserved past the end: in a
+         * turn, where the end is the log's (best effort). */
+        if (rc == CAIRN_OK && db->act_reserve_tried && db->wbuf_len == 0 &&
+            cairn__turn_get(db) == CAIRN_OK) {
             cairn__trim_reserved(db);
+            cairn__turn_put(db);
+        }
     }
     if (db->closed_unsynced != NULL) { /* dead handle: just drop it */
         cairn__seg_release(db, db->closed_unsynced);
@@ -943,6 +1082,7 @@ int cairn_close(cairn_db *db)
     pthread_cond_destroy(&db->append_cv);
     pthread_cond_destroy(&db->bg_cv);
     pthread_cond_destroy(&db->seal_cv);
+    pthread_cond_destroy(&db->turn_cv);
     a = db->a;
     if (a) {
         ac = *a;
@@ -986,10 +1126,7 @@ int cairn_stats_get(cairn_db *db, cairn_stats *out)
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&db->mu);
-    if (db->read_only)
-        rc = cairn__refresh(db);
-    else
-        rc = cairn__flush_locked(db);
+    rc = db->dead ? cairn__flush_locked(db) : cairn__refresh(db);
     v = db->view;
     atomic_fetch_add(&v->refs, 1);
     for (size_t i = 0; i < v->m.n; i++) {

@@ -66,7 +66,8 @@ struct cairn_db {
     uint32_t batch_ms;
     uint64_t segment_size;
     int dirfd;
-    int lockfd;
+    int lockfd;               /* LOCK, open read-write for a writer's whole life */
+    uint32_t busy_ms;         /* how long a turn waits for the lock */
     char *path;
 
     pthread_mutex_t mu;
@@ -95,6 +96,7 @@ struct cairn_db {
     int64_t last_sync_ns;     /* duration of the last fdatasync (mu) */
     pthread_cond_t append_cv; /* an appender has encoded its records */
     int64_t last_flush_ms;
+    int64_t last_sync_ms;     /* batch mode without the thread: last fdatasync (mu) */
     int dead;                 /* != 0: the status that killed the handle (mu) */
     int dead_untold;          /* deferred work met it and no call has returned it
                                  yet: the next one will, instead of CAIRN_EDEAD (mu) */
@@ -113,6 +115,18 @@ struct cairn_db {
     uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
     uint64_t lost_first, lost_last; /* at open: the log ended before the MANIFEST's
                                  synced_seq; these records are gone (0: none) */
+
+    /* The writer lock (turn.c). Held while turn_users > 0 or the write
+     * buffer holds records; each turn starts with a catch-up. (mu) */
+    int turn_held;            /* this handle holds the flock */
+    int turn_users;           /* operations in progress that need it */
+    int turn_taking;          /* a thread waits for the flock, mu released */
+    pthread_cond_t turn_cv;   /* turn_taking went to 0 */
+    int64_t turn_ended_ns;    /* monotonic time the last turn ended */
+    /* Identity of the MANIFEST last read (catch-up reads it only when it
+     * changed: every write replaces it by rename). (mu) */
+    uint64_t man_ino, man_size;
+    int64_t man_mtime_ns, man_ctime_ns;
 
     pthread_mutex_t err_mu;
     cairn__err err;
@@ -177,8 +191,44 @@ void cairn__view_publish(cairn_db *db, view *nv);
 /* A new view with m (copied) and segs (each gets a reference). */
 int cairn__view_make(cairn_db *db, const manifest *m, seg_ref **segs, view **out);
 
-/* Read-only handles: pick up what the writer committed since (mu held). */
+/* Pick up what other processes wrote since this handle last looked (mu
+ * held): a MANIFEST they replaced (rolls, seals, settings), records they
+ * appended. `locked`: the caller holds the writer lock (a turn), so the
+ * log's end is this handle's to append at, and bytes after the last valid
+ * record of the active segment are a tail a crashed writer tore:
+ * recovered as an open recovers them. */
+int cairn__catch_up(cairn_db *db, int locked);
+/* Catch up before a read (mu held): a handle holding the lock flushes its
+ * buffer instead (nobody else wrote meanwhile). */
 int cairn__refresh(cairn_db *db);
+/* The same, taking mu: what the memory and reflexion layers call before a
+ * read. */
+int cairn__db_refresh(cairn_db *db);
+
+/* cairn__manifest_write for this store, in a turn (mu held, or the open):
+ * notes the new file so that catch-up does not read it back. */
+int cairn__db_manifest_write(cairn_db *db, const manifest *m, cairn__err *e);
+
+/* Turns (turn.c; format-spec/lock.md). */
+int cairn__lock_open(cairn_db *db, cairn__err *e);
+/* Take the flock (waiting up to busy_ms) and write the pid; mu not held. */
+int cairn__turn_lock(cairn_db *db, cairn__err *e);
+/* Count one more user of the lock, taking it (and catching up) if this
+ * handle does not hold it (mu held; released while waiting). */
+int cairn__turn_get(cairn_db *db);
+/* One user less; the lock goes when none is left and the buffer is
+ * written (mu held). */
+void cairn__turn_put(cairn_db *db);
+/* Let the lock go if nothing needs it (mu held). */
+void cairn__turn_release(cairn_db *db);
+/* An operation of several appends that must see the log as it is and
+ * have nothing of another process between its reads and its writes (the
+ * memory and reflexion layers' commits; checkpoints): begin takes the
+ * lock (mu not held), end writes the buffer and lets it go. */
+int cairn__turn_begin(cairn_db *db);
+int cairn__turn_end(cairn_db *db);
+/* CAIRN_OK if the handle may write, else its error (mu held). */
+int cairn__check_writable(cairn_db *db);
 
 /* Recovery found damage followed by valid records in the active segment:
  * start a new segment at seq_floor so their numbers are never reused (mu

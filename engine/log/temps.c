@@ -5,9 +5,9 @@
  * renamed over NAME once complete and synced (cairn__io_publish):
  * MANIFEST.tmp, <id>.seg.tmp (a seal), and the derived files' temps
  * <prefix><seq><suffix>.tmp (seqfile.h: mem-*.cmx.tmp, graph-*.cgx.tmp).
- * Only a writer handle writes them, and a writer holds the LOCK flock from
- * its open to its close (format-spec/lock.md). So when a writer opens, no
- * temp is being written: any there was left by a crash (kill -9 during a
+ * Only a writer handle writes them, and only in a turn, holding the LOCK
+ * flock (format-spec/lock.md). So when a writer opens (in a turn), no temp
+ * is being written: any there was left by a crash (kill -9 during a
  * checkpoint leaves one as large as the index) or by a failed write, and
  * the open removes it (store.c, remove_orphans, through cairn__temp_name).
  * Between writer opens they are only listed (cairn_temp_files, which
@@ -40,8 +40,8 @@ int cairn__writer_live(cairn_db *db)
 {
     int fd, live = 0;
 
-    if (!db->read_only)
-        return 1; /* we are the writer */
+    if (!db->read_only && db->turn_held)
+        return 1; /* this handle is in its turn */
     /* Missing (or a symlink, which no writer would use): not live. */
     if (cairn__io_open(db->io, "lock.probe", db->dirfd, LOCK_NAME, O_RDONLY, 0, &fd, NULL) !=
         CAIRN_OK)

@@ -162,7 +162,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
     cairn__manifest_free(db->a, &m);
 
     pthread_mutex_lock(&db->mu);
-    rc = db->read_only ? cairn__refresh(db) : (db->dead ? CAIRN_OK : cairn__flush_locked(db));
+    rc = db->dead ? CAIRN_OK : cairn__refresh(db);
     v = db->view;
     atomic_fetch_add(&v->refs, 1);
     pthread_mutex_unlock(&db->mu);

@@ -182,6 +182,10 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
     if ((unsigned)f > CAIRN_MEM_CSV)
         return CAIRN_EINVAL;
     pthread_mutex_lock(&m->mu);
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
     if (f == CAIRN_MEM_JSON)
         arr = cJSON_CreateArray();
     else if (f == CAIRN_MEM_MD)
@@ -730,7 +734,7 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     unsigned char *keep = NULL;
     size_t n = 0, i = 0, w, nkeep = 0;
     cairn__err e;
-    int rc = CAIRN_OK;
+    int rc = CAIRN_OK, turn = 0;
 
     if (imported)
         *imported = 0;
@@ -740,6 +744,10 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         default_ns = "";
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    /* The duplicate checks and the commit see the log as it is. */
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        goto out;
+    turn = 1;
     if (cairn__utf8_check(&e, "namespace", default_ns, strlen(default_ns)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
     } else if (f == CAIRN_MEM_JSON) {
@@ -866,6 +874,8 @@ out:
     free(keep);
     free(write);
     cJSON_Delete(arr);
+    if (turn)
+        rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -54,7 +54,7 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
     scored *rest = NULL;
     size_t nout = 0, nrest = 0, live = 0;
     double max_age;
-    int rc = CAIRN_OK;
+    int rc = CAIRN_OK, turn = 0;
 
     if (o == NULL)
         o = &def;
@@ -70,6 +70,11 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
         goto done;
     }
     max_age = o->max_age_days > 0 ? o->max_age_days : m->max_retention;
+    /* A dry run only reads; a forget decides on the log as it is. */
+    rc = o->dry_run ? cairn__mem_catch_up(m) : cairn__mem_turn_begin(m);
+    if (rc != CAIRN_OK)
+        goto done;
+    turn = !o->dry_run;
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         goto done;
     out = calloc(cairn__mem_total(m) + 1, sizeof *out);
@@ -112,6 +117,8 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
 done:
     free(out);
     free(rest);
+    if (turn)
+        rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     if (rc == CAIRN_OK && !o->dry_run && nout > 0) {
         cairn_mem_event ev;
@@ -141,6 +148,10 @@ int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *s)
 
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&m->mu);
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
     s->namespaces = m->nns;
     s->skipped = m->skipped;
     s->deleted = m->base_deleted;

@@ -186,10 +186,12 @@ static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len,
 
 static void set_aside(cairn_mem *m)
 {
-    /* A writer removes the file, so that the next open rebuilds it from
-     * the log instead of tripping on it again. */
-    if (!m->db->read_only)
-        (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->mx.name, NULL);
+    /* Removed, so that the next open rebuilds from the log instead of
+     * tripping on it again; by a reader too (the reads of a store never
+     * wait for a writer to come and do it). Index files are never changed
+     * in place, so the damage is real; a reader that has it mapped keeps
+     * its pages. */
+    (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->mx.name, NULL);
 }
 
 int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
@@ -200,8 +202,7 @@ int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
     m->damaged = 1;
     return cairn__mem_fail(m, CAIRN_ECORRUPT, "memory index file %s is damaged (%s: %s): %s; "
                            "reopen the store to rebuild it from the log", m->mx.name, what,
-                           cairn_strerror(rc),
-                           m->db->read_only ? "the next writer removes it" : "it was removed");
+                           cairn_strerror(rc), "it was removed");
 }
 
 ment *cairn__mem_base(cairn_mem *m, size_t i)
@@ -629,6 +630,48 @@ static int fold_gap(cairn_mem *m, uint64_t seq)
     int rc = seq > m->folded + 1 ? replay_range(m, m->folded + 1, seq - 1) : CAIRN_OK;
     if (rc != CAIRN_OK)
         m->stale = 1;
+    return rc;
+}
+
+int cairn__mem_catch_up(cairn_mem *m)
+{
+    uint64_t last;
+    int rc = cairn__db_refresh(m->db);
+
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    last = cairn__handed_seq(m->db);
+    if (last <= m->folded)
+        return CAIRN_OK;
+    rc = replay_range(m, m->folded + 1, last);
+    if (rc == CAIRN_OK)
+        rc = cairn__mem_index_settle(m);
+    if (rc != CAIRN_OK)
+        m->stale = 1;
+    return rc;
+}
+
+int cairn__mem_turn_begin(cairn_mem *m)
+{
+    int rc;
+
+    /* Readers of this handle go on while another process holds the lock. */
+    pthread_mutex_unlock(&m->mu);
+    rc = cairn__turn_begin(m->db);
+    pthread_mutex_lock(&m->mu);
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    rc = cairn__mem_catch_up(m);
+    if (rc != CAIRN_OK)
+        (void)cairn__turn_end(m->db);
+    return rc;
+}
+
+int cairn__mem_turn_end(cairn_mem *m, int rc)
+{
+    int erc = cairn__turn_end(m->db);
+    if (rc == CAIRN_OK && erc != CAIRN_OK)
+        rc = cairn__mem_fail(m, erc, "%s", cairn_errmsg(m->db));
     return rc;
 }
 
@@ -1195,7 +1238,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     uint64_t seq = 0, pruned = 0, kept = 0;
     int64_t now = cairn__mem_wall_ms();
     float *vec = NULL;
-    int rc, dup = 0;
+    int rc, dup = 0, turn = 0;
 
     if (o == NULL)
         o = &def;
@@ -1227,6 +1270,11 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
             pthread_mutex_lock(&m->mu);
         }
     }
+    /* The duplicate check and the write see the log as it is: nothing of
+     * another process comes between them. */
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        goto out;
+    turn = 1;
     len = d.content ? strlen(d.content) : 0;
     if (len == 0 || len > MEM_CONTENT_MAX) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "content must be 1 byte..1 MiB");
@@ -1310,6 +1358,8 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     if (rc == CAIRN_OK && (out != NULL || hooks.after_store != NULL || m->nlisteners > 0))
         rc = copy_new(m, x, &copy);
 out:
+    if (turn)
+        rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     free(vec);
     if (copy != NULL) {
@@ -1402,6 +1452,10 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
     *out = NULL;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
         rc = not_found(m, id);
@@ -1419,6 +1473,10 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
 
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || u == NULL) {
         rc = x == NULL ? not_found(m, id)
@@ -1462,6 +1520,7 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
     }
     rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
 out:
+    rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -1474,6 +1533,10 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
 
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
         rc = not_found(m, id);
@@ -1485,6 +1548,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
         r.reason = reason;
         rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
     }
+    rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -1502,8 +1566,9 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
     r.clear_ns = ns;
     if (ns != NULL && strlen(ns) > CAIRN_NS_MAX)
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "namespace longer than %d bytes", CAIRN_NS_MAX);
-    else if (ns == NULL || (rc = check_text(m, "namespace", ns, strlen(ns))) == CAIRN_OK)
-        rc = cairn__mem_write_rec(m, "", &r, NULL);
+    else if ((ns == NULL || (rc = check_text(m, "namespace", ns, strlen(ns))) == CAIRN_OK) &&
+             (rc = cairn__mem_turn_begin(m)) == CAIRN_OK)
+        rc = cairn__mem_turn_end(m, cairn__mem_write_rec(m, "", &r, NULL));
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -1692,15 +1757,10 @@ static int reload(cairn_mem *m)
 
 /* Write the file; then read it back in place of the RAM state, unless the
  * handle is closing. */
+static int checkpoint_turn(cairn_mem *m, int closing);
+
 static int checkpoint_locked(cairn_mem *m, int closing)
 {
-    cairn__err e;
-    mx_in in;
-    live_rows rows = {NULL, NULL};
-    mx_ns_in *ns = NULL;
-    cairn__vecset **vsrc = NULL;
-    size_t nrows = 0, total;
-    uint64_t dead = 0;
     int rc;
 
     if (m->db->read_only)
@@ -1711,14 +1771,28 @@ static int checkpoint_locked(cairn_mem *m, int closing)
         return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
                                "error it returned then): reopen the store before writing the "
                                "memory index");
+    /* In a turn: the file is written under the lock, and covers the log as
+     * it is (every record of every process, folded by the catch-up). */
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        return rc;
+    rc = checkpoint_turn(m, closing);
+    return cairn__mem_turn_end(m, rc);
+}
+
+static int checkpoint_turn(cairn_mem *m, int closing)
+{
+    cairn__err e;
+    mx_in in;
+    live_rows rows = {NULL, NULL};
+    mx_ns_in *ns = NULL;
+    cairn__vecset **vsrc = NULL;
+    size_t nrows = 0, total;
+    uint64_t dead = 0;
+    int rc;
+
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    /* Records another handle of this process appended: fold them in. */
-    if ((rc = replay(m, m->folded + 1)) != CAIRN_OK)
-        return rc;
-    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
-        return rc;
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         return rc;
     total = cairn__mem_total(m);

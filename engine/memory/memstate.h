@@ -122,6 +122,18 @@ struct cairn_mem {
 
 int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Fold what other processes (and other handles) appended since this
+ * handle last looked: before every read (mu held). */
+int cairn__mem_catch_up(cairn_mem *m);
+/* A commit that reads the state and writes records (mu held): begin takes
+ * the store's writer lock, releasing mu while it waits, then catches up,
+ * so that nothing of another process comes between the checks and the
+ * write; end writes the records to the file and lets the lock go, and
+ * returns rc (or the error of that write if rc is CAIRN_OK). A read-only
+ * handle gets CAIRN_EPERM from begin. */
+int cairn__mem_turn_begin(cairn_mem *m);
+int cairn__mem_turn_end(cairn_mem *m, int rc);
+
 /* Wait until every stored text is in its namespace's index (the indexing
  * thread is idle): before anything reads or changes an index (mu held).
  * A text the thread failed to add (no memory) makes the handle stale and

@@ -363,7 +363,7 @@ int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **
     uint64_t rows = 0;
     int64_t now = cairn__mem_wall_ms();
     double t;
-    int rc = CAIRN_OK;
+    int rc = CAIRN_OK, turn = 0;
 
     if (pairs != NULL)
         *pairs = NULL;
@@ -379,6 +379,11 @@ int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **
                              "and 1");
         goto done;
     }
+    /* A dry run only reads; a merge decides on the log as it is. */
+    rc = o->dry_run ? cairn__mem_catch_up(m) : cairn__mem_turn_begin(m);
+    if (rc != CAIRN_OK)
+        goto done;
+    turn = !o->dry_run;
     if (m->vdim == 0) {
         rc = cairn__mem_fail(m, CAIRN_EUNAVAIL, "merge needs vectors, and the store has none "
                              "(store memories with an embedder)");
@@ -397,6 +402,8 @@ int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **
     if (rc == CAIRN_OK && !o->dry_run && n > 0)
         rc = apply(m, out, n, now);
 done:
+    if (turn)
+        rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     if (rc == CAIRN_OK) {
         if (merged != NULL)

@@ -320,6 +320,8 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     n_ns = o->ns ? o->n_ns : 1;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
+        goto out;
     if (o->min_importance < 0 || o->min_importance > 1 || k > 100000) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, o->min_importance < 0 || o->min_importance > 1
                                        ? "minImportance must be between 0 and 1"

@@ -201,14 +201,15 @@ int cairn_causal_add_batch(cairn_reflex *r, const cairn_causal_op *ops, size_t n
     r->err[0] = 0;
     if (keys == NULL || c == NULL)
         rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");
-    if (rc == CAIRN_OK)
-        rc = cairn__rx_catch_up(r);
-    for (size_t i = 0; i < n && rc == CAIRN_OK; i++) {
-        rc = check_op(r, &ops[i], i, keys, ops);
-        op_change(&ops[i], &c[i]);
+    if (rc == CAIRN_OK && (rc = cairn__rx_turn_begin(r)) == CAIRN_OK) {
+        for (size_t i = 0; i < n && rc == CAIRN_OK; i++) {
+            rc = check_op(r, &ops[i], i, keys, ops);
+            op_change(&ops[i], &c[i]);
+        }
+        if (rc == CAIRN_OK)
+            rc = cairn__rx_commit(r, c, n);
+        rc = cairn__rx_turn_end(r, rc);
     }
-    if (rc == CAIRN_OK)
-        rc = cairn__rx_commit(r, c, n);
     pthread_mutex_unlock(&r->mu);
     free(keys);
     free(c);
@@ -221,13 +222,15 @@ static int add_one(cairn_reflex *r, const cairn_causal_op *op, uint64_t *key, rc
 {
     int rc;
     r->err[0] = 0;
-    rc = cairn__rx_catch_up(r);
-    if (rc == CAIRN_OK)
-        rc = check_op(r, op, 0, key, op);
+    rc = cairn__rx_turn_begin(r);
+    if (rc != CAIRN_OK)
+        return rc;
+    rc = check_op(r, op, 0, key, op);
     if (rc == CAIRN_OK) {
         op_change(op, c);
-        return cairn__rx_commit(r, c, 1);
+        return cairn__rx_turn_end(r, cairn__rx_commit(r, c, 1));
     }
+    rc = cairn__rx_turn_end(r, rc);
     if (strncmp(r->err, "op 0: ", 6) == 0)
         memmove(r->err, r->err + 6, strlen(r->err + 6) + 1);
     return rc;

@@ -328,7 +328,7 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
     char *text = NULL;
     cairn__err e;
     rchange c;
-    int rc;
+    int rc, turn = 0;
 
     if (json_out != NULL)
         *json_out = NULL;
@@ -345,8 +345,9 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
     }
     if ((rc = normalise(r, o, cairn__now_ms())) != CAIRN_OK)
         goto out;
-    if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK)
+    if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK)
         goto out;
+    turn = 1;
     const char *id = cJSON_GetObjectItemCaseSensitive(o, "id")->valuestring;
     uint32_t name = cairn__rx_name(r, id, strlen(id), 0);
     if (!force && name != R_NONE && r->epi_by_name[name] != 0) {
@@ -373,6 +374,8 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
         text = NULL;
     }
 out:
+    if (turn)
+        rc = cairn__rx_turn_end(r, rc);
     pthread_mutex_unlock(&r->mu);
     free(text);
     cJSON_Delete(o);

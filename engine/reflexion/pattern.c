@@ -98,11 +98,11 @@ int cairn_pattern_add(cairn_reflex *r, const cairn_pattern_spec *spec, cairn_pat
         rc = check_field(r, "episode", spec->episode, 0);
     if (rc == CAIRN_OK && !(spec->success_rate >= 0 && spec->success_rate <= 1))
         rc = cairn__rx_fail(r, CAIRN_EINVAL, "success rate must be between 0 and 1");
-    if (rc == CAIRN_OK) {
+    if (rc == CAIRN_OK && (rc = cairn__rx_turn_begin(r)) == CAIRN_OK) {
         memset(&c, 0, sizeof c);
         c.rec = CAIRN_REC_PATTERN;
         c.pat = *spec;
-        rc = cairn__rx_commit(r, &c, 1);
+        rc = cairn__rx_turn_end(r, cairn__rx_commit(r, &c, 1));
     }
     if (rc == CAIRN_OK && out != NULL) {
         size_t i = r->n_pat;

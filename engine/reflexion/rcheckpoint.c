@@ -206,7 +206,21 @@ static int cmp_edge(const void *a, const void *b)
     return x->type < y->type ? -1 : x->type > y->type;
 }
 
+static int checkpoint_turn(cairn_reflex *r, int closing);
+
+/* The graph file is written in a turn: under the lock, and over the log
+ * as it is. */
 static int checkpoint_locked(cairn_reflex *r, int closing)
+{
+    int rc;
+    if (r->db->read_only)
+        return cairn__rx_fail(r, CAIRN_EPERM, "a read-only handle cannot write the graph file");
+    if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK)
+        return rc;
+    return cairn__rx_turn_end(r, checkpoint_turn(r, closing));
+}
+
+static int checkpoint_turn(cairn_reflex *r, int closing)
 {
     cairn__err e;
     gi_in in;

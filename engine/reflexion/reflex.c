@@ -1023,12 +1023,38 @@ static int replay(cairn_reflex *r, uint64_t from, uint64_t to)
 
 int cairn__rx_catch_up(cairn_reflex *r)
 {
-    /* A writer knows its own last number: nothing past what is folded, no
-     * iterator (opening one flushes the log's write buffer, a pwrite per
-     * call). A read-only handle must look: other processes append. */
-    if (!r->db->read_only && cairn__last_seq(r->db) <= r->folded)
+    /* Other processes append: look (no read when nothing changed), and
+     * fold only when the log is past what is folded. */
+    int rc = cairn__db_refresh(r->db);
+    if (rc != CAIRN_OK)
+        return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
+    if (cairn__handed_seq(r->db) <= r->folded)
         return CAIRN_OK;
     return replay(r, r->folded + 1, UINT64_MAX);
+}
+
+int cairn__rx_turn_begin(cairn_reflex *r)
+{
+    int rc;
+
+    /* Readers of this handle go on while another process holds the lock. */
+    pthread_mutex_unlock(&r->mu);
+    rc = cairn__turn_begin(r->db);
+    pthread_mutex_lock(&r->mu);
+    if (rc != CAIRN_OK)
+        return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
+    rc = cairn__rx_catch_up(r);
+    if (rc != CAIRN_OK)
+        (void)cairn__turn_end(r->db);
+    return rc;
+}
+
+int cairn__rx_turn_end(cairn_reflex *r, int rc)
+{
+    int erc = cairn__turn_end(r->db);
+    if (rc == CAIRN_OK && erc != CAIRN_OK)
+        rc = cairn__rx_fail(r, erc, "%s", cairn_errmsg(r->db));
+    return rc;
 }
 
 /* Record i of a commit of n: "batch":[i,n] as the last member of j's

@@ -199,6 +199,13 @@ int cairn__rx_apply_record(cairn_reflex *r, const cairn_record *rec);
 
 /* Fold what the log holds past r->folded. */
 int cairn__rx_catch_up(cairn_reflex *r);
+/* A change that reads the state and commits (mu held): begin takes the
+ * store's writer lock (mu released while it waits) and catches up, so
+ * nothing of another process comes between the checks and the commit; end
+ * writes the records and lets the lock go, returning rc (or that write's
+ * error). A read-only handle gets CAIRN_EPERM from begin. */
+int cairn__rx_turn_begin(cairn_reflex *r);
+int cairn__rx_turn_end(cairn_reflex *r, int rc);
 
 /* Append the n changes' records (one commit) and apply them. A record
  * appended but not applied marks the handle stale. */

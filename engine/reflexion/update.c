@@ -301,7 +301,7 @@ int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
     cJSON **eps = NULL, *ids = NULL;
     const char **names = NULL;
     size_t *lens = NULL, ne = 0;
-    int rc;
+    int rc, turn = 0;
 
     if (o == NULL)
         o = &def;
@@ -309,7 +309,9 @@ int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
     memset(&p, 0, sizeof p);
     pthread_mutex_lock(&r->mu);
     r->err[0] = 0;
-    rc = cairn__rx_catch_up(r);
+    /* A dry run only reads; an update plans on the log as it is. */
+    rc = o->dry_run ? cairn__rx_catch_up(r) : cairn__rx_turn_begin(r);
+    turn = rc == CAIRN_OK && !o->dry_run;
     if (rc == CAIRN_OK && ((eps = calloc(r->n_epi + 1, sizeof *eps)) == NULL ||
                            (names = calloc(r->n_epi + 1, sizeof *names)) == NULL ||
                            (lens = calloc(r->n_epi + 1, sizeof *lens)) == NULL))
@@ -354,6 +356,8 @@ int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
         out->edges_added = p.edges_added;
         out->patterns_added = p.patterns_added;
     }
+    if (turn)
+        rc = cairn__rx_turn_end(r, rc);
     pthread_mutex_unlock(&r->mu);
     for (size_t i = 0; i < ne; i++)
         cJSON_Delete(eps[i]);
@@ -380,7 +384,7 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
     const cJSON *nodes, *edges, *pats;
     cairn__err e;
     plan p;
-    int rc = CAIRN_OK;
+    int rc = CAIRN_OK, turn = 0;
 
     memset(out, 0, sizeof *out);
     memset(&p, 0, sizeof p);
@@ -405,7 +409,10 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
         rc = cairn__rx_fail(r, CAIRN_EINVAL, "causal graph: nodes, edges and patterns must be arrays");
         goto out;
     }
-    if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK || ids == NULL)
+    if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK)
+        goto out;
+    turn = 1;
+    if (ids == NULL)
         goto out;
     cJSON_ArrayForEach(x, nodes) {
         const cJSON *eps = cJSON_GetObjectItemCaseSensitive(x, "episodes");
@@ -493,6 +500,8 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
     else if (p.n > 0)
         rc = cairn__rx_commit(r, p.c, p.n);
 out:
+    if (turn)
+        rc = cairn__rx_turn_end(r, rc);
     pthread_mutex_unlock(&r->mu);
     cJSON_Delete(g);
     cJSON_Delete(ids);

@@ -1,0 +1,374 @@
+/*
+ * test_procs.c - many processes on one store, through the memory engine.
+ *
+ *  - 20 processes store a memory each at the same moment, each with its own
+ *    handle: every store succeeds (writers wait for their turn), and every
+ *    memory is found afterwards, by a handle that was open all along (it
+ *    catches up at its next call) and by a fresh one.
+ *  - A reader process recalls while 4 writer processes store: it never sees
+ *    the number of memories go down, never loses a memory it saw, and in
+ *    the end sees them all.
+ *  - Writer processes killed with SIGKILL at random moments, in the middle
+ *    of their turns or between them: the next writer gets the lock, and no
+ *    memory whose store was acknowledged (sent to the parent after
+ *    cairn_mem_store returned) is missing.
+ *
+ * Children are forked before this process starts any thread, report
+ * through pipes, never call cmocka and leave with _exit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "testutil.h"
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+static int wait_child(pid_t pid, long timeout_ms)
+{
+    long long until = now_ms() + timeout_ms;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (now_ms() > until) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        sleep_ms(2);
+    }
+}
+
+/* A writer or reader handle; background threads off (children fork). */
+static int open_db(const char *dir, int read_only, cairn_durability dur, cairn_db **db,
+                   cairn_mem **mem)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    int rc;
+    o.create = !read_only;
+    o.read_only = read_only;
+    o.background = 0;
+    o.durability = dur;
+    o.busy_timeout_ms = 20000; /* a loaded CI machine: turns may queue */
+    *mem = NULL;
+    rc = cairn_open(db, dir, &o, NULL, 0);
+    if (rc == CAIRN_OK && (rc = cairn_mem_open(*db, NULL, mem)) != CAIRN_OK) {
+        cairn_close(*db);
+        *db = NULL;
+    }
+    return rc;
+}
+
+static void close_db(cairn_db *db, cairn_mem *mem)
+{
+    cairn_mem_close(mem);
+    cairn_close(db);
+}
+
+static int setup(void **state)
+{
+    *state = tu_mkdtemp("procs");
+    return *state != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    tu_rmrf(*state);
+    free(*state);
+    return 0;
+}
+
+static int has(cairn_mem *mem, const char *id)
+{
+    cairn_memory *g = NULL;
+    int rc = cairn_mem_get(mem, id, &g);
+    cairn_mem_free(g);
+    return rc == CAIRN_OK;
+}
+
+typedef struct stored {
+    int rc;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    char err[160];
+} stored;
+
+static void test_twenty_processes_store_at_once_and_all_are_found(void **state)
+{
+    char *dir = *state;
+    enum { N = 20 };
+    pid_t pids[N];
+    int fds[N][2];
+    stored got[N];
+    cairn_db *db;
+    cairn_mem *mem;
+    cairn_mem_stats ms;
+
+    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_BATCH, &db, &mem), CAIRN_OK);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(pipe(fds[i]), 0);
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            cairn_db *cdb;
+            cairn_mem *cm;
+            cairn_memory *out = NULL;
+            stored s;
+            char text[80];
+            memset(&s, 0, sizeof s);
+            snprintf(text, sizeof text, "process %d remembers the deploy window", i);
+            s.rc = open_db(dir, 0, CAIRN_DURABILITY_BATCH, &cdb, &cm);
+            if (s.rc == CAIRN_OK) {
+                s.rc = cairn_mem_store(cm, text, NULL, &out, NULL);
+                if (s.rc == CAIRN_OK)
+                    snprintf(s.id, sizeof s.id, "%s", out->id);
+                else
+                    snprintf(s.err, sizeof s.err, "%s", cairn_mem_errmsg(cm));
+                cairn_mem_free(out);
+                close_db(cdb, cm);
+            }
+            if (write(fds[i][1], &s, sizeof s) != (ssize_t)sizeof s)
+                _exit(2);
+            _exit(0);
+        }
+        close(fds[i][1]);
+    }
+    for (int i = 0; i < N; i++) {
+        ssize_t n = read(fds[i][0], &got[i], sizeof got[i]);
+        close(fds[i][0]);
+        assert_int_equal(wait_child(pids[i], 60000), 0);
+        assert_int_equal(n, (ssize_t)sizeof got[i]);
+        if (got[i].rc != CAIRN_OK)
+            fail_msg("process %d: %s: %s", i, cairn_strerror(got[i].rc), got[i].err);
+    }
+    /* The handle open all along sees them at its next call. */
+    for (int i = 0; i < N; i++)
+        if (!has(mem, got[i].id))
+            fail_msg("memory %s of process %d is not found by the open handle", got[i].id, i);
+    assert_int_equal(cairn_mem_stats_get(mem, &ms), CAIRN_OK);
+    assert_int_equal(ms.total, N);
+    close_db(db, mem);
+    assert_int_equal(open_db(dir, 1, CAIRN_DURABILITY_STORED, &db, &mem), CAIRN_OK);
+    for (int i = 0; i < N; i++)
+        assert_true(has(mem, got[i].id));
+    close_db(db, mem);
+}
+
+/* The reader: recall everything again and again; what it saw must stay.
+ * Reports (scans, final count) or a failure. */
+static void reader_main(const char *dir, long long want, int rep)
+{
+    cairn_db *db;
+    cairn_mem *mem;
+    long long scans = 0, last = 0, until = now_ms() + 60000;
+    char **seen = NULL;
+    size_t nseen = 0;
+    long long res[3] = {0, 0, 0};
+
+    if (open_db(dir, 1, CAIRN_DURABILITY_STORED, &db, &mem) != CAIRN_OK)
+        _exit(3);
+    while (now_ms() < until) {
+        cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+        cairn_recall_hit *h = NULL;
+        size_t n = 0;
+        cairn_mem_stats ms;
+        ro.k = 1000;
+        if (cairn_mem_recall(mem, "ledger entry", &ro, &h, &n) != CAIRN_OK ||
+            cairn_mem_stats_get(mem, &ms) != CAIRN_OK)
+            _exit(4);
+        scans++;
+        if ((long long)ms.total < last) {
+            res[0] = -1;
+            res[1] = last;
+            res[2] = (long long)ms.total;
+            break;
+        }
+        last = (long long)ms.total;
+        for (size_t i = 0; i < n; i++) {
+            size_t j;
+            for (j = 0; j < nseen && strcmp(seen[j], h[i].mem.id) != 0; j++)
+                ;
+            if (j == nseen) {
+                seen = realloc(seen, (nseen + 1) * sizeof *seen);
+                seen[nseen++] = strdup(h[i].mem.id);
+            }
+        }
+        cairn_recall_free(h, n);
+        for (size_t j = 0; j < nseen; j++)
+            if (!has(mem, seen[j])) {
+                res[0] = -2;
+                break;
+            }
+        if (res[0] < 0 || (last >= want && (long long)nseen >= want))
+            break;
+    }
+    if (res[0] == 0) {
+        res[0] = scans;
+        res[1] = last;
+        res[2] = (long long)nseen;
+    }
+    close_db(db, mem);
+    if (write(rep, res, sizeof res) != (ssize_t)sizeof res)
+        _exit(2);
+    _exit(0);
+}
+
+static void test_a_reader_process_never_sees_a_memory_disappear_while_writers_store(
+    void **state)
+{
+    char *dir = *state;
+    enum { W = 4, EACH = 40 };
+    pid_t wp[W], rp;
+    int r[2];
+    long long res[3];
+    cairn_db *db;
+    cairn_mem *mem;
+
+    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &db, &mem), CAIRN_OK);
+    close_db(db, mem);
+    assert_int_equal(pipe(r), 0);
+    rp = fork();
+    assert_true(rp >= 0);
+    if (rp == 0) {
+        close(r[0]);
+        reader_main(dir, W * EACH, r[1]);
+    }
+    close(r[1]);
+    for (int w = 0; w < W; w++) {
+        wp[w] = fork();
+        assert_true(wp[w] >= 0);
+        if (wp[w] == 0) {
+            cairn_db *cdb;
+            cairn_mem *cm;
+            if (open_db(dir, 0, CAIRN_DURABILITY_NONE, &cdb, &cm) != CAIRN_OK)
+                _exit(3);
+            for (int i = 0; i < EACH; i++) {
+                char text[80];
+                snprintf(text, sizeof text, "ledger entry %d of writer %d", i, w);
+                if (cairn_mem_store(cm, text, NULL, NULL, NULL) != CAIRN_OK)
+                    _exit(4);
+            }
+            close_db(cdb, cm);
+            _exit(0);
+        }
+    }
+    for (int w = 0; w < W; w++)
+        assert_int_equal(wait_child(wp[w], 60000), 0);
+    assert_int_equal(read(r[0], res, sizeof res), (ssize_t)sizeof res);
+    close(r[0]);
+    assert_int_equal(wait_child(rp, 60000), 0);
+    if (res[0] == -1)
+        fail_msg("the reader saw %lld memories, then %lld", res[1], res[2]);
+    if (res[0] == -2)
+        fail_msg("a memory the reader had recalled was no longer there");
+    assert_int_equal(res[1], W * EACH);
+    assert_int_equal(res[2], W * EACH);
+}
+
+/* Writers storing in a loop, each acknowledged store sent to the parent;
+ * killed at random moments, several times. */
+static void test_writers_killed_in_their_turns_lose_no_acknowledged_memory(void **state)
+{
+    char *dir = *state;
+    enum { ROUNDS = 6, W = 3, MAXACK = 4000 };
+    static char acked[MAXACK][CAIRN_MEM_ID_MAX + 1];
+    size_t nacked = 0;
+    cairn_db *db;
+    cairn_mem *mem;
+
+    srand(12345);
+    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_FULL, &db, &mem), CAIRN_OK);
+    close_db(db, mem);
+    for (int round = 0; round < ROUNDS; round++) {
+        pid_t wp[W];
+        int fds[W][2];
+        for (int w = 0; w < W; w++) {
+            assert_int_equal(pipe(fds[w]), 0);
+            wp[w] = fork();
+            assert_true(wp[w] >= 0);
+            if (wp[w] == 0) {
+                cairn_db *cdb;
+                cairn_mem *cm;
+                close(fds[w][0]);
+                if (open_db(dir, 0, CAIRN_DURABILITY_FULL, &cdb, &cm) != CAIRN_OK)
+                    _exit(3);
+                for (int i = 0;; i++) {
+                    char text[96];
+                    cairn_memory *out = NULL;
+                    char id[CAIRN_MEM_ID_MAX + 1];
+                    snprintf(text, sizeof text, "round %d writer %d note %d", round, w, i);
+                    if (cairn_mem_store(cm, text, NULL, &out, NULL) != CAIRN_OK)
+                        _exit(4);
+                    memset(id, 0, sizeof id);
+                    snprintf(id, sizeof id, "%s", out->id);
+                    cairn_mem_free(out);
+                    if (write(fds[w][1], id, sizeof id) != (ssize_t)sizeof id)
+                        _exit(5);
+                }
+            }
+            close(fds[w][1]);
+        }
+        sleep_ms(50 + rand() % 150);
+        for (int w = 0; w < W; w++) {
+            kill(wp[w], SIGKILL);
+            assert_int_equal(wait_child(wp[w], 10000), -1); /* killed, not failed */
+        }
+        for (int w = 0; w < W; w++) {
+            char id[CAIRN_MEM_ID_MAX + 1];
+            while (read(fds[w][0], id, sizeof id) == (ssize_t)sizeof id)
+                if (nacked < MAXACK)
+                    memcpy(acked[nacked++], id, sizeof id);
+            close(fds[w][0]);
+        }
+        /* The next writer gets in at once, and every acknowledged memory
+         * is there. */
+        assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_FULL, &db, &mem), CAIRN_OK);
+        for (size_t i = 0; i < nacked; i++)
+            if (!has(mem, acked[i]))
+                fail_msg("round %d: acknowledged memory %s is missing", round, acked[i]);
+        close_db(db, mem);
+    }
+    assert_true(nacked > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_twenty_processes_store_at_once_and_all_are_found,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_reader_process_never_sees_a_memory_disappear_while_writers_store, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_writers_killed_in_their_turns_lose_no_acknowledged_memory, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("procs", tests, NULL, NULL);
+}
