@@ -531,12 +531,19 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
             m->skipped++;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_ACCESS:
+        /* One recall's hits (one access each), or a fold of the side file
+         * ACCESS (counts and last times; access.c). */
         for (size_t i = 0; i < r->n_ids; i++)
             if ((x = cairn__mem_find_id(m, r->ids[i])) != NULL) {
-                if (r->accessed_at > x->accessed)
-                    x->accessed = r->accessed_at;
-                x->access_count++;
+                int64_t at = r->counts ? r->lasts[i] : r->accessed_at;
+                if (at > x->accessed)
+                    x->accessed = at;
+                x->access_count += r->counts ? r->counts[i] : 1;
             }
+        if (r->counts != NULL) {
+            m->acc_fold_file = r->acc_file;
+            m->acc_fold_upto = r->acc_upto;
+        }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
         return apply_clear(m, r->clear_ns);
@@ -877,18 +884,22 @@ void cairn_mem_close(cairn_mem *m)
     if (m == NULL)
         return;
     /* Best effort: the log has everything; a failure only makes the next
-     * open replay more. */
-    if (m->opened && !m->db->read_only &&
-        (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)) {
+     * open replay more. Access statistics pending in ACCESS past
+     * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
+    if (m->opened && !m->db->read_only) {
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        (void)checkpoint_locked(m, 1);
+        if (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)
+            (void)checkpoint_locked(m, 1);
+        else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
+            (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
         pthread_mutex_unlock(&m->mu);
         cairn__deferred_end(was);
     }
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
+    cairn__access_free(m);
     free_state(m);
     free(m->ns);
     free(m->e);
@@ -908,6 +919,15 @@ uint64_t cairn_mem_skipped(const cairn_mem *m)
 uint64_t cairn_mem_unfinished(const cairn_mem *m)
 {
     return m->unfinished;
+}
+
+uint64_t cairn_mem_access_unrecorded(cairn_mem *m)
+{
+    uint64_t n;
+    pthread_mutex_lock(&m->mu);
+    n = cairn__access_unrecorded(m);
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 const char *cairn_mem_index_note(const cairn_mem *m)
@@ -932,8 +952,8 @@ int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c)
     c->metadata = x->metadata ? dup_str(x->metadata, strlen(x->metadata)) : dup_str("{}", 2);
     c->importance = x->importance;
     c->created_at = x->created;
-    c->accessed_at = x->accessed;
-    c->access_count = x->access_count;
+    c->accessed_at = cairn__access_last(m, x); /* with what ACCESS holds unfolded */
+    c->access_count = cairn__access_count(m, x);
     c->expires_at = x->expires;
     c->seq = x->seq;
     if (c->ns == NULL || c->content == NULL || c->category == NULL || c->metadata == NULL) {
@@ -1275,6 +1295,9 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
         goto out;
     turn = 1;
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     len = d.content ? strlen(d.content) : 0;
     if (len == 0 || len > MEM_CONTENT_MAX) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "content must be 1 byte..1 MiB");
@@ -1456,6 +1479,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    cairn__access_refresh(m); /* its access statistics as ACCESS has them now */
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
         rc = not_found(m, id);
@@ -1477,6 +1501,9 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || u == NULL) {
         rc = x == NULL ? not_found(m, id)
@@ -1537,6 +1564,9 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
         rc = not_found(m, id);
@@ -1548,6 +1578,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
         r.reason = reason;
         rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
     }
+out:
     rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -1575,7 +1606,7 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
 
 double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now)
 {
-    double days = (double)(now - x->accessed) / DAY_MS;
+    double days = (double)(now - cairn__access_last(m, x)) / DAY_MS;
     return x->importance * pow(0.5, (days > 0 ? days : 0) / m->half_life);
 }
 
@@ -1790,6 +1821,9 @@ static int checkpoint_turn(cairn_mem *m, int closing)
     uint64_t dead = 0;
     int rc;
 
+    /* The file holds folded statistics: fold what ACCESS holds first. */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        return rc;
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
