@@ -22,7 +22,8 @@
  *             counts all its memories as failures. Afterwards the store is
  *             opened read-only and its live memories counted (`found`).
  *   recall    a store of --recall-n (10,000) of the same texts; a read-only
- *             handle in this process recalls (k 10, lexical: no embedder)
+ *             handle in this process recalls (k 10, lexical: no embedder;
+ *             each recall records its accesses in the side file ACCESS)
  *             --queries (1,000) queries of 1-3 words, cycled, for
  *             --phase-seconds (3) per phase, every call timed; phases
  *             alternate idle / loaded, --rounds (2) of each. Loaded: another
@@ -671,7 +672,7 @@ static void recall_bench(const char *dir, size_t n, double phase_secs, int round
     char err[CAIRN_ERRMSG_MAX];
     lat idle = {0}, load = {0};
     dataset d;
-    uint64_t appended = 0, app_failed = 0;
+    uint64_t appended = 0, app_failed = 0, unrecorded;
     double app_secs = 0, load1[1] = {0};
     int app_first_rc = 0;
     char app_first_err[CAIRN_ERRMSG_MAX + 32] = "";
@@ -748,6 +749,7 @@ static void recall_bench(const char *dir, size_t n, double phase_secs, int round
         app_failed += ao->failed;
         munmap(ao, sizeof *ao);
     }
+    unrecorded = cairn_mem_access_unrecorded(mem);
     cairn_mem_close(mem);
     cairn_close(db);
     free(d.buf);
@@ -764,10 +766,11 @@ static void recall_bench(const char *dir, size_t n, double phase_secs, int round
                "\"idle_p99_ms\":%.4f,\"load_recalls\":%zu,\"load_p50_ms\":%.4f,"
                "\"load_p99_ms\":%.4f,\"p50_ratio\":%.3f,\"p99_ratio\":%.3f,"
                "\"append_rate_target\":%.0f,\"append_rate\":%.0f,\"appended\":%" PRIu64
-               ",\"append_failures\":%" PRIu64 ",\"load1\":%.2f,\"seed\":%" PRIu64 "}\n",
+               ",\"append_failures\":%" PRIu64 ",\"access_unrecorded\":%" PRIu64
+               ",\"load1\":%.2f,\"seed\":%" PRIu64 "}\n",
                n, n_queries, rounds, phase_secs, idle.n, ip50 * 1e3, ip99 * 1e3, load.n,
                lp50 * 1e3, lp99 * 1e3, lp50 / ip50, lp99 / ip99, rate, arate, appended,
-               app_failed, load1[0], bench_seed);
+               app_failed, unrecorded, load1[0], bench_seed);
         fprintf(stderr, "recall, %zu memories, read-only handle, k 10, %zu queries; %d x %.1f s "
                 "idle / loaded:\n", n, n_queries, rounds, phase_secs);
         fprintf(stderr, "  idle    %8zu recalls  p50 %.3f ms  p99 %.3f ms\n", idle.n,
@@ -775,6 +778,9 @@ static void recall_bench(const char *dir, size_t n, double phase_secs, int round
         fprintf(stderr, "  loaded  %8zu recalls  p50 %.3f ms  p99 %.3f ms   (another process "
                 "appending %.0f rec/s, target %.0f; %" PRIu64 " failures)\n", load.n,
                 lp50 * 1e3, lp99 * 1e3, arate, rate, app_failed);
+        if (unrecorded)
+            fprintf(stderr, "  %" PRIu64 " recalls' accesses were not recorded "
+                    "(cairn_mem_access_unrecorded)\n", unrecorded);
         if (app_failed)
             fprintf(stderr, "  appender's first failure: %s (%s)\n", cairn_strerror(app_first_rc),
                     app_first_err);
