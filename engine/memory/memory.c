@@ -34,6 +34,7 @@
 #include "alloc.h"
 #include "io.h"
 #include "status.h"
+#include "seqfile.h"
 #include "store.h"
 #include "utf8.h"
 
@@ -340,6 +341,16 @@ static int add_vector(cairn_mem *m, nspace *p, uint64_t seq, const memrec *r)
     return cairn__vecset_add(p->vec, seq, m->vtmp);
 }
 
+/* Add x's text to its namespace's index: on the indexing thread if there
+ * is one, else now. */
+static int index_text(cairn_mem *m, const ment *x)
+{
+    cairn__ramidx *idx = m->ns[x->nsi].idx;
+    return m->ix != NULL ? cairn__indexer_add(m->ix, idx, x->seq, x->content, x->content_len)
+                         : cairn__ramidx_add(idx, x->seq, (const uint8_t *)x->content,
+                                             x->content_len);
+}
+
 static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq, int64_t ts,
                        const memrec *r)
 {
@@ -388,10 +399,14 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     x->owns = OWN_CONTENT | OWN_CATEGORY | OWN_METADATA;
     x->content_hash = hash_content(x->nsi, x->content, x->content_len);
     rc = r->embedder != NULL ? add_vector(m, &m->ns[nsi], seq, r) : CAIRN_OK;
-    if (rc == CAIRN_OK)
-        rc = m->ix != NULL ? cairn__indexer_add(m->ix, m->ns[nsi].idx, seq, x->content, x->content_len)
-                           : cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content,
-                                               x->content_len);
+    if (rc == CAIRN_OK && (m->lazy_mode || m->n_lazy > 0)) {
+        /* After the deferred ones, in seq order (the index takes no other). */
+        rc = cairn__grow(NULL, (void **)&m->lazy, &m->lazy_cap, m->n_lazy + 1, sizeof *m->lazy);
+        if (rc == CAIRN_OK)
+            m->lazy[m->n_lazy++] = m->n;
+    } else if (rc == CAIRN_OK) {
+        rc = index_text(m, x);
+    }
     if (rc != CAIRN_OK && r->embedder != NULL)
         (void)cairn__vecset_remove(m->ns[nsi].vec, seq);
     if (rc != CAIRN_OK) {
@@ -449,7 +464,16 @@ static void apply_update(cairn_mem *m, ment *x, const memrec *r)
 
 int cairn__mem_index_settle(cairn_mem *m)
 {
-    int rc = m->ix != NULL ? cairn__indexer_wait(m->ix) : CAIRN_OK;
+    int rc = CAIRN_OK;
+    for (size_t i = 0; i < m->n_lazy && rc == CAIRN_OK; i++)
+        rc = index_text(m, &m->e[m->lazy[i]]);
+    m->n_lazy = 0;
+    m->lazy_mode = 0;
+    if (m->ix != NULL) {
+        int wrc = cairn__indexer_wait(m->ix);
+        if (rc == CAIRN_OK)
+            rc = wrc;
+    }
     if (rc == CAIRN_OK)
         return CAIRN_OK;
     m->stale = 1; /* never write an index file that would miss it */
@@ -650,9 +674,8 @@ int cairn__mem_catch_up(cairn_mem *m)
     last = cairn__handed_seq(m->db);
     if (last <= m->folded)
         return CAIRN_OK;
+    m->lazy_mode = 1; /* texts wait until a read needs the index */
     rc = replay_range(m, m->folded + 1, last);
-    if (rc == CAIRN_OK)
-        rc = cairn__mem_index_settle(m);
     if (rc != CAIRN_OK)
         m->stale = 1;
     return rc;
@@ -879,6 +902,27 @@ static void free_entry(ment *x)
     x->owns = 0; /* a row noted twice in m->owned is freed once */
 }
 
+/* Memories stored after the newest index file in the directory: another
+ * process may have written one since this handle opened, and a close
+ * writes a new file only when that one leaves MEM_CHECKPOINT_MIN
+ * memories out (many processes closing one after the other write one
+ * file, not one each). */
+static uint64_t stored_after_newest_file(cairn_mem *m)
+{
+    uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd);
+    size_t lo = 0, hi = m->n;
+    if (newest <= m->mx.covered)
+        return m->tail_records;
+    while (lo < hi) { /* the first entry stored after it (m->e is in seq order) */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->e[mid].seq <= newest)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return m->n - lo;
+}
+
 void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
@@ -890,7 +934,8 @@ void cairn_mem_close(cairn_mem *m)
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        if (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)
+        if (m->index_outdated || (m->tail_records >= MEM_CHECKPOINT_MIN &&
+                                  stored_after_newest_file(m) >= MEM_CHECKPOINT_MIN))
             (void)checkpoint_locked(m, 1);
         else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
             (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
@@ -901,6 +946,7 @@ void cairn_mem_close(cairn_mem *m)
     m->ix = NULL;
     cairn__access_free(m);
     free_state(m);
+    free(m->lazy);
     free(m->ns);
     free(m->e);
     free(m->by_id);
@@ -1738,6 +1784,7 @@ static void row_at(void *user, size_t i, mx_row *out)
 /* Free the state (entries, namespaces, the file) but not the handle. */
 static void free_state(cairn_mem *m)
 {
+    m->n_lazy = 0; /* nothing will read these indexes any more */
     (void)cairn__mem_index_settle(m); /* the thread reads texts and indexes freed below */
     for (size_t i = 0; i < m->n; i++)
         free_entry(&m->e[i]);
@@ -1827,6 +1874,8 @@ static int checkpoint_turn(cairn_mem *m, int closing)
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
+        return rc;
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         return rc;
     total = cairn__mem_total(m);

@@ -92,6 +92,13 @@ struct cairn_mem {
     uint64_t folded;         /* last log seq folded into this state */
     uint64_t tail_records;   /* memory records folded after the file */
     int opened;
+    /* Entries (indexes into e, in seq order) whose text is not in the text
+     * index yet: after a catch-up folded another process's memories, texts
+     * wait until something reads the index (cairn__mem_index_settle), so a
+     * process that only writes never indexes what others store. */
+    size_t *lazy;
+    size_t n_lazy, lazy_cap;
+    int lazy_mode;           /* a catch-up folded others' records: defer */
     uint32_t *by_id;         /* entry + 1; 0 empty; cap a power of 2 */
     uint32_t *by_content;    /* likewise, keyed by content_hash */
     size_t tcap;
