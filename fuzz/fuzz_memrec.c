@@ -7,7 +7,9 @@
  * again, and the encoded text decodes to the same fields (the writer can
  * always read back what it writes); every decoded string obeys its limit;
  * the hand-written encoder and the cJSON one write the same bytes; a
- * commit's mark ("batch":[i,n]) comes back as it was.
+ * commit's mark ("batch":[i,n]) comes back as it was; an access record
+ * comes back with its ids, time and, in the fold form, its counts, last
+ * times, file and bytes folded.
  */
 #include "fuzz.h"
 
@@ -38,6 +40,20 @@ static void same(const memrec *a, const memrec *b)
         FUZZ_CHECK(a->batch_i == b->batch_i && a->batch_n == b->batch_n && a->batch_i < a->batch_n);
 }
 
+/* The fields of memory.access, both forms. */
+static void same_access(const memrec *a, const memrec *b)
+{
+    FUZZ_CHECK(a->n_ids == b->n_ids && a->accessed_at == b->accessed_at);
+    for (size_t i = 0; i < a->n_ids; i++)
+        FUZZ_CHECK(strcmp(a->ids[i], b->ids[i]) == 0);
+    FUZZ_CHECK((a->counts == NULL) == (b->counts == NULL));
+    if (a->counts == NULL)
+        return;
+    FUZZ_CHECK(a->acc_file != 0 && a->acc_file == b->acc_file && a->acc_upto == b->acc_upto);
+    for (size_t i = 0; i < a->n_ids; i++)
+        FUZZ_CHECK(a->counts[i] >= 1 && a->counts[i] == b->counts[i] && a->lasts[i] == b->lasts[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     memrec r, r2, r3;
@@ -66,6 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(cairn__memrec_decode(type, json, len, &r3, NULL) == CAIRN_OK);
     if (type != CAIRN_REC_MEMORY_ACCESS && type != CAIRN_REC_MEMORY_CLEAR)
         same(&r, &r3);
+    if (type == CAIRN_REC_MEMORY_ACCESS)
+        same_access(&r, &r3);
     {
         /* the hand-written encoder writes cJSON's bytes */
         char *g = NULL;

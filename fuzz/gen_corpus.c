@@ -5,11 +5,11 @@
  *
  *   make lib
  *   cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
- *      -Iengine/include -Iengine/common -Iengine/log \
+ *      -Iengine/include -Iengine/common -Iengine/log -Iengine/memory \
  *      fuzz/gen_corpus.c build/libcairn.a -lzstd -lxxhash -pthread -o build/gen_corpus
  *   build/gen_corpus fuzz/corpora tests/golden
  *
- * Writes <out>/{record,manifest,logseg,sealed}/seed-*: valid inputs, and a
+ * Writes <out>/{record,manifest,logseg,sealed,access}/seed-*: valid inputs, and a
  * few hand-mangled ones (truncated, flipped, bad fields under a repaired
  * checksum) so the error paths are in the corpus from the start. If a golden
  * directory is given, its files are copied in as golden-* seeds. Seeds are
@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "accfile.h"
 #include "bytes.h"
 #include "cairn.h"
 #include "cairn_sys.h"
@@ -504,6 +505,46 @@ static void copy_golden(const char *gdir, const char *file, const char *target)
     free(p);
 }
 
+/* ---- the access side file --------------------------------------------- */
+
+static void gen_access(void)
+{
+    static const uint8_t sid[16] = "seed store id 16";
+    const uint64_t id = 0x0a11ce55f11e1d01ull;
+    uint8_t f[ACC_HDR_SIZE + 6 * ACC_ENTRY_SIZE + 16];
+    size_t n = ACC_HDR_SIZE;
+
+    cairn__accfile_hdr_encode(f, id, sid);
+    write_seed("access", "seed-empty", f, ACC_HDR_SIZE);
+    for (uint64_t i = 0; i < 4; i++, n += ACC_ENTRY_SIZE)
+        cairn__accfile_entry_encode(f + n, id, 2 + i % 2, T0 + (int64_t)i * 1000);
+    write_seed("access", "seed-four", f, n);
+    write_seed("access", "seed-torn-tail", f, n - 7);
+    write_flipped("access", "seed-flipped-entry", f, n, ACC_HDR_SIZE + ACC_ENTRY_SIZE + 2, 0x20);
+    write_flipped("access", "seed-flipped-header", f, n, ACC_OFF_FILE_ID + 1, 0x01);
+    /* 5 stray bytes in the middle, then entries at an odd offset */
+    memmove(f + ACC_HDR_SIZE + ACC_ENTRY_SIZE + 5, f + ACC_HDR_SIZE + ACC_ENTRY_SIZE,
+            n - ACC_HDR_SIZE - ACC_ENTRY_SIZE);
+    memcpy(f + ACC_HDR_SIZE + ACC_ENTRY_SIZE, "junk!", 5);
+    write_seed("access", "seed-misaligned", f, n + 5);
+    /* entries whose sum holds and whose values do not: seq 0, a time past 2^53 */
+    n = ACC_HDR_SIZE;
+    cairn__accfile_entry_encode(f + n, id, 0, T0);
+    cairn__accfile_entry_encode(f + n + ACC_ENTRY_SIZE, id, 7, ACC_AT_MAX + 1);
+    cairn__accfile_entry_encode(f + n + 2 * ACC_ENTRY_SIZE, id, 7, -1);
+    write_seed("access", "seed-bad-values", f, n + 3 * ACC_ENTRY_SIZE);
+    /* a newer version and a reserved byte set (sums redone) */
+    cairn__accfile_hdr_encode(f, id, sid);
+    put_le16(f + 8, 2);
+    put_le64(f + FILEHDR_OFF_SUM, XXH3_64bits(f, FILEHDR_OFF_SUM));
+    write_seed("access", "seed-newer", f, ACC_HDR_SIZE);
+    cairn__accfile_hdr_encode(f, id, sid);
+    f[ACC_OFF_RESERVED + 3] = 1;
+    put_le64(f + FILEHDR_OFF_SUM, XXH3_64bits(f, FILEHDR_OFF_SUM));
+    write_seed("access", "seed-reserved", f, ACC_HDR_SIZE);
+    write_seed("access", "seed-short", f, 40);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
@@ -517,6 +558,7 @@ int main(int argc, char **argv)
     gen_manifest();
     gen_logseg();
     gen_sealed();
+    gen_access();
     if (argc == 3) {
         copy_golden(argv[2], "record-v1.bin", "record");
         copy_golden(argv[2], "manifest-v1.bin", "manifest");
@@ -524,6 +566,7 @@ int main(int argc, char **argv)
         copy_golden(argv[2], "manifest-v3.bin", "manifest");
         copy_golden(argv[2], "segment-v1.log", "logseg");
         copy_golden(argv[2], "sealed-v1.seg", "sealed");
+        copy_golden(argv[2], "access-v1.bin", "access");
     }
     printf("seed corpora written to %s\n", outdir);
     return 0;

@@ -305,6 +305,29 @@ check "recall counts the access" grep -q '"accessCount":2' out
 check "recall --format json is valid JSON" valid_json_lines
 run --store "$M" recall "typescript" --categories fact
 check "recall --categories filters" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+# Access statistics: recalls append to the side file ACCESS, not to the log
+# (the bound is 20 records per 10,000 recalls of 2 memories; 300 here).
+A=$T/access
+run --store "$A" add "the CI cache lives in S3"
+acc1=$(cat out)
+run --store "$A" add "the CI runner uses docker"
+run --store "$A" stats --json
+acc_before=$(grep -o '"records":[0-9]*' out | cut -d: -f2)
+i=0
+while [ $i -lt 300 ] && "$CAIRN" --store "$A" recall "CI" >/dev/null 2>&1; do i=$((i + 1)); done
+check "300 cairn recall runs of 2 memories all succeed" [ $i -eq 300 ]
+run --store "$A" stats --json
+acc_after=$(grep -o '"records":[0-9]*' out | cut -d: -f2)
+check "300 recalls of 2 memories add at most 1 record to the log" [ $((acc_after - acc_before)) -le 1 ]
+check "the recalls' accesses are in ACCESS: 64 + 600 x 24 bytes" [ "$(wc -c <"$A/ACCESS" | tr -d ' ')" -eq 14464 ]
+run --store "$A" get "$acc1" --format json
+check "get counts the accesses not folded yet" grep -q '"accessCount":300' out
+run --store "$A" add "the CI badge is green"
+run --store "$A" stats --json
+check "the next add folds them: one record more than the add" sh -c "grep -q '\"records\":$((acc_before + 2))' out"
+check "the fold leaves an empty ACCESS" [ "$(wc -c <"$A/ACCESS" | tr -d ' ')" -eq 64 ]
+run --store "$A" get "$acc1" --format json
+check "the folded count is the same" grep -q '"accessCount":300' out
 run --store "$M" remove "$id2" --reason "moved"
 check "remove exits 0" rc_is 0
 run --store "$M" get "$id2"

@@ -39,6 +39,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "accfile.h"
 #include "bytes.h"
 #include "cairn.h"
 #include "cairn_sys.h"
@@ -109,6 +110,14 @@ static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x0
 #define SEALS_BASE 101u
 #define SEALS_CREATED 1700000060000ll
 #define SEALS_N 90u
+
+/* The access side file golden (access-v1.bin): a header and three entries. */
+#define ACC_GOLD_FILE_ID 0x5eed0fca1a5a17edull
+static const struct {
+    uint64_t seq;
+    int64_t at;
+} acc_entries[] = {{2, 1700000360000ll}, {5, 1700000360000ll}, {2, 1700000420000ll}};
+#define ACC_GOLD_N (sizeof acc_entries / sizeof acc_entries[0])
 
 static const char *golden_dir(void)
 {
@@ -405,6 +414,20 @@ static uint8_t *make_memindex(size_t *len)
     cairn__ramidx_free(x[1]);
     cairn__vecset_free(v[0]);
     cairn__vecset_free(v[1]);
+    return b;
+}
+
+/* ACCESS as recalls leave it: the header, then one entry per hit. */
+static uint8_t *make_access(size_t *len)
+{
+    uint8_t *b;
+    *len = ACC_HDR_SIZE + ACC_GOLD_N * ACC_ENTRY_SIZE;
+    b = malloc(*len);
+    assert_non_null(b);
+    cairn__accfile_hdr_encode(b, ACC_GOLD_FILE_ID, man_store_id);
+    for (size_t i = 0; i < ACC_GOLD_N; i++)
+        cairn__accfile_entry_encode(b + ACC_HDR_SIZE + i * ACC_ENTRY_SIZE, ACC_GOLD_FILE_ID,
+                                    acc_entries[i].seq, acc_entries[i].at);
     return b;
 }
 
@@ -1193,6 +1216,104 @@ static void test_graph_v2_golden_is_recognised_and_not_used(void **state)
     free(gb);
 }
 
+static void test_access_encoding_matches_golden(void **state)
+{
+    (void)state;
+    matches_golden("access-v1.bin", make_access);
+}
+
+typedef struct acc_seen {
+    size_t n;
+    uint64_t seq[8], off[8];
+    int64_t at[8];
+} acc_seen;
+
+static void acc_collect(void *user, uint64_t seq, int64_t at, uint64_t off)
+{
+    acc_seen *s = user;
+    assert_true(s->n < 8);
+    s->seq[s->n] = seq;
+    s->at[s->n] = at;
+    s->off[s->n++] = off;
+}
+
+/* The golden read with the engine's parser: every header field, every
+ * entry at its offset; then the reader's rules on copies of it (format-spec/access.md). */
+static void test_access_golden_reads_back(void **state)
+{
+    size_t len;
+    uint8_t *g = read_golden("access-v1.bin", &len), *c;
+    accfile_hdr h;
+    accfile_scan sc;
+    acc_seen seen;
+    cairn__err e;
+
+    (void)state;
+    assert_int_equal(len, ACC_HDR_SIZE + ACC_GOLD_N * ACC_ENTRY_SIZE);
+    assert_memory_equal(g, "CAIRNACC", 8);
+    assert_int_equal(cairn__accfile_hdr_decode(g, len, &h, &e), CAIRN_OK);
+    assert_int_equal(h.version, 1);
+    assert_int_equal(h.file_id, ACC_GOLD_FILE_ID);
+    assert_memory_equal(h.store_id, man_store_id, 16);
+    assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
+    memset(&seen, 0, sizeof seen);
+    cairn__accfile_scan(g + ACC_HDR_SIZE, len - ACC_HDR_SIZE, ACC_HDR_SIZE, h.file_id, acc_collect,
+                        &seen, &sc);
+    assert_int_equal(sc.entries, ACC_GOLD_N);
+    assert_int_equal(sc.consumed, len - ACC_HDR_SIZE);
+    assert_int_equal(sc.skipped + sc.bad_entries, 0);
+    for (size_t i = 0; i < ACC_GOLD_N; i++) {
+        const uint8_t *p = g + ACC_HDR_SIZE + i * ACC_ENTRY_SIZE;
+        assert_int_equal(seen.seq[i], acc_entries[i].seq);
+        assert_int_equal(seen.at[i], acc_entries[i].at);
+        assert_int_equal(seen.off[i], ACC_HDR_SIZE + i * ACC_ENTRY_SIZE);
+        assert_int_equal(get_le64(p + 16), XXH3_64bits_withSeed(p, 16, ACC_GOLD_FILE_ID));
+    }
+
+    c = malloc(len);
+    assert_non_null(c);
+    /* a newer version (its sum redone) is refused as newer, never guessed */
+    memcpy(c, g, len);
+    put_le16(c + 8, 2);
+    put_le64(c + 56, XXH3_64bits(c, 56));
+    assert_int_equal(cairn__accfile_hdr_decode(c, len, &h, &e), CAIRN_EVERSION);
+    /* a flipped header bit is a checksum error; a reserved byte set, corrupt */
+    memcpy(c, g, len);
+    c[17] ^= 1;
+    assert_int_equal(cairn__accfile_hdr_decode(c, len, &h, &e), CAIRN_ECHECKSUM);
+    memcpy(c, g, len);
+    c[41] = 1;
+    put_le64(c + 56, XXH3_64bits(c, 56));
+    assert_int_equal(cairn__accfile_hdr_decode(c, len, &h, &e), CAIRN_ECORRUPT);
+    assert_int_equal(cairn__accfile_hdr_decode(g, ACC_HDR_SIZE - 1, &h, &e), CAIRN_ECORRUPT);
+    /* a flipped entry bit loses that entry alone; a torn last entry waits */
+    memcpy(c, g, len);
+    c[ACC_HDR_SIZE + ACC_ENTRY_SIZE + 9] ^= 0x40;
+    memset(&seen, 0, sizeof seen);
+    cairn__accfile_scan(c + ACC_HDR_SIZE, len - ACC_HDR_SIZE - 5, ACC_HDR_SIZE, ACC_GOLD_FILE_ID,
+                        acc_collect, &seen, &sc);
+    assert_int_equal(sc.entries, 1);
+    assert_int_equal(seen.seq[0], 2);
+    /* resync tries each position while 24 bytes are left: 24..43 fail,
+     * and the scan stops at 44, 23 bytes before the end */
+    assert_int_equal(sc.skipped, 20);
+    assert_int_equal(sc.consumed, 44);
+    /* once the torn entry is whole, the scan goes on from there */
+    cairn__accfile_scan(c + ACC_HDR_SIZE + 44, len - ACC_HDR_SIZE - 44, ACC_HDR_SIZE + 44,
+                        ACC_GOLD_FILE_ID, acc_collect, &seen, &sc);
+    assert_int_equal(sc.skipped, 4);
+    assert_int_equal(sc.entries, 1);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.at[1], acc_entries[2].at);
+    assert_int_equal(seen.off[1], ACC_HDR_SIZE + 2 * ACC_ENTRY_SIZE);
+    /* entries of another file id are no entries */
+    cairn__accfile_scan(g + ACC_HDR_SIZE, len - ACC_HDR_SIZE, ACC_HDR_SIZE, ACC_GOLD_FILE_ID + 1,
+                        NULL, NULL, &sc);
+    assert_int_equal(sc.entries, 0);
+    free(c);
+    free(g);
+}
+
 static void regen_one(const char *dir, const char *name, const uint8_t *b, size_t len)
 {
     char *path = tu_join(dir, name);
@@ -1226,6 +1347,9 @@ static void regen(void **state)
     free(b);
     b = make_graph(&len);
     regen_one(dir, "graph-v3.cgx", b, len);
+    free(b);
+    b = make_access(&len);
+    regen_one(dir, "access-v1.bin", b, len);
     free(b);
     snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
     regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
@@ -1271,6 +1395,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_graph_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
             cmocka_unit_test(test_graph_v2_golden_is_recognised_and_not_used),
+            cmocka_unit_test(test_access_encoding_matches_golden),
+            cmocka_unit_test(test_access_golden_reads_back),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

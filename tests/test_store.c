@@ -482,9 +482,19 @@ static void test_writers_take_turns_and_a_busy_one_times_out(void **state)
     assert_int_equal(cairn_flush(b), CAIRN_OK);
     assert_int_equal(cairn_append(a, &e, &seq), CAIRN_OK); /* a caught up on b's record */
     assert_int_equal(seq, 3);
+    /* a's handle has the background thread: after its turn it keeps the
+     * lock while nobody waits, and lets it go within milliseconds of a
+     * waiter (or of 1 ms without a turn), never at the busy timeout. */
+    assert_int_equal(cairn_flush(a), CAIRN_OK);
+    t0 = mono_ms();
+    assert_int_equal(cairn_append(b, &e, &seq), CAIRN_OK);
+    waited = mono_ms() - t0;
+    if (waited > 100)
+        fail_msg("a waiter got a lingering lock after %lld ms", waited);
+    assert_int_equal(seq, 4);
     assert_int_equal(cairn_close(a), CAIRN_OK);
     assert_int_equal(cairn_close(b), CAIRN_OK);
-    reopen_expect_records(f->path, 3);
+    reopen_expect_records(f->path, 4);
 }
 
 /* ------------------------------------------------------------------------

@@ -148,6 +148,20 @@ void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *i
     closedir(d);
 }
 
+uint64_t cairn__seqfile_newest(const cairn__seqfile_kind *k, int dirfd)
+{
+    DIR *d = cairn__io_opendir(dirfd);
+    struct dirent *de;
+    uint64_t best = 0, c;
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL)
+        if (cairn__seqfile_parse(k, de->d_name, &c) && c > best)
+            best = c;
+    closedir(d);
+    return best;
+}
+
 void cairn__seqfile_remove_from(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                 uint64_t from_seq)
 {

@@ -52,6 +52,10 @@ int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dir
 void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                  const char *keep);
 
+/* The highest seq a file of this kind in the directory carries (0: none).
+ * Names only: the file may still be unusable. */
+uint64_t cairn__seqfile_newest(const cairn__seqfile_kind *k, int dirfd);
+
 /* Remove every file of this kind (and its temp file) whose seq is at least
  * from_seq: files folded over records the log no longer holds. Best effort
  * (a file left is still refused by its binding). */

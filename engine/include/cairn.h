@@ -169,7 +169,7 @@ const char *cairn_errmsg(const cairn_db *db);
 #define CAIRN_REC_MEMORY 2u        /* "memory": a memory stored */
 #define CAIRN_REC_MEMORY_UPDATE 3u /* "memory.update": fields changed */
 #define CAIRN_REC_MEMORY_DELETE 4u /* "memory.delete": a tombstone */
-#define CAIRN_REC_MEMORY_ACCESS 5u /* "memory.access": memories a recall returned */
+#define CAIRN_REC_MEMORY_ACCESS 5u /* "memory.access": accesses of memories, folded from ACCESS */
 #define CAIRN_REC_MEMORY_CLEAR 6u  /* "memory.clear": a namespace, or all, cleared */
 /* Reflexion (format-spec/reflexion.md); written by the cairn_reflex_* calls. */
 #define CAIRN_REC_EPISODE 7u       /* "episode": an episode stored or replaced */
@@ -452,7 +452,8 @@ typedef struct cairn_memory {
 } cairn_memory;
 
 /* Open the memory engine over db (read-only handles work for get and
- * recall; recall then records no access). Replays every memory record;
+ * recall; recall then still records its accesses, in the side file ACCESS:
+ * the one file a read-only handle writes). Replays every memory record;
  * a record that does not decode is skipped and counted
  * (cairn_mem_skipped()). Errors: CAIRN_EINVAL (options, stemmer),
  * CAIRN_ENOMEM, CAIRN_EIO, CAIRN_ECORRUPT, CAIRN_ECHECKSUM (from the log). */
@@ -473,6 +474,13 @@ uint64_t cairn_mem_skipped(const cairn_mem *m);
  * wrote its last memory index file (the file keeps them in the skipped
  * count only). */
 uint64_t cairn_mem_unfinished(const cairn_mem *m);
+
+/* Accesses this handle's recalls could not record in the store's side
+ * file ACCESS since it opened (a read-only file system, no permission to
+ * write the file or create it, a damaged file before a writer replaces it:
+ * README "Access statistics"). The recalls themselves succeeded; only
+ * their memories' accessCount and accessedAt did not move. */
+uint64_t cairn_mem_access_unrecorded(cairn_mem *m);
 
 /* ---- vectors ------------------------------------------------------------
  * A memory may carry a vector (an embedding of its content) from one
@@ -676,10 +684,17 @@ typedef struct cairn_recall_hit {
 
 /* The best k live, unexpired memories for query, best first (ties: the
  * older memory first). A query with no terms ranks every memory of the
- * namespaces without relevance. On a writable handle the returned
- * memories' accessedAt/accessCount are updated by one appended record.
+ * namespaces without relevance. The returned memories' accesses are
+ * appended to the store's side file ACCESS, on any handle (read-only
+ * too), in one write and never to the log: a recall takes no lock and
+ * never waits for a writer; the next writer folds them into the log
+ * (README "Access statistics"). accessCount and accessedAt, here and in
+ * the ranking, count them at once, also those of other handles and
+ * processes. An access that cannot be recorded (read-only file system, no
+ * permission) is no error: cairn_mem_access_unrecorded counts it.
  * *hits (free with cairn_recall_free) gets *n_hits entries.
- * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, cairn_append's. */
+ * Errors: CAIRN_EINVAL, CAIRN_ENOMEM, CAIRN_ECORRUPT (a damaged memory
+ * index file). */
 int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
                      cairn_recall_hit **hits, size_t *n_hits);
 
@@ -702,7 +717,7 @@ typedef struct cairn_context_opts {
  * thumb for English with GPT-style tokenizers (code points, not bytes). */
 size_t cairn_token_estimate(const char *s, size_t len);
 
-/* Recall (as cairn_mem_recall, access records included) and format the
+/* Recall (as cairn_mem_recall, its accesses recorded) and format the
  * memories as a block for a prompt. Memories are added best first while
  * the whole block's estimate stays within max_tokens; the first that does
  * not fit ends it. *out (free()) is "" when no memory is included;

@@ -940,11 +940,17 @@ static void *flusher_main(void *arg)
     while (!db->bg_stop) {
         struct timespec until;
         int64_t due = db->last_flush_ms + db->batch_ms, now = cairn__now_ms();
+        if (cairn__turn_linger_due(db, now)) {
+            cairn__turn_let_go(db);
+            continue;
+        }
+        if (db->lingering && now + 1 < due)
+            due = now + 1; /* look again in 1 ms while the lock lingers */
         if (db->closed_unsynced != NULL && !db->dead) {
             cairn__sync_closed(db);
             continue;
         }
-        if (now >= due && !db->dead) {
+        if (now >= db->last_flush_ms + db->batch_ms && !db->dead) {
             int frc = cairn__flush_locked(db);
             cairn__turn_release(db);
             if (frc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH &&

@@ -957,6 +957,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     db->batch_ms = o->batch_ms;
     db->segment_size = o->segment_size;
     db->dirfd = db->lockfd = -1;
+    db->inofd = -2;
     pthread_mutex_init(&db->mu, NULL);
     pthread_mutex_init(&db->seal_mu, NULL);
     pthread_mutex_init(&db->err_mu, NULL);
@@ -1072,7 +1073,9 @@ int cairn_close(cairn_db *db)
     if (db->view != NULL)
         cairn__view_release(db, db->view);
     if (db->lockfd >= 0)
-        close(db->lockfd); /* releases the flock */
+        close(db->lockfd); /* releases the flock; waiters see the close */
+    if (db->inofd >= 0)
+        close(db->inofd);
     if (db->dirfd >= 0)
         close(db->dirfd);
     pthread_mutex_destroy(&db->mu);

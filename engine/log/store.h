@@ -123,6 +123,10 @@ struct cairn_db {
     int turn_taking;          /* a thread waits for the flock, mu released */
     pthread_cond_t turn_cv;   /* turn_taking went to 0 */
     int64_t turn_ended_ns;    /* monotonic time the last turn ended */
+    int64_t turn_got_ns;      /* monotonic time the flock was taken */
+    int lingering;            /* the flock is kept after a turn (turn.c) */
+    int64_t linger_ms;        /* when the last turn ended, while lingering */
+    int inofd;                /* inotify watch of LOCK for waits; -2 none yet, -1 none */
     /* Identity of the MANIFEST last read (catch-up reads it only when it
      * changed: every write replaces it by rename). (mu) */
     uint64_t man_ino, man_size;
@@ -219,8 +223,14 @@ int cairn__turn_get(cairn_db *db);
 /* One user less; the lock goes when none is left and the buffer is
  * written (mu held). */
 void cairn__turn_put(cairn_db *db);
-/* Let the lock go if nothing needs it (mu held). */
+/* Let the lock go if nothing needs it (mu held); with the background
+ * thread, keep it (linger) while nobody waits. */
 void cairn__turn_release(cairn_db *db);
+/* Let the flock go now, waking waiters (mu held, no user left). */
+void cairn__turn_let_go(cairn_db *db);
+/* Should the flusher let a lingering lock go (1 ms without a turn, or a
+ * waiter)? mu held. */
+int cairn__turn_linger_due(cairn_db *db, int64_t now_ms);
 /* An operation of several appends that must see the log as it is and
  * have nothing of another process between its reads and its writes (the
  * memory and reflexion layers' commits; checkpoints): begin takes the

@@ -5,9 +5,12 @@
  * renamed over NAME once complete and synced (cairn__io_publish):
  * MANIFEST.tmp, <id>.seg.tmp (a seal), and the derived files' temps
  * <prefix><seq><suffix>.tmp (seqfile.h: mem-*.cmx.tmp, graph-*.cgx.tmp).
- * Only a writer handle writes them, and only in a turn, holding the LOCK
- * flock (format-spec/lock.md). So when a writer opens (in a turn), no temp
- * is being written: any there was left by a crash (kill -9 during a
+ * One kind more is written by any handle: ACCESS.<hex>.tmp, the access side
+ * file before it is linked or renamed into place (format-spec/access.md);
+ * a writer open that removes one in flight only makes that recall record
+ * nothing. Otherwise only a writer handle writes them, and only in a turn,
+ * holding the LOCK flock (format-spec/lock.md). So when a writer opens (in a
+ * turn), no temp is being written: any there was left by a crash (kill -9 during a
  * checkpoint leaves one as large as the index) or by a failed write, and
  * the open removes it (store.c, remove_orphans, through cairn__temp_name).
  * Between writer opens they are only listed (cairn_temp_files, which
@@ -33,7 +36,8 @@ int cairn__temp_name(const char *n)
 
     /* Any name ending in .seg.tmp, as format-spec/manifest.md has it. */
     return strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0) ||
-           cairn__seqfile_is_temp(n);
+           cairn__seqfile_is_temp(n) ||
+           (len > 11 && strncmp(n, "ACCESS.", 7) == 0 && strcmp(n + len - 4, ".tmp") == 0);
 }
 
 int cairn__writer_live(cairn_db *db)

@@ -9,29 +9,52 @@
  * at are the log's; it ends when no operation of this handle needs the lock
  * any more and the write buffer is in the file.
  *
- * A handle that finds the lock held waits up to its busy timeout, polling
- * (flock has no timed wait), then fails with CAIRN_ELOCKED naming the
- * holder's pid. Polling alone would let a writer that streams (`producer |
- * cairn log`: a new turn a few microseconds after each group commit) keep
- * the lock forever, so a waiter also says it waits, with a shared OFD lock
- * on byte 1 of LOCK, and a handle whose last turn ended a moment ago steps
- * aside while anyone says so. In-process, `mu` orders threads; one thread
- * at a time waits for the flock (turn_taking) without holding `mu`, so
- * readers of the handle never wait behind another process.
+ * A handle that finds the lock held waits up to its busy timeout, then
+ * fails with CAIRN_ELOCKED naming the holder's pid. flock has no timed
+ * wait, so a waiter sleeps in poll(2) on an inotify watch of LOCK: a
+ * holder that lets go while anyone waits writes its pid again (IN_MODIFY),
+ * and one that dies closes its descriptor (IN_CLOSE_WRITE), so the waiter
+ * wakes at once (10 ms sleeps where inotify is missing). A waiter says it
+ * waits with a shared OFD lock on byte 1 of LOCK; a handle whose turn ends
+ * while anyone says so lets the lock go once it has held it for a quantum
+ * (2 ms), and one whose last turn ended a moment ago steps aside for it, so
+ * a writer that streams (`producer | cairn log`) cannot keep the others
+ * out.
+ *
+ * With the background thread, a turn that ends while nobody waits keeps
+ * the flock (it lingers): the next turn of the handle starts without a
+ * system call and without catching up (nobody else can have written), and
+ * the flusher lets it go after 1 ms without a turn. A store loop costs one
+ * write per commit, not a lock, a catch-up and an unlock.
+ *
+ * In-process, `mu` orders threads; one thread at a time waits for the
+ * flock (turn_taking) without holding `mu`, so readers of the handle never
+ * wait behind another process.
  */
 #define _GNU_SOURCE /* F_OFD_SETLK */
 #include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#ifdef __linux__
+#include <sys/inotify.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
 #include "io.h"
+
+/* How long a handle whose turns follow each other keeps the lock while
+ * another process waits: its commits of that time share one hand-over
+ * (the next holder catches up on them in one read), so many processes
+ * storing one memory at a time still commit in bursts. Each waiter gets
+ * the lock within (waiters x quantum), far below a busy timeout. */
+#define TURN_QUANTUM_NS 2000000
 
 static int64_t mono_ns(void)
 {
@@ -106,21 +129,71 @@ static long holder_pid(cairn_db *db)
     return strtol(buf, NULL, 10);
 }
 
+/* Watch LOCK for writes and writable closes (once per handle; -1 when
+ * inotify is missing or out of instances: then waits are sleeps). */
+static void watch_lock(cairn_db *db)
+{
+#ifdef __linux__
+    char name[4096];
+    int fd;
+    if (db->inofd != -2)
+        return;
+    db->inofd = -1;
+    if (snprintf(name, sizeof name, "%s/%s", db->path, LOCK_NAME) >= (int)sizeof name)
+        return;
+    fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (inotify_add_watch(fd, name, IN_MODIFY | IN_CLOSE_WRITE | IN_DONT_FOLLOW) < 0) {
+        close(fd);
+        return;
+    }
+    db->inofd = fd;
+#else
+    db->inofd = -1;
+#endif
+}
+
+/* Forget the events so far: the next wait sleeps until a new one. */
+static void drain_events(cairn_db *db)
+{
+    char buf[1024];
+    if (db->inofd >= 0)
+        while (read(db->inofd, buf, sizeof buf) > 0)
+            ;
+}
+
+/* Sleep until LOCK is written or closed by a writer, or ns pass. */
+static void wait_event(cairn_db *db, int64_t ns)
+{
+    if (db->inofd >= 0) {
+        struct pollfd p = {db->inofd, POLLIN, 0};
+        int ms = (int)((ns + 999999) / 1000000);
+        (void)poll(&p, 1, ms > 0 ? ms : 1);
+    } else {
+        sleep_ns(ns);
+    }
+}
+
 /* Take the flock, waiting up to the busy timeout (mu not held). */
 static int lock_wait(cairn_db *db, cairn__err *e)
 {
-    int64_t start = mono_ns(), wait = 50000, deadline;
+    int64_t start = mono_ns(), deadline;
     int marked = 0;
 
     deadline = start + (int64_t)db->busy_ms * 1000000;
     /* A handle whose turn ended a moment ago and wants another lets a
-     * process that waits go first (at most 20 ms). */
-    if (start - db->turn_ended_ns < 100000000) {
-        while (others_waiting(db) && mono_ns() - start < 20000000)
-            sleep_ns(200000);
+     * process that waits go first: until that one writes its pid (it got
+     * the lock), at most 20 ms. */
+    if (start - db->turn_ended_ns < 100000000 && others_waiting(db)) {
+        watch_lock(db);
+        drain_events(db);
+        if (others_waiting(db))
+            wait_event(db, 20000000);
     }
     for (;;) {
         int64_t now;
+        drain_events(db);
         if (flock(db->lockfd, LOCK_EX | LOCK_NB) == 0)
             break;
         if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -137,11 +210,16 @@ static int lock_wait(cairn_db *db, cairn__err *e)
                                "store %s is locked by another writer (pid %ld); waited %u ms",
                                db->path, holder_pid(db), db->busy_ms);
         }
-        if (!marked)
+        if (!marked) {
+            /* Say so, watch, and try once more before sleeping: a release
+             * in between would otherwise wake nobody. */
             marked = waiting_mark(db, F_RDLCK) == 0;
-        sleep_ns(wait < deadline - now ? wait : deadline - now);
-        if (wait < 1000000)
-            wait *= 2;
+            watch_lock(db);
+            continue;
+        }
+        /* 10 ms at most: a holder on a file system without inotify, or a
+         * release that raced the watch, costs no more than that. */
+        wait_event(db, deadline - now < 10000000 ? deadline - now : 10000000);
     }
     if (marked)
         waiting_mark(db, F_UNLCK);
@@ -168,6 +246,17 @@ int cairn__turn_lock(cairn_db *db, cairn__err *e)
     return rc;
 }
 
+void cairn__turn_let_go(cairn_db *db)
+{
+    flock(db->lockfd, LOCK_UN);
+    db->turn_held = 0;
+    db->lingering = 0;
+    db->turn_ended_ns = mono_ns();
+    /* Wake whoever waits (their inotify watch sees the write). */
+    if (others_waiting(db))
+        (void)say_pid(db, NULL);
+}
+
 int cairn__turn_get(cairn_db *db)
 {
     cairn__err e;
@@ -188,6 +277,7 @@ int cairn__turn_get(cairn_db *db)
     if (rc != CAIRN_OK)
         return cairn__db_fail(db, rc, &e);
     db->turn_held = 1;
+    db->turn_got_ns = mono_ns();
     db->turn_users++;
     rc = cairn__catch_up(db, 1);
     if (rc != CAIRN_OK)
@@ -200,9 +290,29 @@ void cairn__turn_release(cairn_db *db)
     /* A dead handle's buffer will never be written: nothing to wait for. */
     if (!db->turn_held || db->turn_users > 0 || (db->wbuf_len > 0 && !db->dead))
         return;
-    flock(db->lockfd, LOCK_UN);
-    db->turn_held = 0;
-    db->turn_ended_ns = mono_ns();
+    if (db->bg_running && !db->bg_stop && !db->dead &&
+        (mono_ns() - db->turn_got_ns < TURN_QUANTUM_NS || !others_waiting(db))) {
+        /* Linger: the flusher lets it go after 1 ms without a turn, or
+         * once the quantum is over while another process waits. */
+        db->turn_ended_ns = mono_ns();
+        db->linger_ms = cairn__now_ms();
+        if (!db->lingering) {
+            db->lingering = 1;
+            pthread_cond_signal(&db->bg_cv);
+        }
+        return;
+    }
+    cairn__turn_let_go(db);
+}
+
+int cairn__turn_linger_due(cairn_db *db, int64_t now_ms)
+{
+    if (!db->lingering || !db->turn_held || db->turn_users > 0 || db->wbuf_len > 0)
+        return 0;
+    int64_t now = mono_ns();
+    (void)now_ms;
+    return now - db->turn_ended_ns >= 1000000 ||
+           (now - db->turn_got_ns >= TURN_QUANTUM_NS && others_waiting(db));
 }
 
 void cairn__turn_put(cairn_db *db)

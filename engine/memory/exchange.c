@@ -110,8 +110,9 @@ static cJSON *to_json(const cairn_mem *m, const ment *x)
     cJSON_AddStringToObject(o, "category", x->category);
     cJSON_AddNumberToObject(o, "importance", x->importance);
     cairn__json_add_int(o, "createdAt", x->created);
-    cairn__json_add_int(o, "accessedAt", x->accessed);
-    cairn__json_add_int(o, "accessCount", (int64_t)x->access_count);
+    /* with the accesses ACCESS holds that no record has folded yet */
+    cairn__json_add_int(o, "accessedAt", cairn__access_last(m, x));
+    cairn__json_add_int(o, "accessCount", (int64_t)cairn__access_count(m, x));
     if (x->expires)
         cairn__json_add_int(o, "expiresAt", x->expires);
     else
@@ -186,6 +187,7 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    cairn__access_refresh(m);
     if (f == CAIRN_MEM_JSON)
         arr = cJSON_CreateArray();
     else if (f == CAIRN_MEM_MD)

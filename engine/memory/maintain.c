@@ -64,6 +64,7 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
         *kept = 0;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    cairn__access_refresh(m); /* decay counts from the last access, also one not folded yet */
     if ((unsigned)o->mode > CAIRN_FORGET_AGGRESSIVE || o->max_age_days < 0 ||
         o->min_importance < 0 || o->min_importance > 1) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "forget: mode, maxAge >= 0 or minImportance 0..1");

@@ -34,6 +34,7 @@
 #include "alloc.h"
 #include "io.h"
 #include "status.h"
+#include "seqfile.h"
 #include "store.h"
 #include "utf8.h"
 
@@ -340,6 +341,16 @@ static int add_vector(cairn_mem *m, nspace *p, uint64_t seq, const memrec *r)
     return cairn__vecset_add(p->vec, seq, m->vtmp);
 }
 
+/* Add x's text to its namespace's index: on the indexing thread if there
+ * is one, else now. */
+static int index_text(cairn_mem *m, const ment *x)
+{
+    cairn__ramidx *idx = m->ns[x->nsi].idx;
+    return m->ix != NULL ? cairn__indexer_add(m->ix, idx, x->seq, x->content, x->content_len)
+                         : cairn__ramidx_add(idx, x->seq, (const uint8_t *)x->content,
+                                             x->content_len);
+}
+
 static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq, int64_t ts,
                        const memrec *r)
 {
@@ -388,10 +399,14 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     x->owns = OWN_CONTENT | OWN_CATEGORY | OWN_METADATA;
     x->content_hash = hash_content(x->nsi, x->content, x->content_len);
     rc = r->embedder != NULL ? add_vector(m, &m->ns[nsi], seq, r) : CAIRN_OK;
-    if (rc == CAIRN_OK)
-        rc = m->ix != NULL ? cairn__indexer_add(m->ix, m->ns[nsi].idx, seq, x->content, x->content_len)
-                           : cairn__ramidx_add(m->ns[nsi].idx, seq, (const uint8_t *)x->content,
-                                               x->content_len);
+    if (rc == CAIRN_OK && (m->lazy_mode || m->n_lazy > 0)) {
+        /* After the deferred ones, in seq order (the index takes no other). */
+        rc = cairn__grow(NULL, (void **)&m->lazy, &m->lazy_cap, m->n_lazy + 1, sizeof *m->lazy);
+        if (rc == CAIRN_OK)
+            m->lazy[m->n_lazy++] = m->n;
+    } else if (rc == CAIRN_OK) {
+        rc = index_text(m, x);
+    }
     if (rc != CAIRN_OK && r->embedder != NULL)
         (void)cairn__vecset_remove(m->ns[nsi].vec, seq);
     if (rc != CAIRN_OK) {
@@ -449,7 +464,16 @@ static void apply_update(cairn_mem *m, ment *x, const memrec *r)
 
 int cairn__mem_index_settle(cairn_mem *m)
 {
-    int rc = m->ix != NULL ? cairn__indexer_wait(m->ix) : CAIRN_OK;
+    int rc = CAIRN_OK;
+    for (size_t i = 0; i < m->n_lazy && rc == CAIRN_OK; i++)
+        rc = index_text(m, &m->e[m->lazy[i]]);
+    m->n_lazy = 0;
+    m->lazy_mode = 0;
+    if (m->ix != NULL) {
+        int wrc = cairn__indexer_wait(m->ix);
+        if (rc == CAIRN_OK)
+            rc = wrc;
+    }
     if (rc == CAIRN_OK)
         return CAIRN_OK;
     m->stale = 1; /* never write an index file that would miss it */
@@ -531,12 +555,19 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
             m->skipped++;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_ACCESS:
+        /* One recall's hits (one access each), or a fold of the side file
+         * ACCESS (counts and last times; access.c). */
         for (size_t i = 0; i < r->n_ids; i++)
             if ((x = cairn__mem_find_id(m, r->ids[i])) != NULL) {
-                if (r->accessed_at > x->accessed)
-                    x->accessed = r->accessed_at;
-                x->access_count++;
+                int64_t at = r->counts ? r->lasts[i] : r->accessed_at;
+                if (at > x->accessed)
+                    x->accessed = at;
+                x->access_count += r->counts ? r->counts[i] : 1;
             }
+        if (r->counts != NULL) {
+            m->acc_fold_file = r->acc_file;
+            m->acc_fold_upto = r->acc_upto;
+        }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
         return apply_clear(m, r->clear_ns);
@@ -643,9 +674,8 @@ int cairn__mem_catch_up(cairn_mem *m)
     last = cairn__handed_seq(m->db);
     if (last <= m->folded)
         return CAIRN_OK;
+    m->lazy_mode = 1; /* texts wait until a read needs the index */
     rc = replay_range(m, m->folded + 1, last);
-    if (rc == CAIRN_OK)
-        rc = cairn__mem_index_settle(m);
     if (rc != CAIRN_OK)
         m->stale = 1;
     return rc;
@@ -872,24 +902,51 @@ static void free_entry(ment *x)
     x->owns = 0; /* a row noted twice in m->owned is freed once */
 }
 
+/* Memories stored after the newest index file in the directory: another
+ * process may have written one since this handle opened, and a close
+ * writes a new file only when that one leaves MEM_CHECKPOINT_MIN
+ * memories out (many processes closing one after the other write one
+ * file, not one each). */
+static uint64_t stored_after_newest_file(cairn_mem *m)
+{
+    uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd);
+    size_t lo = 0, hi = m->n;
+    if (newest <= m->mx.covered)
+        return m->tail_records;
+    while (lo < hi) { /* the first entry stored after it (m->e is in seq order) */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->e[mid].seq <= newest)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return m->n - lo;
+}
+
 void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
         return;
     /* Best effort: the log has everything; a failure only makes the next
-     * open replay more. */
-    if (m->opened && !m->db->read_only &&
-        (m->tail_records >= MEM_CHECKPOINT_MIN || m->index_outdated)) {
+     * open replay more. Access statistics pending in ACCESS past
+     * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
+    if (m->opened && !m->db->read_only) {
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        (void)checkpoint_locked(m, 1);
+        if (m->index_outdated || (m->tail_records >= MEM_CHECKPOINT_MIN &&
+                                  stored_after_newest_file(m) >= MEM_CHECKPOINT_MIN))
+            (void)checkpoint_locked(m, 1);
+        else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
+            (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
         pthread_mutex_unlock(&m->mu);
         cairn__deferred_end(was);
     }
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
+    cairn__access_free(m);
     free_state(m);
+    free(m->lazy);
     free(m->ns);
     free(m->e);
     free(m->by_id);
@@ -908,6 +965,15 @@ uint64_t cairn_mem_skipped(const cairn_mem *m)
 uint64_t cairn_mem_unfinished(const cairn_mem *m)
 {
     return m->unfinished;
+}
+
+uint64_t cairn_mem_access_unrecorded(cairn_mem *m)
+{
+    uint64_t n;
+    pthread_mutex_lock(&m->mu);
+    n = cairn__access_unrecorded(m);
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 const char *cairn_mem_index_note(const cairn_mem *m)
@@ -932,8 +998,8 @@ int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c)
     c->metadata = x->metadata ? dup_str(x->metadata, strlen(x->metadata)) : dup_str("{}", 2);
     c->importance = x->importance;
     c->created_at = x->created;
-    c->accessed_at = x->accessed;
-    c->access_count = x->access_count;
+    c->accessed_at = cairn__access_last(m, x); /* with what ACCESS holds unfolded */
+    c->access_count = cairn__access_count(m, x);
     c->expires_at = x->expires;
     c->seq = x->seq;
     if (c->ns == NULL || c->content == NULL || c->category == NULL || c->metadata == NULL) {
@@ -1304,6 +1370,9 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
         goto out;
     turn = 1;
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     len = d.content ? strlen(d.content) : 0;
     if (len == 0 || len > MEM_CONTENT_MAX) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "content must be 1 byte..1 MiB");
@@ -1495,6 +1564,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    cairn__access_refresh(m); /* its access statistics as ACCESS has them now */
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
         rc = not_found(m, id);
@@ -1516,6 +1586,9 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL || u == NULL) {
         rc = x == NULL ? not_found(m, id)
@@ -1576,6 +1649,9 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     x = id ? cairn__mem_find_id(m, id) : NULL;
     if (x == NULL) {
         rc = not_found(m, id);
@@ -1587,6 +1663,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
         r.reason = reason;
         rc = cairn__mem_write_rec(m, m->ns[x->nsi].name, &r, NULL);
     }
+out:
     rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -1614,7 +1691,7 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
 
 double cairn__mem_decayed(const cairn_mem *m, const ment *x, int64_t now)
 {
-    double days = (double)(now - x->accessed) / DAY_MS;
+    double days = (double)(now - cairn__access_last(m, x)) / DAY_MS;
     return x->importance * pow(0.5, (days > 0 ? days : 0) / m->half_life);
 }
 
@@ -1746,6 +1823,7 @@ static void row_at(void *user, size_t i, mx_row *out)
 /* Free the state (entries, namespaces, the file) but not the handle. */
 static void free_state(cairn_mem *m)
 {
+    m->n_lazy = 0; /* nothing will read these indexes any more */
     (void)cairn__mem_index_settle(m); /* the thread reads texts and indexes freed below */
     for (size_t i = 0; i < m->n; i++)
         free_entry(&m->e[i]);
@@ -1829,9 +1907,14 @@ static int checkpoint_turn(cairn_mem *m, int closing)
     uint64_t dead = 0;
     int rc;
 
+    /* The file holds folded statistics: fold what ACCESS holds first. */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        return rc;
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
+        return rc;
     if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
         return rc;
     total = cairn__mem_total(m);

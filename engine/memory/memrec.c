@@ -107,6 +107,54 @@ static int get_metadata(const cJSON *root, char **out, int *present, uint16_t ty
     return *out == NULL ? cairn__fail(e, CAIRN_ENOMEM, "no memory for metadata") : CAIRN_OK;
 }
 
+/* The fold form of memory.access (format-spec/memory.md): "counts" and
+ * "last" beside "ids", and the side file's "file" and "upto". Without
+ * "counts" the record is the per-recall form and none of them is read. */
+static int decode_fold(const cJSON *root, memrec *r, cairn__err *e)
+{
+    const uint16_t type = CAIRN_REC_MEMORY_ACCESS;
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(root, "counts");
+    const cJSON *last = cJSON_GetObjectItemCaseSensitive(root, "last");
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(root, "file");
+    int64_t upto;
+    size_t i = 0;
+    int rc;
+
+    if (counts == NULL)
+        return CAIRN_OK;
+    if (!cJSON_IsArray(counts) || !cJSON_IsArray(last) ||
+        (size_t)cJSON_GetArraySize(counts) != r->n_ids || (size_t)cJSON_GetArraySize(last) != r->n_ids)
+        return cairn__fail(e, CAIRN_ECORRUPT,
+                           "%s: \"counts\" and \"last\" are not arrays as long as \"ids\"", kind(type));
+    if (!cJSON_IsString(file) || file->valuestring == NULL || strlen(file->valuestring) != 16 ||
+        strspn(file->valuestring, "0123456789abcdef") != 16 ||
+        (r->acc_file = strtoull(file->valuestring, NULL, 16)) == 0)
+        return cairn__fail(e, CAIRN_ECORRUPT,
+                           "%s: field \"file\" is not 16 lowercase hex digits, not all 0", kind(type));
+    if ((rc = get_int(root, "upto", &upto, NULL, type, e)) != CAIRN_OK)
+        return rc;
+    r->acc_upto = (uint64_t)upto;
+    r->counts = calloc(r->n_ids ? r->n_ids : 1, sizeof *r->counts);
+    r->lasts = calloc(r->n_ids ? r->n_ids : 1, sizeof *r->lasts);
+    if (r->counts == NULL || r->lasts == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory");
+    /* walked as lists: cJSON_GetArrayItem would make this quadratic */
+    for (const cJSON *c = counts->child, *t = last->child; c != NULL && t != NULL && i < r->n_ids;
+         c = c->next, t = t->next, i++) {
+        if (!cJSON_IsNumber(c) || !(c->valuedouble >= 1) || c->valuedouble > MAX_SAFE_INT ||
+            c->valuedouble != floor(c->valuedouble))
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: counts[%zu] is not an integer in 1..2^53",
+                               kind(type), i);
+        if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0) || t->valuedouble > MAX_SAFE_INT ||
+            t->valuedouble != floor(t->valuedouble))
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: last[%zu] is not an integer in 0..2^53",
+                               kind(type), i);
+        r->counts[i] = (uint64_t)c->valuedouble;
+        r->lasts[i] = (int64_t)t->valuedouble;
+    }
+    return CAIRN_OK;
+}
+
 static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
 {
     int rc = CAIRN_OK, present;
@@ -173,7 +221,7 @@ static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
                                    kind(type), i);
             r->ids[i++] = v->valuestring;
         }
-        return CAIRN_OK;
+        return decode_fold(root, r, e);
     }
     case CAIRN_REC_MEMORY_CLEAR: {
         const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "all");
@@ -261,6 +309,8 @@ void cairn__memrec_done(memrec *r)
     cJSON_Delete(r->root);
     free(r->metadata);
     free(r->ids);
+    free(r->counts);
+    free(r->lasts);
     memset(r, 0, sizeof *r);
 }
 
@@ -317,6 +367,22 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         for (size_t i = 0; ok && i < r->n_ids; i++) {
             cJSON *s = cJSON_CreateString(r->ids[i]);
             ok = s != NULL && cJSON_AddItemToArray(ids, s);
+        }
+        if (ok && r->counts != NULL) { /* a fold: exact digits, as cairn__json_add_int */
+            cJSON *c = cJSON_AddArrayToObject(o, "counts"), *t = cJSON_AddArrayToObject(o, "last");
+            char d[24];
+            ok = c != NULL && t != NULL;
+            for (size_t i = 0; ok && i < r->n_ids; i++) {
+                cJSON *v;
+                snprintf(d, sizeof d, "%llu", (unsigned long long)r->counts[i]);
+                ok = r->counts[i] >= 1 && (v = cJSON_CreateRaw(d)) != NULL && cJSON_AddItemToArray(c, v);
+                snprintf(d, sizeof d, "%lld", (long long)r->lasts[i]);
+                ok = ok && r->lasts[i] >= 0 && (v = cJSON_CreateRaw(d)) != NULL &&
+                     cJSON_AddItemToArray(t, v);
+            }
+            snprintf(d, sizeof d, "%016llx", (unsigned long long)r->acc_file);
+            ok = ok && cJSON_AddStringToObject(o, "file", d) != NULL &&
+                 cairn__json_add_int(o, "upto", (int64_t)r->acc_upto);
         }
         break;
     }

@@ -50,6 +50,11 @@ typedef struct memrec {
     const char *reason;        /* delete: may be NULL */
     const char **ids;          /* access: the memories read (malloc array) */
     size_t n_ids;
+    uint64_t *counts;          /* access, a fold: accesses of ids[i] (malloc
+                                  array; NULL: the per-recall form, one each) */
+    int64_t *lasts;            /* access, a fold: the last access of ids[i] */
+    uint64_t acc_file;         /* access, a fold: the ACCESS file's id */
+    uint64_t acc_upto;         /* access, a fold: its bytes folded */
     const char *clear_ns;      /* clear: the namespace, NULL = all */
     unsigned has;              /* update: MEMREC_HAS_* */
     const char *embedder;      /* store: its vector's embedder, NULL = no vector */

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "batch.h"
 #include "cairn.h"
 #include "memindex.h"
@@ -91,6 +92,13 @@ struct cairn_mem {
     uint64_t folded;         /* last log seq folded into this state */
     uint64_t tail_records;   /* memory records folded after the file */
     int opened;
+    /* Entries (indexes into e, in seq order) whose text is not in the text
+     * index yet: after a catch-up folded another process's memories, texts
+     * wait until something reads the index (cairn__mem_index_settle), so a
+     * process that only writes never indexes what others store. */
+    size_t *lazy;
+    size_t n_lazy, lazy_cap;
+    int lazy_mode;           /* a catch-up folded others' records: defer */
     uint32_t *by_id;         /* entry + 1; 0 empty; cap a power of 2 */
     uint32_t *by_content;    /* likewise, keyed by content_hash */
     size_t tcap;
@@ -100,6 +108,9 @@ struct cairn_mem {
     uint64_t unfinished;     /* of skipped: records of a commit that is not
                                 whole in the log (an import cut short) */
     cairn__batch batch;      /* replay: the last commit looked up (batch.h) */
+    cairn__access *acc;      /* ACCESS as this handle reads it (access.h), or NULL */
+    uint64_t acc_fold_file;  /* the last fold record applied: the ACCESS file it */
+    uint64_t acc_fold_upto;  /* folded, and the bytes of it folded (0: none) */
     uint64_t id_counter;
     double max_retention;    /* days */
     uint64_t max_memories;   /* this handle's own limit per namespace
@@ -224,6 +235,16 @@ int cairn__mem_embed(cairn_mem *m, const char *const *texts, const size_t *lens,
 /* Whether vectors named name, of dim values, may join the store; if not,
  * m->err says why (CAIRN_EINVAL). */
 int cairn__mem_vec_compatible(cairn_mem *m, const char *name, uint32_t dim);
+
+/* Fold the entries of ACCESS no record has folded yet into the log: one
+ * memory.access record (format-spec/memory.md, the fold form) counting
+ * each memory's accesses and its last, after ACCESS is replaced by a fresh
+ * file (format-spec/access.md, "Folding"). mu held, a writable handle (on a
+ * read-only one it does nothing). A failure of the side file (it cannot be
+ * replaced, read) only leaves the entries pending: CAIRN_OK. Errors: those
+ * of appending the record (cairn_append's), CAIRN_ENOMEM; the entries it
+ * read are then lost (access statistics only). */
+int cairn__mem_access_fold(cairn_mem *m);
 
 /* Call every listener with ev (mu NOT held). */
 void cairn__mem_emit(cairn_mem *m, const cairn_mem_event *ev);

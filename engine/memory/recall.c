@@ -1,8 +1,9 @@
 /*
  * recall.c - cairn_mem_recall: candidates from each namespace's BM25 index
  * (or every memory, for a query without terms), the filters, the score
- * components, the ranking, and one access record for what is returned.
- * The formula is in cairn.h (cairn_recall_hit) and README "Recall".
+ * components, the ranking, and the accesses of what is returned, appended
+ * to the side file ACCESS (access.c), never to the log. The formula is in
+ * cairn.h (cairn_recall_hit) and README "Recall".
  */
 #include <math.h>
 #include <stdlib.h>
@@ -242,17 +243,16 @@ static double fused(const cairn_mem *m, cairn_recall_mode mode, const cand *x, c
     return z->min_lex > 0 ? 0.999 * z->min_lex * sn : sn;
 }
 
-/* Keep the kept hits (compacting out), append one access record for them
- * (skipped on a read-only handle), and show the new counts in the copies. */
+/* Keep the kept hits (compacting out), append their accesses to ACCESS
+ * (any handle, read-only too; a failure to record is no error), and show
+ * the new counts in the copies. */
 static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, size_t take,
                          int64_t now, size_t *kept_n)
 {
-    const char **ids = malloc(take * sizeof *ids);
+    uint64_t *seqs = malloc(take * sizeof *seqs);
     size_t n = 0;
-    memrec r;
-    int rc;
 
-    if (ids == NULL)
+    if (seqs == NULL)
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
     for (size_t i = 0; i < take; i++) {
         if (!keep[i] || cairn__mem_find_id(m, out[i].mem.id) == NULL) {
@@ -263,29 +263,21 @@ static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, s
             continue;
         }
         out[n] = out[i];
-        ids[n] = out[n].mem.id;
+        seqs[n] = out[n].mem.seq;
         n++;
     }
     *kept_n = n;
-    if (n == 0) {
-        free(ids);
-        return CAIRN_OK;
+    if (cairn__access_record(m, seqs, n, now) && n > 0) {
+        for (size_t i = 0; i < n; i++) {
+            const ment *x = cairn__mem_find_id(m, out[i].mem.id);
+            int64_t last = cairn__access_last(m, x);
+            /* the cache reads this recall's own entries at the next look */
+            out[i].mem.accessed_at = last > now ? last : now;
+            out[i].mem.access_count = cairn__access_count(m, x) + 1;
+        }
     }
-    memset(&r, 0, sizeof r);
-    r.type = CAIRN_REC_MEMORY_ACCESS;
-    r.accessed_at = now;
-    r.ids = ids;
-    r.n_ids = n;
-    rc = cairn__mem_write_rec(m, "", &r, NULL);
-    free(ids);
-    if (rc == CAIRN_EPERM) /* a read-only handle recalls without recording it */
-        return CAIRN_OK;
-    for (size_t i = 0; rc == CAIRN_OK && i < n; i++) {
-        const ment *x = cairn__mem_find_id(m, out[i].mem.id);
-        out[i].mem.accessed_at = x->accessed;
-        out[i].mem.access_count = x->access_count;
-    }
-    return rc;
+    free(seqs);
+    return CAIRN_OK;
 }
 
 int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
@@ -328,6 +320,9 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
                                        : "k must be 1..100000");
         goto out;
     }
+    /* Access statistics: the folded ones plus what ACCESS holds unfolded,
+     * also other processes' recalls. */
+    cairn__access_refresh(m);
     (void)cairn__tok_run(m->tok, (const uint8_t *)query, strlen(query), count_term, &nterms);
     /* The semantic side: wanted, and possible? */
     use_vec = o->mode == CAIRN_RECALL_SEMANTIC ||
@@ -392,8 +387,8 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
             z.max_sim = c[i].sim;
         if ((c[i].srank != 0 || c[i].has_sim) && c[i].sim < z.min_sim)
             z.min_sim = c[i].sim;
-        if ((double)c[i].x->access_count > most)
-            most = (double)c[i].x->access_count;
+        if ((double)cairn__access_count(m, c[i].x) > most)
+            most = (double)cairn__access_count(m, c[i].x);
     }
     z.min_lex = 0;
     for (size_t i = 0; i < n; i++)
@@ -420,7 +415,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         h->relevance = best_fused > 0 ? f / best_fused : 0.0;
         h->importance = cairn__mem_decayed(m, x, now);
         h->recency = pow(0.5, (since_create > 0 ? since_create : 0) / m->half_life);
-        h->access = most > 0 ? log1p((double)x->access_count) / log1p(most) : 0.0;
+        h->access = most > 0 ? log1p((double)cairn__access_count(m, x)) / log1p(most) : 0.0;
         h->score = m->w_rel * h->relevance + m->w_imp * h->importance + m->w_rec * h->recency +
                    m->w_acc * h->access;
     }

@@ -152,11 +152,14 @@ static int fold(hist *h, const cairn_record *rec, const memrec *r)
         }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_ACCESS:
+        /* one recall's hits (one access each), or a fold of the side file
+         * ACCESS (counts and last times) */
         for (size_t i = 0; h->live && i < r->n_ids; i++)
             if (strcmp(r->ids[i], h->id) == 0) {
-                if (r->accessed_at > h->accessed)
-                    h->accessed = r->accessed_at;
-                h->access_count++;
+                int64_t at = r->counts ? r->lasts[i] : r->accessed_at;
+                if (at > h->accessed)
+                    h->accessed = at;
+                h->access_count += r->counts ? r->counts[i] : 1;
             }
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
