@@ -497,6 +497,42 @@ static void test_writers_take_turns_and_a_busy_one_times_out(void **state)
     reopen_expect_records(f->path, 4);
 }
 
+/* A writer killed in its turn leaves a torn record at the end of the
+ * active segment. Another writer handle, open all along, finds it at its
+ * next turn: cut off (as an open would), and its own records follow the
+ * last valid one with the next number; a reader never sees the torn bytes
+ * as a record. */
+static void test_a_turn_recovers_a_tail_torn_by_a_writer_killed_in_its_turn(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    char *log = tu_join(f->path, "0000000000000001.log");
+    struct stat before, after;
+    FILE *fp;
+    cairn_stats st;
+    uint64_t problems = 99;
+
+    append_range(db, 0, 5);
+    assert_int_equal(stat(log, &before), 0);
+    /* What a write cut short by SIGKILL leaves: the start of a record. */
+    fp = fopen(log, "ab");
+    assert_non_null(fp);
+    assert_int_equal(fwrite("\x40\x00\x00\x00\x01\x00garbage", 1, 13, fp), 13);
+    assert_int_equal(fclose(fp), 0);
+    append_range(db, 5, 8); /* numbers 6..8, after the last valid record */
+    assert_int_equal(cairn_flush(db), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(db, &st), CAIRN_OK);
+    assert_int_equal(st.records, 8);
+    assert_int_equal(st.recovered_torn_bytes, 13);
+    assert_int_equal(cairn_verify(db, NULL, NULL, &problems), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(stat(log, &after), 0);
+    assert_true(after.st_size > before.st_size);
+    reopen_expect_records(f->path, 8);
+    free(log);
+}
+
 /* ------------------------------------------------------------------------
  * Appending.
  * ---------------------------------------------------------------------- */
@@ -1757,6 +1793,7 @@ int main(void)
         T(test_open_refuses_bad_options),
         T(test_settings_chosen_at_creation_are_stored),
         T(test_writers_take_turns_and_a_busy_one_times_out),
+        T(test_a_turn_recovers_a_tail_torn_by_a_writer_killed_in_its_turn),
         T(test_append_returns_increasing_seqs_from_one),
         T(test_empty_store_has_nothing_to_read),
         T(test_append_refuses_invalid_entries),
