@@ -12,8 +12,11 @@
  * outside it, so concurrent writers in `full` mode share one fsync (group
  * commit). Readers never wait for an fsync.
  *
- * Processes: one writer process per store (it holds an flock on LOCK); any
- * number of read-only handles, in any process, without the lock.
+ * Processes: any number of writer handles, in any processes, take turns
+ * with the writer lock (an flock on LOCK, held for one commit, roll, seal
+ * or checkpoint: format-spec/lock.md), waiting up to busy_timeout_ms; any
+ * number of read-only handles, in any process, without the lock. Every
+ * call catches up on what other processes wrote.
  */
 #ifndef CAIRN_H
 #define CAIRN_H
@@ -453,7 +456,8 @@ typedef struct cairn_memory {
 
 /* Open the memory engine over db (read-only handles work for get and
  * recall; recall then still records its accesses, in the side file ACCESS:
- * the one file a read-only handle writes). Replays every memory record;
+ * the one file a read-only handle writes, besides removing a memory index
+ * file it finds damaged). Replays every memory record;
  * a record that does not decode is skipped and counted
  * (cairn_mem_skipped()). Errors: CAIRN_EINVAL (options, stemmer),
  * CAIRN_ENOMEM, CAIRN_EIO, CAIRN_ECORRUPT, CAIRN_ECHECKSUM (from the log). */
