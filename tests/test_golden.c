@@ -42,6 +42,7 @@
 #include "accfile.h"
 #include "bytes.h"
 #include "cairn.h"
+#include "lockfile.h"
 #include "cairn_sys.h"
 #include "filehdr.h"
 #include "gimage.h"
@@ -1216,6 +1217,29 @@ static void test_graph_v2_golden_is_recognised_and_not_used(void **state)
     free(gb);
 }
 
+/* LOCK (format-spec/lock.md): pid 4096 written over the "140411\n" an
+ * earlier writer left, without truncating; it reads back as 4096. */
+static void test_lock_content_matches_golden_and_reads_back(void **state)
+{
+    size_t len;
+    uint8_t *g = read_golden("lock-v2.txt", &len);
+    char buf[16] = "140411\n";
+    size_t n = cairn__lock_pid_encode(buf, 4096);
+
+    (void)state;
+    assert_int_equal(n, 5);
+    assert_int_equal(len, 7);
+    assert_memory_equal(buf, g, len);
+    assert_int_equal(cairn__lock_pid_parse((const char *)g, len), 4096);
+    assert_int_equal(cairn__lock_pid_parse("", 0), 0);
+    assert_int_equal(cairn__lock_pid_parse("-5\n", 3), 0);
+    assert_int_equal(cairn__lock_pid_parse("0\n", 2), 0);
+    assert_int_equal(cairn__lock_pid_parse("2147483648\n", 11), 0);
+    assert_int_equal(cairn__lock_pid_parse("2147483647", 10), 2147483647L);
+    assert_int_equal(cairn__lock_pid_parse("12345678901", 11), 0);
+    free(g);
+}
+
 static void test_access_encoding_matches_golden(void **state)
 {
     (void)state;
@@ -1395,6 +1419,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_graph_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
             cmocka_unit_test(test_graph_v2_golden_is_recognised_and_not_used),
+            cmocka_unit_test(test_lock_content_matches_golden_and_reads_back),
             cmocka_unit_test(test_access_encoding_matches_golden),
             cmocka_unit_test(test_access_golden_reads_back),
         };

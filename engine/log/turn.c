@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "lockfile.h"
 
 /* How long a handle whose turns follow each other keeps the lock while
  * another process waits: its commits of that time share one hand-over
@@ -122,11 +123,8 @@ static int others_waiting(cairn_db *db)
 static long holder_pid(cairn_db *db)
 {
     char buf[32];
-    int n = (int)pread(db->lockfd, buf, sizeof buf - 1, 0);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return strtol(buf, NULL, 10);
+    ssize_t n = pread(db->lockfd, buf, sizeof buf, 0);
+    return n > 0 ? cairn__lock_pid_parse(buf, (size_t)n) : 0;
 }
 
 /* Watch LOCK for writes and writable closes (once per handle; -1 when
@@ -228,11 +226,11 @@ static int lock_wait(cairn_db *db, cairn__err *e)
 
 static int say_pid(cairn_db *db, cairn__err *e)
 {
-    char buf[32];
+    char buf[LOCK_PID_MAX_LEN];
     /* No ftruncate: a shorter pid over a longer one leaves digits after
      * the newline, which a reader of the first line ignores. */
-    int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-    if (pwrite(db->lockfd, buf, (size_t)n, 0) != n)
+    size_t n = cairn__lock_pid_encode(buf, (long)getpid());
+    if (pwrite(db->lockfd, buf, n, 0) != (ssize_t)n)
         return cairn__fail(e, cairn__errno_status(errno), "write %s/LOCK: %s", db->path,
                            strerror(errno));
     return CAIRN_OK;
