@@ -406,6 +406,52 @@ static void test_writers_killed_in_their_turns_lose_no_acknowledged_memory(void 
     assert_true(nacked > 0);
 }
 
+/* A reflexion handle open for the whole test sees a node another process
+ * added, at its next call, without reopening; and its own add after that
+ * is deduplicated against it. */
+static void test_a_long_lived_reflexion_handle_sees_another_process_s_node(void **state)
+{
+    char *dir = *state;
+    cairn_db *db;
+    cairn_mem *mem;
+    cairn_reflex *r = NULL;
+    char id[CAIRN_NODE_ID_MAX + 1];
+    cairn_causal_node node;
+    pid_t pid;
+
+    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &db, &mem), CAIRN_OK);
+    assert_int_equal(cairn_reflex_open(db, &r), CAIRN_OK);
+    assert_int_equal(cairn_causal_node_id(r, "ran the migration", id), CAIRN_OK);
+    memset(&node, 0, sizeof node);
+    assert_int_equal(cairn_causal_get_node(r, id, &node), CAIRN_ENOTFOUND);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cairn_db *cdb;
+        cairn_mem *cm;
+        cairn_reflex *cr = NULL;
+        if (open_db(dir, 0, CAIRN_DURABILITY_NONE, &cdb, &cm) != CAIRN_OK ||
+            cairn_reflex_open(cdb, &cr) != CAIRN_OK ||
+            cairn_causal_add_node(cr, CAIRN_NODE_EVENT, "ran the migration", NULL, NULL) !=
+                CAIRN_OK)
+            _exit(3);
+        cairn_reflex_close(cr);
+        close_db(cdb, cm);
+        _exit(0);
+    }
+    assert_int_equal(wait_child(pid, 30000), 0);
+    assert_int_equal(cairn_causal_get_node(r, id, &node), CAIRN_OK); /* caught up */
+    assert_int_equal(node.frequency, 1);
+    cairn_causal_node_clear(&node);
+    assert_int_equal(cairn_causal_add_node(r, CAIRN_NODE_EVENT, "ran the migration", NULL, &node),
+                     CAIRN_OK);
+    assert_string_equal(node.id, id); /* the same node, seen again */
+    assert_int_equal(node.frequency, 2);
+    cairn_causal_node_clear(&node);
+    cairn_reflex_close(r);
+    close_db(db, mem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +462,8 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_writers_killed_in_their_turns_lose_no_acknowledged_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_long_lived_reflexion_handle_sees_another_process_s_node, setup, teardown),
     };
     return cmocka_run_group_tests_name("procs", tests, NULL, NULL);
 }
