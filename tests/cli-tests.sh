@@ -222,6 +222,12 @@ run --store "$T/w" add "written while the log streams"
 check "a memory is stored while a streaming writer runs" rc_is 0
 run --store "$T/w" recall "streams"
 check "and recalled while it runs" sh -c "[ $rc -eq 0 ] && grep -q 'written while the log streams' out"
+run --store "$T/w" context "streams"
+check "context works while it runs" sh -c "[ $rc -eq 0 ] && grep -q 'written while the log streams' out"
+run --store "$T/w" recall "streams" --format json
+wid=$(jq -r '.[0].id' out 2>/dev/null)
+run --store "$T/w" get "$wid"
+check "get works while it runs" sh -c "[ $rc -eq 0 ] && grep -q 'written while the log streams' out"
 run --store "$T/w" verify
 check "verify works while a writer streams" rc_is 0
 run --store "$T/w" stats
