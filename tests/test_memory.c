@@ -571,6 +571,12 @@ static void a_commit_of_several_is_applied_whole_or_not_at_all(void **state)
         assert_int_equal(cairn_mem_unfinished(rm), 4); /* b1 b2 e1 e2; t1 t2 may yet be whole */
         assert_int_equal(cairn_mem_skipped(rm), 5);    /* and d1 */
         cairn_mem_close(rm);
+        /* So does a writer handle between its turns (another one may be
+         * in its turn). */
+        assert_int_equal(cairn_mem_open(f->db, NULL, &rm), CAIRN_OK);
+        assert_string_equal(which(rm, ids, 11), "11001000000");
+        assert_int_equal(cairn_mem_unfinished(rm), 4);
+        cairn_mem_close(rm);
         close(lfd);
         free(lock);
     }

@@ -77,7 +77,7 @@ int cairn__batch_check(cairn_db *db, cairn__batch *b, uint64_t seq, uint64_t i, 
     }
     if ((rc = has_mark(db, last, n - 1, n, &found, &marked)) != CAIRN_OK)
         return rc;
-    if (!found && db->read_only && cairn__writer_live(db)) {
+    if (!found && cairn__other_writer_live(db)) {
         /* A writer may be writing it. The log as the lookup saw it, or
          * newer: its last record. (With no writer live, whoever wrote
          * the part there is gone: cut short for good.) */

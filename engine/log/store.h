@@ -142,6 +142,10 @@ int cairn__temp_name(const char *name);
 /* Does a writer hold the store's lock (this handle, if it is the writer)?
  * A read-only handle probes with a shared, non-blocking flock on LOCK. */
 int cairn__writer_live(cairn_db *db);
+/* Is a writer of another handle in its turn (so a commit the log ends
+ * inside may still be being written)? Never this handle's own turn: in it,
+ * nobody else writes. */
+int cairn__other_writer_live(cairn_db *db);
 
 /* Work whose caller drops its error (the background threads, the seal
  * after a roll and at open and close, a checkpoint at close) runs between

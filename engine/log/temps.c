@@ -40,12 +40,24 @@ int cairn__temp_name(const char *n)
            (len > 11 && strncmp(n, "ACCESS.", 7) == 0 && strcmp(n + len - 4, ".tmp") == 0);
 }
 
-int cairn__writer_live(cairn_db *db)
+/* Is this handle in a turn (holding the lock)? */
+static int in_turn(cairn_db *db)
+{
+    int held = 0;
+    if (!db->read_only) {
+        pthread_mutex_lock(&db->mu);
+        held = db->turn_held;
+        pthread_mutex_unlock(&db->mu);
+    }
+    return held;
+}
+
+/* Does some handle hold the lock? A shared, non-blocking flock on a
+ * descriptor of our own tells. */
+static int probe_live(cairn_db *db)
 {
     int fd, live = 0;
 
-    if (!db->read_only && db->turn_held)
-        return 1; /* this handle is in its turn */
     /* Missing (or a symlink, which no writer would use): not live. */
     if (cairn__io_open(db->io, "lock.probe", db->dirfd, LOCK_NAME, O_RDONLY, 0, &fd, NULL) !=
         CAIRN_OK)
@@ -56,6 +68,16 @@ int cairn__writer_live(cairn_db *db)
         flock(fd, LOCK_UN);
     cairn__io_close(db->io, "lock.probe", fd);
     return live;
+}
+
+int cairn__writer_live(cairn_db *db)
+{
+    return in_turn(db) ? 1 : probe_live(db);
+}
+
+int cairn__other_writer_live(cairn_db *db)
+{
+    return in_turn(db) ? 0 : probe_live(db);
 }
 
 int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count_out)

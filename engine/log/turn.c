@@ -173,8 +173,9 @@ static void wait_event(cairn_db *db, int64_t ns)
     }
 }
 
-/* Take the flock, waiting up to the busy timeout (mu not held). */
-static int lock_wait(cairn_db *db, cairn__err *e)
+/* Take the flock, waiting up to the busy timeout (mu not held; `ended`:
+ * when this handle's last turn ended, read under mu). */
+static int lock_wait(cairn_db *db, int64_t ended, cairn__err *e)
 {
     int64_t start = mono_ns(), deadline;
     int marked = 0;
@@ -183,7 +184,7 @@ static int lock_wait(cairn_db *db, cairn__err *e)
     /* A handle whose turn ended a moment ago and wants another lets a
      * process that waits go first: until that one writes its pid (it got
      * the lock), at most 20 ms. */
-    if (start - db->turn_ended_ns < 100000000 && others_waiting(db)) {
+    if (start - ended < 100000000 && others_waiting(db)) {
         watch_lock(db);
         drain_events(db);
         if (others_waiting(db))
@@ -236,12 +237,17 @@ static int say_pid(cairn_db *db, cairn__err *e)
     return CAIRN_OK;
 }
 
-int cairn__turn_lock(cairn_db *db, cairn__err *e)
+static int turn_lock(cairn_db *db, int64_t ended, cairn__err *e)
 {
-    int rc = lock_wait(db, e);
+    int rc = lock_wait(db, ended, e);
     if (rc == CAIRN_OK && (rc = say_pid(db, e)) != CAIRN_OK)
         flock(db->lockfd, LOCK_UN);
     return rc;
+}
+
+int cairn__turn_lock(cairn_db *db, cairn__err *e)
+{
+    return turn_lock(db, 0, e); /* at open: no turn ended yet */
 }
 
 void cairn__turn_let_go(cairn_db *db)
@@ -258,6 +264,7 @@ void cairn__turn_let_go(cairn_db *db)
 int cairn__turn_get(cairn_db *db)
 {
     cairn__err e;
+    int64_t ended;
     int rc;
 
     while (db->turn_taking)
@@ -267,8 +274,9 @@ int cairn__turn_get(cairn_db *db)
         return CAIRN_OK;
     }
     db->turn_taking = 1;
+    ended = db->turn_ended_ns;
     pthread_mutex_unlock(&db->mu);
-    rc = cairn__turn_lock(db, &e);
+    rc = turn_lock(db, ended, &e);
     pthread_mutex_lock(&db->mu);
     db->turn_taking = 0;
     pthread_cond_broadcast(&db->turn_cv);
