@@ -553,7 +553,17 @@ int cairn__sync_closed(cairn_db *db)
     return rc == CAIRN_OK ? CAIRN_OK : kill_handle(db, rc, &e);
 }
 
-int cairn__mark_synced(cairn_db *db, uint64_t seq)
+/* One value of the MANIFEST's store block changed (mark_synced, a
+ * setting). `apply` sets it in m, a copy of the view's cur, and returns 1,
+ * or 0 when there is nothing to change, or an error it recorded on db;
+ * `undo` puts cur's value back in m. */
+typedef struct manifest_change {
+    int (*apply)(cairn_db *db, manifest *m, const manifest *cur, uint64_t v);
+    void (*undo)(manifest *m, const manifest *cur);
+} manifest_change;
+
+/* Write the changed MANIFEST in a turn, over the MANIFEST as it is. */
+static int change_manifest(cairn_db *db, const manifest_change *c, uint64_t v)
 {
     view *cur, *nv = NULL;
     manifest m;
@@ -569,33 +579,30 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq)
         return rc;
     }
     cur = db->view;
-    if (cur->m.synced_seq >= seq) {
-        cairn__turn_put(db);
-        pthread_mutex_unlock(&db->mu);
-        return CAIRN_OK;
-    }
-    if (seq >= db->next_seq) { /* durability is the caller's: it ran cairn_sync */
-        cairn__turn_put(db);
-        pthread_mutex_unlock(&db->mu);
-        return cairn__db_failf(db, CAIRN_EINVAL, "seq %llu has not been handed out",
-                               (unsigned long long)seq);
-    }
     rc = cairn__manifest_copy(&cur->m, db->a, &m);
     if (rc != CAIRN_OK) {
         cairn__turn_put(db);
         pthread_mutex_unlock(&db->mu);
         return cairn__db_failf(db, rc, "no memory for a MANIFEST");
     }
-    m.synced_seq = seq;
+    rc = c->apply(db, &m, &cur->m, v);
+    if (rc <= 0) { /* nothing to change, or refused */
+        cairn__manifest_free(db->a, &m);
+        cairn__turn_put(db);
+        pthread_mutex_unlock(&db->mu);
+        return rc < 0 ? rc : CAIRN_OK;
+    }
     m.generation++;
     rc = cairn__db_manifest_write(db, &m, &e);
     if (rc != CAIRN_OK) {
         /* The rename may or may not have happened. Either MANIFEST is
          * right about the segments, so the handle lives on: its view takes
          * the new generation (never written twice with other contents)
-         * and keeps the old synced_seq (a lower one only detects less). */
+         * and keeps the old value (a lower synced_seq only detects less;
+         * the caller is told a setting was not changed, though a later
+         * open may find either value). */
         int wrc = rc;
-        m.synced_seq = cur->m.synced_seq;
+        c->undo(&m, &cur->m);
         if (cairn__view_make(db, &m, cur->segs, &nv) == CAIRN_OK)
             cairn__view_publish(db, nv);
         else
@@ -612,57 +619,46 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq)
     return rc;
 }
 
+static int synced_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t seq)
+{
+    if (cur->synced_seq >= seq)
+        return 0;
+    if (seq >= db->next_seq) /* durability is the caller's: it ran cairn_sync */
+        return cairn__db_failf(db, CAIRN_EINVAL, "seq %llu has not been handed out",
+                               (unsigned long long)seq);
+    m->synced_seq = seq;
+    return 1;
+}
+
+static void synced_undo(manifest *m, const manifest *cur)
+{
+    m->synced_seq = cur->synced_seq;
+}
+
+int cairn__mark_synced(cairn_db *db, uint64_t seq)
+{
+    static const manifest_change c = {synced_apply, synced_undo};
+    return change_manifest(db, &c, seq);
+}
+
+static int max_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t n)
+{
+    (void)db;
+    if (cur->max_memories == n)
+        return 0;
+    m->max_memories = n;
+    return 1;
+}
+
+static void max_undo(manifest *m, const manifest *cur)
+{
+    m->max_memories = cur->max_memories;
+}
+
 int cairn__set_max_memories(cairn_db *db, uint64_t n)
 {
-    view *cur, *nv = NULL;
-    manifest m;
-    cairn__err e;
-    int rc;
-
-    pthread_mutex_lock(&db->mu);
-    rc = cairn__check_writable(db);
-    if (rc == CAIRN_OK)
-        rc = cairn__turn_get(db); /* the MANIFEST as it is, under the lock */
-    if (rc != CAIRN_OK) {
-        pthread_mutex_unlock(&db->mu);
-        return rc;
-    }
-    cur = db->view;
-    if (cur->m.max_memories == n) {
-        cairn__turn_put(db);
-        pthread_mutex_unlock(&db->mu);
-        return CAIRN_OK;
-    }
-    rc = cairn__manifest_copy(&cur->m, db->a, &m);
-    if (rc != CAIRN_OK) {
-        cairn__turn_put(db);
-        pthread_mutex_unlock(&db->mu);
-        return cairn__db_failf(db, rc, "no memory for a MANIFEST");
-    }
-    m.max_memories = n;
-    m.generation++;
-    rc = cairn__db_manifest_write(db, &m, &e);
-    if (rc != CAIRN_OK) {
-        /* As in cairn__mark_synced: the rename may or may not have
-         * happened; either MANIFEST is right about the segments. The view
-         * takes the new generation and keeps the old setting; the caller
-         * is told it failed (a later open may find either value). */
-        int wrc = rc;
-        m.max_memories = cur->m.max_memories;
-        if (cairn__view_make(db, &m, cur->segs, &nv) == CAIRN_OK)
-            cairn__view_publish(db, nv);
-        else
-            kill_handle(db, CAIRN_ENOMEM, NULL);
-        rc = cairn__db_fail(db, wrc, &e);
-    } else if ((rc = cairn__view_make(db, &m, cur->segs, &nv)) != CAIRN_OK) {
-        rc = kill_handle(db, rc, NULL);
-    } else {
-        cairn__view_publish(db, nv);
-    }
-    cairn__manifest_free(db->a, &m);
-    cairn__turn_put(db);
-    pthread_mutex_unlock(&db->mu);
-    return rc;
+    static const manifest_change c = {max_apply, max_undo};
+    return change_manifest(db, &c, n);
 }
 
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
