@@ -402,6 +402,22 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     return close_mem(ctx, db, mem, rc);
 }
 
+/* The memory a call (status r) gave, as text or JSON, or its error; then
+ * close. */
+static int show_and_close(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int r, cairn_memory *m,
+                          int json)
+{
+    int rc = CLI_EXIT_OK;
+    if (r != CAIRN_OK)
+        rc = mem_fail(ctx, mem, r);
+    else if (json)
+        print_json(mem_json(m));
+    else
+        print_text(m);
+    cairn_mem_free(m);
+    return close_mem(ctx, db, mem, rc);
+}
+
 int cmd_get(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
@@ -433,17 +449,7 @@ int cmd_get(cli_ctx *ctx, int argc, char **argv)
     if ((rc = open_mem(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_get(mem, id, &m);
-    if (r != CAIRN_OK) {
-        rc = mem_fail(ctx, mem, r);
-    } else {
-        if (json)
-            print_json(mem_json(m));
-        else
-            print_text(m);
-        rc = CLI_EXIT_OK;
-    }
-    cairn_mem_free(m);
-    return close_mem(ctx, db, mem, rc);
+    return show_and_close(ctx, db, mem, r, m, json);
 }
 
 int cmd_remove(cli_ctx *ctx, int argc, char **argv)
@@ -515,17 +521,7 @@ int cmd_restore(cli_ctx *ctx, int argc, char **argv)
     if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_restore(mem, id, &m);
-    if (r != CAIRN_OK) {
-        rc = mem_fail(ctx, mem, r);
-    } else {
-        if (json)
-            print_json(mem_json(m));
-        else
-            print_text(m);
-        rc = CLI_EXIT_OK;
-    }
-    cairn_mem_free(m);
-    return close_mem(ctx, db, mem, rc);
+    return show_and_close(ctx, db, mem, r, m, json);
 }
 
 /* Split a comma list in place into *out (malloc'd array). */
