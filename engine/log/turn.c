@@ -15,11 +15,10 @@
  * holder that lets go while anyone waits writes its pid again (IN_MODIFY),
  * and one that dies closes its descriptor (IN_CLOSE_WRITE), so the waiter
  * wakes at once (10 ms sleeps where inotify is missing). A waiter says it
- * waits with a shared OFD lock on byte 1 of LOCK; a handle whose turn ends
- * while anyone says so lets the lock go once it has held it for a quantum
- * (2 ms), and one whose last turn ended a moment ago steps aside for it, so
- * a writer that streams (`producer | cairn log`) cannot keep the others
- * out.
+ * waits with a shared OFD lock on byte 1 of LOCK; a handle lets the lock go
+ * once it has held it for a quantum (2 ms) while anyone says so, and one
+ * whose last turn ended a moment ago steps aside for it, so a writer that
+ * streams (`producer | cairn log`) cannot keep the others out.
  *
  * With the background thread, a turn that ends while nobody waits keeps
  * the flock (it lingers): the next turn of the handle starts without a
@@ -296,10 +295,11 @@ void cairn__turn_release(cairn_db *db)
     /* A dead handle's buffer will never be written: nothing to wait for. */
     if (!db->turn_held || db->turn_users > 0 || (db->wbuf_len > 0 && !db->dead))
         return;
-    if (db->bg_running && !db->bg_stop && !db->dead &&
-        (mono_ns() - db->turn_got_ns < TURN_QUANTUM_NS || !others_waiting(db))) {
-        /* Linger: the flusher lets it go after 1 ms without a turn, or
-         * once the quantum is over while another process waits. */
+    if (db->bg_running && !db->bg_stop && !db->dead) {
+        /* Linger: the flusher, which looks every millisecond, lets it go
+         * after 1 ms without a turn, or once the quantum is over while
+         * another process waits. No system call here: a commit in a loop
+         * costs its write only. */
         db->turn_ended_ns = mono_ns();
         db->linger_ms = cairn__now_ms();
         if (!db->lingering) {
