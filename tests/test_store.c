@@ -497,6 +497,87 @@ static void test_writers_take_turns_and_a_busy_one_times_out(void **state)
     reopen_expect_records(f->path, 4);
 }
 
+/* Two `full` writer handles: one rolls and seals the segment the other
+ * had appended to and not synced for a read's catch-up. The other keeps
+ * the segment it wrote to until it has synced it, then appends to the new
+ * one (it used to sync a freed segment, and fail for good). */
+static void test_a_segment_another_handle_rolled_and_sealed_is_synced_then_left(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *a = NULL, *b = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_entry e = {CAIRN_REC_EVENT, "t", 1, "{}", 2, NULL, 0};
+    cairn_stats st;
+    uint64_t seq = 0;
+
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_FULL;
+    assert_int_equal(cairn_open(&a, f->path, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_open(&b, f->path, &o, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_append(b, &e, &seq), CAIRN_OK);
+    assert_int_equal(cairn_append(a, &e, &seq), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(b, &st), CAIRN_OK); /* b reads a's record */
+    assert_int_equal(cairn_roll(a), CAIRN_OK);            /* rolls and seals inline */
+    assert_int_equal(cairn_stats_get(b, &st), CAIRN_OK);
+    assert_int_equal(st.segments_sealed, 1);
+    assert_int_equal(cairn_append(b, &e, &seq), CAIRN_OK);
+    assert_int_equal(seq, 3);
+    assert_int_equal(cairn_close(b), CAIRN_OK);
+    assert_int_equal(cairn_close(a), CAIRN_OK);
+    reopen_expect_records(f->path, 3);
+}
+
+/* A handle killed by a failed write (a full disk) lets the lock go at
+ * once: another writer does not wait for it to be closed. */
+static const cairn_io *real_io;
+static int fail_next_append;
+
+static ssize_t failing_pwrite(void *u, const char *site, int fd, const void *b, size_t l,
+                              off_t o)
+{
+    (void)u;
+    if (fail_next_append && strcmp(site, "segment.append") == 0) {
+        fail_next_append = 0;
+        errno = ENOSPC;
+        return -1;
+    }
+    return real_io->pwrite(real_io->user, site, fd, b, l, o);
+}
+
+static void test_a_handle_killed_by_a_failed_write_lets_the_lock_go(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT, oa;
+    cairn_io io;
+    cairn_db *a = NULL, *b = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_entry e = {CAIRN_REC_EVENT, "t", 1, "{}", 2, NULL, 0};
+    uint64_t seq = 0;
+
+    for (int bg = 0; bg <= 1; bg++) {
+        real_io = cairn_io_default();
+        io = *real_io;
+        io.pwrite = failing_pwrite;
+        o.create = 1;
+        o.background = bg;
+        o.durability = CAIRN_DURABILITY_FULL;
+        o.busy_timeout_ms = 300;
+        oa = o;
+        oa.io = &io;
+        assert_int_equal(cairn_open(&a, f->path, &oa, err, sizeof err), CAIRN_OK);
+        assert_int_equal(cairn_open(&b, f->path, &o, err, sizeof err), CAIRN_OK);
+        fail_next_append = 1;
+        assert_int_equal(cairn_append(a, &e, &seq), CAIRN_EFULL);
+        assert_int_equal(cairn_append(a, &e, &seq), CAIRN_EDEAD);
+        if (cairn_append(b, &e, &seq) != CAIRN_OK)
+            fail_msg("background %d: the other writer: %s", bg, cairn_errmsg(b));
+        assert_int_equal(cairn_close(b), CAIRN_OK);
+        (void)cairn_close(a);
+    }
+}
+
 /* A writer killed in its turn leaves a torn record at the end of the
  * active segment. Another writer handle, open all along, finds it at its
  * next turn: cut off (as an open would), and its own records follow the
@@ -1214,7 +1295,8 @@ static void closed_segments_sync(cairn_durability mode, const char *path)
     }
     c.closed_syncs = 0;
     assert_int_equal(cairn_close(db), CAIRN_OK); /* its seals fail too */
-    assert_int_equal(c.closed_syncs, mode == CAIRN_DURABILITY_NONE ? (int)st.segments_closed : 0);
+    /* Closed segments never change: synced once, by this handle, is enough. */
+    assert_int_equal(c.closed_syncs, 0);
     c.fail_seal = 0;
     o.create = 0;
     assert_int_equal(cairn_open(&db, path, &o, err, sizeof err), CAIRN_OK);
@@ -1794,6 +1876,8 @@ int main(void)
         T(test_settings_chosen_at_creation_are_stored),
         T(test_writers_take_turns_and_a_busy_one_times_out),
         T(test_a_turn_recovers_a_tail_torn_by_a_writer_killed_in_its_turn),
+        T(test_a_segment_another_handle_rolled_and_sealed_is_synced_then_left),
+        T(test_a_handle_killed_by_a_failed_write_lets_the_lock_go),
         T(test_append_returns_increasing_seqs_from_one),
         T(test_empty_store_has_nothing_to_read),
         T(test_append_refuses_invalid_entries),

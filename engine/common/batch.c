@@ -97,6 +97,12 @@ int cairn__batch_check(cairn_db *db, cairn__batch *b, uint64_t seq, uint64_t i, 
         }
         if (rc != CAIRN_OK)
             return rc;
+    } else if (!found) {
+        /* No writer in a turn now; one may have finished the commit
+         * between the lookup and the probe: a lookup after the probe sees
+         * the log as the last writer left it. */
+        if ((rc = has_mark(db, last, n - 1, n, &found, &marked)) != CAIRN_OK)
+            return rc;
     }
     *verdict = found && marked ? CAIRN_BATCH_WHOLE : CAIRN_BATCH_TORN;
     b->last = last;

@@ -75,6 +75,10 @@ static int kill_handle(cairn_db *db, int rc, const cairn__err *e)
     }
     pthread_cond_broadcast(&db->sync_cv);
     cairn__waitword_bump(&db->synced);
+    /* A dead handle writes no more: other processes need not wait for it
+     * (the lock goes now if no call of this handle is in a turn, else at
+     * the end of that call). */
+    cairn__turn_release(db);
     return cairn__db_fail(db, rc, e);
 }
 
@@ -310,6 +314,7 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
         rc = cairn__io_fdatasync(db->io, "roll.fdatasync", old->log.fd, old->log.name, &e);
         if (rc != CAIRN_OK)
             return kill_handle(db, rc, &e);
+        old->closed_synced = 1;
         /* This sync covered every group-commit waiter: none is counted for
          * the next group any more. */
         db->sync_waiters = 0;
@@ -398,6 +403,8 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
         atomic_fetch_add(&old->refs, 1);
         db->closed_unsynced = old;
     }
+    atomic_fetch_add(&nseg->refs, 1); /* the handle's own, as for every db->act */
+    cairn__seg_release(db, old);
     db->act = nseg;
     db->wbuf_off = nseg->log.end;
     db->act_reserve_tried = 0;
@@ -521,7 +528,8 @@ int cairn__sync_unsealed(cairn_db *db)
         cairn__err e;
         int rc;
         for (size_t i = 0; i + 1 < v->m.n && s == NULL; i++)
-            if (v->m.e[i].kind == SEG_CLOSED && v->m.e[i].id > after && !v->segs[i]->sealed)
+            if (v->m.e[i].kind == SEG_CLOSED && v->m.e[i].id > after && !v->segs[i]->sealed &&
+                !v->segs[i]->closed_synced)
                 s = v->segs[i];
         if (s == NULL)
             return CAIRN_OK;
@@ -531,6 +539,8 @@ int cairn__sync_unsealed(cairn_db *db)
         /* The sealer may unlink the .log meanwhile: the fd keeps the file. */
         rc = cairn__io_fdatasync(db->io, "closed.fdatasync", s->log.fd, s->log.name, &e);
         pthread_mutex_lock(&db->mu);
+        if (rc == CAIRN_OK)
+            s->closed_synced = 1;
         cairn__seg_release(db, s);
         if (rc != CAIRN_OK)
             return kill_handle(db, rc, &e);
@@ -549,6 +559,8 @@ int cairn__sync_closed(cairn_db *db)
     pthread_mutex_unlock(&db->mu);
     rc = cairn__io_fdatasync(db->io, "closed.fdatasync", s->log.fd, s->log.name, &e);
     pthread_mutex_lock(&db->mu);
+    if (rc == CAIRN_OK)
+        s->closed_synced = 1;
     cairn__seg_release(db, s);
     return rc == CAIRN_OK ? CAIRN_OK : kill_handle(db, rc, &e);
 }
@@ -910,7 +922,10 @@ int cairn_sync(cairn_db *db)
     cairn__turn_release(db);
     if (rc == CAIRN_OK)
         rc = cairn__sync_closed(db);
-    if (rc == CAIRN_OK && db->durability == CAIRN_DURABILITY_NONE)
+    /* Every closed segment not sealed yet, whoever closed it: a record of
+     * another process's batch-mode roll may not be synced yet, and a
+     * checkpoint that follows records everything up to its seq as durable. */
+    if (rc == CAIRN_OK)
         rc = cairn__sync_unsealed(db);
     /* Every record written (the flush wrote the buffer). Not next_seq - 1:
      * past numbers retired at open (damage set aside, records lost) there

@@ -446,11 +446,10 @@ static int reload(cairn_db *db, cairn__err *e)
         rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, e);
         if (rc != CAIRN_OK)
             return rc;
-        if (m.generation == db->view->m.generation) {
-            cairn__manifest_free(db->a, &m);
-            manifest_noted(db, &st);
-            return rescan_active(db, e);
-        }
+        /* Always a new view, even of the same generation: the file is not
+         * the one this handle read (a write of it whose outcome this handle
+         * could not know may have left the same number with other
+         * contents). Its segments are reused; the active one is read on. */
         rc = view_build(db, &m, db->view, &nv, e);
         cairn__manifest_free(db->a, &m);
         if (rc == CAIRN_OK) {
@@ -497,18 +496,20 @@ static int adopt_log_end(cairn_db *db, int locked, cairn__err *e)
         return cairn__fail(e, CAIRN_ECORRUPT, "store %s: the MANIFEST's last segment is not "
                            "active", db->path);
     if (act != db->act) {
+        seg_ref *old = db->act;
+        atomic_fetch_add(&act->refs, 1);
+        db->act = act;
+        db->act_reserve_tried = 0;
         /* Records this handle wrote to the segment another process closed
          * and that are not synced yet: sync them now, the flusher syncs
          * only the active one. */
-        if (db->act != NULL && atomic_load(&db->durable_seq) < db->written_seq &&
-            db->durability != CAIRN_DURABILITY_NONE) {
-            rc = cairn__io_fdatasync(db->io, "closed.fdatasync", db->act->log.fd,
-                                     db->act->log.name, e);
-            if (rc != CAIRN_OK)
-                return rc;
-        }
-        db->act = act;
-        db->act_reserve_tried = 0;
+        rc = CAIRN_OK;
+        if (old != NULL && atomic_load(&db->durable_seq) < db->written_seq &&
+            db->durability != CAIRN_DURABILITY_NONE)
+            rc = cairn__io_fdatasync(db->io, "closed.fdatasync", old->log.fd, old->log.name, e);
+        cairn__seg_release(db, old);
+        if (rc != CAIRN_OK)
+            return rc;
     }
     if (locked && act->log_file_size > act->log.end) {
         /* A writer that died in its turn tore the tail: as an open does. */
@@ -544,6 +545,7 @@ int cairn__catch_up(cairn_db *db, int locked)
     struct stat st;
     int rc;
 
+
     e.msg[0] = '\0';
     rc = manifest_changed(db, &st) ? reload(db, &e) : rescan_active(db, &e);
     if (rc == CAIRN_OK && !db->read_only && !db->dead)
@@ -562,9 +564,12 @@ int cairn__db_refresh(cairn_db *db)
 
 int cairn__refresh(cairn_db *db)
 {
-    if (db->turn_held)
-        return db->dead ? CAIRN_OK : cairn__flush_locked(db);
-    return cairn__catch_up(db, 0);
+    int rc;
+    if (!db->turn_held)
+        return cairn__catch_up(db, 0);
+    rc = db->dead ? CAIRN_OK : cairn__flush_locked(db);
+    cairn__turn_release(db); /* the buffer is in the file: the turn may end */
+    return rc;
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -892,7 +897,8 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
     if (rc == CAIRN_OK) {
         seg_ref *act = v->segs[m.n - 1];
         db->view = v;
-        db->act = act;
+        db->act = act; /* the handle's own reference: the view may go first */
+        atomic_fetch_add(&act->refs, 1);
         db->next_seq = act->log.base_seq + act->log.n;
         db->durable_seq = db->next_seq - 1;
         db->written_seq = db->next_seq - 1;
@@ -1070,6 +1076,8 @@ int cairn_close(cairn_db *db)
         rc = cairn__sync_unsealed(db);
         pthread_mutex_unlock(&db->mu);
     }
+    if (db->act != NULL)
+        cairn__seg_release(db, db->act);
     if (db->view != NULL)
         cairn__view_release(db, db->view);
     if (db->lockfd >= 0)

@@ -46,6 +46,7 @@ typedef struct seg_ref {
     uint64_t damaged_at;  /* read-only: offset of damage followed by valid
                              records (0: none); iteration reports it */
     uint64_t damaged_max_seq; /* the highest seq found after that damage */
+    int closed_synced;    /* closed, and fdatasynced since by this handle (mu) */
 } seg_ref;
 
 /* A snapshot: the manifest and its segments, in order. */
@@ -75,7 +76,8 @@ struct cairn_db {
     pthread_cond_t bg_cv;     /* wakes the flusher thread */
     pthread_cond_t seal_cv;   /* wakes the sealer thread */
     view *view;               /* current view (mu) */
-    seg_ref *act;             /* the active segment (writer; mu) */
+    seg_ref *act;             /* the active segment, a reference of the handle's
+                                 own (the view may drop it first; mu) */
     uint8_t *wbuf;            /* encoded records not yet written (mu) */
     size_t wbuf_len, wbuf_cap;
     uint64_t wbuf_off;        /* file offset of wbuf[0] */

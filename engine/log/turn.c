@@ -313,8 +313,10 @@ void cairn__turn_release(cairn_db *db)
 
 int cairn__turn_linger_due(cairn_db *db, int64_t now_ms)
 {
-    if (!db->lingering || !db->turn_held || db->turn_users > 0 || db->wbuf_len > 0)
+    if (!db->lingering || !db->turn_held || db->turn_users > 0 || (db->wbuf_len > 0 && !db->dead))
         return 0;
+    if (db->dead)
+        return 1;
     int64_t now = mono_ns();
     (void)now_ms;
     return now - db->turn_ended_ns >= 1000000 ||
