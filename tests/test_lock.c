@@ -52,20 +52,6 @@
  * Helpers: time, payloads, child processes.
  * ---------------------------------------------------------------------- */
 
-static long long now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
-}
-
 /* The payload of record seq: it names seq and has a size that varies. */
 static size_t payload(uint64_t seq, char *buf, size_t cap)
 {
@@ -121,10 +107,10 @@ static void send_report(int fd, long long a, long long b, long long c, long long
 static int read_report(int fd, report *r, long timeout_ms)
 {
     size_t got = 0;
-    long long until = now_ms() + timeout_ms;
+    long long until = tu_now_ms() + timeout_ms;
     while (got < sizeof *r) {
         struct pollfd p = {fd, POLLIN, 0};
-        long left = (long)(until - now_ms());
+        long left = (long)(until - tu_now_ms());
         ssize_t n;
         if (left <= 0)
             return -1;
@@ -138,27 +124,6 @@ static int read_report(int fd, report *r, long timeout_ms)
         got += (size_t)n;
     }
     return 1;
-}
-
-/* Wait for a child at most timeout_ms; kill it if it hangs. Returns its exit
- * status, or -1 if it had to be killed or died of a signal. */
-static int wait_child(pid_t pid, long timeout_ms)
-{
-    long long until = now_ms() + timeout_ms;
-    int st;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (now_ms() > until) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        sleep_ms(2);
-    }
 }
 
 /* Does msg contain pid as a whole decimal number? */
@@ -244,9 +209,9 @@ static probe probe_writer(const char *dir, uint32_t busy_ms)
         p.pid = (long)getpid();
         o.background = 0;
         o.busy_timeout_ms = busy_ms;
-        t0 = now_ms();
+        t0 = tu_now_ms();
         p.rc = cairn_open(&db, dir, &o, p.err, sizeof p.err);
-        p.ms = now_ms() - t0;
+        p.ms = tu_now_ms() - t0;
         p.out_null = db == NULL;
         if (p.rc == CAIRN_OK) {
             cairn_stats s;
@@ -266,8 +231,8 @@ static probe probe_writer(const char *dir, uint32_t busy_ms)
     }
     close(fds[1]);
     {
-        long long until = now_ms() + 10000;
-        while (got < sizeof p && now_ms() < until) {
+        long long until = tu_now_ms() + 10000;
+        while (got < sizeof p && tu_now_ms() < until) {
             struct pollfd pf = {fds[0], POLLIN, 0};
             ssize_t n;
             if (poll(&pf, 1, 100) <= 0)
@@ -279,7 +244,7 @@ static probe probe_writer(const char *dir, uint32_t busy_ms)
         }
     }
     close(fds[0]);
-    st = wait_child(pid, 5000);
+    st = tu_wait_child(pid, 5000);
     if (got != sizeof p)
         fail_msg("the second-writer process sent no answer within 10 s (blocked on the lock?)");
     assert_int_equal(st, 0);
@@ -328,7 +293,7 @@ static holder start_holder(const char *dir)
     h.rep = r[0];
     if (read_report(h.rep, &rp, 10000) != 1 || rp.v[0] != 1) {
         kill(h.pid, SIGKILL);
-        wait_child(h.pid, 5000);
+        tu_wait_child(h.pid, 5000);
         fail_msg("the holder did not start: %s", rp.msg);
     }
     return h;
@@ -375,13 +340,13 @@ static void test_a_writer_process_waits_for_the_turn_or_times_out_naming_the_hol
         _exit(0);
     }
     close(fds[1]);
-    sleep_ms(300);
+    tu_sleep_ms(300);
     assert_int_equal(write(h.ctl, "f", 1), 1); /* the holder's records go to the file */
     if (read_report(h.rep, &rp, 10000) != 1 || rp.v[0] != 2)
         fail_msg("the holder did not flush: %s", rp.msg);
     {
-        long long until = now_ms() + 15000;
-        while (got < sizeof p && now_ms() < until) {
+        long long until = tu_now_ms() + 15000;
+        while (got < sizeof p && tu_now_ms() < until) {
             struct pollfd pf = {fds[0], POLLIN, 0};
             ssize_t n;
             if (poll(&pf, 1, 100) <= 0)
@@ -393,14 +358,14 @@ static void test_a_writer_process_waits_for_the_turn_or_times_out_naming_the_hol
         }
     }
     close(fds[0]);
-    assert_int_equal(wait_child(prober, 10000), 0);
+    assert_int_equal(tu_wait_child(prober, 10000), 0);
     assert_int_equal(got, sizeof p);
     if (p.rc != CAIRN_OK)
         fail_msg("the waiting writer did not get its turn: %s (%s)", cairn_strerror(p.rc), p.err);
     if (p.ms < 150)
         fail_msg("the writer got in after %lld ms, before the holder's turn ended", p.ms);
     close(h.ctl);
-    assert_int_equal(wait_child(h.pid, 10000), 0);
+    assert_int_equal(tu_wait_child(h.pid, 10000), 0);
     close(h.rep);
     {
         cairn_db *db = open_writer(dir, CAIRN_DURABILITY_STORED, 0, 0, 0);
@@ -462,12 +427,12 @@ static void test_killed_holder_releases_the_lock(void **state)
     p = probe_writer(dir, 200);
     if (p.rc != CAIRN_ELOCKED || !names_pid(p.err, (long)h.pid)) {
         kill(h.pid, SIGKILL);
-        wait_child(h.pid, 5000);
+        tu_wait_child(h.pid, 5000);
         fail_msg("open while child %ld holds the lock: %s (%s)", (long)h.pid,
                  cairn_strerror(p.rc), p.err);
     }
     kill(h.pid, SIGKILL);
-    st = wait_child(h.pid, 5000);
+    st = tu_wait_child(h.pid, 5000);
     assert_int_equal(st, -1); /* died of the signal */
     close(h.ctl);
     close(h.rep);
@@ -553,7 +518,7 @@ static void follower(const char *dir, int ctl, int rep)
     long long t;
     send_report(rep, 0, 0, 0, 0, "ready");
     while (read(ctl, &t, sizeof t) == (ssize_t)sizeof t) {
-        long long first = -1, n = -1, polls = 0, until = now_ms() + 5000;
+        long long first = -1, n = -1, polls = 0, until = tu_now_ms() + 5000;
         do {
             n = scan_prefix(db, msg, sizeof msg);
             if (n < 0) {
@@ -565,8 +530,8 @@ static void follower(const char *dir, int ctl, int rep)
             polls++;
             if (n >= t)
                 break;
-            sleep_ms(5);
-        } while (now_ms() < until);
+            tu_sleep_ms(5);
+        } while (tu_now_ms() < until);
         send_report(rep, first, n, polls, 0, "seen");
     }
     cairn_close(db);
@@ -609,11 +574,11 @@ static report ask(follow *f, long long t)
     assert_int_equal(write(f->ctl, &t, sizeof t), (ssize_t)sizeof t);
     if (read_report(f->rep, &r, 10000) != 1) {
         kill(f->pid, SIGKILL);
-        wait_child(f->pid, 5000);
+        tu_wait_child(f->pid, 5000);
         fail_msg("the reader process did not answer within 10 s");
     }
     if (r.v[0] < 0) {
-        wait_child(f->pid, 5000);
+        tu_wait_child(f->pid, 5000);
         fail_msg("reader process: %s", r.msg);
     }
     return r;
@@ -622,7 +587,7 @@ static report ask(follow *f, long long t)
 static void stop_follower(follow *f)
 {
     close(f->ctl);
-    assert_int_equal(wait_child(f->pid, 10000), 0);
+    assert_int_equal(tu_wait_child(f->pid, 10000), 0);
     close(f->rep);
 }
 
@@ -709,10 +674,10 @@ static void scanner(const char *dir, int ctl, int rep)
 {
     cairn_db *db = child_open_reader(dir, rep);
     long long last = 0, scans = 0, distinct = 0, reopens = 0, total = -1;
-    long long until = now_ms() + 30000;
+    long long until = tu_now_ms() + 30000;
     char msg[200];
     fcntl(ctl, F_SETFL, O_NONBLOCK);
-    while (now_ms() < until) {
+    while (tu_now_ms() < until) {
         long long n;
         if (total < 0 && read(ctl, &total, sizeof total) != (ssize_t)sizeof total)
             total = -1;
@@ -779,8 +744,8 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
         rep[i] = r[0];
     }
     db = open_writer(dir, CAIRN_DURABILITY_BATCH, 4096, 1, 5);
-    t0 = now_ms();
-    while (now_ms() - t0 < 1500) {
+    t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < 1500) {
         assert_int_equal(append_seq(db, ++s), CAIRN_OK);
         if (s % 50 == 0)
             assert_int_equal(cairn_flush(db), CAIRN_OK);
@@ -792,11 +757,11 @@ static void test_reader_processes_see_a_gap_free_prefix_while_the_writer_rolls_a
     for (int i = 0; i < NSCAN; i++) {
         report r;
         int got = read_report(rep[i], &r, 40000);
-        int status = wait_child(pids[i], 10000);
+        int status = tu_wait_child(pids[i], 10000);
         if (got != 1 || r.v[0] < 0) {
             for (int k = i + 1; k < NSCAN; k++) {
                 kill(pids[k], SIGKILL);
-                wait_child(pids[k], 5000);
+                tu_wait_child(pids[k], 5000);
             }
             if (got != 1)
                 fail_msg("scanner %d sent no report (%s; exit status %d)", i,

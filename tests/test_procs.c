@@ -35,39 +35,6 @@
 #include "cairn.h"
 #include "testutil.h"
 
-static long long now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
-}
-
-static int wait_child(pid_t pid, long timeout_ms)
-{
-    long long until = now_ms() + timeout_ms;
-    int st;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (now_ms() > until) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        sleep_ms(2);
-    }
-}
-
 /* A writer or reader handle; background threads off (children fork). */
 static int open_db(const char *dir, int read_only, cairn_durability dur, cairn_db **db,
                    cairn_mem **mem)
@@ -182,7 +149,7 @@ static void test_twenty_processes_store_at_once_and_all_are_found(void **state)
     for (int i = 0; i < N; i++) {
         ssize_t n = read(fds[i][0], &got[i], sizeof got[i]);
         close(fds[i][0]);
-        assert_int_equal(wait_child(pids[i], 60000), 0);
+        assert_int_equal(tu_wait_child(pids[i], 60000), 0);
         assert_int_equal(n, (ssize_t)sizeof got[i]);
         if (got[i].rc != CAIRN_OK)
             fail_msg("process %d: %s: %s", i, cairn_strerror(got[i].rc), got[i].err);
@@ -221,14 +188,14 @@ static void reader_main(const char *dir, long long want, int rep)
 {
     cairn_db *db;
     cairn_mem *mem;
-    long long scans = 0, last = 0, until = now_ms() + 60000;
+    long long scans = 0, last = 0, until = tu_now_ms() + 60000;
     char **seen = NULL;
     size_t nseen = 0;
     long long res[3] = {0, 0, 0};
 
     if (open_db(dir, 1, CAIRN_DURABILITY_STORED, &db, &mem) != CAIRN_OK)
         _exit(3);
-    while (now_ms() < until) {
+    while (tu_now_ms() < until) {
         cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
         cairn_recall_hit *h = NULL;
         size_t n = 0;
@@ -317,10 +284,10 @@ static void test_a_reader_process_never_sees_a_memory_disappear_while_writers_st
         }
     }
     for (int w = 0; w < W; w++)
-        assert_int_equal(wait_child(wp[w], 60000), 0);
+        assert_int_equal(tu_wait_child(wp[w], 60000), 0);
     assert_int_equal(read(r[0], res, sizeof res), (ssize_t)sizeof res);
     close(r[0]);
-    assert_int_equal(wait_child(rp, 60000), 0);
+    assert_int_equal(tu_wait_child(rp, 60000), 0);
     if (res[0] == -1)
         fail_msg("the reader saw %lld memories, then %lld", res[1], res[2]);
     if (res[0] == -2)
@@ -374,10 +341,10 @@ static void test_writers_killed_in_their_turns_lose_no_acknowledged_memory(void 
             }
             close(fds[w][1]);
         }
-        sleep_ms(50 + rand() % 150);
+        tu_sleep_ms(50 + rand() % 150);
         for (int w = 0; w < W; w++) {
             kill(wp[w], SIGKILL);
-            assert_int_equal(wait_child(wp[w], 10000), -1); /* killed, not failed */
+            assert_int_equal(tu_wait_child(wp[w], 10000), -1); /* killed, not failed */
         }
         for (int w = 0; w < W; w++) {
             char id[CAIRN_MEM_ID_MAX + 1];
@@ -389,12 +356,12 @@ static void test_writers_killed_in_their_turns_lose_no_acknowledged_memory(void 
         /* The next writer gets in at once, and every acknowledged memory
          * is there; the log verifies. */
         {
-            long long t0 = now_ms();
+            long long t0 = tu_now_ms();
             uint64_t problems = 99;
             assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_FULL, &db, &mem), CAIRN_OK);
-            if (now_ms() - t0 > 2000)
+            if (tu_now_ms() - t0 > 2000)
                 fail_msg("round %d: the next writer waited %lld ms for the lock", round,
-                         now_ms() - t0);
+                         tu_now_ms() - t0);
             for (size_t i = 0; i < nacked; i++)
                 if (!has(mem, acked[i]))
                     fail_msg("round %d: acknowledged memory %s is missing", round, acked[i]);
@@ -439,7 +406,7 @@ static void test_a_long_lived_reflexion_handle_sees_another_process_s_node(void 
         close_db(cdb, cm);
         _exit(0);
     }
-    assert_int_equal(wait_child(pid, 30000), 0);
+    assert_int_equal(tu_wait_child(pid, 30000), 0);
     assert_int_equal(cairn_causal_get_node(r, id, &node), CAIRN_OK); /* caught up */
     assert_int_equal(node.frequency, 1);
     cairn_causal_node_clear(&node);

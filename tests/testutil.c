@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 char *tu_mkdtemp(const char *tag)
@@ -131,4 +135,37 @@ int tu_open_small(const char *dir, int background, cairn_db **db, char *err, siz
     o.durability = CAIRN_DURABILITY_NONE;
     o.segment_size = 4096;
     return cairn_open(db, dir, &o, err, cap);
+}
+
+long long tu_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void tu_sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+int tu_wait_child(int pid, long timeout_ms)
+{
+    long long until = tu_now_ms() + timeout_ms;
+    int st;
+    for (;;) {
+        pid_t r = waitpid((pid_t)pid, &st, WNOHANG);
+        if (r == (pid_t)pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (tu_now_ms() > until) {
+            kill((pid_t)pid, SIGKILL);
+            waitpid((pid_t)pid, &st, 0);
+            return -1;
+        }
+        tu_sleep_ms(2);
+    }
 }

@@ -34,4 +34,12 @@ char *tu_find_last(const char *dir, const char *ext);
  * (the suites' fixed-seed data). */
 uint64_t tu_splitmix64(uint64_t *state);
 
+/* For the suites that fork: a monotonic clock in ms, a sleep that
+ * resumes after signals, and a bounded wait for a child. */
+long long tu_now_ms(void);
+void tu_sleep_ms(long ms);
+/* Wait for child pid at most timeout_ms; kill it if it hangs. Its exit
+ * status, or -1 if it had to be killed or died of a signal. */
+int tu_wait_child(int pid, long timeout_ms);
+
 #endif
