@@ -951,7 +951,7 @@ static void *flusher_main(void *arg)
     while (!db->bg_stop) {
         struct timespec until;
         int64_t due = db->last_flush_ms + db->batch_ms, now = cairn__now_ms();
-        if (cairn__turn_linger_due(db, now)) {
+        if (cairn__turn_linger_due(db)) {
             cairn__turn_let_go(db);
             continue;
         }

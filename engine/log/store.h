@@ -127,7 +127,6 @@ struct cairn_db {
     int64_t turn_ended_ns;    /* monotonic time the last turn ended */
     int64_t turn_got_ns;      /* monotonic time the flock was taken */
     int lingering;            /* the flock is kept after a turn (turn.c) */
-    int64_t linger_ms;        /* when the last turn ended, while lingering */
     int inofd;                /* inotify watch of LOCK for waits; -2 none yet, -1 none */
     /* Identity of the MANIFEST last read (catch-up reads it only when it
      * changed: every write replaces it by rename). (mu) */
@@ -236,7 +235,7 @@ void cairn__turn_release(cairn_db *db);
 void cairn__turn_let_go(cairn_db *db);
 /* Should the flusher let a lingering lock go (1 ms without a turn, or a
  * waiter)? mu held. */
-int cairn__turn_linger_due(cairn_db *db, int64_t now_ms);
+int cairn__turn_linger_due(cairn_db *db);
 /* An operation of several appends that must see the log as it is and
  * have nothing of another process between its reads and its writes (the
  * memory and reflexion layers' commits; checkpoints): begin takes the

@@ -301,7 +301,6 @@ void cairn__turn_release(cairn_db *db)
          * another process waits. No system call here: a commit in a loop
          * costs its write only. */
         db->turn_ended_ns = mono_ns();
-        db->linger_ms = cairn__now_ms();
         if (!db->lingering) {
             db->lingering = 1;
             pthread_cond_signal(&db->bg_cv);
@@ -311,14 +310,14 @@ void cairn__turn_release(cairn_db *db)
     cairn__turn_let_go(db);
 }
 
-int cairn__turn_linger_due(cairn_db *db, int64_t now_ms)
+int cairn__turn_linger_due(cairn_db *db)
 {
+    int64_t now;
     if (!db->lingering || !db->turn_held || db->turn_users > 0 || (db->wbuf_len > 0 && !db->dead))
         return 0;
     if (db->dead)
         return 1;
-    int64_t now = mono_ns();
-    (void)now_ms;
+    now = mono_ns();
     return now - db->turn_ended_ns >= 1000000 ||
            (now - db->turn_got_ns >= TURN_QUANTUM_NS && others_waiting(db));
 }
