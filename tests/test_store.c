@@ -497,6 +497,32 @@ static void test_writers_take_turns_and_a_busy_one_times_out(void **state)
     reopen_expect_records(f->path, 4);
 }
 
+/* Records a handle wrote vanish from the file under it (a file system
+ * that lost them): its next turn refuses to write after the hole they
+ * leave, and says so; a reopen has what is there. */
+static void test_a_turn_refuses_to_write_after_records_that_vanished(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 0);
+    char *log = tu_join(f->path, "0000000000000001.log");
+    long long before;
+    uint64_t seq = 0;
+    cairn_entry e = {CAIRN_REC_EVENT, "t", 1, "{}", 2, NULL, 0};
+
+    append_range(db, 0, 3);
+    before = tu_file_size(log);
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_OK); /* record 4 */
+    assert_int_equal(seq, 4);
+    assert_int_equal(truncate(log, (off_t)before), 0);     /* gone */
+    assert_int_equal(cairn_append(db, &e, &seq), CAIRN_ECORRUPT);
+    if (strstr(cairn_errmsg(db), "records are gone") == NULL)
+        fail_msg("\"%s\" does not say records are gone", cairn_errmsg(db));
+    assert_int_equal(tu_file_size(log), before); /* nothing written after the hole */
+    (void)cairn_close(db);
+    reopen_expect_records(f->path, 3);
+    free(log);
+}
+
 /* Two `full` writer handles: one rolls and seals the segment the other
  * had appended to and not synced for a read's catch-up. The other keeps
  * the segment it wrote to until it has synced it, then appends to the new
@@ -1877,6 +1903,7 @@ int main(void)
         T(test_writers_take_turns_and_a_busy_one_times_out),
         T(test_a_turn_recovers_a_tail_torn_by_a_writer_killed_in_its_turn),
         T(test_a_segment_another_handle_rolled_and_sealed_is_synced_then_left),
+        T(test_a_turn_refuses_to_write_after_records_that_vanished),
         T(test_a_handle_killed_by_a_failed_write_lets_the_lock_go),
         T(test_append_returns_increasing_seqs_from_one),
         T(test_empty_store_has_nothing_to_read),

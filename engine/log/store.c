@@ -428,6 +428,14 @@ static int rescan_active(cairn_db *db, cairn__err *e)
     if (fstat(act->log.fd, &st) == 0 &&
         ((uint64_t)st.st_size == act->log.end || (uint64_t)st.st_size == act->log_file_size))
         return CAIRN_OK; /* nothing new: no read */
+    /* Shorter than the records this handle has seen in it: nobody cuts
+     * valid records, so the file system lost them. Never write after a
+     * hole; a reopen recovers what is there. */
+    if ((uint64_t)st.st_size < act->log.end && db->wbuf_len == 0)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s is %lld bytes, shorter than the %llu of records "
+                           "this handle read in it: records are gone; reopen the store",
+                           act->log.name, (long long)st.st_size,
+                           (unsigned long long)act->log.end);
     return log_rescan(db, act, e);
 }
 
