@@ -104,11 +104,11 @@ static void send_report(int fd, long long a, long long b, long long c, long long
 }
 
 /* Read one report within timeout_ms: 1 read, 0 end of file, -1 timeout. */
-static int read_report(int fd, report *r, long timeout_ms)
+static int read_whole(int fd, void *buf, size_t len, long timeout_ms)
 {
     size_t got = 0;
     long long until = tu_now_ms() + timeout_ms;
-    while (got < sizeof *r) {
+    while (got < len) {
         struct pollfd p = {fd, POLLIN, 0};
         long left = (long)(until - tu_now_ms());
         ssize_t n;
@@ -116,7 +116,7 @@ static int read_report(int fd, report *r, long timeout_ms)
             return -1;
         if (poll(&p, 1, (int)left) <= 0)
             continue;
-        n = read(fd, (char *)r + got, sizeof *r - got);
+        n = read(fd, (char *)buf + got, len - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -124,6 +124,42 @@ static int read_report(int fd, report *r, long timeout_ms)
         got += (size_t)n;
     }
     return 1;
+}
+
+static int read_report(int fd, report *r, long timeout_ms)
+{
+    return read_whole(fd, r, sizeof *r, timeout_ms);
+}
+
+/* A child with two pipes: ctl (the parent writes, the child reads) and rep
+ * (the child writes, the parent reads). fork_child returns in both: in the
+ * child (pid 0) ctl and rep are the child's ends, in the parent the
+ * parent's. */
+typedef struct child {
+    pid_t pid;
+    int ctl, rep;
+} child;
+
+static child fork_child(void)
+{
+    child k;
+    int c[2], r[2];
+    assert_int_equal(pipe(c), 0);
+    assert_int_equal(pipe(r), 0);
+    k.pid = fork();
+    assert_true(k.pid >= 0);
+    if (k.pid == 0) {
+        close(c[1]);
+        close(r[0]);
+        k.ctl = c[0];
+        k.rep = r[1];
+    } else {
+        close(c[0]);
+        close(r[1]);
+        k.ctl = c[1];
+        k.rep = r[0];
+    }
+    return k;
 }
 
 /* Does msg contain pid as a whole decimal number? */
@@ -195,7 +231,7 @@ static probe probe_writer(const char *dir, uint32_t busy_ms)
     probe p;
     int fds[2], st;
     pid_t pid;
-    size_t got = 0;
+    int got;
 
     memset(&p, 0, sizeof p);
     assert_int_equal(pipe(fds), 0);
@@ -230,22 +266,10 @@ static probe probe_writer(const char *dir, uint32_t busy_ms)
         _exit(0);
     }
     close(fds[1]);
-    {
-        long long until = tu_now_ms() + 10000;
-        while (got < sizeof p && tu_now_ms() < until) {
-            struct pollfd pf = {fds[0], POLLIN, 0};
-            ssize_t n;
-            if (poll(&pf, 1, 100) <= 0)
-                continue;
-            n = read(fds[0], (char *)&p + got, sizeof p - got);
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-        }
-    }
+    got = read_whole(fds[0], &p, sizeof p, 10000);
     close(fds[0]);
     st = tu_wait_child(pid, 5000);
-    if (got != sizeof p)
+    if (got != 1)
         fail_msg("the second-writer process sent no answer within 10 s (blocked on the lock?)");
     assert_int_equal(st, 0);
     return p;
@@ -254,43 +278,29 @@ static probe probe_writer(const char *dir, uint32_t busy_ms)
 /* A holder child: a writer whose buffer keeps one record (a background
  * flusher with a period of 1000 s), so it holds the lock until told to
  * flush (a byte on ctl); then it waits for EOF and closes. */
-typedef struct holder {
-    pid_t pid;
-    int ctl, rep;
-} holder;
+typedef child holder;
 
 static holder start_holder(const char *dir)
 {
-    holder h;
-    int c[2], r[2];
+    holder h = fork_child();
     report rp;
-    assert_int_equal(pipe(c), 0);
-    assert_int_equal(pipe(r), 0);
-    h.pid = fork();
-    assert_true(h.pid >= 0);
     if (h.pid == 0) {
         cairn_db *db;
         char ch;
-        close(c[1]);
-        close(r[0]);
         db = open_writer(dir, CAIRN_DURABILITY_NONE, 0, 1, 1000000);
         if (append_seq(db, 1) != CAIRN_OK) {
-            send_report(r[1], -1, 0, 0, 0, "append: %s", cairn_errmsg(db));
+            send_report(h.rep, -1, 0, 0, 0, "append: %s", cairn_errmsg(db));
             _exit(1);
         }
-        send_report(r[1], 1, 0, 0, 0, "holding");
-        if (read(c[0], &ch, 1) == 1) {
+        send_report(h.rep, 1, 0, 0, 0, "holding");
+        if (read(h.ctl, &ch, 1) == 1) {
             int rc = cairn_flush(db);
-            send_report(r[1], rc == CAIRN_OK ? 2 : -1, 0, 0, 0, "flushed");
+            send_report(h.rep, rc == CAIRN_OK ? 2 : -1, 0, 0, 0, "flushed");
         }
-        while (read(c[0], &ch, 1) > 0)
+        while (read(h.ctl, &ch, 1) > 0)
             ;
         _exit(cairn_close(db) == CAIRN_OK ? 0 : 1);
     }
-    close(c[0]);
-    close(r[1]);
-    h.ctl = c[1];
-    h.rep = r[0];
     if (read_report(h.rep, &rp, 10000) != 1 || rp.v[0] != 1) {
         kill(h.pid, SIGKILL);
         tu_wait_child(h.pid, 5000);
@@ -310,7 +320,7 @@ static void test_a_writer_process_waits_for_the_turn_or_times_out_naming_the_hol
     probe p;
     pid_t prober;
     int fds[2];
-    size_t got = 0;
+    int got;
 
     cairn_close(open_writer(dir, CAIRN_DURABILITY_NONE, 0, 0, 0));
     h = start_holder(dir);
@@ -344,22 +354,10 @@ static void test_a_writer_process_waits_for_the_turn_or_times_out_naming_the_hol
     assert_int_equal(write(h.ctl, "f", 1), 1); /* the holder's records go to the file */
     if (read_report(h.rep, &rp, 10000) != 1 || rp.v[0] != 2)
         fail_msg("the holder did not flush: %s", rp.msg);
-    {
-        long long until = tu_now_ms() + 15000;
-        while (got < sizeof p && tu_now_ms() < until) {
-            struct pollfd pf = {fds[0], POLLIN, 0};
-            ssize_t n;
-            if (poll(&pf, 1, 100) <= 0)
-                continue;
-            n = read(fds[0], (char *)&p + got, sizeof p - got);
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-        }
-    }
+    got = read_whole(fds[0], &p, sizeof p, 15000);
     close(fds[0]);
     assert_int_equal(tu_wait_child(prober, 10000), 0);
-    assert_int_equal(got, sizeof p);
+    assert_int_equal(got, 1);
     if (p.rc != CAIRN_OK)
         fail_msg("the waiting writer did not get its turn: %s (%s)", cairn_strerror(p.rc), p.err);
     if (p.ms < 150)
@@ -538,29 +536,14 @@ static void follower(const char *dir, int ctl, int rep)
     _exit(0);
 }
 
-typedef struct follow {
-    pid_t pid;
-    int ctl, rep;
-} follow;
+typedef child follow;
 
 static follow start_follower(const char *dir)
 {
-    follow f;
-    int c[2], r[2];
+    follow f = fork_child();
     report rp;
-    assert_int_equal(pipe(c), 0);
-    assert_int_equal(pipe(r), 0);
-    f.pid = fork();
-    assert_true(f.pid >= 0);
-    if (f.pid == 0) {
-        close(c[1]);
-        close(r[0]);
-        follower(dir, c[0], r[1]);
-    }
-    close(c[0]);
-    close(r[1]);
-    f.ctl = c[1];
-    f.rep = r[0];
+    if (f.pid == 0)
+        follower(dir, f.ctl, f.rep);
     if (read_report(f.rep, &rp, 10000) != 1 || rp.v[0] != 0)
         fail_msg("the reader process did not start: %s", rp.msg);
     return f;
