@@ -127,8 +127,11 @@ static char *store(fx *f, const char *ns, const char *content, const char *cat, 
     return id;
 }
 
-/* The store record's hand-written encoder writes exactly cJSON's bytes:
- * escapes, numbers (importance at full precision, times, counts), null. */
+static void assert_same_decode(uint16_t type, const char *json, size_t len, int *flat_ok);
+
+/* The store record's hand-written encoder writes exactly the generic
+ * encoder's bytes: escapes, numbers (importance at full precision, times,
+ * counts), null; and everything reads back exactly. */
 static void the_store_record_encoder_writes_cjsons_bytes(void **state)
 {
     static const char *const contents[] = {
@@ -136,7 +139,7 @@ static void the_store_record_encoder_writes_cjsons_bytes(void **state)
         "\x01\x1f control", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac utf-8", "del \x7f", "",
     };
     static const double imps[] = {0, 1, 0.5, 0.1, 0.95, 1.0 / 3.0, 0.123456789012345678, 1e-9,
-                                  0.30000000000000004, 0.7, -0.0};
+                                  0.30000000000000004, 0.7, -0.0, 0.88888888888888884};
     static const int64_t times[] = {0, 1, 1700000000123ll, 999999999999999ll, 2147483647ll,
                                     2147483648ll, 8500000000000001ll, 9007199254740992ll};
     (void)state;
@@ -166,11 +169,13 @@ static void the_store_record_encoder_writes_cjsons_bytes(void **state)
                     memrec d;
                     assert_int_equal(cairn__memrec_decode(CAIRN_REC_MEMORY, a, la, &d, NULL),
                                      CAIRN_OK);
+                    assert_true(d.importance == r.importance);
                     assert_int_equal(d.created_at, r.created_at);
                     assert_int_equal(d.accessed_at, r.accessed_at);
                     assert_int_equal(d.access_count, r.access_count);
                     assert_int_equal(d.expires_at, r.expires_at);
                     cairn__memrec_done(&d);
+                    assert_same_decode(CAIRN_REC_MEMORY, a, la, NULL);
                 }
                 free(a);
                 free(b);
@@ -201,6 +206,104 @@ static void the_store_record_encoder_writes_cjsons_bytes(void **state)
         assert_string_equal(a, b);
         free(a);
         free(b);
+    }
+}
+
+/* Two decodes of one payload agree: the code, the message and every field. */
+static void assert_same_decode(uint16_t type, const char *json, size_t len, int *flat_ok)
+{
+    cairn__memscan sc = {NULL, 0};
+    cairn__err ea, eb;
+    memrec a, b;
+    int ra, rb;
+
+    ea.msg[0] = eb.msg[0] = 0;
+    ra = cairn__memrec_decode(type, json, len, &a, &ea);
+    rb = cairn__memrec_decode_scan(&sc, type, json, len, NULL, 0, &b, &eb);
+    assert_int_equal(ra, rb);
+    assert_string_equal(ea.msg, eb.msg);
+    if (ra == CAIRN_OK) {
+        assert_int_equal(a.type, b.type);
+        assert_true((a.id == NULL) == (b.id == NULL));
+        if (a.id != NULL)
+            assert_string_equal(a.id, b.id);
+        assert_int_equal(a.content_len, b.content_len);
+        if (a.content != NULL)
+            assert_memory_equal(a.content, b.content, a.content_len);
+        assert_true((a.category == NULL) == (b.category == NULL));
+        if (a.category != NULL)
+            assert_string_equal(a.category, b.category);
+        assert_true((a.reason == NULL) == (b.reason == NULL));
+        if (a.reason != NULL)
+            assert_string_equal(a.reason, b.reason);
+        assert_true((a.metadata == NULL) == (b.metadata == NULL));
+        if (a.metadata != NULL)
+            assert_string_equal(a.metadata, b.metadata);
+        assert_true(a.importance == b.importance);
+        assert_int_equal(a.created_at, b.created_at);
+        assert_int_equal(a.accessed_at, b.accessed_at);
+        assert_int_equal(a.access_count, b.access_count);
+        assert_int_equal(a.expires_at, b.expires_at);
+        assert_int_equal(a.restored_from, b.restored_from);
+        assert_int_equal(a.has, b.has);
+        assert_int_equal(a.batch_i, b.batch_i);
+        assert_int_equal(a.batch_n, b.batch_n);
+        /* the flat scan's strings live in its buffer, cJSON's in its tree */
+        if (flat_ok != NULL && b.root == NULL)
+            (*flat_ok)++;
+        cairn__memrec_done(&a);
+        cairn__memrec_done(&b);
+    }
+    cairn__memscan_free(&sc);
+}
+
+/* The replay's decoder without cJSON reads what cJSON reads, refuses what
+ * it refuses with the same words, and hands cJSON what it declines
+ * (escapes, nesting, a repeated field, odd spacing). */
+static void the_flat_record_scan_decodes_as_cjson_does(void **state)
+{
+    static const struct {
+        uint16_t type;
+        const char *json;
+        int flat; /* 1: read without cJSON */
+    } cases[] = {
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"fact\"}", 1},
+        {CAIRN_REC_MEMORY, " {\n\"id\" : \"m1\" ,\t\"content\":\"a b\",\"category\":\"c\","
+                           "\"importance\":0.25,\"createdAt\":1700000000123,\"accessedAt\":-0,"
+                           "\"expiresAt\":1e3,\"accessCount\":12,\"restoredFrom\":null,"
+                           "\"metadata\":null,\"other\":false,\"more\":true,\"n\":-1.5E-2}\r\n", 1},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\","
+                           "\"createdAt\":9007199254740992}", 1},
+        {CAIRN_REC_MEMORY_UPDATE, "{\"id\":\"m1\",\"importance\":1,\"expiresAt\":null}", 1},
+        {CAIRN_REC_MEMORY_UPDATE, "{\"id\":\"m1\",\"category\":\"decision\"}", 1},
+        {CAIRN_REC_MEMORY_DELETE, "{\"id\":\"m1\",\"reason\":\"maxMemories\"}", 1},
+        /* declined: cJSON decides */
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"q \\\" u \\u00e9\",\"category\":\"f\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\","
+                           "\"metadata\":{\"k\":[1,2.50]}}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"id\":\"m2\",\"content\":\"x\",\"category\":\"f\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[0,2]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\"} trailing", 0},
+        {CAIRN_REC_MEMORY, "\f{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"importance\":01}", 0},
+        {CAIRN_REC_MEMORY_ACCESS, "{\"ids\":[\"m1\"],\"at\":5}", 0},
+        /* refused, by both, in the same words */
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"importance\":2}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m 1\",\"content\":\"x\",\"category\":\"f\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"\",\"category\":\"f\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"createdAt\":1.5}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"metadata\":\"s\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"embedder\":\"e\",\"dim\":2}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\"", 0},
+        {CAIRN_REC_MEMORY_DELETE, "{\"reason\":\"x\"}", 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int flat = 0;
+        assert_same_decode(cases[i].type, cases[i].json, strlen(cases[i].json), &flat);
+        if (flat != cases[i].flat)
+            fail_msg("case %zu: read %s cJSON, expected %s", i, flat ? "without" : "with",
+                     cases[i].flat ? "without" : "with");
     }
 }
 
@@ -1475,6 +1578,7 @@ int main(void)
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_store_record_encoder_writes_cjsons_bytes),
+        cmocka_unit_test(the_flat_record_scan_decodes_as_cjson_does),
         MEMORY_TESTS(T)
     };
     const struct CMUnitTest tests_threads[] = {MEMORY_TESTS(TT)};

@@ -592,8 +592,8 @@ static int replay_one(void *user, const cairn_record *rec)
         m->folded = rec->seq;
     if (rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR)
         return CAIRN_OK;
-    if (cairn__memrec_decode_bin(rec->type, rec->json, rec->json_len, rec->bin, rec->bin_len, &r,
-                                 NULL) != CAIRN_OK) {
+    if (cairn__memrec_decode_scan(&m->scan, rec->type, rec->json, rec->json_len, rec->bin,
+                                  rec->bin_len, &r, NULL) != CAIRN_OK) {
         m->skipped++;
         return CAIRN_OK;
     }
@@ -953,6 +953,7 @@ void cairn_mem_close(cairn_mem *m)
     free(m->by_content);
     cairn__tok_free(m->tok);
     free(m->vtmp);
+    cairn__memscan_free(&m->scan);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }

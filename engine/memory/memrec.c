@@ -2,7 +2,10 @@
  * memrec.c - see memrec.h and format-spec/memory.md.
  *
  * cJSON parses (it is the project's JSON library; it allocates with
- * malloc). Numbers are doubles in JSON: a timestamp must be an integer
+ * malloc). A replay folds every other process's records, so the common
+ * ones (a flat object without escapes) are read by a scan of its own,
+ * under the same rules (one set of field accessors serves both); whatever
+ * the scan declines goes to cJSON. Numbers are doubles in JSON: a timestamp must be an integer
  * between 0 and 2^53, a count an integer between 0 and 2^53, an importance
  * a number in [0, 1]. Unknown fields are ignored (a later version may add
  * some); a known field of the wrong type is corruption.
@@ -40,79 +43,147 @@ static const char *kind(uint16_t type)
     return n ? n : "memory record";
 }
 
-/* A string field: required or not. */
-static int get_str(const cJSON *root, const char *name, int required, const char **out,
-                   size_t max, uint16_t type, cairn__err *e)
+/* ---- field access: one set of rules over two parsers ------------------- */
+
+/* A field's value as the rules below see it, from a cJSON tree or from
+ * the flat scan (scan_flat). */
+enum { JV_NONE, JV_NULL, JV_STR, JV_NUM, JV_TRUE, JV_OTHER };
+
+typedef struct jval {
+    int kind;
+    const char *str;    /* JV_STR: NUL-terminated */
+    double num;         /* JV_NUM */
+    const cJSON *node;  /* the cJSON item, NULL from the flat scan */
+} jval;
+
+/* The fields the rules read by name; the flat scan keeps these (any other
+ * is checked and skipped). */
+enum {
+    F_ID, F_CONTENT, F_CATEGORY, F_IMPORTANCE, F_CREATED, F_ACCESSED, F_EXPIRES, F_COUNT,
+    F_RESTORED, F_METADATA, F_REASON, F_EMBEDDER, F_DIM, F_AT, F_UPTO, F_NAMESPACE, F_ALL,
+    FLAT_N
+};
+static const struct {
+    const char *name;
+    size_t len;
+} fnames[FLAT_N] = {
+#define N_(s) {s, sizeof s - 1}
+    N_("id"),          N_("content"),      N_("category"), N_("importance"), N_("createdAt"),
+    N_("accessedAt"),  N_("expiresAt"),    N_("accessCount"), N_("restoredFrom"),
+    N_("metadata"),    N_("reason"),       N_("embedder"), N_("dim"),        N_("at"),
+    N_("upto"),        N_("namespace"),    N_("all"),
+#undef N_
+};
+
+typedef struct flat {
+    jval v[FLAT_N];
+} flat;
+
+/* Where fields come from: exactly one of root and fl. */
+typedef struct jsrc {
+    const cJSON *root;
+    const flat *fl;
+} jsrc;
+
+static jval field(const jsrc *src, int f)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    jval v = {JV_NONE, NULL, 0, NULL};
+    const cJSON *c;
+
+    if (src->fl != NULL)
+        return src->fl->v[f];
+    c = cJSON_GetObjectItemCaseSensitive(src->root, fnames[f].name);
+    v.node = c;
+    if (c == NULL)
+        return v;
+    if (cJSON_IsNull(c))
+        v.kind = JV_NULL;
+    else if (cJSON_IsString(c) && c->valuestring != NULL)
+        v.kind = JV_STR, v.str = c->valuestring;
+    else if (cJSON_IsNumber(c))
+        v.kind = JV_NUM, v.num = c->valuedouble;
+    else if (cJSON_IsTrue(c))
+        v.kind = JV_TRUE;
+    else
+        v.kind = JV_OTHER;
+    return v;
+}
+
+/* A string field: required or not. */
+static int get_str(const jsrc *src, int f, int required, const char **out, size_t max,
+                   uint16_t type, cairn__err *e)
+{
+    const char *name = fnames[f].name;
+    jval v = field(src, f);
     *out = NULL;
-    if (v == NULL || cJSON_IsNull(v)) {
+    if (v.kind == JV_NONE || v.kind == JV_NULL) {
         if (required)
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" missing", kind(type), name);
         return CAIRN_OK;
     }
-    if (!cJSON_IsString(v) || v->valuestring == NULL)
+    if (v.kind != JV_STR)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" is not a string", kind(type), name);
-    if (strlen(v->valuestring) > max)
+    if (strlen(v.str) > max)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" longer than %zu bytes", kind(type),
                            name, max);
-    *out = v->valuestring;
+    *out = v.str;
     return CAIRN_OK;
 }
 
 /* An integer time or count in [0, 2^53]; absent or null gives 0. *present
  * (may be NULL) tells whether the field was there (null counts). */
-static int get_int(const cJSON *root, const char *name, int64_t *out, int *present, uint16_t type,
+static int get_int(const jsrc *src, int f, int64_t *out, int *present, uint16_t type,
                    cairn__err *e)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    const char *name = fnames[f].name;
+    jval v = field(src, f);
     *out = 0;
     if (present)
-        *present = v != NULL;
-    if (v == NULL || cJSON_IsNull(v))
+        *present = v.kind != JV_NONE;
+    if (v.kind == JV_NONE || v.kind == JV_NULL)
         return CAIRN_OK;
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > MAX_SAFE_INT ||
-        v->valuedouble != floor(v->valuedouble))
+    if (v.kind != JV_NUM || !(v.num >= 0) || v.num > MAX_SAFE_INT || v.num != floor(v.num))
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"%s\" is not an integer in 0..2^53",
                            kind(type), name);
-    *out = (int64_t)v->valuedouble;
+    *out = (int64_t)v.num;
     return CAIRN_OK;
 }
 
-static int get_importance(const cJSON *root, double *out, int *present, uint16_t type,
+static int get_importance(const jsrc *src, double *out, int *present, uint16_t type,
                           cairn__err *e)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "importance");
-    *present = v != NULL;
-    if (v == NULL)
+    jval v = field(src, F_IMPORTANCE);
+    *present = v.kind != JV_NONE;
+    if (v.kind == JV_NONE)
         return CAIRN_OK;
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0.0 && v->valuedouble <= 1.0))
+    if (v.kind != JV_NUM || !(v.num >= 0.0 && v.num <= 1.0))
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"importance\" is not a number in 0..1",
                            kind(type));
-    *out = v->valuedouble;
+    *out = v.num;
     return CAIRN_OK;
 }
 
-static int get_metadata(const cJSON *root, char **out, int *present, uint16_t type, cairn__err *e)
+static int get_metadata(const jsrc *src, char **out, int *present, uint16_t type, cairn__err *e)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+    jval v = field(src, F_METADATA);
     *out = NULL;
-    *present = v != NULL;
-    if (v == NULL || cJSON_IsNull(v))
+    *present = v.kind != JV_NONE;
+    if (v.kind == JV_NONE || v.kind == JV_NULL)
         return CAIRN_OK;
-    if (!cJSON_IsObject(v))
+    if (v.node == NULL || !cJSON_IsObject(v.node))
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"metadata\" is not an object",
                            kind(type));
-    *out = cJSON_PrintUnformatted(v);
+    *out = cJSON_PrintUnformatted(v.node);
     return *out == NULL ? cairn__fail(e, CAIRN_ENOMEM, "no memory for metadata") : CAIRN_OK;
 }
 
 /* The fold form of memory.access (format-spec/memory.md): "counts" and
  * "last" beside "ids", and the side file's "file" and "upto". Without
  * "counts" the record is the per-recall form and none of them is read. */
-static int decode_fold(const cJSON *root, memrec *r, cairn__err *e)
+static int decode_fold(const jsrc *src, memrec *r, cairn__err *e)
 {
     const uint16_t type = CAIRN_REC_MEMORY_ACCESS;
+    const cJSON *root = src->root;
     const cJSON *counts = cJSON_GetObjectItemCaseSensitive(root, "counts");
     const cJSON *last = cJSON_GetObjectItemCaseSensitive(root, "last");
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(root, "file");
@@ -131,7 +202,7 @@ static int decode_fold(const cJSON *root, memrec *r, cairn__err *e)
         (r->acc_file = strtoull(file->valuestring, NULL, 16)) == 0)
         return cairn__fail(e, CAIRN_ECORRUPT,
                            "%s: field \"file\" is not 16 lowercase hex digits, not all 0", kind(type));
-    if ((rc = get_int(root, "upto", &upto, NULL, type, e)) != CAIRN_OK)
+    if ((rc = get_int(src, F_UPTO, &upto, NULL, type, e)) != CAIRN_OK)
         return rc;
     r->acc_upto = (uint64_t)upto;
     r->counts = calloc(r->n_ids ? r->n_ids : 1, sizeof *r->counts);
@@ -155,59 +226,61 @@ static int decode_fold(const cJSON *root, memrec *r, cairn__err *e)
     return CAIRN_OK;
 }
 
-static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
+/* The fields of each type. memory.access and memory.clear read arrays
+ * and booleans: only from a cJSON tree (the flat scan declines them). */
+static int decode_fields(uint16_t type, const jsrc *src, memrec *r, cairn__err *e)
 {
     int rc = CAIRN_OK, present;
     int64_t n;
 
     switch (type) {
     case CAIRN_REC_MEMORY:
-        if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
+        if ((rc = get_str(src, F_ID, 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
             return rc;
-        if ((rc = get_str(root, "content", 1, &r->content, MEM_CONTENT_MAX, type, e)) != CAIRN_OK)
+        if ((rc = get_str(src, F_CONTENT, 1, &r->content, MEM_CONTENT_MAX, type, e)) != CAIRN_OK)
             return rc;
         r->content_len = strlen(r->content);
         if (r->content_len == 0)
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"content\" is empty", kind(type));
-        if ((rc = get_str(root, "category", 1, &r->category, MEM_CATEGORY_MAX, type, e)) != CAIRN_OK)
+        if ((rc = get_str(src, F_CATEGORY, 1, &r->category, MEM_CATEGORY_MAX, type, e)) != CAIRN_OK)
             return rc;
         r->importance = 0.5;
-        if ((rc = get_importance(root, &r->importance, &present, type, e)) != CAIRN_OK)
+        if ((rc = get_importance(src, &r->importance, &present, type, e)) != CAIRN_OK)
             return rc;
-        if ((rc = get_int(root, "createdAt", &r->created_at, NULL, type, e)) != CAIRN_OK ||
-            (rc = get_int(root, "accessedAt", &r->accessed_at, NULL, type, e)) != CAIRN_OK ||
-            (rc = get_int(root, "expiresAt", &r->expires_at, NULL, type, e)) != CAIRN_OK ||
-            (rc = get_int(root, "accessCount", &n, NULL, type, e)) != CAIRN_OK)
+        if ((rc = get_int(src, F_CREATED, &r->created_at, NULL, type, e)) != CAIRN_OK ||
+            (rc = get_int(src, F_ACCESSED, &r->accessed_at, NULL, type, e)) != CAIRN_OK ||
+            (rc = get_int(src, F_EXPIRES, &r->expires_at, NULL, type, e)) != CAIRN_OK ||
+            (rc = get_int(src, F_COUNT, &n, NULL, type, e)) != CAIRN_OK)
             return rc;
         r->access_count = (uint64_t)n;
-        if ((rc = get_int(root, "restoredFrom", &n, NULL, type, e)) != CAIRN_OK)
+        if ((rc = get_int(src, F_RESTORED, &n, NULL, type, e)) != CAIRN_OK)
             return rc;
         r->restored_from = (uint64_t)n;
-        return get_metadata(root, &r->metadata, &present, type, e);
+        return get_metadata(src, &r->metadata, &present, type, e);
     case CAIRN_REC_MEMORY_UPDATE:
-        if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
+        if ((rc = get_str(src, F_ID, 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
             return rc;
-        if ((rc = get_importance(root, &r->importance, &present, type, e)) != CAIRN_OK)
+        if ((rc = get_importance(src, &r->importance, &present, type, e)) != CAIRN_OK)
             return rc;
         r->has |= present ? MEMREC_HAS_IMPORTANCE : 0;
-        if ((rc = get_str(root, "category", 0, &r->category, MEM_CATEGORY_MAX, type, e)) != CAIRN_OK)
+        if ((rc = get_str(src, F_CATEGORY, 0, &r->category, MEM_CATEGORY_MAX, type, e)) != CAIRN_OK)
             return rc;
         r->has |= r->category != NULL ? MEMREC_HAS_CATEGORY : 0;
-        if ((rc = get_int(root, "expiresAt", &r->expires_at, &present, type, e)) != CAIRN_OK)
+        if ((rc = get_int(src, F_EXPIRES, &r->expires_at, &present, type, e)) != CAIRN_OK)
             return rc;
         r->has |= present ? MEMREC_HAS_EXPIRES : 0;
-        if ((rc = get_metadata(root, &r->metadata, &present, type, e)) != CAIRN_OK)
+        if ((rc = get_metadata(src, &r->metadata, &present, type, e)) != CAIRN_OK)
             return rc;
         r->has |= present ? MEMREC_HAS_METADATA : 0;
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_DELETE:
-        if ((rc = get_str(root, "id", 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
+        if ((rc = get_str(src, F_ID, 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK)
             return rc;
-        return get_str(root, "reason", 0, &r->reason, 4096, type, e);
+        return get_str(src, F_REASON, 0, &r->reason, 4096, type, e);
     case CAIRN_REC_MEMORY_ACCESS: {
-        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(root, "ids"), *v;
+        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(src->root, "ids"), *v;
         size_t i = 0;
-        if ((rc = get_int(root, "at", &r->accessed_at, NULL, type, e)) != CAIRN_OK)
+        if ((rc = get_int(src, F_AT, &r->accessed_at, NULL, type, e)) != CAIRN_OK)
             return rc;
         if (!cJSON_IsArray(ids))
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"ids\" is not an array", kind(type));
@@ -221,17 +294,15 @@ static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
                                    kind(type), i);
             r->ids[i++] = v->valuestring;
         }
-        return decode_fold(root, r, e);
+        return decode_fold(src, r, e);
     }
-    case CAIRN_REC_MEMORY_CLEAR: {
-        const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "all");
-        if ((rc = get_str(root, "namespace", 0, &r->clear_ns, CAIRN_NS_MAX, type, e)) != CAIRN_OK)
+    case CAIRN_REC_MEMORY_CLEAR:
+        if ((rc = get_str(src, F_NAMESPACE, 0, &r->clear_ns, CAIRN_NS_MAX, type, e)) != CAIRN_OK)
             return rc;
-        if (r->clear_ns == NULL && !cJSON_IsTrue(all))
+        if (r->clear_ns == NULL && field(src, F_ALL).kind != JV_TRUE)
             return cairn__fail(e, CAIRN_ECORRUPT,
                                "%s: neither \"namespace\" nor \"all\": true", kind(type));
         return CAIRN_OK;
-    }
     default:
         return cairn__fail(e, CAIRN_ECORRUPT, "record type %u is not a memory record",
                            (unsigned)type);
@@ -240,20 +311,19 @@ static int decode_fields(uint16_t type, cJSON *root, memrec *r, cairn__err *e)
 
 /* A memory's vector: "embedder" and "dim" in the JSON, dim finite f32 in
  * the trailer. A trailer without "embedder" is ignored. */
-static int decode_vector(const cJSON *root, const void *bin, size_t bin_len, memrec *r,
+static int decode_vector(const jsrc *src, const void *bin, size_t bin_len, memrec *r,
                          cairn__err *e)
 {
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "dim");
-    int rc = get_str(root, "embedder", 0, &r->embedder, 63, r->type, e);
+    jval d = field(src, F_DIM);
+    int rc = get_str(src, F_EMBEDDER, 0, &r->embedder, 63, r->type, e);
     if (rc != CAIRN_OK || r->embedder == NULL)
         return rc;
     if (r->embedder[0] == 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"embedder\" is empty", kind(r->type));
-    if (!cJSON_IsNumber(d) || !(d->valuedouble >= 1 && d->valuedouble <= 65536) ||
-        d->valuedouble != floor(d->valuedouble))
+    if (d.kind != JV_NUM || !(d.num >= 1 && d.num <= 65536) || d.num != floor(d.num))
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"dim\" is not an integer in 1..65536",
                            kind(r->type));
-    r->dim = (uint32_t)d->valuedouble;
+    r->dim = (uint32_t)d.num;
     if (bin == NULL || bin_len != (size_t)r->dim * 4)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: the vector has %zu bytes, not dim x 4 = %zu",
                            kind(r->type), bin ? bin_len : 0, (size_t)r->dim * 4);
@@ -268,6 +338,20 @@ static int decode_vector(const cJSON *root, const void *bin, size_t bin_len, mem
     return CAIRN_OK;
 }
 
+/* The checks after the fields, for both parsers. */
+static int decode_rest(const jsrc *src, const void *bin, size_t bin_len, memrec *out,
+                       cairn__err *e)
+{
+    int rc = decode_fields(out->type, src, out, e);
+    if (rc == CAIRN_OK && out->type == CAIRN_REC_MEMORY)
+        rc = decode_vector(src, bin, bin_len, out, e);
+    if (rc == CAIRN_OK && out->id != NULL && !cairn__memrec_id_ok(out->id))
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"id\" is not a memory id", kind(out->type));
+    if (rc == CAIRN_OK && out->category != NULL && out->category[0] == '\0')
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"category\" is empty", kind(out->type));
+    return rc;
+}
+
 int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *out, cairn__err *e)
 {
     return cairn__memrec_decode_bin(type, json, len, NULL, 0, out, e);
@@ -277,6 +361,7 @@ int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const 
                              size_t bin_len, memrec *out, cairn__err *e)
 {
     cJSON *root;
+    jsrc src;
     int rc;
 
     memset(out, 0, sizeof *out);
@@ -289,19 +374,215 @@ int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const 
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: payload is not a JSON object", kind(type));
     }
     out->root = root;
-    rc = decode_fields(type, root, out, e);
+    src.root = root;
+    src.fl = NULL;
+    rc = decode_rest(&src, bin, bin_len, out, e);
     if (rc == CAIRN_OK && cairn__batch_get(root, &out->batch_i, &out->batch_n) < 0)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"batch\" is not [i,n] with 0 <= i < n",
                          kind(type));
-    if (rc == CAIRN_OK && type == CAIRN_REC_MEMORY)
-        rc = decode_vector(root, bin, bin_len, out, e);
-    if (rc == CAIRN_OK && out->id != NULL && !cairn__memrec_id_ok(out->id))
-        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"id\" is not a memory id", kind(type));
-    if (rc == CAIRN_OK && out->category != NULL && out->category[0] == '\0')
-        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"category\" is empty", kind(type));
     if (rc != CAIRN_OK)
         cairn__memrec_done(out);
     return rc;
+}
+
+/* ---- the flat scan: memory records without cJSON ------------------------ */
+
+static int is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* A string at p (after its opening quote) without escapes or control
+ * bytes: its closing quote, or NULL to decline. */
+static char *flat_string(char *p, const char *end)
+{
+    for (; p < end; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            return p;
+        if (c == '\\' || c < 0x20)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* A number in strict JSON form at *pp; its value as cJSON reads it
+ * (strtod over at most 63 characters). 0 to decline. */
+static int flat_number(char **pp, const char *end, double *out)
+{
+    char *p = *pp, *s = p, buf[64];
+    size_t n;
+    int plain = 1;
+
+    if (p < end && *p == '-')
+        p++, plain = 0;
+    if (p >= end || !(*p >= '0' && *p <= '9'))
+        return 0;
+    if (*p == '0')
+        p++;
+    else
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    if (p < end && *p == '.') {
+        plain = 0;
+        if (++p >= end || !(*p >= '0' && *p <= '9'))
+            return 0;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        plain = 0;
+        if (++p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= end || !(*p >= '0' && *p <= '9'))
+            return 0;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    n = (size_t)(p - s);
+    if (n > 63)
+        return 0;
+    if (plain && n <= 15) { /* exact as an integer, and so as strtod reads it */
+        uint64_t v = 0;
+        for (size_t i = 0; i < n; i++)
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        *out = (double)v;
+    } else {
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        *out = strtod(buf, NULL);
+    }
+    *pp = p;
+    return 1;
+}
+
+/* Scan a JSON object of strings, numbers, true, false and null (no
+ * escapes, no nesting, no repeated field this decoder reads) in s, a
+ * private copy it NUL-terminates strings in. 0 to decline: the record
+ * then goes to cJSON, which decides. */
+static int scan_flat(char *s, size_t len, flat *fl)
+{
+    char *p = s, *end = s + len;
+    int first = 1;
+
+    for (size_t i = 0; i < FLAT_N; i++)
+        fl->v[i].kind = JV_NONE;
+    while (p < end && is_ws(*p))
+        p++;
+    if (p >= end || *p++ != '{')
+        return 0;
+    for (;;) {
+        char *k, *q;
+        jval v = {JV_NONE, NULL, 0, NULL};
+        size_t klen, slot = FLAT_N;
+
+        while (p < end && is_ws(*p))
+            p++;
+        if (first && p < end && *p == '}') {
+            p++;
+            break;
+        }
+        first = 0;
+        if (p >= end || *p++ != '"' || (q = flat_string(p, end)) == NULL)
+            return 0;
+        k = p;
+        klen = (size_t)(q - p);
+        for (size_t i = 0; i < FLAT_N; i++)
+            if (fnames[i].len == klen && memcmp(fnames[i].name, k, klen) == 0)
+                slot = i;
+        if (klen == 5 && memcmp(k, "batch", 5) == 0)
+            return 0; /* a commit's mark: an array */
+        p = q + 1;
+        while (p < end && is_ws(*p))
+            p++;
+        if (p >= end || *p++ != ':')
+            return 0;
+        while (p < end && is_ws(*p))
+            p++;
+        if (p >= end)
+            return 0;
+        if (*p == '"') {
+            if ((q = flat_string(p + 1, end)) == NULL)
+                return 0;
+            *q = 0;
+            v.kind = JV_STR;
+            v.str = p + 1;
+            p = q + 1;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            if (!flat_number(&p, end, &v.num))
+                return 0;
+            v.kind = JV_NUM;
+        } else if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
+            v.kind = JV_NULL;
+            p += 4;
+        } else if (end - p >= 4 && memcmp(p, "true", 4) == 0) {
+            v.kind = JV_TRUE;
+            p += 4;
+        } else if (end - p >= 5 && memcmp(p, "false", 5) == 0) {
+            v.kind = JV_OTHER;
+            p += 5;
+        } else {
+            return 0; /* an object or an array */
+        }
+        if (slot < FLAT_N) {
+            if (fl->v[slot].kind != JV_NONE)
+                return 0; /* repeated: cJSON's first one wins; let it say */
+            fl->v[slot] = v;
+        }
+        while (p < end && is_ws(*p))
+            p++;
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == '}') {
+            p++;
+            break;
+        }
+        return 0;
+    }
+    while (p < end && is_ws(*p))
+        p++;
+    return p == end;
+}
+
+int cairn__memrec_decode_scan(cairn__memscan *sc, uint16_t type, const char *json, size_t len,
+                              const void *bin, size_t bin_len, memrec *out, cairn__err *e)
+{
+    flat fl;
+    jsrc src;
+
+    if (sc == NULL || (type != CAIRN_REC_MEMORY && type != CAIRN_REC_MEMORY_UPDATE &&
+                       type != CAIRN_REC_MEMORY_DELETE))
+        return cairn__memrec_decode_bin(type, json, len, bin, bin_len, out, e);
+    if (len + 1 > sc->cap) {
+        size_t cap = len + 1 > 4096 ? len + 1 : 4096;
+        char *b = realloc(sc->buf, cap);
+        if (b == NULL)
+            return cairn__memrec_decode_bin(type, json, len, bin, bin_len, out, e);
+        sc->buf = b;
+        sc->cap = cap;
+    }
+    memcpy(sc->buf, json, len);
+    sc->buf[len] = 0;
+    memset(out, 0, sizeof *out);
+    out->type = type;
+    src.root = NULL;
+    src.fl = &fl;
+    if (scan_flat(sc->buf, len, &fl) && decode_rest(&src, bin, bin_len, out, NULL) == CAIRN_OK)
+        return CAIRN_OK;
+    /* Declined, or a rule failed: cJSON decides, and words the error. */
+    cairn__memrec_done(out);
+    return cairn__memrec_decode_bin(type, json, len, bin, bin_len, out, e);
+}
+
+void cairn__memscan_free(cairn__memscan *sc)
+{
+    if (sc == NULL)
+        return;
+    free(sc->buf);
+    sc->buf = NULL;
+    sc->cap = 0;
 }
 
 void cairn__memrec_done(memrec *r)
@@ -324,6 +605,28 @@ int cairn__json_add_int(cJSON *o, const char *name, int64_t v)
     return cJSON_AddRawToObject(o, name, d) != NULL;
 }
 
+/* A number in [0, 1] as cJSON prints it ("%d" for a whole one, else 15
+ * significant digits), except that 17 are taken whenever 15 do not read
+ * back exactly: cJSON accepts them within an epsilon, which moved some
+ * importances by one unit in the last place. Returns the length. */
+static int fmt_unit(char *tmp, size_t cap, double d)
+{
+    int k;
+    if (d == 0 || d == 1)
+        return snprintf(tmp, cap, "%d", (int)d);
+    k = snprintf(tmp, cap, "%1.15g", d);
+    if (strtod(tmp, NULL) != d)
+        k = snprintf(tmp, cap, "%1.17g", d);
+    return k;
+}
+
+static int add_unit(cJSON *o, const char *name, double d)
+{
+    char tmp[32];
+    fmt_unit(tmp, sizeof tmp, d);
+    return cJSON_AddRawToObject(o, name, tmp) != NULL;
+}
+
 int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn__err *e)
 {
     cJSON *o = cJSON_CreateObject();
@@ -336,7 +639,7 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
     case CAIRN_REC_MEMORY:
         ok = ok && cJSON_AddStringToObject(o, "content", r->content) != NULL &&
              cJSON_AddStringToObject(o, "category", r->category) != NULL &&
-             cJSON_AddNumberToObject(o, "importance", r->importance) != NULL &&
+             add_unit(o, "importance", r->importance) &&
              cairn__json_add_int(o, "createdAt", r->created_at) && cairn__json_add_int(o, "accessedAt", r->accessed_at) &&
              cairn__json_add_int(o, "accessCount", (int64_t)r->access_count);
         if (ok)
@@ -350,7 +653,7 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         break;
     case CAIRN_REC_MEMORY_UPDATE:
         if (ok && (r->has & MEMREC_HAS_IMPORTANCE))
-            ok = cJSON_AddNumberToObject(o, "importance", r->importance) != NULL;
+            ok = add_unit(o, "importance", r->importance);
         if (ok && (r->has & MEMREC_HAS_CATEGORY))
             ok = cJSON_AddStringToObject(o, "category", r->category) != NULL;
         if (ok && (r->has & MEMREC_HAS_EXPIRES))
@@ -559,7 +862,6 @@ static int sb_int(sbuf *b, int64_t v)
 static int sb_double(sbuf *b, double d)
 {
     char tmp[32];
-    double test = 0;
     int k;
     /* Importances are mostly hundredths (0.5 by default): d == c / 100.0 is
      * the double nearest c/100, which "%1.15g" prints as its two decimals
@@ -580,10 +882,7 @@ static int sb_double(sbuf *b, double d)
             b->p[b->n++] = (char)('0' + v % 10);
         return 1;
     }
-    k = snprintf(tmp, sizeof tmp, "%1.15g", d);
-    test = strtod(tmp, NULL);
-    if (!(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
-        k = snprintf(tmp, sizeof tmp, "%1.17g", d);
+    k = fmt_unit(tmp, sizeof tmp, d);
     if (k <= 0 || !sb_room(b, (size_t)k))
         return 0;
     memcpy(b->p + b->n, tmp, (size_t)k);

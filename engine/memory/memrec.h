@@ -79,6 +79,24 @@ int cairn__memrec_decode(uint16_t type, const char *json, size_t len, memrec *ou
 int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const void *bin,
                              size_t bin_len, memrec *out, cairn__err *e);
 
+/* A reusable buffer for cairn__memrec_decode_scan (zeroed: empty). */
+typedef struct cairn__memscan {
+    char *buf;
+    size_t cap;
+} cairn__memscan;
+
+/* The same as cairn__memrec_decode_bin, faster for the common records:
+ * a store, update or delete whose payload is a flat JSON object without
+ * escapes is read without cJSON or a malloc, its strings in sc's buffer
+ * (valid until the next decode with sc, or cairn__memscan_free). Any
+ * other payload, and any that breaks a rule, goes to cJSON, so the result
+ * and the error are always the cJSON decoder's (fuzz_memrec checks).
+ * sc NULL: cJSON only. */
+int cairn__memrec_decode_scan(cairn__memscan *sc, uint16_t type, const char *json, size_t len,
+                              const void *bin, size_t bin_len, memrec *out, cairn__err *e);
+
+void cairn__memscan_free(cairn__memscan *sc);
+
 /* Free what a successful decode holds. */
 void cairn__memrec_done(memrec *r);
 

@@ -124,6 +124,8 @@ struct cairn_mem {
     char emb_name[CAIRN_EMBEDDER_NAME_MAX + 1];
     const vkernel *kern;
     float *vtmp;             /* vdim floats of scratch (an unaligned trailer) */
+    cairn__memscan scan;     /* the replay's decode buffer (memrec.h) */
+    struct strchunk *strs;   /* the strings of m->e's entries (dup_str) */
     cairn_mem_hooks hooks;
     struct {
         cairn_mem_event_fn fn;
