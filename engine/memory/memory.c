@@ -66,6 +66,36 @@ static char *dup_str(const char *s, size_t n)
 
 /* ---- tables -------------------------------------------------------------- */
 
+/* A NUL-terminated copy of s[0..n) among the entries' strings. */
+static char *keep_str(cairn_mem *m, const char *s, size_t n)
+{
+    strchunk *c = m->strs;
+    char *p;
+    if (c == NULL || c->cap - c->used < n + 1) {
+        size_t cap = n + 1 > 65536 - sizeof *c ? n + 1 : 65536 - sizeof *c;
+        if ((c = malloc(sizeof *c + cap)) == NULL)
+            return NULL;
+        c->next = m->strs;
+        c->used = 0;
+        c->cap = cap;
+        m->strs = c;
+    }
+    p = c->data + c->used;
+    memcpy(p, s, n);
+    p[n] = 0;
+    c->used += n + 1;
+    return p;
+}
+
+static void free_strs(cairn_mem *m)
+{
+    while (m->strs != NULL) {
+        strchunk *c = m->strs;
+        m->strs = c->next;
+        free(c);
+    }
+}
+
 static uint64_t hash_id(const char *id)
 {
     return XXH3_64bits(id, strlen(id));
@@ -76,14 +106,19 @@ static uint64_t hash_content(uint32_t nsi, const char *c, size_t len)
     return XXH3_64bits_withSeed(c, len, 0x9E3779B97F4A7C15ull * (nsi + 1));
 }
 
-static void table_put(uint32_t *t, size_t cap, uint64_t h, uint32_t idx, const ment *e,
+/* A slot of the RAM tables: entry + 1, tagged with the hash's top bits. */
+#define SLOT_TAG(h) ((h) >> 32 << 32)
+#define SLOT_ENTRY(s) ((uint32_t)(s) - 1)
+
+static void table_put(uint64_t *t, size_t cap, uint64_t h, uint32_t idx, const ment *e,
                       int by_id)
 {
     size_t i = (size_t)h & (cap - 1);
     for (;; i = (i + 1) & (cap - 1)) {
         /* by id: the newest entry of an id replaces the older one */
-        if (t[i] == 0 || (by_id && strcmp(e[t[i] - 1].id, e[idx].id) == 0)) {
-            t[i] = idx + 1;
+        if (t[i] == 0 || (by_id && SLOT_TAG(t[i]) == SLOT_TAG(h) &&
+                          strcmp(e[SLOT_ENTRY(t[i])].id, e[idx].id) == 0)) {
+            t[i] = SLOT_TAG(h) | ((uint64_t)idx + 1);
             return;
         }
     }
@@ -92,7 +127,7 @@ static void table_put(uint32_t *t, size_t cap, uint64_t h, uint32_t idx, const m
 static int tables_grow(cairn_mem *m)
 {
     size_t cap = m->tcap ? m->tcap * 2 : 1024;
-    uint32_t *a = calloc(cap, sizeof *a), *b = calloc(cap, sizeof *b);
+    uint64_t *a = calloc(cap, sizeof *a), *b = calloc(cap, sizeof *b);
     if (a == NULL || b == NULL) {
         free(a);
         free(b);
@@ -128,12 +163,15 @@ typedef int (*ment_match)(const ment *x, const void *key);
 
 /* The entry matching key: first in the RAM table t, then in the file's
  * table ft, both probed from hash h. */
-static ment *probe(cairn_mem *m, const uint32_t *t, const uint32_t *ft, uint64_t h,
+static ment *probe(cairn_mem *m, const uint64_t *t, const uint32_t *ft, uint64_t h,
                    ment_match match, const void *key)
 {
     size_t i, probes = 0;
     for (i = (size_t)h & (m->tcap - 1); m->tcap && t[i]; i = (i + 1) & (m->tcap - 1)) {
-        ment *x = &m->e[t[i] - 1];
+        ment *x;
+        if (SLOT_TAG(t[i]) != SLOT_TAG(h))
+            continue;
+        x = &m->e[SLOT_ENTRY(t[i])];
         if (match(x, key)) {
             if (x->live)
                 return x;
@@ -380,23 +418,19 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     memset(x, 0, sizeof *x);
     strcpy(x->id, r->id);
     x->nsi = (uint32_t)nsi;
-    x->content = dup_str(r->content, r->content_len);
+    x->content = keep_str(m, r->content, r->content_len);
     x->content_len = r->content_len;
-    x->category = dup_str(r->category, strlen(r->category));
-    x->metadata = r->metadata ? dup_str(r->metadata, strlen(r->metadata)) : NULL;
-    if (x->content == NULL || x->category == NULL || (r->metadata && x->metadata == NULL)) {
-        free(x->content);
-        free(x->category);
-        free(x->metadata);
-        return CAIRN_ENOMEM;
-    }
+    x->category = keep_str(m, r->category, strlen(r->category));
+    x->metadata = r->metadata ? keep_str(m, r->metadata, strlen(r->metadata)) : NULL;
+    if (x->content == NULL || x->category == NULL || (r->metadata && x->metadata == NULL))
+        return CAIRN_ENOMEM; /* what it kept is freed with the rest */
     x->importance = r->importance;
     x->created = r->created_at ? r->created_at : ts;
     x->accessed = r->accessed_at ? r->accessed_at : x->created;
     x->access_count = r->access_count;
     x->expires = r->expires_at;
     x->seq = seq;
-    x->owns = OWN_CONTENT | OWN_CATEGORY | OWN_METADATA;
+    x->owns = 0;
     x->content_hash = hash_content(x->nsi, x->content, x->content_len);
     rc = r->embedder != NULL ? add_vector(m, &m->ns[nsi], seq, r) : CAIRN_OK;
     if (rc == CAIRN_OK && (m->lazy_mode || m->n_lazy > 0)) {
@@ -409,12 +443,8 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     }
     if (rc != CAIRN_OK && r->embedder != NULL)
         (void)cairn__vecset_remove(m->ns[nsi].vec, seq);
-    if (rc != CAIRN_OK) {
-        free(x->content);
-        free(x->category);
-        free(x->metadata);
+    if (rc != CAIRN_OK)
         return rc;
-    }
     x->live = 1;
     m->ns[nsi].live++;
     table_put(m->by_id, m->tcap, hash_id(x->id), (uint32_t)m->n, m->e, 1);
@@ -1844,6 +1874,7 @@ static void free_state(cairn_mem *m)
     }
     m->nns = 0;
     m->n = 0;
+    free_strs(m);
     m->vdim = 0;
     m->vname[0] = 0;
     if (m->tcap) {

@@ -43,6 +43,15 @@ typedef struct ment {
     uint8_t owns;            /* OWN_*: strings malloc'd, not in the index file */
 } ment;
 
+/* Strings of m->e's entries live in chunks freed together with the
+ * entries (free_state): one malloc per 64 KiB, not three per memory. A
+ * string an update replaces is malloc'd and owned (OWN_*). */
+typedef struct strchunk {
+    struct strchunk *next;
+    size_t used, cap;
+    char data[];
+} strchunk;
+
 #define OWN_CONTENT 1
 #define OWN_CATEGORY 2
 #define OWN_METADATA 4
@@ -99,8 +108,10 @@ struct cairn_mem {
     size_t *lazy;
     size_t n_lazy, lazy_cap;
     int lazy_mode;           /* a catch-up folded others' records: defer */
-    uint32_t *by_id;         /* entry + 1; 0 empty; cap a power of 2 */
-    uint32_t *by_content;    /* likewise, keyed by content_hash */
+    uint64_t *by_id;         /* entry + 1 | the hash's top 32 bits << 32 (a
+                                probe skips other hashes without reading the
+                                entry); 0 empty; cap a power of 2 */
+    uint64_t *by_content;    /* likewise, keyed by content_hash */
     size_t tcap;
     nspace *ns;
     size_t nns;
@@ -125,7 +136,7 @@ struct cairn_mem {
     const vkernel *kern;
     float *vtmp;             /* vdim floats of scratch (an unaligned trailer) */
     cairn__memscan scan;     /* the replay's decode buffer (memrec.h) */
-    struct strchunk *strs;   /* the strings of m->e's entries (dup_str) */
+    struct strchunk *strs;   /* the strings of m->e's entries (keep_str) */
     cairn_mem_hooks hooks;
     struct {
         cairn_mem_event_fn fn;
