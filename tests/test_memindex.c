@@ -935,6 +935,44 @@ static void a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_remove
     free(tmp);
 }
 
+static void store_plain(fx *f, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "plain fact number %d", i);
+        assert_int_equal(cairn_mem_store(f->mem, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+}
+
+/* A close rewrites the index file only once the memories it leaves out
+ * reach an eighth of the store (and 1,000): a growing store is not
+ * rewritten whole at every thousandth memory. */
+static void a_close_rewrites_the_index_only_after_an_eighth_more(void **state)
+{
+    fx *f = *state;
+    char *first, *now;
+
+    store_plain(f, 0, 9000);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    first = index_file(f->dir);
+    assert_non_null(first);
+    store_plain(f, 9000, 10000); /* 1,000 left out of 10,000: less than an eighth */
+    close_all(f);
+    now = index_file(f->dir);
+    assert_string_equal(now, first);
+    free(now);
+    open_all(f, 0);
+    store_plain(f, 10000, 10300); /* 1,300 of 10,300: past an eighth */
+    close_all(f);
+    now = index_file(f->dir);
+    assert_non_null(now);
+    assert_string_not_equal(now, first);
+    free(now);
+    free(first);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_skipped(f->mem), 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -951,6 +989,7 @@ int main(void)
         T(checkpoints_while_threads_store_and_recall),
         T(a_planted_symlink_is_neither_written_through_nor_read),
         T(a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes),
+        T(a_close_rewrites_the_index_only_after_an_eighth_more),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -953,6 +953,22 @@ static uint64_t stored_after_newest_file(cairn_mem *m)
     return m->n - lo;
 }
 
+/* Should a close write the memory index? Only when the newest file in
+ * the directory leaves out MEM_CHECKPOINT_MIN memories and an eighth of
+ * the store: a file of S rows is rewritten after S/8 new memories at the
+ * earliest, so the cost per stored memory stays constant as the store
+ * grows. Asked before the turn and again inside it, after the catch-up:
+ * of many processes closing at once, the first writes the file. */
+static int close_wants_checkpoint(cairn_mem *m)
+{
+    uint64_t min = (uint64_t)(m->mx.nrows + m->n) / 8;
+    if (m->index_outdated)
+        return 1;
+    if (min < MEM_CHECKPOINT_MIN)
+        min = MEM_CHECKPOINT_MIN;
+    return m->tail_records >= MEM_CHECKPOINT_MIN && stored_after_newest_file(m) >= min;
+}
+
 void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
@@ -964,8 +980,7 @@ void cairn_mem_close(cairn_mem *m)
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        if (m->index_outdated || (m->tail_records >= MEM_CHECKPOINT_MIN &&
-                                  stored_after_newest_file(m) >= MEM_CHECKPOINT_MIN))
+        if (close_wants_checkpoint(m))
             (void)checkpoint_locked(m, 1);
         else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
             (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
@@ -1939,6 +1954,9 @@ static int checkpoint_turn(cairn_mem *m, int closing)
     uint64_t dead = 0;
     int rc;
 
+    /* Another process may have written the file meanwhile. */
+    if (closing && !close_wants_checkpoint(m))
+        return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
     /* The file holds folded statistics: fold what ACCESS holds first. */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         return rc;
