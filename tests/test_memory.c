@@ -24,6 +24,8 @@
 
 #include "cairn.h"
 #include "memrec.h"
+#include "memstate.h"
+#include "store.h"
 #include "testutil.h"
 #include "utf8.h"
 
@@ -1492,6 +1494,73 @@ static void a_stored_memory_is_recallable_from_another_thread_at_once(void **sta
     cairn_recall_free(h, n);
 }
 
+typedef struct waiter {
+    cairn_mem *mem;
+    int rc;
+} waiter;
+
+static void *store_after_the_wait(void *p)
+{
+    waiter *w = p;
+    w->rc = cairn_mem_store(w->mem, "stored after the wait", NULL, NULL, NULL);
+    return NULL;
+}
+
+static uint64_t folded_seq(cairn_mem *m)
+{
+    uint64_t v;
+    pthread_mutex_lock(&m->mu);
+    v = m->folded;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+/* A writer waiting for another handle's turn folds what that one appends
+ * meanwhile (cairn__turn_begin_busy), before the lock is let go: its own
+ * turn then starts with a short catch-up, not with all of it. */
+static void a_waiting_writer_folds_what_the_holder_appends(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db2 = NULL;
+    cairn_mem *m2 = NULL;
+    cairn_mem_stats ms;
+    cairn_stats st;
+    pthread_t th;
+    waiter w = {NULL, -1};
+    int64_t until;
+
+    o.busy_timeout_ms = 20000;
+    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(db2, NULL, &m2), CAIRN_OK);
+    assert_int_equal(cairn__turn_begin(f->db), CAIRN_OK);
+    for (int i = 0; i < 200; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "held turn memory %d", i);
+        assert_int_equal(cairn_mem_store(f->mem, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    assert_true(folded_seq(m2) < st.last_seq);
+    w.mem = m2;
+    assert_int_equal(pthread_create(&th, NULL, store_after_the_wait, &w), 0);
+    until = tu_now_ms() + 10000;
+    while (folded_seq(m2) < st.last_seq && tu_now_ms() < until)
+        tu_sleep_ms(1);
+    /* folded while this handle still holds the lock */
+    assert_true(folded_seq(m2) >= st.last_seq);
+    assert_int_equal(w.rc, -1);
+    assert_int_equal(cairn__turn_end(f->db), CAIRN_OK);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.rc, CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(m2, &ms), CAIRN_OK);
+    assert_int_equal(ms.total, 201);
+    cairn_mem_stats_free(&ms);
+    cairn_mem_close(m2);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+}
+
 /* Stores in a burst, each recalled by the very next call, some deleted
  * right after they were stored (while the indexing thread may not have
  * reached them yet): the ranking, scores included, is the one a reopened
@@ -1573,7 +1642,8 @@ int main(void)
     T(remember_refuses_an_answer_that_breaks_the_rule) \
     T(hooks_modify_reject_rewrite_and_filter) \
     T(max_memories_prunes_the_least_important_and_says_so) \
-    T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index)
+    T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index) \
+    T(a_waiting_writer_folds_what_the_holder_appends)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {

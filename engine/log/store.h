@@ -56,6 +56,9 @@ typedef struct view {
     seg_ref **segs;       /* m.n entries, parallel to m.e */
 } view;
 
+/* Work a writer does while it waits for the lock (cairn__turn_begin_busy). */
+typedef int (*cairn__turn_busy_fn)(void *user);
+
 struct cairn_db {
     const cairn_allocator *a;
     const cairn_io *io;
@@ -127,6 +130,9 @@ struct cairn_db {
     int64_t turn_ended_ns;    /* monotonic time the last turn ended */
     int64_t turn_got_ns;      /* monotonic time the flock was taken */
     int lingering;            /* the flock is kept after a turn (turn.c) */
+    cairn__turn_busy_fn busy_fn; /* work to do while waiting for the flock:
+                                 set by the taking thread (turn_taking) */
+    void *busy_user;
     int inofd;                /* inotify watch of LOCK for waits; -2 none yet, -1 none */
     /* Identity of the MANIFEST last read (catch-up reads it only when it
      * changed: every write replaces it by rename). (mu) */
@@ -242,6 +248,12 @@ int cairn__turn_linger_due(cairn_db *db);
  * lock (mu not held), end writes the buffer and lets it go. */
 int cairn__turn_begin(cairn_db *db);
 int cairn__turn_end(cairn_db *db);
+/* The same, calling busy(user) while another process holds the lock, with
+ * no lock of this handle held: an engine folds what the holder appended
+ * meanwhile, on a core the holder leaves free, so that its catch-up inside
+ * the turn is short. busy returns 1 if it did some work (the flock is
+ * tried again at once), 0 if there was nothing (the wait sleeps). */
+int cairn__turn_begin_busy(cairn_db *db, cairn__turn_busy_fn busy, void *user);
 /* CAIRN_OK if the handle may write, else its error (mu held). */
 int cairn__check_writable(cairn_db *db);
 

@@ -215,6 +215,10 @@ static int lock_wait(cairn_db *db, int64_t ended, cairn__err *e)
             watch_lock(db);
             continue;
         }
+        /* Useful work first (the engine's fold of what the holder wrote),
+         * then look again. */
+        if (db->busy_fn != NULL && db->busy_fn(db->busy_user))
+            continue;
         /* 10 ms at most: a holder on a file system without inotify, or a
          * release that raced the watch, costs no more than that. */
         wait_event(db, deadline - now < 10000000 ? deadline - now : 10000000);
@@ -331,11 +335,23 @@ void cairn__turn_put(cairn_db *db)
 
 int cairn__turn_begin(cairn_db *db)
 {
+    return cairn__turn_begin_busy(db, NULL, NULL);
+}
+
+int cairn__turn_begin_busy(cairn_db *db, cairn__turn_busy_fn busy, void *user)
+{
     int rc;
     pthread_mutex_lock(&db->mu);
     rc = cairn__check_writable(db);
-    if (rc == CAIRN_OK)
+    while (rc == CAIRN_OK && db->turn_taking) /* another thread's busy work is its own */
+        pthread_cond_wait(&db->turn_cv, &db->mu);
+    if (rc == CAIRN_OK) {
+        db->busy_fn = busy;
+        db->busy_user = user;
         rc = cairn__turn_get(db);
+        db->busy_fn = NULL;
+        db->busy_user = NULL;
+    }
     pthread_mutex_unlock(&db->mu);
     return rc;
 }

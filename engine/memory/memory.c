@@ -711,13 +711,40 @@ int cairn__mem_catch_up(cairn_mem *m)
     return rc;
 }
 
+/* While another process holds the lock (cairn__turn_begin_busy): fold
+ * what it appended so far, so that the catch-up at the start of the turn,
+ * which every other writer waits for, is short. Only a fold of a whole
+ * prefix of the log, as a reader's; an error leaves the state at that
+ * prefix and is met again, and reported, by the catch-up in the turn. */
+static int fold_waiting(void *user)
+{
+    cairn_mem *m = user;
+    uint64_t before, last;
+    char err[sizeof m->err];
+
+    if (pthread_mutex_trylock(&m->mu) != 0)
+        return 0; /* another thread of this handle works: leave it be */
+    before = m->folded;
+    if (m->stale || m->damaged || cairn__db_refresh(m->db) != CAIRN_OK ||
+        (last = cairn__handed_seq(m->db)) <= m->folded) {
+        pthread_mutex_unlock(&m->mu);
+        return 0;
+    }
+    memcpy(err, m->err, sizeof err);
+    m->lazy_mode = 1;
+    (void)replay_range(m, m->folded + 1, last);
+    memcpy(m->err, err, sizeof err);
+    pthread_mutex_unlock(&m->mu);
+    return m->folded > before;
+}
+
 int cairn__mem_turn_begin(cairn_mem *m)
 {
     int rc;
 
     /* Readers of this handle go on while another process holds the lock. */
     pthread_mutex_unlock(&m->mu);
-    rc = cairn__turn_begin(m->db);
+    rc = cairn__turn_begin_busy(m->db, fold_waiting, m);
     pthread_mutex_lock(&m->mu);
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
