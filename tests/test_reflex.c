@@ -20,7 +20,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <pthread.h>
+
 #include "cairn.h"
+#include "rstate.h"
+#include "store.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -1055,6 +1059,72 @@ static void test_persist_across_sealing(void **state)
     assert_int_equal(st.edges, 199);
 }
 
+typedef struct rwaiter {
+    cairn_reflex *r;
+    int rc;
+} rwaiter;
+
+static void *add_after_the_wait(void *p)
+{
+    rwaiter *w = p;
+    w->rc = cairn_causal_add_node(w->r, CAIRN_NODE_EVENT, "added after the wait", NULL, NULL);
+    return NULL;
+}
+
+static uint64_t rx_folded(cairn_reflex *r)
+{
+    uint64_t v;
+    pthread_mutex_lock(&r->mu);
+    v = r->folded;
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}
+
+/* A reflexion writer waiting for another handle's turn folds what that one
+ * appends meanwhile, before the lock is let go. */
+static void test_a_waiting_writer_folds_what_the_holder_appends(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db2 = NULL;
+    cairn_reflex *r2 = NULL;
+    cairn_causal_node n;
+    cairn_stats st;
+    pthread_t th;
+    rwaiter w = {NULL, -1};
+    int64_t until;
+
+    o.busy_timeout_ms = 20000;
+    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_reflex_open(db2, &r2), CAIRN_OK);
+    assert_int_equal(cairn__turn_begin(f->db), CAIRN_OK);
+    for (int i = 0; i < 50; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "held turn node %d", i);
+        assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, label, NULL, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    assert_true(rx_folded(r2) < st.last_seq);
+    w.r = r2;
+    assert_int_equal(pthread_create(&th, NULL, add_after_the_wait, &w), 0);
+    until = tu_now_ms() + 10000;
+    while (rx_folded(r2) < st.last_seq && tu_now_ms() < until)
+        tu_sleep_ms(1);
+    assert_true(rx_folded(r2) >= st.last_seq); /* while this handle holds the lock */
+    assert_int_equal(w.rc, -1);
+    assert_int_equal(cairn__turn_end(f->db), CAIRN_OK);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.rc, CAIRN_OK);
+    /* the waiter's view holds the holder's nodes and its own */
+    assert_int_equal(cairn_causal_add_node(r2, CAIRN_NODE_EVENT, "held turn node 7", NULL, &n),
+                     CAIRN_OK);
+    assert_int_equal(n.frequency, 2);
+    cairn_reflex_close(r2);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1077,6 +1147,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_verify_names_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_version_is_rebuilt_not_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_persist_across_sealing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_waiting_writer_folds_what_the_holder_appends, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1033,13 +1033,36 @@ int cairn__rx_catch_up(cairn_reflex *r)
     return replay(r, r->folded + 1, UINT64_MAX);
 }
 
+/* While another process holds the lock: fold what it appended so far
+ * (cairn__turn_begin_busy), so that the catch-up inside the turn is short.
+ * An error is met again, and reported, by that catch-up. */
+static int fold_waiting(void *user)
+{
+    cairn_reflex *r = user;
+    uint64_t before;
+    char err[sizeof r->err];
+
+    if (pthread_mutex_trylock(&r->mu) != 0)
+        return 0; /* another thread of this handle works: leave it be */
+    before = r->folded;
+    if (cairn__db_refresh(r->db) != CAIRN_OK || cairn__handed_seq(r->db) <= r->folded) {
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    memcpy(err, r->err, sizeof err);
+    (void)replay(r, r->folded + 1, UINT64_MAX);
+    memcpy(r->err, err, sizeof err);
+    pthread_mutex_unlock(&r->mu);
+    return r->folded > before;
+}
+
 int cairn__rx_turn_begin(cairn_reflex *r)
 {
     int rc;
 
     /* Readers of this handle go on while another process holds the lock. */
     pthread_mutex_unlock(&r->mu);
-    rc = cairn__turn_begin(r->db);
+    rc = cairn__turn_begin_busy(r->db, fold_waiting, r);
     pthread_mutex_lock(&r->mu);
     if (rc != CAIRN_OK)
         return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
