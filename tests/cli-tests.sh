@@ -714,6 +714,15 @@ run --store "$X" recall canary
 check "a recall that meets the damage fails, names the file, removes it" sh -c "[ $rc -ne 0 ] && grep -q 'damaged' err && ! ls '$X'/mem-*.cmx >/dev/null 2>&1"
 run --store "$X" recall canary
 check "the next command rebuilds from the log: nothing lost" sh -c "[ $rc -eq 0 ] && grep -q 'needs a canary first' out"
+run --store "$X" verify --format json
+check "verify --format json reports the access side file after recalls" sh -c "[ $rc -eq 0 ] && grep -q '\"access\":\"verified\"' out"
+# one flipped byte in the first entry of ACCESS (offset 64 + 3)
+printf 'Z' | dd of="$X/ACCESS" bs=1 seek=67 conv=notrunc 2>/dev/null
+run --store "$X" verify
+check "verify names damage in the access side file (exit 2, offset)" sh -c "[ $rc -eq 2 ] && grep -q '^ACCESS@64: CAIRN_ECHECKSUM: ' out"
+run --store "$X" add "a store folds the side file and replaces a damaged one"
+run --store "$X" verify
+check "verify is clean again once a writer replaced the side file" rc_is 0
 run --store "$X" checkpoint
 printf 'X' | dd of="$(ls "$X"/mem-*.cmx)" bs=1 seek=20 conv=notrunc 2>/dev/null
 run --store "$X" get nonexistent-id

@@ -449,6 +449,102 @@ static void a_bad_header_records_nothing_until_a_writer_replaces_the_file(void *
     free(a);
 }
 
+typedef struct vprob {
+    unsigned n;
+    uint64_t off;
+    int code;
+    char file[32];
+    char msg[CAIRN_ERRMSG_MAX];
+} vprob;
+
+static void on_problem(void *user, const char *file, uint64_t offset, int code, const char *msg)
+{
+    vprob *v = user;
+    if (v->n++ == 0) {
+        v->off = offset;
+        v->code = code;
+        snprintf(v->file, sizeof v->file, "%s", file);
+        snprintf(v->msg, sizeof v->msg, "%s", msg);
+    }
+}
+
+/* Verify the side file of f's store: its problems in v, whether it was
+ * checked in the return value. */
+static int verify_access(fx *f, vprob *v, uint64_t *problems)
+{
+    int checked = -1;
+    memset(v, 0, sizeof *v);
+    assert_int_equal(cairn_mem_verify_access(f->db, on_problem, v, problems, &checked), CAIRN_OK);
+    assert_int_equal(*problems, v->n);
+    return checked;
+}
+
+/* verify checks the side file: a clean one passes, and damage is named
+ * with the offset where it starts, whether in an entry, the header, or
+ * another store's file; a torn last entry is no problem. The file is not
+ * changed by it. */
+static void verify_names_damage_in_the_side_file(void **state)
+{
+    fx *f = *state;
+    char *a = store(f->mem, "victor runs the nightly backup");
+    uint64_t problems = 0;
+    uint8_t *p, *before, e[ACC_ENTRY_SIZE];
+    size_t len = 0, blen = 0;
+    vprob v;
+
+    assert_int_equal(verify_access(f, &v, &problems), 0); /* no file yet */
+    for (int i = 0; i < 5; i++)
+        recall(f->mem, "backup", 1, NULL);
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 0);
+    /* a torn last entry: a write in flight or a crash, not damage */
+    cairn__accfile_entry_encode(e, file_id_of(f->acc), 2, 5);
+    append_raw(f->acc, e, 10);
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 0);
+    /* one flipped bit in the third entry */
+    p = tu_read_file(f->acc, &len);
+    p[ACC_HDR_SIZE + 2 * ACC_ENTRY_SIZE + 5] ^= 0x04;
+    replace_file(f->acc, p, len);
+    free(p);
+    before = tu_read_file(f->acc, &blen);
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 1);
+    assert_string_equal(v.file, "ACCESS");
+    assert_int_equal(v.off, ACC_HDR_SIZE + 2 * ACC_ENTRY_SIZE);
+    assert_int_equal(v.code, CAIRN_ECHECKSUM);
+    assert_non_null(strstr(v.msg, "offset 112"));
+    p = tu_read_file(f->acc, &len);
+    assert_int_equal(len, blen); /* untouched */
+    assert_memory_equal(p, before, len);
+    /* a bad header */
+    p[20] ^= 0xff;
+    replace_file(f->acc, p, len);
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 1);
+    assert_int_equal(v.off, 0);
+    /* another store's file */
+    memcpy(p, before, len);
+    cairn__accfile_hdr_encode(p, get_le64(p + ACC_OFF_FILE_ID), (const uint8_t *)"another store!!!");
+    replace_file(f->acc, p, len);
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 1);
+    assert_non_null(strstr(v.msg, "another store"));
+    free(p);
+    free(before);
+    /* the next fold replaces it: clean again */
+    free(store(f->mem, "whiskey is another memory"));
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 0);
+    /* not a regular file */
+    assert_int_equal(unlink(f->acc), 0);
+    assert_int_equal(mkdir(f->acc, 0700), 0);
+    assert_int_equal(verify_access(f, &v, &problems), 1);
+    assert_int_equal(problems, 1);
+    assert_int_equal(rmdir(f->acc), 0);
+    free(a);
+}
+
 /* A symlink planted as ACCESS is neither written through nor read; a
  * writer's fold replaces the link itself. */
 static void a_planted_symlink_is_not_written_through(void **state)
@@ -631,6 +727,7 @@ int main(void)
         T(a_fold_writes_one_record_for_many_recalls_and_replay_agrees),
         T(per_recall_records_of_an_earlier_writer_still_replay),
         T(a_damaged_or_truncated_side_file_is_read_around),
+        T(verify_names_damage_in_the_side_file),
         T(a_bad_header_records_nothing_until_a_writer_replaces_the_file),
         T(a_planted_symlink_is_not_written_through),
         T(a_recall_that_cannot_record_still_succeeds),

@@ -80,25 +80,28 @@ const char cmd_verify_help[] =
     "\n"
     "Read every file of the store and check every checksum and structure: the\n"
     "log's segments and manifest, the memory index file (mem-*.cmx: every\n"
-    "row, hash table, text index and posting; format-spec/memindex.md), and the\n"
-    "newest causal graph file (every byte; format-spec/graph.md). The\n"
-    "store is opened read-only, so verify works while a writer runs (a torn\n"
-    "tail of the active segment is then not a problem: it may be in flight).\n"
-    "A damaged memory index or graph file loses nothing (each is rebuilt from\n"
-    "the log), but it is reported like any other problem. Temporary files\n"
-    "(MANIFEST.tmp, *.seg.tmp, mem-*.cmx.tmp, graph-*.cgx.tmp) are listed but\n"
-    "are not problems: one left by a crash or a failed write is never read,\n"
-    "only takes space, and the next writer open removes it.\n"
+    "row, hash table, text index and posting; format-spec/memindex.md), the\n"
+    "newest causal graph file (every byte; format-spec/graph.md), and the\n"
+    "access side file (ACCESS: its header and every entry, a torn last entry\n"
+    "excepted; format-spec/access.md). The store is opened read-only, so\n"
+    "verify works while a writer runs (a torn tail of the active segment is\n"
+    "then not a problem: it may be in flight). A damaged memory index or\n"
+    "graph file loses nothing (each is rebuilt from the log), a damaged ACCESS\n"
+    "only access statistics, but each is reported like any other problem.\n"
+    "Temporary files (MANIFEST.tmp, *.seg.tmp, mem-*.cmx.tmp, graph-*.cgx.tmp)\n"
+    "are listed but are not problems: one left by a crash or a failed write is\n"
+    "never read, only takes space, and the next writer open removes it.\n"
     "\n"
     "Output (text): one line per problem, \"FILE@OFFSET: CODE: message\" (CODE\n"
     "a CAIRN_E* name, FILE relative to the store directory, OFFSET in bytes,\n"
     "decimal); one line per temporary file, \"note: FILE (N bytes): why\"; when\n"
     "there is no problem, \"ok: R records in S segments verified\" (and\n"
-    "\", memory index verified\", \", graph file verified\" for those there\n"
-    "are). With problems, stderr gets \"cairn: verify: N problem(s)\". Output\n"
-    "(json): one object {\"ok\", \"records\", \"segments\", \"memory_index\" and\n"
-    "\"graph\" (each \"verified\", \"damaged\", or null when there is none),\n"
-    "\"problems\": [{\"file\", \"offset\", \"code\", \"message\"}], \"temp_files\":\n"
+    "\", memory index verified\", \", graph file verified\", \", access file\n"
+    "verified\" for those there are). With problems, stderr gets \"cairn:\n"
+    "verify: N problem(s)\". Output (json): one object {\"ok\", \"records\",\n"
+    "\"segments\", \"memory_index\", \"graph\" and \"access\" (each \"verified\",\n"
+    "\"damaged\", or null when there is none), \"problems\": [{\"file\",\n"
+    "\"offset\", \"code\", \"message\"}], \"temp_files\":\n"
     "[{\"file\", \"bytes\", \"in_flight\" (true: a writer is live and may be\n"
     "writing it)}]}.\n"
     "\n"
@@ -486,9 +489,9 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     cairn_db *db = NULL;
     cairn_stats s;
     temp_list tl = {NULL, 0, 0, 0};
-    uint64_t problems = 0, mx_problems = 0, g_problems = 0;
+    uint64_t problems = 0, mx_problems = 0, g_problems = 0, a_problems = 0;
     verify_out v = {0, 0};
-    int checked = 0, g_checked = 0;
+    int checked = 0, g_checked = 0, a_checked = 0;
     int rc = cli_output_args(ctx, spec, argc, argv, cmd_verify_help, &v.json);
 
     if (rc >= 0)
@@ -506,7 +509,9 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
         rc = cairn_mem_verify_index(db, verify_problem, &v, &mx_problems, &checked);
     if (rc == CAIRN_OK)
         rc = cairn_reflex_verify(db, verify_problem, &v, &g_problems, &g_checked);
-    problems += mx_problems + g_problems;
+    if (rc == CAIRN_OK)
+        rc = cairn_mem_verify_access(db, verify_problem, &v, &a_problems, &a_checked);
+    problems += mx_problems + g_problems + a_problems;
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &s);
     if (rc == CAIRN_OK)
@@ -529,22 +534,24 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     temp_free(&tl);
     if (v.json)
         printf(",\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s,"
-               "\"graph\":%s}\n",
+               "\"graph\":%s,\"access\":%s}\n",
                problems ? "false" : "true", (unsigned long long)s.records,
                (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
                checked ? (mx_problems ? "\"damaged\"" : "\"verified\"") : "null",
-               g_checked ? (g_problems ? "\"damaged\"" : "\"verified\"") : "null");
+               g_checked ? (g_problems ? "\"damaged\"" : "\"verified\"") : "null",
+               a_checked ? (a_problems ? "\"damaged\"" : "\"verified\"") : "null");
     if (problems > 0) {
         fflush(stdout);
         fprintf(stderr, "cairn: verify: %llu problem(s)\n", (unsigned long long)problems);
         rc = CLI_EXIT_PROBLEMS;
     } else {
         if (!v.json)
-            printf("ok: %llu records in %llu segments verified%s%s\n",
+            printf("ok: %llu records in %llu segments verified%s%s%s\n",
                    (unsigned long long)s.records,
                    (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
                    checked ? ", memory index verified" : "",
-                   g_checked ? ", graph file verified" : "");
+                   g_checked ? ", graph file verified" : "",
+                   a_checked ? ", access file verified" : "");
         rc = CLI_EXIT_OK;
     }
     cairn_close(db);

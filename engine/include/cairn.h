@@ -805,6 +805,15 @@ int cairn_mem_checkpoint(cairn_mem *m);
 int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
                            int *checked_out);
 
+/* Check the access side file ACCESS (format-spec/access.md): its header
+ * and every entry's checksum. Damage costs access statistics only, but is
+ * a problem (fn as for cairn_verify, with the byte offset); a trailing
+ * part of an entry is not (a write in flight, or cut by a crash).
+ * *checked_out (may be NULL) says whether there was a file this version
+ * reads. The file is never modified. Errors: CAIRN_EIO, CAIRN_ENOMEM. */
+int cairn_mem_verify_access(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                            int *checked_out);
+
 /* Errors: CAIRN_ENOMEM. Free with cairn_mem_stats_free. */
 int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *out);
 void cairn_mem_stats_free(cairn_mem_stats *s);

@@ -530,3 +530,117 @@ out:
     pthread_mutex_unlock(&fold_mu);
     return rc;
 }
+
+/* ---- verify ------------------------------------------------------------- */
+
+/* Where the good entries leave a gap: bytes no good entry covers. */
+typedef struct gaps {
+    uint64_t expect;  /* where the next entry would start with no gap */
+    uint64_t first;   /* the first byte of the first gap (0: none yet) */
+} gaps;
+
+static void note_gap(void *user, uint64_t seq, int64_t at, uint64_t off)
+{
+    gaps *g = user;
+    (void)seq;
+    (void)at;
+    if (off != g->expect && g->first == 0)
+        g->first = g->expect;
+    g->expect = off + ACC_ENTRY_SIZE;
+}
+
+static void acc_problem(cairn_verify_fn fn, void *user, uint64_t *problems, uint64_t off,
+                        int code, const char *msg)
+{
+    (*problems)++;
+    if (fn != NULL)
+        fn(user, ACC_NAME, off, code, msg);
+}
+
+int cairn_mem_verify_access(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                            int *checked_out)
+{
+    uint8_t hdr[ACC_HDR_SIZE], sid[ACC_STORE_ID_LEN], *buf = NULL;
+    uint64_t off = ACC_HDR_SIZE, bad = 0, size;
+    accfile_hdr h;
+    struct stat st;
+    cairn__err e;
+    gaps g = {ACC_HDR_SIZE, 0};
+    size_t got = 0;
+    int fd = -1, rc;
+
+    *problems_out = 0;
+    if (checked_out != NULL)
+        *checked_out = 0;
+    if (fstatat(db->dirfd, ACC_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? CAIRN_OK : cairn__db_failf(db, CAIRN_EIO, "stat %s/%s: %s",
+                                                             db->path, ACC_NAME, strerror(errno));
+    if (checked_out != NULL)
+        *checked_out = 1;
+    if (!S_ISREG(st.st_mode)) {
+        acc_problem(fn, user, problems_out, 0, CAIRN_ECORRUPT,
+                    "ACCESS is not a regular file (the next writer's fold replaces it)");
+        return CAIRN_OK;
+    }
+    rc = cairn__io_open(db->io, "access.open", db->dirfd, ACC_NAME, O_RDONLY | O_NONBLOCK, 0, &fd,
+                        &e);
+    if (rc == CAIRN_OK && fstat(fd, &st) != 0)
+        rc = cairn__fail(&e, CAIRN_EIO, "fstat %s: %s", ACC_NAME, strerror(errno));
+    if (rc == CAIRN_OK)
+        rc = cairn__io_read(db->io, "access.read", fd, hdr, sizeof hdr, 0, &got, ACC_NAME, &e);
+    if (rc != CAIRN_OK)
+        goto out;
+    size = (uint64_t)st.st_size;
+    rc = cairn__accfile_hdr_decode(hdr, got, &h, &e);
+    if (rc == CAIRN_EVERSION) { /* a later cairn's file: not this version's to judge */
+        if (checked_out != NULL)
+            *checked_out = 0;
+        rc = CAIRN_OK;
+        goto out;
+    }
+    if (rc != CAIRN_OK) {
+        acc_problem(fn, user, problems_out, 0, rc, e.msg);
+        rc = CAIRN_OK;
+        goto out;
+    }
+    store_id_of(db, sid);
+    if (!cairn__store_id_is_zero(sid) && memcmp(sid, h.store_id, sizeof sid) != 0) {
+        acc_problem(fn, user, problems_out, 24, CAIRN_ECORRUPT,
+                    "ACCESS belongs to another store (its store id is not this store's)");
+        goto out;
+    }
+    if ((buf = malloc(READ_CHUNK)) == NULL) {
+        rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
+    while (size >= off + ACC_ENTRY_SIZE) {
+        uint64_t left = size - off;
+        size_t want = left < READ_CHUNK ? (size_t)left : READ_CHUNK;
+        accfile_scan sc;
+        if ((rc = cairn__io_read(db->io, "access.read", fd, buf, want, off, &got, ACC_NAME, &e)) !=
+            CAIRN_OK)
+            goto out;
+        cairn__accfile_scan(buf, got, off, h.file_id, note_gap, &g, &sc);
+        bad += sc.skipped + sc.bad_entries * ACC_ENTRY_SIZE;
+        off += sc.consumed;
+        if (sc.consumed == 0 || got < want)
+            break;
+    }
+    if (bad > 0) {
+        char msg[CAIRN_ERRMSG_MAX];
+        if (g.first == 0)
+            g.first = g.expect; /* damage after the last good entry */
+        snprintf(msg, sizeof msg, "ACCESS: %" PRIu64 " bytes hold no good entry, the first at "
+                 "offset %" PRIu64 " (access statistics only; the next fold replaces the file)",
+                 bad, g.first);
+        acc_problem(fn, user, problems_out, g.first, CAIRN_ECHECKSUM, msg);
+    }
+out:
+    free(buf);
+    if (fd >= 0)
+        cairn__io_close(db->io, "access.close", fd);
+    if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO)
+        return cairn__db_failf(db, rc, "%s", e.msg);
+    return CAIRN_OK;
+}
+
