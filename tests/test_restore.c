@@ -373,6 +373,49 @@ static void the_vector_comes_back(void **state)
     cairn_mem_free(m);
 }
 
+typedef struct heard {
+    unsigned restored, stored;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    char content[64];
+} heard;
+
+static void listen(void *user, const cairn_mem_event *ev)
+{
+    heard *h = user;
+    if (ev->kind == CAIRN_EVENT_STORED)
+        h->stored++;
+    if (ev->kind != CAIRN_EVENT_RESTORED)
+        return;
+    h->restored++;
+    assert_non_null(ev->memory);
+    snprintf(h->id, sizeof h->id, "%s", ev->memory->id);
+    snprintf(h->content, sizeof h->content, "%s", ev->memory->content);
+}
+
+/* Listeners hear of a restore, with the memory as it came back, whether or
+ * not the caller asked for a copy; a refused restore says nothing. */
+static void a_restore_is_told_to_listeners(void **state)
+{
+    fx *f = *state;
+    cairn_memory *m = NULL;
+    heard h;
+
+    memset(&h, 0, sizeof h);
+    assert_int_equal(cairn_mem_on(f->mem, listen, &h), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(f->mem, "the pager rota changes on mondays", NULL, &m, NULL),
+                     CAIRN_OK);
+    assert_int_equal(h.stored, 1);
+    assert_int_equal(cairn_mem_delete(f->mem, m->id, "wrong"), CAIRN_OK);
+    assert_int_equal(cairn_mem_restore(f->mem, m->id, NULL), CAIRN_OK);
+    assert_int_equal(h.restored, 1);
+    assert_string_equal(h.id, m->id);
+    assert_string_equal(h.content, "the pager rota changes on mondays");
+    assert_int_equal(cairn_mem_restore(f->mem, m->id, NULL), CAIRN_EEXIST); /* live: refused */
+    assert_int_equal(h.restored, 1);
+    assert_int_equal(h.stored, 1); /* a restore is not a store */
+    cairn_mem_free(m);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -382,6 +425,7 @@ int main(void)
         T(a_restore_reads_the_log_past_an_index_file),
         T(refusals_write_nothing),
         T(the_vector_comes_back),
+        T(a_restore_is_told_to_listeners),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

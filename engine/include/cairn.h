@@ -625,7 +625,8 @@ int cairn_mem_clear(cairn_mem *m, const char *ns);
  * ("restoredFrom": the seq of the record that stored it; format-spec/
  * memory.md, "Restore"). Reads the whole log once, all but its newest
  * records before it takes the writer's turn. *out (may be NULL)
- * gets the memory as restored (cairn_mem_free). No hook or event runs.
+ * gets the memory as restored (cairn_mem_free). No hook runs; listeners
+ * get a CAIRN_EVENT_RESTORED event with the memory.
  * Errors: CAIRN_EINVAL (not a memory id; or the namespace is at the limit
  * of live memories: the message names the setting and how to change it),
  * CAIRN_ENOTFOUND (no memory of that id in the log), CAIRN_EEXIST (the
@@ -992,7 +993,8 @@ typedef enum cairn_mem_event_kind {
     CAIRN_EVENT_PRUNED = 3     /* pruned, kept, reason ("forget:normal", "maxMemories");
                                   memory: for "maxMemories", the memory whose store
                                   pruned its namespace (NULL if no copy of it could be
-                                  made) */
+                                  made) */,
+    CAIRN_EVENT_RESTORED = 4   /* memory: as cairn_mem_restore brought it back */
 } cairn_mem_event_kind;
 
 typedef struct cairn_mem_event {

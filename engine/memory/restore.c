@@ -268,6 +268,7 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
     hist h;
     memrec r;
     ment *x;
+    cairn_memory *copy = NULL;
     uint64_t seq = 0;
     int rc, turn = 0;
 
@@ -342,15 +343,14 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
         r.vec = h.vec;
     }
     rc = cairn__mem_write_rec(m, h.ns, &r, &seq);
-    if (rc == CAIRN_OK && out != NULL) {
-        cairn_memory *c = malloc(sizeof *c);
+    if (rc == CAIRN_OK && (out != NULL || m->nlisteners > 0)) {
+        copy = malloc(sizeof *copy);
         x = cairn__mem_find_seq(m, seq);
-        if (c == NULL || x == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
-            free(c);
+        if (copy == NULL || x == NULL || cairn__mem_copy_out(m, x, copy) != CAIRN_OK) {
+            free(copy);
+            copy = NULL;
             rc = cairn__mem_fail(m, CAIRN_ENOMEM, "the memory was restored, but no copy of it "
                                  "could be made");
-        } else {
-            *out = c;
         }
     }
 out:
@@ -358,5 +358,16 @@ out:
         rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     hist_free(&h);
+    if (copy != NULL) {
+        cairn_mem_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CAIRN_EVENT_RESTORED;
+        ev.memory = copy;
+        cairn__mem_emit(m, &ev); /* outside the lock, as every event */
+        if (out != NULL && rc == CAIRN_OK)
+            *out = copy;
+        else
+            cairn_mem_free(copy);
+    }
     return rc;
 }
