@@ -1121,6 +1121,7 @@ static void test_a_waiting_writer_folds_what_the_holder_appends(void **state)
     assert_int_equal(cairn_causal_add_node(r2, CAIRN_NODE_EVENT, "held turn node 7", NULL, &n),
                      CAIRN_OK);
     assert_int_equal(n.frequency, 2);
+    cairn_causal_node_clear(&n);
     cairn_reflex_close(r2);
     assert_int_equal(cairn_close(db2), CAIRN_OK);
 }
