@@ -69,12 +69,13 @@ deps:
 test: deps
 	$(MAKE) check
 	$(MAKE) check BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
-	$(MAKE) build/tsan/tests/test_concurrency build/tsan/tests/test_memory build/tsan/tests/test_memindex build/tsan/tests/test_memvec build/tsan/tests/test_store BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
+	$(MAKE) build/tsan/tests/test_concurrency build/tsan/tests/test_memory build/tsan/tests/test_memindex build/tsan/tests/test_memvec build/tsan/tests/test_store build/tsan/tests/test_reflex BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
 	./build/tsan/tests/test_concurrency
 	./build/tsan/tests/test_store
 	./build/tsan/tests/test_memory
 	./build/tsan/tests/test_memindex
 	./build/tsan/tests/test_memvec
+	./build/tsan/tests/test_reflex
 	@echo "make test: all suites passed (plain, address+undefined, thread)"
 
 check: all $(TEST_BIN) $(FUZZ_REPLAY)

@@ -349,7 +349,9 @@ void cairn_reflex_close(cairn_reflex *r)
         /* A failure costs a longer replay next time; one that kills the
          * handle is reported by cairn_close (deferred). */
         int was = cairn__deferred_begin();
+        pthread_mutex_lock(&r->mu); /* the turn lets it go while it waits */
         (void)checkpoint_locked(r, 1);
+        pthread_mutex_unlock(&r->mu);
         cairn__deferred_end(was);
     }
     free_state(r);
