@@ -1067,7 +1067,9 @@ typedef struct rwaiter {
 static void *add_after_the_wait(void *p)
 {
     rwaiter *w = p;
-    w->rc = cairn_causal_add_node(w->r, CAIRN_NODE_EVENT, "added after the wait", NULL, NULL);
+    __atomic_store_n(&w->rc,
+                     cairn_causal_add_node(w->r, CAIRN_NODE_EVENT, "added after the wait", NULL, NULL),
+                     __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -1113,7 +1115,7 @@ static void test_a_waiting_writer_folds_what_the_holder_appends(void **state)
     while (rx_folded(r2) < st.last_seq && tu_now_ms() < until)
         tu_sleep_ms(1);
     assert_true(rx_folded(r2) >= st.last_seq); /* while this handle holds the lock */
-    assert_int_equal(w.rc, -1);
+    assert_int_equal(__atomic_load_n(&w.rc, __ATOMIC_SEQ_CST), -1); /* still waiting */
     assert_int_equal(cairn__turn_end(f->db), CAIRN_OK);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_int_equal(w.rc, CAIRN_OK);
