@@ -713,29 +713,35 @@ int cairn__mem_catch_up(cairn_mem *m)
 
 /* While another process holds the lock (cairn__turn_begin_busy): fold
  * what it appended so far, so that the catch-up at the start of the turn,
- * which every other writer waits for, is short. Only a fold of a whole
- * prefix of the log, as a reader's; an error leaves the state at that
- * prefix and is met again, and reported, by the catch-up in the turn. */
+ * which every other writer waits for, is short. A fold of a whole prefix
+ * of the log, as a reader's. A failure is the catch-up's: the handle is
+ * stale (it writes no index file), and the turn that follows returns the
+ * error, kept in wait_rc and wait_err meanwhile (another thread of the
+ * handle may reset m->err). */
 static int fold_waiting(void *user)
 {
     cairn_mem *m = user;
     uint64_t before, last;
-    char err[sizeof m->err];
+    int rc, more;
 
     if (pthread_mutex_trylock(&m->mu) != 0)
         return 0; /* another thread of this handle works: leave it be */
     before = m->folded;
-    if (m->stale || m->damaged || cairn__db_refresh(m->db) != CAIRN_OK ||
+    if (m->stale || m->damaged || m->wait_rc != CAIRN_OK || cairn__db_refresh(m->db) != CAIRN_OK ||
         (last = cairn__handed_seq(m->db)) <= m->folded) {
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
-    memcpy(err, m->err, sizeof err);
     m->lazy_mode = 1;
-    (void)replay_range(m, m->folded + 1, last);
-    memcpy(m->err, err, sizeof err);
+    rc = replay_range(m, m->folded + 1, last);
+    if (rc != CAIRN_OK) {
+        m->stale = 1;
+        m->wait_rc = rc;
+        memcpy(m->wait_err, m->err, sizeof m->wait_err);
+    }
+    more = rc == CAIRN_OK && m->folded > before;
     pthread_mutex_unlock(&m->mu);
-    return m->folded > before;
+    return more;
 }
 
 int cairn__mem_turn_begin(cairn_mem *m)
@@ -746,6 +752,12 @@ int cairn__mem_turn_begin(cairn_mem *m)
     pthread_mutex_unlock(&m->mu);
     rc = cairn__turn_begin_busy(m->db, fold_waiting, m);
     pthread_mutex_lock(&m->mu);
+    if (rc == CAIRN_OK && m->wait_rc != CAIRN_OK) { /* the fold while waiting failed */
+        rc = cairn__mem_fail(m, m->wait_rc, "%s", m->wait_err);
+        m->wait_rc = CAIRN_OK;
+        (void)cairn__turn_end(m->db);
+        return rc;
+    }
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     rc = cairn__mem_catch_up(m);

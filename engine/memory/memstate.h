@@ -136,6 +136,9 @@ struct cairn_mem {
     const vkernel *kern;
     float *vtmp;             /* vdim floats of scratch (an unaligned trailer) */
     cairn__memscan scan;     /* the replay's decode buffer (memrec.h) */
+    int wait_rc;             /* a fold while waiting for the lock failed: the
+                                turn's error (memory.c, fold_waiting) */
+    char wait_err[CAIRN_ERRMSG_MAX];
     struct strchunk *strs;   /* the strings of m->e's entries (keep_str) */
     cairn_mem_hooks hooks;
     struct {

@@ -1030,30 +1030,40 @@ int cairn__rx_catch_up(cairn_reflex *r)
         return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
     if (cairn__handed_seq(r->db) <= r->folded)
         return CAIRN_OK;
-    return replay(r, r->folded + 1, UINT64_MAX);
+    rc = replay(r, r->folded + 1, UINT64_MAX);
+    if (rc != CAIRN_OK)
+        r->stale = 1; /* it may be past a record it could not apply */
+    return rc;
 }
 
 /* While another process holds the lock: fold what it appended so far
  * (cairn__turn_begin_busy), so that the catch-up inside the turn is short.
- * An error is met again, and reported, by that catch-up. */
+ * A failure is the catch-up's: the handle is stale (it writes no graph
+ * file and commits nothing), and the turn that follows returns the error,
+ * kept in wait_rc and wait_err meanwhile. */
 static int fold_waiting(void *user)
 {
     cairn_reflex *r = user;
     uint64_t before;
-    char err[sizeof r->err];
+    int rc, more;
 
     if (pthread_mutex_trylock(&r->mu) != 0)
         return 0; /* another thread of this handle works: leave it be */
     before = r->folded;
-    if (cairn__db_refresh(r->db) != CAIRN_OK || cairn__handed_seq(r->db) <= r->folded) {
+    if (r->stale || r->wait_rc != CAIRN_OK || cairn__db_refresh(r->db) != CAIRN_OK ||
+        cairn__handed_seq(r->db) <= r->folded) {
         pthread_mutex_unlock(&r->mu);
         return 0;
     }
-    memcpy(err, r->err, sizeof err);
-    (void)replay(r, r->folded + 1, UINT64_MAX);
-    memcpy(r->err, err, sizeof err);
+    rc = replay(r, r->folded + 1, UINT64_MAX);
+    if (rc != CAIRN_OK) {
+        r->stale = 1;
+        r->wait_rc = rc;
+        memcpy(r->wait_err, r->err, sizeof r->wait_err);
+    }
+    more = rc == CAIRN_OK && r->folded > before;
     pthread_mutex_unlock(&r->mu);
-    return r->folded > before;
+    return more;
 }
 
 int cairn__rx_turn_begin(cairn_reflex *r)
@@ -1064,6 +1074,12 @@ int cairn__rx_turn_begin(cairn_reflex *r)
     pthread_mutex_unlock(&r->mu);
     rc = cairn__turn_begin_busy(r->db, fold_waiting, r);
     pthread_mutex_lock(&r->mu);
+    if (rc == CAIRN_OK && r->wait_rc != CAIRN_OK) { /* the fold while waiting failed */
+        rc = cairn__rx_fail(r, r->wait_rc, "%s", r->wait_err);
+        r->wait_rc = CAIRN_OK;
+        (void)cairn__turn_end(r->db);
+        return rc;
+    }
     if (rc != CAIRN_OK)
         return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
     rc = cairn__rx_catch_up(r);

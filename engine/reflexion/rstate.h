@@ -112,6 +112,9 @@ struct cairn_reflex {
     cairn__batch batch;       /* replay: the last commit looked up (batch.h) */
     int64_t updated;
     int stale;
+    int wait_rc;              /* a fold while waiting for the lock failed: the
+                                 turn's error (reflex.c, fold_waiting) */
+    char wait_err[CAIRN_ERRMSG_MAX];
     struct rbfs *bfs;         /* the path search's scratch (bfs.c) */
     dlabel dl;                /* label index of the delta nodes (dlabel.c) */
     char note[CAIRN_ERRMSG_MAX]; /* why a graph file was set aside */
