@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -307,6 +308,78 @@ static void the_flat_record_scan_decodes_as_cjson_does(void **state)
             fail_msg("case %zu: read %s cJSON, expected %s", i, flat ? "without" : "with",
                      cases[i].flat ? "without" : "with");
     }
+}
+
+/* Make a locale whose decimal point is ',' (de_DE, compiled into a temp
+ * directory) the process's LC_NUMERIC; 0 if the system cannot. */
+static int comma_locale(char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1", dir);
+    if (system(cmd) != 0) {
+        /* localedef may warn (status 1) and still write the locale: try it */
+    }
+    setenv("LOCPATH", dir, 1);
+    return setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL && localeconv()->decimal_point[0] == ',';
+}
+
+/* An application may run in a locale whose decimal point is ',': the
+ * record codecs write and read '.' all the same, as cJSON does, and the
+ * flat scan agrees with cJSON there too. */
+static void the_record_codecs_ignore_a_comma_locale(void **state)
+{
+    char *dir = tu_mkdtemp("locale");
+    static const char *const flat[] = {
+        "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"importance\":0.25}",
+        "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"importance\":2.5e-1,"
+        "\"createdAt\":1.7e12}",
+        "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"expiresAt\":0.25}",
+    };
+    memrec r, d;
+    char *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    (void)state;
+    if (!comma_locale(dir)) {
+        tu_rmrf(dir);
+        free(dir);
+        fail_msg("no locale with a ',' decimal point could be made (localedef, de_DE: the "
+                 "Debian package locales)");
+    }
+    memset(&r, 0, sizeof r);
+    r.type = CAIRN_REC_MEMORY;
+    r.id = "m0123456789abcdef";
+    r.content = "a comma locale";
+    r.content_len = strlen(r.content);
+    r.category = "fact";
+    r.importance = 1.0 / 3.0;
+    assert_int_equal(cairn__memrec_encode(&r, &a, &la, NULL), CAIRN_OK);
+    assert_int_equal(cairn__memrec_encode_generic(&r, &b, &lb, NULL), CAIRN_OK);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "\"importance\":0.33333333333333331,"));
+    assert_int_equal(cairn__memrec_decode(CAIRN_REC_MEMORY, a, la, &d, NULL), CAIRN_OK);
+    assert_true(d.importance == 1.0 / 3.0);
+    cairn__memrec_done(&d);
+    assert_same_decode(CAIRN_REC_MEMORY, a, la, NULL);
+    for (size_t i = 0; i < sizeof flat / sizeof flat[0]; i++)
+        assert_same_decode(CAIRN_REC_MEMORY, flat[i], strlen(flat[i]), NULL);
+    {
+        cairn__memscan sc = {NULL, 0};
+        assert_int_equal(cairn__memrec_decode_scan(&sc, CAIRN_REC_MEMORY, flat[0], strlen(flat[0]),
+                                                   NULL, 0, &d, NULL),
+                         CAIRN_OK);
+        assert_true(d.importance == 0.25);
+        cairn__memrec_done(&d);
+        assert_int_equal(cairn__memrec_decode_scan(&sc, CAIRN_REC_MEMORY, flat[2], strlen(flat[2]),
+                                                   NULL, 0, &d, NULL),
+                         CAIRN_ECORRUPT); /* not an integer, in any locale */
+        cairn__memscan_free(&sc);
+    }
+    free(a);
+    free(b);
+    setlocale(LC_NUMERIC, "C");
+    unsetenv("LOCPATH");
+    tu_rmrf(dir);
+    free(dir);
 }
 
 static void store_returns_the_memory_with_defaults_and_get_finds_it(void **state)
@@ -1494,6 +1567,30 @@ static void a_stored_memory_is_recallable_from_another_thread_at_once(void **sta
     cairn_recall_free(h, n);
 }
 
+/* Entries' strings share 64 KiB chunks; a longer one gets a chunk of its
+ * own without ending the shared one's use. */
+static void long_contents_do_not_waste_the_shared_chunk(void **state)
+{
+    fx *f = *state;
+    size_t n = 0;
+    char *big = malloc(100001);
+    assert_non_null(big);
+    for (int i = 0; i < 10; i++) {
+        char small[32];
+        memset(big, 'a' + i, 100000);
+        big[100000] = 0;
+        assert_int_equal(cairn_mem_store(f->mem, big, NULL, NULL, NULL), CAIRN_OK);
+        snprintf(small, sizeof small, "small memory %d", i);
+        assert_int_equal(cairn_mem_store(f->mem, small, NULL, NULL, NULL), CAIRN_OK);
+    }
+    pthread_mutex_lock(&f->mem->mu);
+    for (const strchunk *c = f->mem->strs; c != NULL; c = c->next)
+        n++;
+    pthread_mutex_unlock(&f->mem->mu);
+    assert_int_equal(n, 11); /* one each for the long ones, one shared */
+    free(big);
+}
+
 typedef struct waiter {
     cairn_mem *mem;
     int rc;
@@ -1644,12 +1741,14 @@ int main(void)
     T(hooks_modify_reject_rewrite_and_filter) \
     T(max_memories_prunes_the_least_important_and_says_so) \
     T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index) \
-    T(a_waiting_writer_folds_what_the_holder_appends)
+    T(a_waiting_writer_folds_what_the_holder_appends) \
+    T(long_contents_do_not_waste_the_shared_chunk)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_store_record_encoder_writes_cjsons_bytes),
         cmocka_unit_test(the_flat_record_scan_decodes_as_cjson_does),
+        cmocka_unit_test(the_record_codecs_ignore_a_comma_locale),
         MEMORY_TESTS(T)
     };
     const struct CMUnitTest tests_threads[] = {MEMORY_TESTS(TT)};

@@ -13,6 +13,7 @@ have_hdr libstemmer.h  || need="$need libstemmer-dev"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v jq >/dev/null 2>&1 || need="$need jq"      # tests/cli-tests.sh
+[ -f /usr/share/i18n/locales/de_DE ] || need="$need locales" # a ',' locale for tests/test_memory
 [ -z "$need" ] && exit 0
 echo "installing:$need"
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -69,16 +69,23 @@ static char *dup_str(const char *s, size_t n)
 /* A NUL-terminated copy of s[0..n) among the entries' strings. */
 static char *keep_str(cairn_mem *m, const char *s, size_t n)
 {
+    const size_t std = 65536 - sizeof(strchunk);
     strchunk *c = m->strs;
     char *p;
     if (c == NULL || c->cap - c->used < n + 1) {
-        size_t cap = n + 1 > 65536 - sizeof *c ? n + 1 : 65536 - sizeof *c;
+        size_t cap = n + 1 > std ? n + 1 : std;
         if ((c = malloc(sizeof *c + cap)) == NULL)
             return NULL;
-        c->next = m->strs;
         c->used = 0;
         c->cap = cap;
-        m->strs = c;
+        if (cap > std && m->strs != NULL) {
+            /* a string of its own goes behind the head, whose room is kept */
+            c->next = m->strs->next;
+            m->strs->next = c;
+        } else {
+            c->next = m->strs;
+            m->strs = c;
+        }
     }
     p = c->data + c->used;
     memcpy(p, s, n);

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 #include <float.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,31 @@ int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const 
 
 /* ---- the flat scan: memory records without cJSON ------------------------ */
 
+/* The C library reads and writes numbers in the process's LC_NUMERIC, and
+ * an application may run in a locale whose decimal point is ','. cJSON
+ * swaps the locale's point for '.' both ways; so does this code. */
+static char locale_point(void)
+{
+    const struct lconv *l = localeconv();
+    return l != NULL && l->decimal_point != NULL && l->decimal_point[0] ? l->decimal_point[0]
+                                                                        : '.';
+}
+
+static void swap_point(char *s, char from, char to)
+{
+    if (from != to)
+        for (; *s; s++)
+            if (*s == from)
+                *s = to;
+}
+
+/* strtod of JSON number text s (NUL-terminated, writable). */
+static double json_strtod(char *s)
+{
+    swap_point(s, '.', locale_point());
+    return strtod(s, NULL);
+}
+
 static int is_ws(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -450,7 +476,7 @@ static int flat_number(char **pp, const char *end, double *out)
     } else {
         memcpy(buf, s, n);
         buf[n] = 0;
-        *out = strtod(buf, NULL);
+        *out = json_strtod(buf);
     }
     *pp = p;
     return 1;
@@ -611,12 +637,17 @@ int cairn__json_add_int(cJSON *o, const char *name, int64_t v)
  * importances by one unit in the last place. Returns the length. */
 static int fmt_unit(char *tmp, size_t cap, double d)
 {
+    char back[32];
     int k;
     if (d == 0 || d == 1)
         return snprintf(tmp, cap, "%d", (int)d);
     k = snprintf(tmp, cap, "%1.15g", d);
-    if (strtod(tmp, NULL) != d)
+    swap_point(tmp, locale_point(), '.');
+    snprintf(back, sizeof back, "%s", tmp);
+    if (json_strtod(back) != d) {
         k = snprintf(tmp, cap, "%1.17g", d);
+        swap_point(tmp, locale_point(), '.');
+    }
     return k;
 }
 
