@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -310,19 +309,6 @@ static void the_flat_record_scan_decodes_as_cjson_does(void **state)
     }
 }
 
-/* Make a locale whose decimal point is ',' (de_DE, compiled into a temp
- * directory) the process's LC_NUMERIC; 0 if the system cannot. */
-static int comma_locale(char *dir)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1", dir);
-    if (system(cmd) != 0) {
-        /* localedef may warn (status 1) and still write the locale: try it */
-    }
-    setenv("LOCPATH", dir, 1);
-    return setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL && localeconv()->decimal_point[0] == ',';
-}
-
 /* An application may run in a locale whose decimal point is ',': the
  * record codecs write and read '.' all the same, as cJSON does, and the
  * flat scan agrees with cJSON there too. */
@@ -339,7 +325,7 @@ static void the_record_codecs_ignore_a_comma_locale(void **state)
     char *a = NULL, *b = NULL;
     size_t la = 0, lb = 0;
     (void)state;
-    if (!comma_locale(dir)) {
+    if (!tu_comma_numeric(dir)) {
         tu_rmrf(dir);
         free(dir);
         fail_msg("no locale with a ',' decimal point could be made (localedef, de_DE: the "
@@ -376,8 +362,7 @@ static void the_record_codecs_ignore_a_comma_locale(void **state)
     }
     free(a);
     free(b);
-    setlocale(LC_NUMERIC, "C");
-    unsetenv("LOCPATH");
+    tu_c_numeric();
     tu_rmrf(dir);
     free(dir);
 }

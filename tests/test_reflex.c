@@ -1059,6 +1059,37 @@ static void test_persist_across_sealing(void **state)
     assert_int_equal(st.edges, 199);
 }
 
+/* In a process whose locale writes ',' for the decimal point, edge weights
+ * still go to the log as JSON numbers and come back exact on replay. */
+static void test_weights_survive_a_comma_locale(void **state)
+{
+    fx *f = *state;
+    char a[CAIRN_NODE_ID_MAX + 1], b[CAIRN_NODE_ID_MAX + 1];
+    char *dir = tu_mkdtemp("locale");
+    cairn_causal_edge e;
+
+    if (!tu_comma_numeric(dir))
+        fail_msg("no locale with a ',' decimal point could be made (localedef, de_DE)");
+    node(f, CAIRN_NODE_DECISION, "A", NULL, a);
+    node(f, CAIRN_NODE_OUTCOME, "B", NULL, b);
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 0.3, NULL, NULL),
+                     CAIRN_OK);
+    reopen(f); /* a replay of the log: no graph file for so few records */
+    {
+        cairn_reflex_status st;
+        assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+        assert_int_equal(st.skipped, 0);
+        assert_int_equal(st.edges, 1);
+    }
+    assert_int_equal(cairn_causal_add_edge(f->r, a, b, CAIRN_EDGE_CAUSES, 0.3, NULL, &e), CAIRN_OK);
+    assert_int_equal(e.evidence_count, 2);
+    assert_true(e.weight == 0.3);
+    cairn_causal_edge_clear(&e);
+    tu_c_numeric();
+    tu_rmrf(dir);
+    free(dir);
+}
+
 typedef struct rwaiter {
     cairn_reflex *r;
     int rc;
@@ -1152,6 +1183,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_persist_across_sealing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_waiting_writer_folds_what_the_holder_appends, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_weights_survive_a_comma_locale, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

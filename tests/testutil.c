@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -135,6 +136,23 @@ int tu_open_small(const char *dir, int background, cairn_db **db, char *err, siz
     o.durability = CAIRN_DURABILITY_NONE;
     o.segment_size = 4096;
     return cairn_open(db, dir, &o, err, cap);
+}
+
+int tu_comma_numeric(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1", dir);
+    if (system(cmd) != 0) {
+        /* localedef may warn (status 1) and still write the locale: try it */
+    }
+    setenv("LOCPATH", dir, 1);
+    return setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL && localeconv()->decimal_point[0] == ',';
+}
+
+void tu_c_numeric(void)
+{
+    setlocale(LC_NUMERIC, "C");
+    unsetenv("LOCPATH");
 }
 
 long long tu_now_ms(void)

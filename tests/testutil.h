@@ -36,6 +36,12 @@ uint64_t tu_splitmix64(uint64_t *state);
 
 /* For the suites that fork: a monotonic clock in ms, a sleep that
  * resumes after signals, and a bounded wait for a child. */
+/* Make a locale whose decimal point is ',' (de_DE, compiled with localedef
+ * into dir) the process's LC_NUMERIC: 1 if that worked. tu_c_numeric()
+ * goes back to "C". */
+int tu_comma_numeric(const char *dir);
+void tu_c_numeric(void);
+
 long long tu_now_ms(void);
 void tu_sleep_ms(long ms);
 /* Wait for child pid at most timeout_ms; kill it if it hangs. Its exit

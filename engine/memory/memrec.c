@@ -14,13 +14,13 @@
 
 #include <cjson/cJSON.h>
 #include <float.h>
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
+#include "jsonnum.h"
 
 #define MAX_SAFE_INT 9007199254740992.0 /* 2^53 */
 
@@ -388,31 +388,6 @@ int cairn__memrec_decode_bin(uint16_t type, const char *json, size_t len, const 
 
 /* ---- the flat scan: memory records without cJSON ------------------------ */
 
-/* The C library reads and writes numbers in the process's LC_NUMERIC, and
- * an application may run in a locale whose decimal point is ','. cJSON
- * swaps the locale's point for '.' both ways; so does this code. */
-static char locale_point(void)
-{
-    const struct lconv *l = localeconv();
-    return l != NULL && l->decimal_point != NULL && l->decimal_point[0] ? l->decimal_point[0]
-                                                                        : '.';
-}
-
-static void swap_point(char *s, char from, char to)
-{
-    if (from != to)
-        for (; *s; s++)
-            if (*s == from)
-                *s = to;
-}
-
-/* strtod of JSON number text s (NUL-terminated, writable). */
-static double json_strtod(char *s)
-{
-    swap_point(s, '.', locale_point());
-    return strtod(s, NULL);
-}
-
 static int is_ws(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -476,7 +451,7 @@ static int flat_number(char **pp, const char *end, double *out)
     } else {
         memcpy(buf, s, n);
         buf[n] = 0;
-        *out = json_strtod(buf);
+        *out = cairn__json_strtod(buf);
     }
     *pp = p;
     return 1;
@@ -641,13 +616,10 @@ static int fmt_unit(char *tmp, size_t cap, double d)
     int k;
     if (d == 0 || d == 1)
         return snprintf(tmp, cap, "%d", (int)d);
-    k = snprintf(tmp, cap, "%1.15g", d);
-    swap_point(tmp, locale_point(), '.');
+    k = cairn__json_fmt(tmp, cap, "%1.15g", d);
     snprintf(back, sizeof back, "%s", tmp);
-    if (json_strtod(back) != d) {
-        k = snprintf(tmp, cap, "%1.17g", d);
-        swap_point(tmp, locale_point(), '.');
-    }
+    if (cairn__json_strtod(back) != d)
+        k = cairn__json_fmt(tmp, cap, "%1.17g", d);
     return k;
 }
 

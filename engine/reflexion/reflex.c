@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "alloc.h"
+#include "jsonnum.h"
 #include "rstate.h"
 #include "store.h"
 
@@ -196,7 +197,7 @@ void cairn__rj_str(rjson *j, const char *s, size_t len)
 void cairn__rj_num(rjson *j, double v)
 {
     char b[40];
-    int n = snprintf(b, sizeof b, "%.17g", v);
+    int n = cairn__json_fmt(b, sizeof b, "%.17g", v); /* '.' in any locale */
     cairn__rj_raw(j, b, (size_t)n);
 }
 
