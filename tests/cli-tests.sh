@@ -392,7 +392,8 @@ i=0
     done
     printf ']'
 } >"$T/big.json"
-"$CAIRN" --store "$BIG" add "stored before the import" >/dev/null 2>&1
+# (with vectors: records big enough for the limit to cut the import)
+"$CAIRN" --store "$BIG" --embed-builtin add "stored before the import" >/dev/null 2>&1
 (ulimit -f 2048 && exec "$CAIRN" --store "$BIG" import --format json "$T/big.json") >out 2>err
 rc=$?
 check "an import the file size limit cuts short fails" sh -c "[ $rc -ne 0 ] && ! grep -q 'imported:' out"
@@ -562,7 +563,23 @@ run --store "$X" causal status
 check "and stores nothing (no node, nothing skipped at replay)" sh -c "[ $rc -eq 0 ] && grep -q '^nodes: *0' out && grep -q '^skipped records: *0' out"
 # ---- search (the Search-Memory skill) and status ----------------------------------
 S=$T/search
-run --store "$S" add "PowerShell arrays need @() to stay arrays" --meta '{"name":"powershell-arrays","path":"mem/powershell-arrays.md"}'
+# Vectors only when asked for: a store stays lexical until a memory is
+# stored with an embedder, whose vectors then make it every command's default.
+V=$T/vecdefault
+run --store "$V" add "a memory stored with no embedder named"
+run --store "$V" stats
+check "a new store stays lexical: add stores no vector" sh -c "[ $rc -eq 0 ] && grep -Eq '^vectors: +none \(lexical only\)$' out"
+run --store "$V" merge
+check "merge without vectors says how memories get them (CAIRN_EUNAVAIL)" sh -c "[ $rc -ne 0 ] && grep -q 'embed-builtin' err"
+run --store "$V" --embed-builtin add "a memory stored with the built-in embedder"
+run --store "$V" add "a later memory with no embedder named"
+run --store "$V" stats --json
+check "--embed-builtin stores a vector, and the store's vectors make later adds embed" jq_ok '.vectors.embedder == "cairn-hash-v1" and .vectors.count == 2'
+run --store "$V" --embed-builtin --no-embed stats
+check "--embed-builtin with --no-embed is a usage error (exit 64)" rc_is 64
+# the first add names the built-in embedder,
+# and the store's vectors make it the default for every later command
+run --store "$S" --embed-builtin add "PowerShell arrays need @() to stay arrays" --meta '{"name":"powershell-arrays","path":"mem/powershell-arrays.md"}'
 run --store "$S" add "git hooks run before each commit"
 run --store "$S" stats --json
 recs_before=$(grep -o '"records":[0-9]*' out)
@@ -662,7 +679,7 @@ check "remember without an LLM fails with the seed's error" sh -c "[ $rc -eq 1 ]
 run --store "$R" export --format json
 check "the failed remember calls stored nothing" sh -c "[ \$(grep -c '\"content\"' out) -eq 1 ]"
 G=$T/merge
-run --store "$G" add "the deploy failed on friday because of the database migration" --importance 0.3
+run --store "$G" --embed-builtin add "the deploy failed on friday because of the database migration" --importance 0.3
 run --store "$G" add "the deploy failed on friday because of a database migration" --importance 0.9
 run --store "$G" add "lunch is at noon"
 run --store "$G" merge --dry-run --explain

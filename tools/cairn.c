@@ -88,10 +88,15 @@ static void print_overview(FILE *f)
           "  --store DIR   the store directory (default: $CAIRN_STORE if set and not\n"
           "                empty, else ./.cairn); also accepted after COMMAND\n"
           "  --embed-cmd CMD  embed memories and queries with an external program\n"
-          "                (default: $CAIRN_EMBED_CMD, else the built-in embedder):\n"
-          "                `sh -c CMD` reads JSON strings, one per line, on stdin and\n"
-          "                writes one JSON array of floats per line (nothing after\n"
-          "                it) on stdout\n"
+          "                (default: $CAIRN_EMBED_CMD): `sh -c CMD` reads JSON\n"
+          "                strings, one per line, on stdin and writes one JSON array\n"
+          "                of floats per line (nothing after it) on stdout\n"
+          "  --embed-builtin  embed with the built-in embedder (cairn-hash-v1: word\n"
+          "                forms and misspellings, no synonyms). Without an embedder\n"
+          "                option a store that holds vectors uses their embedder (the\n"
+          "                built-in one; another must be named with --embed-cmd), and\n"
+          "                a store that holds none stays lexical: vectors cost about\n"
+          "                3 KiB a memory\n"
           "  --embed-name NAME  the identity its vectors are stored under (default:\n"
           "                CMD itself; at most 63 bytes)\n"
           "  --embed-timeout S  seconds the program may take per call (default 30);\n"
@@ -190,7 +195,7 @@ int main(int argc, char **argv)
     cli_ctx ctx;
     const command *c;
     const char *env = getenv("CAIRN_STORE");
-    int i, rc;
+    int i, rc, cmd_flag = 0;
 
     memset(&ctx, 0, sizeof ctx);
     ctx.cmd = "cairn";
@@ -220,6 +225,10 @@ int main(int argc, char **argv)
             ctx.no_embed = 1;
             continue;
         }
+        if (strcmp(arg, "--embed-builtin") == 0) {
+            ctx.embed_builtin = 1;
+            continue;
+        }
         if (strcmp(arg, "--busy-timeout") == 0) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             uint64_t ms = 0;
@@ -240,6 +249,7 @@ int main(int argc, char **argv)
             }
             if (arg[8] == 'c') {
                 ctx.embed_cmd = v;
+                cmd_flag = 1;
             } else if (arg[8] == 'n') {
                 if (strlen(v) > CAIRN_EMBEDDER_NAME_MAX) {
                     fprintf(stderr, "cairn: --embed-name: at most %d bytes\n",
@@ -262,6 +272,13 @@ int main(int argc, char **argv)
         }
         break;
     }
+    if (ctx.embed_builtin && (ctx.no_embed || cmd_flag)) {
+        fprintf(stderr, "cairn: --embed-builtin and %s: one embedder at most\n",
+                ctx.no_embed ? "--no-embed" : "--embed-cmd");
+        return CLI_EXIT_USAGE;
+    }
+    if (ctx.embed_builtin)
+        ctx.embed_cmd = NULL; /* named on the command line: before $CAIRN_EMBED_CMD */
     if (i == argc) {
         fputs("cairn: no command given (see 'cairn --help')\n", stderr);
         return CLI_EXIT_USAGE;

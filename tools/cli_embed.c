@@ -141,6 +141,12 @@ int cli_embedder_attach(const cli_ctx *ctx, cairn_mem *mem, cli_embedder *ce, in
         return CLI_EXIT_OK;
     ce->timeout_ms = ctx->embed_timeout_ms > 0 ? ctx->embed_timeout_ms : 30000;
     cairn_mem_vectors(mem, sname, &sdim, NULL);
+    /* No embedder named and a store without vectors: lexical only. Vectors
+     * are about 3 KiB a memory, and the built-in embedder ranked as BM25
+     * alone on every benchmark (README "Hybrid recall"): a store has them
+     * only when someone asked for them. */
+    if (ctx->embed_cmd == NULL && !ctx->embed_builtin && sdim == 0)
+        return CLI_EXIT_OK;
     if (ctx->embed_cmd == NULL) {
         rc = cairn_hash_embedder(&ce->e, 0);
         if (rc != CAIRN_OK)

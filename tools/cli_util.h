@@ -23,9 +23,12 @@ typedef struct cli_ctx {
     const char *cmd;   /* the command's name, for messages */
     const char *store; /* --store, else $CAIRN_STORE, else "./.cairn"; a command's
                           own --store replaces it */
-    /* The embedder (cli_embed.h): the built-in one unless --no-embed or
-     * --embed-cmd (else $CAIRN_EMBED_CMD). */
+    /* The embedder (cli_embed.h): --embed-cmd (else $CAIRN_EMBED_CMD), or
+     * the built-in one with --embed-builtin; without either, the store's
+     * (the built-in one when it holds vectors, none when it holds none);
+     * none with --no-embed. */
     const char *embed_cmd;
+    int embed_builtin;
     const char *embed_name;  /* --embed-name: its identity; default the command */
     int embed_timeout_ms;    /* --embed-timeout SECONDS; 0 = 30 s */
     int no_embed;

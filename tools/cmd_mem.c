@@ -99,9 +99,10 @@ const char cmd_recall_help[] =
     "                    [--lexical-only | --semantic-only] [--approximate N]\n"
     "\n"
     "Print the memories that best match QUERY, best first. Ranking: relevance\n"
-    "(0.5: BM25 and vector similarity fused by reciprocal rank; BM25 alone with\n"
-    "--lexical-only or --no-embed, similarity alone with --semantic-only),\n"
-    "importance decayed with a 30-day half-life since last\n"
+    "(0.5: BM25, with vector similarity fused in by score when the store holds\n"
+    "vectors, README \"Hybrid recall\"; BM25 alone with --lexical-only,\n"
+    "--no-embed or a store without vectors; similarity alone with\n"
+    "--semantic-only), importance decayed with a 30-day half-life since last\n"
     "access (0.3), recency with a 30-day half-life since creation (0.2), access\n"
     "count (0.0); see README \"Recall\". Each returned memory's accessedAt and\n"
     "accessCount are updated: the recall appends its accesses to the store's\n"
@@ -926,6 +927,12 @@ int cmd_merge(cli_ctx *ctx, int argc, char **argv)
     if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_merge(mem, &mo, &pairs, &np, &merged, &kept);
+    if (r == CAIRN_EUNAVAIL) { /* no vectors: say how memories get them */
+        rc = close_mem(ctx, db, mem,
+                       cli_fail(ctx->cmd, r, "%s; memories get vectors when they are stored "
+                                "with --embed-builtin or --embed-cmd", cairn_mem_errmsg(mem)));
+        goto done;
+    }
     if (r != CAIRN_OK) {
         rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
         goto done;
@@ -1528,9 +1535,11 @@ const char cmd_remember_help[] =
     "{\"content\", \"category\", \"importance\"} on stdout (a ``` fence around it is\n"
     "fine), exiting 0 within --embed-timeout. Each candidate whose novelty (1 -\n"
     "its highest similarity to a stored memory, by the embedder's vectors) is at\n"
-    "least the surprise threshold is stored, in order. A malformed answer, or\n"
-    "one whose text is not valid UTF-8 or holds a NUL (a byte, or \\u0000 in a\n"
-    "string; README \"Text\"), is an error and stores nothing.\n"
+    "least the surprise threshold is stored, in order (without an embedder, in\n"
+    "a store without vectors: every candidate that is no exact duplicate). A\n"
+    "malformed answer, or one whose text is not valid UTF-8 or holds a NUL (a\n"
+    "byte, or \\u0000 in a string; README \"Text\"), is an error and stores\n"
+    "nothing.\n"
     "\n"
     "Options:\n"
     "  --llm-cmd CMD   the LLM program (required, or $CAIRN_LLM_CMD)\n"

@@ -135,7 +135,10 @@ const char cmd_stats_help[] =
     "which \"unfinished\" counts the ones replayed since the memory index),\n"
     "and the memory index file: its size, the last seq it covers, the memories\n"
     "it holds, the memory records after it (replayed at open), and why a file\n"
-    "was set aside if one was (JSON: \"memory_index\"); and each temporary\n"
+    "was set aside if one was (JSON: \"memory_index\"); the vectors: how many\n"
+    "live memories have one, of which embedder and dimension (\"none\" when\n"
+    "the store holds none; JSON: \"vectors\", {\"embedder\", \"dim\", \"count\"}\n"
+    "or null); and each temporary\n"
     "file in the store directory with its size (\"temp file:\" lines; JSON:\n"
     "\"temp_files\": [{\"file\", \"bytes\", \"in_flight\"}]): one left by a crash\n"
     "or a failed write is never read, and the next writer open removes it.\n"
@@ -585,7 +588,9 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     cairn_stats s;
     cairn_mem_stats ms;
     temp_list tl = {NULL, 0, 0, 0};
-    uint64_t unfinished = 0;
+    uint64_t unfinished = 0, nvec = 0;
+    char vname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
+    uint32_t vdim = 0;
     int json = 0;
     int rc = cli_output_args(ctx, spec, argc, argv, cmd_stats_help, &json);
     char ratio[32], t1[40], t2[40], id[33];
@@ -601,8 +606,10 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         rc = cairn_mem_open(db, NULL, &mem);
     if (rc == CAIRN_OK)
         rc = cairn_mem_stats_get(mem, &ms);
-    if (rc == CAIRN_OK)
+    if (rc == CAIRN_OK) {
         unfinished = cairn_mem_unfinished(mem);
+        cairn_mem_vectors(mem, vname, &vdim, &nvec);
+    }
     if (rc != CAIRN_OK) {
         /* The memory layer's message names the file and row when it has one. */
         if (mem != NULL && cairn_mem_errmsg(mem)[0] != 0)
@@ -663,7 +670,14 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
             cli_json_put_string(stdout, ms.index_note, strlen(ms.index_note));
         else
             printf("null");
-        putchar('}');
+        printf("},\"vectors\":");
+        if (vdim != 0) {
+            printf("{\"embedder\":");
+            cli_json_put_string(stdout, vname, strlen(vname));
+            printf(",\"dim\":%u,\"count\":%llu}", (unsigned)vdim, (unsigned long long)nvec);
+        } else {
+            printf("null");
+        }
         temp_json(&tl);
         printf("}\n");
         cairn_mem_stats_free(&ms);
@@ -692,6 +706,11 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
     print_bytes("segment size:", s.segment_size);
     printf("%-19s %llu (%llu deleted)\n", "memories:", (unsigned long long)ms.total,
            (unsigned long long)ms.deleted);
+    if (vdim != 0)
+        printf("%-19s %llu of %s (%u dimensions)\n", "vectors:", (unsigned long long)nvec, vname,
+               (unsigned)vdim);
+    else
+        printf("%-19s none (lexical only)\n", "vectors:");
     if (ms.total > 0) {
         printf("%-19s", "by category:");
         for (size_t i = 0; i < ms.n_categories; i++)
