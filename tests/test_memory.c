@@ -1147,6 +1147,15 @@ static void a_bad_import_stores_nothing(void **state)
         {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},{\"content\":\"\"}]", "memory 2"},
         {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},7]", "memory 2"},
         {CAIRN_MEM_JSON, "[{\"content\":\"ok\",\"namespace\":5}]", "namespace"},
+        /* the array read one element at a time still refuses what is no array */
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},]", "array"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"} {\"content\":\"b\"}]", "array"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"}] trailing", "array"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"}", "array"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"o\\\"k}]", "array"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\",}]", "memory 1 is not JSON"},
+        {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},tru]", "memory 2 is not JSON"},
+        {CAIRN_MEM_JSON, "", "array"},
         {CAIRN_MEM_CSV, "id,namespace\r\n", "header"},
         {CAIRN_MEM_CSV, "id,namespace,category,importance,createdAt,accessedAt,accessCount,"
                         "expiresAt,metadata,content\r\n,,fact,0.5,,,,,,\"unterminated\r\n", "row 2"},
@@ -1168,6 +1177,58 @@ static void a_bad_import_stores_nothing(void **state)
     assert_int_equal(cairn_mem_stats_get(f->mem, &s), CAIRN_OK);
     assert_int_equal(s.total, 0); /* not even the valid first ones */
     cairn_mem_stats_free(&s);
+}
+
+/* The import reads a JSON array one element at a time: whatever spacing,
+ * nesting, escapes and brackets inside strings an exporter may write, it
+ * takes every memory, as a whole-array parse would. */
+static void an_import_reads_the_array_one_element_at_a_time(void **state)
+{
+    fx *f = *state;
+    static const char data[] =
+        "\xEF\xBB\xBF \n[ \t{\"content\":\"brackets ] [ } { in a string\",\"metadata\":"
+        "{\"k\":[1,[2,{\"x\":\"]\"}]],\"e\":\"quote \\\" and backslash \\\\\"}}\r\n ,"
+        "{\"content\":\"second \\u00e9\\n\",\"namespace\":\"n1\"},{\"content\":\"third\","
+        "\"namespace\":\"n1\",\"importance\":0.25},{\"content\":\"fourth\",\"namespace\":\"n2\"}"
+        " ]\n\n";
+    const char *nss[] = {"", "n1", "n2"};
+    uint64_t imported = 0, skipped = 0;
+    cairn_memory *m = NULL;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSON, data, sizeof data - 1, NULL,
+                                      &imported, &skipped),
+                     CAIRN_OK);
+    assert_int_equal(imported, 4);
+    assert_int_equal(skipped, 0);
+    ro.ns = nss;
+    ro.n_ns = 3;
+    ro.k = 10;
+    assert_int_equal(cairn_mem_recall(f->mem, "brackets", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.content, "brackets ] [ } { in a string");
+    assert_non_null(strstr(h[0].mem.metadata, "\"quote \\\" and backslash \\\\\""));
+    assert_non_null(strstr(h[0].mem.metadata, "[1,[2,{\"x\":\"]\"}]]"));
+    cairn_recall_free(h, n);
+    assert_int_equal(cairn_mem_recall(f->mem, "second", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.content, "second \xc3\xa9\n");
+    assert_string_equal(h[0].mem.ns, "n1");
+    cairn_recall_free(h, n);
+    assert_int_equal(cairn_mem_recall(f->mem, "fourth", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.ns, "n2");
+    assert_int_equal(cairn_mem_get(f->mem, h[0].mem.id, &m), CAIRN_OK);
+    assert_string_equal(m->content, "fourth");
+    cairn_mem_free(m);
+    cairn_recall_free(h, n);
+    /* an empty array imports nothing, and is no error */
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSON, " [ ] ", 5, NULL, &imported,
+                                      &skipped),
+                     CAIRN_OK);
+    assert_int_equal(imported, 0);
 }
 
 /* The rule for text (README "Text"): valid UTF-8 without NUL. Every text
@@ -1720,6 +1781,7 @@ int main(void)
     T(md_export_round_trips_exactly) \
     T(csv_export_round_trips_exactly) \
     T(a_bad_import_stores_nothing) \
+    T(an_import_reads_the_array_one_element_at_a_time) \
     T(text_that_is_not_utf8_is_refused_and_named) \
     T(an_import_with_a_nul_or_bad_utf8_stores_nothing) \
     T(remember_refuses_an_answer_that_breaks_the_rule) \

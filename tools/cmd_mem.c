@@ -1251,8 +1251,18 @@ static int slurp(const char *path, char **out, size_t *len)
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     char *p = NULL;
     size_t n = 0, cap = 0;
+    struct stat st;
     if (f == NULL)
         return -1;
+    /* A regular file: its size at once (no doubling copies of a big import) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+        (uint64_t)st.st_size < SIZE_MAX - 65536 - 1)
+        cap = (size_t)st.st_size + 65536 + 1;
+    if (cap > 0 && (p = malloc(cap)) == NULL) {
+        if (f != stdin)
+            fclose(f);
+        return -1;
+    }
     for (;;) {
         size_t got;
         if (n + 65536 + 1 > cap) {
@@ -1513,6 +1523,8 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         rc = import_markdown_dir(ctx, mem, path, cat, ns, json);
     } else {
         r = cairn_mem_import(mem, f, data, len, ns, &imported, &skipped);
+        free(data); /* before the close, which may write the memory index */
+        data = NULL;
         rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
         if (rc == CLI_EXIT_OK)
             printf(json ? "{\"imported\":%llu,\"skipped\":%llu}\n"

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "alloc.h"
 #include "cairn.h"
 #include "memstate.h"
 #include "memvec.h"
@@ -760,10 +761,148 @@ out:
     return rc;
 }
 
+/* ---- a JSON array, one element at a time ---------------------------------
+ * An import of 100,000 memories held the whole file's cJSON tree (twice
+ * the file) and each memory's: it now parses one element at a time, and
+ * keeps each memory as its record's text. The splitter only finds where
+ * each element ends (strings, escapes, nesting); cJSON parses the element
+ * and says whether it is JSON. White space is what cJSON skips (any byte
+ * up to 32), a UTF-8 byte order mark may lead, and nothing but white space
+ * may follow the array. */
+
+typedef struct jarr {
+    const char *p, *end;
+    int first;
+} jarr;
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (unsigned char)*p <= 32)
+        p++;
+    return p;
+}
+
+/* Open the array in data[0..len): 0, or -1 if it is not one. */
+static int jarr_open(jarr *a, const char *data, size_t len)
+{
+    const char *p = data, *end = data + len;
+    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
+    p = skip_ws(p, end);
+    if (p >= end || *p != '[')
+        return -1;
+    a->p = p + 1;
+    a->end = end;
+    a->first = 1;
+    return 0;
+}
+
+/* The end of the element at p (the byte after it), or NULL. */
+static const char *element_end(const char *p, const char *end)
+{
+    int depth = 0;
+    if (p < end && *p != '"' && *p != '{' && *p != '[') { /* a number or a literal */
+        while (p < end && *p != ',' && *p != ']' && (unsigned char)*p > 32)
+            p++;
+        return p;
+    }
+    for (; p < end; p++) {
+        if (*p == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\' && ++p >= end)
+                    return NULL;
+            if (p >= end)
+                return NULL;
+            if (depth == 0)
+                return p + 1;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            if (--depth == 0)
+                return p + 1;
+            if (depth < 0)
+                return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* The next element: 1 (*s, *n), 0 at the array's end, -1 if malformed. */
+static int jarr_next(jarr *a, const char **s, size_t *n)
+{
+    const char *p = skip_ws(a->p, a->end), *e;
+    if (p < a->end && *p == ']' && a->first) {
+        a->p = skip_ws(p + 1, a->end);
+        return a->p == a->end ? 0 : -1;
+    }
+    if (!a->first) {
+        if (p >= a->end)
+            return -1;
+        if (*p == ']') {
+            a->p = skip_ws(p + 1, a->end);
+            return a->p == a->end ? 0 : -1;
+        }
+        if (*p != ',')
+            return -1;
+        p = skip_ws(p + 1, a->end);
+    }
+    if ((e = element_end(p, a->end)) == NULL || e == p)
+        return -1;
+    a->first = 0;
+    *s = p;
+    *n = (size_t)(e - p);
+    a->p = e;
+    return 1;
+}
+
+/* Count the elements (and check the array's shape): -1 if malformed. */
+static long jarr_count(const char *data, size_t len)
+{
+    jarr a;
+    const char *s;
+    size_t n;
+    long k = 0;
+    int r;
+    if (jarr_open(&a, data, len) != 0)
+        return -1;
+    while ((r = jarr_next(&a, &s, &n)) == 1)
+        k++;
+    return r == 0 ? k : -1;
+}
+
+/* Parse one element: the whole span must be one JSON value. */
+static cJSON *parse_element(const char *s, size_t n)
+{
+    const char *stop = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(s, n, &stop, 0);
+    if (o != NULL && (stop == NULL || skip_ws(stop, s + n) != s + n)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
+/* A namespace for the import's whole life: the previous one again when it
+ * is the same (one copy for a run of memories of one namespace). */
+static const char *keep_ns(char ***kept, size_t *nkept, size_t *cap, const char *ns)
+{
+    char *c;
+    if (*nkept > 0 && strcmp((*kept)[*nkept - 1], ns) == 0)
+        return (*kept)[*nkept - 1];
+    if (cairn__grow(NULL, (void **)kept, cap, *nkept + 1, sizeof **kept) != CAIRN_OK ||
+        (c = strdup(ns)) == NULL)
+        return NULL;
+    (*kept)[(*nkept)++] = c;
+    return c;
+}
+
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped)
 {
-    cJSON *arr = NULL, *o;
+    cJSON *arr = NULL, *o = NULL, *next;
+    jarr ja;
+    char **ns_kept = NULL;
+    size_t n_ns_kept = 0, ns_cap = 0;
     memrec *recs = NULL;
     float *vecs = NULL, **given = NULL;
     char gname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
@@ -791,11 +930,14 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     if (cairn__utf8_check(&e, "namespace", default_ns, strlen(default_ns)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
     } else if (f == CAIRN_MEM_JSON) {
-        arr = cJSON_ParseWithLength(data, len);
-        if (arr == NULL || !cJSON_IsArray(arr))
+        long k = jarr_count(data, len);
+        if (k < 0)
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "json: not a JSON array of memories");
         else if (cairn__utf8_check_json(&e, NULL, "memory", data, len) != CAIRN_OK)
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
+        n = (size_t)k;
+        if (rc == CAIRN_OK)
+            (void)jarr_open(&ja, data, len);
     } else if (f == CAIRN_MEM_CSV) {
         rc = from_csv(m, data, len, &arr);
     } else if (f == CAIRN_MEM_MD) {
@@ -805,7 +947,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     }
     if (rc != CAIRN_OK)
         goto out;
-    n = (size_t)cJSON_GetArraySize(arr);
+    if (arr != NULL)
+        n = (size_t)cJSON_GetArraySize(arr);
     recs = calloc(n ? n : 1, sizeof *recs);
     ids = calloc(n ? n : 1, sizeof *ids);
     nss = calloc(n ? n : 1, sizeof *nss);
@@ -814,11 +957,28 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
         goto out;
     }
-    /* Check every memory before writing any. */
-    cJSON_ArrayForEach(o, arr) {
-        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(o, "namespace"),
-                    *content = cJSON_GetObjectItemCaseSensitive(o, "content");
+    /* Check every memory before writing any: one element's tree at a time
+     * from a JSON file (parsed, checked, kept as its record's text, freed),
+     * the converted array's items for CSV and Markdown. */
+    next = arr != NULL ? arr->child : NULL;
+    for (i = 0; i < n; i++) {
+        const cJSON *ns, *content;
         char *text;
+        if (arr != NULL) {
+            o = next;
+            next = o->next;
+        } else {
+            const char *es = NULL;
+            size_t el = 0;
+            cJSON_Delete(o);
+            if (jarr_next(&ja, &es, &el) != 1 || (o = parse_element(es, el)) == NULL) {
+                rc = cairn__mem_fail(m, CAIRN_EINVAL, "json: not a JSON array of memories "
+                                     "(memory %zu is not JSON)", i + 1);
+                break;
+            }
+        }
+        ns = cJSON_GetObjectItemCaseSensitive(o, "namespace");
+        content = cJSON_GetObjectItemCaseSensitive(o, "content");
         if (!cJSON_IsObject(o)) {
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "memory %zu: not an object", i + 1);
             break;
@@ -838,7 +998,13 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
                                  "at most %d bytes", i + 1, CAIRN_NS_MAX);
             break;
         }
-        nss[i] = ns != NULL ? ns->valuestring : default_ns;
+        nss[i] = ns == NULL ? default_ns
+                 : arr != NULL ? ns->valuestring /* the tree lives until the end */
+                               : keep_ns(&ns_kept, &n_ns_kept, &ns_cap, ns->valuestring);
+        if (nss[i] == NULL) {
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+            break;
+        }
         if ((rc = take_embedding(m, o, i, &given[i], gname, &gdim)) != CAIRN_OK)
             break;
         /* A commit's mark is the writer's, never the input's. */
@@ -849,7 +1015,7 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
             rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
             break;
         }
-        rc = cairn__memrec_decode(CAIRN_REC_MEMORY, text, strlen(text), &recs[i], &e);
+        rc = cairn__memrec_decode_own(CAIRN_REC_MEMORY, text, strlen(text), &recs[i], &e);
         free(text);
         if (rc == CAIRN_OK && given[i] != NULL) {
             recs[i].embedder = gname;
@@ -861,7 +1027,10 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
                                  i + 1, e.msg);
             break;
         }
-        i++;
+    }
+    if (arr == NULL) {
+        cJSON_Delete(o);
+        o = NULL;
     }
     if (rc != CAIRN_OK)
         goto out;
@@ -904,8 +1073,10 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         *skipped = n - nkeep;
 out:
     for (size_t k = 0; recs != NULL && k < n; k++)
-        if (recs[k].root != NULL)
-            cairn__memrec_done(&recs[k]);
+        cairn__memrec_done(&recs[k]);
+    for (size_t k = 0; k < n_ns_kept; k++)
+        free(ns_kept[k]);
+    free(ns_kept);
     free(vecs);
     for (size_t k = 0; given != NULL && k < n; k++)
         free(given[k]);

@@ -68,6 +68,8 @@ typedef struct memrec {
                                   batch_n >= 2 records ("batch", batch.h);
                                   batch_n 0: not part of one */
     void *root;                /* the cJSON tree */
+    char *owned;               /* or the buffer the strings point into
+                                  (cairn__memrec_decode_own) */
 } memrec;
 
 /* Decode the payload of a record of memory type `type`.
@@ -96,6 +98,12 @@ int cairn__memrec_decode_scan(cairn__memscan *sc, uint16_t type, const char *jso
                               const void *bin, size_t bin_len, memrec *out, cairn__err *e);
 
 void cairn__memscan_free(cairn__memscan *sc);
+
+/* The same for a record kept a while (an import holds thousands): its
+ * strings in a buffer of its own, exactly its size, freed by
+ * cairn__memrec_done (or in its cJSON tree, when the scan declines). */
+int cairn__memrec_decode_own(uint16_t type, const char *json, size_t len, memrec *out,
+                             cairn__err *e);
 
 /* Free what a successful decode holds. */
 void cairn__memrec_done(memrec *r);
