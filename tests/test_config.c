@@ -123,6 +123,44 @@ static void test_a_new_store_holds_its_settings_and_the_default_limit(void **sta
     assert_int_equal(cairn_close(ro), CAIRN_OK);
 }
 
+/* A limit given at creation is in the store's first MANIFEST: no moment
+ * holds the default instead. CAIRN_NO_LIMIT is no limit; an existing store
+ * keeps its own; a caller built with version 3 gets the default. */
+static void test_the_limit_given_at_creation_is_in_the_first_manifest(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    char *p2 = tu_join(f->dir, "db2"), *p3 = tu_join(f->dir, "db3");
+
+    o.create = 1;
+    o.background = 0;
+    o.max_memories = 250;
+    assert_int_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(limit_of(db), 250);
+    assert_int_equal(generation_of(db), 1);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    o.max_memories = 7; /* the store exists: its own stays */
+    db = NULL;
+    assert_int_equal(cairn_open(&db, f->path, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(limit_of(db), 250);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    o.max_memories = CAIRN_NO_LIMIT;
+    db = NULL;
+    assert_int_equal(cairn_open(&db, p2, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(limit_of(db), 0);
+    assert_int_equal(generation_of(db), 1);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    o.version = 3; /* no max_memories member: the default */
+    o.max_memories = 5;
+    db = NULL;
+    assert_int_equal(cairn_open(&db, p3, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(limit_of(db), 10000);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(p2);
+    free(p3);
+}
+
 /* A change writes a new MANIFEST that reopens with it; 0 (no limit) too.
  * Setting the value the store holds writes nothing. */
 static void test_max_memories_survives_reopen(void **state)
@@ -284,6 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_a_new_store_holds_its_settings_and_the_default_limit),
         T(test_max_memories_survives_reopen),
+        T(test_the_limit_given_at_creation_is_in_the_first_manifest),
         T(test_a_reader_sees_the_writers_change),
         T(test_a_read_only_handle_cannot_change_it),
         T(test_a_failed_write_keeps_the_old_value),

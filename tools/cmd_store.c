@@ -223,14 +223,12 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     o.background = 0;
     err[0] = '\0';
     o.busy_timeout_ms = ctx->busy_timeout_ms;
+    /* in the store's first MANIFEST: no window with the default limit */
+    o.max_memories = !set_max ? 0 : max_memories == 0 ? CAIRN_NO_LIMIT : max_memories;
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
-    /* The limit is a second MANIFEST, written before anything else: a
-     * crash between the two leaves a store with the default limit. */
-    rc = set_max ? cairn_config_set_max_memories(db, max_memories) : CAIRN_OK;
-    if (rc == CAIRN_OK)
-        rc = cairn_sync(db);
+    rc = cairn_sync(db);
     if (rc == CAIRN_OK)
         rc = cairn_stats_get(db, &st);
     if (rc == CAIRN_OK)

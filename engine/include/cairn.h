@@ -104,8 +104,10 @@ typedef struct cairn_allocator {
 struct cairn_io; /* the I/O table, cairn_sys.h; NULL = the real system calls */
 
 /* 2: cairn_io has `reserve`. A caller built with version 1 still opens; an
- * I/O table it passes is read without that member (no reservations). */
-#define CAIRN_OPTIONS_VERSION 3
+ * I/O table it passes is read without that member (no reservations).
+ * 3: busy_timeout_ms. 4: max_memories. A caller built with an earlier
+ * version still opens; the members it lacks take their defaults. */
+#define CAIRN_OPTIONS_VERSION 4
 typedef struct cairn_options {
     unsigned version;            /* CAIRN_OPTIONS_VERSION */
     int read_only;               /* 1: no lock, no writes, no recovery writes */
@@ -123,10 +125,15 @@ typedef struct cairn_options {
     /* Since version 3. How long a write waits for the writer lock while
      * another process holds it, in ms (0 = 5000); then CAIRN_ELOCKED. */
     uint32_t busy_timeout_ms;
+    /* Since version 4. At creation: the store's max_memories setting, in
+     * the first MANIFEST (0 = the default, 10000; CAIRN_NO_LIMIT = none).
+     * Ignored when the store exists: cairn_config_set_max_memories. */
+    uint64_t max_memories;
 } cairn_options;
 
+#define CAIRN_NO_LIMIT UINT64_MAX
 #define CAIRN_OPTIONS_INIT \
-    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL, 0 }
+    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL, 0, 0 }
 #define CAIRN_BUSY_TIMEOUT_DEFAULT 5000u
 
 /* Open (or with opts->create, create) the store in directory `path`.

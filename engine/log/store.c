@@ -818,7 +818,9 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     m->batch_ms = db->batch_ms ? db->batch_ms : DEFAULT_BATCH_MS;
     m->durability = (uint8_t)(db->durability == CAIRN_DURABILITY_STORED ? CAIRN_DURABILITY_BATCH
                                                                          : db->durability);
-    m->max_memories = MAN_DEFAULT_MAX_MEMORIES;
+    m->max_memories = db->create_max_memories == 0 ? MAN_DEFAULT_MAX_MEMORIES
+                      : db->create_max_memories == CAIRN_NO_LIMIT ? 0
+                                                                : db->create_max_memories;
     new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;
@@ -970,6 +972,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     db->durability = o->durability;
     db->batch_ms = o->batch_ms;
     db->segment_size = o->segment_size;
+    db->create_max_memories = o->version >= 4 ? o->max_memories : 0;
     db->dirfd = db->lockfd = -1;
     db->inofd = -2;
     pthread_mutex_init(&db->mu, NULL);

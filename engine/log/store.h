@@ -115,6 +115,7 @@ struct cairn_db {
     int seal_err;             /* last background seal failure, 0 if none */
 
     seg_ref *closed_unsynced; /* none/batch: a rolled segment not yet fdatasynced (mu) */
+    uint64_t create_max_memories; /* cairn_options.max_memories, for a new store */
     uint64_t seq_floor;       /* recovery: no seq below this may be handed out */
     uint64_t torn_bytes;      /* recovery at open: torn tail bytes truncated */
     uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
