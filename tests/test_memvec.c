@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -814,6 +815,89 @@ static void the_vector_image_round_trips_and_checks_its_blocks(void **state)
     free(out.p);
 }
 
+/* An embedder that waits until the test lets it go. */
+typedef struct slow_emb {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered, released;
+    cairn_embedder *inner;
+} slow_emb;
+
+static int slow_embed(void *user, const char *text, size_t len, float *out, char *err)
+{
+    slow_emb *s = user;
+    pthread_mutex_lock(&s->mu);
+    s->entered = 1;
+    pthread_cond_broadcast(&s->cv);
+    while (!s->released)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    return s->inner->embed(s->inner->user, text, len, out, err);
+}
+
+typedef struct slow_store {
+    cairn_mem *mem;
+    int rc;
+} slow_store;
+
+static void *store_slowly(void *p)
+{
+    slow_store *t = p;
+    t->rc = cairn_mem_store(t->mem, "embedded while another writes", NULL, NULL, NULL);
+    return NULL;
+}
+
+/* A slow embedder (a model behind a pipe) runs before the store's turn of
+ * the writer lock: another handle's store goes through meanwhile, though
+ * it waits at most 300 ms. The slow store then lands with its vector. */
+static void a_slow_embedder_does_not_hold_the_writer_lock(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db2 = NULL;
+    cairn_mem *m2 = NULL;
+    cairn_embedder e = f->emb;
+    slow_emb s;
+    slow_store t = {f->mem, -1};
+    pthread_t th;
+    uint64_t nvec = 0;
+    int rc;
+
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    s.inner = &f->emb;
+    e.user = &s;
+    e.embed = slow_embed;
+    e.embed_batch = NULL;
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &e), CAIRN_OK);
+    o.busy_timeout_ms = 300;
+    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(db2, NULL, &m2), CAIRN_OK);
+    assert_int_equal(pthread_create(&th, NULL, store_slowly, &t), 0);
+    pthread_mutex_lock(&s.mu);
+    while (!s.entered)
+        pthread_cond_wait(&s.cv, &s.mu);
+    pthread_mutex_unlock(&s.mu);
+    /* the first store is inside its embedder: the lock is free */
+    rc = cairn_mem_store(m2, "stored by another handle meanwhile", NULL, NULL, NULL);
+    pthread_mutex_lock(&s.mu); /* let it go before any assertion can end the test */
+    s.released = 1;
+    pthread_cond_broadcast(&s.cv);
+    pthread_mutex_unlock(&s.mu);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(rc, CAIRN_OK);
+    assert_int_equal(t.rc, CAIRN_OK);
+    cairn_mem_vectors(f->mem, NULL, NULL, &nvec);
+    assert_int_equal(nvec, 1); /* the slow one's vector; the other had no embedder */
+    cairn_mem_close(m2);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+    pthread_cond_destroy(&s.cv);
+    pthread_mutex_destroy(&s.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -842,6 +926,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(approximate_recall_probing_every_list_is_exact, setup,
                                         teardown),
         cmocka_unit_test(the_vector_image_round_trips_and_checks_its_blocks),
+        cmocka_unit_test_setup_teardown(a_slow_embedder_does_not_hold_the_writer_lock, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

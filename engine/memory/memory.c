@@ -1421,6 +1421,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     uint64_t seq = 0, pruned = 0, kept = 0, limit = 0;
     int64_t now = cairn__mem_wall_ms();
     float *vec = NULL;
+    uint64_t vec_gen = 0;
     int rc, dup = 0, turn = 0;
 
     if (o == NULL)
@@ -1457,14 +1458,6 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
             pthread_mutex_lock(&m->mu);
         }
     }
-    /* The duplicate check and the write see the log as it is: nothing of
-     * another process comes between them. */
-    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
-        goto out;
-    turn = 1;
-    /* Accesses ACCESS holds go to the log with this write (access.c). */
-    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
-        goto out;
     len = d.content ? strlen(d.content) : 0;
     if (len == 0 || len > MEM_CONTENT_MAX) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "content must be 1 byte..1 MiB");
@@ -1491,6 +1484,33 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "expiry before 1970");
         goto out;
     }
+    /* An embedder may take seconds (a model behind --embed-cmd): it runs
+     * before the turn, so that other processes' writers do not wait for it.
+     * The duplicate check inside the turn decides; a vector made for what
+     * turned out to be a duplicate is dropped. */
+    if (o->vector == NULL && m->emb.dim != 0 && (m->emb.embed || m->emb.embed_batch)) {
+        if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
+            goto out;
+        nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
+        if (!(nsi >= 0 && find_content(m, (uint32_t)nsi, d.content, len,
+                                       hash_content((uint32_t)nsi, d.content, len)) != NULL)) {
+            if ((vec = malloc((size_t)m->emb.dim * sizeof *vec)) == NULL) {
+                rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+                goto out;
+            }
+            if ((rc = cairn__mem_embed(m, &d.content, &len, 1, vec)) != CAIRN_OK)
+                goto out; /* nothing stored */
+            vec_gen = m->emb_gen;
+        }
+    }
+    /* The duplicate check and the write see the log as it is: nothing of
+     * another process comes between them. */
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        goto out;
+    turn = 1;
+    /* Accesses ACCESS holds go to the log with this write (access.c). */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        goto out;
     nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
     if (nsi >= 0 && (x = find_content(m, (uint32_t)nsi, d.content, len,
                                       hash_content((uint32_t)nsi, d.content, len))) != NULL) {
@@ -1507,20 +1527,23 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         }
         if ((rc = cairn__mem_vec_compatible(m, m->emb.name, m->emb.dim)) != CAIRN_OK)
             goto out;
-        vec = malloc((size_t)m->emb.dim * sizeof *vec);
-        if (vec == NULL) {
-            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-            goto out;
-        }
-        if (o->vector != NULL) {
-            memcpy(vec, o->vector, (size_t)m->emb.dim * sizeof *vec);
-            for (uint32_t i = 0; i < m->emb.dim; i++)
-                if (!isfinite(vec[i])) {
-                    rc = cairn__mem_fail(m, CAIRN_EINVAL, "vector value %u is not finite", i);
-                    goto out;
-                }
-        } else if ((rc = cairn__mem_embed(m, &d.content, &len, 1, vec)) != CAIRN_OK) {
-            goto out; /* nothing stored */
+        if (vec == NULL || vec_gen != m->emb_gen) { /* not embedded before the turn */
+            free(vec);
+            if ((vec = malloc((size_t)m->emb.dim * sizeof *vec)) == NULL) {
+                rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+                goto out;
+            }
+            if (o->vector != NULL) {
+                memcpy(vec, o->vector, (size_t)m->emb.dim * sizeof *vec);
+                for (uint32_t i = 0; i < m->emb.dim; i++)
+                    if (!isfinite(vec[i])) {
+                        rc = cairn__mem_fail(m, CAIRN_EINVAL, "vector value %u is not finite",
+                                             i);
+                        goto out;
+                    }
+            } else if ((rc = cairn__mem_embed(m, &d.content, &len, 1, vec)) != CAIRN_OK) {
+                goto out; /* nothing stored */
+            }
         }
     }
     cairn__mem_new_id(m, d.content, id);

@@ -132,6 +132,9 @@ struct cairn_mem {
     char vname[CAIRN_EMBEDDER_NAME_MAX + 1];
     uint32_t vdim;
     cairn_embedder emb;
+    uint64_t emb_gen;        /* counts cairn_mem_set_embedder calls: a vector
+                                made before a turn is kept only if the
+                                embedder is still the one that made it */
     char emb_name[CAIRN_EMBEDDER_NAME_MAX + 1];
     const vkernel *kern;
     float *vtmp;             /* vdim floats of scratch (an unaligned trailer) */

@@ -38,6 +38,7 @@ int cairn_mem_set_embedder(cairn_mem *m, const cairn_embedder *e)
     int rc = CAIRN_OK;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    m->emb_gen++;
     if (e == NULL) {
         memset(&m->emb, 0, sizeof m->emb);
     } else if (!name_ok(e->name) || e->dim == 0 || e->dim > VEC_DIM_MAX) {
