@@ -838,28 +838,33 @@ static int slow_embed(void *user, const char *text, size_t len, float *out, char
 typedef struct slow_store {
     cairn_mem *mem;
     int rc;
+    int import; /* 1: an import of two memories, 0: one store */
 } slow_store;
 
 static void *store_slowly(void *p)
 {
+    static const char two[] = "[{\"content\":\"imported while another writes\"},"
+                              "{\"content\":\"and a second one\"}]";
     slow_store *t = p;
-    t->rc = cairn_mem_store(t->mem, "embedded while another writes", NULL, NULL, NULL);
+    t->rc = t->import ? cairn_mem_import(t->mem, CAIRN_MEM_JSON, two, sizeof two - 1, NULL, NULL,
+                                         NULL)
+                      : cairn_mem_store(t->mem, "embedded while another writes", NULL, NULL, NULL);
     return NULL;
 }
 
-/* A slow embedder (a model behind a pipe) runs before the store's turn of
- * the writer lock: another handle's store goes through meanwhile, though
- * it waits at most 300 ms. The slow store then lands with its vector. */
-static void a_slow_embedder_does_not_hold_the_writer_lock(void **state)
+/* A slow embedder (a model behind a pipe) runs before the store's or the
+ * import's turn of the writer lock: another handle's store goes through
+ * meanwhile, though it waits at most 300 ms. The slow one then lands with
+ * its vectors. */
+static void slow_embedder_lets_others_write(fx *f, int import)
 {
-    fx *f = *state;
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX] = "";
     cairn_db *db2 = NULL;
     cairn_mem *m2 = NULL;
     cairn_embedder e = f->emb;
     slow_emb s;
-    slow_store t = {f->mem, -1};
+    slow_store t = {f->mem, -1, import};
     pthread_t th;
     uint64_t nvec = 0;
     int rc;
@@ -891,11 +896,21 @@ static void a_slow_embedder_does_not_hold_the_writer_lock(void **state)
     assert_int_equal(rc, CAIRN_OK);
     assert_int_equal(t.rc, CAIRN_OK);
     cairn_mem_vectors(f->mem, NULL, NULL, &nvec);
-    assert_int_equal(nvec, 1); /* the slow one's vector; the other had no embedder */
+    assert_int_equal(nvec, import ? 2 : 1); /* the slow one's; the other had no embedder */
     cairn_mem_close(m2);
     assert_int_equal(cairn_close(db2), CAIRN_OK);
     pthread_cond_destroy(&s.cv);
     pthread_mutex_destroy(&s.mu);
+}
+
+static void a_slow_embedder_does_not_hold_the_writer_lock(void **state)
+{
+    slow_embedder_lets_others_write(*state, 0);
+}
+
+static void an_imports_slow_embedder_does_not_hold_the_writer_lock(void **state)
+{
+    slow_embedder_lets_others_write(*state, 1);
 }
 
 int main(void)
@@ -928,6 +943,8 @@ int main(void)
         cmocka_unit_test(the_vector_image_round_trips_and_checks_its_blocks),
         cmocka_unit_test_setup_teardown(a_slow_embedder_does_not_hold_the_writer_lock, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(an_imports_slow_embedder_does_not_hold_the_writer_lock,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -896,6 +896,18 @@ static const char *keep_ns(char ***kept, size_t *nkept, size_t *cap, const char 
     return c;
 }
 
+/* The import's own vectors (from gname, gdim; "" for none) and the
+ * handle's embedder are one: CAIRN_OK, else CAIRN_EINVAL saying so. */
+static int same_embedder(cairn_mem *m, const char *gname, uint32_t gdim)
+{
+    if (gname[0] == 0 || (strcmp(gname, m->emb.name) == 0 && gdim == m->emb.dim))
+        return CAIRN_OK;
+    return cairn__mem_fail(m, CAIRN_EINVAL, "the import's vectors come from \"%s\" (%u "
+                           "dimensions), not from this handle's embedder \"%s\" (%u): vectors "
+                           "of two embedders are never mixed",
+                           gname, gdim, m->emb.name, m->emb.dim);
+}
+
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped)
 {
@@ -904,7 +916,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     char **ns_kept = NULL;
     size_t n_ns_kept = 0, ns_cap = 0;
     memrec *recs = NULL;
-    float *vecs = NULL, **given = NULL;
+    float *vecs = NULL, *vecs_late = NULL, **given = NULL;
+    uint64_t emb_gen = 0;
     char gname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
     uint32_t gdim = 0;
     char (*ids)[CAIRN_MEM_ID_MAX + 1] = NULL;
@@ -923,10 +936,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         default_ns = "";
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    /* The duplicate checks and the commit see the log as it is. */
-    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
-        goto out;
-    turn = 1;
+    /* Reading and checking the input, and embedding it, happen before the
+     * turn of the writer lock: other processes' writers wait for neither. */
     if (cairn__utf8_check(&e, "namespace", default_ns, strlen(default_ns)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
     } else if (f == CAIRN_MEM_JSON) {
@@ -1034,29 +1045,45 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
     }
     if (rc != CAIRN_OK)
         goto out;
-    /* The import's own vectors must fit the store; with an embedder, every
-     * other memory to be stored gets its vector first, in one batch: an
-     * embedder that fails stores nothing. */
-    if (gname[0] != 0 && (rc = cairn__mem_vec_compatible(m, gname, gdim)) != CAIRN_OK)
-        goto out;
     if ((keep = malloc(n ? n : 1)) == NULL || (write = calloc(n ? n : 1, sizeof *write)) == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
         goto out;
     }
+    /* With an embedder, every memory the store does not hold yet gets its
+     * vector now, in one batch (an embedder that fails stores nothing),
+     * before the turn: a model may take minutes over a large import. */
+    if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
+        if ((rc = same_embedder(m, gname, gdim)) != CAIRN_OK)
+            goto out;
+        if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK ||
+            (rc = choose(m, recs, nss, n, keep, &nkeep)) != CAIRN_OK ||
+            (rc = embed_imports(m, recs, keep, n, &vecs)) != CAIRN_OK)
+            goto out;
+        emb_gen = m->emb_gen;
+    }
+    /* The duplicate checks and the commit see the log as it is. */
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        goto out;
+    turn = 1;
+    /* The import's own vectors must fit the store. */
+    if (gname[0] != 0 && (rc = cairn__mem_vec_compatible(m, gname, gdim)) != CAIRN_OK)
+        goto out;
     if ((rc = choose(m, recs, nss, n, keep, &nkeep)) != CAIRN_OK)
         goto out;
     if ((rc = check_limit(m, nss, keep, n, nkeep)) != CAIRN_OK)
         goto out;
     if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
-        if (gname[0] != 0 && (strcmp(gname, m->emb.name) != 0 || gdim != m->emb.dim)) {
-            rc = cairn__mem_fail(m, CAIRN_EINVAL, "the import's vectors come from \"%s\" (%u "
-                                 "dimensions), not from this handle's embedder \"%s\" (%u): "
-                                 "vectors of two embedders are never mixed",
-                                 gname, gdim, m->emb.name, m->emb.dim);
+        if (vecs != NULL && emb_gen != m->emb_gen) /* another embedder since: not its vectors */
+            for (i = 0; i < n; i++)
+                if (recs[i].vec != NULL && given[i] == NULL) {
+                    recs[i].vec = NULL;
+                    recs[i].embedder = NULL;
+                    recs[i].dim = 0;
+                }
+        if ((rc = same_embedder(m, gname, gdim)) != CAIRN_OK)
             goto out;
-        }
-        rc = embed_imports(m, recs, keep, n, &vecs);
-        if (rc != CAIRN_OK)
+        /* those that became new meanwhile (a memory deleted by another process) */
+        if ((rc = embed_imports(m, recs, keep, n, &vecs_late)) != CAIRN_OK)
             goto out;
     }
     /* One commit: after a crash or a full disk, a replay finds all of the
@@ -1078,6 +1105,7 @@ out:
         free(ns_kept[k]);
     free(ns_kept);
     free(vecs);
+    free(vecs_late);
     for (size_t k = 0; given != NULL && k < n; k++)
         free(given[k]);
     free(given);
