@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cairn.h"
+#include "store.h"
 #include "testutil.h"
 #include "vecset.h"
 
@@ -913,6 +914,59 @@ static void an_imports_slow_embedder_does_not_hold_the_writer_lock(void **state)
     slow_embedder_lets_others_write(*state, 1);
 }
 
+typedef struct merger {
+    cairn_mem *mem;
+    int rc;
+    uint64_t merged;
+} merger;
+
+static void *merge_in_thread(void *p)
+{
+    merger *t = p;
+    cairn_merge_opts mo = CAIRN_MERGE_OPTS_INIT;
+    uint64_t kept = 0;
+    t->rc = cairn_mem_merge(t->mem, &mo, NULL, NULL, &t->merged, &kept);
+    return NULL;
+}
+
+/* A merge finds its pairs before its turn of the writer lock; when another
+ * writer changed the memories meanwhile (here: deleted the one a pair
+ * would merge away), it finds them again inside the turn and merges
+ * nothing stale. */
+static void a_merge_finds_its_pairs_again_when_the_memories_changed(void **state)
+{
+    fx *f = *state;
+    char lo[CAIRN_MEM_ID_MAX + 1], hi[CAIRN_MEM_ID_MAX + 1];
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db2 = NULL;
+    cairn_mem *m2 = NULL;
+    cairn_memory *got = NULL;
+    merger t = {NULL, -1, 99};
+    pthread_t th;
+
+    store_imp(f, "the deploy failed on friday because of the database migration", 0.3, lo);
+    store_imp(f, "the deploy failed on friday because of a database migration", 0.9, hi);
+    o.busy_timeout_ms = 20000;
+    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(db2, NULL, &m2), CAIRN_OK);
+    assert_int_equal(cairn__turn_begin(f->db), CAIRN_OK); /* the merge will wait for it */
+    t.mem = m2;
+    assert_int_equal(pthread_create(&th, NULL, merge_in_thread, &t), 0);
+    tu_sleep_ms(300); /* it has found the pair {hi, lo} and waits for the turn */
+    assert_int_equal(cairn_mem_delete(f->mem, lo, "wrong"), CAIRN_OK);
+    assert_int_equal(cairn__turn_end(f->db), CAIRN_OK);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(t.rc, CAIRN_OK);
+    assert_int_equal(t.merged, 0);
+    assert_int_equal(cairn_mem_get(m2, hi, &got), CAIRN_OK);
+    cairn_mem_free(got);
+    assert_int_equal(cairn_mem_get(m2, lo, &got), CAIRN_ENOTFOUND);
+    cairn_mem_close(m2);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -944,6 +998,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_slow_embedder_does_not_hold_the_writer_lock, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(an_imports_slow_embedder_does_not_hold_the_writer_lock,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_merge_finds_its_pairs_again_when_the_memories_changed,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

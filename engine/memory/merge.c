@@ -353,11 +353,33 @@ static int merge_ns(cairn_mem *m, uint32_t nsi, double t, int64_t now, cairn_mer
     return rc;
 }
 
+/* The pairs of every namespace o names, as the state is now (mu held). */
+static int find_pairs(cairn_mem *m, const cairn_merge_opts *o, double t, int64_t now,
+                      cairn_merge_pair **out, size_t *n, size_t *cap, uint64_t *rows)
+{
+    static const char *const default_ns[] = {""};
+    int rc = CAIRN_OK;
+
+    if (m->vdim == 0)
+        return cairn__mem_fail(m, CAIRN_EUNAVAIL, "merge needs vectors, and the store has none "
+                               "(store memories with an embedder)");
+    for (size_t i = 0; i < (o->ns ? o->n_ns : 1) && rc == CAIRN_OK; i++) {
+        const char *name = (o->ns ? o->ns : default_ns)[i];
+        long nsi = cairn__mem_ns_index(m, name, strlen(name), 0);
+        if (nsi >= 0)
+            rc = merge_ns(m, (uint32_t)nsi, t, now, out, n, cap, rows);
+    }
+    if (rc == CAIRN_ENOMEM)
+        rc = cairn__mem_fail(m, rc, "no memory for merge");
+    else if (rc != CAIRN_OK)
+        rc = cairn__mem_index_damaged(m, rc, "a vector index");
+    return rc;
+}
+
 int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **pairs,
                     size_t *n_pairs, uint64_t *merged, uint64_t *kept)
 {
     cairn_merge_opts def = CAIRN_MERGE_OPTS_INIT;
-    static const char *const default_ns[] = {""};
     cairn_merge_pair *out = NULL;
     size_t n = 0, cap = 0;
     uint64_t rows = 0;
@@ -379,28 +401,26 @@ int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **
                              "and 1");
         goto done;
     }
-    /* A dry run only reads; a merge decides on the log as it is. */
-    rc = o->dry_run ? cairn__mem_catch_up(m) : cairn__mem_turn_begin(m);
-    if (rc != CAIRN_OK)
+    /* The pairs are found before the turn of the writer lock (seconds over
+     * 100,000 memories), so that other processes' writers do not wait for
+     * the search; inside the turn they are found again only if the memories
+     * changed meanwhile. A merge decides on the log as it is. */
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
         goto done;
-    turn = !o->dry_run;
-    if (m->vdim == 0) {
-        rc = cairn__mem_fail(m, CAIRN_EUNAVAIL, "merge needs vectors, and the store has none "
-                             "(store memories with an embedder)");
-        goto done;
+    rc = find_pairs(m, o, t, now, &out, &n, &cap, &rows);
+    if (rc == CAIRN_OK && !o->dry_run && n > 0) {
+        uint64_t seen = m->folded;
+        if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+            goto done;
+        turn = 1;
+        if (m->folded != seen) {
+            n = 0;
+            rows = 0;
+            rc = find_pairs(m, o, t, now, &out, &n, &cap, &rows);
+        }
+        if (rc == CAIRN_OK && n > 0)
+            rc = apply(m, out, n, now);
     }
-    for (size_t i = 0; i < (o->ns ? o->n_ns : 1) && rc == CAIRN_OK; i++) {
-        const char *name = (o->ns ? o->ns : default_ns)[i];
-        long nsi = cairn__mem_ns_index(m, name, strlen(name), 0);
-        if (nsi >= 0)
-            rc = merge_ns(m, (uint32_t)nsi, t, now, &out, &n, &cap, &rows);
-    }
-    if (rc == CAIRN_ENOMEM)
-        rc = cairn__mem_fail(m, rc, "no memory for merge");
-    else if (rc != CAIRN_OK)
-        rc = cairn__mem_index_damaged(m, rc, "a vector index");
-    if (rc == CAIRN_OK && !o->dry_run && n > 0)
-        rc = apply(m, out, n, now);
 done:
     if (turn)
         rc = cairn__mem_turn_end(m, rc);
