@@ -620,6 +620,8 @@ check "add with --embed-cmd stores the memory" rc_is 0
 run --store "$E" status
 check "status names the external embedder and its dimension" sh -c "grep -q '\"Embedder\":.*\"toy\"' out && grep -q '\"Dimensions\":.*3' out"
 run --store "$E" add "second memory"
+check "an add naming no embedder on a store of another embedder says to name it" sh -c "[ $rc -eq 1 ] && grep -q 'embedder \"toy\" (3 dimensions): name it with --embed-cmd' err"
+run --store "$E" --embed-builtin add "second memory"
 check "the built-in embedder is refused on a store of another embedder" sh -c "[ $rc -eq 1 ] && grep -q 'never mixed' err"
 run --store "$E" --embed-cmd "exit 3" --embed-name toy add "third memory"
 check "a failing --embed-cmd is an error that stores nothing" sh -c "[ $rc -eq 1 ] && grep -q 'status 3' err"

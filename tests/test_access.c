@@ -593,12 +593,49 @@ static int deny_openat(void *u, const char *site, int dirfd, const char *path, i
 {
     deny *d = u;
     if (strncmp(site, "access.", 7) == 0 && d->err != 0 &&
-        ((flags & O_ACCMODE) != O_RDONLY || d->err == EACCES)) {
+        ((flags & O_ACCMODE) != O_RDONLY || d->err == EACCES || d->err == ENOENT)) {
         d->opens++;
         errno = d->err;
         return -1;
     }
     return d->real->openat(d->real->user, site, dirfd, path, flags, mode);
+}
+
+/* A side file verify cannot read (no permission) is an error, never
+ * "verified"; one removed meanwhile is as if there were none. */
+static void verify_says_when_it_could_not_read_the_side_file(void **state)
+{
+    fx *f = *state;
+    const cairn_io *r = cairn_io_default();
+    deny d = {r, 0, 0};
+    cairn_io io = *r;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    char *a = store(f->mem, "xray owns the release train");
+    uint64_t problems = 9;
+    int checked = 9;
+
+    recall(f->mem, "release", 1, NULL);
+    close_mem(f);
+    io.openat = deny_openat;
+    io.user = &d;
+    o.read_only = 1;
+    o.io = &io;
+    assert_int_equal(cairn_open(&f->db, f->dir, &o, err, sizeof err), CAIRN_OK);
+    d.err = EACCES;
+    assert_int_equal(cairn_mem_verify_access(f->db, NULL, NULL, &problems, &checked), CAIRN_EPERM);
+    assert_non_null(strstr(cairn_errmsg(f->db), "ACCESS"));
+    d.err = ENOENT;
+    assert_int_equal(cairn_mem_verify_access(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(checked, 0);
+    d.err = 0;
+    assert_int_equal(cairn_mem_verify_access(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(checked, 1);
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+    free(a);
 }
 
 static void a_recall_that_cannot_record_still_succeeds(void **state)
@@ -728,6 +765,7 @@ int main(void)
         T(per_recall_records_of_an_earlier_writer_still_replay),
         T(a_damaged_or_truncated_side_file_is_read_around),
         T(verify_names_damage_in_the_side_file),
+        T(verify_says_when_it_could_not_read_the_side_file),
         T(a_bad_header_records_nothing_until_a_writer_replaces_the_file),
         T(a_planted_symlink_is_not_written_through),
         T(a_recall_that_cannot_record_still_succeeds),

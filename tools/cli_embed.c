@@ -151,6 +151,16 @@ int cli_embedder_attach(const cli_ctx *ctx, cairn_mem *mem, cli_embedder *ce, in
         rc = cairn_hash_embedder(&ce->e, 0);
         if (rc != CAIRN_OK)
             return cli_fail(ctx->cmd, rc, "the built-in embedder");
+        if (!ctx->embed_builtin && strcmp(sname, ce->e.name) != 0) {
+            /* The store's vectors come from a program: it must be named. */
+            cli_embedder_done(ce);
+            if (quiet_mismatch)
+                return CLI_EXIT_OK;
+            return cli_fail(ctx->cmd, CAIRN_EINVAL, "the store's vectors come from the embedder "
+                            "\"%s\" (%u dimensions): name it with --embed-cmd CMD "
+                            "--embed-name '%s', or pass --no-embed",
+                            sname, (unsigned)sdim, sname);
+        }
     } else {
         ce->cmd = ctx->embed_cmd;
         snprintf(ce->name, sizeof ce->name, "%s",

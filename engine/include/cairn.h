@@ -818,7 +818,8 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
  * a problem (fn as for cairn_verify, with the byte offset); a trailing
  * part of an entry is not (a write in flight, or cut by a crash).
  * *checked_out (may be NULL) says whether there was a file this version
- * reads. The file is never modified. Errors: CAIRN_EIO, CAIRN_ENOMEM. */
+ * reads. The file is never modified. Errors (the file could not be read):
+ * CAIRN_EPERM, CAIRN_EIO, CAIRN_ENOMEM. */
 int cairn_mem_verify_access(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
                             int *checked_out);
 
@@ -1001,7 +1002,8 @@ typedef enum cairn_mem_event_kind {
                                   memory: for "maxMemories", the memory whose store
                                   pruned its namespace (NULL if no copy of it could be
                                   made) */,
-    CAIRN_EVENT_RESTORED = 4   /* memory: as cairn_mem_restore brought it back */
+    CAIRN_EVENT_RESTORED = 4   /* memory: as cairn_mem_restore brought it back (NULL if
+                                  no copy of it could be made) */
 } cairn_mem_event_kind;
 
 typedef struct cairn_mem_event {

@@ -874,7 +874,10 @@ static long jarr_count(const char *data, size_t len)
 static cJSON *parse_element(const char *s, size_t n)
 {
     const char *stop = NULL;
-    cJSON *o = cJSON_ParseWithLengthOpts(s, n, &stop, 0);
+    cJSON *o;
+    if (n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+        return NULL; /* cJSON skips one at the start of its text: not inside an array */
+    o = cJSON_ParseWithLengthOpts(s, n, &stop, 0);
     if (o != NULL && (stop == NULL || skip_ws(stop, s + n) != s + n)) {
         cJSON_Delete(o);
         o = NULL;
@@ -982,6 +985,7 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
             const char *es = NULL;
             size_t el = 0;
             cJSON_Delete(o);
+            o = NULL;
             if (jarr_next(&ja, &es, &el) != 1 || (o = parse_element(es, el)) == NULL) {
                 rc = cairn__mem_fail(m, CAIRN_EINVAL, "json: not a JSON array of memories "
                                      "(memory %zu is not JSON)", i + 1);

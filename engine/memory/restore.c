@@ -270,7 +270,7 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
     ment *x;
     cairn_memory *copy = NULL;
     uint64_t seq = 0;
-    int rc, turn = 0;
+    int rc, turn = 0, restored = 0;
 
     if (out != NULL)
         *out = NULL;
@@ -343,14 +343,19 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
         r.vec = h.vec;
     }
     rc = cairn__mem_write_rec(m, h.ns, &r, &seq);
+    if (rc == CAIRN_OK)
+        restored = 1;
     if (rc == CAIRN_OK && (out != NULL || m->nlisteners > 0)) {
         copy = malloc(sizeof *copy);
         x = cairn__mem_find_seq(m, seq);
         if (copy == NULL || x == NULL || cairn__mem_copy_out(m, x, copy) != CAIRN_OK) {
             free(copy);
             copy = NULL;
-            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "the memory was restored, but no copy of it "
-                                 "could be made");
+            /* a failure only for a caller who asked for the copy; listeners
+             * hear of the restore without it, as of a store */
+            if (out != NULL)
+                rc = cairn__mem_fail(m, CAIRN_ENOMEM, "the memory was restored, but no copy "
+                                     "of it could be made");
         }
     }
 out:
@@ -358,11 +363,11 @@ out:
         rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
     hist_free(&h);
-    if (copy != NULL) {
+    if (restored) {
         cairn_mem_event ev;
         memset(&ev, 0, sizeof ev);
         ev.kind = CAIRN_EVENT_RESTORED;
-        ev.memory = copy;
+        ev.memory = copy; /* NULL if no copy could be made */
         cairn__mem_emit(m, &ev); /* outside the lock, as every event */
         if (out != NULL && rc == CAIRN_OK)
             *out = copy;
