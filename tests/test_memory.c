@@ -1156,8 +1156,9 @@ static void a_bad_import_stores_nothing(void **state)
         {CAIRN_MEM_JSON, "[{\"content\":\"ok\",}]", "memory 1 is not JSON"},
         {CAIRN_MEM_JSON, "[{\"content\":\"ok\"},tru]", "memory 2 is not JSON"},
         {CAIRN_MEM_JSON, "", "array"},
-        {CAIRN_MEM_JSON, "[\xEF\xBB\xBF{\"content\":\"a byte order mark inside\"}]",
+        {CAIRN_MEM_JSON, "[\xEF\xBB\xBF{\"content\":\"a-byte-order-mark-inside\"}]",
          "memory 1 is not JSON"},
+        {CAIRN_MEM_JSON, "[\xEF\xBB\xBF{\"content\":\"one with spaces\"}]", "array"},
         {CAIRN_MEM_CSV, "id,namespace\r\n", "header"},
         {CAIRN_MEM_CSV, "id,namespace,category,importance,createdAt,accessedAt,accessCount,"
                         "expiresAt,metadata,content\r\n,,fact,0.5,,,,,,\"unterminated\r\n", "row 2"},
