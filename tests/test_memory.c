@@ -1641,9 +1641,19 @@ static void long_contents_do_not_waste_the_shared_chunk(void **state)
 }
 
 typedef struct waiter {
-    cairn_mem *mem;
+    cairn_mem *holder, *mem; /* the handle holding the turn, the waiting one */
     int rc;
 } waiter;
+
+static void store_200(void *p)
+{
+    waiter *w = p;
+    for (int i = 0; i < 200; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "held turn memory %d", i);
+        assert_int_equal(cairn_mem_store(w->holder, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+}
 
 static void *store_after_the_wait(void *p)
 {
@@ -1653,12 +1663,13 @@ static void *store_after_the_wait(void *p)
     return NULL;
 }
 
-static uint64_t folded_seq(cairn_mem *m)
+static uint64_t folded_seq(void *p)
 {
+    waiter *w = p;
     uint64_t v;
-    pthread_mutex_lock(&m->mu);
-    v = m->folded;
-    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&w->mem->mu);
+    v = w->mem->folded;
+    pthread_mutex_unlock(&w->mem->mu);
     return v;
 }
 
@@ -1671,40 +1682,20 @@ static void a_waiting_writer_folds_what_the_holder_appends(void **state)
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX] = "";
     cairn_db *db2 = NULL;
-    cairn_mem *m2 = NULL;
     cairn_mem_stats ms;
-    cairn_stats st;
-    pthread_t th;
-    waiter w = {NULL, -1};
-    int64_t until;
+    waiter w = {f->mem, NULL, -1};
+    tu_held_turn h = {f->db, store_200, store_after_the_wait, folded_seq, &w};
 
     o.busy_timeout_ms = 20000;
     if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
         fail_msg("cairn_open: %s", err);
-    assert_int_equal(cairn_mem_open(db2, NULL, &m2), CAIRN_OK);
-    assert_int_equal(cairn__turn_begin(f->db), CAIRN_OK);
-    for (int i = 0; i < 200; i++) {
-        char text[64];
-        snprintf(text, sizeof text, "held turn memory %d", i);
-        assert_int_equal(cairn_mem_store(f->mem, text, NULL, NULL, NULL), CAIRN_OK);
-    }
-    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
-    assert_true(folded_seq(m2) < st.last_seq);
-    w.mem = m2;
-    assert_int_equal(pthread_create(&th, NULL, store_after_the_wait, &w), 0);
-    until = tu_now_ms() + 10000;
-    while (folded_seq(m2) < st.last_seq && tu_now_ms() < until)
-        tu_sleep_ms(1);
-    /* folded while this handle still holds the lock */
-    assert_true(folded_seq(m2) >= st.last_seq);
-    assert_int_equal(__atomic_load_n(&w.rc, __ATOMIC_SEQ_CST), -1); /* still waiting */
-    assert_int_equal(cairn__turn_end(f->db), CAIRN_OK);
-    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(cairn_mem_open(db2, NULL, &w.mem), CAIRN_OK);
+    assert_true(tu_folds_while_held(&h)); /* folded while the turn was held */
     assert_int_equal(w.rc, CAIRN_OK);
-    assert_int_equal(cairn_mem_stats_get(m2, &ms), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(w.mem, &ms), CAIRN_OK);
     assert_int_equal(ms.total, 201);
     cairn_mem_stats_free(&ms);
-    cairn_mem_close(m2);
+    cairn_mem_close(w.mem);
     assert_int_equal(cairn_close(db2), CAIRN_OK);
 }
 

@@ -10,11 +10,14 @@
 #include <string.h>
 #include <errno.h>
 #include <locale.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "store.h"
 
 char *tu_mkdtemp(const char *tag)
 {
@@ -153,6 +156,30 @@ void tu_c_numeric(void)
 {
     setlocale(LC_NUMERIC, "C");
     unsetenv("LOCPATH");
+}
+
+int tu_folds_while_held(const tu_held_turn *h)
+{
+    cairn_stats st;
+    pthread_t th;
+    long long until;
+    int got;
+
+    if (cairn__turn_begin(h->holder) != CAIRN_OK)
+        return 0;
+    h->fill(h->user);
+    if (cairn_stats_get(h->holder, &st) != CAIRN_OK || h->folded(h->user) >= st.last_seq ||
+        pthread_create(&th, NULL, h->wait, h->user) != 0) {
+        (void)cairn__turn_end(h->holder);
+        return 0;
+    }
+    until = tu_now_ms() + 10000;
+    while (h->folded(h->user) < st.last_seq && tu_now_ms() < until)
+        tu_sleep_ms(1);
+    got = h->folded(h->user) >= st.last_seq;
+    (void)cairn__turn_end(h->holder);
+    pthread_join(th, NULL);
+    return got;
 }
 
 long long tu_now_ms(void)

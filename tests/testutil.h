@@ -42,6 +42,24 @@ uint64_t tu_splitmix64(uint64_t *state);
 int tu_comma_numeric(const char *dir);
 void tu_c_numeric(void);
 
+/* A writer that waits for the lock while another handle holds it: the
+ * test's holder appends (fill), a thread runs the waiting call (wait,
+ * which stores its own result), and the test watches how far the waiting
+ * handle has folded (folded). */
+typedef struct tu_held_turn {
+    cairn_db *holder;
+    void (*fill)(void *user);
+    void *(*wait)(void *user);
+    uint64_t (*folded)(void *user);
+    void *user;
+} tu_held_turn;
+
+/* Hold the holder's turn, fill, start the waiting call, and give it up to
+ * 10 s to fold everything the holder appended; then let the turn go and
+ * join the thread. Returns 1 if the fold got there while the turn was
+ * still held. */
+int tu_folds_while_held(const tu_held_turn *h);
+
 long long tu_now_ms(void);
 void tu_sleep_ms(long ms);
 /* Wait for child pid at most timeout_ms; kill it if it hangs. Its exit
