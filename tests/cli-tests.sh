@@ -516,7 +516,16 @@ check "0 is listed as the limit" jq_ok '.max_memories == 0'
 mkdir -p "$T/limdir" && printf 'note a\n' >"$T/limdir/a.md" && printf 'note b\n' >"$T/limdir/b.md" && printf 'note c\n' >"$T/limdir/c.md"
 run --store "$T/limmd" init --max-memories 2
 run --store "$T/limmd" import --from markdown "$T/limdir"
-check "import --from markdown stores file by file and tells its prune" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 3' out && grep -qx 'pruned: 1 (maxMemories)' out && grep -q 'pruned 1 memory of namespace \"\" (maxMemories, limit 2' err"
+check "import --from markdown past the limit is refused whole, naming the setting" sh -c "[ $rc -eq 1 ] && grep -q 'would hold 3 memories, past the store.s max-memories setting (2); nothing was written' err"
+run --store "$T/limmd" stats --json
+check "the refused markdown import stored nothing" jq_ok '.memories.total == 0'
+run --store "$T/limmd" config max-memories 3
+run --store "$T/limmd" import --from markdown "$T/limdir"
+check "with room for it the same import goes in whole" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 3' out"
+printf 'good note\n' >"$T/limdir/d.md" && printf 'bad \377 bytes\n' >"$T/limdir/e.md"
+run --store "$T/limmd" config max-memories 0
+run --store "$T/limmd" import --from markdown "$T/limdir"
+check "a file that is not UTF-8 fails alone; the others go in (or are already there)" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 1' out && grep -qx 'skipped: 3' out && grep -qx 'failed: 1' out && grep -q 'limdir/e.md: .*UTF-8.*; failed' err"
 
 # ---- the rule for text: valid UTF-8 without NUL, at every entry point -------------
 X=$T/text

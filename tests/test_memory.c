@@ -1182,6 +1182,51 @@ static void a_bad_import_stores_nothing(void **state)
     cairn_mem_stats_free(&s);
 }
 
+/* cairn_mem_import_each says what became of each memory; a refusal of one
+ * memory names it (so a caller can drop it and try again), and nothing is
+ * stored then. */
+static void an_import_says_what_became_of_each_memory(void **state)
+{
+    fx *f = *state;
+    static const char two[] = "[{\"content\":\"first of two\"},{\"content\":\"second of two\"}]";
+    static const char three[] = "[{\"content\":\"second of two\"},{\"content\":\"third\"},"
+                                "{\"content\":\"third\"}]";
+    static const char bad2[] = "[{\"content\":\"fine\"},{\"content\":\"x\",\"importance\":2},"
+                               "{\"content\":\"also fine\"}]";
+    unsigned char out[3] = {0, 0, 0};
+    uint64_t imported = 0, skipped = 0;
+    size_t bad = 9;
+    cairn_mem_stats st;
+
+    assert_int_equal(cairn_mem_import_each(f->mem, CAIRN_MEM_JSON, two, sizeof two - 1, NULL, out,
+                                           2, &bad, &imported, &skipped),
+                     CAIRN_OK);
+    assert_int_equal(bad, 0);
+    assert_int_equal(out[0], CAIRN_IMPORT_STORED);
+    assert_int_equal(out[1], CAIRN_IMPORT_STORED);
+    assert_int_equal(cairn_mem_import_each(f->mem, CAIRN_MEM_JSON, three, sizeof three - 1, NULL,
+                                           out, 3, &bad, &imported, &skipped),
+                     CAIRN_OK);
+    assert_int_equal(out[0], CAIRN_IMPORT_SKIPPED); /* stored before */
+    assert_int_equal(out[1], CAIRN_IMPORT_STORED);
+    assert_int_equal(out[2], CAIRN_IMPORT_SKIPPED); /* earlier in the input */
+    assert_int_equal(imported, 1);
+    assert_int_equal(skipped, 2);
+    memset(out, 7, sizeof out);
+    assert_int_equal(cairn_mem_import_each(f->mem, CAIRN_MEM_JSON, bad2, sizeof bad2 - 1, NULL,
+                                           out, 3, &bad, &imported, &skipped),
+                     CAIRN_EINVAL);
+    assert_int_equal(bad, 2);
+    assert_int_equal(out[0], 7); /* not written */
+    assert_int_equal(cairn_mem_import_each(f->mem, CAIRN_MEM_JSON, three, sizeof three - 1, NULL,
+                                           out, 2, &bad, &imported, &skipped),
+                     CAIRN_EINVAL); /* no room for every outcome */
+    assert_int_equal(bad, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, 3);
+    cairn_mem_stats_free(&st);
+}
+
 /* The import reads a JSON array one element at a time: whatever spacing,
  * nesting, escapes and brackets inside strings an exporter may write, it
  * takes every memory, as a whole-array parse would. */
@@ -1776,6 +1821,7 @@ int main(void)
     T(csv_export_round_trips_exactly) \
     T(a_bad_import_stores_nothing) \
     T(an_import_reads_the_array_one_element_at_a_time) \
+    T(an_import_says_what_became_of_each_memory) \
     T(text_that_is_not_utf8_is_refused_and_named) \
     T(an_import_with_a_nul_or_bad_utf8_stores_nothing) \
     T(remember_refuses_an_answer_that_breaks_the_rule) \

@@ -22,6 +22,7 @@
 #include "cli_proc.h"
 #include "cli_reflex.h"
 #include "commands.h"
+#include "utf8.h"
 
 const char cmd_add_help[] =
     "usage: cairn add TEXT [--category C] [--importance X] [--tags a,b]\n"
@@ -1155,14 +1156,13 @@ const char cmd_import_help[] =
     "that is not a regular file (a FIFO, a directory, a device; never opened\n"
     "for reading), empty or not text is skipped; one that cannot be read or\n"
     "is not a valid memory fails; either way a line \"cairn: import: PATH: why;\n"
-    "skipped\" (or \"failed\") on stderr, and the other files are imported.\n"
-    "Each file is stored as `cairn add` stores it: a namespace it takes past\n"
-    "max-memories is pruned back, and each prune is told on stderr.\n"
-    "Output: \"imported: N\", \"skipped: M\" (counting those already stored)\n"
-    "and \"failed: K\" (and \"pruned: N (maxMemories)\" after a prune); --json:\n"
-    "{\"imported\",\"skipped\",\"failed\", \"pruned\" (after a prune),\n"
-    "\"skippedFiles\":[{\"file\",\"reason\"}] (reason \"already stored\" too),\n"
-    "\"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
+    "skipped\" (or \"failed\") on stderr, and the other files are imported,\n"
+    "together, as the first form imports: one commit, memories already stored\n"
+    "skipped, and one that would take a namespace past max-memories refused\n"
+    "whole (nothing is stored). Output: \"imported: N\", \"skipped: M\"\n"
+    "(counting those already stored) and \"failed: K\"; --json: {\"imported\",\n"
+    "\"skipped\",\"failed\", \"skippedFiles\":[{\"file\",\"reason\"}] (reason\n"
+    "\"already stored\" too), \"failures\":[{\"file\",\"error\",\"code\"}]}.\n"
     "\n"
     "Third form: every *.json file of DIR (not recursive, in name order) is an\n"
     "episode in ReflexionMemory's shape (as .agents/memory/episodes/ holds them),\n"
@@ -1323,16 +1323,52 @@ static void import_report(const cli_ctx *ctx, cJSON *list, const char *path, con
  * a regular file is skipped, one that cannot be read or stored (the file's
  * fault: EINVAL, ETOOBIG, a read error) fails; both are reported and the
  * others still imported. The store's fault (full, locked, dead) stops it. */
+/* A file of a markdown import that reads as a memory. */
+typedef struct mdfile {
+    char *path, *stem, *text;
+    size_t len;
+} mdfile;
+
+/* The candidates as the JSON array cairn_mem_import reads. */
+static char *md_json(const mdfile *c, const size_t *live, size_t n, const char *cat, const char *ns)
+{
+    cJSON *arr = cJSON_CreateArray();
+    char *out;
+    for (size_t k = 0; arr != NULL && k < n; k++) {
+        const mdfile *x = &c[live[k]];
+        cJSON *o = cJSON_CreateObject(), *meta = cJSON_CreateObject();
+        if (o == NULL || meta == NULL || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(meta);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        cJSON_AddStringToObject(o, "content", x->text);
+        cJSON_AddStringToObject(o, "category", cat ? cat : "fact");
+        if (ns != NULL)
+            cJSON_AddStringToObject(o, "namespace", ns);
+        cJSON_AddStringToObject(meta, "name", x->stem);
+        cJSON_AddStringToObject(meta, "path", x->path);
+        cJSON_AddItemToObject(o, "metadata", meta);
+    }
+    out = arr ? cJSON_PrintUnformatted(arr) : NULL;
+    cJSON_Delete(arr);
+    return out;
+}
+
 static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, const char *cat,
                                const char *ns, int json)
 {
     DIR *d = opendir(dir);
     struct dirent *de;
     char **names = NULL;
-    size_t n = 0, cap = 0, dl = strlen(dir);
+    size_t n = 0, cap = 0, dl = strlen(dir), nc = 0, nlive = 0;
     const char *sep = "/";
-    uint64_t imported = 0, skipped = 0, failed = 0, pruned = 0;
+    uint64_t imported = 0, skipped = 0, failed = 0;
     cJSON *skips = cJSON_CreateArray(), *fails = cJSON_CreateArray();
+    mdfile *cand = NULL;
+    size_t *live = NULL;
+    unsigned char *outcome = NULL;
     int rc = CLI_EXIT_OK;
 
     if (d == NULL) {
@@ -1360,72 +1396,96 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
     closedir(d);
     if (n > 1)
         qsort(names, n, sizeof *names, name_cmp);
-    if (skips == NULL || fails == NULL)
+    cand = calloc(n ? n : 1, sizeof *cand);
+    live = calloc(n ? n : 1, sizeof *live);
+    outcome = calloc(n ? n : 1, 1);
+    if (skips == NULL || fails == NULL || cand == NULL || live == NULL || outcome == NULL)
         rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+    /* Read every file; those that are no memory are skipped or failed here,
+     * one by one, and the others are imported together below. */
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
         size_t plen = dl + strlen(names[i]) + 2;
-        char *path = malloc(plen), *text = NULL, *meta = NULL;
+        char *path = malloc(plen), *text = NULL;
         const char *kind = NULL;
         size_t len = 0;
-        cJSON *o = cJSON_CreateObject();
-        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
-        cairn_mem_prune pr;
-        int existed = 0, r;
-        so.prune = &pr;
-        if (path == NULL || o == NULL) {
+        cairn__err e;
+        int r;
+        if (path == NULL) {
             rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
-        } else {
-            snprintf(path, plen, "%.*s%s%s", (int)dl, dir, sep, names[i]);
-            r = cli_read_regular(path, &text, &len, &kind);
-            if (r < 0) {
-                import_report(ctx, fails, path, strerror(errno), CAIRN_EIO);
-                failed++;
-            } else if (r > 0) {
-                import_report(ctx, skips, path, kind, 0);
-                skipped++;
-            } else if (len == 0 || strlen(text) != len) {
-                import_report(ctx, skips, path, "empty or not text", 0);
-                skipped++;
-            } else {
-                names[i][strlen(names[i]) - 3] = 0; /* the stem */
-                cJSON_AddStringToObject(o, "name", names[i]);
-                cJSON_AddStringToObject(o, "path", path);
-                meta = cJSON_PrintUnformatted(o);
-                so.metadata = meta;
-                so.category = cat;
-                so.ns = ns;
-                r = cairn_mem_store(mem, text, &so, NULL, &existed);
-                if (pr.pruned > 0) { /* each file is its own store: it may prune */
-                    report_prune(ctx, ns ? ns : "", &pr);
-                    pruned += pr.pruned;
-                }
-                if (r == CAIRN_EINVAL || r == CAIRN_ETOOBIG) { /* this file's fault */
-                    import_report(ctx, fails, path, cairn_mem_errmsg(mem), r);
-                    failed++;
-                } else if (r != CAIRN_OK) {
-                    rc = cli_fail(ctx->cmd, r, "%s: %s", path, cairn_mem_errmsg(mem));
-                } else if (existed) {
-                    import_report(ctx, skips, path, "already stored", 0);
-                    skipped++;
-                } else {
-                    imported++;
-                }
-            }
+            break;
         }
-        cJSON_Delete(o);
-        free(meta);
+        snprintf(path, plen, "%.*s%s%s", (int)dl, dir, sep, names[i]);
+        r = cli_read_regular(path, &text, &len, &kind);
+        if (r < 0) {
+            import_report(ctx, fails, path, strerror(errno), CAIRN_EIO);
+            failed++;
+        } else if (r > 0) {
+            import_report(ctx, skips, path, kind, 0);
+            skipped++;
+        } else if (len == 0 || strlen(text) != len) {
+            import_report(ctx, skips, path, "empty or not text", 0);
+            skipped++;
+        } else if (len > (1u << 20)) {
+            import_report(ctx, fails, path, "content must be 1 byte..1 MiB", CAIRN_EINVAL);
+            failed++;
+        } else if (cairn__utf8_check(&e, "content", text, len) != CAIRN_OK) {
+            import_report(ctx, fails, path, e.msg, CAIRN_EINVAL);
+            failed++;
+        } else {
+            names[i][strlen(names[i]) - 3] = 0; /* the stem */
+            cand[nc].path = path;
+            cand[nc].stem = names[i];
+            cand[nc].text = text;
+            cand[nc].len = len;
+            live[nlive++] = nc++;
+            continue;
+        }
         free(text);
         free(path);
     }
+    /* One commit, as the first form: the store's limit holds for all of it
+     * (an import that would pass it stores nothing). A memory the import
+     * refuses fails its file, and the rest is tried again. */
+    while (rc == CLI_EXIT_OK && nlive > 0) {
+        char *data = md_json(cand, live, nlive, cat, ns);
+        size_t bad = 0;
+        uint64_t imp = 0, skp = 0;
+        int r;
+        if (data == NULL) {
+            rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+            break;
+        }
+        r = cairn_mem_import_each(mem, CAIRN_MEM_JSON, data, strlen(data), ns, outcome, nlive, &bad,
+                                  &imp, &skp);
+        free(data);
+        if (r == CAIRN_EINVAL && bad >= 1 && bad <= nlive) {
+            import_report(ctx, fails, cand[live[bad - 1]].path, cairn_mem_errmsg(mem), r);
+            failed++;
+            memmove(live + bad - 1, live + bad, (nlive - bad) * sizeof *live);
+            nlive--;
+            continue;
+        }
+        if (r != CAIRN_OK) {
+            rc = cli_fail(ctx->cmd, r, "%s", cairn_mem_errmsg(mem));
+            break;
+        }
+        for (size_t k = 0; k < nlive; k++) {
+            if (outcome[k] == CAIRN_IMPORT_STORED) {
+                imported++;
+            } else {
+                import_report(ctx, skips, cand[live[k]].path, "already stored", 0);
+                skipped++;
+            }
+        }
+        break;
+    }
     /* the summary, also after a stop: what was stored is stored */
-    if (skips != NULL && fails != NULL) {
+    if (skips != NULL && fails != NULL && rc == CLI_EXIT_OK) {
         if (json) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "imported", (double)imported);
             cJSON_AddNumberToObject(o, "skipped", (double)skipped);
             cJSON_AddNumberToObject(o, "failed", (double)failed);
-            if (pruned > 0)
-                cli_json_add_int(o, "pruned", (int64_t)pruned);
             cJSON_AddItemToObject(o, "skippedFiles", skips);
             cJSON_AddItemToObject(o, "failures", fails);
             skips = fails = NULL;
@@ -1433,8 +1493,6 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         } else {
             printf("imported: %llu\nskipped: %llu\nfailed: %llu\n", (unsigned long long)imported,
                    (unsigned long long)skipped, (unsigned long long)failed);
-            if (pruned > 0)
-                printf("pruned: %llu (maxMemories)\n", (unsigned long long)pruned);
         }
     }
     if (rc == CLI_EXIT_OK && failed > 0) {
@@ -1443,9 +1501,16 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
                 (unsigned long long)failed);
         rc = CLI_EXIT_FAIL;
     }
+    for (size_t k = 0; k < nc; k++) {
+        free(cand[k].path);
+        free(cand[k].text);
+    }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
+    free(cand);
+    free(live);
+    free(outcome);
 done:
     cJSON_Delete(skips);
     cJSON_Delete(fails);

@@ -864,6 +864,20 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len);
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped);
 
+/* What became of a memory of an import (cairn_mem_import_each). */
+#define CAIRN_IMPORT_STORED 1
+#define CAIRN_IMPORT_SKIPPED 2 /* its id was live, or its content was stored already */
+
+/* cairn_mem_import, saying what became of each memory of the input: on
+ * success outcome[i] (n_outcome entries at least as many as the input's
+ * memories, else CAIRN_EINVAL) is CAIRN_IMPORT_STORED or _SKIPPED. When
+ * one memory is refused, *bad (may be NULL) gets its number, 1 for the
+ * first (0 when the refusal is the input's as a whole, as a limit), so a
+ * caller may drop it and try again; outcome is then not written. */
+int cairn_mem_import_each(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
+                          const char *default_ns, unsigned char *outcome, size_t n_outcome,
+                          size_t *bad, uint64_t *imported, uint64_t *skipped);
+
 void cairn_mem_free(cairn_memory *mem);
 void cairn_recall_free(cairn_recall_hit *hits, size_t n);
 

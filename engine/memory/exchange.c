@@ -914,6 +914,13 @@ static int same_embedder(cairn_mem *m, const char *gname, uint32_t gdim)
 int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
                      const char *default_ns, uint64_t *imported, uint64_t *skipped)
 {
+    return cairn_mem_import_each(m, f, data, len, default_ns, NULL, 0, NULL, imported, skipped);
+}
+
+int cairn_mem_import_each(cairn_mem *m, cairn_mem_format f, const char *data, size_t len,
+                          const char *default_ns, unsigned char *outcome, size_t n_outcome,
+                          size_t *bad, uint64_t *imported, uint64_t *skipped)
+{
     cJSON *arr = NULL, *o = NULL, *next;
     jarr ja;
     char **ns_kept = NULL;
@@ -935,6 +942,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         *imported = 0;
     if (skipped)
         *skipped = 0;
+    if (bad)
+        *bad = 0;
     if (default_ns == NULL)
         default_ns = "";
     pthread_mutex_lock(&m->mu);
@@ -1047,6 +1056,11 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
         cJSON_Delete(o);
         o = NULL;
     }
+    if (rc == CAIRN_EINVAL && i < n && bad != NULL)
+        *bad = i + 1; /* the memory the refusal names */
+    if (rc == CAIRN_OK && outcome != NULL && n_outcome < n)
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "the input holds %zu memories, the outcome array "
+                             "%zu", n, n_outcome);
     if (rc != CAIRN_OK)
         goto out;
     if ((keep = malloc(n ? n : 1)) == NULL || (write = calloc(n ? n : 1, sizeof *write)) == NULL) {
@@ -1098,6 +1112,8 @@ int cairn_mem_import(cairn_mem *m, cairn_mem_format f, const char *data, size_t 
             write[w++] = &recs[i];
         }
     rc = cairn__mem_write_commit(m, nss, write, nkeep);
+    for (i = 0; rc == CAIRN_OK && outcome != NULL && i < n; i++)
+        outcome[i] = keep[i] ? CAIRN_IMPORT_STORED : CAIRN_IMPORT_SKIPPED;
     if (rc == CAIRN_OK && imported)
         *imported = nkeep;
     if (rc == CAIRN_OK && skipped)
