@@ -71,10 +71,10 @@ S="--store $T/s"
 run --help
 check "--help exits 0" rc_is 0
 check "--help documents exit codes" sh -c 'grep -q "^  64" out && grep -q "^  2 " out && grep -q "^  1 " out'
-check "--help lists every command" sh -c 'for c in init log dump verify stats config restore help; do grep -q "^  $c " out || exit 1; done'
+check "--help lists every command" sh -c 'for c in init log dump verify stats config restore compact purge help; do grep -q "^  $c " out || exit 1; done'
 run --version
 check "--version prints the version" sh -c "[ $rc -eq 0 ] && grep -q '^cairn [0-9]' out"
-for c in init log dump verify stats config restore help; do
+for c in init log dump verify stats config restore compact purge help; do
     run "$c" --help
     check "$c --help exits 0 with usage on stdout" sh -c "[ $rc -eq 0 ] && grep -q '^usage: cairn' out && [ ! -s err ]"
     run help "$c"
@@ -444,9 +444,9 @@ L=$T/limit
 run --store "$L" init --max-memories 3 --format json
 check "init --max-memories sets the limit (json)" jq_ok '.max_memories == 3 and .durability == "batch"'
 run --store "$L" config
-check "config lists every setting, one per line" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 4 ] && grep -qx 'durability: batch' out && grep -qx 'batch-ms: 50' out && grep -qx 'segment-size: 67108864' out && grep -qx 'max-memories: 3' out"
+check "config lists every setting, one per line" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 5 ] && grep -qx 'durability: batch' out && grep -qx 'batch-ms: 50' out && grep -qx 'segment-size: 67108864' out && grep -qx 'max-memories: 3' out && grep -qx 'retain: all' out"
 run --store "$L" config --format json
-check "config --format json is one object of every setting" jq_ok '. == {"durability": "batch", "batch_ms": 50, "segment_size": 67108864, "max_memories": 3}'
+check "config --format json is one object of every setting" jq_ok '. == {"durability": "batch", "batch_ms": 50, "segment_size": 67108864, "max_memories": 3, "retain": "all"}'
 run --store "$L" config max-memories
 check "config KEY prints its value alone" out_is 3
 run --store "$L" config durability full
@@ -1180,6 +1180,71 @@ run --store "$T/miss" stats
 check "stats names the missing segment too (exit 1)" sh -c "[ $rc -eq 1 ] && grep -q '0000000000000001.seg' err && ! grep -q 'no store' err"
 run --store "$T/miss" dump
 check "dump names it too" sh -c "[ $rc -eq 1 ] && grep -q '0000000000000001.seg' err"
+
+# ---- retention, compaction, purge -------------------------------------------
+R="--store $T/ret"
+run $R init --retain forever
+check "init --retain of a bad policy exits 64, naming the forms" sh -c "[ $rc -eq 64 ] && grep -q 'live:GRACE' err && [ ! -e '$T/ret/MANIFEST' ]"
+run $R init --retain live:0 --format json
+check "init --retain live:0 is stored" jq_ok '.retain == "live:0"'
+run $R config retain live:36h
+run $R config retain
+check "config retain changes it, shown in the largest whole unit" out_is "live:36h"
+run $R config retain live:5
+check "config retain of a grace without a unit exits 64" rc_is 64
+run $R config retain live:0
+for i in 1 2 3 4 5 6 7 8 9 10; do "$CAIRN" $R add "retained memory number $i about compaction" >/dev/null 2>&1; done
+"$CAIRN" $R export --format json >ids.json 2>/dev/null
+gone=$(jq -r '.[0:6][].id' ids.json 2>/dev/null || jq -r '.memories[0:6][].id' ids.json)
+kept=$(jq -r '.[6].id' ids.json 2>/dev/null || jq -r '.memories[6].id' ids.json)
+for id in $gone; do "$CAIRN" $R remove "$id" >/dev/null 2>&1; done
+first=$(echo "$gone" | head -n 1)
+run $R compact --dry-run --format json
+check "compact --dry-run names the 12 records of the 6 removed memories" jq_ok '.dry_run == true and .dropped_records == 12 and .memories_dropped == 6'
+run $R dump --type memory
+check "a dry run changes nothing" sh -c "[ \$(wc -l <out) -eq 10 ]"
+run $R compact --format json
+check "compact drops them: 26 records become 4 live ones and one hole (and its run of deletes)" jq_ok '.dropped_records == 12 and .memories_dropped == 6 and .records_before == 16 and .records_after == 6 and .rolled == true'
+run $R dump --type log.compacted
+check "each run of dropped records is one log.compacted record saying what it stood for" sh -c "[ \$(wc -l <out) -eq 2 ] && grep -q '\"records\":6' out && grep -q '\"why\":\"retain live:0\"' out"
+run $R recall "retained memory compaction" --k 10
+check "recall after compaction finds the 4 live memories, none of the dropped" sh -c "[ $rc -eq 0 ] && [ \$(grep -c 'retained memory' out) -eq 4 ]"
+run $R stats
+check "stats still counts the 6 removed memories" out_has "(6 deleted)"
+run $R restore "$first"
+check "restore of a dropped memory fails (exit 1), not found" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run $R verify
+check "verify is clean after compaction" rc_is 0
+run $R compact
+check "compact again drops nothing more" sh -c "[ $rc -eq 0 ] && grep -q '^dropped: 0 records' out"
+run $R add "the password is hunter2 for the staging box"
+secret=$(sed -n 's/.*(\(m[0-9a-f]*\)).*/\1/p' out | head -n 1)
+[ -n "$secret" ] || secret=$("$CAIRN" $R recall hunter2 --format json | jq -r '.[0].id')
+run $R checkpoint
+run $R purge "$secret" --format json
+check "purge removes a live memory's records and says so" jq_ok '.records == 1 and .was_live == true and .segments >= 1'
+check "after purge no file of the store holds its text" sh -c "! grep -rq hunter2 '$T/ret'"
+run $R dump --type memory.purge
+check "a memory.purge record names what was purged" sh -c "[ \$(wc -l <out) -eq 1 ] && grep -q '$secret' out"
+run $R get "$secret"
+check "a purged memory is gone" rc_is 1
+run $R purge "$secret"
+check "purge of an id the log no longer holds exits 1 (not found)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run $R purge "not an id!"
+check "purge of something that is not an id exits 1 (invalid)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EINVAL err"
+run $R get "$kept"
+check "purge leaves the other memories" rc_is 0
+run $R verify
+check "verify is clean after purge" rc_is 0
+A="--store $T/all"
+run $A init
+"$CAIRN" $A add "kept forever" >/dev/null 2>&1
+all_id=$("$CAIRN" $A recall "kept forever" --format json | jq -r '.[0].id')
+"$CAIRN" $A remove "$all_id" >/dev/null 2>&1
+run $A compact
+check "under retain all compact drops nothing and says how to change it" sh -c "[ $rc -eq 0 ] && grep -q 'every record is kept' out && grep -q '^dropped: 0 records' out"
+run $A restore "$all_id"
+check "and restore still brings it back" rc_is 0
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

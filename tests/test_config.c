@@ -258,20 +258,7 @@ static void test_a_failed_write_keeps_the_old_value(void **state)
  * block without max_memories. */
 static void downgrade_to_version_2(const char *path)
 {
-    char *man = tu_join(path, "MANIFEST");
-    size_t len;
-    uint8_t *b = tu_read_file(man, &len);
-    assert_non_null(b);
-    assert_int_equal(get_le16(b + 8), 3);
-    assert_true(len >= 64 + 40 + 56 + 8);
-    memmove(b + 96, b + 104, len - 104); /* drop max_memories */
-    len -= 8;
-    put_le16(b + 8, 2);
-    put_le64(b + 56, XXH3_64bits(b, 56));
-    put_le64(b + len - 8, XXH3_64bits(b, len - 8));
-    assert_int_equal(tu_write_file(man, b, len), 0);
-    free(b);
-    free(man);
+    tu_manifest_file_as_version(path, 2);
 }
 
 /* A store of before the setting opens with the limit the engine applied
@@ -305,7 +292,7 @@ static void test_a_version_2_store_opens_with_limit_10000(void **state)
     man = tu_join(f->path, "MANIFEST");
     b = tu_read_file(man, &len);
     assert_non_null(b);
-    assert_int_equal(get_le16(b + 8), 3);
+    assert_int_equal(get_le16(b + 8), 4);
     assert_int_equal(get_le64(b + 96), 50);
     free(b);
     free(man);

@@ -85,11 +85,12 @@ static const struct {
 };
 #define SEGL_N (sizeof segl_recs / sizeof segl_recs[0])
 
-/* The manifest goldens (manifest-v1.bin, -v2, -v3): sealed, closed, active. */
+/* The manifest goldens (manifest-v1.bin .. -v4): sealed (version 4:
+ * compacted twice, rev 2), closed, active. */
 static const manifest_entry man_entries[] = {
-    {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll},
-    {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll},
-    {3, SEG_ACTIVE, 151, 0, 0, 0, 0},
+    {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll, 2},
+    {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0},
+    {3, SEG_ACTIVE, 151, 0, 0, 0, 0, 0},
 };
 #define MAN_GEN 7u
 #define MAN_NEXT_ID 4u
@@ -99,6 +100,8 @@ static const manifest_entry man_entries[] = {
 #define MAN_SYNCED_SEQ 123u
 #define MAN_LOST_TOTAL 4u
 #define MAN_MAX_MEMORIES 2500u /* version 3; not the default, so the golden shows it */
+#define MAN_GRACE_MS 604800000ull /* version 4: retain live:7d */
+#define MAN_DROPPED_UPTO 42u      /* version 4 */
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -248,6 +251,9 @@ static uint8_t *make_manifest(size_t *len)
     m.synced_seq = MAN_SYNCED_SEQ;
     m.lost_total = MAN_LOST_TOTAL;
     m.max_memories = MAN_MAX_MEMORIES;
+    m.retain = CAIRN_RETAIN_LIVE;
+    m.retain_grace_ms = MAN_GRACE_MS;
+    m.dropped_upto = MAN_DROPPED_UPTO;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -601,16 +607,17 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v3.bin", make_manifest);
+    matches_golden("manifest-v4.bin", make_manifest);
 }
 
-/* Version 3 (the store block with max_memories), version 2 (without it:
- * the old default limit) and version 1 (no store block: a store id of
- * zeros, synced_seq 0) decode to the same entries. */
+/* Version 4 (retention, compacted segments), version 3 (the store block
+ * with max_memories), version 2 (without it: the old default limit) and
+ * version 1 (no store block: a store id of zeros, synced_seq 0) decode to
+ * the same entries. */
 static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
-    size_t block = version >= 3 ? 40 : version == 2 ? 32 : 0;
+    size_t block = version >= 4 ? 64 : version == 3 ? 40 : version == 2 ? 32 : 0;
     uint8_t *g;
     manifest m;
     cairn__err e;
@@ -646,6 +653,18 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
     } else {
         assert_int_equal(m.max_memories, 10000); /* the limit before the setting */
     }
+    if (version >= 4) {
+        assert_int_equal(get_le32(g + 104), CAIRN_RETAIN_LIVE);
+        assert_int_equal(m.retain, CAIRN_RETAIN_LIVE);
+        assert_int_equal(get_le64(g + 112), MAN_GRACE_MS);
+        assert_int_equal(m.retain_grace_ms, MAN_GRACE_MS);
+        assert_int_equal(get_le64(g + 120), MAN_DROPPED_UPTO);
+        assert_int_equal(m.dropped_upto, MAN_DROPPED_UPTO);
+        assert_int_equal(get_le32(g + 128 + 12), 2); /* entry 0's rev */
+    } else {
+        assert_int_equal(m.retain, CAIRN_RETAIN_ALL); /* every record kept */
+        assert_int_equal(m.dropped_upto, 0);
+    }
     assert_int_equal(m.n, n);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(m.e[i].id, man_entries[i].id);
@@ -655,12 +674,19 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_int_equal(m.e[i].count, man_entries[i].count);
         assert_int_equal(m.e[i].first_ts, man_entries[i].first_ts);
         assert_int_equal(m.e[i].last_ts, man_entries[i].last_ts);
+        assert_int_equal(m.e[i].rev, version >= 4 ? man_entries[i].rev : 0);
     }
     cairn__manifest_free(NULL, &m);
     free(g);
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v4.bin", 4);
+}
+
+static void test_manifest_v3_golden_still_decodes_keeping_everything(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v3.bin", 3);
@@ -1361,7 +1387,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v3.bin", b, len);
+    regen_one(dir, "manifest-v4.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -1407,6 +1433,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_segment_golden_scans_to_its_records),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v3_golden_still_decodes_keeping_everything),
             cmocka_unit_test(test_manifest_v2_golden_still_decodes_with_the_old_limit),
             cmocka_unit_test(test_manifest_v1_golden_still_decodes),
             cmocka_unit_test(test_sealed_encoding_matches_golden),

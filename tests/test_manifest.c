@@ -40,7 +40,7 @@
 #define H_COUNT 48
 #define H_ESIZE 52
 #define E_KIND 8
-/* The store block follows the header (version 3: 40 bytes, version 2: 32);
+/* The store block follows the header (version 4: 64 bytes, 3: 40, 2: 32);
  * the entries follow it. */
 #define ENTRIES_OFF (FILEHDR_SIZE + MAN_STORE_BLOCK)
 
@@ -50,9 +50,9 @@ static manifest_entry good_entries[3];
 static void good_manifest(manifest *m)
 {
     static const manifest_entry init[3] = {
-        {4, SEG_SEALED, 1, 100, 100, -5, 1700000060000ll},
-        {9, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll},
-        {10, SEG_ACTIVE, 151, 0, 0, 0, 0},
+        {4, SEG_SEALED, 1, 100, 100, -5, 1700000060000ll, 3},
+        {9, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0},
+        {10, SEG_ACTIVE, 151, 0, 0, 0, 0, 0},
     };
     memcpy(good_entries, init, sizeof init);
     memset(m, 0, sizeof *m);
@@ -66,6 +66,9 @@ static void good_manifest(manifest *m)
     m->synced_seq = 140;
     m->lost_total = 3;
     m->max_memories = 777; /* not the default: a decoder that ignored it fails */
+    m->retain = CAIRN_RETAIN_LIVE;
+    m->retain_grace_ms = 3600000;
+    m->dropped_upto = 77;
     m->e = good_entries;
     m->n = 3;
 }
@@ -133,6 +136,9 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
     assert_int_equal(a->synced_seq, b->synced_seq);
     assert_int_equal(a->lost_total, b->lost_total);
     assert_int_equal(a->max_memories, b->max_memories);
+    assert_int_equal(a->retain, b->retain);
+    assert_int_equal(a->retain_grace_ms, b->retain_grace_ms);
+    assert_int_equal(a->dropped_upto, b->dropped_upto);
     assert_int_equal(a->n, b->n);
     for (size_t i = 0; i < a->n; i++) {
         assert_int_equal(a->e[i].id, b->e[i].id);
@@ -142,7 +148,19 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
         assert_int_equal(a->e[i].count, b->e[i].count);
         assert_true(a->e[i].first_ts == b->e[i].first_ts);
         assert_true(a->e[i].last_ts == b->e[i].last_ts);
+        assert_int_equal(a->e[i].rev, b->e[i].rev);
     }
+}
+
+/* What a MANIFEST of a version before 4 says of m: every record kept,
+ * nothing compacted. */
+static void as_before_version_4(manifest *m)
+{
+    m->retain = CAIRN_RETAIN_ALL;
+    m->retain_grace_ms = 0;
+    m->dropped_upto = 0;
+    for (size_t i = 0; i < m->n; i++)
+        m->e[i].rev = 0;
 }
 
 static int open_dir(const char *dir)
@@ -196,7 +214,7 @@ static void test_round_trip_keeps_every_field(void **state)
 static void test_round_trip_of_a_lone_active_entry_and_extreme_values(void **state)
 {
     manifest m, got;
-    manifest_entry act = {UINT64_MAX - 1, SEG_ACTIVE, UINT64_MAX, 0, 0, 0, 0};
+    manifest_entry act = {UINT64_MAX - 1, SEG_ACTIVE, UINT64_MAX, 0, 0, 0, 0, 0};
     size_t len;
     uint8_t *b;
     cairn__err e;
@@ -377,9 +395,9 @@ static void test_nonzero_reserved_bytes_are_corrupt(void **state)
         if (decode_exact(b, len, NULL) != CAIRN_ECORRUPT)
             fail_msg("header reserved byte %zu set: expected CAIRN_ECORRUPT", i);
     }
-    /* Entry bytes 9..15 of every entry. */
+    /* Entry bytes 9..11 of every entry (12..15: the rev). */
     for (size_t k = 0; k < m.n; k++)
-        for (size_t i = 9; i < 16; i++) {
+        for (size_t i = 9; i < 12; i++) {
             memcpy(b, orig, len);
             b[ENTRIES_OFF + k * MAN_ENTRY_SIZE + i] = 0x80;
             reseal(b, len);
@@ -712,13 +730,9 @@ static void test_a_version_1_manifest_still_decodes(void **state)
     (void)state;
     good_manifest(&m);
     b = encode(&m, &len);
-    len1 = len - MAN_STORE_BLOCK;
-    v1 = malloc(len1);
-    assert_non_null(v1);
-    memcpy(v1, b, FILEHDR_SIZE);
-    memcpy(v1 + FILEHDR_SIZE, b + ENTRIES_OFF, len - ENTRIES_OFF);
-    put_le16(v1 + 8, 1);
-    reseal(v1, len1);
+    v1 = tu_manifest_as_version(b, len, 1, &len1);
+    assert_int_equal(len1, len - MAN_STORE_BLOCK);
+    as_before_version_4(&m);
     assert_int_equal(cairn__manifest_decode(v1, len1, NULL, &got, &e), CAIRN_OK);
     assert_int_equal(got.version, 1);
     assert_true(cairn__store_id_is_zero(got.store_id));
@@ -750,13 +764,9 @@ static void test_a_version_2_manifest_decodes_with_the_old_limit(void **state)
     good_manifest(&m);
     m.max_memories = 0; /* "no limit" must not survive into version 2 */
     b = encode(&m, &len);
-    len2 = len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V2);
-    v2 = malloc(len2);
-    assert_non_null(v2);
-    memcpy(v2, b, FILEHDR_SIZE + MAN_STORE_BLOCK_V2);
-    memcpy(v2 + FILEHDR_SIZE + MAN_STORE_BLOCK_V2, b + ENTRIES_OFF, len - ENTRIES_OFF);
-    put_le16(v2 + 8, 2);
-    reseal(v2, len2);
+    v2 = tu_manifest_as_version(b, len, 2, &len2);
+    assert_int_equal(len2, len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V2));
+    as_before_version_4(&m);
     assert_int_equal(cairn__manifest_decode(v2, len2, NULL, &got, &e), CAIRN_OK);
     assert_int_equal(got.version, 2);
     assert_int_equal(got.max_memories, 10000);
@@ -764,10 +774,10 @@ static void test_a_version_2_manifest_decodes_with_the_old_limit(void **state)
     assert_same_manifest(&m, &got);
     cairn__manifest_free(NULL, &got);
     assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
-    put_le16(b + 8, 2); /* a version 3 body under version 2 */
+    put_le16(b + 8, 2); /* a version 4 body under version 2 */
     reseal(b, len);
     assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
-    put_le16(v2 + 8, 3); /* and the other way */
+    put_le16(v2 + 8, 4); /* and the other way */
     reseal(v2, len2);
     assert_int_equal(decode_exact(v2, len2, NULL), CAIRN_ECORRUPT);
     free(v2);
@@ -794,11 +804,55 @@ static void test_max_memories_is_stored_at_its_offset(void **state)
     free(b);
 }
 
+/* A rev on an entry that is not sealed, a policy past LIVE, a grace past
+ * 2^53 or with ALL, reserved bytes of the retention, a dropped_upto of
+ * 2^62: each is CAIRN_ECORRUPT. */
+static void test_bad_retention_and_rev_are_corrupt(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *orig;
+    const size_t blk = FILEHDR_SIZE;
+    (void)state;
+    good_manifest(&m);
+    orig = encode(&m, &len);
+    b = malloc(len);
+    assert_non_null(b);
+    assert_int_equal(decode_exact(orig, len, NULL), CAIRN_OK);
+    memcpy(b, orig, len);
+    put_le32(b + ENTRIES_OFF + MAN_ENTRY_SIZE + 12, 1); /* the closed entry */
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le32(b + blk + 40, 2);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le32(b + blk + 44, 1);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le64(b + blk + 48, CAIRN_RETAIN_GRACE_MAX + 1);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le32(b + blk + 40, CAIRN_RETAIN_ALL); /* all, with a grace */
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le64(b + blk + 56, MAN_SEQ_MAX);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    free(b);
+    free(orig);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_zero_store_id_is_corrupt),
         cmocka_unit_test(test_a_version_1_manifest_still_decodes),
+        cmocka_unit_test(test_bad_retention_and_rev_are_corrupt),
         cmocka_unit_test(test_a_version_2_manifest_decodes_with_the_old_limit),
         cmocka_unit_test(test_max_memories_is_stored_at_its_offset),
         cmocka_unit_test(test_round_trip_keeps_every_field),

@@ -334,19 +334,7 @@ static void an_import_past_the_limit_is_refused_whole(void **state)
 /* The MANIFEST as version 2 wrote it: no max_memories in its store block. */
 static void downgrade_to_version_2(const char *path)
 {
-    char *man = tu_join(path, "MANIFEST");
-    size_t len;
-    uint8_t *b = tu_read_file(man, &len);
-    assert_non_null(b);
-    assert_int_equal(get_le16(b + 8), 3);
-    memmove(b + 96, b + 104, len - 104);
-    len -= 8;
-    put_le16(b + 8, 2);
-    put_le64(b + 56, XXH3_64bits(b, 56));
-    put_le64(b + len - 8, XXH3_64bits(b, len - 8));
-    assert_int_equal(tu_write_file(man, b, len), 0);
-    free(b);
-    free(man);
+    tu_manifest_file_as_version(path, 2);
 }
 
 /* JSON of n memories "fill i" in namespace ns (malloc'd). */

@@ -17,6 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
+#include "bytes.h"
+#include "filehdr.h"
+#include "manifest.h"
 #include "store.h"
 
 char *tu_mkdtemp(const char *tag)
@@ -213,4 +218,82 @@ int tu_wait_child(int pid, long timeout_ms)
         }
         tu_sleep_ms(2);
     }
+}
+
+uint8_t *tu_manifest_as_version(const uint8_t *b, size_t len, unsigned version,
+                                size_t *out_len)
+{
+    size_t block = version >= 4 ? MAN_STORE_BLOCK : version == 3 ? MAN_STORE_BLOCK_V3
+                                                    : version == 2 ? MAN_STORE_BLOCK_V2
+                                                                   : 0;
+    size_t entries = len - FILEHDR_SIZE - MAN_STORE_BLOCK - 8, n;
+    uint8_t *v;
+
+    n = FILEHDR_SIZE + block + entries + 8;
+    v = calloc(1, n);
+    if (get_le16(b + 8) != MAN_VERSION || v == NULL) {
+        fprintf(stderr, "tu_manifest_as_version: not a version %u MANIFEST\n", MAN_VERSION);
+        abort();
+    }
+    memcpy(v, b, FILEHDR_SIZE + block);
+    memcpy(v + FILEHDR_SIZE + block, b + FILEHDR_SIZE + MAN_STORE_BLOCK, entries);
+    if (version < 4)
+        for (size_t at = FILEHDR_SIZE + block; at < FILEHDR_SIZE + block + entries;
+             at += MAN_ENTRY_SIZE)
+            memset(v + at + 12, 0, 4); /* no rev before version 4 */
+    put_le16(v + 8, (uint16_t)version);
+    put_le64(v + 56, XXH3_64bits(v, 56));
+    put_le64(v + n - 8, XXH3_64bits(v, n - 8));
+    *out_len = n;
+    return v;
+}
+
+void tu_manifest_file_as_version(const char *store, unsigned version)
+{
+    char *man = tu_join(store, "MANIFEST");
+    size_t len, vlen;
+    uint8_t *b = tu_read_file(man, &len), *v;
+    if (b == NULL) {
+        fprintf(stderr, "tu_manifest_file_as_version: cannot read %s\n", man);
+        abort();
+    }
+    v = tu_manifest_as_version(b, len, version, &vlen);
+    if (tu_write_file(man, v, vlen) != 0) {
+        fprintf(stderr, "tu_manifest_file_as_version: cannot write %s\n", man);
+        abort();
+    }
+    free(v);
+    free(b);
+    free(man);
+}
+
+int tu_copy_dir(const char *src, const char *dst)
+{
+    DIR *d = opendir(src);
+    struct dirent *de;
+    int rc = 0;
+    if (d == NULL || (mkdir(dst, 0755) != 0 && errno != EEXIST)) {
+        if (d != NULL)
+            closedir(d);
+        return -1;
+    }
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        char *from, *to;
+        uint8_t *b;
+        size_t len;
+        struct stat st;
+        if (de->d_name[0] == '.')
+            continue;
+        from = tu_join(src, de->d_name);
+        to = tu_join(dst, de->d_name);
+        if (stat(from, &st) == 0 && S_ISREG(st.st_mode)) {
+            b = tu_read_file(from, &len);
+            rc = b == NULL || tu_write_file(to, b, len) != 0 ? -1 : 0;
+            free(b);
+        }
+        free(from);
+        free(to);
+    }
+    closedir(d);
+    return rc;
 }

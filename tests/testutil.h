@@ -60,6 +60,18 @@ typedef struct tu_held_turn {
  * still held. */
 int tu_folds_while_held(const tu_held_turn *h);
 
+/* A MANIFEST of the newest version (b, len) as an earlier version wrote
+ * it (1, 2 or 3): the store block cut to that version's size, no
+ * compaction revisions, resealed. Malloc'd; *out_len its length. */
+uint8_t *tu_manifest_as_version(const uint8_t *b, size_t len, unsigned version,
+                                size_t *out_len);
+/* The same for the store's MANIFEST file, in place. */
+void tu_manifest_file_as_version(const char *store, unsigned version);
+
+/* Copy the regular files of directory src into dst (created); 0 on
+ * success. */
+int tu_copy_dir(const char *src, const char *dst);
+
 long long tu_now_ms(void);
 void tu_sleep_ms(long ms);
 /* Wait for child pid at most timeout_ms; kill it if it hangs. Its exit

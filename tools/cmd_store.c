@@ -17,12 +17,12 @@
 const char cmd_init_help[] =
     "usage: cairn init [--durability none|batch|full] [--batch-ms N]\n"
     "                  [--segment-size BYTES|NK|NM|NG] [--max-memories N]\n"
-    "                  [--format text|json]\n"
+    "                  [--retain all|live[:GRACE]] [--format text|json]\n"
     "\n"
     "Create a store in the store directory (created if missing) with these\n"
     "settings; later commands use them (`cairn config` lists them). Prints\n"
     "nothing on success (text), or {\"store\",\"durability\",\"batch_ms\",\n"
-    "\"segment_size\",\"max_memories\"} (json).\n"
+    "\"segment_size\",\"max_memories\",\"retain\"} (json).\n"
     "\n"
     "Options:\n"
     "  --durability MODE   when appended records reach stable storage\n"
@@ -39,6 +39,12 @@ const char cmd_init_help[] =
     "                      namespace back to it and says so, an import that\n"
     "                      would pass it is refused. `cairn config max-memories\n"
     "                      N` changes it later\n"
+    "  --retain POLICY     what `cairn compact` keeps (default: all): all keeps\n"
+    "                      every record, for audits and replay; live drops\n"
+    "                      the records of memories no longer live once they\n"
+    "                      went more than GRACE ago (default 7d; a number\n"
+    "                      and ms, s, m, h or d; live:0 drops them at the next\n"
+    "                      compaction). `cairn config retain POLICY` changes it\n"
     "  --format F          text (default) or json\n"
     "  --store DIR         the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
@@ -48,6 +54,7 @@ const char cmd_init_help[] =
 const char cmd_config_help[] =
     "usage: cairn config [KEY] [--format text|json]\n"
     "       cairn config max-memories N\n"
+    "       cairn config retain all|live[:GRACE]\n"
     "\n"
     "Without KEY: list every setting of the store, one per line, \"KEY: VALUE\":\n"
     "  durability    none, batch or full (chosen by `cairn init`)\n"
@@ -56,12 +63,18 @@ const char cmd_config_help[] =
     "  max-memories  the most live memories a namespace holds; 0 = no limit\n"
     "                (10000 unless changed; a store created before the setting\n"
     "                existed has 10000, the limit applied then)\n"
+    "  retain        what `cairn compact` keeps: all (every record; the default)\n"
+    "                or live:GRACE (the records of memories no longer live go\n"
+    "                once they went more than GRACE ago; see cairn compact)\n"
     "With --format json: {\"durability\",\"batch_ms\",\"segment_size\",\n"
-    "\"max_memories\"}. With KEY: its value alone (json: that member alone).\n"
+    "\"max_memories\",\"retain\"}. With KEY: its value alone (json: that member\n"
+    "alone).\n"
     "\n"
-    "With KEY and N: change the setting (max-memories is the one that changes\n"
-    "after `cairn init`); prints nothing (json: {\"max_memories\":N}). It holds\n"
-    "from the next command on. Lowering it prunes nothing by itself: the next\n"
+    "With KEY and a value: change the setting (max-memories and retain are the\n"
+    "ones that change after `cairn init`); prints nothing (json: the member\n"
+    "set). It holds from the next command on. A new retain policy drops\n"
+    "nothing by itself: the next `cairn compact` applies it. Lowering\n"
+    "max-memories prunes nothing by itself: the next\n"
     "`cairn add` to a namespace holding more prunes it back to N and says so\n"
     "(`cairn restore ID` brings a pruned memory back), and an import that would\n"
     "pass it is refused. Listing opens the store read-only (it works while a\n"
@@ -158,7 +171,7 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {
         {"durability", 1}, {"batch-ms", 1}, {"segment-size", 1}, {"max-memories", 1},
-        {"format", 1},     {NULL, 0}};
+        {"retain", 1},     {"format", 1},   {NULL, 0}};
     cairn_options o = CAIRN_OPTIONS_INIT;
     char err[CAIRN_ERRMSG_MAX], *manifest;
     const char *name, *val;
@@ -202,6 +215,13 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
                 return cli_usage_error(ctx->cmd, "invalid --max-memories '%s' (0 = no limit, "
                                        "or a count)", val);
             set_max = 1;
+        } else if (strcmp(name, "retain") == 0) {
+            unsigned rp;
+            uint64_t g;
+            if (cairn_retain_parse(val, &rp, &g) != CAIRN_OK)
+                return cli_usage_error(ctx->cmd, "invalid --retain '%s' (all, live, or live:GRACE "
+                                       "as live:7d, live:12h, live:0)", val);
+            o.retain = val;
         } else if (strcmp(name, "format") == 0) {
             if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
                 return r;
@@ -244,10 +264,12 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     if (json) {
         printf("{\"store\":");
         cli_json_put_string(stdout, ctx->store, strlen(ctx->store));
+        char pol[32];
+        cairn_retain_format(cf.retain, cf.retain_grace_ms, pol, sizeof pol);
         printf(",\"durability\":\"%s\",\"batch_ms\":%u,\"segment_size\":%llu,"
-               "\"max_memories\":%llu}\n",
+               "\"max_memories\":%llu,\"retain\":\"%s\"}\n",
                cli_durability_name(st.durability), (unsigned)st.batch_ms,
-               (unsigned long long)st.segment_size, (unsigned long long)cf.max_memories);
+               (unsigned long long)st.segment_size, (unsigned long long)cf.max_memories, pol);
     }
     return CLI_EXIT_OK;
 }
@@ -256,7 +278,9 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
 
 /* The settings `cairn config` names, in the order it lists them. */
 static const char *const config_keys[] = {"durability", "batch-ms", "segment-size",
-                                          "max-memories"};
+                                          "max-memories", "retain"};
+#define KEY_MAX_MEMORIES 3
+#define KEY_RETAIN 4
 #define N_CONFIG_KEYS (sizeof config_keys / sizeof config_keys[0])
 
 /* Setting k of c: its JSON name and its value as text (a JSON string for
@@ -265,7 +289,7 @@ static const char *config_value(const cairn_config *c, size_t k, char *buf, size
                                 const char **json_name)
 {
     static const char *const json_names[] = {"durability", "batch_ms", "segment_size",
-                                             "max_memories"};
+                                             "max_memories", "retain"};
     *json_name = json_names[k];
     switch (k) {
     case 0:
@@ -275,6 +299,9 @@ static const char *config_value(const cairn_config *c, size_t k, char *buf, size
         return buf;
     case 2:
         snprintf(buf, len, "%llu", (unsigned long long)c->segment_size);
+        return buf;
+    case KEY_RETAIN:
+        cairn_retain_format(c->retain, c->retain_grace_ms, buf, len);
         return buf;
     default:
         snprintf(buf, len, "%llu", (unsigned long long)c->max_memories);
@@ -287,16 +314,20 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     cairn_options o;
     char err[CAIRN_ERRMSG_MAX] = "";
     cairn_db *db = NULL;
-    uint64_t n;
+    uint64_t n = 0, grace = 0;
+    unsigned retain = 0;
     int rc;
 
-    if (k != N_CONFIG_KEYS - 1)
+    if (k != KEY_MAX_MEMORIES && k != KEY_RETAIN)
         return cli_usage_error(ctx->cmd, "%s is chosen when the store is created (cairn init "
-                               "--%s) and cannot change; only max-memories can",
+                               "--%s) and cannot change; only max-memories and retain can",
                                config_keys[k], config_keys[k]);
-    if (cli_parse_u64(val, UINT64_MAX, &n) != 0)
+    if (k == KEY_MAX_MEMORIES && cli_parse_u64(val, UINT64_MAX, &n) != 0)
         return cli_usage_error(ctx->cmd, "invalid max-memories '%s' (0 = no limit, or a count)",
                                val);
+    if (k == KEY_RETAIN && cairn_retain_parse(val, &retain, &grace) != CAIRN_OK)
+        return cli_usage_error(ctx->cmd, "invalid retain '%s' (all, live, or live:GRACE as "
+                               "live:7d, live:12h, live:0)", val);
     cli_options(ctx, &o); /* --busy-timeout */
     o.background = 0;
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
@@ -305,7 +336,8 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
     cli_warn_recovery(ctx, db);
-    rc = cairn_config_set_max_memories(db, n);
+    rc = k == KEY_RETAIN ? cairn_config_set_retain(db, retain, grace)
+                         : cairn_config_set_max_memories(db, n);
     if (rc != CAIRN_OK) {
         cli_fail_db(ctx->cmd, db, rc, NULL);
         cairn_close(db);
@@ -314,8 +346,13 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     rc = cairn_close(db);
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "closing %s failed", ctx->store);
-    if (json)
+    if (json && k == KEY_RETAIN) {
+        char pol[32];
+        cairn_retain_format(retain, grace, pol, sizeof pol);
+        printf("{\"retain\":\"%s\"}\n", pol);
+    } else if (json) {
         printf("{\"max_memories\":%llu}\n", (unsigned long long)n);
+    }
     return CLI_EXIT_OK;
 }
 
@@ -352,7 +389,7 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
             ;
         if (k == N_CONFIG_KEYS)
             return cli_usage_error(ctx->cmd, "unknown setting '%s' (durability, batch-ms, "
-                                   "segment-size or max-memories)", key);
+                                   "segment-size, max-memories or retain)", key);
     }
     if (value != NULL)
         return config_set(ctx, k, value, json);
@@ -371,7 +408,7 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
         text = config_value(&c, i, buf, sizeof buf, &jname);
         if (json) {
             printf("%s\"%s\":", key != NULL || i == 0 ? "{" : ",", jname);
-            if (i == 0)
+            if (i == 0 || i == KEY_RETAIN)
                 printf("\"%s\"", text);
             else
                 fputs(text, stdout);

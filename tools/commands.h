@@ -59,6 +59,13 @@ int cmd_export(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_import_help[];
 int cmd_import(cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_compact.c: dropping what the retention policy no longer keeps, and
+ * purging one memory. */
+extern const char cmd_compact_help[];
+int cmd_compact(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_purge_help[];
+int cmd_purge(cli_ctx *ctx, int argc, char **argv);
+
 /* cmd_search.c: the Search-Memory skill and the router status. */
 extern const char cmd_search_help[];
 int cmd_search(cli_ctx *ctx, int argc, char **argv);

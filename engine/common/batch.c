@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
+#include "hole.h"
 #include "store.h"
 
 static int exact_count(const cJSON *v, uint64_t *out)
@@ -40,7 +41,7 @@ static int has_mark(cairn_db *db, uint64_t seq, uint64_t i, uint64_t n, int *fou
     cairn_record *rec = NULL;
     cJSON *root;
     uint64_t ri, rn;
-    int rc = cairn_get(db, seq, &rec);
+    int hole = 0, rc = cairn__record_covering(db, seq, &rec, &hole);
 
     *found = *marked = 0;
     if (rc == CAIRN_ENOTFOUND)
@@ -48,6 +49,12 @@ static int has_mark(cairn_db *db, uint64_t seq, uint64_t i, uint64_t n, int *fou
     if (rc != CAIRN_OK)
         return rc;
     *found = 1;
+    if (hole) {
+        /* Compaction dropped it; its hole lists the commits it ended. */
+        *marked = i == n - 1 && cairn__hole_has_end(rec->json, rec->json_len, seq, n);
+        cairn_record_free(db, rec);
+        return CAIRN_OK;
+    }
     /* A payload that is no JSON object carries no mark. */
     root = cJSON_ParseWithLength(rec->json, rec->json_len);
     *marked = cJSON_IsObject(root) && cairn__batch_get(root, &ri, &rn) == 1 && ri == i && rn == n;

@@ -62,4 +62,19 @@ static inline int size_mul(size_t *out, size_t a, size_t b)
     return 0;
 }
 
+/* Does hay[0, len) hold needle[0, nlen)? (memmem is not POSIX.) */
+static inline int cairn__contains(const char *hay, size_t len, const char *needle, size_t nlen)
+{
+    const char *p = hay, *end = hay + len;
+    if (nlen == 0)
+        return 1;
+    while ((size_t)(end - p) >= nlen &&
+           (p = memchr(p, needle[0], (size_t)(end - p) - nlen + 1)) != NULL) {
+        if (memcmp(p, needle, nlen) == 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
 #endif /* CAIRN_BYTES_H */

@@ -162,6 +162,24 @@ uint64_t cairn__seqfile_newest(const cairn__seqfile_kind *k, int dirfd)
     return best;
 }
 
+size_t cairn__seqfile_list(const cairn__seqfile_kind *k, int dirfd, uint64_t *out, size_t cap)
+{
+    DIR *d = cairn__io_opendir(dirfd);
+    struct dirent *de;
+    size_t n = 0;
+    uint64_t c;
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL)
+        if (cairn__seqfile_parse(k, de->d_name, &c)) {
+            if (n < cap)
+                out[n] = c;
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
 void cairn__seqfile_remove_from(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                 uint64_t from_seq)
 {

@@ -56,6 +56,10 @@ void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *i
  * Names only: the file may still be unusable. */
 uint64_t cairn__seqfile_newest(const cairn__seqfile_kind *k, int dirfd);
 
+/* The seqs of the files of this kind in the directory, up to cap of them
+ * into out; returns how many there are (more than cap: call again). */
+size_t cairn__seqfile_list(const cairn__seqfile_kind *k, int dirfd, uint64_t *out, size_t cap);
+
 /* Remove every file of this kind (and its temp file) whose seq is at least
  * from_seq: files folded over records the log no longer holds. Best effort
  * (a file left is still refused by its binding). */

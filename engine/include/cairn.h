@@ -105,9 +105,9 @@ struct cairn_io; /* the I/O table, cairn_sys.h; NULL = the real system calls */
 
 /* 2: cairn_io has `reserve`. A caller built with version 1 still opens; an
  * I/O table it passes is read without that member (no reservations).
- * 3: busy_timeout_ms. 4: max_memories. A caller built with an earlier
- * version still opens; the members it lacks take their defaults. */
-#define CAIRN_OPTIONS_VERSION 4
+ * 3: busy_timeout_ms. 4: max_memories. 5: retain. A caller built with an
+ * earlier version still opens; the members it lacks take their defaults. */
+#define CAIRN_OPTIONS_VERSION 5
 typedef struct cairn_options {
     unsigned version;            /* CAIRN_OPTIONS_VERSION */
     int read_only;               /* 1: no lock, no writes, no recovery writes */
@@ -129,11 +129,16 @@ typedef struct cairn_options {
      * the first MANIFEST (0 = the default, 10000; CAIRN_NO_LIMIT = none).
      * Ignored when the store exists: cairn_config_set_max_memories. */
     uint64_t max_memories;
+    /* Since version 5. At creation: the store's retention policy as
+     * cairn_retain_parse reads it (NULL = "all"); an invalid one fails the
+     * open with CAIRN_EINVAL. Ignored when the store exists:
+     * cairn_config_set_retain. */
+    const char *retain;
 } cairn_options;
 
 #define CAIRN_NO_LIMIT UINT64_MAX
 #define CAIRN_OPTIONS_INIT \
-    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL, 0, 0 }
+    { CAIRN_OPTIONS_VERSION, 0, 0, CAIRN_DURABILITY_STORED, 0, 0, 1, NULL, NULL, 0, 0, NULL }
 #define CAIRN_BUSY_TIMEOUT_DEFAULT 5000u
 
 /* Open (or with opts->create, create) the store in directory `path`.
@@ -187,6 +192,9 @@ const char *cairn_errmsg(const cairn_db *db);
 #define CAIRN_REC_CAUSAL_EDGE 9u   /* "causal.edge": an edge added (or seen again) */
 #define CAIRN_REC_PATTERN 10u      /* "pattern": a pattern added (or used again) */
 #define CAIRN_REC_CAUSAL_UPDATE 11u /* "causal.update": episodes folded into the graph */
+#define CAIRN_REC_COMPACTED 12u    /* "log.compacted": records compaction dropped
+                                      (a hole; format-spec/compaction.md) */
+#define CAIRN_REC_MEMORY_PURGE 13u /* "memory.purge": a memory's records purged */
 #define CAIRN_REC_USER_MIN 0x8000u
 
 /* Name of a record type ("event", ...) or NULL if the engine does not know it. */
@@ -352,7 +360,32 @@ typedef struct cairn_config {
                                     keeps (cairn_mem_store, cairn_mem_import);
                                     0 = no limit. 10000 in a new store, and in a
                                     store whose MANIFEST predates the setting */
+    unsigned retain;             /* what compaction keeps: CAIRN_RETAIN_ALL (a
+                                    new store, and one whose MANIFEST predates
+                                    the setting) or CAIRN_RETAIN_LIVE */
+    uint64_t retain_grace_ms;    /* CAIRN_RETAIN_LIVE: the records of a memory
+                                    that is no longer live are kept this long
+                                    after it went (0: dropped at the next
+                                    compaction) */
 } cairn_config;
+
+/* Retention policies (format-spec/compaction.md). ALL keeps every record
+ * for audits and replay; compaction then drops nothing. LIVE drops the
+ * records of memories that are no longer live (removed, forgotten, pruned,
+ * merged away, cleared) once they went more than the grace period ago:
+ * restore can bring such a memory back until then, and not after. */
+#define CAIRN_RETAIN_ALL 0u
+#define CAIRN_RETAIN_LIVE 1u
+#define CAIRN_RETAIN_GRACE_DEFAULT (7ull * 86400000ull) /* 7 days, in ms */
+#define CAIRN_RETAIN_GRACE_MAX (1ull << 53)
+
+/* Parse a policy as the CLI takes it: "all", "live" (grace 7 days),
+ * "live:GRACE" with GRACE a number and a unit (ms, s, m, h, d; "0" alone
+ * is 0). CAIRN_EINVAL for anything else. */
+int cairn_retain_parse(const char *text, unsigned *retain, uint64_t *grace_ms);
+/* The policy as text ("all", "live:7d", "live:90m", "live:0"), the form
+ * cairn_retain_parse reads back; cap >= 32 is always enough. */
+void cairn_retain_format(unsigned retain, uint64_t grace_ms, char *out, size_t cap);
 
 /* The store's settings as stored (a read-only handle reads the MANIFEST
  * again first, so it sees a change another process made).
@@ -368,6 +401,13 @@ int cairn_config_get(cairn_db *db, cairn_config *out);
  * handle), CAIRN_EDEAD, CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM; after a
  * failed write the handle keeps the old value and stays usable. */
 int cairn_config_set_max_memories(cairn_db *db, uint64_t n);
+
+/* Change the store's retention policy (CAIRN_RETAIN_ALL with grace 0, or
+ * CAIRN_RETAIN_LIVE with a grace up to CAIRN_RETAIN_GRACE_MAX): a new
+ * MANIFEST, as above. It applies from the next compaction on; nothing is
+ * dropped by the change itself. Errors: CAIRN_EINVAL, and those of
+ * cairn_config_set_max_memories. */
+int cairn_config_set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms);
 
 /* Called by cairn_verify() once per problem. `file` is relative to the store
  * directory; `offset` is the byte offset in it. */
@@ -641,6 +681,61 @@ int cairn_mem_clear(cairn_mem *m, const char *ns);
  * holds the same content: the message names it), CAIRN_EPERM (read-only
  * handle), the log's read errors, and cairn_append's. */
 int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out);
+
+/* What a compaction did (or, dry run, would do): format-spec/compaction.md. */
+typedef struct cairn_compact_report {
+    unsigned retain;             /* the policy applied (CAIRN_RETAIN_*) */
+    uint64_t grace_ms;
+    int dry_run;
+    uint64_t segments;           /* sealed segments looked at */
+    uint64_t rewritten;          /* of them, written anew (dry run: would be) */
+    uint64_t records_before, records_after; /* records in the log (a hole is one) */
+    uint64_t bytes_before, bytes_after;     /* bytes of the segment files (dry run:
+                                               bytes_after is an estimate) */
+    uint64_t dropped;            /* records dropped */
+    uint64_t dropped_bytes;      /* their bytes, uncompressed */
+    uint64_t memories_dropped;   /* memories no longer live whose records went */
+    uint64_t memories_in_grace;  /* no longer live, kept: gone less than the grace
+                                    period ago (restore still brings them back) */
+    uint64_t memories_pinned;    /* no longer live, kept: an index file of the
+                                    store holds them live (the next checkpoint
+                                    frees them) */
+    uint64_t rolled;             /* 1: the active segment was closed and sealed
+                                    first, as it held records to drop */
+} cairn_compact_report;
+
+/* Compact the log under the store's retention policy (cairn_config): the
+ * records of memories that are no longer live, gone longer than the grace
+ * period ago, are dropped from the sealed segments, each run of them left
+ * as one small record that says what it stood for. Memories, their
+ * answers and the statistics are the same before and after; what was
+ * dropped cannot be restored. Under CAIRN_RETAIN_ALL nothing is dropped.
+ * When the active segment holds such records it is rolled and sealed
+ * first (not in a dry run). Errors: CAIRN_EPERM (read-only handle),
+ * CAIRN_ELOCKED, CAIRN_EIO, CAIRN_EFULL (nothing changed), CAIRN_ECORRUPT /
+ * CAIRN_ECHECKSUM (a segment that does not read: nothing written; run
+ * cairn verify), CAIRN_ENOMEM. */
+int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out);
+
+/* What a purge removed. */
+typedef struct cairn_purge_report {
+    uint64_t records;            /* records of the memory dropped from the log */
+    uint64_t bytes;              /* their bytes */
+    uint64_t segments;           /* segment files written anew */
+    int was_live;                /* it was live: the purge also removed it */
+    uint64_t marker_seq;         /* the memory.purge record that says so */
+} cairn_purge_report;
+
+/* Remove every record of memory `id` (every life of it, its content,
+ * vector and fields) from the log and the memory index now, whatever the
+ * retention policy, leaving a memory.purge record with its id and the
+ * time. A live memory is removed first. The active segment is rolled and
+ * sealed so that the records can go; the memory index is written anew
+ * without it. Other processes drop it at their next call; a file one of
+ * them still has open keeps its old bytes on disk until it lets go.
+ * Errors: CAIRN_ENOTFOUND (the log holds no record of it), CAIRN_EINVAL
+ * (not an id), CAIRN_EPERM, and those of cairn_mem_compact. */
+int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out);
 
 /* Which side finds the candidates (README "Hybrid recall"). */
 typedef enum cairn_recall_mode {

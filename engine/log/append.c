@@ -466,7 +466,7 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     }
     rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, &size, &e);
     if (rc == CAIRN_OK)
-        rc = cairn__seg_open_sealed(db, id, &sealed, &e);
+        rc = cairn__seg_open_sealed(db, id, 0, &sealed, &e);
     cairn__view_release(db, v);
     if (rc != CAIRN_OK)
         return cairn__db_fail(db, rc, &e);
@@ -671,6 +671,35 @@ int cairn__set_max_memories(cairn_db *db, uint64_t n)
 {
     static const manifest_change c = {max_apply, max_undo};
     return change_manifest(db, &c, n);
+}
+
+/* The policy packed in one value: the grace in the low 62 bits (at most
+ * 2^53), the policy above them. */
+#define RETAIN_PACK(r, g) ((uint64_t)(r) << 62 | (g))
+
+static int retain_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t v)
+{
+    (void)db;
+    if (RETAIN_PACK(cur->retain, cur->retain_grace_ms) == v)
+        return 0;
+    m->retain = (uint32_t)(v >> 62);
+    m->retain_grace_ms = v & ((1ull << 62) - 1);
+    return 1;
+}
+
+static void retain_undo(manifest *m, const manifest *cur)
+{
+    m->retain = cur->retain;
+    m->retain_grace_ms = cur->retain_grace_ms;
+}
+
+int cairn__set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms)
+{
+    static const manifest_change c = {retain_apply, retain_undo};
+    if (retain > CAIRN_RETAIN_LIVE || grace_ms > CAIRN_RETAIN_GRACE_MAX ||
+        (retain == CAIRN_RETAIN_ALL && grace_ms != 0))
+        return cairn__db_failf(db, CAIRN_EINVAL, "invalid retention policy");
+    return change_manifest(db, &c, RETAIN_PACK(retain, grace_ms));
 }
 
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)

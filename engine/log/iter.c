@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "bytes.h"
+#include "hole.h"
 #include "io.h"
 #include "record.h"
 
@@ -32,6 +33,7 @@ struct cairn_iter {
     uint64_t limit;       /* last sequence number visible to this iterator */
     size_t seg;           /* current segment in v */
     int positioned;       /* the cursor is inside v->segs[seg] */
+    int cover;            /* also return a hole that stands for seq_from */
     /* sealed cursor */
     uint32_t block;
     size_t pos, raw_len;
@@ -55,14 +57,15 @@ static int seg_empty_or_before(const manifest_entry *x, const seg_ref *s, uint64
     return last_ts < r->ts_from;
 }
 
-/* Records visible in segment i: sealed and closed ones are fixed; the active
- * one up to the iterator's limit. */
+/* Seqs visible in segment i: sealed and closed ones are fixed (a sealed
+ * one's holes stand for several); the active one up to the iterator's
+ * limit. */
 static uint64_t seg_count(const cairn_iter *it, size_t i)
 {
     const manifest_entry *x = &it->v->m.e[i];
     const seg_ref *s = it->v->segs[i];
     if (s->sealed)
-        return s->s.record_count;
+        return cairn__sealed_span(&s->s);
     if (x->kind == SEG_CLOSED)
         return s->log.n;
     return it->limit >= x->base_seq ? it->limit - x->base_seq + 1 : 0;
@@ -233,6 +236,15 @@ static int next_sealed(cairn_iter *it, seg_ref *s, cairn_record *rec)
     }
 }
 
+/* Is rec a hole of a compacted segment that stands for seq? */
+static int covers(const seg_ref *s, const cairn_record *rec, uint64_t seq)
+{
+    cairn__hole h;
+    return s->sealed && s->s.version >= 2 && rec->type == CAIRN_REC_COMPACTED &&
+           cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK &&
+           h.upto >= seq;
+}
+
 int cairn_iter_open(cairn_db *db, const cairn_range *range, cairn_iter **out)
 {
     cairn_range all = CAIRN_RANGE_INIT;
@@ -301,6 +313,8 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec)
             return rc;
         if (rec->seq > it->r.seq_to || rec->seq > it->limit || rec->ts_ms > it->r.ts_to)
             break;
+        if (it->cover && rec->seq < it->r.seq_from && covers(s, rec, it->r.seq_from))
+            return CAIRN_OK;
         if (rec->seq < it->r.seq_from || rec->ts_ms < it->r.ts_from ||
             (it->r.type >= 0 && rec->type != (uint16_t)it->r.type))
             continue;
@@ -363,7 +377,22 @@ int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
     return rc == CAIRN_ENOTFOUND && !by_fn ? CAIRN_OK : rc; /* the end of the range */
 }
 
+static int lookup(cairn_db *db, uint64_t seq, int *cover, cairn_record **out);
+
 int cairn_get(cairn_db *db, uint64_t seq, cairn_record **out)
+{
+    return lookup(db, seq, NULL, out);
+}
+
+int cairn__record_covering(cairn_db *db, uint64_t seq, cairn_record **out, int *hole)
+{
+    *hole = 1;
+    return lookup(db, seq, hole, out);
+}
+
+/* cover NULL: the record seq; else also a hole standing for it, and
+ * *cover says whether it is one. */
+static int lookup(cairn_db *db, uint64_t seq, int *cover, cairn_record **out)
 {
     cairn_range r = CAIRN_RANGE_INIT;
     cairn_iter *it;
@@ -377,6 +406,7 @@ int cairn_get(cairn_db *db, uint64_t seq, cairn_record **out)
     rc = cairn_iter_open(db, &r, &it);
     if (rc != CAIRN_OK)
         return rc;
+    it->cover = cover != NULL;
     /* Segments before seq are skipped by the first-level search below
      * without being read: binary search for the segment holding seq. */
     {
@@ -391,7 +421,9 @@ int cairn_get(cairn_db *db, uint64_t seq, cairn_record **out)
         it->seg = lo ? lo - 1 : 0;
     }
     rc = cairn_iter_next(it, &rec);
-    if (rc == CAIRN_OK && rec.seq != seq)
+    if (cover != NULL)
+        *cover = rc == CAIRN_OK && it->seg < it->v->m.n && covers(it->v->segs[it->seg], &rec, seq);
+    if (rc == CAIRN_OK && rec.seq != seq && !(cover != NULL && *cover))
         rc = CAIRN_ENOTFOUND;
     if (rc == CAIRN_OK)
         rc = record_copy(db, &rec, out);
@@ -430,13 +462,22 @@ int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint
         want = x->base_seq + n - 1 < seq ? x->base_seq + n - 1 : seq;
         it->r.seq_from = it->r.seq_to = want;
         it->seg = i;
+        it->cover = 1; /* a hole of a compacted segment stands for it */
         *sealed = it->v->segs[i]->sealed;
         *found = want; /* also when reading it fails: the record that is there */
         rc = cairn_iter_next(it, &rec);
-        if (rc == CAIRN_OK && rec.seq == want) {
+        if (rc == CAIRN_OK && rec.seq < want) {
+            /* A hole of a compacted segment stands for it: the checksum it
+             * kept of the record, or its own (which binds nothing). */
+            if (!cairn__hole_anchor(rec.json, rec.json_len, want, sum))
+                *sum = get_le64((const uint8_t *)rec.bin + rec.bin_len);
+        } else if (rc == CAIRN_OK && rec.seq == want) {
             /* The checksum follows the record's last byte in the buffer it
-             * was decoded from (format-spec/record.md). */
-            *sum = get_le64((const uint8_t *)rec.bin + rec.bin_len);
+             * was decoded from (format-spec/record.md). A hole at want
+             * stands for a dropped record there: the same rule. */
+            if (!(covers(it->v->segs[i], &rec, want) &&
+                  cairn__hole_anchor(rec.json, rec.json_len, want, sum)))
+                *sum = get_le64((const uint8_t *)rec.bin + rec.bin_len);
         } else if (rc == CAIRN_OK || rc == CAIRN_ENOTFOUND) {
             rc = cairn__db_failf(db, CAIRN_ECORRUPT, "record %llu is listed but not readable",
                                  (unsigned long long)want);

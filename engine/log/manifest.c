@@ -41,11 +41,15 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le64(p + 16, m->synced_seq);
     put_le64(p + 24, m->lost_total);
     put_le64(p + 32, m->max_memories);
+    put_le32(p + 40, m->retain);
+    put_le64(p + 48, m->retain_grace_ms);
+    put_le64(p + 56, m->dropped_upto);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
         put_le64(p, x->id);
         p[8] = x->kind;
+        put_le32(p + 12, x->rev);
         put_le64(p + 16, x->base_seq);
         put_le64(p + 24, x->last_seq);
         put_le64(p + 32, x->count);
@@ -78,6 +82,9 @@ static int check_entries(const manifest *m, cairn__err *e)
                                       (uint64_t)x->last_ts) != 0)
             return cairn__fail(e, CAIRN_ECORRUPT,
                                "MANIFEST: entry %zu: the active entry's counters must be 0", i);
+        if (x->rev != 0 && x->kind != SEG_SEALED)
+            return cairn__fail(e, CAIRN_ECORRUPT,
+                               "MANIFEST: entry %zu: only a sealed segment is compacted", i);
         if (x->kind != SEG_ACTIVE) {
             if (x->last_seq + 1 < x->base_seq || x->last_seq - x->base_seq + 1 != x->count ||
                 (x->count > 0 && x->first_ts > x->last_ts))
@@ -109,8 +116,12 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     if (rc != CAIRN_OK)
         return rc;
     m->version = get_le16(buf + 8);
-    /* version 1 has no store block; version 2's has no max_memories */
-    block = m->version >= 3 ? MAN_STORE_BLOCK : m->version == 2 ? MAN_STORE_BLOCK_V2 : 0;
+    /* version 1 has no store block; version 2's has no max_memories,
+     * version 3's no retention */
+    block = m->version >= 4   ? MAN_STORE_BLOCK
+            : m->version == 3 ? MAN_STORE_BLOCK_V3
+            : m->version == 2 ? MAN_STORE_BLOCK_V2
+                              : 0;
     m->max_memories = MAN_DEFAULT_MAX_MEMORIES;
     count = get_le32(buf + 48);
     if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
@@ -127,8 +138,18 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         memcpy(m->store_id, p, MAN_STORE_ID_LEN);
         m->synced_seq = get_le64(p + 16);
         m->lost_total = get_le64(p + 24);
-        if (block >= MAN_STORE_BLOCK)
+        if (block >= MAN_STORE_BLOCK_V3)
             m->max_memories = get_le64(p + 32);
+        if (block >= MAN_STORE_BLOCK) {
+            m->retain = get_le32(p + 40);
+            m->retain_grace_ms = get_le64(p + 48);
+            m->dropped_upto = get_le64(p + 56);
+            if (m->dropped_upto >= MAN_SEQ_MAX ||m->retain > CAIRN_RETAIN_LIVE || get_le32(p + 44) != 0 ||
+                m->retain_grace_ms > CAIRN_RETAIN_GRACE_MAX ||
+                (m->retain != CAIRN_RETAIN_LIVE && m->retain_grace_ms != 0))
+                return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad retention at offset %u",
+                                   FILEHDR_SIZE + 40);
+        }
         /* far below 2^64, so no seq derived from them can wrap */
         if (m->synced_seq >= MAN_SEQ_MAX || m->lost_total >= MAN_SEQ_MAX)
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: synced_seq or lost count at offset "
@@ -153,12 +174,13 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     p = buf + FILEHDR_SIZE + block;
     for (uint32_t i = 0; i < count; i++, p += MAN_ENTRY_SIZE) {
         manifest_entry *x = &m->e[i];
-        if (p[9] | p[10] | p[11] | p[12] | p[13] | p[14] | p[15]) {
+        if (p[9] | p[10] | p[11] | (m->version < 4 ? p[12] | p[13] | p[14] | p[15] : 0)) {
             rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %u: reserved bytes not zero", i);
             goto fail;
         }
         x->id = get_le64(p);
         x->kind = p[8];
+        x->rev = m->version >= 4 ? get_le32(p + 12) : 0;
         x->base_seq = get_le64(p + 16);
         x->last_seq = get_le64(p + 24);
         x->count = get_le64(p + 32);

@@ -8,8 +8,10 @@
  * 32 u64 segment_size, 40 u32 batch_ms, 44 u8 durability, 45..47 reserved,
  * 48 u32 entry_count, 52 u32 entry_size (56).
  * Store block: 0 store_id[16], 16 u64 synced_seq, 24 u64 lost_total,
- * (version 3) 32 u64 max_memories.
- * Entry: 0 u64 segment_id, 8 u8 kind, 9..15 reserved, 16 u64 base_seq,
+ * (version 3) 32 u64 max_memories, (version 4) 40 u32 retain, 44 u32
+ * reserved, 48 u64 retain_grace_ms, 56 u64 dropped_upto.
+ * Entry: 0 u64 segment_id, 8 u8 kind, 9..11 reserved, (version 4) 12 u32
+ * rev (compactions of a sealed segment), 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
  */
 #ifndef CAIRN_MANIFEST_H
@@ -26,8 +28,9 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 40u /* version 3: store id, synced seq, lost records,
-                                max_memories */
+#define MAN_STORE_BLOCK 64u /* version 4: store id, synced seq, lost records,
+                                max_memories, retention, dropped_upto */
+#define MAN_STORE_BLOCK_V3 40u /* version 3: the same without the retention */
 #define MAN_STORE_BLOCK_V2 32u /* version 2: the same without max_memories */
 /* The memory limit of a store whose MANIFEST predates the setting (versions
  * 1 and 2), and of a new store: what the memory engine always applied. */
@@ -46,8 +49,12 @@ typedef struct manifest_entry {
     uint8_t kind;
     uint64_t base_seq;
     uint64_t last_seq;     /* base_seq - 1 when empty; 0 for the active entry */
-    uint64_t count;        /* records; 0 for the active entry (it is scanned) */
+    uint64_t count;        /* sequence numbers it spans (records, but for a
+                              compacted segment, whose holes stand for
+                              several); 0 for the active entry (scanned) */
     int64_t first_ts, last_ts;
+    uint32_t rev;          /* SEALED: times compacted; the file is <id>.seg
+                              for 0, <id>-<rev as 8 hex>.seg after */
 } manifest_entry;
 
 typedef struct manifest {
@@ -56,7 +63,7 @@ typedef struct manifest {
     uint64_t segment_size;
     uint32_t batch_ms;
     uint8_t durability;
-    uint16_t version;      /* as read (1, 2 or 3); a write is always the newest */
+    uint16_t version;      /* as read (1 to 4); a write is always the newest */
     uint8_t store_id[MAN_STORE_ID_LEN]; /* random at creation; all zero in
                                            version 1 (a writer's open gives one) */
     uint64_t synced_seq;   /* every record up to this seq was on stable storage
@@ -67,6 +74,13 @@ typedef struct manifest {
     uint64_t max_memories; /* the store setting: live memories per namespace,
                               0 = no limit (MAN_DEFAULT_MAX_MEMORIES when
                               read from version 1 or 2) */
+    uint32_t retain;       /* version 4: what compaction keeps, CAIRN_RETAIN_*
+                              (0, all, when read from an earlier version) */
+    uint64_t retain_grace_ms; /* CAIRN_RETAIN_LIVE: how long the records of
+                              a memory no longer live are kept */
+    uint64_t dropped_upto; /* version 4: the highest seq compaction ever
+                              dropped (0: none). A handle whose fold is
+                              behind it folds again from an index file */
     manifest_entry *e;
     size_t n;
 } manifest;

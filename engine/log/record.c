@@ -126,6 +126,8 @@ static const struct {
     {CAIRN_REC_CAUSAL_EDGE, "causal.edge"},
     {CAIRN_REC_PATTERN, "pattern"},
     {CAIRN_REC_CAUSAL_UPDATE, "causal.update"},
+    {CAIRN_REC_COMPACTED, "log.compacted"},
+    {CAIRN_REC_MEMORY_PURGE, "memory.purge"},
 };
 
 const char *cairn_record_type_name(uint16_t type)

@@ -25,6 +25,7 @@
 #include "alloc.h"
 #include "bytes.h"
 #include "filehdr.h"
+#include "hole.h"
 #include "io.h"
 #include "record.h"
 
@@ -60,21 +61,12 @@ void cairn__sealed_block(const sealed_seg *s, uint32_t i, sealed_block *b)
     b->sum = get_le64(p + 56);
 }
 
-/* Output state of one seal: appends to the temp file and hashes as it goes. */
-typedef struct seal_out {
-    const cairn_io *io;
-    int fd;
-    uint64_t pos;
-    XXH3_state_t *hash;
-    const char *name;
-} seal_out;
-
-static int out_write(seal_out *o, const void *buf, size_t len, cairn__err *e)
+static int out_write(cairn__sealw *w, const void *buf, size_t len, cairn__err *e)
 {
-    int rc = cairn__io_write(o->io, "seal.write", o->fd, buf, len, o->pos, o->name, e);
+    int rc = cairn__io_write(w->io, "seal.write", w->fd, buf, len, w->pos, w->tmp, e);
     if (rc == CAIRN_OK) {
-        XXH3_64bits_update(o->hash, buf, len);
-        o->pos += len;
+        XXH3_64bits_update(w->hash, buf, len);
+        w->pos += len;
     }
     return rc;
 }
@@ -103,55 +95,190 @@ static int check_block_records(const uint8_t *raw, size_t len, const logseg *src
 static const cairn__publish_sites seal_sites = {"seal.fsync", "seal.close", "seal.rename",
                                                 "seal.dirsync"};
 
+int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocator *a, int dirfd,
+                       const char *fin, uint64_t id, uint64_t salt, uint64_t base_seq,
+                       int64_t created_ms, unsigned version, cairn__err *e)
+{
+    uint8_t h[FILEHDR_SIZE];
+    int rc;
+
+    memset(w, 0, sizeof *w);
+    w->io = io;
+    w->a = a;
+    w->dirfd = dirfd;
+    w->fd = -1;
+    w->base_seq = w->next_seq = base_seq;
+    snprintf(w->fin, sizeof w->fin, "%s", fin);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", fin);
+    w->hash = XXH3_createState();
+    w->cctx = ZSTD_createCCtx();
+    if (w->hash == NULL || w->cctx == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", fin);
+    XXH3_64bits_reset(w->hash);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
+    rc = cairn__io_open(io, "seal.open", dirfd, w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+                        &w->fd, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    cairn__filehdr_init(h, MAGIC_SEG, (uint16_t)version);
+    put_le64(h + 16, id);
+    put_le64(h + 24, salt);
+    put_le64(h + 32, base_seq);
+    put_le64(h + 40, (uint64_t)created_ms);
+    cairn__filehdr_seal(h);
+    return out_write(w, h, sizeof h, e);
+}
+
+int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint64_t first_seq,
+                       uint64_t last_seq, int64_t first_ts, int64_t last_ts, uint32_t count,
+                       cairn__err *e)
+{
+    sealed_block b;
+    size_t clen;
+    int rc;
+
+    if (cairn__grow(w->a, (void **)&w->comp, &w->comp_cap, ZSTD_compressBound(raw_len), 1) !=
+            CAIRN_OK ||
+        cairn__grow(w->a, (void **)&w->index, &w->index_cap,
+                    (w->nblocks + 1) * SEAL_INDEX_ENTRY, 1) != CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);
+    clen = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, raw, raw_len);
+    if (ZSTD_isError(clen))
+        return cairn__fail(e, CAIRN_EIO, "%s: zstd: %s", w->fin, ZSTD_getErrorName(clen));
+    b.offset = w->pos;
+    b.comp_len = (uint32_t)clen;
+    b.raw_len = (uint32_t)raw_len;
+    b.first_seq = first_seq;
+    b.last_seq = last_seq;
+    b.first_ts = first_ts;
+    b.last_ts = last_ts;
+    b.count = count;
+    b.sum = XXH3_64bits(w->comp, clen);
+    if ((rc = out_write(w, w->comp, clen, e)) != CAIRN_OK)
+        return rc;
+    put_block(w->index + w->nblocks * SEAL_INDEX_ENTRY, &b);
+    w->nblocks++;
+    w->raw_total += raw_len;
+    w->records += count;
+    w->next_seq = last_seq + 1;
+    return CAIRN_OK;
+}
+
+/* Write the block being gathered by cairn__sealw_add, if any. */
+static int gathered_flush(cairn__sealw *w, cairn__err *e)
+{
+    int rc;
+    if (w->g_count == 0)
+        return CAIRN_OK;
+    rc = cairn__sealw_block(w, w->g, w->g_len, w->g_first, w->g_last, w->g_first_ts,
+                            w->g_last_ts, w->g_count, e);
+    w->g_len = 0;
+    w->g_count = 0;
+    return rc;
+}
+
+int cairn__sealw_add(cairn__sealw *w, const uint8_t *rec, size_t len, uint64_t seq,
+                     uint64_t last, int64_t ts, cairn__err *e)
+{
+    int rc;
+    if (w->g_count != 0 && w->g_len + len > SEAL_BLOCK_TARGET &&
+        (rc = gathered_flush(w, e)) != CAIRN_OK)
+        return rc;
+    if (cairn__grow(w->a, (void **)&w->g, &w->g_cap, w->g_len + len, 1) != CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);
+    memcpy(w->g + w->g_len, rec, len);
+    w->g_len += len;
+    if (w->g_count == 0) {
+        w->g_first = seq;
+        w->g_first_ts = ts;
+    }
+    w->g_last = last;
+    w->g_last_ts = ts;
+    w->g_count++;
+    return CAIRN_OK;
+}
+
+int cairn__sealw_finish(cairn__sealw *w, uint64_t *file_size, cairn__err *e)
+{
+    uint8_t foot[SEAL_FOOTER_SIZE];
+    size_t ilen;
+    uint64_t index_off;
+    int rc = gathered_flush(w, e);
+
+    index_off = w->pos;
+    ilen = w->nblocks * SEAL_INDEX_ENTRY;
+    if (rc == CAIRN_OK && ilen)
+        rc = out_write(w, w->index, ilen, e);
+    memset(foot, 0, sizeof foot);
+    memcpy(foot, MAGIC_END, 8);
+    put_le64(foot + 8, index_off);
+    put_le32(foot + 16, (uint32_t)w->nblocks);
+    put_le64(foot + 24, w->records);
+    put_le64(foot + 32, w->base_seq);
+    put_le64(foot + 40, w->next_seq - 1);
+    put_le64(foot + 48, w->raw_total);
+    put_le64(foot + 56, XXH3_64bits(w->index, ilen));
+    put_le64(foot + 64, XXH3_64bits(foot, 64));
+    if (rc == CAIRN_OK) {
+        XXH3_64bits_update(w->hash, foot, 72);
+        put_le64(foot + 72, XXH3_64bits_digest(w->hash));
+        rc = cairn__io_write(w->io, "seal.write", w->fd, foot, sizeof foot, w->pos, w->tmp, e);
+        w->pos += sizeof foot;
+    }
+    if (w->fd < 0) /* the open failed: its message is in e */
+        rc = rc == CAIRN_OK ? CAIRN_EIO : rc;
+    else {
+        rc = cairn__io_publish(w->io, &seal_sites, rc, w->fd, w->dirfd, w->tmp, w->fin, e);
+        w->fd = -1;
+    }
+    if (rc == CAIRN_OK)
+        *file_size = w->pos;
+    else
+        w->io->unlinkat(w->io->user, "seal.cleanup", w->dirfd, w->tmp);
+    cairn__sealw_abort(w);
+    return rc;
+}
+
+void cairn__sealw_abort(cairn__sealw *w)
+{
+    if (w->fd >= 0) {
+        cairn__io_close(w->io, "seal.close", w->fd);
+        w->io->unlinkat(w->io->user, "seal.cleanup", w->dirfd, w->tmp);
+        w->fd = -1;
+    }
+    XXH3_freeState(w->hash);
+    ZSTD_freeCCtx(w->cctx);
+    cairn__free(w->a, w->g);
+    cairn__free(w->a, w->comp);
+    cairn__free(w->a, w->index);
+    w->hash = NULL;
+    w->cctx = NULL;
+    w->g = w->comp = w->index = NULL;
+}
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                       const logseg *src, uint64_t *file_size, cairn__err *e)
 {
-    char tmp[LOGSEG_NAME_MAX + 8], fin[LOGSEG_NAME_MAX];
-    uint8_t h[FILEHDR_SIZE], foot[SEAL_FOOTER_SIZE];
-    uint8_t *raw = NULL, *comp = NULL, *index = NULL;
-    size_t raw_cap = 0, comp_cap = 0, nblocks = 0, index_cap = 0;
-    ZSTD_CCtx *cctx = NULL;
-    seal_out o = {io, -1, 0, NULL, tmp};
-    uint64_t raw_total = 0;
-    size_t i = 0;
-    int rc = CAIRN_OK;
+    char fin[LOGSEG_NAME_MAX];
+    uint8_t *raw = NULL;
+    size_t raw_cap = 0, i = 0;
+    cairn__sealw w;
+    int rc;
 
     cairn__logseg_name(fin, src->id, "seg");
-    snprintf(tmp, sizeof tmp, "%s.tmp", fin);
-    o.hash = XXH3_createState();
-    cctx = ZSTD_createCCtx();
-    if (o.hash == NULL || cctx == NULL) {
-        rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
-        goto cleanup;
-    }
-    XXH3_64bits_reset(o.hash);
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0);
-    rc = cairn__io_open(io, "seal.open", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &o.fd,
-                        e);
-    if (rc != CAIRN_OK)
-        goto cleanup;
-    cairn__filehdr_init(h, MAGIC_SEG, SEG_VERSION);
-    put_le64(h + 16, src->id);
-    put_le64(h + 24, src->salt);
-    put_le64(h + 32, src->base_seq);
-    put_le64(h + 40, (uint64_t)src->created_ms);
-    cairn__filehdr_seal(h);
-    rc = out_write(&o, h, sizeof h, e);
-
+    rc = cairn__sealw_begin(&w, io, a, dirfd, fin, src->id, src->salt, src->base_seq,
+                            src->created_ms, 1, e);
     while (rc == CAIRN_OK && i < src->n) {
-        sealed_block b;
-        size_t j = i + 1, raw_len, got, bound, clen;
+        size_t j = i + 1, raw_len, got;
         uint64_t start = src->off[i];
         /* Grow the block while the next record still fits under the target. */
         while (j < src->n && (j + 1 < src->n ? src->off[j + 1] : src->end) - start <=
                                  SEAL_BLOCK_TARGET)
             j++;
         raw_len = (size_t)((j < src->n ? src->off[j] : src->end) - start);
-        if ((rc = cairn__grow(a, (void **)&raw, &raw_cap, raw_len, 1)) != CAIRN_OK ||
-            (rc = cairn__grow(a, (void **)&comp, &comp_cap, ZSTD_compressBound(raw_len), 1)) !=
-                CAIRN_OK) {
-            rc = cairn__fail(e, rc, "%s: no memory to seal", src->name);
+        if (cairn__grow(a, (void **)&raw, &raw_cap, raw_len, 1) != CAIRN_OK) {
+            rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
             break;
         }
         rc = cairn__io_read(io, "seal.read", src->fd, raw, raw_len, start, &got, src->name, e);
@@ -160,72 +287,16 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                              src->name, (unsigned long long)start);
         if (rc == CAIRN_OK)
             rc = check_block_records(raw, raw_len, src, src->base_seq + i, e);
-        if (rc != CAIRN_OK)
-            break;
-        bound = comp_cap;
-        clen = ZSTD_compress2(cctx, comp, bound, raw, raw_len);
-        if (ZSTD_isError(clen)) {
-            rc = cairn__fail(e, CAIRN_EIO, "%s: zstd: %s", src->name, ZSTD_getErrorName(clen));
-            break;
-        }
-        b.offset = o.pos;
-        b.comp_len = (uint32_t)clen;
-        b.raw_len = (uint32_t)raw_len;
-        b.first_seq = src->base_seq + i;
-        b.last_seq = src->base_seq + j - 1;
-        b.first_ts = src->ts[i];
-        b.last_ts = src->ts[j - 1];
-        b.count = (uint32_t)(j - i);
-        b.sum = XXH3_64bits(comp, clen);
-        rc = out_write(&o, comp, clen, e);
-        if (rc != CAIRN_OK)
-            break;
-        if (cairn__grow(a, (void **)&index, &index_cap, (nblocks + 1) * SEAL_INDEX_ENTRY, 1) !=
-            CAIRN_OK) {
-            rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
-            break;
-        }
-        put_block(index + nblocks * SEAL_INDEX_ENTRY, &b);
-        nblocks++;
-        raw_total += raw_len;
+        if (rc == CAIRN_OK)
+            rc = cairn__sealw_block(&w, raw, raw_len, src->base_seq + i, src->base_seq + j - 1,
+                                    src->ts[i], src->ts[j - 1], (uint32_t)(j - i), e);
         i = j;
     }
-    if (rc == CAIRN_OK) {
-        uint64_t index_off = o.pos;
-        size_t ilen = nblocks * SEAL_INDEX_ENTRY;
-        if (ilen)
-            rc = out_write(&o, index, ilen, e);
-        memset(foot, 0, sizeof foot);
-        memcpy(foot, MAGIC_END, 8);
-        put_le64(foot + 8, index_off);
-        put_le32(foot + 16, (uint32_t)nblocks);
-        put_le64(foot + 24, src->n);
-        put_le64(foot + 32, src->base_seq);
-        put_le64(foot + 40, src->base_seq + src->n - 1);
-        put_le64(foot + 48, raw_total);
-        put_le64(foot + 56, XXH3_64bits(index, ilen));
-        put_le64(foot + 64, XXH3_64bits(foot, 64));
-        if (rc == CAIRN_OK) {
-            XXH3_64bits_update(o.hash, foot, 72);
-            put_le64(foot + 72, XXH3_64bits_digest(o.hash));
-            rc = cairn__io_write(io, "seal.write", o.fd, foot, sizeof foot, o.pos, tmp, e);
-            o.pos += sizeof foot;
-        }
-    }
-    rc = cairn__io_publish(io, &seal_sites, rc, o.fd, dirfd, tmp, fin, e);
-    o.fd = -1;
     if (rc == CAIRN_OK)
-        *file_size = o.pos;
+        rc = cairn__sealw_finish(&w, file_size, e);
     else
-        io->unlinkat(io->user, "seal.cleanup", dirfd, tmp);
-cleanup:
-    if (o.fd >= 0)
-        cairn__io_close(io, "seal.close", o.fd);
-    XXH3_freeState(o.hash);
-    ZSTD_freeCCtx(cctx);
+        cairn__sealw_abort(&w);
     cairn__free(a, raw);
-    cairn__free(a, comp);
-    cairn__free(a, index);
     return rc;
 }
 
@@ -249,6 +320,7 @@ int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const ch
                            what);
     s->data = data;
     s->size = size;
+    s->version = get_le16(data + 8);
     s->id = get_le64(data + 16);
     s->salt = get_le64(data + 24);
     s->base_seq = get_le64(data + 32);
@@ -282,8 +354,10 @@ int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const ch
         cairn__sealed_block(s, i, &b);
         if (b.offset != pos || b.comp_len == 0 || b.comp_len > s->index_off - pos ||
             b.raw_len < REC_OVERHEAD || b.raw_len > SEAL_BLOCK_MAX || b.count == 0 ||
-            b.first_seq != seq || b.last_seq - b.first_seq + 1 != b.count ||
-            b.last_seq < b.first_seq || b.first_ts > b.last_ts || b.first_ts < ts ||
+            b.first_seq != seq || b.last_seq < b.first_seq ||
+            /* version 2: a hole stands for several seqs */
+            (s->version == 1 ? b.last_seq - b.first_seq + 1 != b.count
+                             : b.last_seq - b.first_seq + 1 < b.count) || b.first_ts > b.last_ts || b.first_ts < ts ||
             get_le32(data + s->index_off + (uint64_t)i * SEAL_INDEX_ENTRY + 52) != 0)
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: block index entry %u at offset %llu is "
                                "inconsistent", what, i,
@@ -295,7 +369,7 @@ int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const ch
         raw += b.raw_len;
     }
     if (pos != s->index_off || recs != s->record_count || raw != s->raw_bytes ||
-        s->first_seq != s->base_seq || s->last_seq != s->base_seq + recs - 1)
+        s->first_seq != s->base_seq || s->last_seq != seq - 1)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: footer totals disagree with the block index",
                            what);
     return CAIRN_OK;
@@ -388,19 +462,27 @@ uint64_t cairn__sealed_verify(const uint8_t *data, size_t size, const cairn_allo
         }
         for (want = b.first_seq; pos < raw_len; want++) {
             cairn_record rec;
+            cairn__hole h;
             size_t rl;
             rec_result r = cairn__record_decode(buf + pos, raw_len - pos, s.salt, &rec, &rl);
+            int hole_bad = r == REC_OK && rec.seq == want && s.version >= 2 &&
+                           rec.type == CAIRN_REC_COMPACTED &&
+                           cairn__hole_decode(rec.json, rec.json_len, rec.seq, &h, &e) != CAIRN_OK;
             if (r != REC_OK || rec.seq != want || rec.ts_ms < b.first_ts ||
-                rec.ts_ms > b.last_ts) {
+                rec.ts_ms > b.last_ts || hole_bad) {
                 char m[CAIRN_ERRMSG_MAX];
                 snprintf(m, sizeof m, "%s: block %u: record %llu at inflated offset %zu: %s",
                          what, i, (unsigned long long)want, pos,
-                         r == REC_OK ? "out of sequence" : cairn__record_result_str(r));
+                         hole_bad       ? "invalid compaction record"
+                         : r == REC_OK ? "out of sequence"
+                                       : cairn__record_result_str(r));
                 fn(user, b.offset, r == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
                 problems++;
                 break;
             }
             pos += rl;
+            if (s.version >= 2 && rec.type == CAIRN_REC_COMPACTED)
+                want = h.upto; /* the loop steps past it */
         }
         if (pos == raw_len && want != b.last_seq + 1) {
             fn(user, b.offset, CAIRN_ECORRUPT, "block holds fewer records than its index says");

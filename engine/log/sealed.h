@@ -49,18 +49,64 @@ typedef struct sealed_block {
 typedef struct sealed_seg {
     const uint8_t *data;
     size_t size;
+    unsigned version;     /* 1, or 2: compacted, holes stand for several seqs */
     uint64_t id, salt, base_seq;
     int64_t created_ms;
     uint64_t index_off;
     uint32_t block_count;
-    uint64_t record_count, first_seq, last_seq, raw_bytes;
+    uint64_t record_count, first_seq, last_seq, raw_bytes; /* record_count: records
+                             in the file; first_seq..last_seq: the seqs they
+                             stand for (more, in version 2) */
 } sealed_seg;
+
+/* The seqs a sealed file stands for (last_seq - base_seq + 1; 0 if none). */
+static inline uint64_t cairn__sealed_span(const sealed_seg *s)
+{
+    return s->last_seq + 1 - s->base_seq;
+}
 
 /* Write <id>.seg from the records of `src` (a scanned log segment): to
  * <id>.seg.tmp, fsync, rename, fsync the directory. *file_size gets the
  * size of the sealed file. */
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                       const logseg *src, uint64_t *file_size, cairn__err *e);
+
+/* A sealed file being written (sealing, compaction): begin writes the
+ * header to <fin>.tmp; blocks follow, given whole (block) or gathered
+ * record by record up to the block target (add); finish writes the index
+ * and the footer, fsyncs, renames to fin and fsyncs the directory (on
+ * failure it removes the temp). abort gives everything back. Version 1
+ * for a file whose records are contiguous, 2 for one with holes. */
+typedef struct cairn__sealw {
+    const cairn_io *io;
+    const cairn_allocator *a;
+    int dirfd, fd;
+    char fin[LOGSEG_NAME_MAX], tmp[LOGSEG_NAME_MAX + 8];
+    uint64_t pos;
+    struct XXH3_state_s *hash;
+    struct ZSTD_CCtx_s *cctx;
+    uint8_t *comp, *index;
+    size_t comp_cap, index_cap, nblocks;
+    uint64_t raw_total, records, base_seq, next_seq;
+    uint8_t *g;           /* the block being gathered by add */
+    size_t g_len, g_cap;
+    uint64_t g_first, g_last;
+    int64_t g_first_ts, g_last_ts;
+    uint32_t g_count;
+} cairn__sealw;
+
+int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocator *a, int dirfd,
+                       const char *fin, uint64_t id, uint64_t salt, uint64_t base_seq,
+                       int64_t created_ms, unsigned version, cairn__err *e);
+int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint64_t first_seq,
+                       uint64_t last_seq, int64_t first_ts, int64_t last_ts, uint32_t count,
+                       cairn__err *e);
+/* One record (len bytes, encoded with the file's salt) standing for
+ * seq..last (last > seq: a hole). */
+int cairn__sealw_add(cairn__sealw *w, const uint8_t *rec, size_t len, uint64_t seq,
+                     uint64_t last, int64_t ts, cairn__err *e);
+int cairn__sealw_finish(cairn__sealw *w, uint64_t *file_size, cairn__err *e);
+void cairn__sealw_abort(cairn__sealw *w);
 
 /* Validate header, footer (its own checksum), index checksum and every index
  * entry (offsets inside the file and increasing, sequence numbers contiguous

@@ -96,19 +96,29 @@ static seg_ref *seg_new(cairn_db *db)
     return s;
 }
 
-int cairn__seg_open_sealed(cairn_db *db, uint64_t id, seg_ref **out, cairn__err *e)
+void cairn__seg_file_name(char *buf, uint64_t id, uint32_t rev)
+{
+    if (rev == 0)
+        cairn__logseg_name(buf, id, "seg");
+    else
+        snprintf(buf, LOGSEG_NAME_MAX, "%016llx-%08x.seg", (unsigned long long)id, rev);
+}
+
+int cairn__seg_open_sealed(cairn_db *db, uint64_t id, uint32_t rev, seg_ref **out,
+                           cairn__err *e)
 {
     char name[LOGSEG_NAME_MAX];
     struct stat st;
     seg_ref *s;
     int fd = -1, rc;
 
-    cairn__logseg_name(name, id, "seg");
+    cairn__seg_file_name(name, id, rev);
     s = seg_new(db);
     if (s == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory", name);
     s->sealed = 1;
     s->id = id;
+    s->rev = rev;
     memcpy(s->log.name, name, sizeof name);
     rc = cairn__io_open(db->io, "sealed.open", db->dirfd, name, O_RDONLY, 0, &fd, e);
     if (rc != CAIRN_OK)
@@ -329,7 +339,7 @@ static int segs_open(cairn_db *db, const manifest *m, const view *old, seg_ref *
         if (old != NULL) {
             for (size_t j = 0; j < old->m.n; j++) {
                 seg_ref *o = old->segs[j];
-                if (o->id == x->id && o->sealed == want_sealed) {
+                if (o->id == x->id && o->sealed == want_sealed && o->rev == x->rev) {
                     segs[i] = o;
                     atomic_fetch_add(&o->refs, 1);
                     /* It may have grown (read-only handles follow the writer). */
@@ -341,7 +351,7 @@ static int segs_open(cairn_db *db, const manifest *m, const view *old, seg_ref *
             if (segs[i] != NULL)
                 continue;
         }
-        rc = want_sealed ? cairn__seg_open_sealed(db, x->id, &segs[i], e)
+        rc = want_sealed ? cairn__seg_open_sealed(db, x->id, x->rev, &segs[i], e)
                          : seg_open_log(db, x, &segs[i], e);
     }
     if (rc != CAIRN_OK) {
@@ -582,21 +592,42 @@ int cairn__refresh(cairn_db *db)
 
 /* ---- opening ------------------------------------------------------------ */
 
-/* Parse "<16 hex>.<ext>" names; returns 1 and the id for a match. */
-static int parse_seg_name(const char *name, const char *ext, uint64_t *id)
+/* n lowercase hex digits at p; 1 and the value if they are. */
+static int parse_hex(const char *p, int n, uint64_t *out)
 {
-    size_t el = strlen(ext);
     uint64_t v = 0;
-    if (strlen(name) != 17 + el || name[16] != '.' || strcmp(name + 17, ext) != 0)
-        return 0;
-    for (int i = 0; i < 16; i++) {
-        char c = name[i];
+    for (int i = 0; i < n; i++) {
+        char c = p[i];
         int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
         if (d < 0)
             return 0;
         v = v << 4 | (uint64_t)d;
     }
-    *id = v;
+    *out = v;
+    return 1;
+}
+
+/* Parse "<16 hex>.<ext>" names; returns 1 and the id for a match. */
+static int parse_seg_name(const char *name, const char *ext, uint64_t *id)
+{
+    size_t el = strlen(ext);
+    if (strlen(name) != 17 + el || name[16] != '.' || strcmp(name + 17, ext) != 0)
+        return 0;
+    return parse_hex(name, 16, id);
+}
+
+/* Parse "<16 hex>.seg" (rev 0) and "<16 hex>-<8 hex>.seg" (a compacted
+ * segment, rev > 0). */
+static int parse_sealed_name(const char *name, uint64_t *id, uint32_t *rev)
+{
+    uint64_t r;
+    *rev = 0;
+    if (parse_seg_name(name, "seg", id))
+        return 1;
+    if (strlen(name) != 29 || name[16] != '-' || strcmp(name + 25, ".seg") != 0 ||
+        !parse_hex(name, 16, id) || !parse_hex(name + 17, 8, &r) || r == 0)
+        return 0;
+    *rev = (uint32_t)r;
     return 1;
 }
 
@@ -617,6 +648,7 @@ static int has_segments(cairn_db *db)
     DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
     uint64_t id;
+    uint32_t rev;
     if (d == NULL)
         return 0;
     while ((de = readdir(d)) != NULL) {
@@ -624,7 +656,8 @@ static int has_segments(cairn_db *db)
         if (parse_seg_name(de->d_name, "log", &id) && id == 1 &&
             fstatat(db->dirfd, de->d_name, &st, 0) == 0 && st.st_size <= (off_t)FILEHDR_SIZE)
             first_empty = 1;
-        else if (parse_seg_name(de->d_name, "log", &id) || parse_seg_name(de->d_name, "seg", &id))
+        else if (parse_seg_name(de->d_name, "log", &id) ||
+                 parse_sealed_name(de->d_name, &id, &rev))
             found = 1;
     }
     closedir(d);
@@ -652,14 +685,17 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
         const char *n = de->d_name;
         const manifest_entry *x;
         uint64_t id;
+        uint32_t rev;
         int orphan = 0;
         if (cairn__temp_name(n)) /* this writer's lock: nobody is writing it */
             orphan = !sealed_logs;
         else if (parse_seg_name(n, "log", &id))
             orphan = (x = find_entry(m, id)) == NULL ? !sealed_logs
                                                      : x->kind == SEG_SEALED && sealed_logs;
-        else if (parse_seg_name(n, "seg", &id))
-            orphan = !sealed_logs && ((x = find_entry(m, id)) == NULL || x->kind != SEG_SEALED);
+        else if (parse_sealed_name(n, &id, &rev))
+            /* also the file a compaction replaced (another rev) */
+            orphan = !sealed_logs && ((x = find_entry(m, id)) == NULL ||
+                                      x->kind != SEG_SEALED || x->rev != rev);
         if (orphan) {
             rc = cairn__io_unlink(db->io, "recover.unlink", db->dirfd, n, e);
             removed = 1;
@@ -821,6 +857,8 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     m->max_memories = db->create_max_memories == 0 ? MAN_DEFAULT_MAX_MEMORIES
                       : db->create_max_memories == CAIRN_NO_LIMIT ? 0
                                                                 : db->create_max_memories;
+    m->retain = db->create_retain;
+    m->retain_grace_ms = db->create_grace_ms;
     new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;
@@ -945,6 +983,15 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         rc = cairn__fail(&e, CAIRN_EINVAL, "invalid path or options");
         goto report;
     }
+    if (o->version >= 5 && o->retain != NULL) {
+        unsigned r;
+        uint64_t g;
+        if (cairn_retain_parse(o->retain, &r, &g) != CAIRN_OK) {
+            rc = cairn__fail(&e, CAIRN_EINVAL, "invalid retention policy '%.64s' (all, live or "
+                             "live:GRACE, as live:7d)", o->retain);
+            goto report;
+        }
+    }
     db = o->allocator ? o->allocator->malloc_fn(o->allocator->user, sizeof *db)
                       : malloc(sizeof *db);
     if (db == NULL) {
@@ -973,6 +1020,8 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     db->batch_ms = o->batch_ms;
     db->segment_size = o->segment_size;
     db->create_max_memories = o->version >= 4 ? o->max_memories : 0;
+    if (o->version >= 5 && o->retain != NULL) /* checked above */
+        (void)cairn_retain_parse(o->retain, &db->create_retain, &db->create_grace_ms);
     db->dirfd = db->lockfd = -1;
     db->inofd = -2;
     pthread_mutex_init(&db->mu, NULL);
@@ -1155,12 +1204,12 @@ int cairn_stats_get(cairn_db *db, cairn_stats *out)
     for (size_t i = 0; i < v->m.n; i++) {
         const manifest_entry *x = &v->m.e[i];
         seg_ref *s = v->segs[i];
-        uint64_t n = s->sealed ? s->s.record_count : s->log.n;
+        uint64_t n = s->sealed ? cairn__sealed_span(&s->s) : s->log.n;
         if (out->first_seq == 0 && n > 0)
             out->first_seq = x->base_seq;
         if (n > 0)
             out->last_seq = x->base_seq + n - 1;
-        out->records += n;
+        out->records += s->sealed ? s->s.record_count : n;
         if (x->kind == SEG_SEALED) {
             out->segments_sealed++;
             out->sealed_raw_bytes += s->s.raw_bytes;

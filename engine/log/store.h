@@ -37,6 +37,7 @@ typedef struct seg_ref {
     atomic_int refs;
     uint8_t sealed;       /* 1: `s` over a read-only mapping; 0: `log` */
     uint64_t id;
+    uint32_t rev;         /* sealed: the file's compaction revision */
     void *map;            /* sealed: the mapping */
     size_t map_len;
     sealed_seg s;
@@ -116,6 +117,8 @@ struct cairn_db {
 
     seg_ref *closed_unsynced; /* none/batch: a rolled segment not yet fdatasynced (mu) */
     uint64_t create_max_memories; /* cairn_options.max_memories, for a new store */
+    unsigned create_retain;   /* cairn_options.retain, for a new store */
+    uint64_t create_grace_ms;
     uint64_t seq_floor;       /* recovery: no seq below this may be handed out */
     uint64_t torn_bytes;      /* recovery at open: torn tail bytes truncated */
     uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
@@ -188,6 +191,10 @@ uint64_t cairn__random_salt(void);
  * iterator error as cairn_iter_open/next give it (message in the db). */
 int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
                        int (*fn)(void *user, const cairn_record *rec), void *user);
+/* The record that stands for seq: the record, or in a compacted segment
+ * the hole that stands for it (*hole 1; format-spec/compaction.md); as
+ * cairn_get otherwise. */
+int cairn__record_covering(cairn_db *db, uint64_t seq, cairn_record **out, int *hole);
 /* The last sequence number this handle has handed out (0: none yet). */
 uint64_t cairn__last_seq(cairn_db *db);
 /* The last sequence number handed out as the handle's view sees it: the
@@ -200,8 +207,12 @@ uint64_t cairn__handed_seq(cairn_db *db);
 view *cairn__view_acquire(cairn_db *db); /* takes mu briefly */
 void cairn__view_release(cairn_db *db, view *v);
 void cairn__seg_release(cairn_db *db, seg_ref *s);
+/* The file of sealed segment id: <id>.seg, or <id>-<rev>.seg once
+ * compaction rewrote it (rev > 0). buf holds LOGSEG_NAME_MAX bytes. */
+void cairn__seg_file_name(char *buf, uint64_t id, uint32_t rev);
 /* Open a sealed segment file and map it. */
-int cairn__seg_open_sealed(cairn_db *db, uint64_t id, seg_ref **out, cairn__err *e);
+int cairn__seg_open_sealed(cairn_db *db, uint64_t id, uint32_t rev, seg_ref **out,
+                           cairn__err *e);
 /* Replace the current view (mu held); takes ownership of nv. */
 void cairn__view_publish(cairn_db *db, view *nv);
 /* A new view with m (copied) and segs (each gets a reference). */
@@ -280,6 +291,15 @@ int cairn__mark_synced(cairn_db *db, uint64_t seq);
  * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM (a failed write leaves the handle
  * usable, its view with the old value). */
 int cairn__set_max_memories(cairn_db *db, uint64_t n);
+
+/* Change the retention policy the same way (CAIRN_EINVAL for an invalid
+ * one). */
+int cairn__set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms);
+
+/* The highest seq compaction ever dropped, as this handle's view has it
+ * (takes mu; 0: none). An engine whose fold stopped before it folds again
+ * from its index file: records it never read may be gone. */
+uint64_t cairn__dropped_upto(cairn_db *db);
 
 /* The store setting max_memories as this handle's view has it (takes mu). */
 uint64_t cairn__max_memories(cairn_db *db);

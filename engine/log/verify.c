@@ -176,7 +176,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
         if (x->kind == SEG_SEALED) {
             c.file = s->log.name;
             cairn__sealed_verify(s->map, s->map_len, db->a, s->log.name, sealed_problem, &c);
-            if (s->s.record_count != x->count || s->s.base_seq != x->base_seq) {
+            if (cairn__sealed_span(&s->s) != x->count || s->s.base_seq != x->base_seq) {
                 problem(&c, s->log.name, s->map_len - SEAL_FOOTER_SIZE, CAIRN_ECORRUPT,
                         "record count or base_seq disagrees with the manifest");
             }

@@ -30,6 +30,7 @@
 #include "cairn.h"
 #include "indexer.h"
 #include "ivf.h"
+#include "hole.h"
 #include "memstate.h"
 #include "alloc.h"
 #include "io.h"
@@ -608,6 +609,14 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
         return CAIRN_OK;
     case CAIRN_REC_MEMORY_CLEAR:
         return apply_clear(m, r->clear_ns);
+    case CAIRN_REC_MEMORY_PURGE:
+        /* Its other records are gone from the log; it is dead as of here.
+         * One a fold never saw live was counted dead when purged. */
+        if ((x = cairn__mem_find_id(m, r->id)) != NULL)
+            kill_entry(m, x);
+        else if (r->purge_live)
+            m->base_deleted++;
+        return CAIRN_OK;
     }
     return CAIRN_OK;
 }
@@ -627,7 +636,16 @@ static int replay_one(void *user, const cairn_record *rec)
     int rc;
     if (rec->seq > m->folded)
         m->folded = rec->seq;
-    if (rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR)
+    if (rec->type == CAIRN_REC_COMPACTED) {
+        /* Records compaction dropped: the memories they stored are dead,
+         * and still counted as such (format-spec/compaction.md). */
+        cairn__hole h;
+        if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK)
+            m->base_deleted += h.deaths;
+        return CAIRN_OK;
+    }
+    if ((rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR) &&
+        rec->type != CAIRN_REC_MEMORY_PURGE)
         return CAIRN_OK;
     if (cairn__memrec_decode_scan(&m->scan, rec->type, rec->json, rec->json_len, rec->bin,
                                   rec->bin_len, &r, NULL) != CAIRN_OK) {
@@ -701,6 +719,8 @@ static int fold_gap(cairn_mem *m, uint64_t seq)
     return rc;
 }
 
+static int reload(cairn_mem *m);
+
 int cairn__mem_catch_up(cairn_mem *m)
 {
     uint64_t last;
@@ -708,6 +728,14 @@ int cairn__mem_catch_up(cairn_mem *m)
 
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    if (cairn__dropped_upto(m->db) > m->folded) {
+        /* Compaction dropped records this handle had not folded: what they
+         * ended it cannot learn from the log any more. Fold again from the
+         * index file, which compaction keeps whole (compaction.md). */
+        if ((rc = reload(m)) != CAIRN_OK)
+            m->stale = 1;
+        return rc;
+    }
     last = cairn__handed_seq(m->db);
     if (last <= m->folded)
         return CAIRN_OK;
@@ -735,6 +763,7 @@ static int fold_waiting(void *user)
         return 0; /* another thread of this handle works: leave it be */
     before = m->folded;
     if (m->stale || m->damaged || m->wait_rc != CAIRN_OK || cairn__db_refresh(m->db) != CAIRN_OK ||
+        cairn__dropped_upto(m->db) > m->folded || /* the turn's catch-up folds anew */
         (last = cairn__handed_seq(m->db)) <= m->folded) {
         pthread_mutex_unlock(&m->mu);
         return 0;
@@ -1982,8 +2011,8 @@ static int reload(cairn_mem *m)
         rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
     if (rc != CAIRN_OK) {
         m->damaged = 1;
-        return cairn__mem_fail(m, rc, "the memory index was written, but reading it back failed "
-                               "(%s): reopen the store", cairn_strerror(rc));
+        return cairn__mem_fail(m, rc, "folding the memories again failed (%s): reopen the store",
+                               cairn_strerror(rc));
     }
     return CAIRN_OK;
 }

@@ -297,6 +297,17 @@ static int decode_fields(uint16_t type, const jsrc *src, memrec *r, cairn__err *
         }
         return decode_fold(src, r, e);
     }
+    case CAIRN_REC_MEMORY_PURGE: {
+        const cJSON *live = src->root ? cJSON_GetObjectItemCaseSensitive(src->root, "live") : NULL;
+        if ((rc = get_str(src, F_ID, 1, &r->id, MEM_ID_MAX, type, e)) != CAIRN_OK ||
+            (rc = get_int(src, F_AT, &r->accessed_at, NULL, type, e)) != CAIRN_OK)
+            return rc;
+        if (live != NULL && !cJSON_IsBool(live))
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"live\" is not a boolean",
+                               kind(type));
+        r->purge_live = cJSON_IsTrue(live);
+        return CAIRN_OK;
+    }
     case CAIRN_REC_MEMORY_CLEAR:
         if ((rc = get_str(src, F_NAMESPACE, 0, &r->clear_ns, CAIRN_NS_MAX, type, e)) != CAIRN_OK)
             return rc;
@@ -708,6 +719,10 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
         }
         break;
     }
+    case CAIRN_REC_MEMORY_PURGE:
+        ok = ok && cairn__json_add_int(o, "at", r->accessed_at) &&
+             cJSON_AddBoolToObject(o, "live", r->purge_live) != NULL;
+        break;
     case CAIRN_REC_MEMORY_CLEAR:
         if (ok)
             ok = r->clear_ns != NULL ? cJSON_AddStringToObject(o, "namespace", r->clear_ns) != NULL

@@ -56,6 +56,8 @@ typedef struct memrec {
     uint64_t acc_file;         /* access, a fold: the ACCESS file's id */
     uint64_t acc_upto;         /* access, a fold: its bytes folded */
     const char *clear_ns;      /* clear: the namespace, NULL = all */
+    int purge_live;            /* purge: the memory was live when purged (its
+                                  "at" is accessed_at) */
     unsigned has;              /* update: MEMREC_HAS_* */
     const char *embedder;      /* store: its vector's embedder, NULL = no vector */
     uint32_t dim;              /* store: the vector's length */

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "cairn.h"
 #include "memstate.h"
 #include "store.h"
@@ -172,17 +173,10 @@ static int fold(hist *h, const cairn_record *rec, const memrec *r)
     return CAIRN_OK;
 }
 
-/* Does the payload hold "<id>"? (memmem is not POSIX.) */
+/* Does the payload hold "<id>"? */
 static int names_id(const hist *h, const cairn_record *rec)
 {
-    const char *p = rec->json, *end = rec->json + rec->json_len;
-    while ((size_t)(end - p) >= h->quoted_len &&
-           (p = memchr(p, '"', (size_t)(end - p) - h->quoted_len + 1)) != NULL) {
-        if (memcmp(p, h->quoted, h->quoted_len) == 0)
-            return 1;
-        p++;
-    }
-    return 0;
+    return cairn__contains(rec->json, rec->json_len, h->quoted, h->quoted_len);
 }
 
 /* What visit returns to end a pass early, with no error: the log ends

@@ -1,0 +1,351 @@
+/*
+ * compact.c - see compact.h and format-spec/compaction.md.
+ */
+#include "compact.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "bytes.h"
+#include "hole.h"
+#include "io.h"
+#include "record.h"
+#include "store.h"
+
+#define V_KEEP 0
+#define V_DROP 1
+#define V_DEATH 2
+#define V_HOLE 3
+
+static void totals(const view *v, uint64_t *records, uint64_t *bytes); /* a hole of an earlier compaction: merged with its neighbours */
+
+/* One sealed segment of the prefix and what becomes of its records. */
+typedef struct plan_seg {
+    seg_ref *s;
+    uint64_t id;
+    uint32_t rev;
+    uint8_t *verdict;    /* one per record of the file */
+    uint64_t n, drops, after; /* records; dropped now; left after (kept + holes) */
+    uint64_t drop_bytes;
+    uint64_t last_drop;  /* the highest seq dropped now */
+    seg_ref *fresh;      /* the file written anew, once open */
+    uint64_t fresh_size;
+} plan_seg;
+
+/* Every record of a sealed file, in order, through fn (stops at a
+ * status). */
+static int each_in_file(cairn_db *db, seg_ref *s, uint8_t **buf, size_t *cap,
+                        int (*fn)(void *u, const cairn_record *rec, size_t len, const uint8_t *raw),
+                        void *u)
+{
+    for (uint32_t b = 0; b < s->s.block_count; b++) {
+        size_t raw_len, pos = 0;
+        cairn__err e;
+        int rc = cairn__sealed_read_block(&s->s, b, db->a, buf, cap, &raw_len, s->log.name, &e);
+        if (rc != CAIRN_OK)
+            return cairn__db_fail(db, rc, &e);
+        while (pos < raw_len) {
+            cairn_record rec;
+            size_t len;
+            rec_result r = cairn__record_decode(*buf + pos, raw_len - pos, s->s.salt, &rec, &len);
+            if (r != REC_OK)
+                return cairn__db_failf(db, r == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT,
+                                       "%s: block %u: %s; not compacting it (run cairn verify)",
+                                       s->log.name, b, cairn__record_result_str(r));
+            if ((rc = fn(u, &rec, len, *buf + pos)) != CAIRN_OK)
+                return rc;
+            pos += len;
+        }
+    }
+    return CAIRN_OK;
+}
+
+typedef struct judge {
+    cairn_db *db;
+    plan_seg *p;
+    cairn__compact_fn fn;
+    void *user;
+    cairn__compact_result *out;
+} judge;
+
+static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t *raw)
+{
+    judge *j = u;
+    int v = V_KEEP, rc;
+    (void)raw;
+    if (j->p->s->s.version >= 2 && rec->type == CAIRN_REC_COMPACTED) {
+        v = V_HOLE;
+    } else {
+        if ((rc = j->fn(j->user, rec, &v)) != CAIRN_OK)
+            return rc;
+        v = v == CAIRN__DROP ? V_DROP : v == CAIRN__DROP_DEATH ? V_DEATH : V_KEEP;
+    }
+    if (v == V_DROP || v == V_DEATH) {
+        j->p->drops++;
+        j->p->drop_bytes += len;
+        j->p->last_drop = rec->seq;
+        j->out->dropped++;
+        j->out->dropped_bytes += len;
+    }
+    /* A run of dropped records becomes one hole. */
+    if (v == V_KEEP || v == V_HOLE || j->p->n == 0 || j->p->verdict[j->p->n - 1] == V_KEEP ||
+        j->p->verdict[j->p->n - 1] == V_HOLE)
+        j->p->after++;
+    j->p->verdict[j->p->n++] = (uint8_t)v;
+    return CAIRN_OK;
+}
+
+typedef struct writer {
+    cairn_db *db;
+    plan_seg *p;
+    const uint64_t *anchors;
+    size_t n_anchors;
+    cairn__sealw w;
+    cairn__holeb hb;
+    uint64_t i;
+    const char *why;
+    cairn__err e;
+} writer;
+
+static int flush_hole(writer *w)
+{
+    uint8_t *rec;
+    size_t len;
+    uint64_t seq = w->hb.h.seq, upto = w->hb.h.upto;
+    int64_t ts = w->hb.ts;
+    int rc;
+    if (w->hb.h.records == 0)
+        return CAIRN_OK;
+    if ((rc = cairn__holeb_emit(&w->hb, w->p->s->s.salt, w->why, &rec, &len)) != CAIRN_OK)
+        return cairn__fail(&w->e, rc, "%s: no memory to compact", w->p->s->log.name);
+    rc = cairn__sealw_add(&w->w, rec, len, seq, upto, ts, &w->e);
+    cairn__free(w->db->a, rec);
+    return rc;
+}
+
+static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t *raw)
+{
+    writer *w = u;
+    int v = w->p->verdict[w->i++];
+    if (v == V_DROP || v == V_DEATH) {
+        int rc = cairn__holeb_add(&w->hb, rec, len, v == V_DEATH);
+        for (size_t k = 0; k < w->n_anchors && rc == CAIRN_OK; k++)
+            if (w->anchors[k] == rec->seq) /* the checksum is the record's last 8 bytes */
+                rc = cairn__holeb_anchor(&w->hb, rec->seq, get_le64(raw + len - 8));
+        return rc == CAIRN_OK ? CAIRN_OK : cairn__fail(&w->e, rc, "no memory to compact");
+    }
+    if (flush_hole(w) != CAIRN_OK)
+        return CAIRN_EIO; /* the status is in w->e */
+    if (v == V_HOLE) {
+        cairn__hole h;
+        if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, &w->e) != CAIRN_OK)
+            return CAIRN_ECORRUPT;
+        return cairn__sealw_add(&w->w, raw, len, rec->seq, h.upto, rec->ts_ms, &w->e);
+    }
+    return cairn__sealw_add(&w->w, raw, len, rec->seq, rec->seq, rec->ts_ms, &w->e);
+}
+
+/* Write segment p anew as its next rev and open it. */
+static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *anchors,
+                   size_t n_anchors, uint8_t **buf, size_t *cap)
+{
+    char fin[LOGSEG_NAME_MAX];
+    writer w;
+    int rc;
+
+    memset(&w, 0, sizeof w);
+    w.db = db;
+    w.p = p;
+    w.anchors = anchors;
+    w.n_anchors = n_anchors;
+    w.why = why;
+    w.hb.a = db->a;
+    cairn__seg_file_name(fin, p->id, p->rev + 1);
+    rc = cairn__sealw_begin(&w.w, db->io, db->a, db->dirfd, fin, p->id, p->s->s.salt,
+                            p->s->s.base_seq, p->s->s.created_ms, 2, &w.e);
+    if (rc == CAIRN_OK) {
+        rc = each_in_file(db, p->s, buf, cap, write_one, &w);
+        if (rc != CAIRN_OK && w.e.msg[0] == '\0')
+            snprintf(w.e.msg, sizeof w.e.msg, "%s", cairn_errmsg(db));
+    }
+    if (rc == CAIRN_OK)
+        rc = flush_hole(&w);
+    cairn__holeb_free(&w.hb);
+    if (rc == CAIRN_OK)
+        rc = cairn__sealw_finish(&w.w, &p->fresh_size, &w.e);
+    else
+        cairn__sealw_abort(&w.w);
+    if (rc == CAIRN_OK)
+        rc = cairn__seg_open_sealed(db, p->id, p->rev + 1, &p->fresh, &w.e);
+    if (rc == CAIRN_OK && (cairn__sealed_span(&p->fresh->s) != cairn__sealed_span(&p->s->s) ||
+                           p->fresh->s.base_seq != p->s->s.base_seq))
+        rc = cairn__fail(&w.e, CAIRN_ECORRUPT, "%s: the compacted file does not stand for the "
+                         "seqs of the old one", fin);
+    if (rc != CAIRN_OK) {
+        cairn__seg_release(db, p->fresh);
+        p->fresh = NULL;
+        db->io->unlinkat(db->io->user, "compact.cleanup", db->dirfd, fin);
+        return cairn__db_fail(db, rc, &w.e);
+    }
+    return CAIRN_OK;
+}
+
+/* One MANIFEST naming every file written anew, and a view of it (mu held). */
+static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
+{
+    view *cur = db->view, *nv = NULL;
+    seg_ref **segs;
+    manifest m;
+    cairn__err e;
+    int rc;
+
+    if (cairn__manifest_copy(&cur->m, db->a, &m) != CAIRN_OK)
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory for a MANIFEST");
+    segs = cairn__calloc(db->a, m.n, sizeof *segs);
+    if (segs == NULL) {
+        cairn__manifest_free(db->a, &m);
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory for a view");
+    }
+    memcpy(segs, cur->segs, m.n * sizeof *segs);
+    for (size_t k = 0; k < np; k++) {
+        if (ps[k].fresh != NULL && ps[k].last_drop > m.dropped_upto)
+            m.dropped_upto = ps[k].last_drop;
+        size_t i;
+        if (ps[k].fresh == NULL)
+            continue;
+        for (i = 0; i < m.n && m.e[i].id != ps[k].id; i++)
+            ;
+        /* Only compaction changes a sealed entry, and only in a turn. */
+        if (i == m.n || m.e[i].kind != SEG_SEALED || m.e[i].rev != ps[k].rev) {
+            cairn__free(db->a, segs);
+            cairn__manifest_free(db->a, &m);
+            return cairn__db_failf(db, CAIRN_ECORRUPT, "segment %llu changed while compacting",
+                                   (unsigned long long)ps[k].id);
+        }
+        m.e[i].rev = ps[k].rev + 1;
+        segs[i] = ps[k].fresh;
+    }
+    m.generation++;
+    rc = cairn__db_manifest_write(db, &m, &e);
+    if (rc != CAIRN_OK) {
+        /* Either MANIFEST is whole and right about the records: this handle
+         * goes on with the files it has; the next open removes the others. */
+        rc = cairn__db_fail(db, rc, &e);
+    } else if ((rc = cairn__view_make(db, &m, segs, &nv)) != CAIRN_OK) {
+        rc = cairn__db_failf(db, rc, "no memory for a view; reopen the store");
+    } else {
+        cairn__view_publish(db, nv);
+    }
+    cairn__free(db->a, segs);
+    cairn__manifest_free(db->a, &m);
+    return rc;
+}
+
+void cairn__compact_totals(cairn_db *db, uint64_t *records, uint64_t *bytes)
+{
+    view *v = cairn__view_acquire(db);
+    totals(v, records, bytes);
+    cairn__view_release(db, v);
+}
+
+static void totals(const view *v, uint64_t *records, uint64_t *bytes)
+{
+    *records = *bytes = 0;
+    for (size_t i = 0; i < v->m.n; i++) {
+        const seg_ref *s = v->segs[i];
+        *records += s->sealed ? s->s.record_count : s->log.n;
+        *bytes += s->sealed ? s->map_len : s->log.end;
+    }
+}
+
+int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
+                   size_t n_anchors, cairn__compact_fn fn, void *user,
+                   cairn__compact_result *out)
+{
+    view *v;
+    plan_seg *ps = NULL;
+    size_t np = 0;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    int rc = CAIRN_OK;
+
+    memset(out, 0, sizeof *out);
+    v = cairn__view_acquire(db);
+    totals(v, &out->records_before, &out->bytes_before);
+    while (np < v->m.n && v->m.e[np].kind == SEG_SEALED)
+        np++;
+    if (np > 0 && (ps = cairn__calloc(db->a, np, sizeof *ps)) == NULL)
+        rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
+    for (size_t k = 0; k < np && rc == CAIRN_OK; k++) {
+        judge j = {db, &ps[k], fn, user, out};
+        ps[k].s = v->segs[k];
+        ps[k].id = v->m.e[k].id;
+        ps[k].rev = v->m.e[k].rev;
+        ps[k].verdict = cairn__malloc(db->a, ps[k].s->s.record_count ? ps[k].s->s.record_count : 1);
+        if (ps[k].verdict == NULL) {
+            rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
+            break;
+        }
+        rc = each_in_file(db, ps[k].s, &buf, &cap, judge_one, &j);
+        out->segments++;
+        out->upto = v->m.e[k].last_seq;
+        if (ps[k].drops > 0)
+            out->rewritten++;
+    }
+    for (size_t k = 0; k < np && rc == CAIRN_OK && !dry_run; k++)
+        if (ps[k].drops > 0)
+            rc = rewrite(db, &ps[k], why, anchors, n_anchors, &buf, &cap);
+    if (rc != CAIRN_OK && !dry_run) {
+        /* Files no MANIFEST names: away with them. */
+        for (size_t k = 0; k < np; k++)
+            if (ps[k].fresh != NULL) {
+                char name[LOGSEG_NAME_MAX];
+                cairn__seg_file_name(name, ps[k].id, ps[k].rev + 1);
+                db->io->unlinkat(db->io->user, "compact.cleanup", db->dirfd, name);
+            }
+    } else if (rc == CAIRN_OK && !dry_run && out->rewritten > 0) {
+        /* From here a failure leaves the new files: the MANIFEST may name
+         * them (a rename that happened, a directory sync that failed). */
+        pthread_mutex_lock(&db->mu);
+        rc = swap_in(db, ps, np);
+        pthread_mutex_unlock(&db->mu);
+        for (size_t k = 0; k < np && rc == CAIRN_OK; k++) {
+            char name[LOGSEG_NAME_MAX];
+            cairn__err e;
+            if (ps[k].fresh == NULL)
+                continue;
+            /* Readers holding the old view keep their mapping. */
+            cairn__seg_file_name(name, ps[k].id, ps[k].rev);
+            if (cairn__io_unlink(db->io, "compact.unlink", db->dirfd, name, &e) != CAIRN_OK)
+                break; /* left for the next writer open to remove */
+        }
+    }
+    if (rc == CAIRN_OK && (dry_run || out->rewritten == 0)) {
+        /* What it would leave: the files estimated from their share of
+         * raw bytes kept. */
+        out->records_after = out->records_before;
+        out->bytes_after = out->bytes_before;
+        for (size_t k = 0; k < np; k++) {
+            const sealed_seg *ss = &ps[k].s->s;
+            if (ps[k].drops == 0)
+                continue;
+            out->records_after -= ps[k].n - ps[k].after;
+            if (ss->raw_bytes > 0)
+                out->bytes_after -= (uint64_t)((double)ps[k].s->map_len *
+                                               (double)ps[k].drop_bytes / (double)ss->raw_bytes);
+        }
+    } else if (rc == CAIRN_OK) {
+        view *after = cairn__view_acquire(db);
+        totals(after, &out->records_after, &out->bytes_after);
+        cairn__view_release(db, after);
+    }
+    for (size_t k = 0; k < np; k++) {
+        cairn__free(db->a, ps[k].verdict);
+        cairn__seg_release(db, ps[k].fresh);
+    }
+    cairn__free(db->a, ps);
+    cairn__free(db->a, buf);
+    cairn__view_release(db, v);
+    return rc;
+}

@@ -1,0 +1,621 @@
+/*
+ * retain.c - what the memory engine lets compaction drop
+ * (format-spec/compaction.md): cairn_mem_compact under the store's
+ * retention policy, and cairn_mem_purge of one memory.
+ *
+ * A memory's records are its lives: the `memory` record that stored it,
+ * the updates applied to it, and the record that ended it (a delete, a
+ * clear, a purge). Replay applies records by rules (a second store of a
+ * live id, an update of an id that is not live, a commit cut short are
+ * not applied), so the lives are found by a fold of the log with the
+ * same rules, kept lean: ids, seqs and times, no text.
+ *
+ * Pass 1 folds the whole log and learns every life's start and end;
+ * then each life is judged. Pass 2 is the compaction itself (compact.c):
+ * it sees the sealed records again, in order, folds them the same way,
+ * and gives each its verdict from the life it belongs to. Only whole
+ * lives go: the `memory` record and its going together, never one
+ * without the other, so a fold of what is left from any point has the
+ * same live memories.
+ *
+ * What stays although its time has come:
+ *  - a life an index file holds live (a file covering a seq from its start
+ *    up to before its end): a reader that opens the file and folds the log
+ *    after it must still meet the life's end. The next checkpoint covers
+ *    its end and frees it. (A dropped record at the seq a file covers is
+ *    its binding's anchor: its hole keeps its checksum, compact.h.)
+ *  - records replay does not apply (a skipped update or delete, a store of
+ *    an id already live, a commit cut short, a record that does not
+ *    decode): kept as they are, so replay skips and counts them as before.
+ *  - clears, access folds and purge markers: small, and still read.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "alloc.h"
+#include "cairn.h"
+#include "compact.h"
+#include "memstate.h"
+#include "seqfile.h"
+#include "store.h"
+
+#define END_DELETE 1
+#define END_CLEAR 2
+#define END_PURGE 3
+#define END_PURGE_LIVE 4 /* a purge marker that found it live: it counts the death */
+
+typedef struct life {
+    char id[CAIRN_MEM_ID_MAX + 1];
+    uint64_t put, end;  /* its memory record; the record that ended it (0: live) */
+    int64_t end_ts;
+    uint32_t nsi;
+    uint8_t end_kind;   /* END_* */
+    uint8_t drop;
+} life;
+
+/* What a record did to the lives. */
+enum { T_NONE, T_PUT, T_UPDATE, T_END, T_OTHER };
+
+typedef struct tracker {
+    cairn_mem *m;
+    int pass;            /* 1: learn the lives; 2: judge the records */
+    life *lv;
+    size_t n, cap, next; /* lives; pass 2: the next one to meet */
+    uint32_t *slot;      /* id -> latest life + 1 (open addressing) */
+    size_t scap;
+    char **ns;
+    size_t nns, ns_cap;
+    char vname[CAIRN_EMBEDDER_NAME_MAX + 1];
+    uint32_t vdim;
+    cairn__batch batch;
+    cairn__memscan scan;
+    const char *purge;   /* cairn_mem_purge: the id whose records all go */
+    uint64_t purge_records, purge_bytes;
+    /* what the judgement left, for the report */
+    uint64_t n_drop, n_grace, n_pinned;
+    /* a dry run's pass 2 over the whole log */
+    uint64_t dry_dropped, dry_bytes, dry_runs;
+    int dry_prev_drop;
+    uint64_t *bases;     /* a dry run: where segments begin (a hole ends there) */
+    size_t n_bases, next_base;
+} tracker;
+
+static uint64_t id_hash(const char *id)
+{
+    return XXH3_64bits(id, strlen(id));
+}
+
+/* The slot of id: where it is, or the empty slot it would go to. */
+static size_t slot_of(const tracker *t, const char *id)
+{
+    size_t mask = t->scap - 1, i = (size_t)id_hash(id) & mask;
+    while (t->slot[i] != 0 && strcmp(t->lv[t->slot[i] - 1].id, id) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int slots_grow(tracker *t)
+{
+    size_t old = t->scap, cap = old ? old * 2 : 1024;
+    uint32_t *os = t->slot, *ns = calloc(cap, sizeof *ns);
+    if (ns == NULL)
+        return CAIRN_ENOMEM;
+    t->slot = ns;
+    t->scap = cap;
+    for (size_t i = 0; i < old; i++)
+        if (os[i] != 0)
+            t->slot[slot_of(t, t->lv[os[i] - 1].id)] = os[i];
+    free(os);
+    return CAIRN_OK;
+}
+
+/* The latest life of id, or NULL. */
+static life *latest(const tracker *t, const char *id)
+{
+    size_t i;
+    if (t->scap == 0)
+        return NULL;
+    i = slot_of(t, id);
+    return t->slot[i] ? &t->lv[t->slot[i] - 1] : NULL;
+}
+
+/* Is life x live just before the record at seq? */
+static int live_at(const tracker *t, const life *x, uint64_t seq)
+{
+    if (t->pass == 1)
+        return x->end == 0;
+    return x->put < seq && (x->end == 0 || seq <= x->end);
+}
+
+static long ns_index(tracker *t, const char *ns, size_t len)
+{
+    for (size_t i = t->nns; i-- > 0;)
+        if (strlen(t->ns[i]) == len && memcmp(t->ns[i], ns, len) == 0)
+            return (long)i;
+    if (cairn__grow(NULL, (void **)&t->ns, &t->ns_cap, t->nns + 1, sizeof *t->ns) != CAIRN_OK ||
+        (t->ns[t->nns] = malloc(len + 1)) == NULL)
+        return -1;
+    memcpy(t->ns[t->nns], ns, len);
+    t->ns[t->nns][len] = 0;
+    return (long)t->nns++;
+}
+
+static void end_life(tracker *t, life *x, const cairn_record *rec, int kind)
+{
+    if (t->pass == 1) {
+        x->end = rec->seq;
+        x->end_ts = rec->ts_ms;
+        x->end_kind = (uint8_t)kind;
+    }
+}
+
+/* Fold one record as replay does; *what says what it did, *k the life. */
+static int track(tracker *t, const cairn_record *rec, int *what, life **k)
+{
+    memrec r;
+    life *x;
+    int rc = CAIRN_OK;
+
+    *what = T_NONE;
+    *k = NULL;
+    if ((rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR) &&
+        rec->type != CAIRN_REC_MEMORY_PURGE) {
+        *what = T_OTHER;
+        return CAIRN_OK;
+    }
+    if (cairn__memrec_decode_scan(&t->scan, rec->type, rec->json, rec->json_len, rec->bin,
+                                  rec->bin_len, &r, NULL) != CAIRN_OK)
+        return CAIRN_OK; /* skipped by replay too */
+    if (r.batch_n >= 2) {
+        int verdict = CAIRN_BATCH_TORN;
+        rc = cairn__batch_check(t->m->db, &t->batch, rec->seq, r.batch_i, r.batch_n, &verdict);
+        if (rc != CAIRN_OK || verdict != CAIRN_BATCH_WHOLE)
+            goto done; /* in a turn a commit is never pending: torn, kept */
+    }
+    switch (r.type) {
+    case CAIRN_REC_MEMORY: {
+        long nsi;
+        size_t i;
+        x = latest(t, r.id);
+        if (x != NULL && live_at(t, x, rec->seq))
+            break; /* a second store of a live id */
+        if (r.embedder != NULL && t->vdim != 0 &&
+            (t->vdim != r.dim || strcmp(t->vname, r.embedder) != 0))
+            break; /* another embedder's vector */
+        if (r.embedder != NULL && t->vdim == 0) {
+            snprintf(t->vname, sizeof t->vname, "%s", r.embedder);
+            t->vdim = r.dim;
+        }
+        if (t->pass == 2) {
+            /* The same fold meets the same lives in the same order. */
+            if (t->next >= t->n || t->lv[t->next].put != rec->seq) {
+                rc = cairn__mem_fail(t->m, CAIRN_ECORRUPT, "compaction: the log changed under "
+                                     "it at seq %" PRIu64, rec->seq);
+                break;
+            }
+            x = &t->lv[t->next++];
+        } else {
+            if ((nsi = ns_index(t, rec->ns, rec->ns_len)) < 0 ||
+                cairn__grow(NULL, (void **)&t->lv, &t->cap, t->n + 1, sizeof *t->lv) != CAIRN_OK) {
+                rc = cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
+                break;
+            }
+            x = &t->lv[t->n++];
+            memset(x, 0, sizeof *x);
+            snprintf(x->id, sizeof x->id, "%s", r.id);
+            x->put = rec->seq;
+            x->nsi = (uint32_t)nsi;
+        }
+        if ((t->n + 1) * 2 > t->scap && (rc = slots_grow(t)) != CAIRN_OK) {
+            rc = cairn__mem_fail(t->m, rc, "no memory to compact");
+            break;
+        }
+        i = slot_of(t, r.id);
+        t->slot[i] = (uint32_t)(x - t->lv) + 1;
+        *what = T_PUT;
+        *k = x;
+        break;
+    }
+    case CAIRN_REC_MEMORY_UPDATE:
+        if ((x = latest(t, r.id)) != NULL && live_at(t, x, rec->seq)) {
+            *what = T_UPDATE;
+            *k = x;
+        }
+        break;
+    case CAIRN_REC_MEMORY_DELETE:
+    case CAIRN_REC_MEMORY_PURGE:
+        if ((x = latest(t, r.id)) != NULL && live_at(t, x, rec->seq)) {
+            end_life(t, x, rec,
+                     r.type == CAIRN_REC_MEMORY_DELETE ? END_DELETE : END_PURGE_LIVE);
+            *what = r.type == CAIRN_REC_MEMORY_DELETE ? T_END : T_OTHER;
+            *k = x;
+        }
+        break;
+    case CAIRN_REC_MEMORY_CLEAR:
+        *what = T_OTHER;
+        if (t->pass == 2)
+            break; /* the ends were learnt in pass 1 */
+        for (size_t j = 0; j < t->n; j++) {
+            x = &t->lv[j];
+            if (x->end == 0 && (r.clear_ns == NULL || strcmp(t->ns[x->nsi], r.clear_ns) == 0))
+                end_life(t, x, rec, END_CLEAR);
+        }
+        break;
+    default:
+        *what = T_OTHER;
+        break;
+    }
+done:
+    cairn__memrec_done(&r);
+    return rc;
+}
+
+/* Does a record (of any life or none) name the purged id? */
+static int names_purged(const tracker *t, const cairn_record *rec)
+{
+    memrec r;
+    int yes;
+    if (t->purge == NULL || rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_DELETE ||
+        rec->type == CAIRN_REC_MEMORY_ACCESS)
+        return 0;
+    if (cairn__memrec_decode_own(rec->type, rec->json, rec->json_len, &r, NULL) != CAIRN_OK)
+        return 0;
+    yes = r.id != NULL && strcmp(r.id, t->purge) == 0;
+    cairn__memrec_done(&r);
+    return yes;
+}
+
+static int learn(void *user, const cairn_record *rec)
+{
+    tracker *t = user;
+    int what;
+    life *k;
+    return track(t, rec, &what, &k);
+}
+
+/* Pass 2: the verdict on one record. */
+static int judge(void *user, const cairn_record *rec, int *verdict)
+{
+    tracker *t = user;
+    int what, rc;
+    life *k;
+
+    *verdict = CAIRN__KEEP;
+    if ((rc = track(t, rec, &what, &k)) != CAIRN_OK)
+        return rc;
+    if (k != NULL && k->drop && (what == T_PUT || what == T_UPDATE || what == T_END))
+        *verdict = what == T_PUT && k->end_kind != END_PURGE_LIVE ? CAIRN__DROP_DEATH
+                                                                  : CAIRN__DROP;
+    else if (what == T_NONE && names_purged(t, rec))
+        *verdict = CAIRN__DROP; /* a record of it replay skips: its text too */
+    if (*verdict != CAIRN__KEEP && t->purge != NULL) {
+        t->purge_records++;
+        t->purge_bytes += 40 + rec->ns_len + rec->json_len + rec->bin_len;
+    }
+    return CAIRN_OK;
+}
+
+/* A dry run: pass 2 over the whole log, counting. */
+static int judge_dry(void *user, const cairn_record *rec)
+{
+    tracker *t = user;
+    int v, rc;
+    if (rec->type == CAIRN_REC_COMPACTED) {
+        t->dry_prev_drop = 0; /* an earlier hole stays as it is */
+        return CAIRN_OK;
+    }
+    while (t->next_base < t->n_bases && rec->seq >= t->bases[t->next_base]) {
+        t->next_base++;
+        t->dry_prev_drop = 0;
+    }
+    if ((rc = judge(user, rec, &v)) != CAIRN_OK)
+        return rc;
+    if (v != CAIRN__KEEP) {
+        t->dry_dropped++;
+        t->dry_bytes += 40 + rec->ns_len + rec->json_len + rec->bin_len;
+        t->dry_runs += !t->dry_prev_drop;
+    }
+    t->dry_prev_drop = v != CAIRN__KEEP;
+    return CAIRN_OK;
+}
+
+/* The seqs the index files and graph files of the store cover. */
+static int covered_seqs(cairn_mem *m, uint64_t **out, size_t *n)
+{
+    const cairn__seqfile_kind *kinds[2] = {&cairn__seqfile_memindex, &cairn__seqfile_graph};
+    size_t got = 0;
+    *out = NULL;
+    *n = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t want = cairn__seqfile_list(kinds[k], m->db->dirfd, NULL, 0), have;
+        uint64_t *p = realloc(*out, (got + want + 1) * sizeof *p);
+        if (p == NULL) {
+            free(*out);
+            *out = NULL;
+            return CAIRN_ENOMEM;
+        }
+        *out = p;
+        have = cairn__seqfile_list(kinds[k], m->db->dirfd, p + got, want);
+        got += have < want ? have : want;
+    }
+    *n = got;
+    return CAIRN_OK;
+}
+
+/* The last seq of the sealed prefix of the log (0: none). */
+static uint64_t sealed_upto(cairn_db *db)
+{
+    view *v = cairn__view_acquire(db);
+    uint64_t upto = 0;
+    for (size_t i = 0; i < v->m.n && v->m.e[i].kind == SEG_SEALED; i++)
+        upto = v->m.e[i].last_seq;
+    cairn__view_release(db, v);
+    return upto;
+}
+
+/* The first seq of every segment (a hole never spans two). */
+static int segment_bases(cairn_db *db, uint64_t **out, size_t *n)
+{
+    view *v = cairn__view_acquire(db);
+    *out = malloc((v->m.n + 1) * sizeof **out);
+    *n = 0;
+    if (*out != NULL)
+        for (size_t i = 0; i < v->m.n; i++)
+            (*out)[(*n)++] = v->m.e[i].base_seq;
+    cairn__view_release(db, v);
+    return *out != NULL ? CAIRN_OK : CAIRN_ENOMEM;
+}
+
+/* Which lives go. `sealed`: the last seq compaction can drop now. */
+static void judge_lives(tracker *t, unsigned retain, uint64_t grace, const uint64_t *cov,
+                        size_t ncov, uint64_t sealed, int64_t now)
+{
+    t->n_drop = t->n_grace = t->n_pinned = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        life *x = &t->lv[i];
+        int pinned = 0;
+        x->drop = 0;
+        if (t->purge != NULL) {
+            x->drop = strcmp(x->id, t->purge) == 0;
+            t->n_drop += x->drop;
+            continue;
+        }
+        if (retain != CAIRN_RETAIN_LIVE || x->end == 0)
+            continue;
+        for (size_t c = 0; c < ncov && !pinned; c++)
+            pinned = x->put <= cov[c] && cov[c] < x->end;
+        if (x->end_ts > now - (int64_t)grace) {
+            t->n_grace++;
+        } else if (pinned) {
+            t->n_pinned++;
+        } else if (x->end <= sealed) {
+            x->drop = 1;
+            t->n_drop++;
+        }
+    }
+}
+
+/* Any life to drop whose records reach past the sealed prefix? */
+static int needs_roll(const tracker *t, unsigned retain, uint64_t grace, const uint64_t *cov,
+                      size_t ncov, uint64_t sealed, int64_t now)
+{
+    tracker probe = *t; /* judge_lives only writes drop flags and counts */
+    uint64_t before;
+    judge_lives(&probe, retain, grace, cov, ncov, UINT64_MAX, now);
+    before = probe.n_drop;
+    judge_lives(&probe, retain, grace, cov, ncov, sealed, now);
+    return probe.n_drop < before;
+}
+
+static void tracker_free(tracker *t)
+{
+    free(t->bases);
+    free(t->lv);
+    free(t->slot);
+    for (size_t i = 0; i < t->nns; i++)
+        free(t->ns[i]);
+    free(t->ns);
+    cairn__memscan_free(&t->scan);
+}
+
+/* Reset the fold for pass 2 (the lives and their verdicts stay). */
+static void tracker_rewind(tracker *t)
+{
+    t->pass = 2;
+    t->next = 0;
+    if (t->scap)
+        memset(t->slot, 0, t->scap * sizeof *t->slot);
+    t->vname[0] = 0;
+    t->vdim = 0;
+    memset(&t->batch, 0, sizeof t->batch);
+}
+
+/* The compaction proper, in a turn (mu held). */
+static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
+                        cairn_compact_report *out)
+{
+    cairn_config cfg;
+    uint64_t *cov = NULL, sealed, last;
+    size_t ncov = 0;
+    int64_t now = cairn__mem_wall_ms();
+    cairn__compact_result res;
+    int rc;
+
+    if ((rc = cairn_config_get(m->db, &cfg)) != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    out->retain = cfg.retain;
+    out->grace_ms = cfg.retain_grace_ms;
+    out->dry_run = dry_run;
+    /* Before anything changes (a roll and its seal change the bytes). */
+    cairn__compact_totals(m->db, &out->records_before, &out->bytes_before);
+    out->records_after = out->records_before;
+    out->bytes_after = out->bytes_before;
+    if (t->purge == NULL && cfg.retain == CAIRN_RETAIN_ALL && !dry_run)
+        return CAIRN_OK; /* nothing to drop: only the figures */
+    last = cairn__handed_seq(m->db);
+    t->m = m;
+    t->pass = 1;
+    rc = cairn__each_record(m->db, 1, last, learn, t);
+    if (rc != CAIRN_OK)
+        return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+    if ((rc = covered_seqs(m, &cov, &ncov)) != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "no memory to compact");
+    sealed = sealed_upto(m->db);
+    if (!dry_run && needs_roll(t, cfg.retain, cfg.retain_grace_ms, cov, ncov, sealed, now)) {
+        /* Its records are in the active segment: close it and seal it. */
+        if ((rc = cairn_roll(m->db)) == CAIRN_OK)
+            rc = cairn_seal(m->db);
+        if (rc != CAIRN_OK) {
+            free(cov);
+            return cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+        }
+        out->rolled = 1;
+        sealed = sealed_upto(m->db);
+    }
+    judge_lives(t, cfg.retain, cfg.retain_grace_ms, cov, ncov, dry_run ? UINT64_MAX : sealed, now);
+    out->memories_dropped = t->n_drop;
+    out->memories_in_grace = t->n_grace;
+    out->memories_pinned = t->n_pinned;
+    tracker_rewind(t);
+    if (dry_run) {
+        /* Bytes after: those dropped, at the compression of the rest. */
+        if (t->n_drop > 0 && (rc = segment_bases(m->db, &t->bases, &t->n_bases)) != CAIRN_OK) {
+            free(cov);
+            return cairn__mem_fail(m, rc, "no memory to compact");
+        }
+        if (t->n_drop > 0 &&
+            (rc = cairn__each_record(m->db, 1, last, judge_dry, t)) != CAIRN_OK) {
+            free(cov);
+            return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+        }
+        out->records_after = out->records_before - t->dry_dropped + t->dry_runs;
+        out->dropped = t->dry_dropped;
+        out->dropped_bytes = t->dry_bytes;
+        out->bytes_after = out->bytes_before > t->dry_bytes ? out->bytes_before - t->dry_bytes
+                                                             : 0;
+        free(cov);
+        return CAIRN_OK;
+    }
+    rc = cairn__compact(m->db, why, 0, cov, ncov, judge, t, &res);
+    free(cov);
+    if (rc != CAIRN_OK)
+        return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+    out->segments = res.segments;
+    out->rewritten = res.rewritten;
+    out->records_after = res.records_after;
+    out->bytes_after = res.bytes_after;
+    out->dropped = res.dropped;
+    out->dropped_bytes = res.dropped_bytes;
+    return CAIRN_OK;
+}
+
+int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
+{
+    tracker t;
+    char why[48], pol[32];
+    cairn_config cfg;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    memset(&t, 0, sizeof t);
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
+    rc = cairn_config_get(m->db, &cfg);
+    cairn_retain_format(cfg.retain, cfg.retain_grace_ms, pol, sizeof pol);
+    snprintf(why, sizeof why, "retain %s", pol);
+    if (rc == CAIRN_OK)
+        rc = compact_turn(m, &t, dry_run, why, out);
+    else
+        rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    tracker_free(&t);
+    rc = cairn__mem_turn_end(m, rc);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+/* The purge marker (mu held, in a turn): kills the memory if live. */
+static int write_marker(cairn_mem *m, const char *id, cairn_purge_report *out)
+{
+    ment *x = cairn__mem_find_id(m, id);
+    const char *ns = "";
+    memrec r;
+    memset(&r, 0, sizeof r);
+    r.type = CAIRN_REC_MEMORY_PURGE;
+    r.id = id;
+    r.accessed_at = cairn__mem_wall_ms();
+    r.purge_live = x != NULL;
+    out->was_live = x != NULL;
+    if (x != NULL)
+        ns = m->ns[x->nsi].name;
+    return cairn__mem_write_rec(m, ns, &r, &out->marker_seq);
+}
+
+int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
+{
+    tracker t;
+    cairn_compact_report rep;
+    char why[64];
+    uint64_t found = 0;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    memset(&t, 0, sizeof t);
+    memset(&rep, 0, sizeof rep);
+    if (id == NULL || !cairn__memrec_id_ok(id)) {
+        pthread_mutex_lock(&m->mu);
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "not a memory id: %s", id ? id : "(null)");
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
+    /* Is there anything of it? (A fold of the lives answers that too, but
+     * the marker must come first: it ends the memory everywhere before
+     * its records go.) */
+    t.m = m;
+    t.pass = 1;
+    t.purge = id;
+    rc = cairn__each_record(m->db, 1, cairn__handed_seq(m->db), learn, &t);
+    for (size_t i = 0; i < t.n && rc == CAIRN_OK; i++)
+        found += strcmp(t.lv[i].id, id) == 0;
+    if (rc == CAIRN_OK && found == 0)
+        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "the log holds no memory %s", id);
+    tracker_free(&t);
+    memset(&t, 0, sizeof t);
+    if (rc == CAIRN_OK && (rc = cairn__mem_access_fold(m)) == CAIRN_OK &&
+        (rc = write_marker(m, id, out)) == CAIRN_OK && (rc = cairn_roll(m->db)) == CAIRN_OK &&
+        (rc = cairn_seal(m->db)) == CAIRN_OK) {
+        t.purge = id;
+        snprintf(why, sizeof why, "purge %s", id);
+        rc = compact_turn(m, &t, 0, why, &rep);
+    } else if (rc != CAIRN_OK && m->err[0] == 0) {
+        rc = cairn__mem_fail(m, rc, "purge: %s", cairn_errmsg(m->db));
+    }
+    out->records = t.purge_records;
+    out->bytes = t.purge_bytes;
+    out->segments = rep.rewritten;
+    tracker_free(&t);
+    rc = cairn__mem_turn_end(m, rc);
+    pthread_mutex_unlock(&m->mu);
+    /* The index file may hold its text: write it anew without it (the
+     * older files go). */
+    if (rc == CAIRN_OK && (rc = cairn_mem_checkpoint(m)) != CAIRN_OK) {
+        pthread_mutex_lock(&m->mu);
+        rc = cairn__mem_fail(m, rc, "purged from the log, but writing the memory index anew "
+                             "failed (it may still hold the memory's text): %s", m->err);
+        pthread_mutex_unlock(&m->mu);
+    }
+    return rc;
+}

@@ -1,0 +1,821 @@
+/*
+ * test_compact.c - log compaction under the retention policy and purge
+ * (format-spec/compaction.md): what goes, what stays, and that every
+ * answer is the same before and after, in the compacting handle, in a
+ * reader that was behind, after a reopen, and rebuilt from the log alone;
+ * a commit whose last record went is still whole; a failing I/O call or a
+ * kill -9 anywhere in a compaction leaves a store with the same answers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "cairn_sys.h"
+#include "testutil.h"
+
+typedef struct fx {
+    char *dir;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->dir = tu_mkdtemp("compact");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static cairn_db *open_db_io(const char *dir, int ro, const char *retain, const cairn_io *io)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db = NULL;
+    int rc;
+    o.create = !ro;
+    o.read_only = ro;
+    o.background = 0;
+    o.segment_size = 4096; /* many segments, sealed as they fill */
+    o.retain = retain;
+    o.io = io;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("open %s: %s (%s)", dir, cairn_strerror(rc), err);
+    return db;
+}
+
+static cairn_db *open_db(const char *dir, int ro, const char *retain)
+{
+    return open_db_io(dir, ro, retain, NULL);
+}
+
+static cairn_mem *open_mem(cairn_db *db)
+{
+    cairn_mem *m = NULL;
+    int rc = cairn_mem_open(db, NULL, &m);
+    if (rc != CAIRN_OK)
+        fail_msg("cairn_mem_open: %s", cairn_strerror(rc));
+    return m;
+}
+
+static void store(cairn_mem *m, const char *ns, const char *content, char id[CAIRN_MEM_ID_MAX + 1])
+{
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *mem = NULL;
+    int rc;
+    o.ns = ns;
+    rc = cairn_mem_store(m, content, &o, &mem, NULL);
+    if (rc != CAIRN_OK)
+        fail_msg("store: %s (%s)", cairn_strerror(rc), cairn_mem_errmsg(m));
+    snprintf(id, CAIRN_MEM_ID_MAX + 1, "%s", mem->id);
+    cairn_mem_free(mem);
+}
+
+/* Everything a user can ask, as one string: every id's content (or "-"),
+ * the sorted ids two recalls find in both namespaces, and the counts. */
+static char *answers(cairn_mem *m, char ids[][CAIRN_MEM_ID_MAX + 1], size_t n)
+{
+    static const char *const queries[] = {"note topic", "topic three"};
+    static const char *const nss[] = {"a", "b"};
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    cairn_mem_stats st;
+
+    out[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        cairn_memory *mem = NULL;
+        int rc = cairn_mem_get(m, ids[i], &mem);
+        assert_true(rc == CAIRN_OK || rc == CAIRN_ENOTFOUND);
+        len += (size_t)snprintf(out + len, cap - len, "%s=%s|", ids[i],
+                                rc == CAIRN_OK ? mem->content : "-");
+        cairn_mem_free(mem);
+    }
+    for (size_t q = 0; q < 2; q++) {
+        cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+        cairn_recall_hit *h = NULL;
+        size_t nh = 0;
+        char (*got)[CAIRN_MEM_ID_MAX + 1];
+        o.k = 1000;
+        o.ns = nss;
+        o.n_ns = 2;
+        assert_int_equal(cairn_mem_recall(m, queries[q], &o, &h, &nh), CAIRN_OK);
+        got = calloc(nh + 1, sizeof *got);
+        for (size_t i = 0; i < nh; i++)
+            snprintf(got[i], sizeof got[i], "%s", h[i].mem.id);
+        qsort(got, nh, sizeof *got, (int (*)(const void *, const void *))strcmp);
+        len += (size_t)snprintf(out + len, cap - len, "\n%s:", queries[q]);
+        for (size_t i = 0; i < nh; i++)
+            len += (size_t)snprintf(out + len, cap - len, " %s", got[i]);
+        free(got);
+        cairn_recall_free(h, nh);
+    }
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    len += (size_t)snprintf(out + len, cap - len, "\ntotal %llu deleted %llu skipped %llu",
+                            (unsigned long long)st.total, (unsigned long long)st.deleted,
+                            (unsigned long long)st.skipped);
+    cairn_mem_stats_free(&st);
+    assert_true(len < cap);
+    return out;
+}
+
+#define N_MEM 120
+static char g_ids[N_MEM + 5][CAIRN_MEM_ID_MAX + 1];
+
+/* 120 memories in namespaces a and b; 20 updated; the first 60 deleted,
+ * then namespace b cleared (30 more gone); 5 stored in b after. */
+static void fill(cairn_mem *m)
+{
+    for (int i = 0; i < N_MEM; i++) {
+        char text[96];
+        snprintf(text, sizeof text, "note %d about topic %s with some padding words", i,
+                 i % 3 == 0 ? "three" : "other");
+        store(m, i % 2 ? "b" : "a", text, g_ids[i]);
+    }
+    for (int i = 50; i < 70; i++) {
+        cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+        u.importance = 0.9;
+        assert_int_equal(cairn_mem_update(m, g_ids[i], &u), CAIRN_OK);
+    }
+    for (int i = 0; i < 60; i++)
+        assert_int_equal(cairn_mem_delete(m, g_ids[i], "test"), CAIRN_OK);
+    assert_int_equal(cairn_mem_clear(m, "b"), CAIRN_OK);
+    for (int i = 0; i < 5; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "later note %d about topic three", i);
+        store(m, "b", text, g_ids[N_MEM + i]);
+    }
+}
+
+static void remove_derived(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, "mem-", 4) == 0 || strncmp(de->d_name, "graph-", 6) == 0) {
+            char *p = tu_join(dir, de->d_name);
+            unlink(p);
+            free(p);
+        }
+    closedir(d);
+}
+
+static void count_problem(void *user, const char *file, uint64_t off, int code, const char *msg)
+{
+    (void)off;
+    (void)code;
+    fprintf(stderr, "verify: %s: %s\n", file, msg);
+    ++*(int *)user;
+}
+
+static void verify_clean(const char *dir)
+{
+    cairn_db *db = open_db(dir, 1, NULL);
+    uint64_t problems = 99;
+    int n = 0;
+    assert_int_equal(cairn_verify(db, count_problem, &n, &problems), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* The answers of a fresh handle on dir; rebuilt: from the log alone. */
+static char *answers_of(const char *dir, int rebuilt)
+{
+    cairn_db *db;
+    cairn_mem *m;
+    char *a;
+    if (rebuilt)
+        remove_derived(dir);
+    db = open_db(dir, 1, NULL);
+    m = open_mem(db);
+    a = answers(m, g_ids, N_MEM + 5);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    return a;
+}
+
+static void test_compaction_drops_dead_lives_and_keeps_every_answer(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep, dry;
+    char *before, *after, *fresh, *rebuilt;
+
+    fill(m);
+    before = answers(m, g_ids, N_MEM + 5);
+    assert_non_null(strstr(before, "total 35 deleted 90"));
+    assert_int_equal(cairn_mem_compact(m, 1, &dry), CAIRN_OK);
+    assert_int_equal(dry.dry_run, 1);
+    assert_int_equal(dry.memories_dropped, 90);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.retain, CAIRN_RETAIN_LIVE);
+    assert_int_equal(rep.memories_dropped, 90);
+    assert_int_equal(rep.memories_pinned, 0);
+    /* 90 stores, the 15 updates of those, 60 deletes; the clear stays */
+    assert_int_equal(rep.dropped, 165);
+    assert_int_equal(dry.dropped, rep.dropped);
+    assert_int_equal(dry.records_after, rep.records_after);
+    assert_true(rep.records_after < rep.records_before);
+    assert_true(rep.bytes_after < rep.bytes_before);
+    assert_true(rep.rewritten > 0);
+    after = answers(m, g_ids, N_MEM + 5);
+    assert_string_equal(before, after);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    fresh = answers_of(f->dir, 0);
+    assert_string_equal(before, fresh);
+    rebuilt = answers_of(f->dir, 1);
+    assert_string_equal(before, rebuilt);
+    verify_clean(f->dir);
+    /* Nothing more to drop: a second compaction rewrites nothing. */
+    db = open_db(f->dir, 0, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.dropped, 0);
+    assert_int_equal(rep.rewritten, 0);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(before);
+    free(after);
+    free(fresh);
+    free(rebuilt);
+}
+
+static void test_under_retain_all_nothing_goes(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_memory *mem = NULL;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    store(m, "", "kept for the audit", id);
+    assert_int_equal(cairn_mem_delete(m, id, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.retain, CAIRN_RETAIN_ALL);
+    assert_int_equal(rep.dropped, 0);
+    assert_int_equal(rep.records_after, rep.records_before);
+    assert_int_equal(cairn_mem_restore(m, id, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* An import is one commit; its last record going must not make a reader
+ * take the commit for one a crash cut short. */
+static void test_a_commit_whose_last_record_went_is_still_whole(void **state)
+{
+    fx *f = *state;
+    static const char input[] =
+        "[{\"id\":\"i1\",\"content\":\"imported one\",\"category\":\"fact\"},"
+        "{\"id\":\"i2\",\"content\":\"imported two\",\"category\":\"fact\"},"
+        "{\"id\":\"i3\",\"content\":\"imported three\",\"category\":\"fact\"},"
+        "{\"id\":\"i4\",\"content\":\"imported four\",\"category\":\"fact\"}]";
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_mem_stats st;
+    uint64_t imported = 0, skipped = 0;
+
+    assert_int_equal(cairn_mem_import(m, CAIRN_MEM_JSON, input, sizeof input - 1, NULL,
+                                      &imported, &skipped),
+                     CAIRN_OK);
+    assert_int_equal(imported, 4);
+    assert_int_equal(cairn_mem_delete(m, "i4", NULL), CAIRN_OK); /* the commit's last */
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 1);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    remove_derived(f->dir);
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    assert_int_equal(st.total, 3);
+    assert_int_equal(st.deleted, 1);
+    assert_int_equal(st.skipped, 0);
+    assert_int_equal(cairn_mem_unfinished(m), 0);
+    cairn_mem_stats_free(&st);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* A memory an index file holds live stays (a reader of the file must
+ * still meet its deletion); the next checkpoint frees it. */
+static void test_a_memory_an_index_file_holds_stays_until_a_checkpoint(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_memory *mem = NULL;
+    char x[CAIRN_MEM_ID_MAX + 1], y[CAIRN_MEM_ID_MAX + 1];
+
+    store(m, "", "the memory x", x);
+    store(m, "", "the memory y", y);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_pinned, 1);
+    assert_int_equal(rep.memories_dropped, 0);
+    assert_int_equal(rep.dropped, 0);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* a reader of that file still finds x gone */
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_get(m, x, &mem), CAIRN_ENOTFOUND);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->dir, 0, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_pinned, 0);
+    assert_int_equal(rep.memories_dropped, 1);
+    assert_int_equal(rep.dropped, 2);
+    assert_int_equal(cairn_mem_get(m, y, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* The file covers the dropped deletion of x: its hole keeps the
+     * record's checksum, so the file is still bound and used. */
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    {
+        cairn_mem_stats st;
+        assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+        assert_int_equal(st.index_seq, 3);
+        assert_int_equal(st.total, 1);
+        assert_int_equal(st.deleted, 1);
+        assert_int_equal(st.index_note[0], 0);
+        cairn_mem_stats_free(&st);
+    }
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    verify_clean(f->dir);
+}
+
+static void test_the_grace_period_keeps_what_went_recently(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:1h");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_memory *mem = NULL;
+    char x[CAIRN_MEM_ID_MAX + 1];
+
+    store(m, "", "recently removed", x);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.grace_ms, 3600000);
+    assert_int_equal(rep.memories_in_grace, 1);
+    assert_int_equal(rep.memories_dropped, 0);
+    assert_int_equal(rep.dropped, 0);
+    assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* A reader that folded the memory live, then met a log whose deletion of
+ * it was dropped: it must fold again, not keep the memory. */
+static void test_a_reader_behind_the_compaction_folds_again(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0"), *rdb;
+    cairn_mem *m = open_mem(db), *r;
+    cairn_compact_report rep;
+    cairn_memory *mem = NULL;
+    cairn_mem_stats st;
+    char x[CAIRN_MEM_ID_MAX + 1], y[CAIRN_MEM_ID_MAX + 1];
+
+    store(m, "", "a memory the reader saw", x);
+    store(m, "", "a memory that stays", y);
+    rdb = open_db(f->dir, 1, NULL);
+    r = open_mem(rdb);
+    assert_int_equal(cairn_mem_get(r, x, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.dropped, 2);
+    assert_int_equal(cairn_mem_get(r, x, &mem), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_get(r, y, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    assert_int_equal(cairn_mem_stats_get(r, &st), CAIRN_OK);
+    assert_int_equal(st.total, 1);
+    assert_int_equal(st.deleted, 1);
+    cairn_mem_stats_free(&st);
+    cairn_mem_close(r);
+    assert_int_equal(cairn_close(rdb), CAIRN_OK);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* An iterator opened before a compaction reads the old log to its end:
+ * no hole, no record missing, no file gone under it. */
+static void test_an_iterator_open_across_a_compaction_reads_the_old_log(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0"), *rdb;
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_iter *it;
+    cairn_record rec;
+    uint64_t n = 0, last = 0;
+    int rc;
+
+    fill(m);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    rdb = open_db(f->dir, 1, NULL);
+    assert_int_equal(cairn_iter_open(rdb, NULL, &it), CAIRN_OK);
+    assert_int_equal(cairn_iter_next(it, &rec), CAIRN_OK);
+    n = 1;
+    last = rec.seq;
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_true(rep.dropped > 0);
+    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK) {
+        assert_int_not_equal(rec.type, CAIRN_REC_COMPACTED);
+        assert_int_equal(rec.seq, last + 1);
+        last = rec.seq;
+        n++;
+    }
+    assert_int_equal(rc, CAIRN_ENOTFOUND);
+    assert_int_equal(n, rep.records_before);
+    cairn_iter_close(it);
+    assert_int_equal(cairn_close(rdb), CAIRN_OK);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* Does any file of dir hold the bytes of s? */
+static int any_file_holds(const char *dir, const char *s)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int found = 0;
+    while (!found && (de = readdir(d)) != NULL) {
+        char *p = tu_join(dir, de->d_name);
+        size_t len;
+        uint8_t *b = de->d_name[0] == '.' ? NULL : tu_read_file(p, &len);
+        for (size_t i = 0; b != NULL && !found && i + strlen(s) <= len; i++)
+            found = memcmp(b + i, s, strlen(s)) == 0;
+        free(b);
+        free(p);
+    }
+    closedir(d);
+    return found;
+}
+
+static void test_purge_leaves_no_byte_of_the_memory_in_any_file(void **state)
+{
+    fx *f = *state;
+    static const char secret[] = "the vault code is 7291-4410";
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_mem *m = open_mem(db);
+    cairn_purge_report rep;
+    cairn_memory *mem = NULL;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    cairn_mem_stats st;
+    cairn_iter *it;
+    cairn_record rec;
+    char x[CAIRN_MEM_ID_MAX + 1], y[CAIRN_MEM_ID_MAX + 1];
+    uint64_t markers = 0, deleted;
+
+    store(m, "", secret, x);
+    store(m, "", "an ordinary memory", y);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_OK); /* a second life */
+    cairn_mem_free(mem);
+    u.importance = 0.8;
+    assert_int_equal(cairn_mem_update(m, x, &u), CAIRN_OK);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK);
+    assert_true(any_file_holds(f->dir, secret));
+    assert_int_equal(cairn_mem_purge(m, x, &rep), CAIRN_OK);
+    assert_int_equal(rep.records, 4); /* two stores, the delete, the update */
+    assert_int_equal(rep.was_live, 1);
+    assert_true(rep.marker_seq > 0);
+    assert_false(any_file_holds(f->dir, secret));
+    assert_int_equal(cairn_mem_get(m, x, &mem), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_purge(m, x, &rep), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_mem_purge(m, "not an id!", &rep), CAIRN_EINVAL);
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    assert_int_equal(st.total, 1);
+    deleted = st.deleted;
+    cairn_mem_stats_free(&st);
+    assert_int_equal(cairn_iter_open(db, NULL, &it), CAIRN_OK);
+    while (cairn_iter_next(it, &rec) == CAIRN_OK)
+        if (rec.type == CAIRN_REC_MEMORY_PURGE) {
+            markers++;
+            assert_non_null(strstr(rec.json, x));
+        }
+    cairn_iter_close(it);
+    assert_int_equal(markers, 1);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    remove_derived(f->dir);
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    assert_int_equal(st.total, 1);
+    assert_int_equal(st.deleted, deleted);
+    cairn_mem_stats_free(&st);
+    assert_int_equal(cairn_mem_get(m, y, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    verify_clean(f->dir);
+}
+
+/* ---- faults and kills ------------------------------------------------ */
+
+/* An I/O table that counts the calls that change files and fails call
+ * number fail_at (1-based; 0: none) with err. */
+typedef struct inj {
+    const cairn_io *real;
+    int counting;
+    long calls, fail_at;
+    int err;
+    const char *fired; /* the site of the call made to fail */
+} inj;
+
+static int hit_at(inj *j, const char *site)
+{
+    if (!j->counting)
+        return 0;
+    if (++j->calls == j->fail_at) {
+        errno = j->err;
+        j->fired = site;
+        return 1;
+    }
+    return 0;
+}
+#define hit(j) hit_at(j, site)
+
+static int w_open(void *u, const char *site, const char *path, int flags, int mode)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->open(j->real->user, site, path, flags, mode);
+}
+static int w_openat(void *u, const char *site, int dirfd, const char *path, int flags, int mode)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->openat(j->real->user, site, dirfd, path, flags, mode);
+}
+static int w_close(void *u, const char *site, int fd)
+{
+    inj *j = u;
+    return j->real->close(j->real->user, site, fd);
+}
+static ssize_t w_pread(void *u, const char *site, int fd, void *buf, size_t len, off_t off)
+{
+    inj *j = u;
+    return j->real->pread(j->real->user, site, fd, buf, len, off);
+}
+static ssize_t w_pwrite(void *u, const char *site, int fd, const void *buf, size_t len,
+                        off_t off)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->pwrite(j->real->user, site, fd, buf, len, off);
+}
+static int w_fsync(void *u, const char *site, int fd)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->fsync(j->real->user, site, fd);
+}
+static int w_fdatasync(void *u, const char *site, int fd)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->fdatasync(j->real->user, site, fd);
+}
+static int w_ftruncate(void *u, const char *site, int fd, off_t len)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->ftruncate(j->real->user, site, fd, len);
+}
+static int w_renameat(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->renameat(j->real->user, site, dirfd, from, to);
+}
+static int w_unlinkat(void *u, const char *site, int dirfd, const char *path)
+{
+    inj *j = u;
+    return hit(j) ? -1 : j->real->unlinkat(j->real->user, site, dirfd, path);
+}
+
+static cairn_io make_io(inj *j)
+{
+    cairn_io io;
+    memset(&io, 0, sizeof io);
+    j->real = cairn_io_default();
+    io.open = w_open;
+    io.openat = w_openat;
+    io.close = w_close;
+    io.pread = w_pread;
+    io.pwrite = w_pwrite;
+    io.fsync = w_fsync;
+    io.fdatasync = w_fdatasync;
+    io.ftruncate = w_ftruncate;
+    io.renameat = w_renameat;
+    io.unlinkat = w_unlinkat;
+    io.user = j;
+    return io;
+}
+
+/* The base store of the fault and kill tests, its answers, and the number
+ * of file-changing calls a compaction of it makes. */
+static char *base_store(const char *dir, char **expect)
+{
+    char *base = tu_join(dir, "base");
+    cairn_db *db = open_db(base, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    fill(m);
+    *expect = answers(m, g_ids, N_MEM + 5);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    return base;
+}
+
+static void test_every_failing_io_call_of_a_compaction_leaves_the_same_answers(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect), *work = tu_join(f->dir, "work");
+    static const int errs[2] = {EIO, ENOSPC};
+    long total;
+    inj j;
+    cairn_io io;
+
+    /* Count the calls. */
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    assert_int_equal(tu_copy_dir(base, work), 0);
+    {
+        cairn_db *db = open_db_io(work, 0, NULL, &io);
+        cairn_mem *m = open_mem(db);
+        cairn_compact_report rep;
+        j.counting = 1;
+        assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+        j.counting = 0;
+        assert_true(rep.dropped > 0);
+        cairn_mem_close(m);
+        assert_int_equal(cairn_close(db), CAIRN_OK);
+    }
+    total = j.calls;
+    assert_true(total > 10);
+    tu_rmrf(work);
+    for (long n = 1; n <= total; n++)
+        for (int e = 0; e < 2; e++) {
+            cairn_compact_report rep;
+            cairn_db *db;
+            cairn_mem *m;
+            char *got;
+            int rc;
+            memset(&j, 0, sizeof j);
+            io = make_io(&j);
+            j.fail_at = n;
+            j.err = errs[e];
+            assert_int_equal(tu_copy_dir(base, work), 0);
+            db = open_db_io(work, 0, NULL, &io);
+            m = open_mem(db);
+            j.counting = 1;
+            rc = cairn_mem_compact(m, 0, &rep);
+            j.counting = 0;
+            /* Only the unlink of a replaced file may fail unseen (the next
+             * writer open removes it), and the trim of the space a rolled
+             * segment had reserved (a few blocks wasted until it is sealed). */
+            if (rc == CAIRN_OK && j.fired != NULL && strcmp(j.fired, "compact.unlink") != 0 &&
+                strcmp(j.fired, "segment.trim") != 0)
+                fail_msg("call %ld (%s) failed with %s, yet compaction returned OK", n, j.fired,
+                         strerror(errs[e]));
+            cairn_mem_close(m);
+            cairn_close(db);
+            got = answers_of(work, 0);
+            if (strcmp(got, expect) != 0)
+                fail_msg("call %ld failing with %s changed the answers", n, strerror(errs[e]));
+            free(got);
+            /* a writer open cleans up, then the log alone gives them too */
+            db = open_db(work, 0, NULL);
+            assert_int_equal(cairn_close(db), CAIRN_OK);
+            verify_clean(work);
+            got = answers_of(work, 1);
+            if (strcmp(got, expect) != 0)
+                fail_msg("call %ld failing with %s: the log alone answers otherwise", n,
+                         strerror(errs[e]));
+            free(got);
+            tu_rmrf(work);
+        }
+    free(expect);
+    free(base);
+    free(work);
+}
+
+static void test_a_kill_9_anywhere_in_a_compaction_leaves_the_same_answers(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect), *work = tu_join(f->dir, "work");
+    long long t0, took;
+    unsigned seed = 12345;
+
+    /* How long one takes. */
+    assert_int_equal(tu_copy_dir(base, work), 0);
+    t0 = tu_now_ms();
+    {
+        cairn_db *db = open_db(work, 0, NULL);
+        cairn_mem *m = open_mem(db);
+        cairn_compact_report rep;
+        assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+        cairn_mem_close(m);
+        assert_int_equal(cairn_close(db), CAIRN_OK);
+    }
+    took = tu_now_ms() - t0 + 2;
+    tu_rmrf(work);
+    for (int round = 0; round < 25; round++) {
+        char *got;
+        pid_t pid;
+        assert_int_equal(tu_copy_dir(base, work), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            cairn_options o = CAIRN_OPTIONS_INIT;
+            cairn_db *db = NULL;
+            cairn_mem *m = NULL;
+            cairn_compact_report rep;
+            o.background = 0;
+            if (cairn_open(&db, work, &o, NULL, 0) != CAIRN_OK ||
+                cairn_mem_open(db, NULL, &m) != CAIRN_OK)
+                _exit(3);
+            _exit(cairn_mem_compact(m, 0, &rep) == CAIRN_OK ? 0 : 4);
+        }
+        seed = seed * 1103515245u + 12345u;
+        tu_sleep_ms((long)((seed >> 8) % (unsigned)(took * 3 / 2 + 1)));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        got = answers_of(work, 0);
+        if (strcmp(got, expect) != 0)
+            fail_msg("round %d: a kill changed the answers", round);
+        free(got);
+        {
+            cairn_db *db = open_db(work, 0, NULL);
+            assert_int_equal(cairn_close(db), CAIRN_OK);
+        }
+        verify_clean(work);
+        got = answers_of(work, 1);
+        if (strcmp(got, expect) != 0)
+            fail_msg("round %d: after a kill the log alone answers otherwise", round);
+        free(got);
+        tu_rmrf(work);
+    }
+    free(expect);
+    free(base);
+    free(work);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_compaction_drops_dead_lives_and_keeps_every_answer,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_under_retain_all_nothing_goes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_commit_whose_last_record_went_is_still_whole,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_memory_an_index_file_holds_stays_until_a_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_grace_period_keeps_what_went_recently, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_reader_behind_the_compaction_folds_again, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_an_iterator_open_across_a_compaction_reads_the_old_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purge_leaves_no_byte_of_the_memory_in_any_file,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_every_failing_io_call_of_a_compaction_leaves_the_same_answers, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_kill_9_anywhere_in_a_compaction_leaves_the_same_answers, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
