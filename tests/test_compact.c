@@ -305,6 +305,11 @@ static void test_a_commit_whose_last_record_went_is_still_whole(void **state)
     assert_int_equal(cairn_mem_delete(m, "i4", NULL), CAIRN_OK); /* the commit's last */
     assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
     assert_int_equal(rep.memories_dropped, 1);
+    {
+        cairn_memory *mem = NULL;
+        assert_int_equal(cairn_mem_restore(m, "i4", &mem), CAIRN_ENOTFOUND);
+        assert_non_null(strstr(cairn_mem_errmsg(m), "compaction dropped its records"));
+    }
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     remove_derived(f->dir);
@@ -519,6 +524,7 @@ static void test_purge_leaves_no_byte_of_the_memory_in_any_file(void **state)
     assert_false(any_file_holds(f->dir, secret));
     assert_int_equal(cairn_mem_get(m, x, &mem), CAIRN_ENOTFOUND);
     assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_ENOTFOUND);
+    assert_non_null(strstr(cairn_mem_errmsg(m), "was purged at"));
     assert_int_equal(cairn_mem_purge(m, x, &rep), CAIRN_ENOTFOUND);
     assert_int_equal(cairn_mem_purge(m, "not an id!", &rep), CAIRN_EINVAL);
     assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);

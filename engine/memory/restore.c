@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "civil.h"
 #include "cairn.h"
 #include "memstate.h"
 #include "store.h"
@@ -50,6 +51,7 @@ typedef struct hist {
     int live;                  /* as the fold stands */
     uint64_t store_seq;        /* the `memory` record of the last life */
     uint64_t end_seq;          /* the record that ended it */
+    int64_t purged_at;         /* a memory.purge record names it: its time */
     char *ns, *content, *category, *metadata;
     size_t content_len;
     double importance;
@@ -191,6 +193,10 @@ static int visit(void *user, const cairn_record *rec)
     int rc;
 
     h->next = rec->seq + 1;
+    if (rec->type == CAIRN_REC_MEMORY_PURGE && names_id(h, rec)) {
+        h->purged_at = rec->ts_ms; /* what it stood for is gone (compaction.md) */
+        return CAIRN_OK;
+    }
     if (rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR)
         return CAIRN_OK;
     if (rec->type == CAIRN_REC_MEMORY_CLEAR ? !h->live : !names_id(h, rec))
@@ -308,8 +314,24 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
     }
     if ((rc = pass(m, &h, UINT64_MAX)) != CAIRN_OK)
         goto out;
+    if (!h.found && h.purged_at != 0) {
+        int64_t y;
+        unsigned mo, d;
+        int64_t ms = h.purged_at, days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
+        int64_t in_day = ms - days * 86400000;
+        cairn__civil_from_days(days, &y, &mo, &d);
+        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "memory %s was purged at "
+                             "%04" PRId64 "-%02u-%02uT%02d:%02d:%02dZ: it cannot be restored", id,
+                             y, mo, d, (int)(in_day / 3600000), (int)(in_day / 60000 % 60),
+                             (int)(in_day / 1000 % 60));
+        goto out;
+    }
     if (!h.found) {
-        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s in the log", id);
+        rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s in the log%s", id,
+                             cairn__dropped_upto(m->db) != 0
+                                 ? " (never stored, or compaction dropped its records under "
+                                   "the store's retention policy)"
+                                 : "");
         goto out;
     }
     if (h.live) { /* the log has it live where this handle did not look yet */
