@@ -229,7 +229,7 @@ static void test_compaction_drops_dead_lives_and_keeps_every_answer(void **state
     assert_int_equal(dry.dry_run, 1);
     assert_int_equal(dry.memories_dropped, 90);
     assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
-    assert_int_equal(rep.retain, CAIRN_RETAIN_LIVE);
+    assert_int_equal(rep.retain.memories, CAIRN_RETAIN_LIVE);
     assert_int_equal(rep.memories_dropped, 90);
     assert_int_equal(rep.memories_pinned, 0);
     /* 90 stores, the 15 updates of those, 60 deletes; the clear stays */
@@ -273,7 +273,7 @@ static void test_under_retain_all_nothing_goes(void **state)
     store(m, "", "kept for the audit", id);
     assert_int_equal(cairn_mem_delete(m, id, NULL), CAIRN_OK);
     assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
-    assert_int_equal(rep.retain, CAIRN_RETAIN_ALL);
+    assert_int_equal(rep.retain.memories, CAIRN_RETAIN_ALL);
     assert_int_equal(rep.dropped, 0);
     assert_int_equal(rep.records_after, rep.records_before);
     assert_int_equal(cairn_mem_restore(m, id, &mem), CAIRN_OK);
@@ -393,7 +393,7 @@ static void test_the_grace_period_keeps_what_went_recently(void **state)
     store(m, "", "recently removed", x);
     assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
     assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
-    assert_int_equal(rep.grace_ms, 3600000);
+    assert_int_equal(rep.retain.grace_ms, 3600000);
     assert_int_equal(rep.memories_in_grace, 1);
     assert_int_equal(rep.memories_dropped, 0);
     assert_int_equal(rep.dropped, 0);
@@ -550,6 +550,109 @@ static void test_purge_leaves_no_byte_of_the_memory_in_any_file(void **state)
     cairn_mem_stats_free(&st);
     assert_int_equal(cairn_mem_get(m, y, &mem), CAIRN_OK);
     cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    verify_clean(f->dir);
+}
+
+static uint64_t events_bytes(cairn_db *db, const char *ns, uint64_t *n, uint64_t *last_seq)
+{
+    cairn_range r = CAIRN_RANGE_INIT;
+    cairn_iter *it;
+    cairn_record rec;
+    uint64_t bytes = 0;
+    r.type = CAIRN_REC_EVENT;
+    *n = *last_seq = 0;
+    assert_int_equal(cairn_iter_open(db, &r, &it), CAIRN_OK);
+    while (cairn_iter_next(it, &rec) == CAIRN_OK)
+        if (rec.ns_len == strlen(ns) && memcmp(rec.ns, ns, rec.ns_len) == 0) {
+            bytes += 40 + rec.ns_len + rec.json_len + rec.bin_len;
+            ++*n;
+            *last_seq = rec.seq;
+        }
+    cairn_iter_close(it);
+    return bytes;
+}
+
+static void append_events(cairn_db *db, const char *ns, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char json[128];
+        cairn_entry e = {CAIRN_REC_EVENT, ns, strlen(ns), json, 0, NULL, 0};
+        e.json_len = (size_t)snprintf(json, sizeof json,
+                                      "{\"tool\":\"bash\",\"i\":%d,\"out\":\"some output\"}", i);
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+    }
+}
+
+/* events:SIZE keeps the newest events of each namespace within the size;
+ * the dropped ones leave dropped_upto alone (no fold reads events). */
+static void test_events_past_the_size_limit_go_oldest_first(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "all,events:1KiB");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    uint64_t n_busy, n_quiet, last_busy, last_quiet, b_busy, b_quiet, last_before;
+    char x[CAIRN_MEM_ID_MAX + 1];
+    char *man;
+    size_t len;
+    uint8_t *mb;
+
+    append_events(db, "busy", 100);
+    append_events(db, "quiet", 5);
+    store(m, "", "a memory among the events", x);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    b_busy = events_bytes(db, "busy", &n_busy, &last_before);
+    assert_true(b_busy > 1024);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_true(rep.events_dropped > 0);
+    assert_int_equal(rep.dropped, rep.events_dropped);
+    assert_int_equal(rep.memories_dropped, 0);
+    b_busy = events_bytes(db, "busy", &n_busy, &last_busy);
+    b_quiet = events_bytes(db, "quiet", &n_quiet, &last_quiet);
+    assert_true(b_busy <= 1024);
+    assert_true(b_busy + 200 > 1024); /* no more dropped than needed */
+    assert_int_equal(last_busy, last_before); /* the newest stay */
+    assert_int_equal(n_busy + rep.events_dropped, 100);
+    assert_int_equal(n_quiet, 5);
+    assert_true(b_quiet > 0 && b_quiet <= 1024);
+    {
+        cairn_memory *mem = NULL;
+        assert_int_equal(cairn_mem_get(m, x, &mem), CAIRN_OK);
+        cairn_mem_free(mem);
+    }
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    man = tu_join(f->dir, "MANIFEST");
+    mb = tu_read_file(man, &len);
+    assert_non_null(mb);
+    assert_int_equal(mb[64 + 56], 0); /* dropped_upto: events raise it not */
+    free(mb);
+    free(man);
+    verify_clean(f->dir);
+}
+
+/* events:AGE drops the sealed events older than it. */
+static void test_events_past_the_age_limit_go(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0,events:1ms");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    uint64_t n, last;
+
+    append_events(db, "log", 20);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    tu_sleep_ms(5);
+    append_events(db, "log", 3); /* the active segment's stay */
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.events_dropped, 20);
+    assert_int_equal(rep.rolled, 0);
+    events_bytes(db, "log", &n, &last);
+    assert_int_equal(n, 3);
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     verify_clean(f->dir);
@@ -817,6 +920,9 @@ int main(void)
             test_an_iterator_open_across_a_compaction_reads_the_old_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge_leaves_no_byte_of_the_memory_in_any_file,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_past_the_size_limit_go_oldest_first, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_events_past_the_age_limit_go, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_every_failing_io_call_of_a_compaction_leaves_the_same_answers, setup,
             teardown),

@@ -303,6 +303,77 @@ static void test_a_version_2_store_opens_with_limit_10000(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* Retention policies: what parses, to what, and back. */
+static void test_retention_policies_parse_and_format_back(void **state)
+{
+    static const struct {
+        const char *text, *canon;
+        unsigned memories;
+        uint64_t grace, age, bytes;
+    } good[] = {
+        {"all", "all", CAIRN_RETAIN_ALL, 0, 0, 0},
+        {"live", "live:7d", CAIRN_RETAIN_LIVE, 7 * 86400000ull, 0, 0},
+        {"live:0", "live:0", CAIRN_RETAIN_LIVE, 0, 0, 0},
+        {"live:90m", "live:90m", CAIRN_RETAIN_LIVE, 5400000, 0, 0},
+        {"live:36h", "live:36h", CAIRN_RETAIN_LIVE, 36 * 3600000ull, 0, 0},
+        {"live:1500ms", "live:1500ms", CAIRN_RETAIN_LIVE, 1500, 0, 0},
+        {"live:120s", "live:2m", CAIRN_RETAIN_LIVE, 120000, 0, 0},
+        {"events:30d", "all,events:30d", CAIRN_RETAIN_ALL, 0, 30 * 86400000ull, 0},
+        {"events:10GiB", "all,events:10GiB", CAIRN_RETAIN_ALL, 0, 0, 10ull << 30},
+        {"live:0,events:2048B", "live:0,events:2KiB", CAIRN_RETAIN_LIVE, 0, 0, 2048},
+        {"live:7d,events:30d,events:1TiB", "live:7d,events:30d,events:1TiB", CAIRN_RETAIN_LIVE,
+         7 * 86400000ull, 30 * 86400000ull, 1ull << 40},
+    };
+    static const char *const bad[] = {
+        "", "none", "live:", "live:5", "live:-1d", "live:1y", "all,live", "live,all",
+        "events:0", "events:0d", "events:30d,events:1d", "events:1KiB,events:2KiB", "all,",
+        ",all", "events:10GB", "live:99999999999999999d", "live:1d ", "ALL", "events",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cairn_retention r, back;
+        char text[96];
+        if (cairn_retain_parse(good[i].text, &r) != CAIRN_OK)
+            fail_msg("'%s' did not parse", good[i].text);
+        assert_int_equal(r.memories, good[i].memories);
+        assert_int_equal(r.grace_ms, good[i].grace);
+        assert_int_equal(r.events_max_age_ms, good[i].age);
+        assert_int_equal(r.events_max_bytes, good[i].bytes);
+        cairn_retain_format(&r, text, sizeof text);
+        assert_string_equal(text, good[i].canon);
+        assert_int_equal(cairn_retain_parse(text, &back), CAIRN_OK);
+        assert_memory_equal(&r, &back, sizeof r);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (cairn_retain_parse(bad[i], &(cairn_retention){0}) != CAIRN_EINVAL)
+            fail_msg("'%s' parsed", bad[i]);
+    assert_int_equal(cairn_retain_parse(NULL, &(cairn_retention){0}), CAIRN_EINVAL);
+}
+
+/* A policy set is kept in the MANIFEST, for this process and others; an
+ * invalid one is refused and changes nothing. */
+static void test_the_retention_policy_is_a_store_setting(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_store(f->path, 1, 0, NULL), *ro;
+    cairn_retention r = {CAIRN_RETAIN_LIVE, 3600000, 0, 1u << 20}, bad = r;
+    cairn_config c;
+
+    assert_int_equal(cairn_config_get(db, &c), CAIRN_OK);
+    assert_int_equal(c.retain.memories, CAIRN_RETAIN_ALL);
+    assert_int_equal(cairn_config_set_retain(db, &r), CAIRN_OK);
+    bad.memories = 7;
+    assert_int_equal(cairn_config_set_retain(db, &bad), CAIRN_EINVAL);
+    bad = r;
+    bad.events_max_bytes = CAIRN_RETAIN_GRACE_MAX + 1;
+    assert_int_equal(cairn_config_set_retain(db, &bad), CAIRN_EINVAL);
+    ro = open_store(f->path, 0, 1, NULL);
+    assert_int_equal(cairn_config_get(ro, &c), CAIRN_OK);
+    assert_memory_equal(&c.retain, &r, sizeof r);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -314,6 +385,8 @@ int main(void)
         T(test_a_read_only_handle_cannot_change_it),
         T(test_a_failed_write_keeps_the_old_value),
         T(test_a_version_2_store_opens_with_limit_10000),
+        T(test_retention_policies_parse_and_format_back),
+        T(test_the_retention_policy_is_a_store_setting),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

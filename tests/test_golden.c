@@ -102,6 +102,8 @@ static const manifest_entry man_entries[] = {
 #define MAN_MAX_MEMORIES 2500u /* version 3; not the default, so the golden shows it */
 #define MAN_GRACE_MS 604800000ull /* version 4: retain live:7d */
 #define MAN_DROPPED_UPTO 42u      /* version 4 */
+#define MAN_EVENTS_AGE 2592000000ull  /* version 4: events:30d */
+#define MAN_EVENTS_BYTES (10ull << 30) /* version 4: events:10GiB */
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -251,8 +253,10 @@ static uint8_t *make_manifest(size_t *len)
     m.synced_seq = MAN_SYNCED_SEQ;
     m.lost_total = MAN_LOST_TOTAL;
     m.max_memories = MAN_MAX_MEMORIES;
-    m.retain = CAIRN_RETAIN_LIVE;
-    m.retain_grace_ms = MAN_GRACE_MS;
+    m.retain.memories = CAIRN_RETAIN_LIVE;
+    m.retain.grace_ms = MAN_GRACE_MS;
+    m.retain.events_max_age_ms = MAN_EVENTS_AGE;
+    m.retain.events_max_bytes = MAN_EVENTS_BYTES;
     m.dropped_upto = MAN_DROPPED_UPTO;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
@@ -617,7 +621,7 @@ static void test_manifest_encoding_matches_golden(void **state)
 static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
-    size_t block = version >= 4 ? 64 : version == 3 ? 40 : version == 2 ? 32 : 0;
+    size_t block = version >= 4 ? 80 : version == 3 ? 40 : version == 2 ? 32 : 0;
     uint8_t *g;
     manifest m;
     cairn__err e;
@@ -655,14 +659,20 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
     }
     if (version >= 4) {
         assert_int_equal(get_le32(g + 104), CAIRN_RETAIN_LIVE);
-        assert_int_equal(m.retain, CAIRN_RETAIN_LIVE);
+        assert_int_equal(m.retain.memories, CAIRN_RETAIN_LIVE);
         assert_int_equal(get_le64(g + 112), MAN_GRACE_MS);
-        assert_int_equal(m.retain_grace_ms, MAN_GRACE_MS);
+        assert_int_equal(m.retain.grace_ms, MAN_GRACE_MS);
         assert_int_equal(get_le64(g + 120), MAN_DROPPED_UPTO);
         assert_int_equal(m.dropped_upto, MAN_DROPPED_UPTO);
-        assert_int_equal(get_le32(g + 128 + 12), 2); /* entry 0's rev */
+        assert_int_equal(get_le64(g + 128), MAN_EVENTS_AGE);
+        assert_int_equal(m.retain.events_max_age_ms, MAN_EVENTS_AGE);
+        assert_int_equal(get_le64(g + 136), MAN_EVENTS_BYTES);
+        assert_int_equal(m.retain.events_max_bytes, MAN_EVENTS_BYTES);
+        assert_int_equal(get_le32(g + 144 + 12), 2); /* entry 0's rev */
     } else {
-        assert_int_equal(m.retain, CAIRN_RETAIN_ALL); /* every record kept */
+        assert_int_equal(m.retain.memories, CAIRN_RETAIN_ALL); /* every record kept */
+        assert_int_equal(m.retain.events_max_age_ms, 0);
+        assert_int_equal(m.retain.events_max_bytes, 0);
         assert_int_equal(m.dropped_upto, 0);
     }
     assert_int_equal(m.n, n);

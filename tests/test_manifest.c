@@ -66,8 +66,10 @@ static void good_manifest(manifest *m)
     m->synced_seq = 140;
     m->lost_total = 3;
     m->max_memories = 777; /* not the default: a decoder that ignored it fails */
-    m->retain = CAIRN_RETAIN_LIVE;
-    m->retain_grace_ms = 3600000;
+    m->retain.memories = CAIRN_RETAIN_LIVE;
+    m->retain.grace_ms = 3600000;
+    m->retain.events_max_age_ms = 86400000;
+    m->retain.events_max_bytes = 1u << 20;
     m->dropped_upto = 77;
     m->e = good_entries;
     m->n = 3;
@@ -136,8 +138,10 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
     assert_int_equal(a->synced_seq, b->synced_seq);
     assert_int_equal(a->lost_total, b->lost_total);
     assert_int_equal(a->max_memories, b->max_memories);
-    assert_int_equal(a->retain, b->retain);
-    assert_int_equal(a->retain_grace_ms, b->retain_grace_ms);
+    assert_int_equal(a->retain.memories, b->retain.memories);
+    assert_int_equal(a->retain.grace_ms, b->retain.grace_ms);
+    assert_int_equal(a->retain.events_max_age_ms, b->retain.events_max_age_ms);
+    assert_int_equal(a->retain.events_max_bytes, b->retain.events_max_bytes);
     assert_int_equal(a->dropped_upto, b->dropped_upto);
     assert_int_equal(a->n, b->n);
     for (size_t i = 0; i < a->n; i++) {
@@ -156,8 +160,7 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
  * nothing compacted. */
 static void as_before_version_4(manifest *m)
 {
-    m->retain = CAIRN_RETAIN_ALL;
-    m->retain_grace_ms = 0;
+    memset(&m->retain, 0, sizeof m->retain);
     m->dropped_upto = 0;
     for (size_t i = 0; i < m->n; i++)
         m->e[i].rev = 0;
@@ -843,6 +846,12 @@ static void test_bad_retention_and_rev_are_corrupt(void **state)
     put_le64(b + blk + 56, MAN_SEQ_MAX);
     reseal(b, len);
     assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    for (size_t at = 64; at <= 72; at += 8) { /* the event limits */
+        memcpy(b, orig, len);
+        put_le64(b + blk + at, CAIRN_RETAIN_GRACE_MAX + 1);
+        reseal(b, len);
+        assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    }
     free(b);
     free(orig);
 }

@@ -20,6 +20,10 @@ const char cmd_compact_help[] =
     "                     go once they went more than GRACE ago. Until then\n"
     "                     `cairn restore ID` brings such a memory back; after,\n"
     "                     it cannot.\n"
+    "  events:AGE         events (`cairn log`) older than AGE go (events:30d)\n"
+    "  events:SIZE        the oldest events of a namespace go while its events\n"
+    "                     take more than SIZE (events:10GiB); events of the\n"
+    "                     active segment stay until it is sealed\n"
     "Live memories, recall, search and stats answer the same before and after.\n"
     "A memory that an index file still holds live stays until the next\n"
     "checkpoint (`cairn checkpoint`) covers its going. Sealed segments are\n"
@@ -35,6 +39,7 @@ const char cmd_compact_help[] =
     "\"dry_run\", \"records_before\", \"records_after\", \"bytes_before\",\n"
     "\"bytes_after\", \"dropped_records\", \"dropped_bytes\",\n"
     "\"memories_dropped\", \"memories_in_grace\", \"memories_pinned\",\n"
+    "\"events_dropped\", \"events_dropped_bytes\",\n"
     "\"segments_rewritten\", \"rolled\"}. Bytes are those of the segment files\n"
     "(with --dry-run, bytes after is an estimate).\n"
     "\n"
@@ -116,7 +121,7 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv)
     cairn_compact_report rep;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
-    char pol[32];
+    char pol[96];
     cli_args a;
     int r, rc, json = 0, dry = 0;
 
@@ -137,32 +142,40 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv)
         return rc;
     if ((r = cairn_mem_compact(mem, dry, &rep)) != CAIRN_OK)
         return mem_failed(ctx, db, mem, r);
-    cairn_retain_format(rep.retain, rep.grace_ms, pol, sizeof pol);
+    cairn_retain_format(&rep.retain, pol, sizeof pol);
     if (json) {
         printf("{\"retain\":\"%s\",\"dry_run\":%s,\"records_before\":%llu,"
                "\"records_after\":%llu,\"bytes_before\":%llu,\"bytes_after\":%llu,"
                "\"dropped_records\":%llu,\"dropped_bytes\":%llu,\"memories_dropped\":%llu,"
                "\"memories_in_grace\":%llu,\"memories_pinned\":%llu,"
+               "\"events_dropped\":%llu,\"events_dropped_bytes\":%llu,"
                "\"segments_rewritten\":%llu,\"rolled\":%s}\n",
                pol, dry ? "true" : "false", (unsigned long long)rep.records_before,
                (unsigned long long)rep.records_after, (unsigned long long)rep.bytes_before,
                (unsigned long long)rep.bytes_after, (unsigned long long)rep.dropped,
                (unsigned long long)rep.dropped_bytes, (unsigned long long)rep.memories_dropped,
                (unsigned long long)rep.memories_in_grace,
-               (unsigned long long)rep.memories_pinned, (unsigned long long)rep.rewritten,
+               (unsigned long long)rep.memories_pinned, (unsigned long long)rep.events_dropped,
+               (unsigned long long)rep.events_dropped_bytes, (unsigned long long)rep.rewritten,
                rep.rolled ? "true" : "false");
     } else {
         printf("retain: %s%s\n", pol, dry ? " (dry run: nothing changed)" : "");
-        if (rep.retain == CAIRN_RETAIN_ALL)
+        if (rep.retain.memories == CAIRN_RETAIN_ALL && rep.retain.events_max_age_ms == 0 &&
+            rep.retain.events_max_bytes == 0)
             printf("every record is kept (`cairn config retain live:GRACE` to drop those of "
-                   "memories no longer live)\n");
+                   "memories no longer live, events:AGE or events:SIZE to limit events)\n");
         printf("records: %llu -> %llu\n", (unsigned long long)rep.records_before,
                (unsigned long long)rep.records_after);
         printf("bytes: %llu -> %s%llu\n", (unsigned long long)rep.bytes_before,
                dry ? "about " : "", (unsigned long long)rep.bytes_after);
         printf("dropped: %llu records (%llu bytes) of %llu memories\n",
-               (unsigned long long)rep.dropped, (unsigned long long)rep.dropped_bytes,
+               (unsigned long long)(rep.dropped - rep.events_dropped),
+               (unsigned long long)(rep.dropped_bytes - rep.events_dropped_bytes),
                (unsigned long long)rep.memories_dropped);
+        if (rep.retain.events_max_age_ms != 0 || rep.retain.events_max_bytes != 0)
+            printf("dropped: %llu events (%llu bytes) past the event limits\n",
+                   (unsigned long long)rep.events_dropped,
+                   (unsigned long long)rep.events_dropped_bytes);
         if (rep.memories_in_grace > 0)
             printf("kept: %llu memories no longer live, gone less than the grace period ago "
                    "(cairn restore still brings them back)\n",

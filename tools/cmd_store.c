@@ -17,7 +17,7 @@
 const char cmd_init_help[] =
     "usage: cairn init [--durability none|batch|full] [--batch-ms N]\n"
     "                  [--segment-size BYTES|NK|NM|NG] [--max-memories N]\n"
-    "                  [--retain all|live[:GRACE]] [--format text|json]\n"
+    "                  [--retain POLICY] [--format text|json]\n"
     "\n"
     "Create a store in the store directory (created if missing) with these\n"
     "settings; later commands use them (`cairn config` lists them). Prints\n"
@@ -44,7 +44,10 @@ const char cmd_init_help[] =
     "                      the records of memories no longer live once they\n"
     "                      went more than GRACE ago (default 7d; a number\n"
     "                      and ms, s, m, h or d; live:0 drops them at the next\n"
-    "                      compaction). `cairn config retain POLICY` changes it\n"
+    "                      compaction); add ,events:AGE or ,events:SIZE (B,\n"
+    "                      KiB, MiB, GiB, TiB) to limit events per namespace\n"
+    "                      (live:7d,events:30d). `cairn config retain POLICY`\n"
+    "                      changes it\n"
     "  --format F          text (default) or json\n"
     "  --store DIR         the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
@@ -54,7 +57,7 @@ const char cmd_init_help[] =
 const char cmd_config_help[] =
     "usage: cairn config [KEY] [--format text|json]\n"
     "       cairn config max-memories N\n"
-    "       cairn config retain all|live[:GRACE]\n"
+    "       cairn config retain all|live[:GRACE][,events:AGE][,events:SIZE]\n"
     "\n"
     "Without KEY: list every setting of the store, one per line, \"KEY: VALUE\":\n"
     "  durability    none, batch or full (chosen by `cairn init`)\n"
@@ -65,7 +68,8 @@ const char cmd_config_help[] =
     "                existed has 10000, the limit applied then)\n"
     "  retain        what `cairn compact` keeps: all (every record; the default)\n"
     "                or live:GRACE (the records of memories no longer live go\n"
-    "                once they went more than GRACE ago; see cairn compact)\n"
+    "                once they went more than GRACE ago), and event limits\n"
+    "                (,events:30d ,events:10GiB); see cairn compact\n"
     "With --format json: {\"durability\",\"batch_ms\",\"segment_size\",\n"
     "\"max_memories\",\"retain\"}. With KEY: its value alone (json: that member\n"
     "alone).\n"
@@ -216,11 +220,11 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
                                        "or a count)", val);
             set_max = 1;
         } else if (strcmp(name, "retain") == 0) {
-            unsigned rp;
-            uint64_t g;
-            if (cairn_retain_parse(val, &rp, &g) != CAIRN_OK)
+            cairn_retention rp;
+            if (cairn_retain_parse(val, &rp) != CAIRN_OK)
                 return cli_usage_error(ctx->cmd, "invalid --retain '%s' (all, live, or live:GRACE "
-                                       "as live:7d, live:12h, live:0)", val);
+                                       "as live:7d, live:12h, live:0; and events:AGE or "
+                                       "events:SIZE as events:30d, events:10GiB)", val);
             o.retain = val;
         } else if (strcmp(name, "format") == 0) {
             if ((r = cli_parse_format(ctx->cmd, val, &json)) >= 0)
@@ -264,8 +268,8 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
     if (json) {
         printf("{\"store\":");
         cli_json_put_string(stdout, ctx->store, strlen(ctx->store));
-        char pol[32];
-        cairn_retain_format(cf.retain, cf.retain_grace_ms, pol, sizeof pol);
+        char pol[96];
+        cairn_retain_format(&cf.retain, pol, sizeof pol);
         printf(",\"durability\":\"%s\",\"batch_ms\":%u,\"segment_size\":%llu,"
                "\"max_memories\":%llu,\"retain\":\"%s\"}\n",
                cli_durability_name(st.durability), (unsigned)st.batch_ms,
@@ -301,7 +305,7 @@ static const char *config_value(const cairn_config *c, size_t k, char *buf, size
         snprintf(buf, len, "%llu", (unsigned long long)c->segment_size);
         return buf;
     case KEY_RETAIN:
-        cairn_retain_format(c->retain, c->retain_grace_ms, buf, len);
+        cairn_retain_format(&c->retain, buf, len);
         return buf;
     default:
         snprintf(buf, len, "%llu", (unsigned long long)c->max_memories);
@@ -314,8 +318,8 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     cairn_options o;
     char err[CAIRN_ERRMSG_MAX] = "";
     cairn_db *db = NULL;
-    uint64_t n = 0, grace = 0;
-    unsigned retain = 0;
+    uint64_t n = 0;
+    cairn_retention retain;
     int rc;
 
     if (k != KEY_MAX_MEMORIES && k != KEY_RETAIN)
@@ -325,9 +329,10 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     if (k == KEY_MAX_MEMORIES && cli_parse_u64(val, UINT64_MAX, &n) != 0)
         return cli_usage_error(ctx->cmd, "invalid max-memories '%s' (0 = no limit, or a count)",
                                val);
-    if (k == KEY_RETAIN && cairn_retain_parse(val, &retain, &grace) != CAIRN_OK)
+    if (k == KEY_RETAIN && cairn_retain_parse(val, &retain) != CAIRN_OK)
         return cli_usage_error(ctx->cmd, "invalid retain '%s' (all, live, or live:GRACE as "
-                               "live:7d, live:12h, live:0)", val);
+                               "live:7d, live:12h, live:0; and events:AGE or events:SIZE as "
+                               "events:30d, events:10GiB)", val);
     cli_options(ctx, &o); /* --busy-timeout */
     o.background = 0;
     rc = cairn_open(&db, ctx->store, &o, err, sizeof err);
@@ -336,7 +341,7 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
     cli_warn_recovery(ctx, db);
-    rc = k == KEY_RETAIN ? cairn_config_set_retain(db, retain, grace)
+    rc = k == KEY_RETAIN ? cairn_config_set_retain(db, &retain)
                          : cairn_config_set_max_memories(db, n);
     if (rc != CAIRN_OK) {
         cli_fail_db(ctx->cmd, db, rc, NULL);
@@ -347,8 +352,8 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "closing %s failed", ctx->store);
     if (json && k == KEY_RETAIN) {
-        char pol[32];
-        cairn_retain_format(retain, grace, pol, sizeof pol);
+        char pol[96];
+        cairn_retain_format(&retain, pol, sizeof pol);
         printf("{\"retain\":\"%s\"}\n", pol);
     } else if (json) {
         printf("{\"max_memories\":%llu}\n", (unsigned long long)n);
@@ -364,7 +369,7 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
     cairn_config c;
     cli_args a;
     size_t k = N_CONFIG_KEYS;
-    char buf[32];
+    char buf[96];
     int r, rc, json = 0;
 
     cli_args_init(&a, ctx, spec, argc, argv);

@@ -350,6 +350,38 @@ int cairn_stats_get(cairn_db *db, cairn_stats *out);
 /* ---------------------------------------------------------------------------
  * Store settings, kept in the MANIFEST (format-spec/manifest.md).
  * ------------------------------------------------------------------------- */
+/* The retention policy (format-spec/compaction.md): what compaction keeps.
+ * Memories: CAIRN_RETAIN_ALL keeps every record, for audits and replay;
+ * CAIRN_RETAIN_LIVE drops the records of memories that are no longer live
+ * (removed, forgotten, pruned, merged away, cleared) once they went more
+ * than grace_ms ago: restore brings such a memory back until then, not
+ * after. Events (records of `cairn log`, CAIRN_REC_EVENT): with
+ * events_max_age_ms, those older are dropped; with events_max_bytes, the
+ * oldest of a namespace are dropped while its events take more; 0: no
+ * limit. */
+#define CAIRN_RETAIN_ALL 0u
+#define CAIRN_RETAIN_LIVE 1u
+#define CAIRN_RETAIN_GRACE_DEFAULT (7ull * 86400000ull) /* 7 days, in ms */
+#define CAIRN_RETAIN_GRACE_MAX (1ull << 53)            /* also the most for the event limits */
+
+typedef struct cairn_retention {
+    unsigned memories;           /* CAIRN_RETAIN_ALL or CAIRN_RETAIN_LIVE */
+    uint64_t grace_ms;           /* CAIRN_RETAIN_LIVE: how long after they went */
+    uint64_t events_max_age_ms;  /* 0: no age limit */
+    uint64_t events_max_bytes;   /* per namespace; 0: no size limit */
+} cairn_retention;
+
+/* Parse a policy as the CLI takes it: a comma list of "all" or
+ * "live[:GRACE]" (GRACE a number and ms, s, m, h or d, or "0"; "live" is
+ * live:7d) and at most one each of "events:AGE" (as GRACE, not 0) and
+ * "events:SIZE" (a number and B, KiB, MiB, GiB or TiB, not 0). Without a
+ * memory part, memories are "all". CAIRN_EINVAL for anything else. */
+int cairn_retain_parse(const char *text, cairn_retention *out);
+/* The policy as text in the form cairn_retain_parse reads back
+ * ("all", "live:7d", "live:0,events:30d,events:10GiB"); cap >= 96 is
+ * always enough. */
+void cairn_retain_format(const cairn_retention *r, char *out, size_t cap);
+
 typedef struct cairn_config {
     cairn_durability durability; /* given at creation; a handle's options may
                                     override it for that handle (cairn_stats
@@ -360,32 +392,11 @@ typedef struct cairn_config {
                                     keeps (cairn_mem_store, cairn_mem_import);
                                     0 = no limit. 10000 in a new store, and in a
                                     store whose MANIFEST predates the setting */
-    unsigned retain;             /* what compaction keeps: CAIRN_RETAIN_ALL (a
-                                    new store, and one whose MANIFEST predates
-                                    the setting) or CAIRN_RETAIN_LIVE */
-    uint64_t retain_grace_ms;    /* CAIRN_RETAIN_LIVE: the records of a memory
-                                    that is no longer live are kept this long
-                                    after it went (0: dropped at the next
-                                    compaction) */
+    cairn_retention retain;      /* what compaction keeps (all, in a new store
+                                    and one whose MANIFEST predates it) */
 } cairn_config;
 
-/* Retention policies (format-spec/compaction.md). ALL keeps every record
- * for audits and replay; compaction then drops nothing. LIVE drops the
- * records of memories that are no longer live (removed, forgotten, pruned,
- * merged away, cleared) once they went more than the grace period ago:
- * restore can bring such a memory back until then, and not after. */
-#define CAIRN_RETAIN_ALL 0u
-#define CAIRN_RETAIN_LIVE 1u
-#define CAIRN_RETAIN_GRACE_DEFAULT (7ull * 86400000ull) /* 7 days, in ms */
-#define CAIRN_RETAIN_GRACE_MAX (1ull << 53)
 
-/* Parse a policy as the CLI takes it: "all", "live" (grace 7 days),
- * "live:GRACE" with GRACE a number and a unit (ms, s, m, h, d; "0" alone
- * is 0). CAIRN_EINVAL for anything else. */
-int cairn_retain_parse(const char *text, unsigned *retain, uint64_t *grace_ms);
-/* The policy as text ("all", "live:7d", "live:90m", "live:0"), the form
- * cairn_retain_parse reads back; cap >= 32 is always enough. */
-void cairn_retain_format(unsigned retain, uint64_t grace_ms, char *out, size_t cap);
 
 /* The store's settings as stored (a read-only handle reads the MANIFEST
  * again first, so it sees a change another process made).
@@ -402,12 +413,12 @@ int cairn_config_get(cairn_db *db, cairn_config *out);
  * failed write the handle keeps the old value and stays usable. */
 int cairn_config_set_max_memories(cairn_db *db, uint64_t n);
 
-/* Change the store's retention policy (CAIRN_RETAIN_ALL with grace 0, or
- * CAIRN_RETAIN_LIVE with a grace up to CAIRN_RETAIN_GRACE_MAX): a new
- * MANIFEST, as above. It applies from the next compaction on; nothing is
- * dropped by the change itself. Errors: CAIRN_EINVAL, and those of
- * cairn_config_set_max_memories. */
-int cairn_config_set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms);
+/* Change the store's retention policy (memories CAIRN_RETAIN_ALL with
+ * grace 0, or CAIRN_RETAIN_LIVE; every number up to
+ * CAIRN_RETAIN_GRACE_MAX): a new MANIFEST, as above. It applies from the
+ * next compaction on; nothing is dropped by the change itself. Errors:
+ * CAIRN_EINVAL, and those of cairn_config_set_max_memories. */
+int cairn_config_set_retain(cairn_db *db, const cairn_retention *r);
 
 /* Called by cairn_verify() once per problem. `file` is relative to the store
  * directory; `offset` is the byte offset in it. */
@@ -684,8 +695,7 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out);
 
 /* What a compaction did (or, dry run, would do): format-spec/compaction.md. */
 typedef struct cairn_compact_report {
-    unsigned retain;             /* the policy applied (CAIRN_RETAIN_*) */
-    uint64_t grace_ms;
+    cairn_retention retain;      /* the policy applied */
     int dry_run;
     uint64_t segments;           /* sealed segments looked at */
     uint64_t rewritten;          /* of them, written anew (dry run: would be) */
@@ -700,16 +710,19 @@ typedef struct cairn_compact_report {
     uint64_t memories_pinned;    /* no longer live, kept: an index file of the
                                     store holds them live (the next checkpoint
                                     frees them) */
+    uint64_t events_dropped;     /* events dropped by the age or size limit */
+    uint64_t events_dropped_bytes;
     uint64_t rolled;             /* 1: the active segment was closed and sealed
                                     first, as it held records to drop */
 } cairn_compact_report;
 
 /* Compact the log under the store's retention policy (cairn_config): the
  * records of memories that are no longer live, gone longer than the grace
- * period ago, are dropped from the sealed segments, each run of them left
- * as one small record that says what it stood for. Memories, their
- * answers and the statistics are the same before and after; what was
- * dropped cannot be restored. Under CAIRN_RETAIN_ALL nothing is dropped.
+ * period ago, and events past the event limits, are dropped from the
+ * sealed segments, each run of them left as one small record that says
+ * what it stood for. Memories, their answers and the statistics are the
+ * same before and after; what was dropped cannot be restored. Under
+ * memories CAIRN_RETAIN_ALL and no event limit nothing is dropped.
  * When the active segment holds such records it is rolled and sealed
  * first (not in a dry run). Errors: CAIRN_EPERM (read-only handle),
  * CAIRN_ELOCKED, CAIRN_EIO, CAIRN_EFULL (nothing changed), CAIRN_ECORRUPT /

@@ -673,33 +673,34 @@ int cairn__set_max_memories(cairn_db *db, uint64_t n)
     return change_manifest(db, &c, n);
 }
 
-/* The policy packed in one value: the grace in the low 62 bits (at most
- * 2^53), the policy above them. */
-#define RETAIN_PACK(r, g) ((uint64_t)(r) << 62 | (g))
-
+/* The policy's address is the change's value. */
 static int retain_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t v)
 {
+    const cairn_retention *r = (const cairn_retention *)(uintptr_t)v;
     (void)db;
-    if (RETAIN_PACK(cur->retain, cur->retain_grace_ms) == v)
+    if (memcmp(&cur->retain, r, sizeof *r) == 0)
         return 0;
-    m->retain = (uint32_t)(v >> 62);
-    m->retain_grace_ms = v & ((1ull << 62) - 1);
+    m->retain = *r;
     return 1;
 }
 
 static void retain_undo(manifest *m, const manifest *cur)
 {
     m->retain = cur->retain;
-    m->retain_grace_ms = cur->retain_grace_ms;
 }
 
-int cairn__set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms)
+int cairn__set_retain(cairn_db *db, const cairn_retention *r)
 {
     static const manifest_change c = {retain_apply, retain_undo};
-    if (retain > CAIRN_RETAIN_LIVE || grace_ms > CAIRN_RETAIN_GRACE_MAX ||
-        (retain == CAIRN_RETAIN_ALL && grace_ms != 0))
+    cairn_retention copy;
+    if (r == NULL || !cairn__retention_ok(r))
         return cairn__db_failf(db, CAIRN_EINVAL, "invalid retention policy");
-    return change_manifest(db, &c, RETAIN_PACK(retain, grace_ms));
+    memset(&copy, 0, sizeof copy); /* compared whole: no stray padding */
+    copy.memories = r->memories;
+    copy.grace_ms = r->grace_ms;
+    copy.events_max_age_ms = r->events_max_age_ms;
+    copy.events_max_bytes = r->events_max_bytes;
+    return change_manifest(db, &c, (uint64_t)(uintptr_t)&copy);
 }
 
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)

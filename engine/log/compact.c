@@ -16,9 +16,11 @@
 #define V_KEEP 0
 #define V_DROP 1
 #define V_DEATH 2
-#define V_HOLE 3
+#define V_HOLE 3   /* a hole of an earlier compaction: kept as it is (its "why"
+                      says what dropped its records) */
+#define V_UNREAD 4 /* dropped, no fold reads it: dropped_upto stays */
 
-static void totals(const view *v, uint64_t *records, uint64_t *bytes); /* a hole of an earlier compaction: merged with its neighbours */
+static void totals(const view *v, uint64_t *records, uint64_t *bytes);
 
 /* One sealed segment of the prefix and what becomes of its records. */
 typedef struct plan_seg {
@@ -79,12 +81,16 @@ static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t
     } else {
         if ((rc = j->fn(j->user, rec, &v)) != CAIRN_OK)
             return rc;
-        v = v == CAIRN__DROP ? V_DROP : v == CAIRN__DROP_DEATH ? V_DEATH : V_KEEP;
+        v = v == CAIRN__DROP         ? V_DROP
+            : v == CAIRN__DROP_DEATH ? V_DEATH
+            : v == CAIRN__DROP_UNREAD ? V_UNREAD
+                                      : V_KEEP;
     }
-    if (v == V_DROP || v == V_DEATH) {
+    if (v == V_DROP || v == V_DEATH || v == V_UNREAD) {
         j->p->drops++;
         j->p->drop_bytes += len;
-        j->p->last_drop = rec->seq;
+        if (v != V_UNREAD)
+            j->p->last_drop = rec->seq;
         j->out->dropped++;
         j->out->dropped_bytes += len;
     }
@@ -128,7 +134,7 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
 {
     writer *w = u;
     int v = w->p->verdict[w->i++];
-    if (v == V_DROP || v == V_DEATH) {
+    if (v == V_DROP || v == V_DEATH || v == V_UNREAD) {
         int rc = cairn__holeb_add(&w->hb, rec, len, v == V_DEATH);
         for (size_t k = 0; k < w->n_anchors && rc == CAIRN_OK; k++)
             if (w->anchors[k] == rec->seq) /* the checksum is the record's last 8 bytes */

@@ -26,6 +26,8 @@
 #define CAIRN__DROP 1
 #define CAIRN__DROP_DEATH 2 /* dropped, and it recorded a memory's going
                                (counted in the hole's "deaths") */
+#define CAIRN__DROP_UNREAD 3 /* dropped; no engine's fold reads it (an event):
+                                dropped_upto stays, no handle folds again */
 
 /* The engine's verdict on rec (not a hole): *verdict one of the above.
  * A status other than CAIRN_OK stops the compaction (nothing written). */

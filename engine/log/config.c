@@ -29,84 +29,134 @@ int cairn_config_get(cairn_db *db, cairn_config *out)
     out->segment_size = db->view->m.segment_size;
     out->max_memories = db->view->m.max_memories;
     out->retain = db->view->m.retain;
-    out->retain_grace_ms = db->view->m.retain_grace_ms;
     pthread_mutex_unlock(&db->mu);
     return rc;
 }
 
-int cairn_config_set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms)
+int cairn_config_set_retain(cairn_db *db, const cairn_retention *r)
 {
-    return cairn__set_retain(db, retain, grace_ms);
+    return cairn__set_retain(db, r);
 }
 
-static const struct {
+typedef struct unit {
     const char *name;
-    uint64_t ms;
-} grace_units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    uint64_t mul;
+} unit;
 
-int cairn_retain_parse(const char *text, unsigned *retain, uint64_t *grace_ms)
+static const unit time_units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+                                  {"d", 86400000}};
+static const unit size_units[] = {{"B", 1},
+                                  {"KiB", 1ull << 10},
+                                  {"MiB", 1ull << 20},
+                                  {"GiB", 1ull << 30},
+                                  {"TiB", 1ull << 40}};
+#define N_UNITS(u) (sizeof(u) / sizeof(u)[0])
+
+/* "N<unit>" of len bytes at p with a unit of us; *out the value (at most
+ * CAIRN_RETAIN_GRACE_MAX). "0" alone when zero_ok. 1 if it is one. */
+static int quantity(const char *p, size_t len, const unit *us, size_t nu, int zero_ok,
+                    uint64_t *out)
 {
-    const char *p;
     uint64_t n = 0;
-
-    if (text == NULL)
-        return CAIRN_EINVAL;
-    if (strcmp(text, "all") == 0) {
-        *retain = CAIRN_RETAIN_ALL;
-        *grace_ms = 0;
-        return CAIRN_OK;
-    }
-    if (strcmp(text, "live") == 0) {
-        *retain = CAIRN_RETAIN_LIVE;
-        *grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
-        return CAIRN_OK;
-    }
-    if (strncmp(text, "live:", 5) != 0)
-        return CAIRN_EINVAL;
-    p = text + 5;
-    if (*p < '0' || *p > '9')
-        return CAIRN_EINVAL;
-    for (; *p >= '0' && *p <= '9'; p++) {
+    size_t i = 0;
+    if (len == 0 || p[0] < '0' || p[0] > '9')
+        return 0;
+    for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
         if (n > CAIRN_RETAIN_GRACE_MAX / 10)
-            return CAIRN_EINVAL;
-        n = n * 10 + (uint64_t)(*p - '0');
+            return 0;
+        n = n * 10 + (uint64_t)(p[i] - '0');
     }
-    if (*p == '\0') {
-        if (n != 0) /* a number needs its unit, but for 0 */
-            return CAIRN_EINVAL;
-    } else {
-        size_t i;
-        for (i = 0; i < sizeof grace_units / sizeof grace_units[0]; i++)
-            if (strcmp(p, grace_units[i].name) == 0)
-                break;
-        if (i == sizeof grace_units / sizeof grace_units[0] ||
-            n > CAIRN_RETAIN_GRACE_MAX / grace_units[i].ms)
-            return CAIRN_EINVAL;
-        n *= grace_units[i].ms;
+    if (i == len) { /* a number needs its unit, but for 0 */
+        *out = 0;
+        return zero_ok && n == 0;
     }
-    *retain = CAIRN_RETAIN_LIVE;
-    *grace_ms = n;
+    for (size_t k = 0; k < nu; k++)
+        if (strlen(us[k].name) == len - i && memcmp(p + i, us[k].name, len - i) == 0) {
+            if (n > CAIRN_RETAIN_GRACE_MAX / us[k].mul)
+                return 0;
+            *out = n * us[k].mul;
+            return 1;
+        }
+    return 0;
+}
+
+int cairn_retain_parse(const char *text, cairn_retention *out)
+{
+    cairn_retention r;
+    const char *p = text;
+    int memory_part = 0;
+
+    if (text == NULL || *text == '\0')
+        return CAIRN_EINVAL;
+    memset(&r, 0, sizeof r);
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        uint64_t v;
+        if (len == 3 && memcmp(p, "all", 3) == 0 && !memory_part) {
+            memory_part = 1;
+        } else if (len == 4 && memcmp(p, "live", 4) == 0 && !memory_part) {
+            memory_part = 1;
+            r.memories = CAIRN_RETAIN_LIVE;
+            r.grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
+        } else if (len > 5 && memcmp(p, "live:", 5) == 0 && !memory_part &&
+                   quantity(p + 5, len - 5, time_units, N_UNITS(time_units), 1, &v)) {
+            memory_part = 1;
+            r.memories = CAIRN_RETAIN_LIVE;
+            r.grace_ms = v;
+        } else if (len > 7 && memcmp(p, "events:", 7) == 0 && r.events_max_age_ms == 0 &&
+                   quantity(p + 7, len - 7, time_units, N_UNITS(time_units), 0, &v) && v != 0) {
+            r.events_max_age_ms = v;
+        } else if (len > 7 && memcmp(p, "events:", 7) == 0 && r.events_max_bytes == 0 &&
+                   quantity(p + 7, len - 7, size_units, N_UNITS(size_units), 0, &v) && v != 0) {
+            r.events_max_bytes = v;
+        } else {
+            return CAIRN_EINVAL;
+        }
+        if (memory_part > 1)
+            return CAIRN_EINVAL;
+        p += len;
+        if (*p == ',' && *++p == '\0')
+            return CAIRN_EINVAL; /* a trailing comma */
+    }
+    *out = r;
     return CAIRN_OK;
 }
 
-void cairn_retain_format(unsigned retain, uint64_t grace_ms, char *out, size_t cap)
+/* v in the largest unit of us that divides it. */
+static void put_quantity(char *out, size_t cap, uint64_t v, const unit *us, size_t nu)
 {
-    size_t i = sizeof grace_units / sizeof grace_units[0];
+    size_t i = nu;
+    while (i-- > 1 && v % us[i].mul != 0)
+        ;
+    snprintf(out, cap, "%llu%s", (unsigned long long)(v / us[i].mul), us[i].name);
+}
+
+void cairn_retain_format(const cairn_retention *r, char *out, size_t cap)
+{
+    char q[40];
+    size_t n;
 
     if (cap == 0)
         return;
-    if (retain != CAIRN_RETAIN_LIVE) {
+    if (r->memories != CAIRN_RETAIN_LIVE)
         snprintf(out, cap, "all");
-        return;
-    }
-    if (grace_ms == 0) {
+    else if (r->grace_ms == 0)
         snprintf(out, cap, "live:0");
-        return;
+    else {
+        put_quantity(q, sizeof q, r->grace_ms, time_units, N_UNITS(time_units));
+        snprintf(out, cap, "live:%s", q);
     }
-    while (i-- > 1 && grace_ms % grace_units[i].ms != 0)
-        ;
-    snprintf(out, cap, "live:%llu%s", (unsigned long long)(grace_ms / grace_units[i].ms),
-             grace_units[i].name);
+    n = strlen(out);
+    if (r->events_max_age_ms != 0 && n < cap) {
+        put_quantity(q, sizeof q, r->events_max_age_ms, time_units, N_UNITS(time_units));
+        snprintf(out + n, cap - n, ",events:%s", q);
+        n = strlen(out);
+    }
+    if (r->events_max_bytes != 0 && n < cap) {
+        put_quantity(q, sizeof q, r->events_max_bytes, size_units, N_UNITS(size_units));
+        snprintf(out + n, cap - n, ",events:%s", q);
+    }
 }
 
 int cairn_config_set_max_memories(cairn_db *db, uint64_t n)

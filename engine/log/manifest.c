@@ -41,9 +41,11 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le64(p + 16, m->synced_seq);
     put_le64(p + 24, m->lost_total);
     put_le64(p + 32, m->max_memories);
-    put_le32(p + 40, m->retain);
-    put_le64(p + 48, m->retain_grace_ms);
+    put_le32(p + 40, m->retain.memories);
+    put_le64(p + 48, m->retain.grace_ms);
     put_le64(p + 56, m->dropped_upto);
+    put_le64(p + 64, m->retain.events_max_age_ms);
+    put_le64(p + 72, m->retain.events_max_bytes);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -141,12 +143,13 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         if (block >= MAN_STORE_BLOCK_V3)
             m->max_memories = get_le64(p + 32);
         if (block >= MAN_STORE_BLOCK) {
-            m->retain = get_le32(p + 40);
-            m->retain_grace_ms = get_le64(p + 48);
+            m->retain.memories = get_le32(p + 40);
+            m->retain.grace_ms = get_le64(p + 48);
             m->dropped_upto = get_le64(p + 56);
-            if (m->dropped_upto >= MAN_SEQ_MAX ||m->retain > CAIRN_RETAIN_LIVE || get_le32(p + 44) != 0 ||
-                m->retain_grace_ms > CAIRN_RETAIN_GRACE_MAX ||
-                (m->retain != CAIRN_RETAIN_LIVE && m->retain_grace_ms != 0))
+            m->retain.events_max_age_ms = get_le64(p + 64);
+            m->retain.events_max_bytes = get_le64(p + 72);
+            if (m->dropped_upto >= MAN_SEQ_MAX || get_le32(p + 44) != 0 ||
+                !cairn__retention_ok(&m->retain))
                 return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad retention at offset %u",
                                    FILEHDR_SIZE + 40);
         }
@@ -248,6 +251,14 @@ cleanup:
     cairn__io_close(io, "manifest.close", fd);
     cairn__free(a, buf);
     return rc;
+}
+
+int cairn__retention_ok(const cairn_retention *r)
+{
+    return r->memories <= CAIRN_RETAIN_LIVE && r->grace_ms <= CAIRN_RETAIN_GRACE_MAX &&
+           (r->memories == CAIRN_RETAIN_LIVE || r->grace_ms == 0) &&
+           r->events_max_age_ms <= CAIRN_RETAIN_GRACE_MAX &&
+           r->events_max_bytes <= CAIRN_RETAIN_GRACE_MAX;
 }
 
 int cairn__store_id_is_zero(const uint8_t *id)

@@ -9,7 +9,8 @@
  * 48 u32 entry_count, 52 u32 entry_size (56).
  * Store block: 0 store_id[16], 16 u64 synced_seq, 24 u64 lost_total,
  * (version 3) 32 u64 max_memories, (version 4) 40 u32 retain, 44 u32
- * reserved, 48 u64 retain_grace_ms, 56 u64 dropped_upto.
+ * reserved, 48 u64 retain_grace_ms, 56 u64 dropped_upto, 64 u64
+ * events_max_age_ms, 72 u64 events_max_bytes.
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..11 reserved, (version 4) 12 u32
  * rev (compactions of a sealed segment), 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
@@ -28,7 +29,7 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 64u /* version 4: store id, synced seq, lost records,
+#define MAN_STORE_BLOCK 80u /* version 4: store id, synced seq, lost records,
                                 max_memories, retention, dropped_upto */
 #define MAN_STORE_BLOCK_V3 40u /* version 3: the same without the retention */
 #define MAN_STORE_BLOCK_V2 32u /* version 2: the same without max_memories */
@@ -74,10 +75,8 @@ typedef struct manifest {
     uint64_t max_memories; /* the store setting: live memories per namespace,
                               0 = no limit (MAN_DEFAULT_MAX_MEMORIES when
                               read from version 1 or 2) */
-    uint32_t retain;       /* version 4: what compaction keeps, CAIRN_RETAIN_*
-                              (0, all, when read from an earlier version) */
-    uint64_t retain_grace_ms; /* CAIRN_RETAIN_LIVE: how long the records of
-                              a memory no longer live are kept */
+    cairn_retention retain; /* version 4: what compaction keeps (all, no
+                              event limit, when read from an earlier version) */
     uint64_t dropped_upto; /* version 4: the highest seq compaction ever
                               dropped (0: none). A handle whose fold is
                               behind it folds again from an index file */
@@ -104,6 +103,9 @@ int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
 /* Read and decode MANIFEST. CAIRN_ENOTFOUND when there is none. */
 int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a, manifest *m,
                          cairn__err *e);
+
+/* 1 if a retention policy is one a MANIFEST may hold. */
+int cairn__retention_ok(const cairn_retention *r);
 
 /* 1 if a store id is all zero: none given yet (a version 1 MANIFEST). */
 int cairn__store_id_is_zero(const uint8_t *id);

@@ -858,7 +858,6 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
                       : db->create_max_memories == CAIRN_NO_LIMIT ? 0
                                                                 : db->create_max_memories;
     m->retain = db->create_retain;
-    m->retain_grace_ms = db->create_grace_ms;
     new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;
@@ -984,11 +983,11 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         goto report;
     }
     if (o->version >= 5 && o->retain != NULL) {
-        unsigned r;
-        uint64_t g;
-        if (cairn_retain_parse(o->retain, &r, &g) != CAIRN_OK) {
-            rc = cairn__fail(&e, CAIRN_EINVAL, "invalid retention policy '%.64s' (all, live or "
-                             "live:GRACE, as live:7d)", o->retain);
+        cairn_retention r;
+        if (cairn_retain_parse(o->retain, &r) != CAIRN_OK) {
+            rc = cairn__fail(&e, CAIRN_EINVAL, "invalid retention policy '%.64s' (all, live, "
+                             "live:GRACE as live:7d, and events:30d or events:10GiB)",
+                             o->retain);
             goto report;
         }
     }
@@ -1021,7 +1020,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     db->segment_size = o->segment_size;
     db->create_max_memories = o->version >= 4 ? o->max_memories : 0;
     if (o->version >= 5 && o->retain != NULL) /* checked above */
-        (void)cairn_retain_parse(o->retain, &db->create_retain, &db->create_grace_ms);
+        (void)cairn_retain_parse(o->retain, &db->create_retain);
     db->dirfd = db->lockfd = -1;
     db->inofd = -2;
     pthread_mutex_init(&db->mu, NULL);

@@ -117,8 +117,7 @@ struct cairn_db {
 
     seg_ref *closed_unsynced; /* none/batch: a rolled segment not yet fdatasynced (mu) */
     uint64_t create_max_memories; /* cairn_options.max_memories, for a new store */
-    unsigned create_retain;   /* cairn_options.retain, for a new store */
-    uint64_t create_grace_ms;
+    cairn_retention create_retain; /* cairn_options.retain, for a new store */
     uint64_t seq_floor;       /* recovery: no seq below this may be handed out */
     uint64_t torn_bytes;      /* recovery at open: torn tail bytes truncated */
     uint64_t set_aside_bytes; /* recovery at open: damaged bytes moved aside */
@@ -294,7 +293,7 @@ int cairn__set_max_memories(cairn_db *db, uint64_t n);
 
 /* Change the retention policy the same way (CAIRN_EINVAL for an invalid
  * one). */
-int cairn__set_retain(cairn_db *db, unsigned retain, uint64_t grace_ms);
+int cairn__set_retain(cairn_db *db, const cairn_retention *r);
 
 /* The highest seq compaction ever dropped, as this handle's view has it
  * (takes mu; 0: none). An engine whose fold stopped before it folds again

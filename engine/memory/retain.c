@@ -82,6 +82,14 @@ typedef struct tracker {
     int dry_prev_drop;
     uint64_t *bases;     /* a dry run: where segments begin (a hole ends there) */
     size_t n_bases, next_base;
+    /* events: the limits, and per namespace (t->ns) their bytes and the
+     * bytes dropped so far */
+    cairn_retention events;
+    int64_t now;
+    uint64_t event_upto; /* events after it stay (not sealed) */
+    uint64_t *ev_bytes, *ev_dropped;
+    size_t ev_cap;
+    uint64_t ev_n, ev_n_bytes; /* dropped, for the report */
 } tracker;
 
 static uint64_t id_hash(const char *id)
@@ -269,12 +277,75 @@ static int names_purged(const tracker *t, const cairn_record *rec)
     return yes;
 }
 
+static uint64_t rec_bytes(const cairn_record *rec)
+{
+    return 40 + rec->ns_len + rec->json_len + rec->bin_len;
+}
+
+/* The namespace of an event, its byte counters grown to match. -1: no
+ * memory. */
+static long event_ns(tracker *t, const cairn_record *rec)
+{
+    long nsi = ns_index(t, rec->ns, rec->ns_len);
+    size_t cap = t->ev_cap;
+    if (nsi < 0)
+        return -1;
+    if ((size_t)nsi >= t->ev_cap) {
+        size_t ncap = t->ns_cap > (size_t)nsi ? t->ns_cap : (size_t)nsi + 1;
+        uint64_t *b = realloc(t->ev_bytes, ncap * sizeof *b);
+        uint64_t *d = b ? realloc(t->ev_dropped, ncap * sizeof *d) : NULL;
+        if (b != NULL)
+            t->ev_bytes = b;
+        if (d == NULL)
+            return -1;
+        t->ev_dropped = d;
+        memset(b + cap, 0, (ncap - cap) * sizeof *b);
+        memset(d + cap, 0, (ncap - cap) * sizeof *d);
+        t->ev_cap = ncap;
+    }
+    return nsi;
+}
+
 static int learn(void *user, const cairn_record *rec)
 {
     tracker *t = user;
     int what;
     life *k;
+    if (rec->type == CAIRN_REC_EVENT && t->events.events_max_bytes != 0) {
+        long nsi = event_ns(t, rec);
+        if (nsi < 0)
+            return cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
+        t->ev_bytes[nsi] += rec_bytes(rec);
+        return CAIRN_OK;
+    }
     return track(t, rec, &what, &k);
+}
+
+/* An event past the limits: the older than the age, and the oldest of a
+ * namespace while its events take more than the size (seen oldest first).
+ * *verdict stays KEEP otherwise. */
+static int judge_event(tracker *t, const cairn_record *rec, int *verdict)
+{
+    uint64_t len = rec_bytes(rec);
+    long nsi = -1;
+    int drop;
+    if (rec->seq > t->event_upto)
+        return CAIRN_OK;
+    drop = t->events.events_max_age_ms != 0 &&
+               rec->ts_ms < t->now - (int64_t)t->events.events_max_age_ms;
+    if (t->events.events_max_bytes != 0) {
+        if ((nsi = event_ns(t, rec)) < 0)
+            return cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
+        drop = drop || t->ev_bytes[nsi] - t->ev_dropped[nsi] > t->events.events_max_bytes;
+    }
+    if (drop) {
+        if (nsi >= 0)
+            t->ev_dropped[nsi] += len;
+        t->ev_n++;
+        t->ev_n_bytes += len;
+        *verdict = CAIRN__DROP_UNREAD;
+    }
+    return CAIRN_OK;
 }
 
 /* Pass 2: the verdict on one record. */
@@ -285,6 +356,10 @@ static int judge(void *user, const cairn_record *rec, int *verdict)
     life *k;
 
     *verdict = CAIRN__KEEP;
+    if (rec->type == CAIRN_REC_EVENT)
+        return t->events.events_max_age_ms | t->events.events_max_bytes
+                   ? judge_event(t, rec, verdict)
+                   : CAIRN_OK;
     if ((rc = track(t, rec, &what, &k)) != CAIRN_OK)
         return rc;
     if (k != NULL && k->drop && (what == T_PUT || what == T_UPDATE || what == T_END))
@@ -294,7 +369,7 @@ static int judge(void *user, const cairn_record *rec, int *verdict)
         *verdict = CAIRN__DROP; /* a record of it replay skips: its text too */
     if (*verdict != CAIRN__KEEP && t->purge != NULL) {
         t->purge_records++;
-        t->purge_bytes += 40 + rec->ns_len + rec->json_len + rec->bin_len;
+        t->purge_bytes += rec_bytes(rec);
     }
     return CAIRN_OK;
 }
@@ -316,7 +391,7 @@ static int judge_dry(void *user, const cairn_record *rec)
         return rc;
     if (v != CAIRN__KEEP) {
         t->dry_dropped++;
-        t->dry_bytes += 40 + rec->ns_len + rec->json_len + rec->bin_len;
+        t->dry_bytes += rec_bytes(rec);
         t->dry_runs += !t->dry_prev_drop;
     }
     t->dry_prev_drop = v != CAIRN__KEEP;
@@ -414,6 +489,8 @@ static int needs_roll(const tracker *t, unsigned retain, uint64_t grace, const u
 static void tracker_free(tracker *t)
 {
     free(t->bases);
+    free(t->ev_bytes);
+    free(t->ev_dropped);
     free(t->lv);
     free(t->slot);
     for (size_t i = 0; i < t->nns; i++)
@@ -432,6 +509,9 @@ static void tracker_rewind(tracker *t)
     t->vname[0] = 0;
     t->vdim = 0;
     memset(&t->batch, 0, sizeof t->batch);
+    if (t->ev_cap)
+        memset(t->ev_dropped, 0, t->ev_cap * sizeof *t->ev_dropped);
+    t->ev_n = t->ev_n_bytes = 0;
 }
 
 /* The compaction proper, in a turn (mu held). */
@@ -443,18 +523,23 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     size_t ncov = 0;
     int64_t now = cairn__mem_wall_ms();
     cairn__compact_result res;
-    int rc;
+    int rc, roll;
 
     if ((rc = cairn_config_get(m->db, &cfg)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     out->retain = cfg.retain;
-    out->grace_ms = cfg.retain_grace_ms;
+    t->events = cfg.retain;
+    t->now = now;
+    t->event_upto = UINT64_MAX; /* the compaction sees the sealed prefix only */
     out->dry_run = dry_run;
     /* Before anything changes (a roll and its seal change the bytes). */
     cairn__compact_totals(m->db, &out->records_before, &out->bytes_before);
     out->records_after = out->records_before;
     out->bytes_after = out->bytes_before;
-    if (t->purge == NULL && cfg.retain == CAIRN_RETAIN_ALL && !dry_run)
+    if (t->purge != NULL) /* a purge drops no event */
+        t->events.events_max_age_ms = t->events.events_max_bytes = 0;
+    if (t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_ALL &&
+        cfg.retain.events_max_age_ms == 0 && cfg.retain.events_max_bytes == 0 && !dry_run)
         return CAIRN_OK; /* nothing to drop: only the figures */
     last = cairn__handed_seq(m->db);
     t->m = m;
@@ -465,7 +550,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     if ((rc = covered_seqs(m, &cov, &ncov)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "no memory to compact");
     sealed = sealed_upto(m->db);
-    if (!dry_run && needs_roll(t, cfg.retain, cfg.retain_grace_ms, cov, ncov, sealed, now)) {
+    roll = needs_roll(t, cfg.retain.memories, cfg.retain.grace_ms, cov, ncov, sealed, now);
+    if (!dry_run && roll) {
         /* Its records are in the active segment: close it and seal it. */
         if ((rc = cairn_roll(m->db)) == CAIRN_OK)
             rc = cairn_seal(m->db);
@@ -476,18 +562,24 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         out->rolled = 1;
         sealed = sealed_upto(m->db);
     }
-    judge_lives(t, cfg.retain, cfg.retain_grace_ms, cov, ncov, dry_run ? UINT64_MAX : sealed, now);
+    judge_lives(t, cfg.retain.memories, cfg.retain.grace_ms, cov, ncov,
+                dry_run ? UINT64_MAX : sealed, now);
     out->memories_dropped = t->n_drop;
     out->memories_in_grace = t->n_grace;
     out->memories_pinned = t->n_pinned;
     tracker_rewind(t);
     if (dry_run) {
         /* Bytes after: those dropped, at the compression of the rest. */
-        if (t->n_drop > 0 && (rc = segment_bases(m->db, &t->bases, &t->n_bases)) != CAIRN_OK) {
+        int events = (t->events.events_max_age_ms | t->events.events_max_bytes) != 0;
+        /* Events in the active segment stay: compaction rolls it only for
+         * memories, and then they are sealed with it. */
+        t->event_upto = roll ? UINT64_MAX : sealed;
+        if ((t->n_drop > 0 || events) &&
+            (rc = segment_bases(m->db, &t->bases, &t->n_bases)) != CAIRN_OK) {
             free(cov);
             return cairn__mem_fail(m, rc, "no memory to compact");
         }
-        if (t->n_drop > 0 &&
+        if ((t->n_drop > 0 || events) &&
             (rc = cairn__each_record(m->db, 1, last, judge_dry, t)) != CAIRN_OK) {
             free(cov);
             return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
@@ -495,6 +587,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         out->records_after = out->records_before - t->dry_dropped + t->dry_runs;
         out->dropped = t->dry_dropped;
         out->dropped_bytes = t->dry_bytes;
+        out->events_dropped = t->ev_n;
+        out->events_dropped_bytes = t->ev_n_bytes;
         out->bytes_after = out->bytes_before > t->dry_bytes ? out->bytes_before - t->dry_bytes
                                                              : 0;
         free(cov);
@@ -510,13 +604,15 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     out->bytes_after = res.bytes_after;
     out->dropped = res.dropped;
     out->dropped_bytes = res.dropped_bytes;
+    out->events_dropped = t->ev_n;
+    out->events_dropped_bytes = t->ev_n_bytes;
     return CAIRN_OK;
 }
 
 int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
 {
     tracker t;
-    char why[48], pol[32];
+    char why[128], pol[96];
     cairn_config cfg;
     int rc;
 
@@ -529,7 +625,7 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
         return rc;
     }
     rc = cairn_config_get(m->db, &cfg);
-    cairn_retain_format(cfg.retain, cfg.retain_grace_ms, pol, sizeof pol);
+    cairn_retain_format(&cfg.retain, pol, sizeof pol);
     snprintf(why, sizeof why, "retain %s", pol);
     if (rc == CAIRN_OK)
         rc = compact_turn(m, &t, dry_run, why, out);
