@@ -1229,7 +1229,9 @@ check "a memory.purge record names what was purged" sh -c "[ \$(wc -l <out) -eq 
 run $R get "$secret"
 check "a purged memory is gone" rc_is 1
 run $R purge "$secret"
-check "purge of an id the log no longer holds exits 1 (not found)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+check "purge again finds nothing left and says so (exit 0)" sh -c "[ $rc -eq 0 ] && grep -q ': 0 records' out"
+run $R purge m0000000000000000
+check "purge of an id the log never held exits 1 (not found)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
 run $R purge "not an id!"
 check "purge of something that is not an id exits 1 (invalid)" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EINVAL err"
 run $R get "$kept"

@@ -46,6 +46,8 @@ static int teardown(void **state)
     return 0;
 }
 
+static int g_background; /* 1: the handles run their background threads */
+
 static cairn_db *open_db_io(const char *dir, int ro, const char *retain, const cairn_io *io)
 {
     cairn_options o = CAIRN_OPTIONS_INIT;
@@ -54,7 +56,7 @@ static cairn_db *open_db_io(const char *dir, int ro, const char *retain, const c
     int rc;
     o.create = !ro;
     o.read_only = ro;
-    o.background = 0;
+    o.background = g_background;
     o.segment_size = 4096; /* many segments, sealed as they fill */
     o.retain = retain;
     o.io = io;
@@ -525,7 +527,10 @@ static void test_purge_leaves_no_byte_of_the_memory_in_any_file(void **state)
     assert_int_equal(cairn_mem_get(m, x, &mem), CAIRN_ENOTFOUND);
     assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_ENOTFOUND);
     assert_non_null(strstr(cairn_mem_errmsg(m), "was purged at"));
-    assert_int_equal(cairn_mem_purge(m, x, &rep), CAIRN_ENOTFOUND);
+    /* Again: nothing left in the log; the index file is written anew. */
+    assert_int_equal(cairn_mem_purge(m, x, &rep), CAIRN_OK);
+    assert_int_equal(rep.records, 0);
+    assert_int_equal(cairn_mem_purge(m, "m0000000000000000", &rep), CAIRN_ENOTFOUND);
     assert_int_equal(cairn_mem_purge(m, "not an id!", &rep), CAIRN_EINVAL);
     assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
     assert_int_equal(st.total, 1);
@@ -667,11 +672,20 @@ typedef struct inj {
     int counting;
     long calls, fail_at;
     int err;
-    const char *fired; /* the site of the call made to fail */
+    const char *fired;     /* the site of the call made to fail */
+    const char *fail_site; /* or: fail the first call at this site */
+    void (*on_pread)(void *user); /* once, at the first pread while armed */
+    void *hook_user;
 } inj;
 
 static int hit_at(inj *j, const char *site)
 {
+    if (j->fail_site != NULL && strcmp(site, j->fail_site) == 0) {
+        j->fail_site = NULL;
+        j->fired = site;
+        errno = j->err;
+        return 1;
+    }
     if (!j->counting)
         return 0;
     if (++j->calls == j->fail_at) {
@@ -701,6 +715,11 @@ static int w_close(void *u, const char *site, int fd)
 static ssize_t w_pread(void *u, const char *site, int fd, void *buf, size_t len, off_t off)
 {
     inj *j = u;
+    if (j->on_pread != NULL) {
+        void (*fn)(void *) = j->on_pread;
+        j->on_pread = NULL;
+        fn(j->hook_user);
+    }
     return j->real->pread(j->real->user, site, fd, buf, len, off);
 }
 static ssize_t w_pwrite(void *u, const char *site, int fd, const void *buf, size_t len,
@@ -766,6 +785,200 @@ static char *base_store(const char *dir, char **expect)
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     return base;
+}
+
+/* A commit whose last two records went leaves a hole that begins before
+ * the commit's end: a fold steps over all the hole stands for. */
+static void test_a_commit_whose_last_records_went_opens(void **state)
+{
+    fx *f = *state;
+    static const char input[] =
+        "[{\"id\":\"j1\",\"content\":\"kept one\",\"category\":\"fact\"},"
+        "{\"id\":\"j2\",\"content\":\"gone two\",\"category\":\"fact\"},"
+        "{\"id\":\"j3\",\"content\":\"gone three\",\"category\":\"fact\"}]";
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_memory *mem = NULL;
+    uint64_t imported = 0, skipped = 0;
+
+    assert_int_equal(cairn_mem_import(m, CAIRN_MEM_JSON, input, sizeof input - 1, NULL,
+                                      &imported, &skipped),
+                     CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(m, "j2", NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(m, "j3", NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 2);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    for (int rebuilt = 0; rebuilt < 2; rebuilt++) {
+        cairn_mem_stats st;
+        if (rebuilt)
+            remove_derived(f->dir);
+        db = open_db(f->dir, 1, NULL);
+        m = open_mem(db);
+        assert_int_equal(cairn_mem_get(m, "j1", &mem), CAIRN_OK);
+        cairn_mem_free(mem);
+        assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+        assert_int_equal(st.total, 1);
+        assert_int_equal(st.deleted, 2);
+        cairn_mem_stats_free(&st);
+        cairn_mem_close(m);
+        assert_int_equal(cairn_close(db), CAIRN_OK);
+    }
+}
+
+/* A hole never spans a seq an index file covers: a reader of the file
+ * folds from the seq after it and must meet every hole there whole. */
+static void test_a_hole_ends_at_a_covered_seq(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_mem_stats st;
+    char a[CAIRN_MEM_ID_MAX + 1], b[CAIRN_MEM_ID_MAX + 1], c[CAIRN_MEM_ID_MAX + 1];
+
+    store(m, "", "memory a", a);
+    assert_int_equal(cairn_mem_delete(m, a, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK); /* covers 2 */
+    store(m, "", "memory b", b);
+    assert_int_equal(cairn_mem_delete(m, b, NULL), CAIRN_OK);
+    store(m, "", "memory c", c);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 2);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    assert_int_equal(st.index_seq, 2); /* the file is used */
+    assert_int_equal(st.total, 1);
+    assert_int_equal(st.deleted, 2);
+    cairn_mem_stats_free(&st);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* A record replay skips because of a life (a second store of its id while
+ * it was live) keeps that life: dropping it would make replay apply it. */
+static void test_a_life_replay_needs_to_skip_a_record_stays(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_mem_stats st;
+    cairn_record *rec = NULL;
+    char x[CAIRN_MEM_ID_MAX + 1];
+    cairn_memory *mem = NULL;
+
+    store(m, "", "stored twice", x);
+    assert_int_equal(cairn_mem_get(m, x, &mem), CAIRN_OK);
+    assert_int_equal(cairn_get(db, mem->seq, &rec), CAIRN_OK);
+    {
+        cairn_entry e = {rec->type, rec->ns, rec->ns_len, rec->json, rec->json_len, NULL, 0};
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK); /* replay skips it */
+    }
+    cairn_record_free(db, rec);
+    cairn_mem_free(mem);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 0);
+    assert_int_equal(rep.memories_needed, 1);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    remove_derived(f->dir);
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    assert_int_equal(st.total, 0);
+    assert_int_equal(st.skipped, 1);
+    cairn_mem_stats_free(&st);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+typedef struct racer {
+    cairn_mem *w;
+} racer;
+
+static void compact_now(void *user)
+{
+    racer *r = user;
+    cairn_compact_report rep;
+    assert_int_equal(cairn_mem_compact(r->w, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.dropped, 2);
+}
+
+/* A compaction that lands while a reader folds (after it looked at the
+ * MANIFEST, before its iterator read the files) must not leave it holding
+ * a memory whose deletion went. */
+static void test_a_compaction_during_a_readers_fold_is_noticed(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0"), *rdb;
+    cairn_mem *w = open_mem(db), *r;
+    cairn_memory *mem = NULL;
+    char x[CAIRN_MEM_ID_MAX + 1], y[CAIRN_MEM_ID_MAX + 1];
+    racer rc = {NULL};
+    inj j;
+    cairn_io io;
+
+    store(w, "", "the reader holds this one", x);
+    store(w, "", "this one stays", y);
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    rdb = open_db_io(f->dir, 1, NULL, &io);
+    r = open_mem(rdb);
+    assert_int_equal(cairn_mem_get(r, x, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    assert_int_equal(cairn_mem_delete(w, x, NULL), CAIRN_OK);
+    rc.w = w;
+    j.hook_user = &rc;
+    j.on_pread = compact_now; /* at the reader's next read of the log */
+    assert_int_equal(cairn_mem_get(r, x, &mem), CAIRN_ENOTFOUND);
+    assert_null(j.on_pread); /* it ran */
+    assert_int_equal(cairn_mem_get(r, y, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    cairn_mem_close(r);
+    assert_int_equal(cairn_close(rdb), CAIRN_OK);
+    cairn_mem_close(w);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* A MANIFEST write whose outcome the handle cannot know ends the handle:
+ * a retry must not write over a file the MANIFEST may name. */
+static void test_a_failed_manifest_swap_ends_the_handle(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect), *got;
+    cairn_compact_report rep;
+    cairn_db *db;
+    cairn_mem *m;
+    inj j;
+    cairn_io io;
+
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    j.fail_site = "manifest.dirsync";
+    j.err = EIO;
+    g_background = 1; /* the lock lingers after a turn: no catch-up before a retry */
+    db = open_db_io(base, 0, NULL, &io);
+    g_background = 0;
+    m = open_mem(db);
+    assert_int_not_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_non_null(j.fired);
+    j.fail_site = "sealed.open";
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_EDEAD);
+    cairn_mem_close(m);
+    cairn_close(db);
+    got = answers_of(base, 0);
+    assert_string_equal(got, expect);
+    free(got);
+    verify_clean(base);
+    free(expect);
+    free(base);
 }
 
 static void test_every_failing_io_call_of_a_compaction_leaves_the_same_answers(void **state)
@@ -923,6 +1136,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_past_the_size_limit_go_oldest_first, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_events_past_the_age_limit_go, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_commit_whose_last_records_went_opens, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_hole_ends_at_a_covered_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_life_replay_needs_to_skip_a_record_stays, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_compaction_during_a_readers_fold_is_noticed,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_manifest_swap_ends_the_handle, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_every_failing_io_call_of_a_compaction_leaves_the_same_answers, setup,
             teardown),

@@ -710,6 +710,10 @@ typedef struct cairn_compact_report {
     uint64_t memories_pinned;    /* no longer live, kept: an index file of the
                                     store holds them live (the next checkpoint
                                     frees them) */
+    uint64_t memories_needed;    /* no longer live, kept: replay still needs them to
+                                    skip a record (a second store of their id while
+                                    they were live; a vector of another embedder
+                                    than theirs, the store's first) */
     uint64_t events_dropped;     /* events dropped by the age or size limit */
     uint64_t events_dropped_bytes;
     uint64_t rolled;             /* 1: the active segment was closed and sealed

@@ -703,6 +703,11 @@ int cairn__set_retain(cairn_db *db, const cairn_retention *r)
     return change_manifest(db, &c, (uint64_t)(uintptr_t)&copy);
 }
 
+int cairn__kill(cairn_db *db, int rc, const cairn__err *e)
+{
+    return kill_handle(db, rc, e);
+}
+
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
 {
     return roll_locked(db, seq_floor);
@@ -803,6 +808,10 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
     if (entries == NULL || n == 0)
         return cairn__db_failf(db, CAIRN_EINVAL, "no entries to append");
     for (size_t i = 0; i < n; i++) {
+        /* Holes are compaction's alone (format-spec/compaction.md). */
+        if (entries[i].type == CAIRN_REC_COMPACTED)
+            return cairn__db_failf(db, CAIRN_EINVAL, "entry %zu: type 12 (log.compacted) is "
+                                   "written by compaction only", i);
         rc = cairn__record_size(&entries[i], &size);
         if (rc != CAIRN_OK)
             return cairn__db_failf(db, rc, "entry %zu: %s", i,

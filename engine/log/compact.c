@@ -20,7 +20,19 @@
                       says what dropped its records) */
 #define V_UNREAD 4 /* dropped, no fold reads it: dropped_upto stays */
 
+/* The most commit ends and anchors one hole lists (about 2 MiB of JSON). */
+#define HOLE_LIST_MAX 65536
+
 static void totals(const view *v, uint64_t *records, uint64_t *bytes);
+
+/* Is seq one of the anchors? */
+static int is_anchor(const uint64_t *anchors, size_t n, uint64_t seq)
+{
+    for (size_t k = 0; k < n; k++)
+        if (anchors[k] == seq)
+            return 1;
+    return 0;
+}
 
 /* One sealed segment of the prefix and what becomes of its records. */
 typedef struct plan_seg {
@@ -69,13 +81,19 @@ typedef struct judge {
     cairn__compact_fn fn;
     void *user;
     cairn__compact_result *out;
+    const uint64_t *anchors;
+    size_t n_anchors;
+    int run_ended;       /* the last record dropped ended its hole (an anchor) */
 } judge;
 
 static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t *raw)
 {
     judge *j = u;
-    int v = V_KEEP, rc;
+    int v = V_KEEP, rc, prev;
     (void)raw;
+    if (j->p->n >= j->p->s->s.record_count)
+        return cairn__db_failf(j->db, CAIRN_ECORRUPT, "%s: more records than its footer says; "
+                               "not compacting it (run cairn verify)", j->p->s->log.name);
     if (j->p->s->s.version >= 2 && rec->type == CAIRN_REC_COMPACTED) {
         v = V_HOLE;
     } else {
@@ -94,10 +112,12 @@ static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t
         j->out->dropped++;
         j->out->dropped_bytes += len;
     }
-    /* A run of dropped records becomes one hole. */
-    if (v == V_KEEP || v == V_HOLE || j->p->n == 0 || j->p->verdict[j->p->n - 1] == V_KEEP ||
-        j->p->verdict[j->p->n - 1] == V_HOLE)
+    /* A run of dropped records becomes one hole, ended early at an anchor
+     * (write_one). */
+    prev = j->p->n == 0 ? V_KEEP : j->p->verdict[j->p->n - 1];
+    if (v == V_KEEP || v == V_HOLE || prev == V_KEEP || prev == V_HOLE || j->run_ended)
         j->p->after++;
+    j->run_ended = v != V_KEEP && v != V_HOLE && is_anchor(j->anchors, j->n_anchors, rec->seq);
     j->p->verdict[j->p->n++] = (uint8_t)v;
     return CAIRN_OK;
 }
@@ -133,16 +153,27 @@ static int flush_hole(writer *w)
 static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t *raw)
 {
     writer *w = u;
-    int v = w->p->verdict[w->i++];
+    int v, rc;
+    if (w->i >= w->p->n) /* the file changed under it: it is immutable */
+        return cairn__fail(&w->e, CAIRN_ECORRUPT, "%s: more records than it had",
+                           w->p->s->log.name);
+    v = w->p->verdict[w->i++];
     if (v == V_DROP || v == V_DEATH || v == V_UNREAD) {
-        int rc = cairn__holeb_add(&w->hb, rec, len, v == V_DEATH);
-        for (size_t k = 0; k < w->n_anchors && rc == CAIRN_OK; k++)
-            if (w->anchors[k] == rec->seq) /* the checksum is the record's last 8 bytes */
-                rc = cairn__holeb_anchor(&w->hb, rec->seq, get_le64(raw + len - 8));
-        return rc == CAIRN_OK ? CAIRN_OK : cairn__fail(&w->e, rc, "no memory to compact");
+        int anchor = is_anchor(w->anchors, w->n_anchors, rec->seq);
+        rc = cairn__holeb_add(&w->hb, rec, len, v == V_DEATH);
+        if (rc == CAIRN_OK && anchor) /* the checksum is the record's last 8 bytes */
+            rc = cairn__holeb_anchor(&w->hb, rec->seq, get_le64(raw + len - 8));
+        if (rc != CAIRN_OK)
+            return cairn__fail(&w->e, rc, "no memory to compact");
+        /* A hole ends at a derived file's covered seq: a reader of the file
+         * folds from the next one, and must meet every hole after it whole.
+         * And a hole stays far below the largest record. */
+        if (anchor || w->hb.n_ends + w->hb.n_anchors >= HOLE_LIST_MAX)
+            return flush_hole(w);
+        return CAIRN_OK;
     }
-    if (flush_hole(w) != CAIRN_OK)
-        return CAIRN_EIO; /* the status is in w->e */
+    if ((rc = flush_hole(w)) != CAIRN_OK)
+        return rc;
     if (v == V_HOLE) {
         cairn__hole h;
         if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, &w->e) != CAIRN_OK)
@@ -235,11 +266,15 @@ static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
     m.generation++;
     rc = cairn__db_manifest_write(db, &m, &e);
     if (rc != CAIRN_OK) {
-        /* Either MANIFEST is whole and right about the records: this handle
-         * goes on with the files it has; the next open removes the others. */
-        rc = cairn__db_fail(db, rc, &e);
+        /* Either MANIFEST is whole and right about the records, but this
+         * handle cannot know which: it must not write again (a retry would
+         * write over a file the new one names). A reopen reads it; the
+         * next writer open removes the files it does not name. */
+        rc = cairn__kill(db, rc, &e);
+        cairn__db_fail(db, rc, &e);
     } else if ((rc = cairn__view_make(db, &m, segs, &nv)) != CAIRN_OK) {
-        rc = cairn__db_failf(db, rc, "no memory for a view; reopen the store");
+        rc = cairn__kill(db, rc, NULL);
+        cairn__db_failf(db, rc, "no memory for a view of the compacted store; reopen it");
     } else {
         cairn__view_publish(db, nv);
     }
@@ -284,7 +319,7 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
     if (np > 0 && (ps = cairn__calloc(db->a, np, sizeof *ps)) == NULL)
         rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
     for (size_t k = 0; k < np && rc == CAIRN_OK; k++) {
-        judge j = {db, &ps[k], fn, user, out};
+        judge j = {db, &ps[k], fn, user, out, anchors, n_anchors, 0};
         ps[k].s = v->segs[k];
         ps[k].id = v->m.e[k].id;
         ps[k].rev = v->m.e[k].rev;

@@ -33,7 +33,6 @@ struct cairn_iter {
     uint64_t limit;       /* last sequence number visible to this iterator */
     size_t seg;           /* current segment in v */
     int positioned;       /* the cursor is inside v->segs[seg] */
-    int cover;            /* also return a hole that stands for seq_from */
     /* sealed cursor */
     uint32_t block;
     size_t pos, raw_len;
@@ -313,7 +312,10 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec)
             return rc;
         if (rec->seq > it->r.seq_to || rec->seq > it->limit || rec->ts_ms > it->r.ts_to)
             break;
-        if (it->cover && rec->seq < it->r.seq_from && covers(s, rec, it->r.seq_from))
+        /* A hole that stands for seqs of the range is in it (an audit sees
+         * what went); a lookup of one seq it stands for finds no record. */
+        if (rec->seq < it->r.seq_from && covers(s, rec, it->r.seq_from) &&
+            rec->ts_ms <= it->r.ts_to && (it->r.type < 0 || rec->type == (uint16_t)it->r.type))
             return CAIRN_OK;
         if (rec->seq < it->r.seq_from || rec->ts_ms < it->r.ts_from ||
             (it->r.type >= 0 && rec->type != (uint16_t)it->r.type))
@@ -406,7 +408,6 @@ static int lookup(cairn_db *db, uint64_t seq, int *cover, cairn_record **out)
     rc = cairn_iter_open(db, &r, &it);
     if (rc != CAIRN_OK)
         return rc;
-    it->cover = cover != NULL;
     /* Segments before seq are skipped by the first-level search below
      * without being read: binary search for the segment holding seq. */
     {
@@ -461,8 +462,7 @@ int cairn__record_at_or_before(cairn_db *db, uint64_t seq, uint64_t *found, uint
             continue;
         want = x->base_seq + n - 1 < seq ? x->base_seq + n - 1 : seq;
         it->r.seq_from = it->r.seq_to = want;
-        it->seg = i;
-        it->cover = 1; /* a hole of a compacted segment stands for it */
+        it->seg = i; /* a hole of a compacted segment may stand for it */
         *sealed = it->v->segs[i]->sealed;
         *found = want; /* also when reading it fails: the record that is there */
         rc = cairn_iter_next(it, &rec);

@@ -166,6 +166,11 @@ int cairn__other_writer_live(cairn_db *db);
 int cairn__deferred_begin(void);
 void cairn__deferred_end(int was);
 
+/* The handle can no longer trust its view of the store (a MANIFEST write
+ * whose outcome it cannot know): every later call fails with CAIRN_EDEAD,
+ * the first with rc and e's message. mu held. Returns rc. */
+int cairn__kill(cairn_db *db, int rc, const cairn__err *e);
+
 /* Record the message of `e` on the handle and return code. */
 int cairn__db_fail(cairn_db *db, int code, const cairn__err *e);
 int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -640,8 +641,11 @@ static int replay_one(void *user, const cairn_record *rec)
         /* Records compaction dropped: the memories they stored are dead,
          * and still counted as such (format-spec/compaction.md). */
         cairn__hole h;
-        if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK)
+        if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK) {
             m->base_deleted += h.deaths;
+            if (h.upto > m->folded) /* the seqs it stands for are folded too */
+                m->folded = h.upto;
+        }
         return CAIRN_OK;
     }
     if ((rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR) &&
@@ -707,19 +711,68 @@ static int replay(cairn_mem *m, uint64_t from)
     return replay_range(m, from, UINT64_MAX);
 }
 
+static int open_index(cairn_mem *m, uint64_t max_seq);
+static void free_state(cairn_mem *m);
+
+/* The state from the newest index file (use_index) and the log after it.
+ * Compaction keeps every file there is whole (format-spec/compaction.md),
+ * but not one a checkpoint replaced before it ran: when records past the
+ * file were dropped and the file is gone, a newer one is there: again. */
+static int fold_all(cairn_mem *m, int use_index)
+{
+    int rc = CAIRN_OK;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (attempt > 0)
+            free_state(m);
+        rc = use_index ? open_index(m, cairn__handed_seq(m->db)) : CAIRN_OK;
+        if (rc == CAIRN_OK)
+            rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
+        if (rc != CAIRN_OK || m->mx.map == NULL || cairn__dropped_upto(m->db) <= m->mx.covered ||
+            faccessat(m->db->dirfd, m->mx.name, F_OK, 0) == 0)
+            return rc;
+    }
+    return cairn__mem_fail(m, CAIRN_EIO, "the memory index files kept changing while this "
+                           "handle read them; try again");
+}
+
 /* Before applying a record this handle appended at seq: fold what other
  * handles appended since this one last looked, so that the state is always
  * the fold of a prefix of the log (an index file written from it covers
  * exactly what it says). */
-static int fold_gap(cairn_mem *m, uint64_t seq)
+static int reload(cairn_mem *m);
+
+/* Fold the log after m->folded up to `to`. A compaction that dropped
+ * records this handle had not folded (before the fold, or while it ran:
+ * its iterator may read the new files) took with them what they did to
+ * memories this handle holds: fold again from the index file, which
+ * compaction keeps whole (format-spec/compaction.md). Returns
+ * FOLD_RELOADED when it did (the state then covers the whole log). */
+#define FOLD_RELOADED 2
+static int fold_on(cairn_mem *m, uint64_t to)
 {
-    int rc = seq > m->folded + 1 ? replay_range(m, m->folded + 1, seq - 1) : CAIRN_OK;
-    if (rc != CAIRN_OK)
-        m->stale = 1;
+    uint64_t before = m->folded;
+    int rc = CAIRN_OK;
+
+    if (cairn__dropped_upto(m->db) <= before && to > before)
+        rc = replay_range(m, before + 1, to);
+    if (rc == CAIRN_OK && cairn__dropped_upto(m->db) > before)
+        rc = reload(m) == CAIRN_OK ? FOLD_RELOADED : CAIRN_ECORRUPT;
     return rc;
 }
 
-static int reload(cairn_mem *m);
+/* What other handles appended before the record this handle appended at
+ * seq. FOLD_RELOADED: the state was folded again and holds seq and what
+ * follows already (a compaction by another handle of this store in the
+ * same turn: the records are not to be applied again). */
+static int fold_gap(cairn_mem *m, uint64_t seq)
+{
+    int rc = seq > m->folded + 1 || cairn__dropped_upto(m->db) > m->folded
+                 ? fold_on(m, seq - 1)
+                 : CAIRN_OK;
+    if (rc != CAIRN_OK && rc != FOLD_RELOADED)
+        m->stale = 1;
+    return rc;
+}
 
 int cairn__mem_catch_up(cairn_mem *m)
 {
@@ -728,19 +781,13 @@ int cairn__mem_catch_up(cairn_mem *m)
 
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    if (cairn__dropped_upto(m->db) > m->folded) {
-        /* Compaction dropped records this handle had not folded: what they
-         * ended it cannot learn from the log any more. Fold again from the
-         * index file, which compaction keeps whole (compaction.md). */
-        if ((rc = reload(m)) != CAIRN_OK)
-            m->stale = 1;
-        return rc;
-    }
     last = cairn__handed_seq(m->db);
-    if (last <= m->folded)
+    if (last <= m->folded && cairn__dropped_upto(m->db) <= m->folded)
         return CAIRN_OK;
     m->lazy_mode = 1; /* texts wait until a read needs the index */
-    rc = replay_range(m, m->folded + 1, last);
+    rc = fold_on(m, last);
+    if (rc == FOLD_RELOADED)
+        rc = CAIRN_OK;
     if (rc != CAIRN_OK)
         m->stale = 1;
     return rc;
@@ -763,13 +810,15 @@ static int fold_waiting(void *user)
         return 0; /* another thread of this handle works: leave it be */
     before = m->folded;
     if (m->stale || m->damaged || m->wait_rc != CAIRN_OK || cairn__db_refresh(m->db) != CAIRN_OK ||
-        cairn__dropped_upto(m->db) > m->folded || /* the turn's catch-up folds anew */
-        (last = cairn__handed_seq(m->db)) <= m->folded) {
+        ((last = cairn__handed_seq(m->db)) <= m->folded &&
+         cairn__dropped_upto(m->db) <= m->folded)) {
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
     m->lazy_mode = 1;
-    rc = replay_range(m, m->folded + 1, last);
+    rc = fold_on(m, last);
+    if (rc == FOLD_RELOADED)
+        rc = CAIRN_OK;
     if (rc != CAIRN_OK) {
         m->stale = 1;
         m->wait_rc = rc;
@@ -979,10 +1028,8 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
      * failure to start it only means indexing inline. */
     if (rc == CAIRN_OK && !db->read_only && db->background && cairn__indexer_new(&m->ix) != CAIRN_OK)
         m->ix = NULL;
-    if (rc == CAIRN_OK && use_index)
-        rc = open_index(m, cairn__handed_seq(m->db));
     if (rc == CAIRN_OK)
-        rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
+        rc = fold_all(m, use_index);
     if (rc == CAIRN_OK)
         rc = cairn__mem_index_settle(m);
     if (rc != CAIRN_OK) {
@@ -1212,6 +1259,8 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     rc = fold_gap(m, seq);
     if (rc == CAIRN_OK)
         rc = apply(m, &rec, r);
+    else if (rc == FOLD_RELOADED)
+        rc = CAIRN_OK; /* folded with the rest */
     if (rc == CAIRN_ECORRUPT && m->damaged)
         return rc; /* m->err names the index file */
     if (rc != CAIRN_OK)
@@ -1272,6 +1321,8 @@ int cairn__mem_write_commit(cairn_mem *m, const char *const *nss, const memrec *
         goto out;
     }
     rc = fold_gap(m, first);
+    if (rc == FOLD_RELOADED)
+        n = rc = 0; /* folded with the rest (CAIRN_OK is 0) */
     for (i = 0; i < n && rc == CAIRN_OK; i++) {
         cairn_record rec;
         memset(&rec, 0, sizeof rec);
@@ -1898,6 +1949,8 @@ int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *
             for (i = 0; i < n; i++)
                 strcpy(ids[i], xs[i]->id);
             rc = fold_gap(m, first);
+            if (rc == FOLD_RELOADED)
+                n = rc = 0; /* folded with the rest (CAIRN_OK is 0) */
             for (i = 0; rc == CAIRN_OK && i < n; i++) {
                 ment *x = cairn__mem_find_id(m, ids[i]);
                 if (x != NULL) /* else another handle deleted it first */
@@ -2006,9 +2059,7 @@ static int reload(cairn_mem *m)
     free_state(m);
     rc = cairn_stats_get(m->db, &st);
     if (rc == CAIRN_OK)
-        rc = open_index(m, cairn__handed_seq(m->db));
-    if (rc == CAIRN_OK)
-        rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
+        rc = fold_all(m, 1);
     if (rc != CAIRN_OK) {
         m->damaged = 1;
         return cairn__mem_fail(m, rc, "folding the memories again failed (%s): reopen the store",

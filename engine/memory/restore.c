@@ -51,7 +51,8 @@ typedef struct hist {
     int live;                  /* as the fold stands */
     uint64_t store_seq;        /* the `memory` record of the last life */
     uint64_t end_seq;          /* the record that ended it */
-    int64_t purged_at;         /* a memory.purge record names it: its time */
+    int64_t purged_at;         /* the last memory.purge record naming it: its time */
+    uint64_t purged_seq;       /* and its seq */
     char *ns, *content, *category, *metadata;
     size_t content_len;
     double importance;
@@ -195,6 +196,7 @@ static int visit(void *user, const cairn_record *rec)
     h->next = rec->seq + 1;
     if (rec->type == CAIRN_REC_MEMORY_PURGE && names_id(h, rec)) {
         h->purged_at = rec->ts_ms; /* what it stood for is gone (compaction.md) */
+        h->purged_seq = rec->seq;
         return CAIRN_OK;
     }
     if (rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_CLEAR)
@@ -314,7 +316,9 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
     }
     if ((rc = pass(m, &h, UINT64_MAX)) != CAIRN_OK)
         goto out;
-    if (!h.found && h.purged_at != 0) {
+    /* Purged after its last life began (records a failed compaction left
+     * behind, or none): it stays purged. */
+    if (h.purged_seq != 0 && h.purged_seq > h.store_seq) {
         int64_t y;
         unsigned mo, d;
         int64_t ms = h.purged_at, days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);

@@ -55,6 +55,9 @@ typedef struct life {
     uint32_t nsi;
     uint8_t end_kind;   /* END_* */
     uint8_t drop;
+    uint8_t needed;     /* replay still needs it to skip another record: a
+                           second store of its id while it was live, or a
+                           vector of another embedder than the one it fixed */
 } life;
 
 /* What a record did to the lives. */
@@ -71,12 +74,17 @@ typedef struct tracker {
     size_t nns, ns_cap;
     char vname[CAIRN_EMBEDDER_NAME_MAX + 1];
     uint32_t vdim;
+    size_t vfix;         /* pass 1: the life whose vector fixed the embedder + 1 */
     cairn__batch batch;
     cairn__memscan scan;
     const char *purge;   /* cairn_mem_purge: the id whose records all go */
     uint64_t purge_records, purge_bytes;
+    uint64_t purge_named;  /* records that name it (applied or not) */
+    int purge_marked;      /* a memory.purge record of it is in the log */
     /* what the judgement left, for the report */
-    uint64_t n_drop, n_grace, n_pinned;
+    uint64_t n_drop, n_grace, n_pinned, n_needed;
+    const uint64_t *cov; /* the seqs derived files cover (a hole ends at one) */
+    size_t ncov;
     /* a dry run's pass 2 over the whole log */
     uint64_t dry_dropped, dry_bytes, dry_runs;
     int dry_prev_drop;
@@ -189,14 +197,20 @@ static int track(tracker *t, const cairn_record *rec, int *what, life **k)
         long nsi;
         size_t i;
         x = latest(t, r.id);
-        if (x != NULL && live_at(t, x, rec->seq))
-            break; /* a second store of a live id */
+        if (x != NULL && live_at(t, x, rec->seq)) {
+            x->needed |= t->pass == 1; /* without it replay would apply this one */
+            break;                     /* a second store of a live id */
+        }
         if (r.embedder != NULL && t->vdim != 0 &&
-            (t->vdim != r.dim || strcmp(t->vname, r.embedder) != 0))
-            break; /* another embedder's vector */
+            (t->vdim != r.dim || strcmp(t->vname, r.embedder) != 0)) {
+            if (t->pass == 1 && t->vfix != 0)
+                t->lv[t->vfix - 1].needed = 1; /* it fixed the embedder this one is not */
+            break;                             /* another embedder's vector */
+        }
         if (r.embedder != NULL && t->vdim == 0) {
             snprintf(t->vname, sizeof t->vname, "%s", r.embedder);
             t->vdim = r.dim;
+            t->vfix = t->pass == 1 ? t->n + 1 : 0; /* the life made just below */
         }
         if (t->pass == 2) {
             /* The same fold meets the same lives in the same order. */
@@ -306,6 +320,25 @@ static long event_ns(tracker *t, const cairn_record *rec)
     return nsi;
 }
 
+static int names_purged(const tracker *t, const cairn_record *rec);
+
+/* Pass 1 of a purge: the lives, and whatever else names the id. */
+static int learn_purge(void *user, const cairn_record *rec)
+{
+    tracker *t = user;
+    int what;
+    life *k;
+    if (rec->type == CAIRN_REC_MEMORY_PURGE) {
+        memrec r;
+        if (cairn__memrec_decode_own(rec->type, rec->json, rec->json_len, &r, NULL) == CAIRN_OK) {
+            t->purge_marked |= strcmp(r.id, t->purge) == 0;
+            cairn__memrec_done(&r);
+        }
+    }
+    t->purge_named += names_purged(t, rec);
+    return track(t, rec, &what, &k);
+}
+
 static int learn(void *user, const cairn_record *rec)
 {
     tracker *t = user;
@@ -395,6 +428,9 @@ static int judge_dry(void *user, const cairn_record *rec)
         t->dry_runs += !t->dry_prev_drop;
     }
     t->dry_prev_drop = v != CAIRN__KEEP;
+    for (size_t c = 0; c < t->ncov && t->dry_prev_drop; c++)
+        if (t->cov[c] == rec->seq)
+            t->dry_prev_drop = 0; /* a hole ends at a covered seq (compact.c) */
     return CAIRN_OK;
 }
 
@@ -449,7 +485,7 @@ static int segment_bases(cairn_db *db, uint64_t **out, size_t *n)
 static void judge_lives(tracker *t, unsigned retain, uint64_t grace, const uint64_t *cov,
                         size_t ncov, uint64_t sealed, int64_t now)
 {
-    t->n_drop = t->n_grace = t->n_pinned = 0;
+    t->n_drop = t->n_grace = t->n_pinned = t->n_needed = 0;
     for (size_t i = 0; i < t->n; i++) {
         life *x = &t->lv[i];
         int pinned = 0;
@@ -461,6 +497,10 @@ static void judge_lives(tracker *t, unsigned retain, uint64_t grace, const uint6
         }
         if (retain != CAIRN_RETAIN_LIVE || x->end == 0)
             continue;
+        if (x->needed) {
+            t->n_needed++;
+            continue;
+        }
         for (size_t c = 0; c < ncov && !pinned; c++)
             pinned = x->put <= cov[c] && cov[c] < x->end;
         if (x->end_ts > now - (int64_t)grace) {
@@ -567,6 +607,9 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     out->memories_dropped = t->n_drop;
     out->memories_in_grace = t->n_grace;
     out->memories_pinned = t->n_pinned;
+    out->memories_needed = t->n_needed;
+    t->cov = cov;
+    t->ncov = ncov;
     tracker_rewind(t);
     if (dry_run) {
         /* Bytes after: those dropped, at the compression of the rest. */
@@ -617,6 +660,7 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
     int rc;
 
     memset(out, 0, sizeof *out);
+    memset(&cfg, 0, sizeof cfg);
     memset(&t, 0, sizeof t);
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
@@ -654,12 +698,15 @@ static int write_marker(cairn_mem *m, const char *id, cairn_purge_report *out)
     return cairn__mem_write_rec(m, ns, &r, &out->marker_seq);
 }
 
+/* A purge whose records went already (an earlier purge whose index file
+ * write failed): only the index file is written anew. */
+#define PURGED_BEFORE 1
+
 int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
 {
     tracker t;
     cairn_compact_report rep;
     char why[64];
-    uint64_t found = 0;
     int rc;
 
     memset(out, 0, sizeof *out);
@@ -683,11 +730,11 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     t.m = m;
     t.pass = 1;
     t.purge = id;
-    rc = cairn__each_record(m->db, 1, cairn__handed_seq(m->db), learn, &t);
-    for (size_t i = 0; i < t.n && rc == CAIRN_OK; i++)
-        found += strcmp(t.lv[i].id, id) == 0;
-    if (rc == CAIRN_OK && found == 0)
+    rc = cairn__each_record(m->db, 1, cairn__handed_seq(m->db), learn_purge, &t);
+    if (rc == CAIRN_OK && t.purge_named == 0 && !t.purge_marked)
         rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "the log holds no memory %s", id);
+    else if (rc == CAIRN_OK && t.purge_named == 0)
+        rc = PURGED_BEFORE; /* its records went: the index file may still hold it */
     tracker_free(&t);
     memset(&t, 0, sizeof t);
     if (rc == CAIRN_OK && (rc = cairn__mem_access_fold(m)) == CAIRN_OK &&
@@ -696,9 +743,11 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
         t.purge = id;
         snprintf(why, sizeof why, "purge %s", id);
         rc = compact_turn(m, &t, 0, why, &rep);
-    } else if (rc != CAIRN_OK && m->err[0] == 0) {
+    } else if (rc != CAIRN_OK && rc != PURGED_BEFORE && m->err[0] == 0) {
         rc = cairn__mem_fail(m, rc, "purge: %s", cairn_errmsg(m->db));
     }
+    if (rc == PURGED_BEFORE)
+        rc = CAIRN_OK; /* again: the index file is written anew below */
     out->records = t.purge_records;
     out->bytes = t.purge_bytes;
     out->segments = rep.rewritten;
