@@ -24,7 +24,8 @@ const char cmd_compact_help[] =
     "  events:SIZE        the oldest events of a namespace go while its events\n"
     "                     take more than SIZE (events:10GiB); events of the\n"
     "                     active segment stay until it is sealed\n"
-    "Live memories, recall, search and stats answer the same before and after.\n"
+    "Live memories, recall, search and the memory counts of stats (memories,\n"
+    "deleted, skipped) answer the same before and after.\n"
     "A memory that an index file still holds live stays until the next\n"
     "checkpoint (`cairn checkpoint`) covers its going. Sealed segments are\n"
     "rewritten, each run of dropped records left as one small log.compacted\n"
@@ -39,7 +40,7 @@ const char cmd_compact_help[] =
     "\"dry_run\", \"records_before\", \"records_after\", \"bytes_before\",\n"
     "\"bytes_after\", \"dropped_records\", \"dropped_bytes\",\n"
     "\"memories_dropped\", \"memories_in_grace\", \"memories_pinned\",\n"
-    "\"events_dropped\", \"events_dropped_bytes\",\n"
+    "\"memories_needed\", \"events_dropped\", \"events_dropped_bytes\",\n"
     "\"segments_rewritten\", \"rolled\"}. Bytes are those of the segment files\n"
     "(with --dry-run, bytes after is an estimate).\n"
     "\n"
@@ -60,8 +61,10 @@ const char cmd_purge_help[] =
     "which is written anew. A live memory is removed first. A memory.purge\n"
     "record stays in the log with the id and the time, so an audit can account\n"
     "for the gap (`cairn dump --type memory.purge`). A purged memory cannot be\n"
-    "restored. Other processes drop it at their next command; a process that\n"
-    "still has an old file open keeps those bytes on disk until it lets go.\n"
+    "restored. Purging it again (say, after the index could not be written)\n"
+    "writes the memory index anew and reports 0 records. Other processes drop\n"
+    "it at their next command; a process that still has an old file open\n"
+    "keeps those bytes on disk until it lets go.\n"
     "\n"
     "Output (text): \"purged ID: N records (M bytes) from S segment file(s)\".\n"
     "Output (json): {\"id\", \"records\", \"bytes\", \"segments\", \"was_live\",\n"
@@ -71,8 +74,8 @@ const char cmd_purge_help[] =
     "  --format F     text (default) or json\n"
     "  --store DIR    the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
-    "Exit status: 0 purged; 1 no record of ID in the log, no store, store\n"
-    "locked, I/O error; 64 usage error.\n";
+    "Exit status: 0 purged; 1 no record of ID in the log (nor a purge of it),\n"
+    "no store, store locked, I/O error; 64 usage error.\n";
 
 /* Open the store to write and its memory engine. */
 static int open_writer(cli_ctx *ctx, cairn_db **db, cairn_mem **mem)
@@ -147,7 +150,7 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv)
         printf("{\"retain\":\"%s\",\"dry_run\":%s,\"records_before\":%llu,"
                "\"records_after\":%llu,\"bytes_before\":%llu,\"bytes_after\":%llu,"
                "\"dropped_records\":%llu,\"dropped_bytes\":%llu,\"memories_dropped\":%llu,"
-               "\"memories_in_grace\":%llu,\"memories_pinned\":%llu,"
+               "\"memories_in_grace\":%llu,\"memories_pinned\":%llu,\"memories_needed\":%llu,"
                "\"events_dropped\":%llu,\"events_dropped_bytes\":%llu,"
                "\"segments_rewritten\":%llu,\"rolled\":%s}\n",
                pol, dry ? "true" : "false", (unsigned long long)rep.records_before,
@@ -155,7 +158,8 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv)
                (unsigned long long)rep.bytes_after, (unsigned long long)rep.dropped,
                (unsigned long long)rep.dropped_bytes, (unsigned long long)rep.memories_dropped,
                (unsigned long long)rep.memories_in_grace,
-               (unsigned long long)rep.memories_pinned, (unsigned long long)rep.events_dropped,
+               (unsigned long long)rep.memories_pinned, (unsigned long long)rep.memories_needed,
+               (unsigned long long)rep.events_dropped,
                (unsigned long long)rep.events_dropped_bytes, (unsigned long long)rep.rewritten,
                rep.rolled ? "true" : "false");
     } else {
@@ -184,6 +188,10 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv)
             printf("kept: %llu memories no longer live that an index file still holds "
                    "(run cairn checkpoint, then compact again)\n",
                    (unsigned long long)rep.memories_pinned);
+        if (rep.memories_needed > 0)
+            printf("kept: %llu memories no longer live whose records replay still needs (a "
+                   "second store of their id, or the store's first vector)\n",
+                   (unsigned long long)rep.memories_needed);
         if (rep.rolled)
             printf("the active segment was closed and sealed to compact it\n");
     }
