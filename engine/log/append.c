@@ -678,7 +678,9 @@ static int retain_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t
 {
     const cairn_retention *r = (const cairn_retention *)(uintptr_t)v;
     (void)db;
-    if (memcmp(&cur->retain, r, sizeof *r) == 0)
+    if (cur->retain.memories == r->memories && cur->retain.grace_ms == r->grace_ms &&
+        cur->retain.events_max_age_ms == r->events_max_age_ms &&
+        cur->retain.events_max_bytes == r->events_max_bytes)
         return 0;
     m->retain = *r;
     return 1;
@@ -692,15 +694,9 @@ static void retain_undo(manifest *m, const manifest *cur)
 int cairn__set_retain(cairn_db *db, const cairn_retention *r)
 {
     static const manifest_change c = {retain_apply, retain_undo};
-    cairn_retention copy;
     if (r == NULL || !cairn__retention_ok(r))
         return cairn__db_failf(db, CAIRN_EINVAL, "invalid retention policy");
-    memset(&copy, 0, sizeof copy); /* compared whole: no stray padding */
-    copy.memories = r->memories;
-    copy.grace_ms = r->grace_ms;
-    copy.events_max_age_ms = r->events_max_age_ms;
-    copy.events_max_bytes = r->events_max_bytes;
-    return change_manifest(db, &c, (uint64_t)(uintptr_t)&copy);
+    return change_manifest(db, &c, (uint64_t)(uintptr_t)r);
 }
 
 int cairn__kill(cairn_db *db, int rc, const cairn__err *e)
