@@ -200,6 +200,35 @@ static void verify_clean(const char *dir)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* The memory counts a fresh reader of dir sees; rebuilt: from the log
+ * alone. */
+typedef struct counts {
+    uint64_t total, deleted, skipped, index_seq, unfinished;
+} counts;
+
+static counts counts_of(const char *dir, int rebuilt)
+{
+    cairn_db *db;
+    cairn_mem *m;
+    cairn_mem_stats st;
+    counts c;
+    if (rebuilt)
+        remove_derived(dir);
+    db = open_db(dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
+    c.total = st.total;
+    c.deleted = st.deleted;
+    c.skipped = st.skipped;
+    c.index_seq = st.index_seq;
+    c.unfinished = cairn_mem_unfinished(m);
+    assert_int_equal(st.index_note[0], 0);
+    cairn_mem_stats_free(&st);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    return c;
+}
+
 /* The answers of a fresh handle on dir; rebuilt: from the log alone. */
 static char *answers_of(const char *dir, int rebuilt)
 {
@@ -297,7 +326,7 @@ static void test_a_commit_whose_last_record_went_is_still_whole(void **state)
     cairn_db *db = open_db(f->dir, 0, "live:0");
     cairn_mem *m = open_mem(db);
     cairn_compact_report rep;
-    cairn_mem_stats st;
+    counts c;
     uint64_t imported = 0, skipped = 0;
 
     assert_int_equal(cairn_mem_import(m, CAIRN_MEM_JSON, input, sizeof input - 1, NULL,
@@ -314,23 +343,18 @@ static void test_a_commit_whose_last_record_went_is_still_whole(void **state)
     }
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    remove_derived(f->dir);
-    db = open_db(f->dir, 1, NULL);
-    m = open_mem(db);
-    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
-    assert_int_equal(st.total, 3);
-    assert_int_equal(st.deleted, 1);
-    assert_int_equal(st.skipped, 0);
-    assert_int_equal(cairn_mem_unfinished(m), 0);
-    cairn_mem_stats_free(&st);
-    cairn_mem_close(m);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
+    c = counts_of(f->dir, 1);
+    assert_int_equal(c.total, 3);
+    assert_int_equal(c.deleted, 1);
+    assert_int_equal(c.skipped, 0);
+    assert_int_equal(c.unfinished, 0);
 }
 
 /* A memory an index file holds live stays (a reader of the file must
  * still meet its deletion); the next checkpoint frees it. */
 static void test_a_memory_an_index_file_holds_stays_until_a_checkpoint(void **state)
 {
+    counts c;
     fx *f = *state;
     cairn_db *db = open_db(f->dir, 0, "live:0");
     cairn_mem *m = open_mem(db);
@@ -367,19 +391,10 @@ static void test_a_memory_an_index_file_holds_stays_until_a_checkpoint(void **st
     assert_int_equal(cairn_close(db), CAIRN_OK);
     /* The file covers the dropped deletion of x: its hole keeps the
      * record's checksum, so the file is still bound and used. */
-    db = open_db(f->dir, 1, NULL);
-    m = open_mem(db);
-    {
-        cairn_mem_stats st;
-        assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
-        assert_int_equal(st.index_seq, 3);
-        assert_int_equal(st.total, 1);
-        assert_int_equal(st.deleted, 1);
-        assert_int_equal(st.index_note[0], 0);
-        cairn_mem_stats_free(&st);
-    }
-    cairn_mem_close(m);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
+    c = counts_of(f->dir, 0);
+    assert_int_equal(c.index_seq, 3);
+    assert_int_equal(c.total, 1);
+    assert_int_equal(c.deleted, 1);
     verify_clean(f->dir);
 }
 
@@ -812,20 +827,16 @@ static void test_a_commit_whose_last_records_went_opens(void **state)
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     for (int rebuilt = 0; rebuilt < 2; rebuilt++) {
-        cairn_mem_stats st;
-        if (rebuilt)
-            remove_derived(f->dir);
-        db = open_db(f->dir, 1, NULL);
-        m = open_mem(db);
-        assert_int_equal(cairn_mem_get(m, "j1", &mem), CAIRN_OK);
-        cairn_mem_free(mem);
-        assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
-        assert_int_equal(st.total, 1);
-        assert_int_equal(st.deleted, 2);
-        cairn_mem_stats_free(&st);
-        cairn_mem_close(m);
-        assert_int_equal(cairn_close(db), CAIRN_OK);
+        counts c = counts_of(f->dir, rebuilt);
+        assert_int_equal(c.total, 1);
+        assert_int_equal(c.deleted, 2);
     }
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_get(m, "j1", &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
 /* A hole never spans a seq an index file covers: a reader of the file
@@ -836,28 +847,23 @@ static void test_a_hole_ends_at_a_covered_seq(void **state)
     cairn_db *db = open_db(f->dir, 0, "live:0");
     cairn_mem *m = open_mem(db);
     cairn_compact_report rep;
-    cairn_mem_stats st;
-    char a[CAIRN_MEM_ID_MAX + 1], b[CAIRN_MEM_ID_MAX + 1], c[CAIRN_MEM_ID_MAX + 1];
+    counts c;
+    char a[CAIRN_MEM_ID_MAX + 1], b[CAIRN_MEM_ID_MAX + 1], k[CAIRN_MEM_ID_MAX + 1];
 
     store(m, "", "memory a", a);
     assert_int_equal(cairn_mem_delete(m, a, NULL), CAIRN_OK);
     assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK); /* covers 2 */
     store(m, "", "memory b", b);
     assert_int_equal(cairn_mem_delete(m, b, NULL), CAIRN_OK);
-    store(m, "", "memory c", c);
+    store(m, "", "memory kept", k);
     assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
     assert_int_equal(rep.memories_dropped, 2);
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    db = open_db(f->dir, 1, NULL);
-    m = open_mem(db);
-    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
-    assert_int_equal(st.index_seq, 2); /* the file is used */
-    assert_int_equal(st.total, 1);
-    assert_int_equal(st.deleted, 2);
-    cairn_mem_stats_free(&st);
-    cairn_mem_close(m);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
+    c = counts_of(f->dir, 0);
+    assert_int_equal(c.index_seq, 2); /* the file is used */
+    assert_int_equal(c.total, 1);
+    assert_int_equal(c.deleted, 2);
 }
 
 /* A record replay skips because of a life (a second store of its id while
@@ -868,7 +874,7 @@ static void test_a_life_replay_needs_to_skip_a_record_stays(void **state)
     cairn_db *db = open_db(f->dir, 0, "live:0");
     cairn_mem *m = open_mem(db);
     cairn_compact_report rep;
-    cairn_mem_stats st;
+    counts c;
     cairn_record *rec = NULL;
     char x[CAIRN_MEM_ID_MAX + 1];
     cairn_memory *mem = NULL;
@@ -888,15 +894,9 @@ static void test_a_life_replay_needs_to_skip_a_record_stays(void **state)
     assert_int_equal(rep.memories_needed, 1);
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
-    remove_derived(f->dir);
-    db = open_db(f->dir, 1, NULL);
-    m = open_mem(db);
-    assert_int_equal(cairn_mem_stats_get(m, &st), CAIRN_OK);
-    assert_int_equal(st.total, 0);
-    assert_int_equal(st.skipped, 1);
-    cairn_mem_stats_free(&st);
-    cairn_mem_close(m);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
+    c = counts_of(f->dir, 1);
+    assert_int_equal(c.total, 0);
+    assert_int_equal(c.skipped, 1);
 }
 
 typedef struct racer {
