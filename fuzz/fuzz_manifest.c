@@ -9,7 +9,11 @@
  * re-encodes in the newest version to the same fields (a version 2 one
  * with the old default max_memories, 10000). A version 1 MANIFEST (no
  * store id) cannot be written back as it is: the encoder refuses a
- * manifest without an id.
+ * manifest without an id. Version 4 adds the retention policy (retain,
+ * retain_grace_ms), dropped_upto and each entry's rev: read as 0 from an
+ * older version, carried over by encode and copy; a success obeys their
+ * rules (a policy known, a grace only under "live" and at most 2^53,
+ * dropped_upto below 2^62, a rev only on a sealed entry).
  */
 #include "fuzz.h"
 
@@ -24,11 +28,32 @@ static void same_manifest(const manifest *a, const manifest *b)
                memcmp(a->store_id, b->store_id, sizeof a->store_id) == 0 &&
                a->synced_seq == b->synced_seq && a->lost_total == b->lost_total &&
                a->max_memories == b->max_memories);
+    FUZZ_CHECK(a->retain == b->retain && a->retain_grace_ms == b->retain_grace_ms &&
+               a->dropped_upto == b->dropped_upto);
     for (size_t i = 0; i < a->n; i++) {
         const manifest_entry *x = &a->e[i], *y = &b->e[i];
         FUZZ_CHECK(x->id == y->id && x->kind == y->kind && x->base_seq == y->base_seq &&
                    x->last_seq == y->last_seq && x->count == y->count &&
-                   x->first_ts == y->first_ts && x->last_ts == y->last_ts);
+                   x->first_ts == y->first_ts && x->last_ts == y->last_ts && x->rev == y->rev);
+    }
+}
+
+/* The rules of what decoded, version 4's among them. */
+static void check_rules(const manifest *m)
+{
+    FUZZ_CHECK(m->version >= 1 && m->version <= MAN_VERSION);
+    FUZZ_CHECK(m->retain == CAIRN_RETAIN_ALL || m->retain == CAIRN_RETAIN_LIVE);
+    FUZZ_CHECK(m->retain_grace_ms <= CAIRN_RETAIN_GRACE_MAX);
+    FUZZ_CHECK(m->retain == CAIRN_RETAIN_LIVE || m->retain_grace_ms == 0);
+    FUZZ_CHECK(m->dropped_upto < MAN_SEQ_MAX);
+    if (m->version < 4)
+        FUZZ_CHECK(m->retain == 0 && m->retain_grace_ms == 0 && m->dropped_upto == 0);
+    for (size_t i = 0; i < m->n; i++) {
+        const manifest_entry *x = &m->e[i];
+        FUZZ_CHECK(x->rev == 0 || (m->version >= 4 && x->kind == SEG_SEALED));
+        FUZZ_CHECK(x->id != 0 && x->id < m->next_id && (i == 0 || x->id > m->e[i - 1].id));
+        if (x->kind != SEG_ACTIVE)
+            FUZZ_CHECK(x->count == x->last_seq + 1 - x->base_seq);
     }
 }
 
@@ -49,6 +74,7 @@ static void one(const uint8_t *buf, size_t size)
     }
     FUZZ_CHECK(m.n >= 1 && m.n <= MAN_MAX_ENTRIES && m.e != NULL);
     FUZZ_CHECK(m.e[m.n - 1].kind == SEG_ACTIVE);
+    check_rules(&m);
     if (cairn__manifest_encode(&m, NULL, &out, &len) != CAIRN_OK) {
         cairn__manifest_free(NULL, &m);
         return;

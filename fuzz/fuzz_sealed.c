@@ -12,16 +12,25 @@
  * reach the record checks of cairn__sealed_verify(), which checksums inside
  * compressed bytes would otherwise keep them from.
  *
+ * Version 2 (a compacted segment): a record of type log.compacted is a
+ * hole standing for the seqs from its own to the "upto" of its payload
+ * (cairn__hole_decode), so a block holds count records for seqs first_seq
+ * .. last_seq, count <= last_seq - first_seq + 1; a hole whose payload does
+ * not decode, or that reaches past its block, is a problem.
+ *
  * Invariants: no crash, no leak, no read outside the input; an opened file's
  * index and blocks lie inside it and add up; verify reports a problem for a
- * file this target could not read cleanly, and at most the whole-file
- * checksum for one it could; every problem offset lies inside the file.
+ * file this target could not read cleanly (a block whose records are not
+ * whole, valid, in sequence and in the block's time range, or are more or
+ * fewer than its index entry counts), and at most the whole-file checksum
+ * for one it could; every problem offset lies inside the file.
  */
 #include "fuzz.h"
 
 #include <zstd.h>
 
 #include "alloc.h"
+#include "hole.h"
 #include "sealed.h"
 
 #define WHAT "fuzz.seg"
@@ -40,12 +49,14 @@ static void on_problem(void *user, uint64_t offset, int code, const char *msg)
 }
 
 /* Decode the records of one inflated block; 1 if all are whole, valid and
- * match the block's index entry. */
+ * match the block's index entry: in sequence from first_seq to last_seq
+ * (in version 2 a hole stands for the seqs up to its upto), in its time
+ * range, and as many as it counts. */
 static int block_records_ok(const uint8_t *raw, size_t raw_len, const sealed_seg *s,
                             const sealed_block *b)
 {
     size_t pos = 0;
-    uint64_t want = b->first_seq;
+    uint64_t want = b->first_seq, n = 0;
 
     while (pos < raw_len) {
         cairn_record rec;
@@ -57,9 +68,19 @@ static int block_records_ok(const uint8_t *raw, size_t raw_len, const sealed_seg
         if (rec.seq != want || rec.ts_ms < b->first_ts || rec.ts_ms > b->last_ts)
             return 0;
         pos += len;
+        n++;
+        if (s->version >= 2 && rec.type == CAIRN_REC_COMPACTED) {
+            cairn__hole h;
+            if (cairn__hole_decode(rec.json, rec.json_len, rec.seq, &h, NULL) != CAIRN_OK)
+                return 0;
+            FUZZ_CHECK(h.seq == rec.seq && h.upto >= rec.seq);
+            if (h.upto > b->last_seq)
+                return 0; /* a hole reaching past its block */
+            want = h.upto;
+        }
         want++;
     }
-    return want == b->last_seq + 1;
+    return want == b->last_seq + 1 && n == b->count;
 }
 
 /* Read the whole file; 1 if every block and record was clean. */
@@ -83,7 +104,11 @@ static int read_all(const uint8_t *buf, size_t size, const sealed_seg *s)
         cairn__sealed_block(s, i, &b);
         FUZZ_CHECK(b.offset >= FILEHDR_SIZE && b.comp_len > 0 &&
                    b.offset + b.comp_len <= s->index_off);
-        FUZZ_CHECK(b.first_seq == seq && b.count == b.last_seq - b.first_seq + 1);
+        FUZZ_CHECK(b.first_seq == seq && b.last_seq >= b.first_seq);
+        if (s->version == 1)
+            FUZZ_CHECK(b.count == b.last_seq - b.first_seq + 1);
+        else
+            FUZZ_CHECK(b.count >= 1 && b.count - 1 <= b.last_seq - b.first_seq);
         FUZZ_CHECK(cairn__sealed_find_seq(s, b.first_seq) == i);
         FUZZ_CHECK(cairn__sealed_find_seq(s, b.last_seq) == i);
         FUZZ_CHECK(cairn__sealed_find_ts(s, b.last_ts) <= i);
@@ -102,7 +127,12 @@ static int read_all(const uint8_t *buf, size_t size, const sealed_seg *s)
             clean = 0;
     }
     FUZZ_CHECK(recs == s->record_count && rawsum == s->raw_bytes);
-    FUZZ_CHECK(s->first_seq == s->base_seq && s->last_seq == s->base_seq + recs - 1);
+    FUZZ_CHECK(s->version == 1 || s->version == 2);
+    FUZZ_CHECK(s->first_seq == s->base_seq && s->last_seq == seq - 1);
+    if (s->version == 1)
+        FUZZ_CHECK(s->last_seq == s->base_seq + recs - 1);
+    else
+        FUZZ_CHECK(recs == 0 || recs - 1 <= s->last_seq - s->base_seq);
     FUZZ_CHECK(cairn__sealed_find_seq(s, s->last_seq + 1) == s->block_count);
     FUZZ_CHECK(cairn__sealed_find_seq(s, 0) == s->block_count);
     FUZZ_CHECK(cairn__sealed_find_ts(s, INT64_MIN) == 0);

@@ -6,15 +6,19 @@
  *   make lib
  *   cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
  *      -Iengine/include -Iengine/common -Iengine/log -Iengine/memory \
- *      fuzz/gen_corpus.c build/libcairn.a -lzstd -lxxhash -pthread -o build/gen_corpus
+ *      fuzz/gen_corpus.c build/libcairn.a -lzstd -lxxhash -lutf8proc -lstemmer -lcjson \
+ *      -lm -pthread -o build/gen_corpus
  *   build/gen_corpus fuzz/corpora tests/golden
  *
- * Writes <out>/{record,manifest,logseg,sealed,access}/seed-*: valid inputs, and a
- * few hand-mangled ones (truncated, flipped, bad fields under a repaired
- * checksum) so the error paths are in the corpus from the start. If a golden
- * directory is given, its files are copied in as golden-* seeds. Seeds are
- * fixed: no clock, no randomness, so a rerun gives the same bytes (except
- * the sealed seeds if the zstd version changes).
+ * Writes <out>/{record,manifest,logseg,sealed,access,hole}/seed-*: valid
+ * inputs, and a few hand-mangled ones (truncated, flipped, bad fields under
+ * a repaired checksum) so the error paths are in the corpus from the start.
+ * If a golden directory is given, its files are copied in as golden-*
+ * seeds. Seeds are fixed: no clock, no randomness, so a rerun gives the
+ * same bytes (except the sealed seeds if the zstd version changes) -- but
+ * for the store-* seeds of sealed/ and manifest/: the compacted segments
+ * and the MANIFEST of a real store made with the memory API and compacted
+ * (random salts and store id, the clock), whose bytes differ on each run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +30,14 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <dirent.h>
+
 #include "accfile.h"
 #include "bytes.h"
 #include "cairn.h"
 #include "cairn_sys.h"
 #include "filehdr.h"
+#include "hole.h"
 #include "logseg.h"
 #include "manifest.h"
 #include "record.h"
@@ -252,6 +259,8 @@ static void gen_record(void)
 
 #define STORE_ID 0x5c, 0x1a, 0x7e, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xd0
 
+static void gen_manifest_v4(void);
+
 static void gen_manifest(void)
 {
     const char *T = "manifest";
@@ -322,6 +331,90 @@ static void gen_manifest(void)
         die("manifest_encode");
     write_seed(T, "bad-next-id", out, len);
     free(out);
+    m.next_id = 7;
+    gen_manifest_v4();
+}
+
+/* Version 4: the retention policy, dropped_upto, and compacted sealed
+ * entries (rev: the file is <id>-<rev>.seg; count is the seqs spanned). */
+static void write_manifest(const char *name, const manifest *m)
+{
+    uint8_t *out;
+    size_t len;
+    if (cairn__manifest_encode(m, NULL, &out, &len) != CAIRN_OK)
+        die("manifest_encode");
+    write_seed("manifest", name, out, len);
+    free(out);
+}
+
+/* Encode m, set the store block's bytes [off, off+n) to v (little endian),
+ * redo the trailer: a field error behind a valid checksum. */
+static void write_manifest_poked(const char *name, const manifest *m, size_t off, uint64_t v,
+                                 size_t n)
+{
+    uint8_t *out;
+    size_t len;
+    if (cairn__manifest_encode(m, NULL, &out, &len) != CAIRN_OK)
+        die("manifest_encode");
+    for (size_t i = 0; i < n; i++)
+        out[FILEHDR_SIZE + off + i] = (uint8_t)(v >> (8 * i));
+    put_le64(out + len - 8, XXH3_64bits(out, len - 8));
+    write_seed("manifest", name, out, len);
+    free(out);
+}
+
+static void gen_manifest_v4(void)
+{
+    manifest_entry es[5] = {
+        {3, SEG_SEALED, 1, 120, 120, T0, T0 + 999, 1},
+        {4, SEG_SEALED, 121, 300, 180, T0 + 1000, T0 + 5000, 0x0000000au},
+        {5, SEG_SEALED, 301, 301, 1, T0 + 5000, T0 + 5000, 0},
+        {8, SEG_CLOSED, 305, 330, 26, T0 + 6000, T0 + 7000, 0},
+        {9, SEG_ACTIVE, 331, 0, 0, 0, 0, 0},
+    };
+    manifest m = {.generation = 12, .next_id = 10, .segment_size = 4096, .batch_ms = 5,
+                  .durability = CAIRN_DURABILITY_STORED, .store_id = {STORE_ID},
+                  .synced_seq = 330, .lost_total = 3, .max_memories = 0,
+                  .retain = CAIRN_RETAIN_LIVE, .retain_grace_ms = CAIRN_RETAIN_GRACE_DEFAULT,
+                  .dropped_upto = 297, .e = es, .n = 5};
+
+    write_manifest("seed-v4-compacted", &m);
+    m.retain_grace_ms = 0; /* live:0 */
+    m.dropped_upto = 0;
+    es[0].rev = 0xffffffffu;
+    write_manifest("seed-v4-live0", &m);
+    m.retain = CAIRN_RETAIN_ALL; /* back to all after a compaction: dropped_upto stays */
+    m.dropped_upto = 120;
+    write_manifest("seed-v4-all-after-live", &m);
+    m.retain = CAIRN_RETAIN_LIVE;
+    m.retain_grace_ms = CAIRN_RETAIN_GRACE_MAX;
+    m.dropped_upto = MAN_SEQ_MAX - 1;
+    write_manifest("seed-v4-extremes", &m);
+
+    /* Rule violations behind valid checksums. */
+    m.retain_grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
+    m.dropped_upto = 297;
+    es[3].rev = 1; /* only a sealed entry is compacted */
+    write_manifest("bad-v4-rev-closed", &m);
+    es[3].rev = 0;
+    es[4].rev = 2;
+    write_manifest("bad-v4-rev-active", &m);
+    es[4].rev = 0;
+    m.retain = 2;
+    write_manifest("bad-v4-retain", &m);
+    m.retain = CAIRN_RETAIN_ALL; /* a grace without the live policy */
+    write_manifest("bad-v4-grace-all", &m);
+    m.retain = CAIRN_RETAIN_LIVE;
+    m.retain_grace_ms = CAIRN_RETAIN_GRACE_MAX + 1;
+    write_manifest("bad-v4-grace-max", &m);
+    m.retain_grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
+    m.dropped_upto = MAN_SEQ_MAX;
+    write_manifest("bad-v4-dropped", &m);
+    m.dropped_upto = 297;
+    write_manifest_poked("bad-v4-reserved", &m, 44, 1, 4);
+    /* A compacted entry whose count is not its span. */
+    es[1].count = 179;
+    write_manifest("bad-v4-count", &m);
 }
 
 /* ---- log segments ----------------------------------------------------- */
@@ -452,6 +545,305 @@ static uint8_t *make_sealed(const char *dir, int dfd, uint64_t id, unsigned n, s
     return data;
 }
 
+/* ---- compacted sealed segments (version 2) ----------------------------- */
+
+enum { V2_PATTERN, V2_ALL, V2_PAST_BLOCK, V2_BAD_PAYLOAD, V2_AS_V1 };
+
+/* Which of records 0..n-1 a compaction drops in the pattern: the first,
+ * runs of three, the last two of a commit (20..23, so its end is listed),
+ * and the last three. */
+static int v2_dropped(unsigned k, unsigned n, int mode)
+{
+    return mode == V2_ALL || k == 0 || (k % 7 >= 1 && k % 7 <= 3) || k == 22 || k == 23 ||
+           k + 3 >= n;
+}
+
+/* Write what the hole builder gathered as one record standing for its seqs. */
+static void v2_flush(cairn__sealw *w, cairn__holeb *hb, int mode, int last, cairn__err *e)
+{
+    uint64_t seq = hb->h.seq, upto = hb->h.upto;
+    int64_t ts = hb->ts;
+    uint8_t *rec;
+    size_t len;
+
+    if (hb->h.records == 0)
+        return;
+    if (mode == V2_BAD_PAYLOAD && last) {
+        /* more records than seqs: the payload does not decode */
+        char json[96];
+        cairn_entry en;
+        memset(&en, 0, sizeof en);
+        en.type = CAIRN_REC_COMPACTED;
+        en.json = json;
+        en.json_len = (size_t)snprintf(json, sizeof json,
+                                       "{\"upto\":%llu,\"records\":%llu,\"bytes\":99999}",
+                                       (unsigned long long)upto,
+                                       (unsigned long long)(upto - seq + 2));
+        if (cairn__record_size(&en, &len) != CAIRN_OK || (rec = malloc(len)) == NULL)
+            die("record");
+        cairn__record_encode(rec, &en, seq, ts, SEG_SALT);
+        memset(&hb->h, 0, sizeof hb->h);
+        hb->n_ends = hb->n_anchors = 0;
+    } else if (cairn__holeb_emit(hb, SEG_SALT, "retain live:0", &rec, &len) != CAIRN_OK) {
+        die("holeb_emit");
+    }
+    /* V2_PAST_BLOCK: the index says the file ends a seq before its last hole does */
+    if (cairn__sealw_add(w, rec, len, seq, mode == V2_PAST_BLOCK && last ? upto - 1 : upto, ts,
+                         e) != CAIRN_OK) {
+        fprintf(stderr, "gen_corpus: %s\n", e->msg);
+        exit(1);
+    }
+    free(rec);
+}
+
+/* A compacted segment as cairn__compact writes it (the same writer and hole
+ * builder): n records from seq 10 (k as in make_sealed, records 20..23 one
+ * commit of four), the dropped ones left as holes with the commit ends they
+ * held, the checksums of every dropped record with k % 14 == 2 kept as
+ * anchors, and every third one a memory's going. */
+static uint8_t *make_compacted(const char *dir, int dfd, uint64_t id, unsigned n, size_t json_pad,
+                               int mode, size_t *size)
+{
+    const cairn_io *io = cairn_io_default();
+    cairn__sealw w;
+    cairn__holeb hb;
+    cairn__err e;
+    uint64_t fsize = 0;
+    char path[512], name[64];
+    char *json = malloc(json_pad + 128);
+    uint8_t *data;
+
+    if (json == NULL)
+        die("malloc");
+    snprintf(name, sizeof name, "v2-%llu.seg", (unsigned long long)id);
+    memset(&hb, 0, sizeof hb);
+    if (cairn__sealw_begin(&w, io, NULL, dfd, name, id, SEG_SALT, 10, T0 - 5,
+                           mode == V2_AS_V1 ? 1 : 2, &e) != CAIRN_OK) {
+        fprintf(stderr, "gen_corpus: %s\n", e.msg);
+        exit(1);
+    }
+    for (unsigned k = 0; k < n; k++) {
+        cairn_entry en;
+        cairn_record rec;
+        bytes b = {0};
+        int64_t ts = T0 + (int64_t)(k / 2) * 10;
+        uint64_t seq = 10 + k;
+        sample_entry(k, &en, json, json_pad + 128);
+        if (k >= 20 && k < 24) /* one commit of four */
+            en.json_len = (size_t)snprintf(json, json_pad + 128, "{\"k\":%u,\"batch\":[%u,4]}", k,
+                                           k - 20);
+        else if (json_pad) {
+            size_t l = en.json_len - 1;
+            memset(json + l, ' ', json_pad);
+            json[l + json_pad] = '}';
+            en.json_len = l + json_pad + 1;
+        }
+        put_record(&b, &en, seq, ts, SEG_SALT);
+        if (v2_dropped(k, n, mode)) {
+            memset(&rec, 0, sizeof rec);
+            rec.seq = seq;
+            rec.ts_ms = ts;
+            rec.type = en.type;
+            rec.ns = en.ns;
+            rec.ns_len = en.ns_len;
+            rec.json = en.json;
+            rec.json_len = en.json_len;
+            rec.bin = en.bin;
+            rec.bin_len = en.bin_len;
+            if (cairn__holeb_add(&hb, &rec, b.n, k % 3 == 0) != CAIRN_OK)
+                die("holeb_add");
+            if (k % 14 == 2 && cairn__holeb_anchor(&hb, seq, get_le64(b.p + b.n - 8)) != CAIRN_OK)
+                die("holeb_anchor");
+        } else {
+            v2_flush(&w, &hb, mode, 0, &e);
+            if (cairn__sealw_add(&w, b.p, b.n, seq, seq, ts, &e) != CAIRN_OK) {
+                fprintf(stderr, "gen_corpus: %s\n", e.msg);
+                exit(1);
+            }
+        }
+        free(b.p);
+    }
+    v2_flush(&w, &hb, mode, 1, &e);
+    cairn__holeb_free(&hb);
+    if (cairn__sealw_finish(&w, &fsize, &e) != CAIRN_OK) {
+        fprintf(stderr, "gen_corpus: %s\n", e.msg);
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    data = read_all(path, size);
+    if (data == NULL || *size != fsize)
+        die(path);
+    unlink(path);
+    free(json);
+    return data;
+}
+
+static void gen_sealed_v2(const char *dir, int dfd)
+{
+    const char *T = "sealed";
+    uint8_t *s;
+    size_t n;
+
+    s = make_compacted(dir, dfd, 11, 40, 0, V2_PATTERN, &n);
+    write_seed(T, "seed-v2-holes", s, n);
+    write_flipped(T, "bad-v2-flip-frame", s, n, FILEHDR_SIZE + 30, 0x10);
+    write_flipped(T, "bad-v2-flip-index", s, n, n - SEAL_FOOTER_SIZE - 64 + 24, 0x01);
+    free(s);
+    s = make_compacted(dir, dfd, 12, 300, 400, V2_PATTERN, &n); /* several blocks */
+    write_seed(T, "seed-v2-blocks", s, n);
+    free(s);
+    s = make_compacted(dir, dfd, 13, 25, 0, V2_ALL, &n); /* one hole for the whole file */
+    write_seed(T, "seed-v2-one-hole", s, n);
+    free(s);
+    s = make_compacted(dir, dfd, 14, 40, 0, V2_PAST_BLOCK, &n);
+    write_seed(T, "bad-v2-hole-past-block", s, n);
+    free(s);
+    s = make_compacted(dir, dfd, 15, 40, 0, V2_BAD_PAYLOAD, &n);
+    write_seed(T, "bad-v2-hole-payload", s, n);
+    free(s);
+    s = make_compacted(dir, dfd, 16, 40, 0, V2_AS_V1, &n); /* holes in a version 1 file */
+    write_seed(T, "bad-v2-as-v1", s, n);
+    free(s);
+}
+
+/* ---- a real store, compacted ------------------------------------------ */
+
+static void store_die(const char *what, int rc, const char *msg)
+{
+    fprintf(stderr, "gen_corpus: %s: %s (%s)\n", what, cairn_strerror(rc), msg ? msg : "");
+    exit(1);
+}
+
+/* Copy the compacted segments (<id>-<rev>.seg) not copied before and the
+ * MANIFEST of the store in dir in as store-<tag>-* seeds. */
+static void copy_store_files(const char *dir, const char *tag)
+{
+    static char seen[64][64];
+    static size_t n_seen;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char path[512], name[160];
+
+    if (d == NULL)
+        die(dir);
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name), n;
+        uint8_t *p;
+        const char *target;
+        if (l > 4 && l < sizeof seen[0] && strcmp(de->d_name + l - 4, ".seg") == 0 &&
+            strchr(de->d_name, '-') != NULL) {
+            size_t i = 0;
+            while (i < n_seen && strcmp(seen[i], de->d_name) != 0)
+                i++;
+            if (i < n_seen || n_seen == 64)
+                continue;
+            snprintf(seen[n_seen++], sizeof seen[0], "%s", de->d_name);
+            target = "sealed";
+        }
+        else if (strcmp(de->d_name, "MANIFEST") == 0)
+            target = "manifest";
+        else
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if ((p = read_all(path, &n)) == NULL)
+            die(path);
+        snprintf(name, sizeof name, "store-%s-%s", tag, de->d_name);
+        write_seed(target, name, p, n);
+        free(p);
+    }
+    closedir(d);
+}
+
+static void rm_store(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char path[512];
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* A store of small segments under "live:0": an import (one commit of four)
+ * and 40 memories; most of them deleted (the import's last one too, so a
+ * hole lists the commit's end), a memory index written over the deletions
+ * (so a hole keeps the checksum it is bound to), compacted; then more
+ * deleted, one purged, compacted again (holes next to holes, rev 2). */
+static void gen_store(void)
+{
+    static const char input[] =
+        "[{\"id\":\"i1\",\"content\":\"imported one\",\"category\":\"fact\"},"
+        "{\"id\":\"i2\",\"content\":\"imported two\",\"category\":\"fact\"},"
+        "{\"id\":\"i3\",\"content\":\"imported three\",\"category\":\"fact\"},"
+        "{\"id\":\"i4\",\"content\":\"imported four\",\"category\":\"fact\"}]";
+    char dir[] = "/tmp/cairn-gen-store-XXXXXX";
+    char err[CAIRN_ERRMSG_MAX] = "", ids[40][CAIRN_MEM_ID_MAX + 1];
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_compact_report rep;
+    cairn_purge_report pr;
+    uint64_t imported = 0, skipped = 0;
+    cairn_db *db = NULL;
+    cairn_mem *m = NULL;
+    int rc;
+
+    if (mkdtemp(dir) == NULL)
+        die("mkdtemp");
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 4096; /* many segments, sealed as they fill */
+    o.retain = "live:0";
+    if ((rc = cairn_open(&db, dir, &o, err, sizeof err)) != CAIRN_OK)
+        store_die("open", rc, err);
+    if ((rc = cairn_mem_open(db, NULL, &m)) != CAIRN_OK)
+        store_die("mem_open", rc, cairn_errmsg(db));
+    if ((rc = cairn_mem_import(m, CAIRN_MEM_JSON, input, sizeof input - 1, NULL, &imported,
+                               &skipped)) != CAIRN_OK)
+        store_die("import", rc, cairn_mem_errmsg(m));
+    for (int i = 0; i < 40; i++) {
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        cairn_memory *mem = NULL;
+        char text[96];
+        snprintf(text, sizeof text, "note %d about topic %s with some padding words", i,
+                 i % 3 == 0 ? "three" : "other");
+        so.ns = i % 2 ? "b" : "a";
+        if ((rc = cairn_mem_store(m, text, &so, &mem, NULL)) != CAIRN_OK)
+            store_die("store", rc, cairn_mem_errmsg(m));
+        snprintf(ids[i], sizeof ids[i], "%s", mem->id);
+        cairn_mem_free(mem);
+    }
+    if ((rc = cairn_mem_delete(m, "i4", "gen")) != CAIRN_OK)
+        store_die("delete", rc, cairn_mem_errmsg(m));
+    for (int i = 0; i < 30; i++)
+        if (i % 4 != 3 && (rc = cairn_mem_delete(m, ids[i], "gen")) != CAIRN_OK)
+            store_die("delete", rc, cairn_mem_errmsg(m));
+    if ((rc = cairn_mem_checkpoint(m)) != CAIRN_OK)
+        store_die("checkpoint", rc, cairn_mem_errmsg(m));
+    if ((rc = cairn_mem_compact(m, 0, &rep)) != CAIRN_OK || rep.dropped == 0)
+        store_die("compact", rc, cairn_mem_errmsg(m));
+    copy_store_files(dir, "rev1");
+    for (int i = 30; i < 38; i++)
+        if ((rc = cairn_mem_delete(m, ids[i], "gen")) != CAIRN_OK)
+            store_die("delete", rc, cairn_mem_errmsg(m));
+    if ((rc = cairn_mem_purge(m, ids[3], &pr)) != CAIRN_OK)
+        store_die("purge", rc, cairn_mem_errmsg(m));
+    if ((rc = cairn_mem_checkpoint(m)) != CAIRN_OK)
+        store_die("checkpoint", rc, cairn_mem_errmsg(m));
+    if ((rc = cairn_mem_compact(m, 0, &rep)) != CAIRN_OK)
+        store_die("compact", rc, cairn_mem_errmsg(m));
+    copy_store_files(dir, "rev2");
+    cairn_mem_close(m);
+    if ((rc = cairn_close(db)) != CAIRN_OK)
+        store_die("close", rc, NULL);
+    rm_store(dir);
+}
+
 static void gen_sealed(void)
 {
     const char *T = "sealed";
@@ -484,6 +876,7 @@ static void gen_sealed(void)
     s = make_sealed(dir, dfd, 4, 300, 400, &n); /* ~130 KiB raw: three blocks */
     write_seed(T, "seed-three-blocks", s, n);
     free(s);
+    gen_sealed_v2(dir, dfd);
     close(dfd);
     rmdir(dir);
 }
@@ -545,6 +938,137 @@ static void gen_access(void)
     write_seed("access", "seed-short", f, 40);
 }
 
+/* ---- hole payloads ------------------------------------------------------ */
+
+/* An input of fuzz_hole: the 8 bytes of parameters, then the payload. */
+#define HOLE_PROGRAM 0x40 /* byte 7: the payload is also a builder program */
+#define HOLE_NO_WHY 0x01
+
+static void write_hole_bytes(const char *name, uint32_t seq, int top, int16_t delta, uint8_t n,
+                             uint8_t flags, const void *p, size_t len)
+{
+    bytes b = {0};
+    uint8_t h[8];
+    put_le32(h, seq);
+    put_le16(h + 4, (uint16_t)delta);
+    h[6] = n;
+    h[7] = (uint8_t)((top ? 0x80 : 0) | flags);
+    b_put(&b, h, sizeof h);
+    b_put(&b, p, len);
+    write_seed("hole", name, b.p, b.n);
+    free(b.p);
+}
+
+static void write_hole(const char *name, uint32_t seq, int top, int16_t delta, uint8_t n,
+                       int no_why, const char *json)
+{
+    write_hole_bytes(name, seq, top, delta, n, no_why ? HOLE_NO_WHY : 0, json, strlen(json));
+}
+
+static void gen_hole(void)
+{
+    const char *T = "hole";
+    cairn__holeb hb;
+    uint8_t *rec;
+    size_t len, rlen;
+    cairn_record r;
+    char json[256];
+
+    write_hole("seed-minimal", 1, 0, 0, 2, 0, "{\"upto\":1,\"records\":1,\"bytes\":40}");
+    write_hole("seed-store", 1, 0, 2, 2, 0,
+               "{\"upto\":3,\"records\":3,\"bytes\":720,\"deaths\":3,\"why\":\"retain live:0\"}");
+    write_hole("seed-ends-anchors", 100, 0, 5, 2, 0,
+               "{\"upto\":140,\"records\":30,\"bytes\":4000,\"deaths\":2,"
+               "\"ends\":[[105,2],[140,7]],"
+               "\"anchors\":[[101,\"00000000000000ff\"],[140,\"ffffffffffffffff\"],"
+               "[101,\"0123456789abcdef\"]],\"why\":\"purge m0123456789abcdef\"}");
+    write_hole("seed-top", 0, 1, 0, 2, 0, /* seq 2^53: the largest */
+               "{\"upto\":9007199254740992,\"records\":1,\"bytes\":40,"
+               "\"ends\":[[9007199254740992,9007199254740992]]}");
+    write_hole("seed-no-params", 0, 0, 0, 0, 0, "{}");
+    {
+        /* a short input: the payload alone, seq 1 */
+        static const char shortj[] = "[1]";
+        write_seed(T, "seed-short", (const uint8_t *)shortj, 3);
+    }
+    /* the rules, one at a time */
+    write_hole("bad-records-0", 5, 0, 0, 2, 0, "{\"upto\":5,\"records\":0,\"bytes\":40}");
+    write_hole("bad-records-span", 5, 0, 0, 2, 0, "{\"upto\":6,\"records\":3,\"bytes\":120}");
+    write_hole("bad-bytes", 5, 0, 0, 2, 0, "{\"upto\":6,\"records\":2,\"bytes\":79}");
+    write_hole("bad-upto-below", 5, 0, 0, 2, 0, "{\"upto\":4,\"records\":1,\"bytes\":40}");
+    write_hole("bad-upto-missing", 5, 0, 0, 2, 0, "{\"records\":1,\"bytes\":40}");
+    write_hole("bad-fraction", 5, 0, 0, 2, 0, "{\"upto\":5.5,\"records\":1,\"bytes\":40}");
+    write_hole("bad-negative", 5, 0, 0, 2, 0, "{\"upto\":5,\"records\":1,\"bytes\":40,\"deaths\":-1}");
+    write_hole("bad-past-2-53", 5, 0, 0, 2, 0,
+               "{\"upto\":9007199254740994,\"records\":1,\"bytes\":40}");
+    write_hole("bad-end-below", 5, 0, -1, 2, 0, /* decodes at seq 1, not at 5 */
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"ends\":[[4,2]]}");
+    write_hole("bad-end-above", 5, 0, 5, 2, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"ends\":[[10,2]]}");
+    write_hole("bad-end-n1", 5, 0, 0, 1, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"ends\":[[5,1]]}");
+    write_hole("bad-end-shape", 5, 0, 0, 2, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"ends\":[[5,2,3]]}");
+    write_hole("bad-ends-object", 5, 0, 0, 2, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"ends\":{\"5\":2}}");
+    write_hole("bad-anchor-upper", 5, 0, 1, 2, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"anchors\":[[6,\"00000000000000FF\"]]}");
+    write_hole("bad-anchor-short", 5, 0, 1, 2, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"anchors\":[[6,\"0000000000000ff\"]]}");
+    write_hole("bad-anchor-number", 5, 0, 1, 2, 0,
+               "{\"upto\":9,\"records\":2,\"bytes\":80,\"anchors\":[[6,255]]}");
+    write_hole("bad-why", 5, 0, 0, 2, 0, "{\"upto\":5,\"records\":1,\"bytes\":40,\"why\":7}");
+    write_hole("bad-not-object", 5, 0, 0, 2, 0, "[{\"upto\":5,\"records\":1,\"bytes\":40}]");
+    write_hole("bad-truncated", 5, 0, 0, 2, 0, "{\"upto\":5,\"records\":1,\"bytes\":4");
+
+    /* Builder programs (fuzz_hole.c, build()): 3 bytes a record. */
+    {
+        static const uint8_t prog[] = {
+            0x08, 10, 0x00,  /* seq, a death */
+            0x11, 20, 0x05,  /* gap 2, anchored */
+            0x20, 3, 0x02,   /* a mark [3 % 3, 4]: not the end */
+            0x60, 4, 0x02,   /* the end of a commit of 4 */
+            0x67, 0, 0x41,   /* a jump of 2^20, a mark one level down */
+            0xb0, 255, 0x80, /* anchored (sum all ones), then emit */
+            0x38, 0, 0xc3,   /* a death, anchored (sum 0), no object */
+            0x21, 7, 0x3f,   /* a mark of a commit of 65 */
+        };
+        write_hole_bytes("seed-program", 1000, 0, 0, 2, HOLE_PROGRAM, prog, sizeof prog);
+        write_hole_bytes("seed-program-top", 1, 1, 0, 2, HOLE_PROGRAM | HOLE_NO_WHY, prog,
+                         sizeof prog);
+    }
+    write_hole_bytes("seed-program-json", 7, 0, 0, 2, HOLE_PROGRAM,
+                     "{\"upto\":9,\"records\":2,\"bytes\":80}", 33);
+
+    /* What the builder writes: gathered records, a commit end, anchors. */
+    memset(&hb, 0, sizeof hb);
+    for (unsigned k = 0; k < 6; k++) {
+        memset(&r, 0, sizeof r);
+        r.seq = 200 + 2 * k; /* with gaps: fewer records than seqs */
+        r.ts_ms = T0 + k;
+        r.type = CAIRN_REC_MEMORY;
+        r.json = json;
+        r.json_len = (size_t)snprintf(json, sizeof json, "{\"id\":\"m%u\",\"batch\":[%u,3]}", k,
+                                      k % 3);
+        if (cairn__holeb_add(&hb, &r, 100 + k, k == 1) != CAIRN_OK ||
+            (k % 2 == 0 && cairn__holeb_anchor(&hb, r.seq, 0x1122334455667788ull * k) != CAIRN_OK))
+            die("holeb");
+    }
+    if (cairn__holeb_emit(&hb, REC_SALT, "purge m0123456789abcdef", &rec, &len) != CAIRN_OK ||
+        cairn__record_decode(rec, len, REC_SALT, &r, &rlen) != REC_OK)
+        die("holeb_emit");
+    {
+        bytes b = {0};
+        uint8_t h[8] = {200, 0, 0, 0, 4, 0, 3, 0}; /* probe the end [204,3] */
+        b_put(&b, h, sizeof h);
+        b_put(&b, r.json, r.json_len);
+        write_seed(T, "seed-built", b.p, b.n);
+        free(b.p);
+    }
+    free(rec);
+    cairn__holeb_free(&hb);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
@@ -559,11 +1083,14 @@ int main(int argc, char **argv)
     gen_logseg();
     gen_sealed();
     gen_access();
+    gen_hole();
+    gen_store();
     if (argc == 3) {
         copy_golden(argv[2], "record-v1.bin", "record");
         copy_golden(argv[2], "manifest-v1.bin", "manifest");
         copy_golden(argv[2], "manifest-v2.bin", "manifest");
         copy_golden(argv[2], "manifest-v3.bin", "manifest");
+        copy_golden(argv[2], "manifest-v4.bin", "manifest");
         copy_golden(argv[2], "segment-v1.log", "logseg");
         copy_golden(argv[2], "sealed-v1.seg", "sealed");
         copy_golden(argv[2], "access-v1.bin", "access");
