@@ -888,7 +888,8 @@ typedef struct cairn_mem_stats {
     double avg_importance;     /* as stored; 0 when total is 0 */
     int64_t oldest, newest;    /* createdAt; 0 when total is 0 */
     uint64_t namespaces;       /* with at least one memory ever */
-    uint64_t deleted;          /* memories deleted or cleared (their records stay) */
+    uint64_t deleted;          /* memories deleted or cleared (still counted once
+                                  compaction dropped their records) */
     uint64_t skipped;          /* records replay could not apply */
     uint64_t index_bytes;      /* the memory index file in use; 0 if none */
     uint64_t index_seq;        /* the last seq it covers */

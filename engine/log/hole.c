@@ -220,6 +220,22 @@ int cairn__holeb_add(cairn__holeb *b, const cairn_record *rec, size_t len, int d
     return CAIRN_OK;
 }
 
+/* An integer as its exact digits (cJSON prints some above 2^52 1 or 2
+ * off: it keeps 15 significant digits when they read back within a
+ * relative epsilon). */
+static cJSON *exact(uint64_t v)
+{
+    char d[24];
+    snprintf(d, sizeof d, "%llu", (unsigned long long)v);
+    return cJSON_CreateRaw(d);
+}
+
+static int add_exact(cJSON *o, const char *name, uint64_t v)
+{
+    cJSON *n = exact(v);
+    return n != NULL && cJSON_AddItemToObject(o, name, n);
+}
+
 int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t **out,
                       size_t *len)
 {
@@ -230,10 +246,9 @@ int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t *
 
     *out = NULL;
     *len = 0;
-    if (root == NULL || !cJSON_AddNumberToObject(root, "upto", (double)b->h.upto) ||
-        !cJSON_AddNumberToObject(root, "records", (double)b->h.records) ||
-        !cJSON_AddNumberToObject(root, "bytes", (double)b->h.bytes) ||
-        (b->h.deaths && !cJSON_AddNumberToObject(root, "deaths", (double)b->h.deaths)))
+    if (root == NULL || !add_exact(root, "upto", b->h.upto) ||
+        !add_exact(root, "records", b->h.records) || !add_exact(root, "bytes", b->h.bytes) ||
+        (b->h.deaths && !add_exact(root, "deaths", b->h.deaths)))
         goto done;
     if (b->n_ends > 0) {
         if ((ends = cJSON_AddArrayToObject(root, "ends")) == NULL)
@@ -243,8 +258,8 @@ int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t *
             if (pair == NULL)
                 goto done;
             cJSON_AddItemToArray(ends, pair);
-            if (!cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)b->ends[i][0])) ||
-                !cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)b->ends[i][1])))
+            if (!cJSON_AddItemToArray(pair, exact(b->ends[i][0])) ||
+                !cJSON_AddItemToArray(pair, exact(b->ends[i][1])))
                 goto done;
         }
     }
@@ -259,7 +274,7 @@ int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t *
                 goto done;
             cJSON_AddItemToArray(an, pair);
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)b->anchors[i][1]);
-            if (!cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)b->anchors[i][0])) ||
+            if (!cJSON_AddItemToArray(pair, exact(b->anchors[i][0])) ||
                 !cJSON_AddItemToArray(pair, cJSON_CreateString(hex)))
                 goto done;
         }

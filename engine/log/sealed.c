@@ -460,7 +460,8 @@ uint64_t cairn__sealed_verify(const uint8_t *data, size_t size, const cairn_allo
             problems++;
             continue;
         }
-        for (want = b.first_seq; pos < raw_len; want++) {
+        uint32_t seen = 0;
+        for (want = b.first_seq; pos < raw_len; want++, seen++) {
             cairn_record rec;
             cairn__hole h;
             size_t rl;
@@ -484,8 +485,9 @@ uint64_t cairn__sealed_verify(const uint8_t *data, size_t size, const cairn_allo
             if (s.version >= 2 && rec.type == CAIRN_REC_COMPACTED)
                 want = h.upto; /* the loop steps past it */
         }
-        if (pos == raw_len && want != b.last_seq + 1) {
-            fn(user, b.offset, CAIRN_ECORRUPT, "block holds fewer records than its index says");
+        if (pos == raw_len && (want != b.last_seq + 1 || seen != b.count)) {
+            fn(user, b.offset, CAIRN_ECORRUPT,
+               "block holds other records than its index says (count or seqs)");
             problems++;
         }
     }
