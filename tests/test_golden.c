@@ -48,7 +48,9 @@
 #include "gimage.h"
 #include "logseg.h"
 #include "io.h"
+#include "hole.h"
 #include "manifest.h"
+#include "store.h"
 #include "memindex.h"
 #include "record.h"
 #include "sealed.h"
@@ -292,6 +294,78 @@ static uint8_t *build_seals_log(const char *dir, size_t *len)
     b = tu_read_file(path, len);
     assert_non_null(b);
     free(path);
+    return b;
+}
+
+/* The compacted golden (sealed-v2.seg): the sealed golden's records with
+ * two runs of them dropped as compaction drops them, one hole each: seqs
+ * SEALS_BASE+3..+8 (the first a memory's going, one a derived file's
+ * anchor) and the last two records. */
+#define V2_REV 1u
+#define V2_ANCHOR (SEALS_BASE + 5u)
+static int v2_dropped(unsigned k)
+{
+    return (k >= 3 && k <= 8) || k >= SEALS_N - 2;
+}
+
+static uint8_t *make_sealed_v2(size_t *len)
+{
+    char *dir = tu_mkdtemp("golden"), *path, fin[LOGSEG_NAME_MAX];
+    int dfd = open_dir(dir);
+    cairn__sealw w;
+    cairn__holeb hb;
+    cairn__err e;
+    uint64_t fsize = 0;
+    uint8_t bin[16], *b, *rec = NULL;
+    char json[2048];
+
+    memset(&hb, 0, sizeof hb);
+    cairn__seg_file_name(fin, SEALS_ID, V2_REV);
+    assert_int_equal(cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, fin, SEALS_ID,
+                                        SEALS_SALT, SEALS_BASE, SEALS_CREATED, 2, &e),
+                     CAIRN_OK);
+    for (unsigned k = 0; k <= SEALS_N; k++) {
+        cairn_entry en;
+        cairn_record r;
+        size_t rl = 0, hl;
+        uint64_t seq = SEALS_BASE + k;
+        if (k < SEALS_N) {
+            seals_entry(k, &en, json, sizeof json, bin);
+            assert_int_equal(cairn__record_size(&en, &rl), CAIRN_OK);
+            rec = realloc(rec, rl);
+            cairn__record_encode(rec, &en, seq, seals_ts(k), SEALS_SALT);
+            assert_int_equal(cairn__record_decode(rec, rl, SEALS_SALT, &r, &rl), REC_OK);
+        }
+        if (k < SEALS_N && v2_dropped(k)) {
+            assert_int_equal(cairn__holeb_add(&hb, &r, rl, k == 3), CAIRN_OK);
+            if (seq == V2_ANCHOR)
+                assert_int_equal(cairn__holeb_anchor(&hb, seq, get_le64(rec + rl - 8)),
+                                 CAIRN_OK);
+            continue;
+        }
+        if (hb.h.records > 0) { /* the run ended: its hole */
+            uint8_t *h = NULL;
+            uint64_t hs = hb.h.seq, hu = hb.h.upto;
+            int64_t hts = hb.ts;
+            assert_int_equal(cairn__holeb_emit(&hb, SEALS_SALT, "retain live:0", &h, &hl),
+                             CAIRN_OK);
+            assert_int_equal(cairn__sealw_add(&w, h, hl, hs, hu, hts, &e), CAIRN_OK);
+            free(h);
+        }
+        if (k < SEALS_N)
+            assert_int_equal(cairn__sealw_add(&w, rec, rl, seq, seq, seals_ts(k), &e), CAIRN_OK);
+    }
+    cairn__holeb_free(&hb);
+    free(rec);
+    assert_int_equal(cairn__sealw_finish(&w, &fsize, &e), CAIRN_OK);
+    close(dfd);
+    path = tu_join(dir, fin);
+    b = tu_read_file(path, len);
+    assert_non_null(b);
+    assert_int_equal(*len, fsize);
+    free(path);
+    tu_rmrf(dir);
+    free(dir);
     return b;
 }
 
@@ -777,6 +851,86 @@ static void test_sealed_encoding_matches_golden(void **state)
     free(log);
 }
 
+static void count_problem(void *user, uint64_t off, int code, const char *msg)
+{
+    (void)off, (void)code, (void)msg;
+    (*(int *)user)++;
+}
+
+static void test_compacted_encoding_matches_golden(void **state)
+{
+    size_t len, glen;
+    uint8_t *b, *g;
+    unsigned long want = golden_zstd_version();
+    (void)state;
+    b = make_sealed_v2(&len);
+    g = read_golden("sealed-v2.seg", &glen);
+    assert_same_sealed_structure(b, len, g, glen);
+    if (want == ZSTD_versionNumber())
+        assert_same_bytes("sealed-v2.seg", b, len, g, glen);
+    free(b);
+    free(g);
+}
+
+/* The compacted golden reads back as version 2: the seqs of the source,
+ * its kept records byte for byte, two holes that stand for the dropped
+ * runs (the first with a death and an anchor), and verify finds nothing. */
+static void test_compacted_golden_decodes_to_kept_records_and_holes(void **state)
+{
+    size_t glen, cap = 0, raw_len, holes = 0, kept = 0;
+    uint8_t *g, *raw = NULL;
+    sealed_seg s;
+    cairn__err e;
+    uint64_t want = SEALS_BASE, sum = 0;
+    int n = 0;
+    (void)state;
+
+    g = read_golden("sealed-v2.seg", &glen);
+    assert_int_equal(get_le16(g + 8), 2);
+    assert_int_equal(cairn__sealed_open(g, glen, &s, "sealed-v2.seg", &e), CAIRN_OK);
+    assert_int_equal(s.version, 2);
+    assert_int_equal(s.base_seq, SEALS_BASE);
+    assert_int_equal(cairn__sealed_span(&s), SEALS_N);
+    assert_int_equal(s.record_count, SEALS_N - 8 + 2);
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        size_t pos = 0;
+        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, "v2", &e),
+                         CAIRN_OK);
+        while (pos < raw_len) {
+            cairn_record r;
+            size_t rl;
+            assert_int_equal(cairn__record_decode(raw + pos, raw_len - pos, s.salt, &r, &rl),
+                             REC_OK);
+            assert_int_equal(r.seq, want);
+            if (r.type == CAIRN_REC_COMPACTED) {
+                cairn__hole h;
+                assert_int_equal(cairn__hole_decode(r.json, r.json_len, r.seq, &h, &e),
+                                 CAIRN_OK);
+                assert_true(v2_dropped((unsigned)(r.seq - SEALS_BASE)));
+                assert_int_equal(h.records, h.upto - h.seq + 1);
+                assert_int_equal(h.deaths, holes == 0 ? 1 : 0);
+                assert_int_equal(cairn__hole_anchor(r.json, r.json_len, V2_ANCHOR, &sum),
+                                 holes == 0);
+                want = h.upto + 1;
+                holes++;
+            } else {
+                assert_false(v2_dropped((unsigned)(r.seq - SEALS_BASE)));
+                assert_int_equal(r.ts_ms, seals_ts((unsigned)(r.seq - SEALS_BASE)));
+                want++;
+                kept++;
+            }
+            pos += rl;
+        }
+    }
+    assert_int_equal(holes, 2);
+    assert_int_equal(kept, SEALS_N - 8);
+    assert_int_equal(want, SEALS_BASE + SEALS_N);
+    assert_int_equal(cairn__sealed_verify(g, glen, NULL, "sealed-v2.seg", count_problem, &n), 0);
+    assert_int_equal(n, 0);
+    free(raw);
+    free(g);
+}
+
 static void test_sealed_golden_decodes_to_the_log_records(void **state)
 {
     size_t glen, loglen, cap = 0, raw_len, blen;
@@ -865,12 +1019,6 @@ static void test_sealed_golden_decodes_to_the_log_records(void **state)
     free(raw);
     free(log);
     free(g);
-}
-
-static void count_problem(void *user, uint64_t off, int code, const char *msg)
-{
-    (void)off, (void)code, (void)msg;
-    (*(int *)user)++;
 }
 
 static void test_sealed_golden_verifies_clean(void **state)
@@ -1402,6 +1550,9 @@ static void regen(void **state)
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
     free(b);
+    b = make_sealed_v2(&len);
+    regen_one(dir, "sealed-v2.seg", b, len);
+    free(b);
     b = make_memindex(&len);
     regen_one(dir, "memindex-v4.cmx", b, len);
     free(b);
@@ -1441,6 +1592,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_record_golden_decodes_to_its_fields),
             cmocka_unit_test(test_segment_encoding_matches_golden),
             cmocka_unit_test(test_segment_golden_scans_to_its_records),
+            cmocka_unit_test(test_compacted_encoding_matches_golden),
+            cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
             cmocka_unit_test(test_manifest_v3_golden_still_decodes_keeping_everything),
