@@ -9,8 +9,8 @@
  * re-encodes in the newest version to the same fields (a version 2 one
  * with the old default max_memories, 10000). A version 1 MANIFEST (no
  * store id) cannot be written back as it is: the encoder refuses a
- * manifest without an id. Version 4 adds the retention policy (retain,
- * retain_grace_ms), dropped_upto and each entry's rev: read as 0 from an
+ * manifest without an id. Version 4 adds the retention policy (memories,
+ * grace, event limits), dropped_upto and each entry's rev: read as 0 from an
  * older version, carried over by encode and copy; a success obeys their
  * rules (a policy known, a grace only under "live" and at most 2^53,
  * dropped_upto below 2^62, a rev only on a sealed entry).
@@ -28,7 +28,10 @@ static void same_manifest(const manifest *a, const manifest *b)
                memcmp(a->store_id, b->store_id, sizeof a->store_id) == 0 &&
                a->synced_seq == b->synced_seq && a->lost_total == b->lost_total &&
                a->max_memories == b->max_memories);
-    FUZZ_CHECK(a->retain == b->retain && a->retain_grace_ms == b->retain_grace_ms &&
+    FUZZ_CHECK(a->retain.memories == b->retain.memories &&
+               a->retain.grace_ms == b->retain.grace_ms &&
+               a->retain.events_max_age_ms == b->retain.events_max_age_ms &&
+               a->retain.events_max_bytes == b->retain.events_max_bytes &&
                a->dropped_upto == b->dropped_upto);
     for (size_t i = 0; i < a->n; i++) {
         const manifest_entry *x = &a->e[i], *y = &b->e[i];
@@ -42,12 +45,16 @@ static void same_manifest(const manifest *a, const manifest *b)
 static void check_rules(const manifest *m)
 {
     FUZZ_CHECK(m->version >= 1 && m->version <= MAN_VERSION);
-    FUZZ_CHECK(m->retain == CAIRN_RETAIN_ALL || m->retain == CAIRN_RETAIN_LIVE);
-    FUZZ_CHECK(m->retain_grace_ms <= CAIRN_RETAIN_GRACE_MAX);
-    FUZZ_CHECK(m->retain == CAIRN_RETAIN_LIVE || m->retain_grace_ms == 0);
+    FUZZ_CHECK(m->retain.memories == CAIRN_RETAIN_ALL || m->retain.memories == CAIRN_RETAIN_LIVE);
+    FUZZ_CHECK(m->retain.grace_ms <= CAIRN_RETAIN_GRACE_MAX);
+    FUZZ_CHECK(m->retain.memories == CAIRN_RETAIN_LIVE || m->retain.grace_ms == 0);
+    FUZZ_CHECK(m->retain.events_max_age_ms <= CAIRN_RETAIN_GRACE_MAX &&
+               m->retain.events_max_bytes <= CAIRN_RETAIN_GRACE_MAX);
     FUZZ_CHECK(m->dropped_upto < MAN_SEQ_MAX);
     if (m->version < 4)
-        FUZZ_CHECK(m->retain == 0 && m->retain_grace_ms == 0 && m->dropped_upto == 0);
+        FUZZ_CHECK(m->retain.memories == 0 && m->retain.grace_ms == 0 &&
+                   m->retain.events_max_age_ms == 0 && m->retain.events_max_bytes == 0 &&
+                   m->dropped_upto == 0);
     for (size_t i = 0; i < m->n; i++) {
         const manifest_entry *x = &m->e[i];
         FUZZ_CHECK(x->rev == 0 || (m->version >= 4 && x->kind == SEG_SEALED));

@@ -375,24 +375,24 @@ static void gen_manifest_v4(void)
     manifest m = {.generation = 12, .next_id = 10, .segment_size = 4096, .batch_ms = 5,
                   .durability = CAIRN_DURABILITY_STORED, .store_id = {STORE_ID},
                   .synced_seq = 330, .lost_total = 3, .max_memories = 0,
-                  .retain = CAIRN_RETAIN_LIVE, .retain_grace_ms = CAIRN_RETAIN_GRACE_DEFAULT,
+                  .retain = {CAIRN_RETAIN_LIVE, CAIRN_RETAIN_GRACE_DEFAULT, 30 * 86400000ull, 0},
                   .dropped_upto = 297, .e = es, .n = 5};
 
     write_manifest("seed-v4-compacted", &m);
-    m.retain_grace_ms = 0; /* live:0 */
+    m.retain.grace_ms = 0; /* live:0 */
     m.dropped_upto = 0;
     es[0].rev = 0xffffffffu;
     write_manifest("seed-v4-live0", &m);
-    m.retain = CAIRN_RETAIN_ALL; /* back to all after a compaction: dropped_upto stays */
+    m.retain.memories = CAIRN_RETAIN_ALL; /* back to all after a compaction: dropped_upto stays */
     m.dropped_upto = 120;
     write_manifest("seed-v4-all-after-live", &m);
-    m.retain = CAIRN_RETAIN_LIVE;
-    m.retain_grace_ms = CAIRN_RETAIN_GRACE_MAX;
+    m.retain.memories = CAIRN_RETAIN_LIVE;
+    m.retain.grace_ms = CAIRN_RETAIN_GRACE_MAX;
     m.dropped_upto = MAN_SEQ_MAX - 1;
     write_manifest("seed-v4-extremes", &m);
 
     /* Rule violations behind valid checksums. */
-    m.retain_grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
+    m.retain.grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
     m.dropped_upto = 297;
     es[3].rev = 1; /* only a sealed entry is compacted */
     write_manifest("bad-v4-rev-closed", &m);
@@ -400,14 +400,17 @@ static void gen_manifest_v4(void)
     es[4].rev = 2;
     write_manifest("bad-v4-rev-active", &m);
     es[4].rev = 0;
-    m.retain = 2;
+    m.retain.memories = 2;
     write_manifest("bad-v4-retain", &m);
-    m.retain = CAIRN_RETAIN_ALL; /* a grace without the live policy */
+    m.retain.memories = CAIRN_RETAIN_ALL; /* a grace without the live policy */
     write_manifest("bad-v4-grace-all", &m);
-    m.retain = CAIRN_RETAIN_LIVE;
-    m.retain_grace_ms = CAIRN_RETAIN_GRACE_MAX + 1;
+    m.retain.memories = CAIRN_RETAIN_LIVE;
+    m.retain.grace_ms = CAIRN_RETAIN_GRACE_MAX + 1;
     write_manifest("bad-v4-grace-max", &m);
-    m.retain_grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
+    m.retain.grace_ms = CAIRN_RETAIN_GRACE_DEFAULT;
+    m.retain.events_max_bytes = CAIRN_RETAIN_GRACE_MAX + 1;
+    write_manifest("bad-v4-events-bytes", &m);
+    m.retain.events_max_bytes = 0;
     m.dropped_upto = MAN_SEQ_MAX;
     write_manifest("bad-v4-dropped", &m);
     m.dropped_upto = 297;

@@ -690,6 +690,7 @@ typedef struct inj {
     const char *fired;     /* the site of the call made to fail */
     const char *fail_site; /* or: fail the first call at this site */
     void (*on_pread)(void *user); /* once, at the first pread while armed */
+    void (*on_seal_write)(void *user); /* once, at the first write of a compacted file */
     void *hook_user;
 } inj;
 
@@ -741,6 +742,11 @@ static ssize_t w_pwrite(void *u, const char *site, int fd, const void *buf, size
                         off_t off)
 {
     inj *j = u;
+    if (j->on_seal_write != NULL && strcmp(site, "compact.write") == 0) {
+        void (*fn)(void *) = j->on_seal_write;
+        j->on_seal_write = NULL;
+        fn(j->hook_user);
+    }
     return hit(j) ? -1 : j->real->pwrite(j->real->user, site, fd, buf, len, off);
 }
 static int w_fsync(void *u, const char *site, int fd)
@@ -947,6 +953,117 @@ static void test_a_compaction_during_a_readers_fold_is_noticed(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+typedef struct writer_meanwhile {
+    const char *dir;
+    int rc;
+} writer_meanwhile;
+
+/* Another writer of the store, with a busy timeout of 50 ms, stores a
+ * memory: it must not wait for the compaction. */
+static void store_meanwhile(void *user)
+{
+    writer_meanwhile *w = user;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    cairn_mem *m = NULL;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    o.background = 0;
+    o.busy_timeout_ms = 50;
+    w->rc = cairn_open(&db, w->dir, &o, NULL, 0);
+    if (w->rc == CAIRN_OK && (w->rc = cairn_mem_open(db, NULL, &m)) == CAIRN_OK)
+        w->rc = cairn_mem_store(m, "written while the log was being compacted", &so, NULL, NULL);
+    cairn_mem_close(m);
+    if (db != NULL)
+        cairn_close(db);
+}
+
+/* A compaction holds the writer lock only to swap its files in: other
+ * writers store while it reads and writes segments. */
+static void test_writers_go_on_while_a_compaction_runs(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect);
+    writer_meanwhile w = {NULL, -1};
+    cairn_compact_report rep;
+    cairn_db *db;
+    cairn_mem *m;
+    inj j;
+    cairn_io io;
+    counts c;
+
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    w.dir = base;
+    j.on_seal_write = store_meanwhile; /* at the first write of a compacted file */
+    j.hook_user = &w;
+    db = open_db_io(base, 0, NULL, &io);
+    m = open_mem(db);
+    if (cairn_mem_compact(m, 0, &rep) != CAIRN_OK)
+        fail_msg("compact: %s", cairn_mem_errmsg(m));
+    assert_null(j.on_seal_write); /* it ran, during the compaction's writes */
+    assert_int_equal(w.rc, CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 90);
+    {
+        cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
+        cairn_recall_hit *h = NULL;
+        size_t nh = 0;
+        assert_int_equal(cairn_mem_recall(m, "compacted meanwhile", &o, &h, &nh), CAIRN_OK);
+        assert_int_equal(nh, 1);
+        cairn_recall_free(h, nh);
+    }
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    c = counts_of(base, 1);
+    assert_int_equal(c.total, 36);
+    assert_int_equal(c.deleted, 90);
+    verify_clean(base);
+    free(expect);
+    free(base);
+}
+
+/* One compaction at a time: a second one is told another runs. */
+static void compact_meanwhile(void *user)
+{
+    writer_meanwhile *w = user;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_db *db = NULL;
+    cairn_mem *m = NULL;
+    cairn_compact_report rep;
+    o.background = 0;
+    w->rc = cairn_open(&db, w->dir, &o, NULL, 0);
+    if (w->rc == CAIRN_OK && (w->rc = cairn_mem_open(db, NULL, &m)) == CAIRN_OK)
+        w->rc = cairn_mem_compact(m, 0, &rep);
+    cairn_mem_close(m);
+    if (db != NULL)
+        cairn_close(db);
+}
+
+static void test_one_compaction_at_a_time(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect);
+    writer_meanwhile w = {NULL, -1};
+    cairn_compact_report rep;
+    cairn_db *db;
+    cairn_mem *m;
+    inj j;
+    cairn_io io;
+
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    w.dir = base;
+    j.on_seal_write = compact_meanwhile;
+    j.hook_user = &w;
+    db = open_db_io(base, 0, NULL, &io);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(w.rc, CAIRN_ELOCKED);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(expect);
+    free(base);
+}
+
 /* A MANIFEST write whose outcome the handle cannot know ends the handle:
  * a retry must not write over a file the MANIFEST may name. */
 static void test_a_failed_manifest_swap_ends_the_handle(void **state)
@@ -969,7 +1086,7 @@ static void test_a_failed_manifest_swap_ends_the_handle(void **state)
     m = open_mem(db);
     assert_int_not_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
     assert_non_null(j.fired);
-    j.fail_site = "sealed.open";
+    j.fail_site = "compact.open";
     assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_EDEAD);
     cairn_mem_close(m);
     cairn_close(db);
@@ -1145,6 +1262,9 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_manifest_swap_ends_the_handle, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_writers_go_on_while_a_compaction_runs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_one_compaction_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_every_failing_io_call_of_a_compaction_leaves_the_same_answers, setup,
             teardown),

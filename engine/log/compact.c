@@ -228,6 +228,20 @@ static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *a
     return CAIRN_OK;
 }
 
+/* The swap is off (nothing written): the new files go (mu held; they are
+ * no MANIFEST's). */
+static void swap_abandoned(cairn_db *db, plan_seg *ps, size_t np)
+{
+    for (size_t k = 0; k < np; k++)
+        if (ps[k].fresh != NULL) {
+            char name[LOGSEG_NAME_MAX];
+            cairn__seg_file_name(name, ps[k].id, ps[k].rev + 1);
+            db->io->unlinkat(db->io->user, "compact.cleanup", db->dirfd, name);
+            cairn__seg_release(db, ps[k].fresh);
+            ps[k].fresh = NULL;
+        }
+}
+
 /* One MANIFEST naming every file written anew, and a view of it (mu held). */
 static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
 {
@@ -301,8 +315,8 @@ static void totals(const view *v, uint64_t *records, uint64_t *bytes)
 }
 
 int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
-                   size_t n_anchors, cairn__compact_fn fn, void *user,
-                   cairn__compact_result *out)
+                   size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn check,
+                   void *user, cairn__compact_result *out)
 {
     view *v;
     plan_seg *ps = NULL;
@@ -312,6 +326,8 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
     int rc = CAIRN_OK;
 
     memset(out, 0, sizeof *out);
+    if ((rc = cairn__db_refresh(db)) != CAIRN_OK) /* the MANIFEST as it is now */
+        return rc;
     v = cairn__view_acquire(db);
     totals(v, &out->records_before, &out->bytes_before);
     while (np < v->m.n && v->m.e[np].kind == SEG_SEALED)
@@ -346,10 +362,26 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
                 db->io->unlinkat(db->io->user, "compact.cleanup", db->dirfd, name);
             }
     } else if (rc == CAIRN_OK && !dry_run && out->rewritten > 0) {
-        /* From here a failure leaves the new files: the MANIFEST may name
-         * them (a rename that happened, a directory sync that failed). */
+        /* A turn for the swap alone: writers waited for nothing else. In
+         * it, the engine checks that nothing it relied on changed. From
+         * here a failure leaves the new files: the MANIFEST may name them
+         * (a rename that happened, a directory sync that failed). */
         pthread_mutex_lock(&db->mu);
-        rc = swap_in(db, ps, np);
+        rc = cairn__check_writable(db);
+        if (rc == CAIRN_OK)
+            rc = cairn__turn_get(db); /* the lock, and the MANIFEST as it is */
+        if (rc == CAIRN_OK) {
+            pthread_mutex_unlock(&db->mu);
+            rc = check != NULL ? check(user) : CAIRN_OK;
+            pthread_mutex_lock(&db->mu);
+            if (rc == CAIRN_OK)
+                rc = swap_in(db, ps, np);
+            else
+                swap_abandoned(db, ps, np);
+            cairn__turn_put(db);
+        } else {
+            swap_abandoned(db, ps, np);
+        }
         pthread_mutex_unlock(&db->mu);
         for (size_t k = 0; k < np && rc == CAIRN_OK; k++) {
             char name[LOGSEG_NAME_MAX];

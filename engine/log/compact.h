@@ -43,17 +43,25 @@ typedef struct cairn__compact_result {
     uint64_t upto;           /* the last seq of the sealed prefix (0: none) */
 } cairn__compact_result;
 
+/* Called in the turn that swaps the new files in, before anything is
+ * written: CAIRN_OK to go on, else the status the compaction returns
+ * (nothing changed; the new files go). */
+typedef int (*cairn__compact_check_fn)(void *user);
+
 /* Run it: fn sees every record of the sealed prefix but holes, in order;
  * dry_run computes the result and writes nothing. `why` goes into the
  * holes. anchors (n_anchors, sorted or not): the seqs derived files of the
  * store cover; a dropped record at one of them leaves its checksum in its
- * hole, so the file's binding still holds. The caller holds a turn (cairn__turn_begin). Errors: fn's;
+ * hole, so the file's binding still holds. The caller holds the
+ * compaction lock (cairn__compact_lock), not a turn: the files are read
+ * and written outside any turn, and one turn swaps them in (check first).
+ * Errors: fn's, check's;
  * CAIRN_EIO, CAIRN_EFULL (nothing changed: the temp is removed),
  * CAIRN_ECHECKSUM / CAIRN_ECORRUPT (a block that does not read: nothing
  * written), CAIRN_ENOMEM; the message in the db. */
 int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
-                   size_t n_anchors, cairn__compact_fn fn, void *user,
-                   cairn__compact_result *out);
+                   size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn check,
+                   void *user, cairn__compact_result *out);
 
 /* Records in the log (a hole is one) and bytes of its segment files (a
  * log-form segment: its records). */

@@ -63,7 +63,7 @@ void cairn__sealed_block(const sealed_seg *s, uint32_t i, sealed_block *b)
 
 static int out_write(cairn__sealw *w, const void *buf, size_t len, cairn__err *e)
 {
-    int rc = cairn__io_write(w->io, "seal.write", w->fd, buf, len, w->pos, w->tmp, e);
+    int rc = cairn__io_write(w->io, w->sites->write, w->fd, buf, len, w->pos, w->tmp, e);
     if (rc == CAIRN_OK) {
         XXH3_64bits_update(w->hash, buf, len);
         w->pos += len;
@@ -92,8 +92,13 @@ static int check_block_records(const uint8_t *raw, size_t len, const logseg *src
     return CAIRN_OK;
 }
 
-static const cairn__publish_sites seal_sites = {"seal.fsync", "seal.close", "seal.rename",
-                                                "seal.dirsync"};
+/* Fault-injection names: a seal's, and a compaction's (version 2). */
+static const cairn__sealw_sites seal_sites = {
+    "seal.open", "seal.write", "seal.cleanup",
+    {"seal.fsync", "seal.close", "seal.rename", "seal.dirsync"}};
+static const cairn__sealw_sites compact_sites = {
+    "compact.open", "compact.write", "compact.cleanup",
+    {"compact.fsync", "compact.close", "compact.rename", "compact.dirsync"}};
 
 int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocator *a, int dirfd,
                        const char *fin, uint64_t id, uint64_t salt, uint64_t base_seq,
@@ -117,7 +122,8 @@ int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocato
     XXH3_64bits_reset(w->hash);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
-    rc = cairn__io_open(io, "seal.open", dirfd, w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+    w->sites = version >= 2 ? &compact_sites : &seal_sites;
+    rc = cairn__io_open(io, w->sites->open, dirfd, w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
                         &w->fd, e);
     if (rc != CAIRN_OK)
         return rc;
@@ -223,19 +229,19 @@ int cairn__sealw_finish(cairn__sealw *w, uint64_t *file_size, cairn__err *e)
     if (rc == CAIRN_OK) {
         XXH3_64bits_update(w->hash, foot, 72);
         put_le64(foot + 72, XXH3_64bits_digest(w->hash));
-        rc = cairn__io_write(w->io, "seal.write", w->fd, foot, sizeof foot, w->pos, w->tmp, e);
+        rc = cairn__io_write(w->io, w->sites->write, w->fd, foot, sizeof foot, w->pos, w->tmp, e);
         w->pos += sizeof foot;
     }
     if (w->fd < 0) /* the open failed: its message is in e */
         rc = rc == CAIRN_OK ? CAIRN_EIO : rc;
     else {
-        rc = cairn__io_publish(w->io, &seal_sites, rc, w->fd, w->dirfd, w->tmp, w->fin, e);
+        rc = cairn__io_publish(w->io, &w->sites->publish, rc, w->fd, w->dirfd, w->tmp, w->fin, e);
         w->fd = -1;
     }
     if (rc == CAIRN_OK)
         *file_size = w->pos;
     else
-        w->io->unlinkat(w->io->user, "seal.cleanup", w->dirfd, w->tmp);
+        w->io->unlinkat(w->io->user, w->sites->cleanup, w->dirfd, w->tmp);
     cairn__sealw_abort(w);
     return rc;
 }
@@ -243,8 +249,8 @@ int cairn__sealw_finish(cairn__sealw *w, uint64_t *file_size, cairn__err *e)
 void cairn__sealw_abort(cairn__sealw *w)
 {
     if (w->fd >= 0) {
-        cairn__io_close(w->io, "seal.close", w->fd);
-        w->io->unlinkat(w->io->user, "seal.cleanup", w->dirfd, w->tmp);
+        cairn__io_close(w->io, w->sites->publish.close, w->fd);
+        w->io->unlinkat(w->io->user, w->sites->cleanup, w->dirfd, w->tmp);
         w->fd = -1;
     }
     XXH3_freeState(w->hash);

@@ -28,6 +28,7 @@
 
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "io.h"
 #include "logseg.h"
 #include "status.h"
 
@@ -77,8 +78,14 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
  * and the footer, fsyncs, renames to fin and fsyncs the directory (on
  * failure it removes the temp). abort gives everything back. Version 1
  * for a file whose records are contiguous, 2 for one with holes. */
+typedef struct cairn__sealw_sites {
+    const char *open, *write, *cleanup;
+    cairn__publish_sites publish;
+} cairn__sealw_sites;
+
 typedef struct cairn__sealw {
     const cairn_io *io;
+    const cairn__sealw_sites *sites; /* fault-injection names */
     const cairn_allocator *a;
     int dirfd, fd;
     char fin[LOGSEG_NAME_MAX], tmp[LOGSEG_NAME_MAX + 8];

@@ -673,9 +673,27 @@ static int has_segments(cairn_db *db)
  * SEALED (a crash after the seal's manifest swap) goes only in the second
  * pass, once its .seg has been validated: until then it may be the only
  * good copy. */
+/* A file a compaction writes: <16 hex>-<8 hex>.seg, or its .tmp. */
+static int compaction_name(const char *n)
+{
+    char base[32];
+    uint64_t id;
+    uint32_t rev;
+    size_t len = strlen(n);
+    if (len == 33 && strcmp(n + 29, ".tmp") == 0) {
+        memcpy(base, n, 29);
+        base[29] = 0;
+        n = base;
+    }
+    return parse_sealed_name(n, &id, &rev) && rev != 0;
+}
+
 static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cairn__err *e)
 {
     int rc = CAIRN_OK, removed = 0;
+    /* A compaction in another process writes its files outside any turn,
+     * and swaps them in later: leave them to it (or to the next open). */
+    int compacting = cairn__compaction_live(db);
     DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
 
@@ -687,6 +705,8 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
         uint64_t id;
         uint32_t rev;
         int orphan = 0;
+        if (compacting && compaction_name(n))
+            continue;
         if (cairn__temp_name(n)) /* this writer's lock: nobody is writing it */
             orphan = !sealed_logs;
         else if (parse_seg_name(n, "log", &id))

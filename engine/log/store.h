@@ -270,6 +270,14 @@ int cairn__turn_end(cairn_db *db);
  * the turn is short. busy returns 1 if it did some work (the flock is
  * tried again at once), 0 if there was nothing (the wait sleeps). */
 int cairn__turn_begin_busy(cairn_db *db, cairn__turn_busy_fn busy, void *user);
+/* Take (take 1) or let go of the compaction lock: an exclusive OFD lock on
+ * byte 2 of LOCK, one compaction of the store at a time, in any process
+ * (format-spec/lock.md). Not blocking: CAIRN_ELOCKED when another holds
+ * it. mu not held. */
+int cairn__compact_lock(cairn_db *db, int take);
+/* Does another handle (in any process) hold the compaction lock? Its files
+ * (<id>-<rev>.seg, their .tmp) are not orphans while it does. */
+int cairn__compaction_live(cairn_db *db);
 /* CAIRN_OK if the handle may write, else its error (mu held). */
 int cairn__check_writable(cairn_db *db);
 

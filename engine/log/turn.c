@@ -103,6 +103,48 @@ static int waiting_mark(cairn_db *db, short type)
 #endif
 }
 
+int cairn__compact_lock(cairn_db *db, int take)
+{
+#ifdef F_OFD_SETLK
+    /* Byte 2 of LOCK: one compaction at a time, held apart from turns
+     * (a compaction takes a turn only to swap its files in). */
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = take ? F_WRLCK : F_UNLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 2;
+    fl.l_len = 1;
+    if (db->lockfd < 0)
+        return cairn__db_failf(db, CAIRN_EPERM, "a read-only handle cannot compact");
+    if (fcntl(db->lockfd, F_OFD_SETLK, &fl) == 0)
+        return CAIRN_OK;
+    if (errno == EAGAIN || errno == EACCES)
+        return cairn__db_failf(db, CAIRN_ELOCKED, "another process is compacting this store; "
+                               "try again when it is done");
+    return cairn__db_failf(db, cairn__errno_status(errno), "LOCK: compaction lock: %s",
+                           strerror(errno));
+#else
+    (void)take;
+    return cairn__db_failf(db, CAIRN_EUNAVAIL, "compaction needs open file description locks");
+#endif
+}
+
+int cairn__compaction_live(cairn_db *db)
+{
+#ifdef F_OFD_GETLK
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 2;
+    fl.l_len = 1;
+    return db->lockfd >= 0 && fcntl(db->lockfd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+#else
+    (void)db;
+    return 0;
+#endif
+}
+
 static int others_waiting(cairn_db *db)
 {
 #ifdef F_OFD_GETLK

@@ -457,6 +457,27 @@ static int covered_seqs(cairn_mem *m, uint64_t **out, size_t *n)
     return CAIRN_OK;
 }
 
+/* In the turn of the swap: did a checkpoint write a derived file since the
+ * lives were judged? Its reader may hold a life judged free live, or its
+ * anchor be a record dropped: then nothing is swapped in (again later). */
+#define CHECKPOINT_RACED 1
+static int derived_unchanged(void *user)
+{
+    tracker *t = user;
+    uint64_t *now = NULL;
+    size_t n = 0;
+    int same = 1;
+    if (covered_seqs(t->m, &now, &n) != CAIRN_OK)
+        return cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
+    for (size_t i = 0; i < n && same; i++) {
+        same = 0;
+        for (size_t k = 0; k < t->ncov && !same; k++)
+            same = now[i] == t->cov[k];
+    }
+    free(now);
+    return same ? CAIRN_OK : CHECKPOINT_RACED;
+}
+
 /* The last seq of the sealed prefix of the log (0: none). */
 static uint64_t sealed_upto(cairn_db *db)
 {
@@ -637,8 +658,13 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         free(cov);
         return CAIRN_OK;
     }
-    rc = cairn__compact(m->db, why, 0, cov, ncov, judge, t, &res);
+    /* A purge drops its records whatever the derived files: a checkpoint
+     * meanwhile is written anew after it anyway. */
+    rc = cairn__compact(m->db, why, 0, cov, ncov, judge, t->purge ? NULL : derived_unchanged, t,
+                        &res);
     free(cov);
+    if (rc == CHECKPOINT_RACED)
+        return rc; /* the caller tries again */
     if (rc != CAIRN_OK)
         return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
     out->segments = res.segments;
@@ -661,22 +687,39 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
 
     memset(out, 0, sizeof *out);
     memset(&cfg, 0, sizeof cfg);
-    memset(&t, 0, sizeof t);
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+    if (m->db->read_only) {
+        rc = cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot compact");
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
+    /* No turn: other writers go on; one turn swaps the files in. */
+    if (!dry_run && (rc = cairn__compact_lock(m->db, 1)) != CAIRN_OK) {
+        rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
     rc = cairn_config_get(m->db, &cfg);
     cairn_retain_format(&cfg.retain, pol, sizeof pol);
     snprintf(why, sizeof why, "retain %s", pol);
-    if (rc == CAIRN_OK)
+    for (int attempt = 0; rc == CAIRN_OK; attempt++) {
+        memset(&t, 0, sizeof t);
+        memset(out, 0, sizeof *out);
         rc = compact_turn(m, &t, dry_run, why, out);
-    else
+        tracker_free(&t);
+        if (rc != CHECKPOINT_RACED)
+            break;
+        rc = attempt < 3 ? CAIRN_OK
+                         : cairn__mem_fail(m, CAIRN_ELOCKED, "checkpoints kept being written "
+                                           "while compacting; nothing was changed; try again");
+    }
+    if (rc != CAIRN_OK && m->err[0] == 0)
         rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    tracker_free(&t);
-    rc = cairn__mem_turn_end(m, rc);
+    if (!dry_run)
+        (void)cairn__compact_lock(m->db, 0);
+    if (rc == CAIRN_OK)
+        rc = cairn__mem_catch_up(m); /* what others wrote meanwhile */
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -720,7 +763,13 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     }
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
+    if ((rc = cairn__compact_lock(m->db, 1)) != CAIRN_OK) {
+        rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+        (void)cairn__compact_lock(m->db, 0);
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
@@ -737,8 +786,12 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
         rc = PURGED_BEFORE; /* its records went: the index file may still hold it */
     tracker_free(&t);
     memset(&t, 0, sizeof t);
-    if (rc == CAIRN_OK && (rc = cairn__mem_access_fold(m)) == CAIRN_OK &&
-        (rc = write_marker(m, id, out)) == CAIRN_OK && (rc = cairn_roll(m->db)) == CAIRN_OK &&
+    if (rc == CAIRN_OK && (rc = cairn__mem_access_fold(m)) == CAIRN_OK)
+        rc = write_marker(m, id, out);
+    /* The marker is in the log: the memory is gone for every reader. Its
+     * records go outside the turn (other writers go on). */
+    rc = cairn__mem_turn_end(m, rc);
+    if (rc == CAIRN_OK && (rc = cairn_roll(m->db)) == CAIRN_OK &&
         (rc = cairn_seal(m->db)) == CAIRN_OK) {
         t.purge = id;
         snprintf(why, sizeof why, "purge %s", id);
@@ -752,7 +805,9 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     out->bytes = t.purge_bytes;
     out->segments = rep.rewritten;
     tracker_free(&t);
-    rc = cairn__mem_turn_end(m, rc);
+    (void)cairn__compact_lock(m->db, 0);
+    if (rc == CAIRN_OK)
+        rc = cairn__mem_catch_up(m);
     pthread_mutex_unlock(&m->mu);
     /* The index file may hold its text: write it anew without it (the
      * older files go). */
