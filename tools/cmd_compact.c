@@ -32,7 +32,9 @@ const char cmd_compact_help[] =
     "record that says how many records and bytes it stands for; when the\n"
     "active segment holds records to drop it is closed and sealed first.\n"
     "Readers (in this process or another) are never stopped: they read the\n"
-    "old files or the new ones, never a mix.\n"
+    "old files or the new ones, never a mix. Writers go on too: a compaction\n"
+    "takes the writer lock only to swap its files in. One compaction runs at\n"
+    "a time.\n"
     "\n"
     "Output (text): the policy, then \"records: B -> A\", \"bytes: B -> A\",\n"
     "\"dropped: N records (M bytes) of K memories\", and how many memories\n"
@@ -49,8 +51,9 @@ const char cmd_compact_help[] =
     "  --format F     text (default) or json\n"
     "  --store DIR    the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
-    "Exit status: 0 success; 1 no store, store locked past --busy-timeout, a\n"
-    "damaged segment (run cairn verify), I/O error; 64 usage error.\n";
+    "Exit status: 0 success; 1 no store, another compaction running, store\n"
+    "locked past --busy-timeout, a damaged segment (run cairn verify), I/O\n"
+    "error; 64 usage error.\n";
 
 const char cmd_purge_help[] =
     "usage: cairn purge ID [--format text|json]\n"

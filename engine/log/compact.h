@@ -7,8 +7,9 @@
  * not sealed): keep it, or drop it. A segment that loses records is
  * written anew as <id>-<rev+1>.seg, version 2: the records kept, byte for
  * byte, and for each run of dropped records one hole (hole.h) that stands
- * for their seqs. Then one MANIFEST names every new file at once, and the
- * old files are unlinked: a reader either opened the old set of files or
+ * for their seqs, outside any turn (the compaction lock keeps other
+ * compactions off). Then, in one turn, one MANIFEST names every new file
+ * at once, and the old files are unlinked: a reader either opened the old set of files or
  * the new one (a file vanishing under a reader's open makes it read the
  * MANIFEST again), and one that has a file open keeps it.
  * A crash before the MANIFEST leaves new files no entry names; after it,
