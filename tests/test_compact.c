@@ -1064,6 +1064,183 @@ static void test_one_compaction_at_a_time(void **state)
     free(base);
 }
 
+/* A memory with a vector is purged like any: its record decodes with its
+ * vector. The purged memory fixed the store's embedder: the marker keeps
+ * it, so a rebuild still refuses another embedder's vectors. */
+static void test_purge_of_a_memory_with_a_vector(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_mem *m = open_mem(db);
+    cairn_embedder e;
+    cairn_purge_report rep;
+    char x[CAIRN_MEM_ID_MAX + 1], y[CAIRN_MEM_ID_MAX + 1], name[CAIRN_EMBEDDER_NAME_MAX + 1];
+    uint32_t dim = 0;
+    uint64_t nvec = 0;
+
+    assert_int_equal(cairn_hash_embedder(&e, 16), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(m, &e), CAIRN_OK);
+    store(m, "", "a vector memory holding the vault code 1234", x);
+    assert_int_equal(cairn_mem_set_embedder(m, NULL), CAIRN_OK);
+    store(m, "", "a memory without a vector", y);
+    assert_int_equal(cairn_mem_purge(m, x, &rep), CAIRN_OK);
+    assert_int_equal(rep.records, 1);
+    assert_false(any_file_holds(f->dir, "vault code 1234"));
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    remove_derived(f->dir);
+    db = open_db(f->dir, 1, NULL);
+    m = open_mem(db);
+    cairn_mem_vectors(m, name, &dim, &nvec);
+    assert_string_equal(name, e.name);
+    assert_int_equal(dim, 16);
+    assert_int_equal(nvec, 0);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    cairn_hash_embedder_free(&e);
+}
+
+/* The life whose vector fixed the store's embedder stays (a rebuild
+ * without it could take another embedder's vectors). */
+static void test_the_life_that_fixed_the_embedder_stays(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_embedder e;
+    cairn_compact_report rep;
+    char a[CAIRN_MEM_ID_MAX + 1], b[CAIRN_MEM_ID_MAX + 1];
+
+    assert_int_equal(cairn_hash_embedder(&e, 16), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(m, &e), CAIRN_OK);
+    store(m, "", "the first vector", a);
+    store(m, "", "the second vector", b);
+    assert_int_equal(cairn_mem_delete(m, a, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(m, b, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_needed, 1);
+    assert_int_equal(rep.memories_dropped, 1);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    cairn_hash_embedder_free(&e);
+}
+
+/* A memory restored and gone again: while its first life stays (an index
+ * file holds it live), its second stays too, so restore brings back the
+ * newest, never the older. */
+static void test_a_later_life_stays_while_an_earlier_one_does(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    cairn_memory *mem = NULL;
+    char x[CAIRN_MEM_ID_MAX + 1];
+
+    store(m, "", "lived twice", x);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK); /* holds life 1 live */
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_OK);
+    cairn_mem_free(mem);
+    u.importance = 0.9;
+    assert_int_equal(cairn_mem_update(m, x, &u), CAIRN_OK);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_pinned, 1);
+    assert_int_equal(rep.memories_needed, 1);
+    assert_int_equal(rep.memories_dropped, 0);
+    assert_int_equal(cairn_mem_restore(m, x, &mem), CAIRN_OK);
+    assert_true(mem->importance > 0.89);
+    cairn_mem_free(mem);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* A reader folded past a hole's first seq (its memory records all before
+ * the fold; after it, events the limits dropped): it counts no death of
+ * the hole again. */
+static void test_a_hole_across_a_readers_fold_counts_no_death_twice(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0,events:1ms"), *rdb;
+    cairn_mem *m = open_mem(db), *r;
+    cairn_compact_report rep;
+    cairn_mem_stats st;
+    char x[CAIRN_MEM_ID_MAX + 1], y[CAIRN_MEM_ID_MAX + 1];
+
+    store(m, "", "stays", y);
+    store(m, "", "goes", x);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    append_events(db, "log", 1);
+    rdb = open_db(f->dir, 1, NULL);
+    r = open_mem(rdb);
+    assert_int_equal(cairn_mem_stats_get(r, &st), CAIRN_OK);
+    assert_int_equal(st.deleted, 1);
+    cairn_mem_stats_free(&st);
+    append_events(db, "log", 1);
+    tu_sleep_ms(5);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 1);
+    assert_int_equal(rep.events_dropped, 2);
+    assert_int_equal(cairn_mem_stats_get(r, &st), CAIRN_OK);
+    assert_int_equal(st.deleted, 1);
+    assert_int_equal(st.total, 1);
+    cairn_mem_stats_free(&st);
+    cairn_mem_close(r);
+    assert_int_equal(cairn_close(rdb), CAIRN_OK);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(counts_of(f->dir, 1).deleted, 1);
+}
+
+typedef struct same_db_writer {
+    cairn_mem *m2;
+    int rc;
+} same_db_writer;
+
+static void store_on_the_same_db(void *user)
+{
+    same_db_writer *w = user;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    w->rc = cairn_mem_store(w->m2, "stored by another handle of the db meanwhile", &so, NULL,
+                            NULL);
+}
+
+/* Another memory handle of the same db stores while the compaction reads
+ * the log: what it appended after the compaction looked is kept, not an
+ * error. */
+static void test_another_handle_of_the_db_stores_meanwhile(void **state)
+{
+    fx *f = *state;
+    inj j;
+    cairn_io io;
+    cairn_db *db;
+    cairn_mem *m, *m2;
+    cairn_compact_report rep;
+    same_db_writer w = {NULL, -1};
+    char x[CAIRN_MEM_ID_MAX + 1];
+
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    db = open_db_io(f->dir, 0, "live:0", &io);
+    m = open_mem(db);
+    m2 = open_mem(db);
+    store(m, "", "goes", x);
+    assert_int_equal(cairn_mem_delete(m, x, NULL), CAIRN_OK);
+    w.m2 = m2;
+    j.hook_user = &w;
+    j.on_pread = store_on_the_same_db; /* during the compaction's first read */
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_null(j.on_pread);
+    assert_int_equal(w.rc, CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, 1);
+    cairn_mem_close(m2);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(counts_of(f->dir, 1).total, 1);
+}
+
 /* A MANIFEST write whose outcome the handle cannot know ends the handle:
  * a retry must not write over a file the MANIFEST may name. */
 static void test_a_failed_manifest_swap_ends_the_handle(void **state)
@@ -1265,6 +1442,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writers_go_on_while_a_compaction_runs, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_one_compaction_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purge_of_a_memory_with_a_vector, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_life_that_fixed_the_embedder_stays, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_later_life_stays_while_an_earlier_one_does,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_hole_across_a_readers_fold_counts_no_death_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_another_handle_of_the_db_stores_meanwhile, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_every_failing_io_call_of_a_compaction_leaves_the_same_answers, setup,
             teardown),

@@ -43,6 +43,9 @@ typedef struct plan_seg {
     uint64_t n, drops, after; /* records; dropped now; left after (kept + holes) */
     uint64_t drop_bytes;
     uint64_t last_drop;  /* the highest seq dropped now */
+    int frozen;          /* holds a type-12 record a user wrote before type 12
+                            was compaction's: never rewritten (it would read
+                            as a hole) */
     seg_ref *fresh;      /* the file written anew, once open */
     uint64_t fresh_size;
 } plan_seg;
@@ -96,6 +99,8 @@ static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t
                                "not compacting it (run cairn verify)", j->p->s->log.name);
     if (j->p->s->s.version >= 2 && rec->type == CAIRN_REC_COMPACTED) {
         v = V_HOLE;
+    } else if (rec->type == CAIRN_REC_COMPACTED) {
+        j->p->frozen = 1; /* kept; and the file is never rewritten */
     } else {
         if ((rc = j->fn(j->user, rec, &v)) != CAIRN_OK)
             return rc;
@@ -347,6 +352,11 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
         rc = each_in_file(db, ps[k].s, &buf, &cap, judge_one, &j);
         out->segments++;
         out->upto = v->m.e[k].last_seq;
+        if (ps[k].frozen) { /* its records stay, dropped or not */
+            out->dropped -= ps[k].drops;
+            out->dropped_bytes -= ps[k].drop_bytes;
+            ps[k].drops = 0;
+        }
         if (ps[k].drops > 0)
             out->rewritten++;
     }

@@ -617,6 +617,11 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
             kill_entry(m, x);
         else if (r->purge_live)
             m->base_deleted++;
+        /* Its vector fixed the store's embedder: it still does. */
+        if (r->embedder != NULL && m->vdim == 0) {
+            snprintf(m->vname, sizeof m->vname, "%s", r->embedder);
+            m->vdim = r->dim;
+        }
         return CAIRN_OK;
     }
     return CAIRN_OK;
@@ -634,6 +639,7 @@ static int replay_one(void *user, const cairn_record *rec)
 {
     cairn_mem *m = user;
     memrec r;
+    uint64_t before = m->folded;
     int rc;
     if (rec->seq > m->folded)
         m->folded = rec->seq;
@@ -642,7 +648,11 @@ static int replay_one(void *user, const cairn_record *rec)
          * and still counted as such (format-spec/compaction.md). */
         cairn__hole h;
         if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK) {
-            m->base_deleted += h.deaths;
+            /* A hole that began at or before the fold (its memory records
+             * all there, folded as records; the rest events) counts no
+             * death again. */
+            if (rec->seq > before)
+                m->base_deleted += h.deaths;
             if (h.upto > m->folded) /* the seqs it stands for are folded too */
                 m->folded = h.upto;
         }
@@ -1281,7 +1291,7 @@ int cairn__mem_write_commit(cairn_mem *m, const char *const *nss, const memrec *
     char **json = calloc(n ? n : 1, sizeof *json);
     uint64_t first = 0;
     int64_t ts = 0;
-    size_t i;
+    size_t i, napply;
     int rc = CAIRN_OK;
 
     if (ents == NULL || json == NULL) {
@@ -1321,9 +1331,12 @@ int cairn__mem_write_commit(cairn_mem *m, const char *const *nss, const memrec *
         goto out;
     }
     rc = fold_gap(m, first);
-    if (rc == FOLD_RELOADED)
-        n = rc = 0; /* folded with the rest (CAIRN_OK is 0) */
-    for (i = 0; i < n && rc == CAIRN_OK; i++) {
+    napply = n;
+    if (rc == FOLD_RELOADED) {
+        napply = 0; /* folded with the rest */
+        rc = CAIRN_OK;
+    }
+    for (i = 0; i < napply && rc == CAIRN_OK; i++) {
         cairn_record rec;
         memset(&rec, 0, sizeof rec);
         rec.seq = first + i;
@@ -1948,10 +1961,13 @@ int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *
             }
             for (i = 0; i < n; i++)
                 strcpy(ids[i], xs[i]->id);
+            size_t napply = n;
             rc = fold_gap(m, first);
-            if (rc == FOLD_RELOADED)
-                n = rc = 0; /* folded with the rest (CAIRN_OK is 0) */
-            for (i = 0; rc == CAIRN_OK && i < n; i++) {
+            if (rc == FOLD_RELOADED) {
+                napply = 0; /* folded with the rest */
+                rc = CAIRN_OK;
+            }
+            for (i = 0; rc == CAIRN_OK && i < napply; i++) {
                 ment *x = cairn__mem_find_id(m, ids[i]);
                 if (x != NULL) /* else another handle deleted it first */
                     kill_entry(m, x);

@@ -306,6 +306,17 @@ static int decode_fields(uint16_t type, const jsrc *src, memrec *r, cairn__err *
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: field \"live\" is not a boolean",
                                kind(type));
         r->purge_live = cJSON_IsTrue(live);
+        /* The embedder its vector fixed, if it did: a name and a dim. */
+        if ((rc = get_str(src, F_EMBEDDER, 0, &r->embedder, 63, type, e)) != CAIRN_OK)
+            return rc;
+        if (r->embedder != NULL) {
+            jval d = field(src, F_DIM);
+            if (r->embedder[0] == 0 || d.kind != JV_NUM || !(d.num >= 1 && d.num <= 65536) ||
+                d.num != floor(d.num))
+                return cairn__fail(e, CAIRN_ECORRUPT, "%s: \"embedder\" without a \"dim\" in "
+                                   "1..65536", kind(type));
+            r->dim = (uint32_t)d.num;
+        }
         return CAIRN_OK;
     }
     case CAIRN_REC_MEMORY_CLEAR:
@@ -722,6 +733,9 @@ int cairn__memrec_encode_generic(const memrec *r, char **out, size_t *len, cairn
     case CAIRN_REC_MEMORY_PURGE:
         ok = ok && cairn__json_add_int(o, "at", r->accessed_at) &&
              cJSON_AddBoolToObject(o, "live", r->purge_live) != NULL;
+        if (ok && r->embedder != NULL)
+            ok = cJSON_AddStringToObject(o, "embedder", r->embedder) != NULL &&
+                 cairn__json_add_int(o, "dim", r->dim);
         break;
     case CAIRN_REC_MEMORY_CLEAR:
         if (ok)

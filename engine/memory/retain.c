@@ -55,9 +55,12 @@ typedef struct life {
     uint32_t nsi;
     uint8_t end_kind;   /* END_* */
     uint8_t drop;
-    uint8_t needed;     /* replay still needs it to skip another record: a
-                           second store of its id while it was live, or a
-                           vector of another embedder than the one it fixed */
+    uint8_t needed;     /* replay still needs it: to skip another record (a
+                           second store of its id while it was live), for
+                           the embedder its vector fixed, or for restore (an
+                           earlier life of its id stays: restore must not
+                           bring that one back instead) */
+    uint32_t prev;      /* the id's life before it + 1 (0: none) */
 } life;
 
 /* What a record did to the lives. */
@@ -83,10 +86,14 @@ typedef struct tracker {
     int purge_marked;      /* a memory.purge record of it is in the log */
     /* what the judgement left, for the report */
     uint64_t n_drop, n_grace, n_pinned, n_needed;
-    const uint64_t *cov; /* the seqs derived files cover (a hole ends at one) */
+    uint64_t learned;    /* pass 1 folded the log up to here */
+    const uint64_t *cov; /* the seqs memory index files cover (they pin lives) */
     size_t ncov;
+    const uint64_t *anchors; /* those of every derived file (a hole ends at one) */
+    size_t nanchors;
     /* a dry run's pass 2 over the whole log */
-    uint64_t dry_dropped, dry_bytes, dry_runs;
+    uint64_t dry_dropped, dry_bytes, dry_runs, dry_segs;
+    size_t dry_seg;      /* the segment (its bases index + 1) of the last drop */
     int dry_prev_drop;
     uint64_t *bases;     /* a dry run: where segments begin (a hole ends there) */
     size_t n_bases, next_base;
@@ -196,17 +203,15 @@ static int track(tracker *t, const cairn_record *rec, int *what, life **k)
     case CAIRN_REC_MEMORY: {
         long nsi;
         size_t i;
+        life *prev;
         x = latest(t, r.id);
         if (x != NULL && live_at(t, x, rec->seq)) {
             x->needed |= t->pass == 1; /* without it replay would apply this one */
             break;                     /* a second store of a live id */
         }
         if (r.embedder != NULL && t->vdim != 0 &&
-            (t->vdim != r.dim || strcmp(t->vname, r.embedder) != 0)) {
-            if (t->pass == 1 && t->vfix != 0)
-                t->lv[t->vfix - 1].needed = 1; /* it fixed the embedder this one is not */
-            break;                             /* another embedder's vector */
-        }
+            (t->vdim != r.dim || strcmp(t->vname, r.embedder) != 0))
+            break; /* another embedder's vector */
         if (r.embedder != NULL && t->vdim == 0) {
             snprintf(t->vname, sizeof t->vname, "%s", r.embedder);
             t->vdim = r.dim;
@@ -226,11 +231,16 @@ static int track(tracker *t, const cairn_record *rec, int *what, life **k)
                 rc = cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
                 break;
             }
+            prev = latest(t, r.id);
             x = &t->lv[t->n++];
             memset(x, 0, sizeof *x);
             snprintf(x->id, sizeof x->id, "%s", r.id);
             x->put = rec->seq;
             x->nsi = (uint32_t)nsi;
+            x->prev = prev != NULL ? (uint32_t)(prev - t->lv) + 1 : 0;
+            /* The life whose vector fixed the store's embedder stays: a
+             * rebuild without it could take another embedder's. */
+            x->needed = t->vfix == t->n;
         }
         if ((t->n + 1) * 2 > t->scap && (rc = slots_grow(t)) != CAIRN_OK) {
             rc = cairn__mem_fail(t->m, rc, "no memory to compact");
@@ -284,7 +294,8 @@ static int names_purged(const tracker *t, const cairn_record *rec)
     if (t->purge == NULL || rec->type < CAIRN_REC_MEMORY || rec->type > CAIRN_REC_MEMORY_DELETE ||
         rec->type == CAIRN_REC_MEMORY_ACCESS)
         return 0;
-    if (cairn__memrec_decode_own(rec->type, rec->json, rec->json_len, &r, NULL) != CAIRN_OK)
+    if (cairn__memrec_decode_bin(rec->type, rec->json, rec->json_len, rec->bin, rec->bin_len,
+                                 &r, NULL) != CAIRN_OK)
         return 0;
     yes = r.id != NULL && strcmp(r.id, t->purge) == 0;
     cairn__memrec_done(&r);
@@ -389,6 +400,8 @@ static int judge(void *user, const cairn_record *rec, int *verdict)
     life *k;
 
     *verdict = CAIRN__KEEP;
+    if (rec->seq > t->learned)
+        return CAIRN_OK; /* appended after pass 1 looked (another handle of this db) */
     if (rec->type == CAIRN_REC_EVENT)
         return t->events.events_max_age_ms | t->events.events_max_bytes
                    ? judge_event(t, rec, verdict)
@@ -428,20 +441,26 @@ static int judge_dry(void *user, const cairn_record *rec)
         t->dry_runs += !t->dry_prev_drop;
     }
     t->dry_prev_drop = v != CAIRN__KEEP;
-    for (size_t c = 0; c < t->ncov && t->dry_prev_drop; c++)
-        if (t->cov[c] == rec->seq)
+    for (size_t c = 0; c < t->nanchors && t->dry_prev_drop; c++)
+        if (t->anchors[c] == rec->seq)
             t->dry_prev_drop = 0; /* a hole ends at a covered seq (compact.c) */
+    if (v != CAIRN__KEEP && t->next_base != t->dry_seg) {
+        t->dry_seg = t->next_base; /* a segment with a drop: written anew */
+        t->dry_segs++;
+    }
     return CAIRN_OK;
 }
 
-/* The seqs the index files and graph files of the store cover. */
-static int covered_seqs(cairn_mem *m, uint64_t **out, size_t *n)
+/* The seqs the index files (and with graph, the graph files) of the store
+ * cover. A memory index's pins lives (its reader holds them); every one's
+ * is an anchor. */
+static int covered_seqs(cairn_mem *m, int graph, uint64_t **out, size_t *n)
 {
     const cairn__seqfile_kind *kinds[2] = {&cairn__seqfile_memindex, &cairn__seqfile_graph};
     size_t got = 0;
     *out = NULL;
     *n = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 1 + (graph != 0); k++) {
         size_t want = cairn__seqfile_list(kinds[k], m->db->dirfd, NULL, 0), have;
         uint64_t *p = realloc(*out, (got + want + 1) * sizeof *p);
         if (p == NULL) {
@@ -467,12 +486,12 @@ static int derived_unchanged(void *user)
     uint64_t *now = NULL;
     size_t n = 0;
     int same = 1;
-    if (covered_seqs(t->m, &now, &n) != CAIRN_OK)
+    if (covered_seqs(t->m, 1, &now, &n) != CAIRN_OK)
         return cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
     for (size_t i = 0; i < n && same; i++) {
         same = 0;
-        for (size_t k = 0; k < t->ncov && !same; k++)
-            same = now[i] == t->cov[k];
+        for (size_t k = 0; k < t->nanchors && !same; k++)
+            same = now[i] == t->anchors[k];
     }
     free(now);
     return same ? CAIRN_OK : CHECKPOINT_RACED;
@@ -518,7 +537,7 @@ static void judge_lives(tracker *t, unsigned retain, uint64_t grace, const uint6
         }
         if (retain != CAIRN_RETAIN_LIVE || x->end == 0)
             continue;
-        if (x->needed) {
+        if (x->needed || (x->prev != 0 && !t->lv[x->prev - 1].drop)) {
             t->n_needed++;
             continue;
         }
@@ -580,8 +599,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
                         cairn_compact_report *out)
 {
     cairn_config cfg;
-    uint64_t *cov = NULL, sealed, last;
-    size_t ncov = 0;
+    uint64_t *cov = NULL, *anc = NULL, sealed, last;
+    size_t ncov = 0, nanc = 0;
     int64_t now = cairn__mem_wall_ms();
     cairn__compact_result res;
     int rc, roll;
@@ -605,11 +624,16 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     last = cairn__handed_seq(m->db);
     t->m = m;
     t->pass = 1;
+    t->learned = last;
     rc = cairn__each_record(m->db, 1, last, learn, t);
     if (rc != CAIRN_OK)
         return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
-    if ((rc = covered_seqs(m, &cov, &ncov)) != CAIRN_OK)
+    if ((rc = covered_seqs(m, 0, &cov, &ncov)) != CAIRN_OK ||
+        (rc = covered_seqs(m, 1, &anc, &nanc)) != CAIRN_OK) {
+        free(cov);
+        free(anc);
         return cairn__mem_fail(m, rc, "no memory to compact");
+    }
     sealed = sealed_upto(m->db);
     roll = needs_roll(t, cfg.retain.memories, cfg.retain.grace_ms, cov, ncov, sealed, now);
     if (!dry_run && roll) {
@@ -618,6 +642,7 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
             rc = cairn_seal(m->db);
         if (rc != CAIRN_OK) {
             free(cov);
+            free(anc);
             return cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
         }
         out->rolled = 1;
@@ -631,6 +656,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     out->memories_needed = t->n_needed;
     t->cov = cov;
     t->ncov = ncov;
+    t->anchors = anc;
+    t->nanchors = nanc;
     tracker_rewind(t);
     if (dry_run) {
         /* Bytes after: those dropped, at the compression of the rest. */
@@ -641,11 +668,13 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         if ((t->n_drop > 0 || events) &&
             (rc = segment_bases(m->db, &t->bases, &t->n_bases)) != CAIRN_OK) {
             free(cov);
+            free(anc);
             return cairn__mem_fail(m, rc, "no memory to compact");
         }
         if ((t->n_drop > 0 || events) &&
             (rc = cairn__each_record(m->db, 1, last, judge_dry, t)) != CAIRN_OK) {
             free(cov);
+            free(anc);
             return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
         }
         out->records_after = out->records_before - t->dry_dropped + t->dry_runs;
@@ -653,16 +682,26 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         out->dropped_bytes = t->dry_bytes;
         out->events_dropped = t->ev_n;
         out->events_dropped_bytes = t->ev_n_bytes;
-        out->bytes_after = out->bytes_before > t->dry_bytes ? out->bytes_before - t->dry_bytes
-                                                             : 0;
+        {
+            /* Dropped raw bytes at the compression the files have. */
+            cairn_stats st;
+            double ratio = cairn_stats_get(m->db, &st) == CAIRN_OK && st.log_bytes > 0
+                               ? (double)out->bytes_before / (double)st.log_bytes
+                               : 1.0;
+            uint64_t less = (uint64_t)((double)t->dry_bytes * ratio);
+            out->bytes_after = out->bytes_before > less ? out->bytes_before - less : 0;
+        }
+        out->rewritten = t->dry_segs;
         free(cov);
+        free(anc);
         return CAIRN_OK;
     }
     /* A purge drops its records whatever the derived files: a checkpoint
      * meanwhile is written anew after it anyway. */
-    rc = cairn__compact(m->db, why, 0, cov, ncov, judge, t->purge ? NULL : derived_unchanged, t,
+    rc = cairn__compact(m->db, why, 0, anc, nanc, judge, t->purge ? NULL : derived_unchanged, t,
                         &res);
     free(cov);
+    free(anc);
     if (rc == CHECKPOINT_RACED)
         return rc; /* the caller tries again */
     if (rc != CAIRN_OK)
@@ -724,8 +763,10 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
     return rc;
 }
 
-/* The purge marker (mu held, in a turn): kills the memory if live. */
-static int write_marker(cairn_mem *m, const char *id, cairn_purge_report *out)
+/* The purge marker (mu held, in a turn): kills the memory if live; with
+ * the embedder its vector fixed, if it did (format-spec/memory.md). */
+static int write_marker(cairn_mem *m, const char *id, const char *embedder, uint32_t dim,
+                        cairn_purge_report *out)
 {
     ment *x = cairn__mem_find_id(m, id);
     const char *ns = "";
@@ -735,6 +776,8 @@ static int write_marker(cairn_mem *m, const char *id, cairn_purge_report *out)
     r.id = id;
     r.accessed_at = cairn__mem_wall_ms();
     r.purge_live = x != NULL;
+    r.embedder = embedder;
+    r.dim = dim;
     out->was_live = x != NULL;
     if (x != NULL)
         ns = m->ns[x->nsi].name;
@@ -749,7 +792,8 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
 {
     tracker t;
     cairn_compact_report rep;
-    char why[64];
+    char why[64], vname[CAIRN_EMBEDDER_NAME_MAX + 1] = "";
+    uint32_t vdim = 0;
     int rc;
 
     memset(out, 0, sizeof *out);
@@ -784,10 +828,14 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
         rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "the log holds no memory %s", id);
     else if (rc == CAIRN_OK && t.purge_named == 0)
         rc = PURGED_BEFORE; /* its records went: the index file may still hold it */
+    if (t.vfix != 0 && strcmp(t.lv[t.vfix - 1].id, id) == 0) {
+        snprintf(vname, sizeof vname, "%s", t.vname); /* it fixed the embedder */
+        vdim = t.vdim;
+    }
     tracker_free(&t);
     memset(&t, 0, sizeof t);
     if (rc == CAIRN_OK && (rc = cairn__mem_access_fold(m)) == CAIRN_OK)
-        rc = write_marker(m, id, out);
+        rc = write_marker(m, id, vname[0] ? vname : NULL, vdim, out);
     /* The marker is in the log: the memory is gone for every reader. Its
      * records go outside the turn (other writers go on). */
     rc = cairn__mem_turn_end(m, rc);
@@ -812,9 +860,12 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     /* The index file may hold its text: write it anew without it (the
      * older files go). */
     if (rc == CAIRN_OK && (rc = cairn_mem_checkpoint(m)) != CAIRN_OK) {
+        char why_not[CAIRN_ERRMSG_MAX];
         pthread_mutex_lock(&m->mu);
+        snprintf(why_not, sizeof why_not, "%s", m->err);
         rc = cairn__mem_fail(m, rc, "purged from the log, but writing the memory index anew "
-                             "failed (it may still hold the memory's text): %s", m->err);
+                             "failed (it may still hold the memory's text; purge again): %s",
+                             why_not);
         pthread_mutex_unlock(&m->mu);
     }
     return rc;

@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "jsonnum.h"
+#include "hole.h"
 #include "rstate.h"
 #include "store.h"
 
@@ -976,6 +977,15 @@ int cairn__rx_apply_record(cairn_reflex *r, const cairn_record *rec)
 
     if (rec->seq > r->folded)
         r->folded = rec->seq;
+    if (rec->type == CAIRN_REC_COMPACTED) {
+        /* A hole of compaction: the seqs it stands for are folded too
+         * (format-spec/compaction.md); it dropped no reflexion record. */
+        cairn__hole h;
+        if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK &&
+            h.upto > r->folded)
+            r->folded = h.upto;
+        return CAIRN_OK;
+    }
     if (rec->type < CAIRN_REC_EPISODE || rec->type > CAIRN_REC_CAUSAL_UPDATE)
         return CAIRN_OK;
     o = cJSON_ParseWithLength(rec->json, rec->json_len);
