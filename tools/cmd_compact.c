@@ -192,8 +192,9 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv)
                    "(run cairn checkpoint, then compact again)\n",
                    (unsigned long long)rep.memories_pinned);
         if (rep.memories_needed > 0)
-            printf("kept: %llu memories no longer live whose records replay still needs (a "
-                   "second store of their id, or the store's first vector)\n",
+            printf("kept: %llu memories no longer live whose records replay or restore still "
+                   "need (the store's first vector, a second store of their id, an earlier "
+                   "life kept)\n",
                    (unsigned long long)rep.memories_needed);
         if (rep.rolled)
             printf("the active segment was closed and sealed to compact it\n");
