@@ -72,148 +72,28 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_text.h"
 #include "bench_util.h"
 #include "cairn.h"
 
 /* ---- the texts ------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_state;
-static uint64_t rnd64(void) /* splitmix64 */
-{
-    return mix64(rng_state += 0x9E3779B97F4A7C15ull);
-}
-static unsigned rnd(unsigned n) { return (unsigned)(rnd64() % n); }
-#define PICK(a) (a)[rnd(NELEM(a))]
-
-static const char *const PEOPLE[] = {
-    "Alice", "Bob", "Carol", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas",
-    "Keiko", "Liam", "Maya", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tara",
-    "Umar", "Vera", "Wen", "Xavier", "Yusuf", "Zoe", "the user", "the manager", "the client",
-    "the on-call engineer", "the designer", "the new intern", "the finance lead"};
-static const char *const THINGS[] = {
-    "dark mode", "tabs over spaces", "short answers", "bullet points", "metric units",
-    "morning meetings", "async updates", "Python", "Rust", "TypeScript", "vim", "emacs",
-    "a standing desk", "green tea", "espresso", "email over chat", "detailed logs",
-    "weekly summaries", "code review before lunch", "plain text reports", "video calls",
-    "written proposals", "small pull requests", "feature flags", "trunk-based development"};
-static const char *const PROJECTS[] = {
-    "the billing service", "the search index", "the mobile app", "the data pipeline",
-    "the onboarding flow", "the payments API", "the analytics dashboard", "the auth gateway",
-    "the recommendation model", "the docs site", "the CI runners", "the inventory system",
-    "the chat widget", "the export job", "the scheduler", "the reporting cluster",
-    "the pricing page", "the fraud detector", "the warehouse sync", "the support inbox"};
-static const char *const SERVICES[] = {
-    "billing", "search", "auth", "payments", "gateway", "scheduler", "exporter", "indexer",
-    "notifier", "ledger", "profile", "catalog", "checkout", "metrics", "storage", "webhooks",
-    "invoicing", "shipping", "recommendations", "audit"};
-static const char *const DAYS[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
-                                   "Saturday", "Sunday"};
-static const char *const MONTHS[] = {"January", "February", "March", "April", "May", "June",
-                                     "July", "August", "September", "October", "November",
-                                     "December"};
-static const char *const REASONS[] = {
-    "the token expired", "a migration timed out", "the disk was full", "a flaky test",
-    "the cache was cold", "DNS failed", "a config typo", "the quota was exceeded",
-    "a race in the retry loop", "an expired certificate", "a missing index",
-    "the queue backed up", "a dependency was yanked", "the lock was never released",
-    "clock skew between hosts", "an out-of-memory kill"};
-static const char *const TOOLS[] = {
-    "Postgres", "Redis", "Kafka", "S3", "Terraform", "Grafana", "Sentry", "Jira", "Slack",
-    "Notion", "GitHub Actions", "Kubernetes", "Docker", "Airflow", "BigQuery", "Stripe",
-    "Elasticsearch", "RabbitMQ", "Prometheus", "Vault"};
-static const char *const FOODS[] = {"peanuts", "shellfish", "gluten", "dairy", "soy",
-                                    "sesame", "eggs", "strawberries"};
-static const char *const CITIES[] = {"Berlin", "Lisbon", "Osaka", "Toronto", "Nairobi",
-                                     "Lima", "Oslo", "Seoul", "Austin", "Dublin", "Madrid",
-                                     "Hanoi", "Cairo", "Denver", "Krakow", "Perth"};
-static const char *const ISSUES[] = {
-    "slow page loads", "duplicate invoices", "missing emails", "a login loop",
-    "wrong totals", "stale search results", "crashes on startup", "timeouts on upload",
-    "broken CSV exports", "double charges", "lost sessions", "garbled PDFs"};
-static const char *const FOLLOWUPS[] = {
-    "Follow up next week if nothing changes.", "Keep this in mind for the quarterly review.",
-    "They want a written summary afterwards.", "Do not bring it up in the team channel.",
-    "This was confirmed twice, so treat it as settled.", "Ask again before the release.",
-    "The decision can be revisited after the audit.", "Mention it in the handover notes."};
 static const char *const CATEGORIES[] = {"fact", "decision", "preference", "skill"};
-
-/* One clause: a fact an agent might keep (40-110 bytes). */
-static size_t clause(char *out, size_t cap)
-{
-    int n;
-    switch (rnd(12)) {
-    case 0:
-        n = snprintf(out, cap, "%s prefers %s when working on %s.", PICK(PEOPLE), PICK(THINGS),
-                     PICK(PROJECTS));
-        break;
-    case 1:
-        n = snprintf(out, cap, "The %s deploy failed on %s at %u:%02u because %s.",
-                     PICK(SERVICES), PICK(DAYS), rnd(24), rnd(60), PICK(REASONS));
-        break;
-    case 2:
-        n = snprintf(out, cap, "%s asked to move the %s review to %s at %u:%02u.", PICK(PEOPLE),
-                     PICK(SERVICES), PICK(DAYS), 8 + rnd(10), 15 * rnd(4));
-        break;
-    case 3:
-        n = snprintf(out, cap, "Remember that %s uses %s for %s, not %s.", PICK(PROJECTS),
-                     PICK(TOOLS), PICK(SERVICES), PICK(TOOLS));
-        break;
-    case 4:
-        n = snprintf(out, cap, "Customer %s from %s reported %s after upgrading to %u.%u.%u.",
-                     PICK(PEOPLE), PICK(CITIES), PICK(ISSUES), 1 + rnd(5), rnd(20), rnd(30));
-        break;
-    case 5:
-        n = snprintf(out, cap, "Order %u for %s ships to %s on %s %u.", 10000 + rnd(900000),
-                     PICK(PEOPLE), PICK(CITIES), PICK(MONTHS), 1 + rnd(28));
-        break;
-    case 6:
-        n = snprintf(out, cap,
-                     "The %s API allows %u requests per minute; %s hit the limit with %s.",
-                     PICK(SERVICES), 50 * (1 + rnd(200)), PICK(PROJECTS), PICK(TOOLS));
-        break;
-    case 7:
-        n = snprintf(out, cap, "Fixed %s in %s by upgrading %s; see ticket %c%c-%u.",
-                     PICK(ISSUES), PICK(PROJECTS), PICK(TOOLS), 'A' + rnd(26), 'A' + rnd(26),
-                     100 + rnd(9900));
-        break;
-    case 8:
-        n = snprintf(out, cap, "%s is allergic to %s and is travelling to %s for %u days.",
-                     PICK(PEOPLE), PICK(FOODS), PICK(CITIES), 2 + rnd(12));
-        break;
-    case 9:
-        n = snprintf(out, cap, "%s owns %s; escalate %s to them before %u pm on %s.",
-                     PICK(PEOPLE), PICK(PROJECTS), PICK(ISSUES), 1 + rnd(6), PICK(DAYS));
-        break;
-    case 10:
-        n = snprintf(out, cap, "In %s the team agreed to replace %s with %s in %s.",
-                     PICK(MONTHS), PICK(TOOLS), PICK(TOOLS), PICK(PROJECTS));
-        break;
-    default:
-        n = snprintf(out, cap, "%s", PICK(FOLLOWUPS));
-        break;
-    }
-    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
-}
 
 #define TEXT_MAX 320
 
-/* Memory i's text (attempt > 0: another draw, after a duplicate): clauses
- * until a length drawn from 100..300 bytes, never past 300. */
+/* Memory i's text (attempt > 0: another draw, after a duplicate): sentences
+ * of the wide vocabulary (bench_text.h) until a length drawn from 100..300
+ * bytes, never past 300. */
 static size_t text_make(char *out, uint64_t seed, size_t i, unsigned attempt)
 {
     size_t len = 0, want;
-    rng_state = mix64(seed ^ mix64((uint64_t)i * 0x9E3779B97F4A7C15ull + attempt));
-    want = 100 + rnd(201);
+    bench_rng_state =
+        bench_mix64(seed ^ bench_mix64((uint64_t)i * 0x9E3779B97F4A7C15ull + attempt));
+    want = 100 + bench_rnd(201);
     while (len < want) {
         char c[160];
-        size_t n = clause(c, sizeof c);
+        size_t n = bench_sentence(c, sizeof c, BENCH_VOCAB_WIDE);
         if (len > 0 && len + 1 + n > 300)
             break;
         if (len > 0)
@@ -225,32 +105,8 @@ static size_t text_make(char *out, uint64_t seed, size_t i, unsigned attempt)
     return len;
 }
 
-/* Queries: 1-3 words of the vocabulary the texts are made of. */
-static const char *const QWORDS[] = {
-    "deploy", "failed", "token", "expired", "billing", "search", "payments", "review",
-    "Tuesday", "Friday", "Postgres", "Kafka", "Redis", "allergic", "peanuts", "Berlin",
-    "Osaka", "customer", "upgrading", "invoices", "login", "timeouts", "ticket", "quota",
-    "migration", "certificate", "dark", "mode", "Python", "Rust", "prefers", "meetings",
-    "Alice", "Omar", "Priya", "Zoe", "manager", "escalate", "pipeline", "dashboard",
-    "gateway", "scheduler", "order", "ships", "requests", "limit", "cache", "disk",
-    "Vault", "audit", "Krakow", "summary", "release", "fraud", "warehouse", "March"};
-
-static char (*queries)[96];
+static bench_query *queries; /* 1-3 words of the texts' vocabulary */
 static size_t n_queries;
-
-static void queries_make(size_t n, uint64_t seed)
-{
-    rng_state = seed ^ 0x51ED5EEDull;
-    queries = bench_malloc(n * sizeof *queries);
-    for (size_t i = 0; i < n; i++) {
-        unsigned w = 1 + rnd(3);
-        size_t len = 0;
-        for (unsigned k = 0; k < w; k++)
-            len += (size_t)snprintf(queries[i] + len, sizeof queries[i] - len, "%s%s",
-                                    k ? " " : "", PICK(QWORDS));
-    }
-    n_queries = n;
-}
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -347,7 +203,7 @@ static void fill(cairn_mem *mem, mset *s, uint64_t seed, int keep_text)
     s->text_min = SIZE_MAX;
     s->text_max = 0;
     for (size_t i = 0; i < s->n; i++) {
-        uint64_t r = mix64(seed ^ 0xC0FFEEull ^ (uint64_t)i * 0x100000001B3ull);
+        uint64_t r = bench_mix64(seed ^ 0xC0FFEEull ^ (uint64_t)i * 0x100000001B3ull);
         s->imp[i] = (double)(r % 101) / 100.0;
         s->cat[i] = (uint8_t)((r >> 32) % NELEM(CATEGORIES));
     }
@@ -402,9 +258,9 @@ static void mset_free(mset *s)
 
 static void shuffle(size_t *p, size_t n, uint64_t seed)
 {
-    rng_state = seed;
+    bench_rng_state = seed;
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(rnd64() % i), t = p[i - 1];
+        size_t j = (size_t)(bench_rnd64() % i), t = p[i - 1];
         p[i - 1] = p[j];
         p[j] = t;
     }
@@ -424,14 +280,14 @@ static size_t churn(cairn_mem *mem, mset *s, double del_frac, double upd_frac, u
     for (size_t k = 0; k < n_ops; k++)
         s->state[p[k]] = k < n_del ? 1 : 2;
     shuffle(p, n_ops, seed ^ 0x0DD5ull); /* the order of the operations */
-    rng_state = seed ^ 0x1A2B3Cull;
+    bench_rng_state = seed ^ 0x1A2B3Cull;
     for (size_t k = 0; k < n_ops; k++) {
         size_t i = p[k];
         if (s->state[i] == 1) {
             mem_check(mem, cairn_mem_delete(mem, s->id[i], "bench"), "cairn_mem_delete");
         } else {
             cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
-            double v = (double)rnd(101) / 100.0;
+            double v = (double)bench_rnd(101) / 100.0;
             if (v == s->imp[i])
                 v = v >= 0.5 ? v - 0.01 : v + 0.01;
             u.importance = v;
@@ -1090,7 +946,8 @@ int main(int argc, char **argv)
         dir = "build/bench-tmp";
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         bench_die("%s: %s", dir, strerror(errno));
-    queries_make(1000, bench_seed);
+    n_queries = 1000;
+    queries = bench_queries_make(n_queries, bench_seed, BENCH_VOCAB_WIDE);
     {
         struct statfs sf;
         const char *fs = statfs(dir, &sf) == 0 ? bench_fs_name((long)sf.f_type) : "unknown";

@@ -61,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_text.h"
 #include "bench_util.h"
 #include "cairn.h"
 
@@ -68,104 +69,11 @@
 
 /* ---- the texts ------------------------------------------------------------ */
 
-static uint64_t rng_state;
-static uint64_t rnd64(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static unsigned rnd(unsigned n) { return (unsigned)(rnd64() % n); }
-#define PICK(a) (a)[rnd(NELEM(a))]
-
-static const char *const PEOPLE[] = {
-    "Alice", "Bob", "Carol", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas",
-    "Keiko", "Liam", "Maya", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tara",
-    "Umar", "Vera", "Wen", "Xavier", "Yusuf", "Zoe", "the user", "the manager", "the client",
-    "the on-call engineer"};
-static const char *const THINGS[] = {
-    "dark mode", "tabs over spaces", "short answers", "bullet points", "metric units",
-    "morning meetings", "async updates", "Python", "Rust", "TypeScript", "vim", "emacs",
-    "a standing desk", "green tea", "espresso", "email over chat", "detailed logs",
-    "weekly summaries", "code review before lunch", "plain text reports"};
-static const char *const PROJECTS[] = {
-    "the billing service", "the search index", "the mobile app", "the data pipeline",
-    "the onboarding flow", "the payments API", "the analytics dashboard", "the auth gateway",
-    "the recommendation model", "the docs site", "the CI runners", "the inventory system",
-    "the chat widget", "the export job", "the scheduler", "the reporting cluster"};
-static const char *const SERVICES[] = {
-    "billing", "search", "auth", "payments", "gateway", "scheduler", "exporter", "indexer",
-    "notifier", "ledger", "profile", "catalog", "checkout", "metrics", "storage", "webhooks"};
-static const char *const DAYS[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
-                                   "Saturday", "Sunday"};
-static const char *const REASONS[] = {
-    "the token expired", "a migration timed out", "the disk was full", "a flaky test",
-    "the cache was cold", "DNS failed", "a config typo", "the quota was exceeded",
-    "a race in the retry loop", "an expired certificate", "a missing index",
-    "the queue backed up"};
-static const char *const TOOLS[] = {
-    "Postgres", "Redis", "Kafka", "S3", "Terraform", "Grafana", "Sentry", "Jira", "Slack",
-    "Notion", "GitHub Actions", "Kubernetes", "Docker", "Airflow", "BigQuery", "Stripe"};
-static const char *const FOODS[] = {"peanuts", "shellfish", "gluten", "dairy", "soy",
-                                    "sesame", "eggs", "strawberries"};
-static const char *const CITIES[] = {"Berlin", "Lisbon", "Osaka", "Toronto", "Nairobi",
-                                     "Lima", "Oslo", "Seoul", "Austin", "Dublin"};
-static const char *const ISSUES[] = {
-    "slow page loads", "duplicate invoices", "missing emails", "a login loop",
-    "wrong totals", "stale search results", "crashes on startup", "timeouts on upload"};
-
-/* One sentence into out (cap bytes): a fact an agent might keep. */
-static void sentence(char *out, size_t cap)
-{
-    switch (rnd(10)) {
-    case 0:
-        snprintf(out, cap, "%s prefers %s when working on %s.", PICK(PEOPLE), PICK(THINGS),
-                 PICK(PROJECTS));
-        break;
-    case 1:
-        snprintf(out, cap, "The %s deploy failed on %s at %u:%02u because %s.",
-                 PICK(SERVICES), PICK(DAYS), rnd(24), rnd(60), PICK(REASONS));
-        break;
-    case 2:
-        snprintf(out, cap, "%s asked to move the %s review to %s at %u:%02u.", PICK(PEOPLE),
-                 PICK(SERVICES), PICK(DAYS), 8 + rnd(10), 15 * rnd(4));
-        break;
-    case 3:
-        snprintf(out, cap, "Remember that %s uses %s for %s, not %s.", PICK(PROJECTS),
-                 PICK(TOOLS), PICK(SERVICES), PICK(TOOLS));
-        break;
-    case 4:
-        snprintf(out, cap, "Customer %s from %s reported %s after upgrading to %u.%u.%u.",
-                 PICK(PEOPLE), PICK(CITIES), PICK(ISSUES), 1 + rnd(5), rnd(20), rnd(30));
-        break;
-    case 5:
-        snprintf(out, cap, "Order %u for %s ships to %s on %s.", 10000 + rnd(900000),
-                 PICK(PEOPLE), PICK(CITIES), PICK(DAYS));
-        break;
-    case 6:
-        snprintf(out, cap, "The %s API allows %u requests per minute; %s hit the limit with %s.",
-                 PICK(SERVICES), 50 * (1 + rnd(200)), PICK(PROJECTS), PICK(TOOLS));
-        break;
-    case 7:
-        snprintf(out, cap, "Fixed %s in %s by upgrading %s; see ticket %c%c-%u.", PICK(ISSUES),
-                 PICK(PROJECTS), PICK(TOOLS), 'A' + rnd(26), 'A' + rnd(26), 100 + rnd(9900));
-        break;
-    case 8:
-        snprintf(out, cap, "%s is allergic to %s and is travelling to %s for %u days.",
-                 PICK(PEOPLE), PICK(FOODS), PICK(CITIES), 2 + rnd(12));
-        break;
-    default:
-        snprintf(out, cap, "%s owns %s; escalate %s to them before %u pm on %s.", PICK(PEOPLE),
-                 PICK(PROJECTS), PICK(ISSUES), 1 + rnd(6), PICK(DAYS));
-        break;
-    }
-}
-
 static char **texts;
 static size_t n_texts;
 
-/* n distinct sentences (a duplicate by FNV-1a hash is drawn again). */
+/* n distinct sentences of the base vocabulary (a duplicate by FNV-1a hash
+ * is drawn again). */
 static void texts_make(size_t n, uint64_t seed)
 {
     size_t cap = 1;
@@ -177,12 +85,10 @@ static void texts_make(size_t n, uint64_t seed)
     set = bench_malloc(cap * sizeof *set);
     memset(set, 0, cap * sizeof *set);
     texts = bench_malloc(n * sizeof *texts);
-    rng_state = seed;
+    bench_rng_state = seed;
     for (size_t i = 0; i < n;) {
         uint64_t h = 0xcbf29ce484222325ull;
-        size_t slot, len;
-        sentence(buf, sizeof buf);
-        len = strlen(buf);
+        size_t slot, len = bench_sentence(buf, sizeof buf, BENCH_VOCAB_BASE);
         for (size_t k = 0; k < len; k++)
             h = (h ^ (uint8_t)buf[k]) * 0x100000001b3ull;
         h |= 1; /* 0 marks an empty slot */
@@ -199,31 +105,8 @@ static void texts_make(size_t n, uint64_t seed)
     free(set);
 }
 
-/* Queries: 1-3 words of the vocabulary the sentences are made of. */
-static const char *const QWORDS[] = {
-    "deploy", "failed", "token", "expired", "billing", "search", "payments", "review",
-    "Tuesday", "Friday", "Postgres", "Kafka", "Redis", "allergic", "peanuts", "Berlin",
-    "Osaka", "customer", "upgrading", "invoices", "login", "timeouts", "ticket", "quota",
-    "migration", "certificate", "dark", "mode", "Python", "Rust", "prefers", "meetings",
-    "Alice", "Omar", "Priya", "Zoe", "manager", "escalate", "pipeline", "dashboard",
-    "gateway", "scheduler", "order", "ships", "requests", "limit", "cache", "disk"};
-
-static char (*queries)[96];
+static bench_query *queries; /* 1-3 words of the sentences' vocabulary */
 static size_t n_queries;
-
-static void queries_make(size_t n, uint64_t seed)
-{
-    rng_state = seed ^ 0x51ED5EEDull;
-    queries = bench_malloc(n * sizeof *queries);
-    for (size_t i = 0; i < n; i++) {
-        unsigned w = 1 + rnd(3);
-        size_t len = 0;
-        for (unsigned k = 0; k < w; k++)
-            len += (size_t)snprintf(queries[i] + len, sizeof queries[i] - len, "%s%s",
-                                    k ? " " : "", PICK(QWORDS));
-    }
-    n_queries = n;
-}
 
 /* ---- processes ------------------------------------------------------------ */
 
@@ -855,7 +738,8 @@ int main(int argc, char **argv)
         size_t n = (size_t)max_procs * per;
         double t0 = bench_now();
         texts_make(n > recall_n ? n : recall_n, bench_seed);
-        queries_make(nq, bench_seed);
+        queries = bench_queries_make(nq, bench_seed, BENCH_VOCAB_BASE);
+        n_queries = nq;
         fprintf(stderr, "bench_procs: %zu distinct texts made in %.2f s; data in %s; nproc %ld\n",
                 n_texts, bench_now() - t0, dir, nproc);
     }
