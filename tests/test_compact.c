@@ -955,26 +955,54 @@ static void test_a_compaction_during_a_readers_fold_is_noticed(void **state)
 
 typedef struct writer_meanwhile {
     const char *dir;
+    int compact; /* 0: store a memory; 1: compact */
     int rc;
 } writer_meanwhile;
 
-/* Another writer of the store, with a busy timeout of 50 ms, stores a
- * memory: it must not wait for the compaction. */
-static void store_meanwhile(void *user)
+/* Another handle of the store, with a busy timeout of 50 ms, stores a
+ * memory (it must not wait for the compaction) or compacts. */
+static void act_meanwhile(void *user)
 {
     writer_meanwhile *w = user;
     cairn_options o = CAIRN_OPTIONS_INIT;
     cairn_db *db = NULL;
     cairn_mem *m = NULL;
     cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_compact_report rep;
     o.background = 0;
     o.busy_timeout_ms = 50;
     w->rc = cairn_open(&db, w->dir, &o, NULL, 0);
     if (w->rc == CAIRN_OK && (w->rc = cairn_mem_open(db, NULL, &m)) == CAIRN_OK)
-        w->rc = cairn_mem_store(m, "written while the log was being compacted", &so, NULL, NULL);
+        w->rc = w->compact ? cairn_mem_compact(m, 0, &rep)
+                           : cairn_mem_store(m, "written while the log was being compacted", &so,
+                                             NULL, NULL);
     cairn_mem_close(m);
     if (db != NULL)
         cairn_close(db);
+}
+
+/* Compact base while act_meanwhile runs at the first write of a compacted
+ * file; rc_out gets the compaction's status. */
+static void compact_with_another(const char *base, writer_meanwhile *w, int *rc_out,
+                                 cairn_compact_report *rep)
+{
+    inj j;
+    cairn_io io;
+    cairn_db *db;
+    cairn_mem *m;
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    w->dir = base;
+    j.on_seal_write = act_meanwhile;
+    j.hook_user = w;
+    db = open_db_io(base, 0, NULL, &io);
+    m = open_mem(db);
+    *rc_out = cairn_mem_compact(m, 0, rep);
+    if (*rc_out != CAIRN_OK)
+        print_message("compact: %s\n", cairn_mem_errmsg(m));
+    assert_null(j.on_seal_write); /* it ran, during the compaction's writes */
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
 /* A compaction holds the writer lock only to swap its files in: other
@@ -983,36 +1011,15 @@ static void test_writers_go_on_while_a_compaction_runs(void **state)
 {
     fx *f = *state;
     char *expect, *base = base_store(f->dir, &expect);
-    writer_meanwhile w = {NULL, -1};
+    writer_meanwhile w = {NULL, 0, -1};
     cairn_compact_report rep;
-    cairn_db *db;
-    cairn_mem *m;
-    inj j;
-    cairn_io io;
     counts c;
+    int rc;
 
-    memset(&j, 0, sizeof j);
-    io = make_io(&j);
-    w.dir = base;
-    j.on_seal_write = store_meanwhile; /* at the first write of a compacted file */
-    j.hook_user = &w;
-    db = open_db_io(base, 0, NULL, &io);
-    m = open_mem(db);
-    if (cairn_mem_compact(m, 0, &rep) != CAIRN_OK)
-        fail_msg("compact: %s", cairn_mem_errmsg(m));
-    assert_null(j.on_seal_write); /* it ran, during the compaction's writes */
+    compact_with_another(base, &w, &rc, &rep);
+    assert_int_equal(rc, CAIRN_OK);
     assert_int_equal(w.rc, CAIRN_OK);
     assert_int_equal(rep.memories_dropped, 90);
-    {
-        cairn_recall_opts o = CAIRN_RECALL_OPTS_INIT;
-        cairn_recall_hit *h = NULL;
-        size_t nh = 0;
-        assert_int_equal(cairn_mem_recall(m, "compacted meanwhile", &o, &h, &nh), CAIRN_OK);
-        assert_int_equal(nh, 1);
-        cairn_recall_free(h, nh);
-    }
-    cairn_mem_close(m);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
     c = counts_of(base, 1);
     assert_int_equal(c.total, 36);
     assert_int_equal(c.deleted, 90);
@@ -1022,44 +1029,17 @@ static void test_writers_go_on_while_a_compaction_runs(void **state)
 }
 
 /* One compaction at a time: a second one is told another runs. */
-static void compact_meanwhile(void *user)
-{
-    writer_meanwhile *w = user;
-    cairn_options o = CAIRN_OPTIONS_INIT;
-    cairn_db *db = NULL;
-    cairn_mem *m = NULL;
-    cairn_compact_report rep;
-    o.background = 0;
-    w->rc = cairn_open(&db, w->dir, &o, NULL, 0);
-    if (w->rc == CAIRN_OK && (w->rc = cairn_mem_open(db, NULL, &m)) == CAIRN_OK)
-        w->rc = cairn_mem_compact(m, 0, &rep);
-    cairn_mem_close(m);
-    if (db != NULL)
-        cairn_close(db);
-}
-
 static void test_one_compaction_at_a_time(void **state)
 {
     fx *f = *state;
     char *expect, *base = base_store(f->dir, &expect);
-    writer_meanwhile w = {NULL, -1};
+    writer_meanwhile w = {NULL, 1, -1};
     cairn_compact_report rep;
-    cairn_db *db;
-    cairn_mem *m;
-    inj j;
-    cairn_io io;
+    int rc;
 
-    memset(&j, 0, sizeof j);
-    io = make_io(&j);
-    w.dir = base;
-    j.on_seal_write = compact_meanwhile;
-    j.hook_user = &w;
-    db = open_db_io(base, 0, NULL, &io);
-    m = open_mem(db);
-    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    compact_with_another(base, &w, &rc, &rep);
+    assert_int_equal(rc, CAIRN_OK);
     assert_int_equal(w.rc, CAIRN_ELOCKED);
-    cairn_mem_close(m);
-    assert_int_equal(cairn_close(db), CAIRN_OK);
     free(expect);
     free(base);
 }
