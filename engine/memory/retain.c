@@ -594,7 +594,7 @@ static void tracker_rewind(tracker *t)
     t->ev_n = t->ev_n_bytes = 0;
 }
 
-/* The compaction proper, in a turn (mu held). */
+/* The compaction proper, holding the compaction lock (and mu). */
 static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
                         cairn_compact_report *out)
 {
@@ -621,6 +621,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     if (t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_ALL &&
         cfg.retain.events_max_age_ms == 0 && cfg.retain.events_max_bytes == 0 && !dry_run)
         return CAIRN_OK; /* nothing to drop: only the figures */
+    if ((rc = cairn__db_refresh(m->db)) != CAIRN_OK) /* the log as it is now */
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     last = cairn__handed_seq(m->db);
     t->m = m;
     t->pass = 1;
