@@ -82,7 +82,7 @@ int cairn__other_writer_live(cairn_db *db)
 
 int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count_out)
 {
-    int in_flight;
+    int in_flight, compacting;
     uint64_t count = 0;
     DIR *d;
     struct dirent *de;
@@ -92,6 +92,7 @@ int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count
     if ((d = cairn__io_opendir(db->dirfd)) == NULL)
         return cairn__db_failf(db, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
     in_flight = cairn__writer_live(db);
+    compacting = cairn__compaction_live(db); /* writes outside any turn */
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (!cairn__temp_name(de->d_name))
@@ -101,7 +102,8 @@ int cairn_temp_files(cairn_db *db, cairn_temp_fn fn, void *user, uint64_t *count
             continue; /* gone meanwhile (renamed into place, or removed) */
         count++;
         if (fn != NULL)
-            fn(user, de->d_name, (uint64_t)st.st_size, in_flight);
+            fn(user, de->d_name, (uint64_t)st.st_size,
+               in_flight || (compacting && strstr(de->d_name, ".seg.tmp") != NULL));
     }
     closedir(d);
     if (count_out != NULL)

@@ -133,12 +133,20 @@ int cairn__compaction_live(cairn_db *db)
 {
 #ifdef F_OFD_GETLK
     struct flock fl;
+    int fd = db->lockfd, live;
     memset(&fl, 0, sizeof fl);
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
     fl.l_start = 2;
     fl.l_len = 1;
-    return db->lockfd >= 0 && fcntl(db->lockfd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    /* A read-only handle has no LOCK open: a look of its own. */
+    if (fd < 0 && cairn__io_open(db->io, "lock.probe", db->dirfd, LOCK_NAME, O_RDONLY, 0, &fd,
+                                 NULL) != CAIRN_OK)
+        return 0;
+    live = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    if (fd != db->lockfd)
+        cairn__io_close(db->io, "lock.probe", fd);
+    return live;
 #else
     (void)db;
     return 0;
