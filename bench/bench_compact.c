@@ -43,22 +43,53 @@
  *             since the compaction began, latency ms) for a closer look.
  *             The compaction's MB/s here counts segment-file bytes, mostly
  *             of sealed (compressed) segments; records/s is printed too.
+ *   writer    in each recall round, after the reader's phase, on a byte
+ *             copy of the same store (made before the reader's phase): a
+ *             child process opens it to write (cairn_options defaults:
+ *             background 1, the library default, so a run of stores keeps
+ *             the writer lock without a system call per store, as an
+ *             embedding agent's handle does; busy_timeout_ms 5000, the
+ *             default, set explicitly; the store's durability, none) and
+ *             stores memories (cairn_mem_store, one sentence of the wide
+ *             vocabulary each, never one it drew before) in a closed
+ *             loop, timing every call and keeping its status. After a
+ *             0.5 s warm-up, --writer-idle-seconds (1) of stores are
+ *             `idle`; then a third process compacts; stores that start
+ *             between the compaction's start and end are `during`; those
+ *             from its end until the writer stops (0.2 s after the
+ *             compacting process has closed its handle, which may write a
+ *             memory index in a turn) are `after`. Reported: p50/p99/max,
+ *             stores over 10 ms, successful stores per second, failures
+ *             (CAIRN_ELOCKED apart), per round and over all rounds. Apart
+ *             from the reader, not with it: a closed-loop writer takes one
+ *             of the 2 cores and every recall would catch up on its
+ *             stores. The closed loop stores ~80-100k memories/s, so the
+ *             store grows several-fold during the phase, the compaction
+ *             and its open and close take longer than in the reader's
+ *             phase (they fold the writer's memories), and the writer
+ *             rolls a 64 MiB segment every few seconds (its background
+ *             thread seals it, holding the writer lock meanwhile).
+ *             --samples adds the writer's stores as `store-<phase>` lines
+ *             with a fifth column, the status. --no-writer skips it.
  *
  * Targets (a JSON line each, PASS/FAIL on stderr): remove90's compacted
  * store <= 1.2x the fresh store (whole directory, st_size); recall p99
- * during the compaction <= 2x idle. Every other figure is reported without
- * a target. A missed target is a result, not an error (exit status 0).
+ * during the compaction <= 2x idle; the writer's store p99 during the
+ * compaction <= 2x idle. Every other figure is reported without a target.
+ * A missed target is a result, not an error (exit status 0).
  *
  * usage: bench_compact [--n N] [--big-n N] [--idle-seconds S] [--rounds R]
  *                      [--dir DIR] [--seed S] [--only space|recall]
  *                      [--samples FILE] [--keep]
- * (--keep leaves the compacted stores in DIR.) About 45 s with the defaults
- * on 2 vCPUs; the machine should be otherwise idle (2 cores: a busy
- * neighbour shows up in the recall p99 at once).
+ *                      [--writer-idle-seconds S] [--no-writer]
+ * (--keep leaves the compacted stores in DIR.) About 60 s with the defaults
+ * on 2 vCPUs (35 s with --no-writer); the machine should be otherwise idle
+ * (2 cores: a busy neighbour shows up in the recall p99 at once).
  * Output: JSON lines on stdout, the human table and PASS/FAIL on stderr.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -488,6 +519,7 @@ static void space_report(const space_run *r)
 
 typedef struct sample {
     double t, lat; /* start (CLOCK_MONOTONIC, shared by every process), seconds */
+    int rc;        /* the writer's: the store's status (the reader stops at a failure) */
 } sample;
 
 typedef struct shared {
@@ -498,6 +530,13 @@ typedef struct shared {
     char reader_err[CAIRN_ERRMSG_MAX + 64], comp_err[CAIRN_ERRMSG_MAX + 64];
     cairn_compact_report rep;
     uint64_t unrecorded, reader_live_before, reader_live_after, dropped_samples;
+    /* The writer's (reader_rc/reader_err: its open failed; live counts in
+     * reader_live_*): stores that added a memory (warm-up included), that
+     * found the text stored already, that failed, and the first failure. */
+    uint64_t w_added, w_existed, w_failed, w_elocked;
+    double close_secs, w_close_secs; /* the compactor's close; the writer's */
+    int w_first_rc;
+    char w_first_err[CAIRN_ERRMSG_MAX + 64];
     _Atomic size_t n;
     size_t cap;
     sample s[];
@@ -637,8 +676,133 @@ static void compactor(const char *path, shared *sh)
                  cairn_mem_errmsg(mem));
     }
     atomic_store(&sh->done, 1);
+    c0 = bench_now();
     cairn_mem_close(mem);
     cairn_close(db);
+    sh->close_secs = bench_now() - c0;
+}
+
+/* The writer's texts: one sentence of the wide vocabulary each (about
+ * 30-120 bytes, as an agent's short notes), from its own stream, never one
+ * it drew before (a set of 64-bit hashes, outside the timed call), so
+ * every store adds a memory. */
+typedef struct wtexts {
+    uint64_t *set;
+    size_t cap, n;
+} wtexts;
+
+static size_t wtext_next(wtexts *w, char *buf, size_t cap)
+{
+    for (;;) {
+        size_t len = bench_sentence(buf, cap, BENCH_VOCAB_WIDE), slot;
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t k = 0; k < len; k++)
+            h = (h ^ (uint8_t)buf[k]) * 0x100000001b3ull;
+        h |= 1; /* 0 marks an empty slot */
+        if (w->n >= w->cap / 2) /* full enough: no more checks (existed counts them) */
+            return len;
+        for (slot = h & (w->cap - 1); w->set[slot] != 0 && w->set[slot] != h;
+             slot = (slot + 1) & (w->cap - 1))
+            ;
+        if (w->set[slot] == h)
+            continue;
+        w->set[slot] = h;
+        w->n++;
+        return len;
+    }
+}
+
+/* A writer handle in its own process (background threads on, the library
+ * default; busy timeout 5000 ms, the default, set explicitly): stores one
+ * memory per cairn_mem_store in a closed loop, timing every call, until
+ * told to stop. 0.5 s of warm-up first, as the reader. */
+static void writer(const char *path, shared *sh)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "", buf[160];
+    cairn_db *db;
+    cairn_mem *mem;
+    wtexts w;
+    double warm_end;
+    uint64_t i = 0;
+    int rc;
+
+    o.busy_timeout_ms = CAIRN_BUSY_TIMEOUT_DEFAULT;
+    o.background = 1;
+    w.cap = (size_t)1 << 22;
+    w.n = 0;
+    w.set = bench_malloc(w.cap * sizeof *w.set);
+    memset(w.set, 0, w.cap * sizeof *w.set);
+    bench_rng_state = bench_mix64(bench_seed ^ 0x3717E5ull);
+    if ((rc = cairn_open(&db, path, &o, err, sizeof err)) != CAIRN_OK) {
+        sh->reader_rc = rc;
+        snprintf(sh->reader_err, sizeof sh->reader_err, "cairn_open: %s", err);
+        atomic_store(&sh->ready, 1);
+        free(w.set);
+        return;
+    }
+    if ((rc = cairn_mem_open(db, NULL, &mem)) != CAIRN_OK) {
+        sh->reader_rc = rc;
+        snprintf(sh->reader_err, sizeof sh->reader_err, "cairn_mem_open: %s",
+                 cairn_errmsg(db));
+        atomic_store(&sh->ready, 1);
+        cairn_close(db);
+        free(w.set);
+        return;
+    }
+    sh->reader_live_before = live_count(mem);
+    warm_end = bench_now() + 0.5;
+    for (int recording = 0;; i++) {
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        int existed = 0;
+        double t0, t;
+        if (!recording && bench_now() >= warm_end) {
+            recording = 1;
+            sh->t_ready = bench_now();
+            atomic_store(&sh->ready, 1);
+        }
+        if (atomic_load_explicit(&sh->stop, memory_order_relaxed))
+            break;
+        wtext_next(&w, buf, sizeof buf);
+        so.category = CATEGORIES[i % NELEM(CATEGORIES)];
+        t0 = bench_now();
+        rc = cairn_mem_store(mem, buf, &so, NULL, &existed);
+        t = bench_now() - t0;
+        if (rc == CAIRN_OK) {
+            if (existed)
+                sh->w_existed++;
+            else
+                sh->w_added++;
+        } else {
+            sh->w_elocked += rc == CAIRN_ELOCKED;
+            if (sh->w_failed++ == 0) {
+                sh->w_first_rc = rc;
+                snprintf(sh->w_first_err, sizeof sh->w_first_err, "cairn_mem_store: %s (%s)",
+                         cairn_strerror(rc), cairn_mem_errmsg(mem));
+            }
+        }
+        if (recording) {
+            size_t k = atomic_load_explicit(&sh->n, memory_order_relaxed);
+            if (k < sh->cap) {
+                sh->s[k].t = t0;
+                sh->s[k].lat = t;
+                sh->s[k].rc = rc;
+                atomic_store_explicit(&sh->n, k + 1, memory_order_release);
+            } else {
+                sh->dropped_samples++;
+            }
+        }
+        if (rc == CAIRN_EDEAD)
+            break; /* the handle is gone: nothing more to measure */
+    }
+    sh->reader_live_after = live_count(mem);
+    {
+        double c0 = bench_now();
+        cairn_mem_close(mem);
+        cairn_close(db);
+        sh->w_close_secs = bench_now() - c0;
+    }
+    free(w.set);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -717,11 +881,215 @@ static void lat_sort(lat *l)
     qsort(l->v, l->n, sizeof *l->v, cmp_double);
 }
 
+/* Copy the store directory `from` (regular files only) to `to`, byte for
+ * byte: the writer's phase compacts the same store as the reader's. */
+static void copy_store(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    struct dirent *de;
+    char *buf = bench_malloc(1u << 20);
+    bench_rm_rf(to);
+    if (d == NULL || mkdir(to, 0755) != 0)
+        bench_die("copy %s -> %s: %s", from, to, strerror(errno));
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        int in, out;
+        ssize_t got;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            bench_die("copy %s: %s is not a regular file", from, de->d_name);
+        in = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
+        {
+            char dst[1400];
+            snprintf(dst, sizeof dst, "%s/%s", to, de->d_name);
+            out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
+        }
+        if (in < 0 || out < 0)
+            bench_die("copy %s/%s: %s", from, de->d_name, strerror(errno));
+        while ((got = read(in, buf, 1u << 20)) != 0) {
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0)
+                bench_die("copy %s/%s: %s", from, de->d_name, strerror(errno));
+            bench_write_all(out, buf, (size_t)got);
+        }
+        close(in);
+        close(out);
+    }
+    closedir(d);
+    free(buf);
+}
+
+typedef struct wround_out {
+    lat idle, during;         /* every store's latency, failed ones included */
+    uint64_t idle_failed, during_failed, failed, elocked; /* failed, elocked: the whole run */
+    double idle_secs, during_secs, after_max;
+} wround_out;
+
+static double lat_max(const lat *l)
+{
+    return l->n ? l->v[l->n - 1] : 0;
+}
+
+/* How many of l (sorted) are over s seconds. */
+static size_t lat_over(const lat *l, double s)
+{
+    size_t k = l->n;
+    while (k > 0 && l->v[k - 1] > s)
+        k--;
+    return l->n - k;
+}
+
+/* Of the writer's samples that start in [from, to): failed, and of those
+ * CAIRN_ELOCKED. */
+static uint64_t wfailed(const shared *sh, double from, double to, uint64_t *elocked)
+{
+    size_t n = atomic_load(&sh->n);
+    uint64_t f = 0, e = 0;
+    for (size_t i = 0; i < n; i++)
+        if (sh->s[i].t >= from && sh->s[i].t < to && sh->s[i].rc != CAIRN_OK) {
+            f++;
+            e += sh->s[i].rc == CAIRN_ELOCKED;
+        }
+    if (elocked != NULL)
+        *elocked = e;
+    return f;
+}
+
+/* The writer's phase of a round, on `path` (a copy of the round's store):
+ * stores idle, then during a compaction in a third process. */
+static void writer_round(const char *path, size_t live, double idle_secs, int round,
+                         FILE *samples, wround_out *wo)
+{
+    size_t cap = 4u << 20;
+    shared *sh = shared_alloc(cap);
+    pid_t wpid, cpid;
+    double load1[1] = {0};
+
+    wpid = spawn(writer, path, sh);
+    while (!atomic_load(&sh->ready))
+        sleep_s(0.001);
+    if (sh->reader_rc != CAIRN_OK) {
+        reap(wpid, "writer");
+        bench_die("writer: %s: %s", cairn_strerror(sh->reader_rc), sh->reader_err);
+    }
+    sleep_s(sh->t_ready + idle_secs - bench_now());
+    cpid = spawn(compactor, path, sh);
+    reap(cpid, "compactor");
+    sleep_s(0.2);
+    atomic_store(&sh->stop, 1);
+    reap(wpid, "writer");
+    if (sh->comp_rc != CAIRN_OK)
+        bench_die("compactor (writer phase): %s: %s", cairn_strerror(sh->comp_rc),
+                  sh->comp_err);
+    if (sh->reader_rc != CAIRN_OK)
+        bench_die("writer: %s: %s", cairn_strerror(sh->reader_rc), sh->reader_err);
+    getloadavg(load1, 1);
+    if (samples != NULL) {
+        size_t ns = atomic_load(&sh->n);
+        for (size_t i = 0; i < ns; i++) {
+            const sample *x = &sh->s[i];
+            const char *ph = x->t < sh->t_ready + idle_secs ? "store-idle"
+                             : x->t < sh->t_cs              ? "store-opening"
+                             : x->t < sh->t_ce              ? "store-during"
+                                                            : "store-after";
+            fprintf(samples, "%d %s %.3f %.4f %d\n", round + 1, ph, (x->t - sh->t_cs) * 1e3,
+                    x->lat * 1e3, x->rc);
+        }
+    }
+    {
+        double i0 = sh->t_ready, i1 = sh->t_ready + idle_secs;
+        lat idle = window(sh, i0, i1), during = window(sh, sh->t_cs, sh->t_ce),
+            opening = window(sh, sh->t_open0, sh->t_cs), after = window(sh, sh->t_ce, 1e300);
+        /* failures and ELOCKED of the whole run: warm-up included */
+        uint64_t de, ifl = wfailed(sh, i0, i1, NULL), dfl = wfailed(sh, sh->t_cs, sh->t_ce, &de),
+                 ofl = wfailed(sh, sh->t_open0, sh->t_cs, NULL),
+                 afl = wfailed(sh, sh->t_ce, 1e300, NULL), all_f = sh->w_failed,
+                 all_e = sh->w_elocked;
+        const cairn_compact_report *p = &sh->rep;
+        double secs = sh->t_ce - sh->t_cs, ip50 = pct(&idle, 0.5), ip99 = pct(&idle, 0.99),
+               dp50 = pct(&during, 0.5), dp99 = pct(&during, 0.99), imax = lat_max(&idle),
+               dmax = lat_max(&during), omax = lat_max(&opening), amax = lat_max(&after),
+               irate = (double)(idle.n - ifl) / idle_secs,
+               drate = (double)(during.n - dfl) / secs;
+        printf("{\"bench\":\"compact\",\"part\":\"writer\",\"round\":%d,\"background\":1,"
+               "\"busy_timeout_ms\":%u,\"durability\":\"none\","
+               "\"compactor_open_seconds\":%.3f,\"compact_seconds\":%.3f,"
+               "\"compact_cpu_seconds\":%.3f,\"compactor_close_seconds\":%.3f,"
+               "\"records_before\":%" PRIu64 ",\"records_after\":%" PRIu64
+               ",\"memories_dropped\":%" PRIu64 ",\"memories_pinned\":%" PRIu64
+               ",\"rolled\":%" PRIu64 ",\"idle_seconds\":%.1f,\"idle_stores\":%zu,"
+               "\"idle_p50_ms\":%.4f,\"idle_p99_ms\":%.4f,\"idle_max_ms\":%.4f,"
+               "\"idle_over_10ms\":%zu,\"idle_stores_per_s\":%.0f,\"idle_failures\":%" PRIu64
+               ",\"during_stores\":%zu,\"during_p50_ms\":%.4f,\"during_p99_ms\":%.4f,"
+               "\"during_max_ms\":%.4f,\"during_over_10ms\":%zu,\"during_stores_per_s\":%.0f,"
+               "\"during_failures\":%" PRIu64 ",\"during_elocked\":%" PRIu64
+               ",\"opening_stores\":%zu,\"opening_max_ms\":%.4f,\"opening_failures\":%" PRIu64
+               ",\"after_stores\":%zu,\"after_max_ms\":%.4f,\"after_failures\":%" PRIu64
+               ",\"p50_ratio\":%.3f,\"p99_ratio\":%.3f,\"failures\":%" PRIu64
+               ",\"elocked\":%" PRIu64 ",\"first_failure\":\"%s\",\"added\":%" PRIu64
+               ",\"existed\":%" PRIu64 ",\"writer_live_before\":%" PRIu64
+               ",\"writer_live_after\":%" PRIu64 ",\"writer_close_seconds\":%.3f,"
+               "\"dropped_samples\":%" PRIu64 ",\"load1\":%.2f,\"seed\":%" PRIu64 "}\n",
+               round + 1, CAIRN_BUSY_TIMEOUT_DEFAULT, sh->open_secs, secs, sh->compact_cpu,
+               sh->close_secs, p->records_before, p->records_after, p->memories_dropped,
+               p->memories_pinned, p->rolled, idle_secs, idle.n, ip50 * 1e3, ip99 * 1e3,
+               imax * 1e3, lat_over(&idle, 0.010), irate, ifl, during.n, dp50 * 1e3,
+               dp99 * 1e3, dmax * 1e3, lat_over(&during, 0.010), drate, dfl, de, opening.n,
+               omax * 1e3, ofl, after.n, amax * 1e3, afl, dp50 / ip50, dp99 / ip99, all_f,
+               all_e, sh->w_failed ? cairn_strerror(sh->w_first_rc) : "", sh->w_added,
+               sh->w_existed, sh->reader_live_before, sh->reader_live_after, sh->w_close_secs,
+               sh->dropped_samples, load1[0], bench_seed);
+        fflush(stdout);
+        fprintf(stderr, "  writer phase, on a copy of the store: compaction %.3f s wall, %.3f s "
+                "CPU, %" PRIu64 " memories dropped, rolled %" PRIu64 "; its open %.3f s, its "
+                "close %.3f s\n", secs, sh->compact_cpu, p->memories_dropped, p->rolled,
+                sh->open_secs, sh->close_secs);
+        fprintf(stderr, "  store idle    %8zu stores  p50 %.3f ms  p99 %.3f ms  max %8.3f ms  "
+                "%3zu over 10 ms  %6.0f stores/s  %" PRIu64 " failed\n", idle.n, ip50 * 1e3,
+                ip99 * 1e3, imax * 1e3, lat_over(&idle, 0.010), irate, ifl);
+        fprintf(stderr, "  store during  %8zu stores  p50 %.3f ms  p99 %.3f ms  max %8.3f ms  "
+                "%3zu over 10 ms  %6.0f stores/s  %" PRIu64 " failed (p99 %.2fx idle)\n",
+                during.n, dp50 * 1e3, dp99 * 1e3, dmax * 1e3, lat_over(&during, 0.010), drate,
+                dfl, dp99 / ip99);
+        fprintf(stderr, "  store around  compactor's open: %zu stores, max %.3f ms, %" PRIu64
+                " failed; after the compaction (its close included): %zu stores, max %.3f "
+                "ms, %" PRIu64 " failed\n", opening.n, omax * 1e3, ofl, after.n, amax * 1e3, afl);
+        if (all_f)
+            fprintf(stderr, "  WARNING: %" PRIu64 " stores failed (%" PRIu64 " CAIRN_ELOCKED); "
+                    "the first: %s\n", all_f, all_e, sh->w_first_err);
+        if (sh->reader_live_before != live ||
+            sh->reader_live_after != live + sh->w_added)
+            fprintf(stderr, "  WARNING: the writer's live count is %" PRIu64 " before, %" PRIu64
+                    " after, not %zu and %zu + %" PRIu64 "\n", sh->reader_live_before,
+                    sh->reader_live_after, live, live, sh->w_added);
+        if (sh->w_existed)
+            fprintf(stderr, "  %" PRIu64 " of the writer's texts were stored already\n",
+                    sh->w_existed);
+        if (during.n < 100)
+            fprintf(stderr, "  WARNING: only %zu stores during the compaction\n", during.n);
+        wo->idle = idle;
+        wo->during = during;
+        wo->idle_failed = ifl;
+        wo->during_failed = dfl;
+        wo->failed = all_f;
+        wo->elocked = all_e;
+        wo->after_max = amax;
+        wo->idle_secs = idle_secs;
+        wo->during_secs = secs;
+        free(opening.v);
+        free(after.v);
+    }
+    munmap(sh, sizeof(shared) + cap * sizeof(sample));
+}
+
 /* One round: build the store, recall idle, then during a compaction. */
 static void recall_round(const char *dir, size_t n, double idle_secs, uint64_t seed, int keep,
-                         int round, FILE *samples, round_out *ro)
+                         int round, FILE *samples, round_out *ro, double widle_secs,
+                         wround_out *wo)
 {
-    char path[1100];
+    char path[1100], wpath[1100];
     mset s;
     cairn_db *db;
     cairn_mem *mem;
@@ -732,6 +1100,7 @@ static void recall_round(const char *dir, size_t n, double idle_secs, uint64_t s
     files before;
 
     snprintf(path, sizeof path, "%s/compact-big", dir);
+    snprintf(wpath, sizeof wpath, "%s/compact-big-writer", dir);
     bench_rm_rf(path);
     mset_alloc(&s, n, 0);
     fprintf(stderr, "recall round %d: building a store of %zu memories, 90%% removed ...\n",
@@ -750,6 +1119,8 @@ static void recall_round(const char *dir, size_t n, double idle_secs, uint64_t s
     bench_check(db, cairn_close(db), "cairn_close");
     mset_free(&s);
     before = dir_files(path);
+    if (wo != NULL)
+        copy_store(path, wpath); /* the writer's phase compacts this copy */
     sync();
 
     sh = shared_alloc(cap);
@@ -853,24 +1224,49 @@ static void recall_round(const char *dir, size_t n, double idle_secs, uint64_t s
     munmap(sh, sizeof(shared) + cap * sizeof(sample));
     if (!keep)
         bench_rm_rf(path);
+    if (wo != NULL) {
+        /* Apart from the reader: a closed-loop writer next to it would take
+         * a core of 2 and make each recall catch up on its stores. */
+        writer_round(wpath, live, widle_secs, round, samples, wo);
+        if (!keep)
+            bench_rm_rf(wpath);
+    }
 }
 
 static void recall_bench(const char *dir, size_t n, double idle_secs, uint64_t seed, int keep,
-                         int rounds, const char *samples_path)
+                         int rounds, const char *samples_path, double writer_idle)
 {
-    lat idle = {0}, during = {0};
+    lat idle = {0}, during = {0}, widle = {0}, wduring = {0};
     FILE *samples = NULL;
-    double secs = 0;
-    uint64_t bytes = 0, records = 0;
+    double secs = 0, wisecs = 0, wdsecs = 0, wamax = 0;
+    uint64_t bytes = 0, records = 0, wifl = 0, wdfl = 0, wfl = 0, wel = 0;
 
     if (samples_path != NULL && (samples = fopen(samples_path, "w")) == NULL)
         bench_die("%s: %s", samples_path, strerror(errno));
     fprintf(stderr, "recall during a compaction: %d round(s); a read-only handle in one "
             "process recalls (k 10, lexical, %zu queries, closed loop), another process "
             "compacts\n", rounds, n_queries);
+    if (writer_idle > 0)
+        fprintf(stderr, "  then, on a copy of the same store, a writer handle in one process "
+                "stores (cairn_mem_store, one sentence each, closed loop; background 1, "
+                "busy timeout %u ms), another process compacts\n", CAIRN_BUSY_TIMEOUT_DEFAULT);
     for (int r = 0; r < rounds; r++) {
         round_out ro;
-        recall_round(dir, n, idle_secs, seed, keep, r, samples, &ro);
+        wround_out wo;
+        memset(&wo, 0, sizeof wo);
+        recall_round(dir, n, idle_secs, seed, keep, r, samples, &ro, writer_idle,
+                     writer_idle > 0 ? &wo : NULL);
+        lat_append(&widle, &wo.idle);
+        lat_append(&wduring, &wo.during);
+        wisecs += wo.idle_secs;
+        wdsecs += wo.during_secs;
+        wifl += wo.idle_failed;
+        wdfl += wo.during_failed;
+        wfl += wo.failed;
+        wel += wo.elocked;
+        wamax = wo.after_max > wamax ? wo.after_max : wamax;
+        free(wo.idle.v);
+        free(wo.during.v);
         lat_append(&idle, &ro.idle);
         lat_append(&during, &ro.during);
         secs += ro.compact_secs;
@@ -901,8 +1297,44 @@ static void recall_bench(const char *dir, size_t n, double idle_secs, uint64_t s
                 dp50 * 1e3, dp99 * 1e3);
         target_line("recall_p99_during_vs_idle", dp99 / ip99, 2.0);
     }
+    if (writer_idle > 0) {
+        double ip50, ip99, imax, dp50, dp99, dmax, irate, drate;
+        lat_sort(&widle);
+        lat_sort(&wduring);
+        ip50 = pct(&widle, 0.5);
+        ip99 = pct(&widle, 0.99);
+        imax = lat_max(&widle);
+        dp50 = pct(&wduring, 0.5);
+        dp99 = pct(&wduring, 0.99);
+        dmax = lat_max(&wduring);
+        irate = (double)(widle.n - wifl) / wisecs;
+        drate = (double)(wduring.n - wdfl) / wdsecs;
+        printf("{\"bench\":\"compact\",\"part\":\"writer_summary\",\"rounds\":%d,"
+               "\"memories\":%zu,\"background\":1,\"busy_timeout_ms\":%u,"
+               "\"compact_seconds_mean\":%.3f,\"idle_stores\":%zu,\"idle_p50_ms\":%.4f,"
+               "\"idle_p99_ms\":%.4f,\"idle_max_ms\":%.4f,\"idle_over_10ms\":%zu,"
+               "\"idle_stores_per_s\":%.0f,\"idle_failures\":%" PRIu64
+               ",\"during_stores\":%zu,\"during_p50_ms\":%.4f,\"during_p99_ms\":%.4f,"
+               "\"during_max_ms\":%.4f,\"during_over_10ms\":%zu,\"during_stores_per_s\":%.0f,"
+               "\"during_failures\":%" PRIu64 ",\"after_max_ms\":%.4f,\"p50_ratio\":%.3f,"
+               "\"p99_ratio\":%.3f,\"failures\":%" PRIu64 ",\"elocked\":%" PRIu64
+               ",\"seed\":%" PRIu64 "}\n",
+               rounds, n, CAIRN_BUSY_TIMEOUT_DEFAULT, wdsecs / rounds, widle.n, ip50 * 1e3,
+               ip99 * 1e3, imax * 1e3, lat_over(&widle, 0.010), irate, wifl, wduring.n,
+               dp50 * 1e3, dp99 * 1e3, dmax * 1e3, lat_over(&wduring, 0.010), drate, wdfl,
+               wamax * 1e3, dp50 / ip50, dp99 / ip99, wfl, wel, bench_seed);
+        fflush(stdout);
+        fprintf(stderr, "  all rounds: store idle %zu stores p50 %.3f ms p99 %.3f ms max %.3f ms "
+                "%.0f/s; during %zu stores p50 %.3f ms p99 %.3f ms max %.3f ms %.0f/s; "
+                "after (compactor's close) max %.3f ms; %" PRIu64 " failed (%" PRIu64
+                " CAIRN_ELOCKED)\n", widle.n, ip50 * 1e3, ip99 * 1e3, imax * 1e3, irate,
+                wduring.n, dp50 * 1e3, dp99 * 1e3, dmax * 1e3, drate, wamax * 1e3, wfl, wel);
+        target_line("store_p99_during_vs_idle", dp99 / ip99, 2.0);
+    }
     free(idle.v);
     free(during.v);
+    free(widle.v);
+    free(wduring.v);
 }
 
 int main(int argc, char **argv)
@@ -910,6 +1342,7 @@ int main(int argc, char **argv)
     const char *dir = getenv("BENCH_DIR"), *only = NULL;
     size_t n = 100000, big_n = 400000;
     double idle_secs = 2.0;
+    double writer_idle = 1.0; /* 0: no writer */
     int keep = 0, rounds = 2;
     const char *samples = NULL;
 
@@ -934,12 +1367,18 @@ int main(int argc, char **argv)
             samples = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
             keep = 1;
+        else if (strcmp(argv[i], "--writer-idle-seconds") == 0 && i + 1 < argc)
+            writer_idle = strtod(argv[++i], NULL);
+        else if (strcmp(argv[i], "--no-writer") == 0)
+            writer_idle = 0;
         else
             bench_die("usage: bench_compact [--n N] [--big-n N] [--idle-seconds S] [--dir DIR] "
-                      "[--rounds R] [--seed S] [--only space|recall] [--samples FILE] [--keep]");
+                      "[--rounds R] [--seed S] [--only space|recall] [--samples FILE] [--keep] "
+                      "[--writer-idle-seconds S] [--no-writer]");
     }
-    if (n < 10 || big_n < 10 || !(idle_secs > 0) || rounds < 1)
-        bench_die("--n and --big-n must be >= 10, --idle-seconds > 0, --rounds >= 1");
+    if (n < 10 || big_n < 10 || !(idle_secs > 0) || rounds < 1 || !(writer_idle >= 0))
+        bench_die("--n and --big-n must be >= 10, --idle-seconds > 0, --rounds >= 1, "
+                  "--writer-idle-seconds >= 0");
     if (only != NULL && strcmp(only, "space") != 0 && strcmp(only, "recall") != 0)
         bench_die("--only space|recall");
     if (dir == NULL)
@@ -971,6 +1410,6 @@ int main(int argc, char **argv)
         space_report(&b);
     }
     if (only == NULL || strcmp(only, "recall") == 0)
-        recall_bench(dir, big_n, idle_secs, bench_seed, keep, rounds, samples);
+        recall_bench(dir, big_n, idle_secs, bench_seed, keep, rounds, samples, writer_idle);
     return 0;
 }
