@@ -1221,6 +1221,53 @@ static void test_another_handle_of_the_db_stores_meanwhile(void **state)
     assert_int_equal(counts_of(f->dir, 1).total, 1);
 }
 
+typedef struct same_db_compactor {
+    cairn_mem *m2;
+    int rc;
+} same_db_compactor;
+
+static void compact_on_the_same_db(void *user)
+{
+    same_db_compactor *c = user;
+    cairn_compact_report rep;
+    c->rc = cairn_mem_compact(c->m2, 0, &rep);
+}
+
+/* The compaction lock keeps a handle's own threads apart too: a second
+ * memory handle of the same db is told a compaction runs. */
+static void test_one_compaction_at_a_time_in_one_process(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect);
+    same_db_compactor c = {NULL, -1};
+    cairn_compact_report rep;
+    cairn_db *db;
+    cairn_mem *m;
+    inj j;
+    cairn_io io;
+
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    db = open_db_io(base, 0, NULL, &io);
+    m = open_mem(db);
+    c.m2 = open_mem(db);
+    j.on_seal_write = compact_on_the_same_db;
+    j.hook_user = &c;
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_null(j.on_seal_write);
+    assert_int_equal(c.rc, CAIRN_ELOCKED);
+    assert_int_equal(rep.memories_dropped, 90);
+    /* the lock went with the first: the second may compact now */
+    assert_int_equal(cairn_mem_compact(c.m2, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.dropped, 0);
+    cairn_mem_close(c.m2);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    verify_clean(base);
+    free(expect);
+    free(base);
+}
+
 /* A MANIFEST write whose outcome the handle cannot know ends the handle:
  * a retry must not write over a file the MANIFEST may name. */
 static void test_a_failed_manifest_swap_ends_the_handle(void **state)
@@ -1422,6 +1469,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writers_go_on_while_a_compaction_runs, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_one_compaction_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_compaction_at_a_time_in_one_process, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_purge_of_a_memory_with_a_vector, setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_life_that_fixed_the_embedder_stays, setup,
                                         teardown),

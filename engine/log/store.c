@@ -692,13 +692,17 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
 {
     int rc = CAIRN_OK, removed = 0;
     /* A compaction in another process writes its files outside any turn,
-     * and swaps them in later: leave them to it (or to the next open). */
-    int compacting = cairn__compaction_live(db);
+     * and swaps them in later: leave them to it (or to the next open).
+     * Held while listing, the guard keeps one from starting meanwhile. */
+    int guarded = cairn__compaction_guard(db, 1), compacting = !guarded;
     DIR *d = cairn__io_opendir(db->dirfd);
     struct dirent *de;
 
-    if (d == NULL)
+    if (d == NULL) {
+        if (guarded)
+            (void)cairn__compaction_guard(db, 0);
         return cairn__fail(e, CAIRN_EIO, "read directory %s: %s", db->path, strerror(errno));
+    }
     while ((de = readdir(d)) != NULL && rc == CAIRN_OK) {
         const char *n = de->d_name;
         const manifest_entry *x;
@@ -722,6 +726,8 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
         }
     }
     closedir(d);
+    if (guarded)
+        (void)cairn__compaction_guard(db, 0);
     if (rc == CAIRN_OK && removed)
         rc = cairn__io_fsync(db->io, "recover.dirsync", db->dirfd, ".", e);
     return rc;

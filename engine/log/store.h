@@ -137,6 +137,7 @@ struct cairn_db {
                                  set by the taking thread (turn_taking) */
     void *busy_user;
     int inofd;                /* inotify watch of LOCK for waits; -2 none yet, -1 none */
+    int compacting;           /* this handle holds the compaction lock (mu) */
     /* Identity of the MANIFEST last read (catch-up reads it only when it
      * changed: every write replaces it by rename). (mu) */
     uint64_t man_ino, man_size;
@@ -278,6 +279,10 @@ int cairn__compact_lock(cairn_db *db, int take);
 /* Does another handle (in any process) hold the compaction lock? Its files
  * (<id>-<rev>.seg, their .tmp) are not orphans while it does. */
 int cairn__compaction_live(cairn_db *db);
+/* A writer's open, while it lists orphans: a shared lock on the same byte
+ * (take 1), so no compaction starts meanwhile; 1 if it got it (no
+ * compaction runs), 0 if one runs. take 0 lets it go. */
+int cairn__compaction_guard(cairn_db *db, int take);
 /* CAIRN_OK if the handle may write, else its error (mu held). */
 int cairn__check_writable(cairn_db *db);
 

@@ -103,30 +103,63 @@ static int waiting_mark(cairn_db *db, short type)
 #endif
 }
 
-int cairn__compact_lock(cairn_db *db, int take)
+/* The OFD lock on byte 2 of LOCK: type F_WRLCK (a compaction), F_RDLCK
+ * (a writer's open while it lists orphans) or F_UNLCK. 0, or -1 with
+ * errno. */
+static int byte2_lock(cairn_db *db, short type)
 {
 #ifdef F_OFD_SETLK
-    /* Byte 2 of LOCK: one compaction at a time, held apart from turns
-     * (a compaction takes a turn only to swap its files in). */
     struct flock fl;
     memset(&fl, 0, sizeof fl);
-    fl.l_type = take ? F_WRLCK : F_UNLCK;
+    fl.l_type = type;
     fl.l_whence = SEEK_SET;
     fl.l_start = 2;
     fl.l_len = 1;
+    return fcntl(db->lockfd, F_OFD_SETLK, &fl);
+#else
+    (void)db;
+    (void)type;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int cairn__compact_lock(cairn_db *db, int take)
+{
+    /* Byte 2 of LOCK: one compaction at a time, held apart from turns (a
+     * compaction takes a turn only to swap its files in). An OFD lock
+     * does not keep this handle's own threads apart: the flag does. */
+    int rc = CAIRN_OK;
     if (db->lockfd < 0)
         return cairn__db_failf(db, CAIRN_EPERM, "a read-only handle cannot compact");
-    if (fcntl(db->lockfd, F_OFD_SETLK, &fl) == 0)
-        return CAIRN_OK;
-    if (errno == EAGAIN || errno == EACCES)
-        return cairn__db_failf(db, CAIRN_ELOCKED, "another process is compacting this store; "
+    pthread_mutex_lock(&db->mu);
+    if (!take) {
+        if (db->compacting)
+            (void)byte2_lock(db, F_UNLCK);
+        db->compacting = 0;
+    } else if (db->compacting) {
+        rc = CAIRN_ELOCKED;
+    } else if (byte2_lock(db, F_WRLCK) == 0) {
+        db->compacting = 1;
+    } else {
+        rc = errno == EAGAIN || errno == EACCES ? CAIRN_ELOCKED
+             : errno == ENOSYS                 ? CAIRN_EUNAVAIL
+                                               : cairn__errno_status(errno);
+    }
+    pthread_mutex_unlock(&db->mu);
+    if (rc == CAIRN_ELOCKED)
+        return cairn__db_failf(db, rc, "another compaction or purge of this store is running; "
                                "try again when it is done");
-    return cairn__db_failf(db, cairn__errno_status(errno), "LOCK: compaction lock: %s",
-                           strerror(errno));
-#else
-    (void)take;
-    return cairn__db_failf(db, CAIRN_EUNAVAIL, "compaction needs open file description locks");
-#endif
+    if (rc != CAIRN_OK)
+        return cairn__db_failf(db, rc, "LOCK: compaction lock: %s", strerror(errno));
+    return CAIRN_OK;
+}
+
+int cairn__compaction_guard(cairn_db *db, int take)
+{
+    if (!take)
+        return byte2_lock(db, F_UNLCK) == 0;
+    return byte2_lock(db, F_RDLCK) == 0;
 }
 
 int cairn__compaction_live(cairn_db *db)

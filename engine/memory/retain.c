@@ -63,6 +63,10 @@ typedef struct life {
     uint32_t prev;      /* the id's life before it + 1 (0: none) */
 } life;
 
+/* What track returns to end pass 1 early, with no error: the log ends
+ * inside a commit another writer is still writing. */
+#define LEARN_STOP 2
+
 /* What a record did to the lives. */
 enum { T_NONE, T_PUT, T_UPDATE, T_END, T_OTHER };
 
@@ -196,8 +200,14 @@ static int track(tracker *t, const cairn_record *rec, int *what, life **k)
     if (r.batch_n >= 2) {
         int verdict = CAIRN_BATCH_TORN;
         rc = cairn__batch_check(t->m->db, &t->batch, rec->seq, r.batch_i, r.batch_n, &verdict);
+        if (rc == CAIRN_OK && verdict == CAIRN_BATCH_PENDING) {
+            /* Another writer is writing it (pass 1 runs outside any turn):
+             * learn no further; pass 2 keeps everything from it on. */
+            t->learned = rec->seq - r.batch_i - 1;
+            rc = LEARN_STOP;
+        }
         if (rc != CAIRN_OK || verdict != CAIRN_BATCH_WHOLE)
-            goto done; /* in a turn a commit is never pending: torn, kept */
+            goto done; /* torn: kept, as replay skips it */
     }
     switch (r.type) {
     case CAIRN_REC_MEMORY: {
@@ -628,6 +638,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     t->pass = 1;
     t->learned = last;
     rc = cairn__each_record(m->db, 1, last, learn, t);
+    if (rc == LEARN_STOP)
+        rc = CAIRN_OK;
     if (rc != CAIRN_OK)
         return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
     if ((rc = covered_seqs(m, 0, &cov, &ncov)) != CAIRN_OK ||
@@ -826,6 +838,8 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     t.pass = 1;
     t.purge = id;
     rc = cairn__each_record(m->db, 1, cairn__handed_seq(m->db), learn_purge, &t);
+    if (rc == LEARN_STOP)
+        rc = CAIRN_OK; /* in a turn: cannot be, but a stop is no error */
     if (rc == CAIRN_OK && t.purge_named == 0 && !t.purge_marked)
         rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "the log holds no memory %s", id);
     else if (rc == CAIRN_OK && t.purge_named == 0)
