@@ -84,44 +84,39 @@ int cairn__lock_open(cairn_db *db, cairn__err *e)
     return CAIRN_OK;
 }
 
-/* Byte 1 of LOCK carries waiters' shared OFD locks; byte 0 is unused by
+/* An OFD lock of type (F_RDLCK, F_WRLCK, F_UNLCK) on one byte of LOCK:
+ * 0, or -1 with errno (ENOSYS without OFD locks). Byte 1 carries waiters'
+ * shared locks, byte 2 the compaction lock (a compaction's F_WRLCK, a
+ * writer's open's F_RDLCK while it lists orphans); byte 0 is unused by
  * them so it never conflicts with anything else. */
-static int waiting_mark(cairn_db *db, short type)
+static int ofd_byte_lock(cairn_db *db, off_t byte, short type)
 {
 #ifdef F_OFD_SETLK
     struct flock fl;
     memset(&fl, 0, sizeof fl);
     fl.l_type = type;
     fl.l_whence = SEEK_SET;
-    fl.l_start = 1;
+    fl.l_start = byte;
     fl.l_len = 1;
     return fcntl(db->lockfd, F_OFD_SETLK, &fl);
 #else
     (void)db;
-    (void)type;
-    return 0;
-#endif
-}
-
-/* The OFD lock on byte 2 of LOCK: type F_WRLCK (a compaction), F_RDLCK
- * (a writer's open while it lists orphans) or F_UNLCK. 0, or -1 with
- * errno. */
-static int byte2_lock(cairn_db *db, short type)
-{
-#ifdef F_OFD_SETLK
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = 2;
-    fl.l_len = 1;
-    return fcntl(db->lockfd, F_OFD_SETLK, &fl);
-#else
-    (void)db;
+    (void)byte;
     (void)type;
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+/* A waiter's mark on byte 1 (without OFD locks: none, and no error). */
+static int waiting_mark(cairn_db *db, short type)
+{
+    return ofd_byte_lock(db, 1, type) == 0 || errno == ENOSYS ? 0 : -1;
+}
+
+static int byte2_lock(cairn_db *db, short type)
+{
+    return ofd_byte_lock(db, 2, type);
 }
 
 int cairn__compact_lock(cairn_db *db, int take)
