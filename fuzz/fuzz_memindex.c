@@ -59,23 +59,23 @@ static void wr64(uint8_t *p, uint64_t v)
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
-    if (len < 160)
+    if (len < 176)
         return;
     n_ns = rd64(b + 12) & 0xffffffffu;
     nrows = rd64(b + 24);
     tcap = rd64(b + 48);
     if (n_ns > len / 64 || tcap > len / 4 || nrows > len / 96)
         goto header;
-    ro = 160 + n_ns * 64 + 2 * ((tcap * 4 + 7) & ~7ull);
+    ro = 176 + n_ns * 64 + 2 * ((tcap * 4 + 7) & ~7ull);
     if (ro > len)
         goto header;
     for (uint64_t i = 0; i < n_ns; i++) {
-        const uint8_t *ns = b + 160 + i * 64;
+        const uint8_t *ns = b + 176 + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
         if (toff < len && tlen >= 72 && tlen <= len - toff)
             wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
     }
-    wr64(b + 104, XXH3_64bits(b + 160, (size_t)(n_ns * 64)));
+    wr64(b + 104, XXH3_64bits(b + 176, (size_t)(n_ns * 64)));
     heap = ro + nrows * 96;
     for (uint64_t i = 0; heap <= len && i < nrows; i++) {
         uint8_t *r = b + ro + i * 96;
@@ -97,7 +97,7 @@ static void repair(uint8_t *b, size_t len)
     }
 header:
     wr64(b + 64, len); /* file_len */
-    wr64(b + 152, XXH3_64bits(b, 152));
+    wr64(b + 168, XXH3_64bits(b, 168));
 }
 
 static void exercise(uint8_t *b, size_t len)

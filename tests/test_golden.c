@@ -419,12 +419,12 @@ static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
 
 static const mx_row mx_rows[] = {
     {7, 0.5, 1700000000000ll, 1700000001000ll, 0, 2, 0x1111111111111111ull,
-     "the deploy failed on friday", "m0000000000000001", "fact", NULL, 27, 0},
+     "the deploy failed on friday", "m0000000000000001", "fact", NULL, 27, 0, 0},
     {9, 0.875, 1700000002000ll, 1700000002000ll, 1800000000000ll, 0, 0x2222222222222222ull,
      "use a canary before every deploy", "m0000000000000002", "lesson",
-     "{\"source\":\"retro\"}", 32, 1},
+     "{\"source\":\"retro\"}", 32, 1, 0},
     {12, 0.25, 1700000003000ll, 1700000004000ll, 0, 1, 0x3333333333333333ull,
-     "friday deploys need two reviewers", "m0000000000000003", "decision", NULL, 33, 0},
+     "friday deploys need two reviewers", "m0000000000000003", "decision", NULL, 33, 0, 0},
 };
 
 static uint64_t mx_hash_id(const char *id)
@@ -1041,13 +1041,13 @@ static void test_sealed_golden_verifies_clean(void **state)
 static void test_memindex_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v4.cmx", make_memindex);
+    matches_golden("memindex-v5.cmx", make_memindex);
 }
 
 /* Read the memory index golden back. */
 static void test_memindex_golden_reads_back(void **state)
 {
-    const char *golden = "memindex-v4.cmx";
+    const char *golden = "memindex-v5.cmx";
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
     size_t glen;
     uint8_t *g = read_golden(golden, &glen);
@@ -1061,8 +1061,8 @@ static void test_memindex_golden_reads_back(void **state)
     dirfd = open(dir, O_RDONLY | O_DIRECTORY);
     assert_true(dirfd >= 0);
     /* not when the log ends before the covered seq */
-    assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED - 1, &e), CAIRN_ENOTFOUND);
-    if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, &e) != CAIRN_OK)
+    assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED - 1, 0, &e), CAIRN_ENOTFOUND);
+    if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, 0, &e) != CAIRN_OK)
         fail_msg("cairn__mx_open: %s", e.msg);
     assert_int_equal(mx.covered, MX_COVERED);
     assert_int_equal(mx.skipped, 1);
@@ -1070,12 +1070,14 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
-    assert_int_equal(mx.version, 4);
+    assert_int_equal(mx.version, 5);
+    assert_int_equal(mx.base, 0);
+    assert_int_equal(mx.n_shadow, 0);
     assert_memory_equal(g + 120, man_store_id, 16);
     assert_memory_equal(mx.bind.store_id, man_store_id, 16);
     assert_int_equal(mx.bind.anchor_seq, MX_COVERED);
     assert_int_equal(mx.bind.anchor_sum, GOLD_ANCHOR_SUM);
-    assert_int_equal(get_le64(g + 152), XXH3_64bits(g, 152));
+    assert_int_equal(get_le64(g + 168), XXH3_64bits(g, 168));
     for (size_t i = 0; i < 3; i++) {
         mx_row r;
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
@@ -1150,15 +1152,162 @@ static void test_memindex_golden_reads_back(void **state)
     free(g);
 }
 
-/* Files of versions 1..3 are bound to no log: recognised as older (their
- * header sum checked where those versions keep it), never used; the memory
- * layer rebuilds from the log (test_memindex.c). A damaged one is damage. */
+/* The generation golden: a file on the one above (base 50), covering 60:
+ * two shadow rows (memory 7 changed, memory 9 dead) and one memory of its
+ * own, stored at 55 in namespace "". */
+#define MXG_COVERED 60u
+#define MXG_GOLDEN "mem-000000000000003c.cmx"
+
+static const mx_row mxg_rows[] = {
+    {7, 0.75, 1700000000000ll, 1700000009000ll, 0, 5, 0x1111111111111111ull,
+     "the deploy failed on friday", "m0000000000000001", "incident", "{\"seen\":true}", 27, 0, 0},
+    {9, 0.875, 1700000002000ll, 1700000002000ll, 1800000000000ll, 0, 0x2222222222222222ull,
+     "use a canary before every deploy", "m0000000000000002", "lesson", NULL, 32, 1,
+     MX_ROW_DEAD},
+    {55, 0.5, 1700000010000ll, 1700000010000ll, 0, 0, 0x5555555555555555ull,
+     "roll back friday deploys first", "m0000000000000005", "lesson", NULL, 30, 0, 0},
+};
+
+static uint8_t *make_memindex_gen(size_t *len)
+{
+    char *dir = tu_mkdtemp("golden-mxg");
+    cairn__ramidx *x[2] = {NULL, NULL};
+    mx_ns_in ns[2] = {{"", 1, NULL, NULL, 0}, {"work", 0, NULL, NULL, 0}};
+    mx_in in;
+    cairn__err e;
+    uint8_t *b;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+    assert_true(dirfd >= 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(cairn__ramidx_new(&x[i], NULL, "english"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x[0], mxg_rows[2].seq, (const uint8_t *)mxg_rows[2].content,
+                                       mxg_rows[2].content_len),
+                     CAIRN_OK);
+    ns[0].idx = x[0];
+    ns[1].idx = x[1];
+    memset(&in, 0, sizeof in);
+    in.covered = MXG_COVERED;
+    in.base = MX_COVERED;
+    in.n_shadow = 2;
+    memcpy(in.bind.store_id, man_store_id, sizeof in.bind.store_id);
+    in.bind.anchor_seq = MXG_COVERED;
+    in.bind.anchor_sum = GOLD_ANCHOR_SUM;
+    in.skipped = 1;
+    in.deleted = 5;
+    in.stemmer = "english";
+    in.ns = ns;
+    in.n_ns = 2;
+    in.rows = mxg_rows;
+    in.nrows = 3;
+    in.hash_id = mx_hash_id;
+    if (cairn__mx_write(cairn_io_default(), dirfd, &in, &e) != CAIRN_OK)
+        fail_msg("cairn__mx_write: %s", e.msg);
+    b = take_file(dir, dirfd, MXG_GOLDEN, len);
+    cairn__ramidx_free(x[0]);
+    cairn__ramidx_free(x[1]);
+    return b;
+}
+
+static void test_memindex_generation_matches_golden(void **state)
+{
+    (void)state;
+    matches_golden("memindex-v5-gen.cmx", make_memindex_gen);
+}
+
+/* Read the generation golden back: its base, its shadow rows (content not
+ * written again, the dead flag), the hash tables holding its own row only. */
+static void test_memindex_generation_golden_reads_back(void **state)
+{
+    char *dir = tu_mkdtemp("golden-mxg-read"), *path = tu_join(dir, MXG_GOLDEN);
+    size_t glen;
+    uint8_t *g = read_golden("memindex-v5-gen.cmx", &glen);
+    memindex mx;
+    cairn__err e;
+    uint64_t off = 0;
+    mx_row r;
+    int dirfd;
+    (void)state;
+
+    assert_int_equal(tu_write_file(path, g, glen), 0);
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    /* the file it lies on is found by its exact seq, or not at all */
+    assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, 1, &e),
+                     CAIRN_ENOTFOUND);
+    if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MXG_COVERED, 1, &e) != CAIRN_OK)
+        fail_msg("cairn__mx_open: %s", e.msg);
+    assert_int_equal(mx.version, 5);
+    assert_int_equal(mx.base, MX_COVERED);
+    assert_int_equal(mx.n_shadow, 2);
+    assert_int_equal(get_le64(g + 152), MX_COVERED);
+    assert_int_equal(get_le64(g + 160), 2);
+    assert_int_equal(mx.nrows, 3);
+    assert_int_equal(mx.deleted, 5);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
+        assert_int_equal(r.seq, mxg_rows[i].seq);
+        assert_int_equal(r.flags, mxg_rows[i].flags);
+        assert_string_equal(r.id, mxg_rows[i].id);
+        assert_string_equal(r.category, mxg_rows[i].category);
+        assert_int_equal(r.access_count, mxg_rows[i].access_count);
+        /* a shadow row's content is its memory's row below */
+        assert_string_equal(r.content, i < 2 ? "" : mxg_rows[i].content);
+        {
+            uint64_t h = mx_hash_id(r.id);
+            size_t slot = (size_t)h & (mx.tcap - 1);
+            while (mx.idtab[slot] != 0 && mx.idtab[slot] != i + 1)
+                slot = (slot + 1) & (mx.tcap - 1);
+            assert_int_equal(mx.idtab[slot], i < 2 ? 0 : i + 1);
+        }
+    }
+    if (cairn__mx_check_all(&mx, &off, &e) != CAIRN_OK)
+        fail_msg("check_all: %s", e.msg);
+    /* a dead flag on a row of its own is damage */
+    {
+        uint8_t *copy = malloc(mx.len);
+        memindex bad;
+        const uint8_t *row2 = mx.rows + 2 * 96;
+        assert_non_null(copy);
+        memcpy(copy, mx.map, mx.len);
+        uint8_t *p = copy + (size_t)(row2 - mx.map), *summed;
+        size_t strs = get_le32(p + 64) + 1 + get_le16(p + 76) + 1 + get_le16(p + 78) + 1 +
+                      (get_le32(p + 68) ? get_le32(p + 68) + 1 : 0);
+        uint64_t sum;
+        p[80] = 1; /* and the row's sum made to match */
+        summed = malloc(88 + strs);
+        assert_non_null(summed);
+        memcpy(summed, p, 88);
+        memcpy(summed + 88, mx.heap + get_le64(p + 56), strs);
+        sum = XXH3_64bits(summed, 88 + strs);
+        memcpy(p + 88, &sum, 8);
+        free(summed);
+        memset(&bad, 0, sizeof bad);
+        bad.map = copy;
+        bad.len = mx.len;
+        strcpy(bad.name, "copy");
+        assert_int_equal(cairn__mx_parse(&bad, &e), CAIRN_OK);
+        assert_int_equal(cairn__mx_row(&bad, 2, &r), CAIRN_ECORRUPT);
+        free(copy);
+    }
+    cairn__mx_close(&mx);
+    close(dirfd);
+    tu_rmrf(dir);
+    free(dir);
+    free(path);
+    free(g);
+}
+
+/* Files of versions 1..3 are bound to no log, of version 4 lie on no
+ * other: recognised as older (their header sum checked where those
+ * versions keep it), never used; the memory layer rebuilds from the log
+ * (test_memindex.c). A damaged one is damage. */
 static void test_memindex_older_goldens_are_recognised_and_not_used(void **state)
 {
     static const char *const goldens[] = {"memindex-v1.cmx", "memindex-v2.cmx",
-                                          "memindex-v3.cmx"};
+                                          "memindex-v3.cmx", "memindex-v4.cmx"};
     (void)state;
-    for (unsigned i = 0; i < 3; i++) {
+    for (unsigned i = 0; i < 4; i++) {
         char *dir = tu_mkdtemp("golden-mx-old"), *path = tu_join(dir, MX_GOLDEN);
         size_t glen;
         uint8_t *g = read_golden(goldens[i], &glen);
@@ -1168,14 +1317,14 @@ static void test_memindex_older_goldens_are_recognised_and_not_used(void **state
         assert_int_equal(tu_write_file(path, g, glen), 0);
         dirfd = open(dir, O_RDONLY | O_DIRECTORY);
         assert_true(dirfd >= 0);
-        assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, &e),
+        assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, 0, &e),
                          CAIRN_EVERSION);
         assert_int_equal(mx.version, i + 1);
         assert_true(cairn__mx_is_older(&mx));
         assert_null(mx.map);
         g[100] ^= 1; /* under the old header sum */
         assert_int_equal(tu_write_file(path, g, glen), 0);
-        assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, &e),
+        assert_int_equal(cairn__mx_open(&mx, cairn_io_default(), dirfd, MX_COVERED, 0, &e),
                          CAIRN_ECHECKSUM);
         close(dirfd);
         tu_rmrf(dir);
@@ -1554,7 +1703,10 @@ static void regen(void **state)
     regen_one(dir, "sealed-v2.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v4.cmx", b, len);
+    regen_one(dir, "memindex-v5.cmx", b, len);
+    free(b);
+    b = make_memindex_gen(&len);
+    regen_one(dir, "memindex-v5-gen.cmx", b, len);
     free(b);
     b = make_graph(&len);
     regen_one(dir, "graph-v3.cgx", b, len);
@@ -1604,7 +1756,9 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_sealed_golden_verifies_clean),
             cmocka_unit_test(test_memindex_encoding_matches_golden),
             cmocka_unit_test(test_memindex_golden_reads_back),
-            cmocka_unit_test(test_memindex_older_goldens_are_recognised_and_not_used),
+            cmocka_unit_test(test_memindex_generation_matches_golden),
+        cmocka_unit_test(test_memindex_generation_golden_reads_back),
+        cmocka_unit_test(test_memindex_older_goldens_are_recognised_and_not_used),
             cmocka_unit_test(test_graph_encoding_matches_golden),
             cmocka_unit_test(test_graph_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -95,22 +96,49 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The index file's name in dir, or NULL. */
+/* The index files in dir. */
+static size_t index_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    size_t n_found = 0;
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        n_found += strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ".cmx") == 0;
+    }
+    closedir(d);
+    return n_found;
+}
+
+/* The newest index file's name in dir (the top of the chain), or NULL. */
 static char *index_file(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *de;
-    char *found = NULL;
+    char best[64] = "";
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
-        if (strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ".cmx") == 0) {
-            assert_null(found); /* one at a time */
-            found = tu_join(dir, de->d_name);
-        }
+        if (strncmp(de->d_name, "mem-", 4) == 0 && n == 24 && strcmp(de->d_name + n - 4, ".cmx") == 0 &&
+            strcmp(de->d_name, best) > 0)
+            strcpy(best, de->d_name);
     }
     closedir(d);
-    return found;
+    return best[0] ? tu_join(dir, best) : NULL;
+}
+
+/* A u64 of an index file's header. */
+static uint64_t header_u64(const char *path, size_t at)
+{
+    size_t len = 0;
+    uint8_t *b = tu_read_file(path, &len);
+    uint64_t v;
+    assert_non_null(b);
+    assert_true(len >= at + 8);
+    memcpy(&v, b + at, 8);
+    free(b);
+    return v;
 }
 
 static uint64_t rnd_state = 99;
@@ -318,8 +346,8 @@ static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
     e = export_all(f);
     assert_string_equal(e, e_before);
     free(e);
+    assert_int_equal(access(path, F_OK), -1); /* the writer removed it */
     free(path);
-    assert_null(index_file(f->dir)); /* the writer removed it */
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     close_all(f);
 
@@ -384,7 +412,7 @@ static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > 160 && b[8] == 4);
+    assert_true(len > 176 && b[8] == 5);
     b[8] = 3;
     {
         uint64_t sum = XXH3_64bits(b, 120);
@@ -478,7 +506,7 @@ static void a_damaged_term_is_not_written_on(void **state)
     char *want, *path, *e;
     size_t len = 0;
     uint8_t *b;
-    uint64_t tix_off, nterms;
+    uint64_t tix_off, nterms, nrows;
     uint32_t bad = 0x7fffffff;
 
     build_history(f, ids);
@@ -486,20 +514,30 @@ static void a_damaged_term_is_not_written_on(void **state)
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     close_all(f);
     path = index_file(f->dir);
+    nrows = header_u64(path, 24);
     b = tu_read_file(path, &len);
     /* namespace 0's text image; its last term record's "off" field (the
      * last: a merge meets no sound term after it) */
-    memcpy(&tix_off, b + 160 + 24, 8);
+    memcpy(&tix_off, b + 176 + 24, 8);
     memcpy(&nterms, b + tix_off + 16, 8);
     memcpy(b + tix_off + 72 + (nterms - 1) * 40, &bad, 4);
     assert_int_equal(tu_write_file(path, b, len), 0);
     free(b);
     open_all(f, 0);
+    /* as many new memories as the file holds rows: the next file merges it */
+    for (uint64_t i = 0; i < nrows; i++) {
+        char text[64];
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        so.ns = "tmp2";
+        snprintf(text, sizeof text, "merge fodder %" PRIu64, i);
+        assert_int_equal(cairn_mem_store(f->mem, text, &so, NULL, NULL), CAIRN_OK);
+    }
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_ECORRUPT);
     assert_non_null(strstr(cairn_mem_errmsg(f->mem), "damaged"));
     close_all(f);
     assert_null(index_file(f->dir));
     open_all(f, 0);
+    assert_int_equal(cairn_mem_clear(f->mem, "tmp2"), CAIRN_OK);
     e = export_all(f);
     assert_string_equal(e, want);
     free(e);
@@ -531,19 +569,19 @@ static void a_lying_live_count_cannot_overflow_the_prune(void **state)
     memcpy(&n_ns, b + 12, 4);
     for (uint32_t i = 0; i < n_ns; i++) {
         uint64_t tix, ndocs, lie;
-        memcpy(&tix, b + 160 + 64 * i + 24, 8);
+        memcpy(&tix, b + 176 + 64 * i + 24, 8);
         memcpy(&ndocs, b + tix + 8, 8);
         lie = ndocs < five ? ndocs : five;
-        memcpy(b + 160 + 64 * i + 16, &lie, 8);
+        memcpy(b + 176 + 64 * i + 16, &lie, 8);
         /* and the text image's own count, which the open compares it with */
         memcpy(b + tix + 48, &lie, 8);
         sum = XXH3_64bits(b + tix, 64);
         memcpy(b + tix + 64, &sum, 8);
     }
-    sum = XXH3_64bits(b + 160, 64 * (size_t)n_ns);
+    sum = XXH3_64bits(b + 176, 64 * (size_t)n_ns);
     memcpy(b + 104, &sum, 8);
-    sum = XXH3_64bits(b, 152);
-    memcpy(b + 152, &sum, 8);
+    sum = XXH3_64bits(b, 168);
+    memcpy(b + 168, &sum, 8);
     assert_int_equal(tu_write_file(path, b, len), 0);
     free(b);
     free(path);
@@ -944,33 +982,47 @@ static void store_plain(fx *f, int from, int to)
     }
 }
 
-/* A close rewrites the index file only once the memories it leaves out
- * reach an eighth of the store (and 1,000): a growing store is not
- * rewritten whole at every thousandth memory. */
-static void a_close_rewrites_the_index_only_after_an_eighth_more(void **state)
+/* A close writes what changed since the files in use, as a generation on
+ * them (format-spec/memindex.md, "Generations"), once 1,000 memory
+ * records are left out: never the whole index of a growing store. */
+static void a_close_writes_a_generation_of_what_changed(void **state)
 {
     fx *f = *state;
     char *first, *now;
+    cairn_mem_stats st;
 
-    store_plain(f, 0, 9000);
+    store_plain(f, 0, 5000);
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     first = index_file(f->dir);
     assert_non_null(first);
-    store_plain(f, 9000, 10000); /* 1,000 left out of 10,000: less than an eighth */
+    assert_int_equal(header_u64(first, 152), 0); /* a whole file */
+    assert_int_equal(header_u64(first, 24), 5000);
+    store_plain(f, 5000, 6000);
     close_all(f);
     now = index_file(f->dir);
-    assert_string_equal(now, first);
+    assert_string_not_equal(now, first);
+    assert_int_equal(access(first, F_OK), 0);        /* the whole file stays */
+    assert_int_equal(header_u64(now, 152), header_u64(first, 16)); /* on it */
+    assert_int_equal(header_u64(now, 24), 1000);     /* the new memories only */
+    assert_int_equal(index_files(f->dir), 2);
     free(now);
     open_all(f, 0);
-    store_plain(f, 10000, 10300); /* 1,300 of 10,300: past an eighth */
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 2);
+    assert_int_equal(st.index_rows, 6000);
+    assert_int_equal(st.unindexed, 0);
+    assert_int_equal(st.total, 6000);
+    cairn_mem_stats_free(&st);
+    store_plain(f, 6000, 6300); /* fewer than 1,000 records: nothing written */
     close_all(f);
-    now = index_file(f->dir);
-    assert_non_null(now);
-    assert_string_not_equal(now, first);
-    free(now);
-    free(first);
+    assert_int_equal(index_files(f->dir), 2);
     open_all(f, 0);
     assert_int_equal(cairn_mem_skipped(f->mem), 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, 6300);
+    assert_int_equal(st.unindexed, 300);
+    cairn_mem_stats_free(&st);
+    free(first);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -989,7 +1041,7 @@ int main(void)
         T(checkpoints_while_threads_store_and_recall),
         T(a_planted_symlink_is_neither_written_through_nor_read),
         T(a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes),
-        T(a_close_rewrites_the_index_only_after_an_eighth_more),
+        T(a_close_writes_a_generation_of_what_changed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,19 +130,37 @@ int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dir
 void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                  const char *keep)
 {
+    uint64_t c = 0;
+    (void)cairn__seqfile_parse(k, keep, &c);
+    cairn__seqfile_remove_except(k, io, dirfd, &c, 1);
+}
+
+void cairn__seqfile_remove_except(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                                  const uint64_t *keep, size_t n_keep)
+{
     size_t pl = strlen(k->prefix), sl = strlen(k->suffix);
     DIR *d = cairn__io_opendir(dirfd);
     struct dirent *de;
     if (d == NULL)
         return;
     while ((de = readdir(d)) != NULL) {
-        uint64_t c;
+        uint64_t c = 0;
         size_t n = strlen(de->d_name);
+        int kept = 0;
         int tmp = n == pl + 16 + sl + 4 && strncmp(de->d_name, k->prefix, pl) == 0 &&
                   strcmp(de->d_name + n - 4, ".tmp") == 0 &&
                   strncmp(de->d_name + pl + 16, k->suffix, sl) == 0;
-        if ((cairn__seqfile_parse(k, de->d_name, &c) && strcmp(de->d_name, keep) != 0) ||
-            (tmp && strncmp(de->d_name, keep, pl + 16) != 0))
+        if (tmp) { /* NAME.tmp: its seq is NAME's */
+            char base[64];
+            snprintf(base, sizeof base, "%.*s", (int)(n - 4), de->d_name);
+            if (!cairn__seqfile_parse(k, base, &c))
+                continue;
+        } else if (!cairn__seqfile_parse(k, de->d_name, &c)) {
+            continue;
+        }
+        for (size_t i = 0; i < n_keep && !kept; i++)
+            kept = keep[i] == c;
+        if (!kept)
             (void)cairn__io_unlink(io, k->site_unlink, dirfd, de->d_name, NULL);
     }
     closedir(d);

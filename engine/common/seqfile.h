@@ -52,6 +52,11 @@ int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dir
 void cairn__seqfile_remove_older(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                                  const char *keep);
 
+/* Remove every file of this kind whose seq is not among keep[0..n_keep),
+ * and the temp files of those seqs. Best effort, as above. */
+void cairn__seqfile_remove_except(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
+                                  const uint64_t *keep, size_t n_keep);
+
 /* The highest seq a file of this kind in the directory carries (0: none).
  * Names only: the file may still be unusable. */
 uint64_t cairn__seqfile_newest(const cairn__seqfile_kind *k, int dirfd);

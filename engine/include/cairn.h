@@ -891,9 +891,10 @@ typedef struct cairn_mem_stats {
     uint64_t deleted;          /* memories deleted or cleared (still counted once
                                   compaction dropped their records) */
     uint64_t skipped;          /* records replay could not apply */
-    uint64_t index_bytes;      /* the memory index file in use; 0 if none */
-    uint64_t index_seq;        /* the last seq it covers */
-    uint64_t index_rows;       /* memories it holds */
+    uint64_t index_bytes;      /* the memory index files in use; 0 if none */
+    uint64_t index_files;      /* how many: a whole file and the generations on it */
+    uint64_t index_seq;        /* the last seq they cover */
+    uint64_t index_rows;       /* live memories they hold */
     uint64_t unindexed;        /* memory records folded after it (replayed at open) */
     char index_note[CAIRN_ERRMSG_MAX]; /* why a file was set aside at open, or "" */
 } cairn_mem_stats;

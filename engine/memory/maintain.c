@@ -156,9 +156,11 @@ int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *s)
     s->namespaces = m->nns;
     s->skipped = m->skipped;
     s->deleted = m->base_deleted;
-    s->index_bytes = m->mx.len;
-    s->index_seq = m->mx.covered;
-    s->index_rows = m->mx.nrows;
+    for (size_t g = 0; g < m->ng; g++)
+        s->index_bytes += m->gen[g].mx.len;
+    s->index_files = m->ng;
+    s->index_seq = cairn__mem_index_covered(m);
+    s->index_rows = m->index_live;
     s->unindexed = m->tail_records;
     strcpy(s->index_note, m->index_note);
     rc = cairn__mem_read_all(m);

@@ -28,13 +28,14 @@
 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2;
  * 4: the header binds the file to its log (logbind.h). Files of versions
  * 1..3 are not bound to any log, so none is used: they are rebuilt. */
-#define MX_VERSION 4
+#define MX_VERSION 5
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
-#define MX_HEAD 160
-#define MX_HEAD_SUM 152 /* XXH3-64 of the header before it */
+#define MX_HEAD 176
+#define MX_HEAD_SUM 168 /* XXH3-64 of the header before it */
 #define MX_OLD_HEAD_SUM 120 /* where versions 1..3 keep it */
+#define MX_V4_HEAD_SUM 152 /* and version 4 */
 #define MX_NS 64
 #define MX_ROW 96
 #define MX_ROW_SUMMED 88 /* row bytes under its sum */
@@ -81,10 +82,13 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->version = get32(h + 8);
     if (mx->version >= 1 && mx->version < MX_VERSION) {
         /* An older file's own sum first: a damaged version is damage. */
-        if (XXH3_64bits(h, MX_OLD_HEAD_SUM) != get64(h + MX_OLD_HEAD_SUM))
+        size_t at = mx->version < 4 ? MX_OLD_HEAD_SUM : MX_V4_HEAD_SUM;
+        if (mx->len < at + 8 || XXH3_64bits(h, at) != get64(h + at))
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
-        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " is not bound to a log "
-                           "(this build writes version %d)", mx->name, mx->version, MX_VERSION);
+        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " %s (this build writes "
+                           "version %d)", mx->name, mx->version,
+                           mx->version < 4 ? "is not bound to a log" : "has no generations",
+                           MX_VERSION);
     }
     if (mx->version != MX_VERSION)
         return cairn__fail(e, mx->version == 0 ? CAIRN_ECORRUPT : CAIRN_EVERSION,
@@ -100,6 +104,8 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->deleted = get64(h + 40);
     mx->tcap = get64(h + 48);
     mx->heap_len = get64(h + 56);
+    mx->base = get64(h + 152);
+    mx->n_shadow = get64(h + 160);
     memcpy(mx->stemmer, h + 72, 32);
     if (get64(h + 64) != mx->len)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: %zu bytes, the header says %" PRIu64, mx->name,
@@ -108,7 +114,8 @@ static int check_header(memindex *mx, cairn__err *e)
     if (mx->stemmer[31] != 0 || mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
         mx->tcap > mx->len / 4 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 16 ||
         mx->tcap < 2 * mx->nrows ||
-        mx->heap_len > mx->len)
+        mx->heap_len > mx->len || mx->n_shadow > mx->nrows || (mx->base != 0 && mx->base >= mx->covered) ||
+        (mx->base == 0 && mx->n_shadow != 0))
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: header counts out of range", mx->name);
     ro = rows_off(mx->n_ns, mx->tcap);
     need = ro + mx->nrows * MX_ROW + pad8(mx->heap_len);
@@ -139,7 +146,7 @@ static int check_tables(const memindex *mx, uint64_t *off, cairn__err *e)
         for (uint64_t i = 0; i < mx->tcap; i++) {
             if (tab[i] == 0)
                 continue;
-            if (tab[i] > mx->nrows) {
+            if (tab[i] > mx->nrows || tab[i] <= mx->n_shadow) {
                 *off = (uint64_t)((const uint8_t *)(tab + i) - h);
                 return cairn__fail(e, CAIRN_ECORRUPT, "%s: hash table slot out of range", mx->name);
             }
@@ -164,7 +171,8 @@ int cairn__mx_is_older(const memindex *mx)
     return mx->version >= 1 && mx->version < MX_VERSION;
 }
 
-int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
+int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, int exact,
+                   cairn__err *e)
 {
     uint64_t covered = 0;
     int rc;
@@ -174,6 +182,11 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
                             &mx->map, &mx->len, MX_OLD_HEAD_SUM + 8, e);
     if (rc != CAIRN_OK)
         return rc;
+    if (exact && covered != max_seq) { /* the file a generation lies on is gone */
+        cairn__mx_close(mx);
+        return cairn__fail(e, CAIRN_ENOTFOUND, "memory index file of seq %" PRIu64 " not found",
+                           max_seq);
+    }
     rc = cairn__mx_parse(mx, e);
     if (rc == CAIRN_OK && mx->covered != covered)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
@@ -292,6 +305,11 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     r->category = r->id + idlen + 1;
     r->metadata = mlen ? r->category + catlen + 1 : NULL;
     r->nsi = get32(p + 72);
+    r->flags = get32(p + 80);
+    /* Shadow rows first, each of a memory below the base; then the file's own. */
+    if ((r->flags & ~MX_ROW_DEAD) != 0 || get32(p + 84) != 0 ||
+        (i < mx->n_shadow ? r->seq > mx->base : r->seq <= mx->base || r->flags != 0))
+        return CAIRN_ECORRUPT;
     if (strlen(r->id) != idlen || strlen(r->category) != catlen ||
         (r->metadata && strlen(r->metadata) != mlen))
         return CAIRN_ECORRUPT;
@@ -311,12 +329,12 @@ int cairn__mx_check_all(const memindex *mx, uint64_t *off, cairn__err *e)
         mx_row r;
         int rc = cairn__mx_row(mx, (size_t)i, &r);
         *off = cairn__mx_row_offset(mx, (size_t)i);
-        if (rc == CAIRN_OK)
+        if (rc == CAIRN_OK && i >= mx->n_shadow)
             per_ns[r.nsi]++;
         if (rc != CAIRN_OK)
             rc0 = cairn__fail(e, rc, "%s: row %" PRIu64 " at offset %" PRIu64 " is damaged",
                               mx->name, i, *off);
-        else if (i > 0 && r.seq <= cairn__mx_row_seq(mx, (size_t)i - 1))
+        else if (i > 0 && i != mx->n_shadow && r.seq <= cairn__mx_row_seq(mx, (size_t)i - 1))
             rc0 = cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " out of order", mx->name, i);
         else if (r.seq > mx->covered)
             rc0 = cairn__fail(e, CAIRN_ECORRUPT, "%s: row %" PRIu64 " after the covered seq",
@@ -413,9 +431,15 @@ static int put_pad(wbuf *w)
     return put(w, zeros, (size_t)(pad8(at) - at));
 }
 
-static uint64_t row_strings(const mx_row *r)
+/* A shadow row's content is the row's below: not written again. */
+static size_t row_content_len(const mx_in *in, size_t i, const mx_row *r)
 {
-    return (uint64_t)r->content_len + 1 + strlen(r->id) + 1 + strlen(r->category) + 1 +
+    return i < in->n_shadow ? 0 : r->content_len;
+}
+
+static uint64_t row_strings(const mx_row *r, size_t clen)
+{
+    return (uint64_t)clen + 1 + strlen(r->id) + 1 + strlen(r->category) + 1 +
            (r->metadata ? strlen(r->metadata) + 1 : 0);
 }
 
@@ -455,7 +479,9 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     wbuf w;
     int rc = CAIRN_OK;
 
-    if (in->stemmer == NULL || strlen(in->stemmer) >= 32 || in->nrows >= UINT32_MAX)
+    if (in->stemmer == NULL || strlen(in->stemmer) >= 32 || in->nrows >= UINT32_MAX ||
+        in->n_shadow > in->nrows || (in->base == 0 && in->n_shadow != 0) ||
+        (in->base != 0 && in->base >= in->covered))
         return cairn__fail(e, CAIRN_EINVAL, "memory index: bad input");
     while (tcap < 2 * in->nrows)
         tcap *= 2;
@@ -488,7 +514,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         const mx_row *r = row_of(in, i, &tmp_row);
         uint8_t row[MX_ROW];
         XXH3_state_t st;
-        size_t clen = r->content_len, il = strlen(r->id), cl = strlen(r->category);
+        size_t clen = row_content_len(in, i, r), il = strlen(r->id), cl = strlen(r->category);
         size_t ml = r->metadata ? strlen(r->metadata) : 0;
         memset(row, 0, sizeof row);
         put64(row, r->seq);
@@ -504,17 +530,20 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put32(row + 72, r->nsi);
         put16(row + 76, (uint16_t)il);
         put16(row + 78, (uint16_t)cl);
+        put32(row + 80, i < in->n_shadow ? r->flags : 0);
         XXH3_64bits_reset(&st);
         XXH3_64bits_update(&st, row, MX_ROW_SUMMED);
-        XXH3_64bits_update(&st, r->content, clen + 1);
+        XXH3_64bits_update(&st, clen ? r->content : "", clen + 1);
         XXH3_64bits_update(&st, r->id, il + 1);
         XXH3_64bits_update(&st, r->category, cl + 1);
         if (r->metadata)
             XXH3_64bits_update(&st, r->metadata, ml + 1);
         put64(row + 88, XXH3_64bits_digest(&st));
-        heap_len += row_strings(r);
-        table_put(idtab, tcap, in->hash_id(r->id), (uint32_t)i);
-        table_put(ctab, tcap, r->content_hash, (uint32_t)i);
+        heap_len += row_strings(r, clen);
+        if (i >= in->n_shadow) {
+            table_put(idtab, tcap, in->hash_id(r->id), (uint32_t)i);
+            table_put(ctab, tcap, r->content_hash, (uint32_t)i);
+        }
         rc = put(&w, row, sizeof row);
     }
     for (size_t i = 0; i < in->n_ns && rc == CAIRN_OK; i++)
@@ -522,7 +551,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
         mx_row tmp_row;
         const mx_row *r = row_of(in, i, &tmp_row);
-        rc = put(&w, r->content, (size_t)r->content_len + 1);
+        size_t clen = row_content_len(in, i, r);
+        rc = put(&w, clen ? r->content : "", clen + 1);
         if (rc == CAIRN_OK)
             rc = put(&w, r->id, strlen(r->id) + 1);
         if (rc == CAIRN_OK)
@@ -576,6 +606,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(h + 56, heap_len);
         put64(h + 64, w.off);
         memcpy(h + 72, in->stemmer, strlen(in->stemmer));
+        put64(h + 152, in->base);
+        put64(h + 160, in->n_shadow);
         put64(h + 104, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
         put64(h + 112, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * pad8(tcap * 4))));
         cairn__logbind_put(h + MX_BIND_OFF, &in->bind);
@@ -584,9 +616,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     }
     rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
     w.fd = -1;
-    if (rc == CAIRN_OK)
-        cairn__seqfile_remove_older(&cairn__seqfile_memindex, io, dirfd, name);
-    else
+    if (rc != CAIRN_OK)
         (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
 out:
     if (w.fd >= 0)

@@ -27,6 +27,10 @@
 #define MX_NAME_MAX 48
 #define MX_BIND_OFF 120 /* the binding block in the header (logbind.h) */
 
+/* A row's flags: a row that changes a memory of a file below (a shadow
+ * row, at the front of a generation file) may say the memory died. */
+#define MX_ROW_DEAD 1u
+
 /* One row, decoded and checked. Strings point into the mapping and are
  * NUL-terminated; metadata is NULL when the memory has none. */
 typedef struct mx_row {
@@ -38,6 +42,7 @@ typedef struct mx_row {
     const char *content, *id, *category, *metadata;
     uint32_t content_len;
     uint32_t nsi;
+    uint32_t flags;          /* MX_ROW_DEAD; 0 for every row but a shadow's */
 } mx_row;
 
 typedef struct memindex {
@@ -48,6 +53,10 @@ typedef struct memindex {
     uint32_t version;        /* as read; only the newest is used */
     cairn__logbind bind;     /* the log it was folded from */
     uint64_t covered;        /* every record up to this seq is folded in */
+    uint64_t base;           /* 0: a whole file; else the covered seq of the
+                                file this generation lies on */
+    uint64_t n_shadow;       /* rows 0..n_shadow-1: changes to memories of
+                                the files below (seq <= base) */
     uint64_t skipped;        /* records replay could not apply, up to covered */
     uint64_t deleted;        /* memories deleted or cleared, up to covered */
     uint64_t nrows, n_ns, tcap, heap_len;
@@ -56,10 +65,12 @@ typedef struct memindex {
 } memindex;
 
 /* Map the newest index file of the store directory whose covered seq is
- * at most max_seq. CAIRN_ENOTFOUND: there is none. Any other error (with
+ * at most max_seq; with exact set, the file covering exactly max_seq (a
+ * generation's base). CAIRN_ENOTFOUND: there is none. Any other error (with
  * the file's name in e): the file is unusable (damaged, another version,
  * newer than the log); mx->name says which, for the caller to set aside. */
-int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e);
+int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, int exact,
+                   cairn__err *e);
 
 /* The checks of cairn__mx_open over bytes already in mx->map (8-byte
  * aligned, mx->len long; mx->name names them in messages): for tests and
@@ -101,6 +112,11 @@ typedef struct mx_ns_in {
 
 typedef struct mx_in {
     uint64_t covered, skipped, deleted;
+    uint64_t base;           /* 0: a whole file; else a generation on the
+                                file covering base */
+    size_t n_shadow;         /* rows 0..n_shadow-1 change memories of the
+                                files below: in no hash table, no text or
+                                vector image; their content is not written */
     cairn__logbind bind;     /* cairn__logbind_make for covered */
     const char *stemmer;
     const mx_ns_in *ns;
@@ -115,8 +131,8 @@ typedef struct mx_in {
     uint64_t (*hash_id)(const char *id);
 } mx_in;
 
-/* Write the file for `in` (temp file, fsync, rename, fsync the directory),
- * then remove older index files. Errors: CAIRN_EIO, CAIRN_EFULL,
+/* Write the file for `in` (temp file, fsync, rename, fsync the directory).
+ * Older files stay: the caller removes those no chain needs. Errors: CAIRN_EIO, CAIRN_EFULL,
  * CAIRN_ENOMEM, CAIRN_EINVAL. */
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e);
 

@@ -154,15 +154,16 @@ static int tables_grow(cairn_mem *m)
     return CAIRN_OK;
 }
 
-/* The row a slot of the file's hash tables names, checked; NULL (and the
+/* The row a slot of file g's hash tables names, checked; NULL (and the
  * handle damaged) for a slot out of range or a probe past every slot. */
-static ment *base_slot(cairn_mem *m, uint32_t v, size_t *probes)
+static ment *gen_slot(cairn_mem *m, size_t g, uint32_t v, size_t *probes)
 {
-    if (v > m->mx.nrows || ++*probes > m->mx.tcap) {
+    const memindex *mx = &m->gen[g].mx;
+    if (v > mx->nrows || v <= mx->n_shadow || ++*probes > mx->tcap) {
         cairn__mem_index_damaged(m, CAIRN_ECORRUPT, "a hash table");
         return NULL;
     }
-    return cairn__mem_base(m, v - 1);
+    return cairn__mem_row(m, g, v - 1);
 }
 
 /* What a probe looks for. A match that is dead ends the search of its
@@ -170,12 +171,14 @@ static ment *base_slot(cairn_mem *m, uint32_t v, size_t *probes)
  * wants a live entry checks liveness itself. */
 typedef int (*ment_match)(const ment *x, const void *key);
 
-/* The entry matching key: first in the RAM table t, then in the file's
- * table ft, both probed from hash h. */
-static ment *probe(cairn_mem *m, const uint64_t *t, const uint32_t *ft, uint64_t h,
-                   ment_match match, const void *key)
+/* The live entry matching key: first in the RAM table t, then in each
+ * file's id table (content: its content table), newest first, all probed
+ * from hash h. Ids and contents are unique among live memories, so the
+ * first live match is the only one. */
+static ment *probe(cairn_mem *m, const uint64_t *t, int content, uint64_t h, ment_match match,
+                   const void *key)
 {
-    size_t i, probes = 0;
+    size_t i;
     for (i = (size_t)h & (m->tcap - 1); m->tcap && t[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x;
         if (SLOT_TAG(t[i]) != SLOT_TAG(h))
@@ -184,17 +187,23 @@ static ment *probe(cairn_mem *m, const uint64_t *t, const uint32_t *ft, uint64_t
         if (match(x, key)) {
             if (x->live)
                 return x;
-            break; /* dead here; the file may hold a live one */
+            break; /* dead here; a file may hold a live one */
         }
     }
-    if (m->mx.map == NULL || m->mx.tcap == 0)
-        return NULL;
-    for (i = (size_t)h & (m->mx.tcap - 1); ft[i]; i = (i + 1) & (m->mx.tcap - 1)) {
-        ment *x = base_slot(m, ft[i], &probes);
-        if (x == NULL)
-            return NULL;
-        if (match(x, key))
-            return x->live ? x : NULL;
+    for (size_t g = m->ng; g-- > 0;) {
+        const memindex *mx = &m->gen[g].mx;
+        const uint32_t *ft = content ? mx->ctab : mx->idtab;
+        size_t probes = 0;
+        for (i = (size_t)h & (mx->tcap - 1); mx->tcap && ft[i]; i = (i + 1) & (mx->tcap - 1)) {
+            ment *x = gen_slot(m, g, ft[i], &probes);
+            if (x == NULL)
+                return NULL;
+            if (match(x, key)) {
+                if (x->live)
+                    return x;
+                break;
+            }
+        }
     }
     return NULL;
 }
@@ -206,7 +215,7 @@ static int same_id(const ment *x, const void *key)
 
 ment *cairn__mem_find_id(cairn_mem *m, const char *id)
 {
-    return probe(m, m->by_id, m->mx.idtab, hash_id(id), same_id, id);
+    return probe(m, m->by_id, 0, hash_id(id), same_id, id);
 }
 
 typedef struct content_key {
@@ -227,10 +236,23 @@ static int same_content(const ment *x, const void *key)
 static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len, uint64_t h)
 {
     content_key k = {nsi, c, len, h};
-    return probe(m, m->by_content, m->mx.ctab, h, same_content, &k);
+    return probe(m, m->by_content, 1, h, same_content, &k);
 }
 
-/* ---- the index file's rows ----------------------------------------------- */
+/* ---- the index files' rows ---------------------------------------------- */
+
+uint64_t cairn__mem_index_covered(const cairn_mem *m)
+{
+    return m->ng ? m->gen[m->ng - 1].mx.covered : 0;
+}
+
+long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq)
+{
+    for (size_t g = 0; g < m->ng; g++)
+        if (seq <= m->gen[g].mx.covered)
+            return (long)g;
+    return -1;
+}
 
 static void set_aside(cairn_mem *m)
 {
@@ -238,38 +260,52 @@ static void set_aside(cairn_mem *m)
      * tripping on it again; by a reader too (the reads of a store never
      * wait for a writer to come and do it). Index files are never changed
      * in place, so the damage is real; a reader that has it mapped keeps
-     * its pages. */
-    (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->mx.name, NULL);
+     * its pages. The generations on a damaged file are of no use either. */
+    for (size_t g = 0; g < m->ng; g++)
+        (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->gen[g].mx.name, NULL);
 }
 
 int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
 {
-    if (m->mx.map == NULL || m->damaged)
+    char names[2 * MX_NAME_MAX + 16];
+    if (m->ng == 0 || m->damaged)
         return m->damaged ? CAIRN_ECORRUPT : cairn__mem_fail(m, rc, "%s: %s", what, cairn_strerror(rc));
     set_aside(m);
     m->damaged = 1;
+    if (m->ng == 1)
+        snprintf(names, sizeof names, "%s", m->gen[0].mx.name);
+    else
+        snprintf(names, sizeof names, "%s (and %zu on it)", m->gen[0].mx.name, m->ng - 1);
     return cairn__mem_fail(m, CAIRN_ECORRUPT, "memory index file %s is damaged (%s: %s): %s; "
-                           "reopen the store to rebuild it from the log", m->mx.name, what,
-                           cairn_strerror(rc), "it was removed");
+                           "reopen the store to rebuild it from the log", names, what,
+                           cairn_strerror(rc), "removed");
 }
 
-ment *cairn__mem_base(cairn_mem *m, size_t i)
+/* Row i of file g decoded and checked into *r; NULL-safe message. */
+static int gen_row_read(cairn_mem *m, size_t g, size_t i, mx_row *r)
 {
-    ment *x = &m->be[i];
+    const memindex *mx = &m->gen[g].mx;
+    int rc = cairn__mx_row(mx, i, r);
+    if (rc == CAIRN_OK && (r->nsi >= mx->n_ns || r->seq == 0 || r->seq > mx->covered))
+        rc = CAIRN_ECORRUPT;
+    if (rc != CAIRN_OK) {
+        char what[96];
+        snprintf(what, sizeof what, "%s row %zu at offset %" PRIu64, mx->name, i,
+                 cairn__mx_row_offset(mx, i));
+        cairn__mem_index_damaged(m, rc, what);
+    }
+    return rc;
+}
+
+ment *cairn__mem_row(cairn_mem *m, size_t g, size_t i)
+{
+    ment *x = &m->gen[g].be[i];
     mx_row r;
-    int rc;
 
     if (x->seq != 0)
         return x;
-    rc = cairn__mx_row(&m->mx, i, &r);
-    if (rc == CAIRN_OK && (r.nsi >= m->mx.n_ns || r.seq == 0 || r.seq > m->mx.covered))
-        rc = CAIRN_ECORRUPT;
-    if (rc != CAIRN_OK) {
-        char what[64];
-        snprintf(what, sizeof what, "row %zu at offset %" PRIu64, i, cairn__mx_row_offset(&m->mx, i));
-        cairn__mem_index_damaged(m, rc, what);
+    if (gen_row_read(m, g, i, &r) != CAIRN_OK)
         return NULL;
-    }
     strcpy(x->id, r.id);
     x->nsi = r.nsi;
     x->live = 1;
@@ -284,47 +320,68 @@ ment *cairn__mem_base(cairn_mem *m, size_t i)
     x->access_count = r.access_count;
     x->content_hash = r.content_hash;
     x->owns = 0;
+    x->changed = 0;
     x->seq = r.seq;
     return x;
 }
 
 int cairn__mem_read_all(cairn_mem *m)
 {
-    for (size_t i = 0; i < m->mx.nrows; i++)
-        if (cairn__mem_base(m, i) == NULL)
-            return CAIRN_ECORRUPT;
+    for (size_t g = 0; g < m->ng; g++)
+        for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++)
+            if (cairn__mem_row(m, g, i) == NULL)
+                return CAIRN_ECORRUPT;
     return CAIRN_OK;
+}
+
+/* Rows of the files that are their own memories (not shadows), in all. */
+static size_t gen_rows(const cairn_mem *m)
+{
+    return m->ng ? m->gen[m->ng - 1].at + (size_t)(m->gen[m->ng - 1].mx.nrows -
+                                                   m->gen[m->ng - 1].mx.n_shadow)
+                 : 0;
 }
 
 size_t cairn__mem_total(const cairn_mem *m)
 {
-    return (size_t)m->mx.nrows + m->n;
+    return gen_rows(m) + m->n;
 }
 
 ment *cairn__mem_at(cairn_mem *m, size_t i)
 {
-    return i < m->mx.nrows ? &m->be[i] : &m->e[i - m->mx.nrows];
+    size_t g = m->ng;
+    if (i >= gen_rows(m))
+        return &m->e[i - gen_rows(m)];
+    while (g-- > 0 && m->gen[g].at > i)
+        ;
+    return &m->gen[g].be[i - m->gen[g].at + m->gen[g].mx.n_shadow];
+}
+
+/* The row of file g holding the memory stored at seq, or -1. */
+static long gen_find_row(const cairn_mem *m, size_t g, uint64_t seq)
+{
+    const memindex *mx = &m->gen[g].mx;
+    size_t lo = (size_t)mx->n_shadow, hi = (size_t)mx->nrows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cairn__mx_row_seq(mx, mid) < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < mx->nrows && cairn__mx_row_seq(mx, lo) == seq ? (long)lo : -1;
 }
 
 ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq)
 {
     size_t lo = 0, hi = m->n;
+    long g;
     if (m->n > 0 && m->e[m->n - 1].seq == seq)
         return &m->e[m->n - 1]; /* the memory just stored: no search */
-    if (m->mx.map != NULL && seq <= m->mx.covered) {
-        hi = (size_t)m->mx.nrows;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (cairn__mx_row_seq(&m->mx, mid) < seq)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < m->mx.nrows && cairn__mx_row_seq(&m->mx, lo) == seq) {
-            ment *x = cairn__mem_base(m, lo);
-            return x != NULL && x->seq == seq ? x : NULL;
-        }
-        return NULL;
+    if ((g = cairn__mem_gen_of(m, seq)) >= 0) {
+        long row = gen_find_row(m, (size_t)g, seq);
+        ment *x = row >= 0 ? cairn__mem_row(m, (size_t)g, (size_t)row) : NULL;
+        return x != NULL && x->seq == seq ? x : NULL;
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -411,7 +468,7 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
         return CAIRN_EEXIST; /* a second live memory with one id: not applied */
     if (r->embedder != NULL && (m->vdim != 0 && (m->vdim != r->dim || strcmp(m->vname, r->embedder) != 0)))
         return CAIRN_EINVAL; /* another embedder's vector: never mixed */
-    if ((m->n > 0 && seq <= m->e[m->n - 1].seq) || (m->mx.map && seq <= m->mx.covered))
+    if ((m->n > 0 && seq <= m->e[m->n - 1].seq) || seq <= cairn__mem_index_covered(m))
         return CAIRN_EINVAL;
     if ((m->n + 1) * 2 > m->tcap && tables_grow(m) != CAIRN_OK)
         return CAIRN_ENOMEM;
@@ -462,14 +519,40 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
     return CAIRN_OK;
 }
 
-/* A base row is about to own malloc'd strings: remember it for free_state. */
+/* Is x a row of an index file (not of m->e)? */
+static int in_files(const cairn_mem *m, const ment *x)
+{
+    return m->n == 0 || x < m->e || x >= m->e + m->n;
+}
+
+/* A row of a file is about to own malloc'd strings: remember it for
+ * free_state. */
 static int note_owned(cairn_mem *m, ment *x)
 {
-    if (m->be == NULL || x < m->be || x >= m->be + m->mx.nrows || x->owns != 0)
+    if (!in_files(m, x) || x->owns != 0)
         return CAIRN_OK;
     if (cairn__grow(NULL, (void **)&m->owned, &m->owned_cap, m->n_owned + 1, sizeof *m->owned) != CAIRN_OK)
         return CAIRN_ENOMEM;
-    m->owned[m->n_owned++] = (size_t)(x - m->be);
+    m->owned[m->n_owned++] = x;
+    return CAIRN_OK;
+}
+
+/* A row of a file changes: the next generation carries it as a shadow
+ * row. `changed` is CHANGED_RAM, or at open the covered seq of the file
+ * whose shadow row changed it. */
+static int note_changed(cairn_mem *m, ment *x, uint64_t changed)
+{
+    if (!in_files(m, x))
+        return CAIRN_OK;
+    if (x->changed == 0) {
+        if (cairn__grow(NULL, (void **)&m->touched, &m->touched_cap, m->n_touched + 1,
+                        sizeof *m->touched) != CAIRN_OK) {
+            m->stale = 1; /* a generation written now would miss the change */
+            return CAIRN_ENOMEM;
+        }
+        m->touched[m->n_touched++] = x;
+    }
+    x->changed = changed;
     return CAIRN_OK;
 }
 
@@ -477,6 +560,7 @@ static void apply_update(cairn_mem *m, ment *x, const memrec *r)
 {
     if ((r->has & (MEMREC_HAS_CATEGORY | MEMREC_HAS_METADATA)) && note_owned(m, x) != CAIRN_OK)
         return; /* no memory: not applied, as a failed strdup below */
+    (void)note_changed(m, x, CHANGED_RAM);
     if (r->has & MEMREC_HAS_IMPORTANCE)
         x->importance = r->importance;
     if (r->has & MEMREC_HAS_CATEGORY) {
@@ -520,18 +604,25 @@ int cairn__mem_index_settle(cairn_mem *m)
                            "(%s): recall may miss it; reopen the store", cairn_strerror(rc));
 }
 
-static void kill_entry(cairn_mem *m, ment *x)
+static void kill_entry_as(cairn_mem *m, ment *x, uint64_t changed)
 {
     nspace *p = &m->ns[x->nsi];
-    int in_base = m->mx.map && x->seq <= m->mx.covered;
-    cairn__vecset *v = in_base ? p->base_vec : p->vec;
+    long g = cairn__mem_gen_of(m, x->seq);
+    cairn__vecset *v = g >= 0 ? p->gvec[g] : p->vec;
+    cairn__ramidx *idx = g >= 0 ? p->gidx[g] : p->idx;
     (void)cairn__mem_index_settle(m); /* it may still be queued (a failure stays in m->err) */
-    (void)cairn__ramidx_remove(in_base ? p->base_idx : p->idx, x->seq,
-                               (const uint8_t *)x->content, x->content_len);
+    (void)note_changed(m, x, changed);
+    if (idx != NULL)
+        (void)cairn__ramidx_remove(idx, x->seq, (const uint8_t *)x->content, x->content_len);
     if (v != NULL)
         (void)cairn__vecset_remove(v, x->seq); /* ENOTFOUND: it had no vector */
     x->live = 0;
     m->ns[x->nsi].live--;
+}
+
+static void kill_entry(cairn_mem *m, ment *x)
+{
+    kill_entry_as(m, x, CHANGED_RAM);
 }
 
 static int apply_clear(cairn_mem *m, const char *ns)
@@ -602,6 +693,7 @@ static int apply_one(cairn_mem *m, const cairn_record *rec, const memrec *r)
                 if (at > x->accessed)
                     x->accessed = at;
                 x->access_count += r->counts ? r->counts[i] : 1;
+                (void)note_changed(m, x, CHANGED_RAM);
             }
         if (r->counts != NULL) {
             m->acc_fold_file = r->acc_file;
@@ -721,7 +813,12 @@ static int replay(cairn_mem *m, uint64_t from)
     return replay_range(m, from, UINT64_MAX);
 }
 
+/* What open_index returns when a file of the chain went missing while it
+ * was read (a writer replaced the chain meanwhile): read it again. */
+#define CHAIN_MOVED 3
+
 static int open_index(cairn_mem *m, uint64_t max_seq);
+static int chain_present(cairn_mem *m);
 static void free_state(cairn_mem *m);
 
 /* The state from the newest index file (use_index) and the log after it.
@@ -732,13 +829,26 @@ static int fold_all(cairn_mem *m, int use_index)
 {
     int rc = CAIRN_OK;
     for (int attempt = 0; attempt < 8; attempt++) {
-        if (attempt > 0)
+        if (attempt > 0) {
             free_state(m);
+            (void)cairn__db_refresh(m->db);
+        }
         rc = use_index ? open_index(m, cairn__handed_seq(m->db)) : CAIRN_OK;
+        if (rc == CHAIN_MOVED && attempt >= 5) {
+            /* Files missing under the newest one for good (set aside as
+             * damaged): without them; the writer's close writes a whole one. */
+            snprintf(m->index_note, sizeof m->index_note, "a memory index file the newest one "
+                     "lies on is missing; rebuilt from the log");
+            m->index_outdated = 1;
+            use_index = 0;
+            rc = CAIRN_OK;
+        }
+        if (rc == CHAIN_MOVED)
+            continue;
         if (rc == CAIRN_OK)
-            rc = replay(m, m->mx.map ? m->mx.covered + 1 : 1);
-        if (rc != CAIRN_OK || m->mx.map == NULL || cairn__dropped_upto(m->db) <= m->mx.covered ||
-            faccessat(m->db->dirfd, m->mx.name, F_OK, 0) == 0)
+            rc = replay(m, cairn__mem_index_covered(m) + 1);
+        if (rc != CAIRN_OK || m->ng == 0 ||
+            cairn__dropped_upto(m->db) <= cairn__mem_index_covered(m) || chain_present(m))
             return rc;
     }
     return cairn__mem_fail(m, CAIRN_EIO, "the memory index files kept changing while this "
@@ -869,93 +979,206 @@ int cairn__mem_turn_end(cairn_mem *m, int rc)
     return rc;
 }
 
-/* Drop the index file from m (namespaces keep their RAM indexes). */
+/* Drop the index files from m (namespaces keep their RAM indexes). */
 static void drop_index(cairn_mem *m)
 {
     for (size_t i = 0; i < m->nns; i++) {
-        cairn__ramidx_free(m->ns[i].base_idx);
-        m->ns[i].base_idx = NULL;
-        cairn__vecset_free(m->ns[i].base_vec);
-        m->ns[i].base_vec = NULL;
+        for (size_t g = 0; g < MEM_GEN_MAX; g++) {
+            cairn__ramidx_free(m->ns[i].gidx[g]);
+            m->ns[i].gidx[g] = NULL;
+            cairn__vecset_free(m->ns[i].gvec[g]);
+            m->ns[i].gvec[g] = NULL;
+        }
         cairn__ivf_free(m->ns[i].ivf);
         m->ns[i].ivf = NULL;
         free(m->ns[i].ivf_rows);
         m->ns[i].ivf_rows = NULL;
     }
-    free(m->be);
-    m->be = NULL;
-    cairn__mx_close(&m->mx);
+    for (size_t g = 0; g < m->ng; g++) {
+        free(m->gen[g].be);
+        cairn__mx_close(&m->gen[g].mx);
+    }
+    memset(m->gen, 0, sizeof m->gen);
+    m->ng = 0;
+    m->n_touched = 0;
+    m->index_live = 0;
 }
 
-/* Take the newest usable index file, or note why none is used. */
-static int open_index(cairn_mem *m, uint64_t last_seq)
+/* Map the chain of files whose top is the newest file covering at most
+ * last_seq, top first into chain (*n of them). */
+static int map_chain(cairn_mem *m, uint64_t last_seq, memindex *chain, size_t *n, cairn__err *e)
 {
-    cairn__err e;
-    int rc = cairn__mx_open(&m->mx, m->db->io, m->db->dirfd, last_seq, &e);
+    uint64_t want = last_seq;
+    int rc = CAIRN_OK;
+    *n = 0;
+    for (;;) {
+        if (*n == MEM_GEN_MAX)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: more than %d memory index files lie on "
+                               "one another", chain[0].name, MEM_GEN_MAX);
+        rc = cairn__mx_open(&chain[*n], m->db->io, m->db->dirfd, want, *n > 0, e);
+        if (rc != CAIRN_OK)
+            break;
+        if (chain[*n].base == 0) {
+            (*n)++;
+            return CAIRN_OK;
+        }
+        want = chain[(*n)++].base;
+    }
+    /* A file below the top is gone: replaced meanwhile, or set aside. */
+    return rc == CAIRN_ENOTFOUND && *n > 0 ? CHAIN_MOVED : rc;
+}
 
-    if (rc == CAIRN_ENOTFOUND)
-        return CAIRN_OK;
-    /* This build can never use an older file (not bound to its log, terms
-     * of older tokenizer rules): the writer's close replaces it, however
-     * few records the store has. */
-    if (rc == CAIRN_EVERSION && cairn__mx_is_older(&m->mx))
-        m->index_outdated = 1;
-    /* Only a file folded from this store's log as it is now: not another
-     * store's, not one of records a cut tail took away. */
-    if (rc == CAIRN_OK)
-        rc = cairn__logbind_check(m->db, m->mx.name, m->mx.covered, &m->mx.bind, &e);
-    if (rc == CAIRN_OK && strcmp(m->mx.stemmer, m->stemmer) != 0)
-        rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with stemmer \"%s\", not \"%s\"",
-                         m->mx.name, m->mx.stemmer, m->stemmer);
-    if (rc == CAIRN_OK && (m->be = calloc(m->mx.nrows ? m->mx.nrows : 1, sizeof *m->be)) == NULL)
-        rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for %s", m->mx.name);
-    for (size_t i = 0; rc == CAIRN_OK && i < m->mx.n_ns; i++) {
+/* File g's namespaces into m (each file lists every namespace of the
+ * files below it first, in their order), and its rows' place. */
+static int take_gen(cairn_mem *m, size_t g, cairn__err *e)
+{
+    mgen *G = &m->gen[g];
+    int rc = CAIRN_OK;
+
+    if ((G->be = calloc(G->mx.nrows ? G->mx.nrows : 1, sizeof *G->be)) == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", G->mx.name);
+    G->at = g == 0 ? 0
+                   : m->gen[g - 1].at + (size_t)(m->gen[g - 1].mx.nrows - m->gen[g - 1].mx.n_shadow);
+    if (G->mx.n_ns < (g == 0 ? 0 : m->gen[g - 1].mx.n_ns))
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: fewer namespaces than the file below",
+                           G->mx.name);
+    for (size_t i = 0; rc == CAIRN_OK && i < G->mx.n_ns; i++) {
         const char *name = NULL;
         uint64_t live = 0;
         cairn__ramidx *x = NULL;
         cairn__vecset *v = NULL;
         long nsi;
-        rc = cairn__mx_ns(&m->mx, i, m->stemmer, &name, &live, &x, &v);
-        if (rc != CAIRN_OK) {
-            rc = cairn__fail(&e, rc, "%s: namespace %zu is damaged", m->mx.name, i);
-            break;
-        }
+        rc = cairn__mx_ns(&G->mx, i, m->stemmer, &name, &live, &x, &v);
+        if (rc != CAIRN_OK)
+            return cairn__fail(e, rc, "%s: namespace %zu is damaged", G->mx.name, i);
         if (v != NULL && m->vdim != 0 &&
             (cairn__vecset_dim(v) != m->vdim || strcmp(cairn__vecset_embedder(v), m->vname) != 0))
-            rc = cairn__fail(&e, CAIRN_ECORRUPT, "%s: namespace %zu holds vectors of another embedder",
-                             m->mx.name, i);
+            rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: namespace %zu holds vectors of another embedder",
+                             G->mx.name, i);
         else if (v != NULL)
             rc = set_store_embedder(m, cairn__vecset_embedder(v), (uint32_t)cairn__vecset_dim(v));
         if (rc != CAIRN_OK) {
             cairn__ramidx_free(x);
             cairn__vecset_free(v);
             if (rc == CAIRN_ENOMEM)
-                (void)cairn__fail(&e, rc, "no memory for the vectors of %s", m->mx.name);
+                (void)cairn__fail(e, rc, "no memory for the vectors of %s", G->mx.name);
             break;
         }
         nsi = cairn__mem_ns_index(m, name, strlen(name), 1);
-        if (nsi != (long)i) { /* no memory, or a name twice */
+        if (nsi != (long)i) { /* no memory, or a name twice, or out of order */
             cairn__ramidx_free(x);
-            rc = cairn__fail(&e, nsi < 0 ? CAIRN_ENOMEM : CAIRN_ECORRUPT, "%s: namespace %zu: %s",
-                             m->mx.name, i, nsi < 0 ? "no memory" : "listed twice");
+            cairn__vecset_free(v);
+            rc = cairn__fail(e, nsi < 0 ? CAIRN_ENOMEM : CAIRN_ECORRUPT, "%s: namespace %zu: %s",
+                             G->mx.name, i, nsi < 0 ? "no memory" : "not in the order of the file below");
             break;
         }
-        m->ns[i].base_idx = x;
-        m->ns[i].base_vec = v;
-        m->ns[i].live = live;
+        m->ns[i].gidx[g] = x;
+        m->ns[i].gvec[g] = v;
+        m->ns[i].live += live;
     }
+    return rc;
+}
+
+/* Apply file g's shadow rows to the memories of the files below. Returns
+ * the memories they ended in *kills. */
+static int take_shadows(cairn_mem *m, size_t g, uint64_t *kills, cairn__err *e)
+{
+    const memindex *mx = &m->gen[g].mx;
+    for (size_t i = 0; i < mx->n_shadow; i++) {
+        mx_row r;
+        long lg, row;
+        ment *x = NULL;
+        int rc = gen_row_read(m, g, i, &r);
+        if (rc != CAIRN_OK)
+            return cairn__fail(e, rc, "%s: row %zu is damaged", mx->name, i);
+        lg = cairn__mem_gen_of(m, r.seq);
+        row = lg >= 0 && (size_t)lg < g ? gen_find_row(m, (size_t)lg, r.seq) : -1;
+        if (row >= 0)
+            x = cairn__mem_row(m, (size_t)lg, (size_t)row);
+        if (x == NULL || !x->live || x->nsi != r.nsi || strcmp(x->id, r.id) != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %zu changes memory %s (seq %" PRIu64
+                               "), which no file below holds live", mx->name, i, r.id, r.seq);
+        if (r.flags & MX_ROW_DEAD) {
+            kill_entry_as(m, x, mx->covered);
+            ++*kills;
+            continue;
+        }
+        x->importance = r.importance;
+        x->accessed = r.accessed;
+        x->expires = r.expires;
+        x->access_count = r.access_count;
+        x->category = (char *)(uintptr_t)r.category;
+        x->metadata = (char *)(uintptr_t)r.metadata;
+        if (note_changed(m, x, mx->covered) != CAIRN_OK)
+            return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", mx->name);
+    }
+    return CAIRN_OK;
+}
+
+/* Take the newest usable chain of index files, or note why none is used. */
+static int open_index(cairn_mem *m, uint64_t last_seq)
+{
+    memindex chain[MEM_GEN_MAX + 1];
+    char failed[MX_NAME_MAX] = "";
+    cairn__err e;
+    size_t n = 0;
+    uint64_t kills = 0;
+    int rc;
+
+    memset(chain, 0, sizeof chain);
+    rc = map_chain(m, last_seq, chain, &n, &e);
+    if (rc == CAIRN_ENOTFOUND && n == 0)
+        return CAIRN_OK;
+    if (rc == CHAIN_MOVED) {
+        for (size_t i = 0; i < n; i++)
+            cairn__mx_close(&chain[i]);
+        return CHAIN_MOVED;
+    }
+    if (rc != CAIRN_OK)
+        snprintf(failed, sizeof failed, "%s", chain[n].name);
+    /* This build can never use an older file (not bound to its log, terms
+     * of older tokenizer rules, no generations): the writer's close
+     * replaces it, however few records the store has. */
+    if (rc == CAIRN_EVERSION && cairn__mx_is_older(&chain[n]))
+        m->index_outdated = 1;
+    /* Oldest first into m->gen: each file's rows apply on those below. */
+    for (size_t k = 0; k < n; k++) {
+        m->gen[k] = (mgen){chain[n - 1 - k], NULL, 0};
+        memset(&chain[n - 1 - k], 0, sizeof chain[0]);
+    }
+    for (size_t g = 0; rc == CAIRN_OK && g < n; g++) {
+        const memindex *mx = &m->gen[g].mx;
+        m->ng = g + 1;
+        snprintf(failed, sizeof failed, "%s", mx->name);
+        /* Only a file folded from this store's log as it is now: not
+         * another store's, not one of records a cut tail took away. */
+        rc = cairn__logbind_check(m->db, mx->name, mx->covered, &mx->bind, &e);
+        if (rc == CAIRN_OK && strcmp(mx->stemmer, m->stemmer) != 0)
+            rc = cairn__fail(&e, CAIRN_EINVAL, "%s was built with stemmer \"%s\", not \"%s\"",
+                             mx->name, mx->stemmer, m->stemmer);
+        if (rc == CAIRN_OK)
+            rc = take_gen(m, g, &e);
+        if (rc == CAIRN_OK && g > 0)
+            rc = take_shadows(m, g, &kills, &e);
+    }
+    for (size_t i = 0; i <= MEM_GEN_MAX; i++)
+        cairn__mx_close(&chain[i]);
     if (rc == CAIRN_ENOMEM)
         return cairn__mem_fail(m, rc, "%s", e.msg);
     if (rc != CAIRN_OK) {
         size_t k = strlen(e.msg) < sizeof m->index_note - 32 ? strlen(e.msg) : sizeof m->index_note - 32;
         memcpy(m->index_note, e.msg, k);
         strcpy(m->index_note + k, "; rebuilt from the log");
-        /* Damaged: remove it. Unreadable for now (EIO), or built with
-         * another stemmer or tokenizer: leave it be. */
-        if (m->mx.name[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM)) {
-            set_aside(m);
+        /* Damaged: remove it (and what lies on it). Unreadable for now
+         * (EIO), or built with another stemmer or tokenizer: leave it be. */
+        if (failed[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM)) {
+            if (m->ng == 0 || m->damaged)
+                (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, failed, NULL);
+            if (!m->damaged)
+                set_aside(m);
             m->index_outdated = 1; /* the writer's close writes a good one */
         }
+        m->damaged = 0;
         drop_index(m);
         for (size_t i = 0; i < m->nns; i++) {
             free(m->ns[i].name);
@@ -966,17 +1189,32 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         m->nns = 0;
         m->vdim = 0;
         m->vname[0] = 0;
+        m->base_deleted = 0;
         return CAIRN_OK;
     }
-    m->folded = m->mx.covered;
-    m->skipped = m->mx.skipped;
-    m->base_deleted = m->mx.deleted;
+    {
+        const memindex *top = &m->gen[m->ng - 1].mx;
+        m->folded = top->covered;
+        m->skipped = top->skipped;
+        m->base_deleted = top->deleted - (kills < top->deleted ? kills : top->deleted);
+        for (size_t i = 0; i < m->nns; i++)
+            m->index_live += m->ns[i].live;
+    }
     return CAIRN_OK;
+}
+
+/* Are the files of the chain in use still there? */
+static int chain_present(cairn_mem *m)
+{
+    for (size_t g = 0; g < m->ng; g++)
+        if (faccessat(m->db->dirfd, m->gen[g].mx.name, F_OK, 0) != 0)
+            return 0;
+    return 1;
 }
 
 static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cairn_mem **out);
 static void free_state(cairn_mem *m);
-static int checkpoint_locked(cairn_mem *m, int closing);
+static int checkpoint_locked(cairn_mem *m, int closing, int full);
 
 int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
 {
@@ -1064,41 +1302,32 @@ static void free_entry(ment *x)
     x->owns = 0; /* a row noted twice in m->owned is freed once */
 }
 
-/* Memories stored after the newest index file in the directory: another
+/* Memory records after the newest index file in the directory: another
  * process may have written one since this handle opened, and a close
- * writes a new file only when that one leaves MEM_CHECKPOINT_MIN
- * memories out (many processes closing one after the other write one
- * file, not one each). */
-static uint64_t stored_after_newest_file(cairn_mem *m)
+ * writes a new file only when that one leaves MEM_CHECKPOINT_MIN records
+ * out (many processes closing one after the other write one file, not
+ * one each). Past a file of another process, the seqs after it bound the
+ * count. */
+static uint64_t records_after_newest_file(cairn_mem *m)
 {
     uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd);
-    size_t lo = 0, hi = m->n;
-    if (newest <= m->mx.covered)
+    if (newest <= cairn__mem_index_covered(m))
         return m->tail_records;
-    while (lo < hi) { /* the first entry stored after it (m->e is in seq order) */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->e[mid].seq <= newest)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return m->n - lo;
+    return m->folded > newest ? m->folded - newest : 0;
 }
 
-/* Should a close write the memory index? Only when the newest file in
- * the directory leaves out MEM_CHECKPOINT_MIN memories and an eighth of
- * the store: a file of S rows is rewritten after S/8 new memories at the
- * earliest, so the cost per stored memory stays constant as the store
- * grows. Asked before the turn and again inside it, after the catch-up:
- * of many processes closing at once, the first writes the file. */
+/* Should a close write an index file? Only when the newest file in the
+ * directory leaves out MEM_CHECKPOINT_MIN memory records. The file it
+ * writes holds what changed after the files in use (a generation; see
+ * merge_from), so its cost follows the records, not the store. Asked
+ * before the turn and again inside it, after the catch-up: of many
+ * processes closing at once, the first writes the file. */
 static int close_wants_checkpoint(cairn_mem *m)
 {
-    uint64_t min = (uint64_t)(m->mx.nrows + m->n) / 8;
     if (m->index_outdated)
         return 1;
-    if (min < MEM_CHECKPOINT_MIN)
-        min = MEM_CHECKPOINT_MIN;
-    return m->tail_records >= MEM_CHECKPOINT_MIN && stored_after_newest_file(m) >= min;
+    return m->tail_records >= MEM_CHECKPOINT_MIN &&
+           records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
 }
 
 void cairn_mem_close(cairn_mem *m)
@@ -1113,7 +1342,7 @@ void cairn_mem_close(cairn_mem *m)
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
         if (close_wants_checkpoint(m))
-            (void)checkpoint_locked(m, 1);
+            (void)checkpoint_locked(m, 1, 0);
         else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
             (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
         pthread_mutex_unlock(&m->mu);
@@ -2020,17 +2249,17 @@ static void fill_row(const ment *x, mx_row *r)
     r->nsi = x->nsi;
 }
 
-/* The live memories a checkpoint writes, as the writer asks for them
- * (mx_in.row_at): no copy of every row at once. */
-typedef struct live_rows {
-    cairn_mem *m;
-    size_t *live; /* their places for cairn__mem_at, in seq order */
-} live_rows;
+/* The rows a checkpoint writes, as the writer asks for them (mx_in.row_at):
+ * no copy of every row at once. */
+typedef struct file_rows {
+    ment **x;                /* shadow rows first, then the file's own */
+} file_rows;
 
 static void row_at(void *user, size_t i, mx_row *out)
 {
-    const live_rows *r = user;
-    fill_row(cairn__mem_at(r->m, r->live[i]), out);
+    const file_rows *r = user;
+    fill_row(r->x[i], out);
+    out->flags = r->x[i]->live ? 0 : MX_ROW_DEAD;
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */
@@ -2043,7 +2272,7 @@ static void free_state(cairn_mem *m)
     /* Only rows whose strings an update replaced own any: the rest were
      * never touched, and visiting them would fault in every page of be. */
     for (size_t i = 0; i < m->n_owned; i++)
-        free_entry(&m->be[m->owned[i]]);
+        free_entry(m->owned[i]);
     free(m->owned);
     m->owned = NULL;
     m->n_owned = m->owned_cap = 0;
@@ -2084,11 +2313,36 @@ static int reload(cairn_mem *m)
     return CAIRN_OK;
 }
 
-/* Write the file; then read it back in place of the RAM state, unless the
- * handle is closing. */
-static int checkpoint_turn(cairn_mem *m, int closing);
+/* The merge policy (format-spec/memindex.md, "Generations"): the new
+ * file replaces the files from the one returned on (m->ng: none; it lies
+ * on them all; 0: a whole file), taking in each file, newest first, that
+ * holds at most MEM_GEN_RATIO times the rows gathered so far, and as many
+ * as it takes to stay within MEM_GEN_MAX. The files of a chain then shrink
+ * at least (MEM_GEN_RATIO + 1)-fold from each to the next, so a chain has
+ * about log(memories / MEM_CHECKPOINT_MIN) files and a row is rewritten
+ * that many times over its life, in files the size of what changed. */
+#define MEM_GEN_RATIO 2
+static size_t merge_from(const cairn_mem *m, uint64_t rows)
+{
+    size_t j = m->ng;
+    while (j > 0 && (m->gen[j - 1].mx.nrows <= MEM_GEN_RATIO * rows || j + 1 > MEM_GEN_MAX)) {
+        rows += m->gen[j - 1].mx.nrows;
+        j--;
+    }
+    return j;
+}
 
-static int checkpoint_locked(cairn_mem *m, int closing)
+static int seq_order(const void *a, const void *b)
+{
+    uint64_t x = (*(ment *const *)a)->seq, y = (*(ment *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+/* Write the file; then read it back in place of the RAM state, unless the
+ * handle is closing. full: a whole file, whatever the policy. */
+static int checkpoint_turn(cairn_mem *m, int closing, int full);
+
+static int checkpoint_locked(cairn_mem *m, int closing, int full)
 {
     int rc;
 
@@ -2104,19 +2358,21 @@ static int checkpoint_locked(cairn_mem *m, int closing)
      * it is (every record of every process, folded by the catch-up). */
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
         return rc;
-    rc = checkpoint_turn(m, closing);
+    rc = checkpoint_turn(m, closing, full);
     return cairn__mem_turn_end(m, rc);
 }
 
-static int checkpoint_turn(cairn_mem *m, int closing)
+static int checkpoint_turn(cairn_mem *m, int closing, int full)
 {
     cairn__err e;
     mx_in in;
-    live_rows rows = {NULL, NULL};
+    file_rows rows = {NULL};
     mx_ns_in *ns = NULL;
     cairn__vecset **vsrc = NULL;
-    size_t nrows = 0, total;
-    uint64_t dead = 0;
+    cairn__ramidx **src = NULL;
+    uint64_t *keep = NULL;
+    size_t nrows = 0, n_shadow = 0, j, cap;
+    uint64_t dead = 0, base;
     int rc;
 
     /* Another process may have written the file meanwhile. */
@@ -2130,38 +2386,63 @@ static int checkpoint_turn(cairn_mem *m, int closing)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
         return rc;
-    if ((rc = cairn__mem_read_all(m)) != CAIRN_OK)
-        return rc;
-    total = cairn__mem_total(m);
-    rows.live = malloc((total ? total : 1) * sizeof *rows.live);
+    if (full || m->index_outdated)
+        j = 0;
+    else if (m->folded == cairn__mem_index_covered(m))
+        return CAIRN_OK; /* the files in use hold all there is */
+    else
+        j = merge_from(m, (uint64_t)m->n + m->n_touched);
+    base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
+    /* Every row of the files it replaces, each memory once. */
+    for (size_t g = j; g < m->ng; g++)
+        for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++)
+            if (cairn__mem_row(m, g, i) == NULL)
+                return CAIRN_ECORRUPT;
+    cap = cairn__mem_total(m) - (j < m->ng ? m->gen[j].at : gen_rows(m)) + m->n_touched + 1;
+    rows.x = malloc(cap * sizeof *rows.x);
     ns = calloc(m->nns ? m->nns : 1, sizeof *ns);
-    if (rows.live == NULL || ns == NULL) {
+    vsrc = calloc((m->nns ? m->nns : 1) * (MEM_GEN_MAX + 1), sizeof *vsrc);
+    src = calloc(MEM_GEN_MAX + 1, sizeof *src);
+    keep = calloc(MEM_GEN_MAX + 1, sizeof *keep);
+    if (rows.x == NULL || ns == NULL || vsrc == NULL || src == NULL || keep == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
         goto out;
     }
-    rows.m = m;
-    for (size_t i = 0; i < total; i++) {
-        if (cairn__mem_at(m, i)->live)
-            rows.live[nrows++] = i;
-        else
-            dead++;
+    /* Shadow rows: memories of the files kept below, changed since. Every
+     * one of them that died is among them (kill_entry notes it). */
+    for (size_t i = 0; i < m->n_touched; i++) {
+        ment *x = m->touched[i];
+        if (cairn__mem_gen_of(m, x->seq) >= (long)j || x->changed <= base)
+            continue;
+        rows.x[n_shadow++] = x;
     }
-    vsrc = calloc(m->nns ? 2 * m->nns : 1, sizeof *vsrc);
-    if (vsrc == NULL)
-        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
+    qsort(rows.x, n_shadow, sizeof *rows.x, seq_order);
+    for (size_t i = 0; i < m->n_touched; i++)
+        dead += !m->touched[i]->live && cairn__mem_gen_of(m, m->touched[i]->seq) < (long)j;
+    nrows = n_shadow;
+    for (size_t i = j < m->ng ? m->gen[j].at : gen_rows(m); i < cairn__mem_total(m); i++) {
+        ment *x = cairn__mem_at(m, i);
+        if (x->live) {
+            rows.x[nrows++] = x;
+            ns[x->nsi].live++;
+        } else {
+            dead++;
+        }
+    }
     for (size_t i = 0; i < m->nns && rc == CAIRN_OK; i++) {
-        cairn__ramidx *src[2], *merged = NULL;
+        cairn__ramidx *merged = NULL;
         size_t nsrc = 0;
-        ns[i].vecs = vsrc + 2 * i;
-        if (m->ns[i].base_vec != NULL)
-            vsrc[2 * i + ns[i].n_vecs++] = m->ns[i].base_vec;
+        ns[i].vecs = vsrc + (MEM_GEN_MAX + 1) * i;
+        for (size_t g = j; g < m->ng; g++) {
+            if (m->ns[i].gvec[g] != NULL)
+                vsrc[(MEM_GEN_MAX + 1) * i + ns[i].n_vecs++] = m->ns[i].gvec[g];
+            if (m->ns[i].gidx[g] != NULL)
+                src[nsrc++] = m->ns[i].gidx[g];
+        }
         if (m->ns[i].vec != NULL)
-            vsrc[2 * i + ns[i].n_vecs++] = m->ns[i].vec;
-        if (m->ns[i].base_idx != NULL)
-            src[nsrc++] = m->ns[i].base_idx;
+            vsrc[(MEM_GEN_MAX + 1) * i + ns[i].n_vecs++] = m->ns[i].vec;
         src[nsrc++] = m->ns[i].idx;
         ns[i].name = m->ns[i].name;
-        ns[i].live = m->ns[i].live;
         if (nsrc == 1 && cairn__ramidx_count(src[0]) == cairn__ramidx_docs(src[0])) {
             ns[i].idx = src[0]; /* nothing to drop or join: written as it is */
             continue;
@@ -2182,6 +2463,8 @@ static int checkpoint_turn(cairn_mem *m, int closing)
         goto out;
     memset(&in, 0, sizeof in);
     in.covered = m->folded;
+    in.base = base;
+    in.n_shadow = n_shadow;
     rc = cairn__logbind_make(m->db, in.covered, &in.bind, &e);
     if (rc != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "memory index: %s", e.msg);
@@ -2197,17 +2480,26 @@ static int checkpoint_turn(cairn_mem *m, int closing)
     in.nrows = nrows;
     in.hash_id = hash_id;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
-    if (rc != CAIRN_OK)
+    if (rc != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "%s", e.msg);
-    else
-        m->index_outdated = 0;
+        goto out;
+    }
+    m->index_outdated = 0;
+    /* The files the new one replaced go; readers that mapped them keep
+     * their pages, and one that was opening them reads the chain again. */
+    for (size_t g = 0; g < j; g++)
+        keep[g] = m->gen[g].mx.covered;
+    keep[j] = in.covered;
+    cairn__seqfile_remove_except(&cairn__seqfile_memindex, m->db->io, m->db->dirfd, keep, j + 1);
 out:
     for (size_t i = 0; ns != NULL && i < m->nns; i++)
         if (ns[i].idx != m->ns[i].idx)
             cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
     free(ns);
     free(vsrc);
-    free(rows.live);
+    free(src);
+    free(keep);
+    free(rows.x);
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */
     return rc == CAIRN_OK && !closing ? reload(m) : rc;
@@ -2218,9 +2510,38 @@ int cairn_mem_checkpoint(cairn_mem *m)
     int rc;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    rc = checkpoint_locked(m, 0);
+    rc = checkpoint_locked(m, 0, 0);
     pthread_mutex_unlock(&m->mu);
     return rc;
+}
+
+int cairn__mem_checkpoint_whole(cairn_mem *m)
+{
+    return checkpoint_locked(m, 0, 1);
+}
+
+/* Check one file of the chain; a problem goes to fn. CAIRN_ENOMEM and
+ * CAIRN_EIO stop the verify. */
+static int verify_file(cairn_db *db, memindex *mx, cairn_verify_fn fn, void *user,
+                       uint64_t *problems)
+{
+    cairn__err e;
+    uint64_t off = 0;
+    int rc = cairn__logbind_check(db, mx->name, mx->covered, &mx->bind, &e);
+    if (rc != CAIRN_OK)
+        off = MX_BIND_OFF;
+    if (rc == CAIRN_EIO)
+        return CAIRN_EIO; /* its anchor record is unreadable: the log's damage */
+    if (rc == CAIRN_OK)
+        rc = cairn__mx_check_all(mx, &off, &e);
+    if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO)
+        return rc;
+    if (rc != CAIRN_OK) {
+        (*problems)++;
+        if (fn != NULL)
+            fn(user, mx->name, off, rc, e.msg);
+    }
+    return CAIRN_OK;
 }
 
 int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
@@ -2229,43 +2550,52 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
     cairn_stats st;
     memindex mx;
     cairn__err e;
-    uint64_t off = 0;
-    int rc = cairn_stats_get(db, &st);
+    uint64_t want;
+    int rc = cairn_stats_get(db, &st), exact = 0;
 
     *problems_out = 0;
     if (checked_out != NULL)
         *checked_out = 0;
     if (rc != CAIRN_OK)
         return rc;
-    rc = cairn__mx_open(&mx, db->io, db->dirfd, cairn__handed_seq(db), &e);
-    /* An older file is a stale cache, not damage: never used, replaced by
-     * the next writer (as a graph file of an older version). */
-    if (rc == CAIRN_ENOTFOUND || (rc == CAIRN_EVERSION && cairn__mx_is_older(&mx)))
-        return CAIRN_OK;
-    if (checked_out != NULL)
-        *checked_out = 1;
-    if (rc == CAIRN_OK && (rc = cairn__logbind_check(db, mx.name, mx.covered, &mx.bind, &e)) !=
-                              CAIRN_OK)
-        off = MX_BIND_OFF;
-    if (rc == CAIRN_EIO && mx.map != NULL) {
-        /* its anchor record is unreadable: that damage is the log's, which
-         * cairn_verify reports; the file is not checked, not blamed */
-        cairn__mx_close(&mx);
+    want = cairn__handed_seq(db);
+    /* The newest file, then each file it lies on. */
+    for (int n = 0; n <= MEM_GEN_MAX; n++) {
+        rc = cairn__mx_open(&mx, db->io, db->dirfd, want, exact, &e);
+        /* An older file is a stale cache, not damage: never used, replaced
+         * by the next writer (as a graph file of an older version). */
+        if ((rc == CAIRN_ENOTFOUND && !exact) || (rc == CAIRN_EVERSION && cairn__mx_is_older(&mx)))
+            return CAIRN_OK;
         if (checked_out != NULL)
-            *checked_out = 0;
-        return CAIRN_OK;
-    }
-    if (rc == CAIRN_OK)
-        rc = cairn__mx_check_all(&mx, &off, &e);
-    if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO) {
+            *checked_out = 1;
+        if (rc == CAIRN_ENOTFOUND) {
+            char name[MX_NAME_MAX], msg[CAIRN_ERRMSG_MAX];
+            cairn__seqfile_name(&cairn__seqfile_memindex, want, name, sizeof name);
+            snprintf(msg, sizeof msg, "%s, which a newer memory index file lies on, is missing "
+                     "(the next writer writes a whole file)", name);
+            (*problems_out)++;
+            if (fn != NULL)
+                fn(user, name, 0, CAIRN_ENOTFOUND, msg);
+            return CAIRN_OK;
+        }
+        if (rc == CAIRN_ENOMEM || rc == CAIRN_EIO)
+            return rc;
+        if (rc == CAIRN_OK)
+            rc = verify_file(db, &mx, fn, user, problems_out);
+        else if (++*problems_out, fn != NULL)
+            fn(user, mx.name, 0, rc, e.msg);
+        if (rc == CAIRN_EIO && mx.map != NULL) {
+            /* its anchor record is unreadable: that damage is the log's,
+             * which cairn_verify reports; the file is not blamed */
+            rc = CAIRN_OK;
+        }
+        want = mx.base;
         cairn__mx_close(&mx);
-        return rc;
+        if (rc != CAIRN_OK && rc != CAIRN_ECORRUPT && rc != CAIRN_ECHECKSUM && rc != CAIRN_EVERSION)
+            return rc;
+        if (rc != CAIRN_OK || want == 0)
+            return CAIRN_OK;
+        exact = 1;
     }
-    if (rc != CAIRN_OK) {
-        (*problems_out)++;
-        if (fn != NULL)
-            fn(user, mx.name, off, rc, e.msg);
-    }
-    cairn__mx_close(&mx);
     return CAIRN_OK;
 }

@@ -41,7 +41,27 @@ typedef struct ment {
     uint64_t seq;            /* its store record: the index's document number */
     uint64_t content_hash;   /* of namespace + content: duplicate check */
     uint8_t owns;            /* OWN_*: strings malloc'd, not in the index file */
+    uint64_t changed;        /* an entry of an index file changed since it
+                                was written: the covered seq of the newer file
+                                whose shadow row changed it, or CHANGED_RAM;
+                                0 unchanged */
 } ment;
+
+#define CHANGED_RAM UINT64_MAX
+
+/* Index files in use at most: a whole file and the generations on it
+ * (format-spec/memindex.md, "Generations"). */
+#define MEM_GEN_MAX 12
+
+/* One index file of the chain in use. Its rows n_shadow.. are memories
+ * stored in (base, covered]; rows before change memories of the files
+ * below and are applied to their entries at open. */
+typedef struct mgen {
+    memindex mx;
+    ment *be;                /* row i as an entry once read (be[i].seq != 0);
+                                calloc'd, so unread rows cost no RAM */
+    size_t at;               /* cairn__mem_at's place of its first own row */
+} mgen;
 
 /* Strings of m->e's entries live in chunks freed together with the
  * entries (free_state): one malloc per 64 KiB, not three per memory. A
@@ -56,17 +76,17 @@ typedef struct strchunk {
 #define OWN_CATEGORY 2
 #define OWN_METADATA 4
 
-/* Memory records folded since the index file before close writes a new
+/* Memory records folded since the index files before close writes a new
  * one (cairn_mem_close); cairn_mem_checkpoint writes one at any time. */
 #define MEM_CHECKPOINT_MIN 1000
 
 typedef struct nspace {
     char *name;
-    cairn__ramidx *idx;      /* memories stored after the index file */
-    cairn__ramidx *base_idx; /* mapped from the index file, or NULL */
-    cairn__vecset *vec;      /* vectors of memories stored after the file, or NULL */
-    cairn__vecset *base_vec; /* mapped from the index file, or NULL */
-    struct cairn__ivf *ivf;  /* approximate index over base_vec, built on first use */
+    cairn__ramidx *idx;      /* memories stored after the index files */
+    cairn__ramidx *gidx[MEM_GEN_MAX]; /* mapped from index file g, or NULL */
+    cairn__vecset *vec;      /* vectors of memories stored after the files, or NULL */
+    cairn__vecset *gvec[MEM_GEN_MAX]; /* mapped from index file g, or NULL */
+    struct cairn__ivf *ivf;  /* approximate index over gvec[0], built on first use */
     const float **ivf_rows;  /* its row pointers (into the mapping) */
     uint64_t live;           /* live memories in it */
 } nspace;
@@ -81,11 +101,12 @@ struct cairn_mem {
     cairn_fusion fusion;
     double w_sem;            /* the vector side's weight in the fusion */
     cairn__tokenizer *tok;   /* counts a query's terms */
-    /* The memories the index file holds ("base"): row i is be[i] once read
-     * (be[i].seq != 0); be is calloc'd, so unread rows cost no RAM. */
-    memindex mx;             /* mx.map NULL: no index file in use */
-    ment *be;
-    uint64_t base_deleted;   /* dead memories the file no longer lists */
+    /* The memories the index files hold: a whole file and the generations
+     * on it, oldest first (ng 0: none in use). */
+    mgen gen[MEM_GEN_MAX];
+    size_t ng;
+    uint64_t index_live;     /* live memories the files held at open */
+    uint64_t base_deleted;   /* dead memories no entry is left of */
     char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
     int index_outdated; /* the newest file is of other tokenizer rules: close replaces it */
     int damaged;             /* a row of the file failed its check */
@@ -93,8 +114,10 @@ struct cairn_mem {
                                 state is no longer a fold of the log */
     struct cairn__indexer *ix; /* adds stored texts to the index on a thread
                                 of its own (indexer.h), or NULL: inline */
-    size_t *owned;           /* rows of be with malloc'd strings (updated) */
+    ment **owned;            /* rows of the files with malloc'd strings (updated) */
     size_t n_owned, owned_cap;
+    ment **touched;          /* rows of the files changed (ment.changed) */
+    size_t n_touched, touched_cap;
     /* The memories stored after it, in seq order. */
     ment *e;
     size_t n, cap;
@@ -177,9 +200,15 @@ int64_t cairn__mem_wall_ms(void);
  * the handle damaged, say so in m->err. Returns CAIRN_ECORRUPT. */
 int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what);
 
-/* Base row i as an entry, read and checked on first use; NULL if the row
- * is damaged (then m->damaged is set and m->err says so). */
-ment *cairn__mem_base(cairn_mem *m, size_t i);
+/* Row i of index file g as an entry, read and checked on first use; NULL
+ * if the row is damaged (then m->damaged is set and m->err says so). */
+ment *cairn__mem_row(cairn_mem *m, size_t g, size_t i);
+
+/* The seq every index file in use covers up to (0: none). */
+uint64_t cairn__mem_index_covered(const cairn_mem *m);
+
+/* The index file holding the memory stored at seq, or -1: after them. */
+long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq);
 
 /* Read every base row, so that cairn__mem_at never fails: for the
  * operations that visit every memory. Errors: CAIRN_ECORRUPT. */
@@ -264,6 +293,10 @@ int cairn__mem_vec_compatible(cairn_mem *m, const char *name, uint32_t dim);
  * of appending the record (cairn_append's), CAIRN_ENOMEM; the entries it
  * read are then lost (access statistics only). */
 int cairn__mem_access_fold(cairn_mem *m);
+
+/* Write one whole memory index file in place of every file in use (mu
+ * held): a purge, which must leave no file holding the memory's text. */
+int cairn__mem_checkpoint_whole(cairn_mem *m);
 
 /* Call every listener with ev (mu NOT held). */
 void cairn__mem_emit(cairn_mem *m, const cairn_mem_event *ev);

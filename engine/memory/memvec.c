@@ -60,8 +60,9 @@ void cairn_mem_vectors(cairn_mem *m, char *name, uint32_t *dim, uint64_t *vector
     for (size_t i = 0; i < m->nns; i++) {
         if (m->ns[i].vec != NULL)
             n += cairn__vecset_live(m->ns[i].vec);
-        if (m->ns[i].base_vec != NULL)
-            n += cairn__vecset_live(m->ns[i].base_vec);
+        for (size_t g = 0; g < m->ng; g++)
+            if (m->ns[i].gvec[g] != NULL)
+                n += cairn__vecset_live(m->ns[i].gvec[g]);
     }
     if (name != NULL)
         strcpy(name, m->vname);
@@ -185,7 +186,7 @@ static int ivf_of(cairn_mem *m, uint32_t nsi, cairn__ivf **out, const uint8_t **
     nspace *p = &m->ns[nsi];
     const float *f32;
     size_t n;
-    int rc = cairn__vecset_rows(p->base_vec, &f32, docs, live, &n);
+    int rc = cairn__vecset_rows(p->gvec[0], &f32, docs, live, &n);
     *out = NULL;
     if (rc != CAIRN_OK || n == 0)
         return rc;
@@ -212,19 +213,20 @@ static int ivf_of(cairn_mem *m, uint32_t nsi, cairn__ivf **out, const uint8_t **
 int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
                           size_t nprobe, vec_hit *out, size_t *n_out)
 {
-    cairn__vecset *sets[2];
+    cairn__vecset *sets[MEM_GEN_MAX + 1];
     size_t ns = 0, n = 0;
     vec_hit *tmp;
     int rc = CAIRN_OK;
 
     *n_out = 0;
-    if (m->ns[nsi].base_vec != NULL)
-        sets[ns++] = m->ns[nsi].base_vec;
+    for (size_t g = 0; g < m->ng; g++)
+        if (m->ns[nsi].gvec[g] != NULL)
+            sets[ns++] = m->ns[nsi].gvec[g];
     if (m->ns[nsi].vec != NULL)
         sets[ns++] = m->ns[nsi].vec;
     if (ns == 0 || k == 0)
         return CAIRN_OK;
-    tmp = malloc(2 * k * sizeof *tmp);
+    tmp = malloc(ns * k * sizeof *tmp);
     if (tmp == NULL)
         return CAIRN_ENOMEM;
     for (size_t i = 0; i < ns && rc == CAIRN_OK; i++) {
@@ -232,7 +234,7 @@ int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_
         cairn__ivf *ivf = NULL;
         const uint8_t *live = NULL;
         const uint64_t *docs = NULL;
-        if (nprobe > 0 && sets[i] == m->ns[nsi].base_vec &&
+        if (nprobe > 0 && sets[i] == m->ns[nsi].gvec[0] &&
             (rc = ivf_of(m, nsi, &ivf, &live, &docs)) != CAIRN_OK)
             break;
         if (ivf != NULL) {
@@ -245,7 +247,7 @@ int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_
         n += got;
     }
     if (rc == CAIRN_OK) {
-        if (ns == 2)
+        if (ns >= 2)
             qsort(tmp, n, sizeof *tmp, hit_cmp);
         n = n < k ? n : k;
         memcpy(out, tmp, n * sizeof *out);
@@ -257,8 +259,8 @@ int cairn__mem_vec_search(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_
 
 int cairn__mem_vec_get(cairn_mem *m, uint32_t nsi, uint64_t seq, const float **row)
 {
-    int in_base = m->mx.map && seq <= m->mx.covered;
-    cairn__vecset *s = in_base ? m->ns[nsi].base_vec : m->ns[nsi].vec;
+    long g = cairn__mem_gen_of(m, seq);
+    cairn__vecset *s = g >= 0 ? m->ns[nsi].gvec[g] : m->ns[nsi].vec;
     *row = NULL;
     return s != NULL ? cairn__vecset_get(s, seq, row) : CAIRN_OK;
 }

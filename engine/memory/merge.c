@@ -309,8 +309,9 @@ static int merge_ns(cairn_mem *m, uint32_t nsi, double t, int64_t now, cairn_mer
     memset(&l, 0, sizeof l);
     l.m = m;
     l.now = now;
-    if (m->ns[nsi].base_vec != NULL)
-        rc = cairn__vecset_each(m->ns[nsi].base_vec, add_row, &l);
+    for (size_t g = 0; g < m->ng && rc == CAIRN_OK; g++)
+        if (m->ns[nsi].gvec[g] != NULL)
+            rc = cairn__vecset_each(m->ns[nsi].gvec[g], add_row, &l);
     if (rc == CAIRN_OK && m->ns[nsi].vec != NULL)
         rc = cairn__vecset_each(m->ns[nsi].vec, add_row, &l);
     *rows_seen += l.n;

@@ -92,7 +92,7 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_
         uint64_t *docs = malloc(want * sizeof *docs);
         double *sc = malloc(want * sizeof *sc);
         size_t got = 0, kept = 0, start = *n;
-        cairn__ramidx *xs[2];
+        cairn__ramidx *xs[MEM_GEN_MAX + 1];
         size_t nx = 0;
         int rc = cairn__mem_index_settle(m);
         if (rc != CAIRN_OK) {
@@ -100,8 +100,9 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_
             free(sc);
             return rc;
         }
-        if (m->ns[nsi].base_idx != NULL)
-            xs[nx++] = m->ns[nsi].base_idx;
+        for (size_t g = 0; g < m->ng; g++)
+            if (m->ns[nsi].gidx[g] != NULL)
+                xs[nx++] = m->ns[nsi].gidx[g];
         xs[nx++] = m->ns[nsi].idx;
         rc = docs && sc ? cairn__ramidx_search_many(xs, nx, (const uint8_t *)q, strlen(q), want,
                                                     docs, sc, &got, NULL)

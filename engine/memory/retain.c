@@ -613,7 +613,7 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     size_t ncov = 0, nanc = 0;
     int64_t now = cairn__mem_wall_ms();
     cairn__compact_result res;
-    int rc, roll;
+    int rc, roll, stacked;
 
     if ((rc = cairn_config_get(m->db, &cfg)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
@@ -631,6 +631,14 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     if (t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_ALL &&
         cfg.retain.events_max_age_ms == 0 && cfg.retain.events_max_bytes == 0 && !dry_run)
         return CAIRN_OK; /* nothing to drop: only the figures */
+    /* Every index file pins the lives it holds live (a reader may fold from
+     * it alone), and a whole file under generations may be old: fold the
+     * generations into one whole file first, so that the pins are those of
+     * now (a dry run reports as if it had). */
+    stacked = t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_LIVE &&
+              cairn__seqfile_list(&cairn__seqfile_memindex, m->db->dirfd, NULL, 0) > 1;
+    if (stacked && !dry_run && (rc = cairn__mem_checkpoint_whole(m)) != CAIRN_OK)
+        return rc;
     if ((rc = cairn__db_refresh(m->db)) != CAIRN_OK) /* the log as it is now */
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     last = cairn__handed_seq(m->db);
@@ -647,6 +655,10 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         free(cov);
         free(anc);
         return cairn__mem_fail(m, rc, "no memory to compact");
+    }
+    if (stacked && dry_run && ncov > 0) {
+        cov[0] = last; /* the whole file a real run writes first */
+        ncov = 1;
     }
     sealed = sealed_upto(m->db);
     roll = needs_roll(t, cfg.retain.memories, cfg.retain.grace_ms, cov, ncov, sealed, now);
@@ -872,17 +884,15 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     (void)cairn__compact_lock(m->db, 0);
     if (rc == CAIRN_OK)
         rc = cairn__mem_catch_up(m);
-    pthread_mutex_unlock(&m->mu);
-    /* The index file may hold its text: write it anew without it (the
-     * older files go). */
-    if (rc == CAIRN_OK && (rc = cairn_mem_checkpoint(m)) != CAIRN_OK) {
+    /* The index files may hold its text: write one whole file anew without
+     * it (the older files go). */
+    if (rc == CAIRN_OK && (rc = cairn__mem_checkpoint_whole(m)) != CAIRN_OK) {
         char why_not[CAIRN_ERRMSG_MAX];
-        pthread_mutex_lock(&m->mu);
         snprintf(why_not, sizeof why_not, "%s", m->err);
         rc = cairn__mem_fail(m, rc, "purged from the log, but writing the memory index anew "
                              "failed (it may still hold the memory's text; purge again): %s",
                              why_not);
-        pthread_mutex_unlock(&m->mu);
     }
+    pthread_mutex_unlock(&m->mu);
     return rc;
 }
