@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -682,7 +683,7 @@ static void checkpoints_while_threads_store_and_recall(void **state)
 /* Fails call number `fail_at` (counting only calls at memindex.* sites)
  * with EIO; counts them otherwise. */
 static struct {
-    int calls, fail_at, failed;
+    int calls, fail_at, failed, err;
 } inj;
 
 static int hit(const char *site)
@@ -691,7 +692,7 @@ static int hit(const char *site)
         return 0;
     if (++inj.calls == inj.fail_at) {
         inj.failed = 1;
-        errno = EIO;
+        errno = inj.err ? inj.err : EIO;
         return 1;
     }
     return 0;
@@ -740,17 +741,32 @@ static const cairn_io faulty = {f_open, f_openat, f_close, f_pread, f_pwrite, f_
                                 f_fdatasync, f_ftruncate, f_renameat, f_unlinkat, NULL,
                                 NULL}; /* reserve: none (not used by index files) */
 
-/* Every I/O call of writing the file fails in turn: the checkpoint reports
- * it (or, for the cleanup after the rename, succeeds), the handle's state
- * is what it was, and a reopen without faults has every memory. */
+/* Every I/O call of writing the file fails in turn (EIO; ENOSPC for one
+ * variant): the checkpoint reports it (or, for the cleanup after the
+ * rename, succeeds), the handle's state is what it was, and a reopen
+ * without faults has every memory. Variants: the first file of a store; a
+ * generation on a whole file (deletes and updates of its memories); a
+ * merge of the two into one whole file; the generation again on a full
+ * disk. */
+static void failing_disk_variant(fx *f, int variant);
+
 static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
 {
     fx *f = *state;
+    for (int variant = 0; variant < 4; variant++)
+        failing_disk_variant(f, variant);
+    open_all(f, 0);
+}
+
+static void failing_disk_variant(fx *f, int variant)
+{
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
     char *want;
     int calls;
 
-    close_all(f);
+    if (f->mem != NULL)
+        close_all(f);
     for (int n = 0;; n++) {
         cairn_options o = CAIRN_OPTIONS_INIT;
         cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
@@ -770,6 +786,17 @@ static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
         assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
         rnd_state = 5;
         store_some(f, 0, 40, ids);
+        if (variant > 0) { /* a whole file first, then what changes it */
+            store_some(f, 40, 140, ids);
+            assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+            store_some(f, 140, variant == 2 ? 240 : 160, ids);
+            for (int i = 3; i < 140; i += 29)
+                assert_int_equal(cairn_mem_delete(f->mem, ids[i], "gone"), CAIRN_OK);
+            u.importance = 0.125;
+            for (int i = 5; i < 140; i += 41)
+                assert_int_equal(cairn_mem_update(f->mem, ids[i], &u), CAIRN_OK);
+        }
+        inj.err = variant == 3 ? ENOSPC : EIO;
         want = export_all(f);
         inj.calls = 0;
         inj.fail_at = n;
@@ -782,7 +809,7 @@ static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
             free(p);
         }
         if (inj.failed && rc != CAIRN_OK) {
-            assert_true(rc == CAIRN_EIO);
+            assert_true(rc == (variant == 3 ? CAIRN_EFULL : CAIRN_EIO));
             assert_true(strlen(cairn_mem_errmsg(f->mem)) > 0);
         }
         got = export_all(f);
@@ -810,7 +837,6 @@ static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
         if (n == 0)
             assert_true(calls >= 6); /* create, writes, fsync, rename, dirsync, open */
     }
-    open_all(f, 0);
 }
 
 static const char victim_bytes[] = "a file outside the store that must keep its bytes\n";
@@ -1025,6 +1051,390 @@ static void a_close_writes_a_generation_of_what_changed(void **state)
     free(first);
 }
 
+
+/* Checkpoints after rounds of stores, deletes, updates, recalls, restores
+ * and a clear: the chain of files grows and merges (format-spec/
+ * memindex.md, "Generations"), and always answers as the live state did and
+ * as a replay of the whole log does, scores included. */
+static void generations_answer_as_the_live_state_and_a_full_replay(void **state)
+{
+    fx *f = *state;
+    static char ids[3000][CAIRN_MEM_ID_MAX + 1];
+    static ranking live[NQ], from_chain[NQ], replayed[NQ];
+    const char *nss[] = {"", "work"};
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    char *e_live, *e_chain, *e_after, *e_replay;
+    size_t most = 0, files = 0, merges = 0, restored = 0;
+    int n = 0;
+    cairn_mem_stats st;
+
+    rnd_state = 21;
+    for (int round = 0; round < 16; round++) {
+        int add = round == 0 ? 600 : 40 + (int)(rnd() % 160);
+        size_t now;
+        store_some(f, n, n + add, ids);
+        n += add;
+        for (int k = 0; k < 12; k++) { /* memories of the files below die */
+            int rc = cairn_mem_delete(f->mem, ids[rnd() % (uint64_t)n], "round");
+            assert_true(rc == CAIRN_OK || rc == CAIRN_ENOTFOUND);
+        }
+        u.importance = (double)round / 20.0;
+        u.metadata = round % 2 ? "{\"round\":1}" : NULL;
+        for (int k = 0; k < 10; k++) { /* and change */
+            int rc = cairn_mem_update(f->mem, ids[rnd() % (uint64_t)n], &u);
+            assert_true(rc == CAIRN_OK || rc == CAIRN_ENOTFOUND);
+        }
+        if (round % 3 == 1) { /* accesses, folded by the checkpoint */
+            char got[4][CAIRN_MEM_ID_MAX + 1];
+            (void)recall_ids(f, "deploy cache", got);
+            (void)recall_ids(f, "parser review", got);
+        }
+        for (int k = 0; k < 3; k++) { /* a dead memory comes back */
+            cairn_memory *m = NULL;
+            if (cairn_mem_restore(f->mem, ids[rnd() % (uint64_t)n], &m) == CAIRN_OK) {
+                restored++;
+                cairn_mem_free(m);
+            }
+        }
+        if (round == 9)
+            assert_int_equal(cairn_mem_clear(f->mem, "tmp"), CAIRN_OK);
+        assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+        now = index_files(f->dir);
+        assert_true(now >= 1 && now <= 12);
+        merges += now <= files;
+        files = now;
+        most = now > most ? now : most;
+        if (round % 5 == 4) {
+            close_all(f);
+            open_all(f, 0);
+            assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+            assert_int_equal(st.index_files, files);
+            assert_int_equal(st.unindexed, 0);
+            cairn_mem_stats_free(&st);
+        }
+    }
+    assert_true(most >= 3);   /* generations stacked up */
+    assert_true(merges >= 2); /* and were merged */
+    assert_true(restored > 0);
+    rank_all(f, nss, 2, live);
+    e_live = export_all(f);
+    close_all(f);
+
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_true(st.index_files >= 1);
+    assert_string_equal(st.index_note, "");
+    cairn_mem_stats_free(&st);
+    e_chain = export_all(f);
+    assert_string_equal(e_chain, e_live);
+    rank_all(f, nss, 2, from_chain);
+    same_rankings(live, from_chain);
+    e_after = export_all(f);
+    close_all(f);
+
+    while ((e_replay = index_file(f->dir)) != NULL) { /* every file gone */
+        assert_int_equal(remove(e_replay), 0);
+        free(e_replay);
+    }
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 0);
+    {
+        cairn_mem_stats st2;
+        uint64_t deleted = st.deleted, skipped = st.skipped;
+        cairn_mem_stats_free(&st);
+        close_all(f);
+        open_all(f, 0);
+        assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK); /* a whole file */
+        close_all(f);
+        open_all(f, 0);
+        assert_int_equal(cairn_mem_stats_get(f->mem, &st2), CAIRN_OK);
+        assert_int_equal(st2.deleted, deleted);
+        assert_int_equal(st2.skipped, skipped);
+        cairn_mem_stats_free(&st2);
+    }
+    e_replay = export_all(f);
+    assert_string_equal(e_replay, e_after);
+    rank_all(f, nss, 2, replayed);
+    same_rankings(live, replayed);
+    free(e_live);
+    free(e_chain);
+    free(e_after);
+    free(e_replay);
+}
+
+/* The counts a fold gives (deleted, skipped, per namespace) are the same
+ * from a chain as from the log alone. */
+static void a_chain_counts_the_dead_as_the_log_does(void **state)
+{
+    fx *f = *state;
+    static char ids[900][CAIRN_MEM_ID_MAX + 1];
+    cairn_mem_stats a, b;
+    char *path;
+
+    rnd_state = 8;
+    store_some(f, 0, 600, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    for (int i = 0; i < 600; i += 9)
+        assert_int_equal(cairn_mem_delete(f->mem, ids[i], "below"), CAIRN_OK);
+    store_some(f, 600, 700, ids);
+    assert_int_equal(cairn_mem_delete(f->mem, ids[650], "own"), CAIRN_OK);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    assert_int_equal(index_files(f->dir), 2);
+    store_some(f, 700, 760, ids);
+    for (int i = 4; i < 700; i += 31)
+        (void)cairn_mem_delete(f->mem, ids[i], "later");
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &a), CAIRN_OK);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &b), CAIRN_OK);
+    assert_true(b.index_files >= 2);
+    assert_int_equal(b.deleted, a.deleted);
+    assert_int_equal(b.total, a.total);
+    assert_int_equal(b.index_rows, a.total);
+    cairn_mem_stats_free(&b);
+    close_all(f);
+    while ((path = index_file(f->dir)) != NULL) {
+        assert_int_equal(remove(path), 0);
+        free(path);
+    }
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &b), CAIRN_OK);
+    assert_int_equal(b.deleted, a.deleted);
+    assert_int_equal(b.total, a.total);
+    assert_int_equal(b.skipped, a.skipped);
+    cairn_mem_stats_free(&a);
+    cairn_mem_stats_free(&b);
+}
+
+/* A file the newest one lies on goes missing (removed by hand): the chain
+ * is not used, the state is rebuilt from the log and says why, and the
+ * writer's close writes one whole file in its place. */
+static void a_missing_file_under_the_newest_is_rebuilt_from_the_log(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *top, base[64];
+    cairn_mem_stats st;
+
+    rnd_state = 4;
+    store_some(f, 0, 500, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    store_some(f, 500, 560, ids);
+    for (int i = 0; i < 500; i += 13)
+        assert_int_equal(cairn_mem_delete(f->mem, ids[i], "x"), CAIRN_OK);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    want = export_all(f);
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 2);
+    top = index_file(f->dir);
+    snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, 152));
+    assert_int_equal(remove(base), 0);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 0);
+    assert_non_null(strstr(st.index_note, "missing"));
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    /* the close wrote a whole file; the one left without its base is gone */
+    assert_int_equal(index_files(f->dir), 1);
+    free(top);
+    top = index_file(f->dir);
+    assert_int_equal(header_u64(top, 152), 0);
+    open_all(f, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(top);
+    free(want);
+}
+
+/* A shadow row damaged under its sum: found at open (shadow rows are read
+ * then), the chain set aside, nothing lost. */
+static void a_damaged_shadow_row_sets_the_chain_aside(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *top;
+    cairn_mem_stats st;
+    uint64_t n_ns, tcap, rows;
+
+    rnd_state = 6;
+    store_some(f, 0, 500, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    for (int i = 1; i < 500; i += 17)
+        (void)cairn_mem_delete(f->mem, ids[i], "x");
+    store_some(f, 500, 520, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    want = export_all(f);
+    close_all(f);
+    top = index_file(f->dir);
+    assert_true(header_u64(top, 160) > 0); /* it has shadow rows */
+    n_ns = header_u64(top, 12) & 0xffffffffu;
+    tcap = header_u64(top, 48);
+    rows = 176 + 64 * n_ns + 2 * ((tcap * 4 + 7) & ~7ull);
+    {
+        size_t len = 0;
+        uint8_t *b = tu_read_file(top, &len);
+        b[rows + 40] ^= 1; /* row 0's access count, under its sum */
+        assert_int_equal(tu_write_file(top, b, len), 0);
+        free(b);
+    }
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 0);
+    assert_non_null(strstr(st.index_note, "rebuilt from the log"));
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    /* the writer's close wrote one whole file in place of the chain */
+    assert_int_equal(index_files(f->dir), 1);
+    free(top);
+    top = index_file(f->dir);
+    assert_int_equal(header_u64(top, 152), 0);
+    free(top);
+    free(want);
+}
+
+/* Checkpoints of a growing store: a chain stays short, and the rows all
+ * the files ever written hold stay a small multiple of the memories (the
+ * cost of a checkpoint follows what changed, not the store). */
+static void the_merge_policy_bounds_files_and_rewrites(void **state)
+{
+    fx *f = *state;
+    size_t most = 0;
+    uint64_t written = 0;
+    char seen[64][64];
+    size_t n_seen = 0;
+
+    for (int round = 0; round < 40; round++) {
+        DIR *d;
+        struct dirent *de;
+        store_plain(f, round * 200, round * 200 + 200);
+        assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+        most = index_files(f->dir) > most ? index_files(f->dir) : most;
+        d = opendir(f->dir);
+        while ((de = readdir(d)) != NULL) {
+            int known = 0;
+            if (strncmp(de->d_name, "mem-", 4) != 0 || strlen(de->d_name) != 24)
+                continue;
+            for (size_t i = 0; i < n_seen && !known; i++)
+                known = strcmp(seen[i], de->d_name) == 0;
+            if (!known) { /* written by this checkpoint */
+                char *p = tu_join(f->dir, de->d_name);
+                written += header_u64(p, 24);
+                free(p);
+                if (n_seen < 64)
+                    strcpy(seen[n_seen++], de->d_name);
+                else
+                    n_seen = 0; /* forget: names only grow */
+            }
+        }
+        closedir(d);
+    }
+    /* 8,000 memories in checkpoints of 200: ratio 2 keeps each file 3x
+     * the ones above it together */
+    assert_true(most <= 5);
+    assert_true(written <= 8000 * 6);
+    assert_true(written >= 8000);
+}
+
+
+/* A writer storing, deleting, updating and checkpointing (generations and
+ * merges) is killed (SIGKILL) at random moments, again and again: each
+ * time the store opens, and its chain of files answers as the log alone
+ * does (the same store with every index file removed). */
+static void kill_9_during_generations_and_merges_loses_nothing(void **state)
+{
+    fx *f = *state;
+    char *copy = tu_join(f->parent, "replayed");
+    uint64_t seed = 77;
+
+    close_all(f);
+    for (int round = 0; round < 12; round++) {
+        char *a, *b, *path;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            cairn_options o = CAIRN_OPTIONS_INIT;
+            cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+            cairn_db *db = NULL;
+            cairn_mem *mem = NULL;
+            uint64_t r = seed;
+            o.durability = CAIRN_DURABILITY_NONE;
+            o.segment_size = 64 * 1024;
+            if (cairn_open(&db, f->dir, &o, NULL, 0) != CAIRN_OK ||
+                cairn_mem_open(db, NULL, &mem) != CAIRN_OK)
+                _exit(2);
+            for (int it = 0;; it++) {
+                char text[96];
+                cairn_memory *m = NULL;
+                snprintf(text, sizeof text, "round %d item %d %s %s", round, it,
+                         vocab[tu_splitmix64(&r) % NVOCAB], vocab[tu_splitmix64(&r) % NVOCAB]);
+                if (cairn_mem_store(mem, text, NULL, &m, NULL) != CAIRN_OK)
+                    _exit(3);
+                if (it % 7 == 3)
+                    (void)cairn_mem_delete(mem, m->id, "k");
+                u.importance = (double)(it % 10) / 10.0;
+                if (it % 5 == 1)
+                    (void)cairn_mem_update(mem, m->id, &u);
+                cairn_mem_free(m);
+                if (it % 40 == 39 && cairn_mem_checkpoint(mem) != CAIRN_OK)
+                    _exit(4);
+            }
+        }
+        tu_sleep_ms(20 + (long)(tu_splitmix64(&seed) % 120));
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        {
+            int st;
+            assert_int_equal(waitpid(pid, &st, 0), pid);
+            assert_true(WIFSIGNALED(st)); /* it was still writing */
+        }
+        open_all(f, 0);
+        a = export_all(f);
+        close_all(f);
+        tu_rmrf(copy);
+        assert_int_equal(tu_copy_dir(f->dir, copy), 0);
+        while ((path = index_file(copy)) != NULL) {
+            assert_int_equal(remove(path), 0);
+            free(path);
+        }
+        {
+            cairn_options o = CAIRN_OPTIONS_INIT;
+            cairn_db *db = NULL;
+            cairn_mem *mem = NULL;
+            size_t len = 0;
+            char err[CAIRN_ERRMSG_MAX];
+            o.read_only = 1;
+            if (cairn_open(&db, copy, &o, err, sizeof err) != CAIRN_OK)
+                fail_msg("cairn_open: %s", err);
+            assert_int_equal(cairn_mem_open(db, NULL, &mem), CAIRN_OK);
+            assert_int_equal(cairn_mem_export(mem, CAIRN_MEM_JSON, &b, &len), CAIRN_OK);
+            cairn_mem_close(mem);
+            assert_int_equal(cairn_close(db), CAIRN_OK);
+        }
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    }
+    tu_rmrf(copy);
+    free(copy);
+    open_all(f, 0);
+    { /* the writers got far: many memories, files written */
+        cairn_mem_stats st;
+        assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+        assert_true(st.total > 500);
+        assert_true(st.index_files >= 1);
+        cairn_mem_stats_free(&st);
+    }
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1042,6 +1452,12 @@ int main(void)
         T(a_planted_symlink_is_neither_written_through_nor_read),
         T(a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes),
         T(a_close_writes_a_generation_of_what_changed),
+        T(generations_answer_as_the_live_state_and_a_full_replay),
+        T(a_chain_counts_the_dead_as_the_log_does),
+        T(a_missing_file_under_the_newest_is_rebuilt_from_the_log),
+        T(a_damaged_shadow_row_sets_the_chain_aside),
+        T(the_merge_policy_bounds_files_and_rewrites),
+        T(kill_9_during_generations_and_merges_loses_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2390,8 +2390,12 @@ static int checkpoint_turn(cairn_mem *m, int closing, int full)
         j = 0;
     else if (m->folded == cairn__mem_index_covered(m))
         return CAIRN_OK; /* the files in use hold all there is */
-    else
-        j = merge_from(m, (uint64_t)m->n + m->n_touched);
+    else {
+        uint64_t top_rows = m->n; /* what a file on the top would hold */
+        for (size_t i = 0; i < m->n_touched; i++)
+            top_rows += m->touched[i]->changed == CHANGED_RAM;
+        j = merge_from(m, top_rows);
+    }
     base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
