@@ -1435,6 +1435,92 @@ static void kill_9_during_generations_and_merges_loses_nothing(void **state)
     }
 }
 
+
+/* A handle with background threads: a close writes only what changed (a
+ * generation on the files, however the policy would merge), and the next
+ * handle's merger thread merges the generations in the background, the
+ * merged file named as the newest it replaces; the answers never change. */
+static void the_merger_thread_merges_in_the_background(void **state)
+{
+    fx *f = *state;
+    char *want, *got, *top, *merged;
+    cairn_mem_stats st;
+    long long t0;
+
+    close_all(f);
+    open_all(f, 0); /* background threads (the fixture's default) */
+    store_plain(f, 0, 3000);
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 1);
+    open_all(f, 0); /* one file: no merge due */
+    store_plain(f, 3000, 4500);
+    close_all(f);
+    /* inline, the policy would merge 1,500 into the 3,000; a close with a
+     * merger does not */
+    assert_int_equal(index_files(f->dir), 2);
+    top = index_file(f->dir);
+    open_all(f, 0);
+    want = export_all(f);
+    /* the merger, kicked at open, merges while this handle waits */
+    t0 = tu_now_ms();
+    while (index_files(f->dir) > 1 && tu_now_ms() - t0 < 10000)
+        tu_sleep_ms(5);
+    assert_int_equal(index_files(f->dir), 1);
+    merged = index_file(f->dir);
+    assert_string_equal(merged, top); /* in place of the newest */
+    assert_int_equal(header_u64(merged, 152), 0); /* a whole file */
+    assert_int_equal(header_u64(merged, 24), 4500);
+    got = export_all(f); /* this handle's files are unlinked, still mapped */
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, index_files(f->dir));
+    assert_int_equal(st.total, 4500);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(top);
+    free(merged);
+}
+
+
+/* A long ingest in one handle writes its RAM tail out as a generation each
+ * MEM_FLUSH_ROWS (32,768) memories, so that a close writes only the rest. */
+static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
+{
+    fx *f = *state;
+    cairn_mem_stats st;
+    char *top;
+
+    for (int i = 0; i < 33000; i++) {
+        char text[64];
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        const char *nss[] = {"a", "b", "c", "d"};
+        snprintf(text, sizeof text, "ingest item %d", i);
+        so.ns = nss[i % 4]; /* under the 10,000 of a namespace */
+        assert_int_equal(cairn_mem_store(f->mem, text, &so, NULL, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, 33000);
+    assert_true(st.index_files >= 1);
+    assert_true(st.unindexed < 1000); /* the rest is in the files */
+    cairn_mem_stats_free(&st);
+    top = index_file(f->dir);
+    assert_non_null(top);
+    assert_true(header_u64(top, 24) >= 32768);
+    free(top);
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, 33000);
+    cairn_mem_stats_free(&st);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1458,6 +1544,8 @@ int main(void)
         T(a_damaged_shadow_row_sets_the_chain_aside),
         T(the_merge_policy_bounds_files_and_rewrites),
         T(kill_9_during_generations_and_merges_loses_nothing),
+        T(the_merger_thread_merges_in_the_background),
+        T(a_long_ingest_writes_its_tail_out_as_it_goes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

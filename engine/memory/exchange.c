@@ -1137,6 +1137,8 @@ out:
     cJSON_Delete(arr);
     if (turn)
         rc = cairn__mem_turn_end(m, rc);
+    if (turn && rc == CAIRN_OK)
+        cairn__mem_flush_if_due(m);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -384,6 +384,7 @@ typedef struct wbuf {
     size_t n;
     uint64_t off;          /* file offset of b[0] */
     cairn__err *e;
+    const volatile int *stop;
     /* the text image being written: its head's sum */
     int in_head;
     XXH3_state_t head;
@@ -392,7 +393,10 @@ typedef struct wbuf {
 
 static int flush(wbuf *w)
 {
-    int rc = w->n ? cairn__io_write(w->io, "memindex.write", w->fd, w->b, w->n, w->off, w->name, w->e)
+    int rc;
+    if (w->stop != NULL && *w->stop)
+        return cairn__fail(w->e, CAIRN_ELOCKED, "memory index: the write was given up");
+    rc = w->n ? cairn__io_write(w->io, "memindex.write", w->fd, w->b, w->n, w->off, w->name, w->e)
                   : CAIRN_OK;
     w->off += w->n;
     w->n = 0;
@@ -493,6 +497,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     w.name = tmp;
     w.e = e;
     w.fd = -1;
+    w.stop = in->stop;
     head = calloc(1, (size_t)(ro - MX_HEAD));
     idtab = (uint32_t *)(void *)(head ? head + in->n_ns * MX_NS : NULL);
     ctab = (uint32_t *)(void *)(head ? head + in->n_ns * MX_NS + pad8(tcap * 4) : NULL);
@@ -613,6 +618,12 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         cairn__logbind_put(h + MX_BIND_OFF, &in->bind);
         put64(h + MX_HEAD_SUM, XXH3_64bits(h, MX_HEAD_SUM));
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
+    }
+    if (rc == CAIRN_OK && in->gate != NULL) {
+        /* synced before the gate, which may hold others up while it is open */
+        rc = cairn__io_fsync(io, "memindex.fsync", w.fd, tmp, e);
+        if (rc == CAIRN_OK && (rc = in->gate(in->gate_user)) != CAIRN_OK)
+            (void)cairn__fail(e, rc, "memory index: %s not put in place", name);
     }
     rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
     w.fd = -1;

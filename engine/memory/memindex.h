@@ -129,6 +129,13 @@ typedef struct mx_in {
     void (*row_at)(void *user, size_t i, mx_row *out);
     void *row_user;
     uint64_t (*hash_id)(const char *id);
+    /* Optional. gate: called once the temp file is whole and synced, just
+     * before it is renamed into place; an error stops there (the temp file
+     * is removed) and is returned. stop: a write that finds *stop set ends
+     * with CAIRN_ELOCKED (a merge given up). */
+    int (*gate)(void *user);
+    void *gate_user;
+    const volatile int *stop;
 } mx_in;
 
 /* Write the file for `in` (temp file, fsync, rename, fsync the directory).

@@ -17,6 +17,7 @@
  *   place, an entry of m->be made on first use; only records after it are
  *   replayed. Every seq in the file is below every seq in m->e.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@
 
 #include "cairn.h"
 #include "indexer.h"
+#include "merger.h"
 #include "ivf.h"
 #include "hole.h"
 #include "memstate.h"
@@ -1214,7 +1216,15 @@ static int chain_present(cairn_mem *m)
 
 static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cairn_mem **out);
 static void free_state(cairn_mem *m);
-static int checkpoint_locked(cairn_mem *m, int closing, int full);
+/* How a checkpoint came about. */
+enum {
+    CKPT_EXPLICIT, /* cairn_mem_checkpoint: the tail, and merges by the policy */
+    CKPT_CLOSE,    /* cairn_mem_close */
+    CKPT_FLUSH,    /* the RAM tail reached MEM_FLUSH_ROWS memories */
+    CKPT_WHOLE     /* one whole file (a purge, a compaction) */
+};
+
+static int checkpoint_locked(cairn_mem *m, int mode);
 
 int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
 {
@@ -1285,6 +1295,13 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         return rc;
     }
     m->opened = 1;
+    /* A writable handle on a store with background threads merges its
+     * index files on one more (merger.h); without it, inline. */
+    if (!db->read_only && db->background && cairn__merger_new(&m->merger, m) == CAIRN_OK) {
+        m->bg_merge = 1;
+        if (m->ng >= 2)
+            cairn__merger_kick(m->merger);
+    }
     /* A writable handle proves itself on the first store (CAIRN_EPERM). */
     m->read_only = 0;
     *out = m;
@@ -1334,6 +1351,10 @@ void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
         return;
+    /* A merge under way is given up (its temp file removed): a close
+     * writes what changed, never more. */
+    cairn__merger_free(m->merger);
+    m->merger = NULL;
     /* Best effort: the log has everything; a failure only makes the next
      * open replay more. Access statistics pending in ACCESS past
      * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
@@ -1342,7 +1363,7 @@ void cairn_mem_close(cairn_mem *m)
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
         if (close_wants_checkpoint(m))
-            (void)checkpoint_locked(m, 1, 0);
+            (void)checkpoint_locked(m, CKPT_CLOSE);
         else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
             (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
         pthread_mutex_unlock(&m->mu);
@@ -1903,6 +1924,8 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
 out:
     if (turn)
         rc = cairn__mem_turn_end(m, rc);
+    if (turn && rc == CAIRN_OK)
+        cairn__mem_flush_if_due(m);
     pthread_mutex_unlock(&m->mu);
     free(vec);
     if (copy != NULL || pruned > 0) {
@@ -2338,31 +2361,12 @@ static int seq_order(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Write the file; then read it back in place of the RAM state, unless the
- * handle is closing. full: a whole file, whatever the policy. */
-static int checkpoint_turn(cairn_mem *m, int closing, int full);
-
-static int checkpoint_locked(cairn_mem *m, int closing, int full)
-{
-    int rc;
-
-    if (m->db->read_only)
-        return cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot write the memory index");
-    if (m->damaged)
-        return CAIRN_ECORRUPT;
-    if (m->stale)
-        return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
-                               "error it returned then): reopen the store before writing the "
-                               "memory index");
-    /* In a turn: the file is written under the lock, and covers the log as
-     * it is (every record of every process, folded by the catch-up). */
-    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
-        return rc;
-    rc = checkpoint_turn(m, closing, full);
-    return cairn__mem_turn_end(m, rc);
-}
-
-static int checkpoint_turn(cairn_mem *m, int closing, int full)
+/* Write the file holding the state of m as of m->folded that replaces
+ * m's files from j on (format-spec/memindex.md): shadow rows for the
+ * memories of the files below j changed since, then every live memory of
+ * the files from j on and of the RAM tail. gate and stop as in mx_in. */
+static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_user,
+                     const volatile int *stop)
 {
     cairn__err e;
     mx_in in;
@@ -2370,33 +2374,10 @@ static int checkpoint_turn(cairn_mem *m, int closing, int full)
     mx_ns_in *ns = NULL;
     cairn__vecset **vsrc = NULL;
     cairn__ramidx **src = NULL;
-    uint64_t *keep = NULL;
-    size_t nrows = 0, n_shadow = 0, j, cap;
-    uint64_t dead = 0, base;
-    int rc;
+    size_t nrows = 0, n_shadow = 0, cap;
+    uint64_t dead = 0, base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
+    int rc = CAIRN_OK;
 
-    /* Another process may have written the file meanwhile. */
-    if (closing && !close_wants_checkpoint(m))
-        return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
-    /* The file holds folded statistics: fold what ACCESS holds first. */
-    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
-        return rc;
-    /* Everything the file will cover must be durable first. */
-    if ((rc = cairn_sync(m->db)) != CAIRN_OK)
-        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
-        return rc;
-    if (full || m->index_outdated)
-        j = 0;
-    else if (m->folded == cairn__mem_index_covered(m))
-        return CAIRN_OK; /* the files in use hold all there is */
-    else {
-        uint64_t top_rows = m->n; /* what a file on the top would hold */
-        for (size_t i = 0; i < m->n_touched; i++)
-            top_rows += m->touched[i]->changed == CHANGED_RAM;
-        j = merge_from(m, top_rows);
-    }
-    base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
         for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++)
@@ -2407,8 +2388,7 @@ static int checkpoint_turn(cairn_mem *m, int closing, int full)
     ns = calloc(m->nns ? m->nns : 1, sizeof *ns);
     vsrc = calloc((m->nns ? m->nns : 1) * (MEM_GEN_MAX + 1), sizeof *vsrc);
     src = calloc(MEM_GEN_MAX + 1, sizeof *src);
-    keep = calloc(MEM_GEN_MAX + 1, sizeof *keep);
-    if (rows.x == NULL || ns == NULL || vsrc == NULL || src == NULL || keep == NULL) {
+    if (rows.x == NULL || ns == NULL || vsrc == NULL || src == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
         goto out;
     }
@@ -2483,18 +2463,12 @@ static int checkpoint_turn(cairn_mem *m, int closing, int full)
     in.row_user = &rows;
     in.nrows = nrows;
     in.hash_id = hash_id;
+    in.gate = gate;
+    in.gate_user = gate_user;
+    in.stop = stop;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
-    if (rc != CAIRN_OK) {
+    if (rc != CAIRN_OK)
         rc = cairn__mem_fail(m, rc, "%s", e.msg);
-        goto out;
-    }
-    m->index_outdated = 0;
-    /* The files the new one replaced go; readers that mapped them keep
-     * their pages, and one that was opening them reads the chain again. */
-    for (size_t g = 0; g < j; g++)
-        keep[g] = m->gen[g].mx.covered;
-    keep[j] = in.covered;
-    cairn__seqfile_remove_except(&cairn__seqfile_memindex, m->db->io, m->db->dirfd, keep, j + 1);
 out:
     for (size_t i = 0; ns != NULL && i < m->nns; i++)
         if (ns[i].idx != m->ns[i].idx)
@@ -2502,11 +2476,97 @@ out:
     free(ns);
     free(vsrc);
     free(src);
-    free(keep);
     free(rows.x);
+    return rc;
+}
+
+/* Are the files m reads still those on disk: the newest is its top, and
+ * none of its chain was replaced? (Another process's checkpoint, or this
+ * handle's merger, may have changed them.) */
+static int chain_current(cairn_mem *m)
+{
+    return cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd) ==
+               cairn__mem_index_covered(m) &&
+           chain_present(m);
+}
+
+/* Write the file; then read it back in place of the RAM state, unless the
+ * handle is closing. */
+static int checkpoint_turn(cairn_mem *m, int mode);
+
+static int checkpoint_locked(cairn_mem *m, int mode)
+{
+    int rc;
+
+    if (m->db->read_only)
+        return cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot write the memory index");
+    if (m->damaged)
+        return CAIRN_ECORRUPT;
+    if (m->stale)
+        return cairn__mem_fail(m, CAIRN_EINVAL, "this handle missed a record of the log (see the "
+                               "error it returned then): reopen the store before writing the "
+                               "memory index");
+    /* In a turn: the file is written under the lock, and covers the log as
+     * it is (every record of every process, folded by the catch-up). */
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+        return rc;
+    rc = checkpoint_turn(m, mode);
+    return cairn__mem_turn_end(m, rc);
+}
+
+static int checkpoint_turn(cairn_mem *m, int mode)
+{
+    uint64_t keep[MEM_GEN_MAX + 1];
+    size_t j;
+    int rc;
+
+    /* Another process may have written the file meanwhile. */
+    if (mode == CKPT_CLOSE && !close_wants_checkpoint(m))
+        return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
+    /* The file holds folded statistics: fold what ACCESS holds first. */
+    if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
+        return rc;
+    /* Everything the file will cover must be durable first. */
+    if ((rc = cairn_sync(m->db)) != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
+        return rc;
+    /* A file written on files no longer there would lie on nothing: read
+     * the chain on disk first (the same state, folded from other files). */
+    if (!chain_current(m) && (rc = reload(m)) != CAIRN_OK)
+        return rc;
+    if (mode == CKPT_WHOLE || m->index_outdated) {
+        j = 0;
+    } else if (m->folded == cairn__mem_index_covered(m)) {
+        return CAIRN_OK; /* the files in use hold all there is */
+    } else {
+        uint64_t top_rows = m->n; /* what a file on the top would hold */
+        for (size_t i = 0; i < m->n_touched; i++)
+            top_rows += m->touched[i]->changed == CHANGED_RAM;
+        j = merge_from(m, top_rows);
+        /* With a merger thread, a close or a flush writes the tail alone
+         * and the merger merges in the background (unless the chain is
+         * full). */
+        if (m->bg_merge && mode != CKPT_EXPLICIT && m->ng + 1 <= MEM_GEN_MAX)
+            j = m->ng;
+    }
+    if ((rc = write_gen(m, j, NULL, NULL, NULL)) != CAIRN_OK)
+        return rc;
+    m->index_outdated = 0;
+    /* The files the new one replaced go; readers that mapped them keep
+     * their pages, and one that was opening them reads the chain again. */
+    for (size_t g = 0; g < j; g++)
+        keep[g] = m->gen[g].mx.covered;
+    keep[j] = m->folded;
+    cairn__seqfile_remove_except(&cairn__seqfile_memindex, m->db->io, m->db->dirfd, keep, j + 1);
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */
-    return rc == CAIRN_OK && !closing ? reload(m) : rc;
+    if (mode == CKPT_CLOSE)
+        return CAIRN_OK;
+    rc = reload(m);
+    if (rc == CAIRN_OK && m->merger != NULL)
+        cairn__merger_kick(m->merger);
+    return rc;
 }
 
 int cairn_mem_checkpoint(cairn_mem *m)
@@ -2514,14 +2574,150 @@ int cairn_mem_checkpoint(cairn_mem *m)
     int rc;
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
-    rc = checkpoint_locked(m, 0, 0);
+    rc = checkpoint_locked(m, CKPT_EXPLICIT);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
 
 int cairn__mem_checkpoint_whole(cairn_mem *m)
 {
-    return checkpoint_locked(m, 0, 1);
+    return checkpoint_locked(m, CKPT_WHOLE);
+}
+
+void cairn__mem_flush_if_due(cairn_mem *m)
+{
+    char err[CAIRN_ERRMSG_MAX];
+    if (m->n < MEM_FLUSH_ROWS || m->db->read_only || m->stale || m->damaged)
+        return;
+    /* Best effort: the memories are in the log; a failure only leaves the
+     * tail in RAM (the next flush or close tries again). */
+    memcpy(err, m->err, sizeof err);
+    (void)checkpoint_locked(m, CKPT_FLUSH);
+    memcpy(m->err, err, sizeof err);
+}
+
+/* ---- merges in the background -------------------------------------------- */
+
+/* The merger's handle on the files: m's files as of the moment it read
+ * them, mapped on its own (scratch state, no log replayed). */
+typedef struct merge_job {
+    cairn_mem *m;            /* the handle whose merger this is */
+    cairn_mem *t;            /* the scratch state */
+    size_t j;                /* the files j..t->ng-1 are merged */
+    int held;                /* the gate took m->mu and the turn */
+    char err[CAIRN_ERRMSG_MAX];
+} merge_job;
+
+/* A header as it is on disk, compared with the one mapped. */
+static int same_file(cairn_mem *m, const memindex *mx)
+{
+    uint8_t h[176];
+    int fd = -1, same = 0;
+    cairn__err e;
+    if (cairn__io_open(m->db->io, "memindex.open", m->db->dirfd, mx->name, O_RDONLY, 0, &fd, &e) !=
+        CAIRN_OK)
+        return 0;
+    same = pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && mx->len >= sizeof h &&
+           memcmp(h, mx->map, sizeof h) == 0;
+    cairn__io_close(m->db->io, "memindex.close", fd);
+    return same;
+}
+
+/* Just before the merged file replaces the newest of those it merges:
+ * take the handle and the turn, and check that the files merged and the
+ * one below them are still those on disk. Holds both on success. */
+static int merge_gate(void *user)
+{
+    merge_job *job = user;
+    cairn_mem *m = job->m;
+    int rc;
+
+    pthread_mutex_lock(&m->mu);
+    memcpy(job->err, m->err, sizeof job->err);
+    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
+        memcpy(m->err, job->err, sizeof job->err);
+        pthread_mutex_unlock(&m->mu);
+        return rc;
+    }
+    for (size_t g = job->j ? job->j - 1 : 0; g < job->t->ng; g++)
+        if (!same_file(m, &job->t->gen[g].mx)) {
+            (void)cairn__mem_turn_end(m, CAIRN_OK);
+            memcpy(m->err, job->err, sizeof job->err);
+            pthread_mutex_unlock(&m->mu);
+            return CAIRN_ELOCKED; /* changed meanwhile: given up */
+        }
+    job->held = 1;
+    return CAIRN_OK;
+}
+
+static void scratch_free(cairn_mem *t);
+
+int cairn__mem_merge_step(cairn_mem *m, const volatile int *stop)
+{
+    merge_job job;
+    cairn_mem *t = calloc(1, sizeof *t);
+    uint64_t acc;
+    int rc;
+
+    if (t == NULL)
+        return CAIRN_ENOMEM;
+    memset(&job, 0, sizeof job);
+    t->db = m->db;
+    strcpy(t->stemmer, m->stemmer);
+    rc = tables_grow(t);
+    if (rc == CAIRN_OK)
+        rc = open_index(t, cairn__handed_seq(m->db));
+    if (rc != CAIRN_OK || t->ng < 2 || t->index_note[0] != 0) {
+        scratch_free(t);
+        return rc == CHAIN_MOVED ? 0 : rc;
+    }
+    /* The policy over the files alone: the newest and those below it that
+     * hold at most MEM_GEN_RATIO times what is gathered. */
+    job.j = t->ng - 1;
+    acc = t->gen[job.j].mx.nrows;
+    while (job.j > 0 && t->gen[job.j - 1].mx.nrows <= MEM_GEN_RATIO * acc) {
+        acc += t->gen[job.j - 1].mx.nrows;
+        job.j--;
+    }
+    if (job.j == t->ng - 1 && t->ng + 2 > MEM_GEN_MAX)
+        job.j--; /* a chain about full: the two newest at least */
+    if (job.j == t->ng - 1) {
+        scratch_free(t);
+        return 0; /* nothing due */
+    }
+    job.m = m;
+    job.t = t;
+    t->folded = t->gen[t->ng - 1].mx.covered;
+    rc = write_gen(t, job.j, merge_gate, &job, stop);
+    if (job.held) {
+        /* In place (named as the newest it merges, which it replaces): the
+         * others it merged go. */
+        if (rc == CAIRN_OK)
+            for (size_t g = job.j; g + 1 < t->ng; g++)
+                (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd,
+                                       t->gen[g].mx.name, NULL);
+        (void)cairn__mem_turn_end(m, CAIRN_OK);
+        memcpy(m->err, job.err, sizeof job.err);
+        pthread_mutex_unlock(&m->mu);
+    }
+    scratch_free(t);
+    if (rc == CAIRN_ELOCKED) /* given up, or the files changed meanwhile */
+        return 0;
+    return rc == CAIRN_OK ? 1 : rc;
+}
+
+static void scratch_free(cairn_mem *t)
+{
+    free_state(t);
+    free(t->owned);
+    free(t->touched);
+    free(t->ns);
+    free(t->e);
+    free(t->by_id);
+    free(t->by_content);
+    free(t->vtmp);
+    free(t->lazy);
+    free(t);
 }
 
 /* Check one file of the chain; a problem goes to fn. CAIRN_ENOMEM and

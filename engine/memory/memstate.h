@@ -80,6 +80,11 @@ typedef struct strchunk {
  * one (cairn_mem_close); cairn_mem_checkpoint writes one at any time. */
 #define MEM_CHECKPOINT_MIN 1000
 
+/* Memories in RAM after the index files before a write writes them out
+ * as a generation (cairn__mem_flush_if_due): bounds what a close writes,
+ * and the RAM a long ingest holds. */
+#define MEM_FLUSH_ROWS 32768
+
 typedef struct nspace {
     char *name;
     cairn__ramidx *idx;      /* memories stored after the index files */
@@ -114,6 +119,10 @@ struct cairn_mem {
                                 state is no longer a fold of the log */
     struct cairn__indexer *ix; /* adds stored texts to the index on a thread
                                 of its own (indexer.h), or NULL: inline */
+    struct cairn__merger *merger; /* merges index files on a thread of its
+                                own (merger.h), or NULL: inline */
+    int bg_merge;            /* merges are the merger's (it may be stopped:
+                                a close writes the tail alone) */
     ment **owned;            /* rows of the files with malloc'd strings (updated) */
     size_t n_owned, owned_cap;
     ment **touched;          /* rows of the files changed (ment.changed) */
@@ -293,6 +302,10 @@ int cairn__mem_vec_compatible(cairn_mem *m, const char *name, uint32_t dim);
  * of appending the record (cairn_append's), CAIRN_ENOMEM; the entries it
  * read are then lost (access statistics only). */
 int cairn__mem_access_fold(cairn_mem *m);
+
+/* After a write (mu held, no entry pointer kept): write the RAM tail out
+ * as a generation once it holds MEM_FLUSH_ROWS memories. Best effort. */
+void cairn__mem_flush_if_due(cairn_mem *m);
 
 /* Write one whole memory index file in place of every file in use (mu
  * held): a purge, which must leave no file holding the memory's text. */
