@@ -777,6 +777,7 @@ static void failing_disk_variant(fx *f, int variant)
         o.create = 1;
         o.durability = CAIRN_DURABILITY_NONE;
         o.io = &faulty;
+        o.background = 0; /* every I/O call of the checkpoint in order: no merger */
         mo.w_relevance = 1.0;
         inj.calls = 0;
         inj.fail_at = 0;

@@ -384,7 +384,7 @@ typedef struct wbuf {
     size_t n;
     uint64_t off;          /* file offset of b[0] */
     cairn__err *e;
-    const volatile int *stop;
+    const int *stop;
     /* the text image being written: its head's sum */
     int in_head;
     XXH3_state_t head;
@@ -394,7 +394,7 @@ typedef struct wbuf {
 static int flush(wbuf *w)
 {
     int rc;
-    if (w->stop != NULL && *w->stop)
+    if (w->stop != NULL && __atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
         return cairn__fail(w->e, CAIRN_ELOCKED, "memory index: the write was given up");
     rc = w->n ? cairn__io_write(w->io, "memindex.write", w->fd, w->b, w->n, w->off, w->name, w->e)
                   : CAIRN_OK;

@@ -132,10 +132,10 @@ typedef struct mx_in {
     /* Optional. gate: called once the temp file is whole and synced, just
      * before it is renamed into place; an error stops there (the temp file
      * is removed) and is returned. stop: a write that finds *stop set ends
-     * with CAIRN_ELOCKED (a merge given up). */
+     * with CAIRN_ELOCKED (a merge given up; read with __atomic_load_n). */
     int (*gate)(void *user);
     void *gate_user;
-    const volatile int *stop;
+    const int *stop;
 } mx_in;
 
 /* Write the file for `in` (temp file, fsync, rename, fsync the directory).

@@ -2366,7 +2366,7 @@ static int seq_order(const void *a, const void *b)
  * memories of the files below j changed since, then every live memory of
  * the files from j on and of the RAM tail. gate and stop as in mx_in. */
 static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_user,
-                     const volatile int *stop)
+                     const int *stop)
 {
     cairn__err e;
     mx_in in;
@@ -2529,11 +2529,11 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
-        return rc;
     /* A file written on files no longer there would lie on nothing: read
      * the chain on disk first (the same state, folded from other files). */
     if (!chain_current(m) && (rc = reload(m)) != CAIRN_OK)
+        return rc;
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
         return rc;
     if (mode == CKPT_WHOLE || m->index_outdated) {
         j = 0;
@@ -2652,7 +2652,7 @@ static int merge_gate(void *user)
 
 static void scratch_free(cairn_mem *t);
 
-int cairn__mem_merge_step(cairn_mem *m, const volatile int *stop)
+int cairn__mem_merge_step(cairn_mem *m, const int *stop)
 {
     merge_job job;
     cairn_mem *t = calloc(1, sizeof *t);

@@ -11,7 +11,7 @@ struct cairn__merger {
     pthread_mutex_t mu;
     pthread_cond_t work;     /* the thread: kicked, or stop */
     int kicked;
-    volatile int stop;       /* read by the write under way, without mu */
+    int stop;                /* read by the write under way without mu: atomic */
     pthread_t thread;
 };
 
@@ -21,15 +21,15 @@ static void *merger_main(void *arg)
 
     pthread_mutex_lock(&g->mu);
     for (;;) {
-        while (!g->kicked && !g->stop)
+        while (!g->kicked && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
             pthread_cond_wait(&g->work, &g->mu);
-        if (g->stop)
+        if (__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
             break;
         g->kicked = 0;
         pthread_mutex_unlock(&g->mu);
         /* While merges are due: each makes the chain shorter. A failure
          * leaves the files as they were; the next kick tries again. */
-        for (int n = 0; n < 16 && !g->stop; n++)
+        for (int n = 0; n < 16 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE); n++)
             if (cairn__mem_merge_step(g->m, &g->stop) != 1)
                 break;
         pthread_mutex_lock(&g->mu);
@@ -70,7 +70,7 @@ void cairn__merger_free(cairn__merger *g)
     if (g == NULL)
         return;
     pthread_mutex_lock(&g->mu);
-    g->stop = 1;
+    __atomic_store_n(&g->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_signal(&g->work);
     pthread_mutex_unlock(&g->mu);
     pthread_join(g->thread, NULL);

@@ -30,8 +30,8 @@ void cairn__merger_kick(cairn__merger *g);
 void cairn__merger_free(cairn__merger *g);
 
 /* One merge by the policy over m's files on disk, if one is due, given up
- * when *stop is set (memory.c). Returns 1 if it merged, 0 if none was due
+ * when *stop is set (read with __atomic_load_n; memory.c). Returns 1 if it merged, 0 if none was due
  * or it gave up, or an error. */
-int cairn__mem_merge_step(cairn_mem *m, const volatile int *stop);
+int cairn__mem_merge_step(cairn_mem *m, const int *stop);
 
 #endif /* CAIRN_MERGER_H */
