@@ -1374,6 +1374,7 @@ void cairn_mem_close(cairn_mem *m)
     cairn__access_free(m);
     free_state(m);
     free(m->lazy);
+    free(m->touched);
     free(m->ns);
     free(m->e);
     free(m->by_id);
