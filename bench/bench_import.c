@@ -6,11 +6,17 @@
  * Each import is a child process; its peak RSS comes from wait4(2), the
  * store's size from the bytes of its files once the import has closed.
  *
+ * Then, on the store the default import made, OPS `cairn add` (each a new
+ * memory) and OPS `cairn recall` (1-3 words of the vocabulary), one
+ * process each, timed from fork to exit: the latency a script or hook
+ * sees, index files written along the way included.
+ *
  * Targets (a JSON line each, PASS/FAIL on stderr): the default import of
  * 100,000 memories peaks at <= 150 MiB RSS; the default store is at most
- * 1.5x the size of the store without vectors.
+ * 1.5x the size of the store without vectors; the p99 of the adds and of
+ * the recalls is at most 3x their median (no periodic spike).
  *
- *   ./build/bench/bench_import --cairn build/cairn [--n 100000] [--dir DIR] [--seed S]
+ *   ./build/bench/bench_import --cairn build/cairn [--n 100000] [--ops 2000] [--dir DIR] [--seed S]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -80,6 +86,56 @@ static int run(const char *const argv[], long *rss_kib, double *secs)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* OPS adds, then OPS recalls, each a process, on store: their latency.
+ * Returns the targets missed. */
+static int cli_latency(const char *cairn, const char *store, size_t ops, uint64_t seed)
+{
+    double *lat = malloc((ops ? ops : 1) * sizeof *lat);
+    int fails = 0;
+    if (lat == NULL)
+        bench_die("no memory");
+    for (int part = 0; part < 2; part++) {
+        const char *name = part ? "recall" : "add";
+        double med, p99, max;
+        for (size_t i = 0; i < ops; i++) {
+            char text[160];
+            const char *add[] = {cairn, "--store", store, "add", text, NULL};
+            const char *rec[] = {cairn, "--store", store, "recall", text, "--k", "10", NULL};
+            long rss;
+            int rc;
+            if (part == 0)
+                snprintf(text, sizeof text, "w%u w%u w%u w%u note %zu added by a hook",
+                         (unsigned)(rnd(&seed) % 5000), (unsigned)(rnd(&seed) % 5000),
+                         (unsigned)(rnd(&seed) % 5000), (unsigned)(rnd(&seed) % 5000), i);
+            else
+                snprintf(text, sizeof text, "w%u w%u", (unsigned)(rnd(&seed) % 5000),
+                         (unsigned)(rnd(&seed) % 5000));
+            if ((rc = run(part ? rec : add, &rss, &lat[i])) != 0)
+                bench_die("%s %s: exit %d", cairn, name, rc);
+        }
+        qsort(lat, ops, sizeof *lat, cmp_double);
+        med = lat[ops / 2];
+        p99 = lat[ops * 99 / 100];
+        max = lat[ops - 1];
+        fails += p99 > 3 * med;
+        printf("{\"bench\":\"import\",\"part\":\"cli_%s\",\"ops\":%zu,\"median_ms\":%.2f,"
+               "\"p99_ms\":%.2f,\"max_ms\":%.2f,\"p99_over_median\":%.2f,\"pass\":%s}\n",
+               name, ops, med * 1e3, p99 * 1e3, max * 1e3, p99 / med,
+               p99 <= 3 * med ? "true" : "false");
+        fprintf(stderr, "  cli %-6s x%zu  median %6.2f ms  p99 %6.2f ms  max %7.2f ms  "
+                "p99/median %.2f <= 3  %s\n", name, ops, med * 1e3, p99 * 1e3, max * 1e3,
+                p99 / med, p99 <= 3 * med ? "PASS" : "FAIL");
+    }
+    free(lat);
+    return fails;
+}
+
 /* Bytes of the regular files in dir. */
 static uint64_t dir_bytes(const char *dir)
 {
@@ -107,7 +163,7 @@ typedef struct mode {
 int main(int argc, char **argv)
 {
     const char *cairn = "build/cairn", *dir = getenv("BENCH_DIR");
-    size_t n = 100000;
+    size_t n = 100000, ops = 2000;
     uint64_t seed = 0xCA1E5EED;
     mode modes[] = {{"default", NULL, 0, 0, 0},
                     {"embed_builtin", "--embed-builtin", 0, 0, 0},
@@ -121,12 +177,15 @@ int main(int argc, char **argv)
             cairn = argv[++i];
         else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
             n = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc)
+            ops = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             dir = argv[++i];
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
         else
-            bench_die("usage: bench_import [--cairn PATH] [--n N] [--dir DIR] [--seed S]");
+            bench_die("usage: bench_import [--cairn PATH] [--n N] [--ops N] [--dir DIR] "
+                      "[--seed S]");
     }
     if (dir == NULL)
         dir = "build/bench-tmp";
@@ -166,6 +225,8 @@ int main(int argc, char **argv)
                md->bytes);
         fprintf(stderr, "  %-14s %8.2f s  peak RSS %7.1f MiB  store %7.1f MB\n", md->name,
                 md->secs, (double)md->rss_kib / 1024.0, (double)md->bytes / 1e6);
+        if (k == 0 && ops > 0) /* the latency of the tool on this store */
+            fails += cli_latency(cairn, store, ops, seed ^ 0x5eed);
         bench_rm_rf(store);
     }
     {
