@@ -155,7 +155,7 @@ static void synthetic(const char *dir, size_t n)
 {
     char path[1100], *text = malloc(64 * 12), fq[512];
     char (*queries)[128] = calloc(QUERIES, sizeof *queries);
-    double t0, c_ingest, c_index, f_ingest, c_open, *cq = calloc(QUERIES, sizeof(double)),
+    double t0, c_ingest, c_index, c_memclose, f_ingest, c_open, *cq = calloc(QUERIES, sizeof(double)),
                                           *fq_t = calloc(QUERIES, sizeof(double));
     cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
@@ -208,8 +208,9 @@ static void synthetic(const char *dir, size_t n)
         if (cairn_mem_store(mem, texts[i], NULL, NULL, NULL) != CAIRN_OK)
             bench_die("store %zu: %s", i, cairn_mem_errmsg(mem));
     c_index = bench_now();
-    cairn_mem_close(mem); /* writes the memory index file */
-    if (cairn_close(db) != CAIRN_OK)
+    cairn_mem_close(mem); /* writes the RAM tail as an index file */
+    c_memclose = bench_now() - c_index;
+    if (cairn_close(db) != CAIRN_OK) /* syncs, seals the active segment */
         bench_die("close");
     c_index = bench_now() - c_index;
     c_ingest = bench_now() - t0;
@@ -293,19 +294,22 @@ static void synthetic(const char *dir, size_t n)
            "\"cairn_ingest_s\":%.3f,\"cairn_index_write_s\":%.3f,\"fts5_ingest_s\":%.3f,\"ingest_ratio\":%.3f,"
            "\"cairn_query_median_ms\":%.4f,\"cairn_query_p99_ms\":%.4f,"
            "\"fts5_query_median_ms\":%.4f,\"fts5_query_p99_ms\":%.4f,\"query_speedup\":%.3f,"
-           "\"cairn_open_first_query_ms\":%.1f,\"cairn_index_files\":%llu,\"warmed_gib\":%.1f}\n",
+           "\"cairn_open_first_query_ms\":%.1f,\"cairn_index_files\":%llu,"
+           "\"cairn_mem_close_ms\":%.1f,\"warmed_gib\":%.1f}\n",
            n, c_ingest, c_index, f_ingest, f_ingest / c_ingest, cq[QUERIES / 2] * 1e3,
            cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3, fq_t[QUERIES * 99 / 100] * 1e3,
            fq_t[QUERIES / 2] / cq[QUERIES / 2], c_open * 1e3, (unsigned long long)index_files,
-           (double)warmed / (1u << 30));
+           c_memclose * 1e3, (double)warmed / (1u << 30));
     fprintf(stderr, "synthetic, %zu memories:\n", n);
     fprintf(stderr, "  ingest      cairn %.2f s (%.0f/s)   fts5 %.2f s (%.0f/s)   %.2fx  %s (target >= 3x)\n",
             c_ingest, n / c_ingest, f_ingest, n / f_ingest, f_ingest / c_ingest,
             f_ingest / c_ingest >= 3 ? "PASS" : "FAIL");
     fprintf(stderr, "              (cairn's includes %.3f s of close: the RAM tail written as an "
-            "index file)\n", c_index);
-    fprintf(stderr, "  close       %.1f ms  %s (target <= 100 ms); %llu index files at the queries\n",
-            c_index * 1e3, c_index <= 0.1 ? "PASS" : "FAIL", (unsigned long long)index_files);
+            "index file, the log synced and sealed)\n", c_index);
+    fprintf(stderr, "  close       cairn_mem_close %.1f ms  %s (target <= 100 ms); cairn_close %.1f ms;"
+            " %llu index files at the queries\n", c_memclose * 1e3,
+            c_memclose <= 0.1 ? "PASS" : "FAIL", (c_index - c_memclose) * 1e3,
+            (unsigned long long)index_files);
     fprintf(stderr, "  query       cairn median %.3f ms p99 %.3f ms   fts5 median %.3f ms p99 %.3f ms\n",
             cq[QUERIES / 2] * 1e3, cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3,
             fq_t[QUERIES * 99 / 100] * 1e3);

@@ -64,9 +64,9 @@ static void repair(uint8_t *b, size_t len)
     n_ns = rd64(b + 12) & 0xffffffffu;
     nrows = rd64(b + 24);
     tcap = rd64(b + 48);
-    if (n_ns > len / 64 || tcap > len / 4 || nrows > len / 96)
+    if (n_ns > len / 64 || tcap > len / 8 || nrows > len / 96)
         goto header;
-    ro = 176 + n_ns * 64 + 2 * ((tcap * 4 + 7) & ~7ull);
+    ro = 176 + n_ns * 64 + 2 * tcap * 8;
     if (ro > len)
         goto header;
     for (uint64_t i = 0; i < n_ns; i++) {

@@ -1277,7 +1277,7 @@ static void a_damaged_shadow_row_sets_the_chain_aside(void **state)
     assert_true(header_u64(top, 160) > 0); /* it has shadow rows */
     n_ns = header_u64(top, 12) & 0xffffffffu;
     tcap = header_u64(top, 48);
-    rows = 176 + 64 * n_ns + 2 * ((tcap * 4 + 7) & ~7ull);
+    rows = 176 + 64 * n_ns + 2 * tcap * 8;
     {
         size_t len = 0;
         uint8_t *b = tu_read_file(top, &len);
@@ -1438,9 +1438,10 @@ static void kill_9_during_generations_and_merges_loses_nothing(void **state)
 
 
 /* A handle with background threads: a close writes only what changed (a
- * generation on the files, however the policy would merge), and the next
- * handle's merger thread merges the generations in the background, the
- * merged file named as the newest it replaces; the answers never change. */
+ * generation on the files, however the policy would merge), and once four
+ * files of about one size lie on one another, the next handle's merger
+ * thread merges them in the background, the merged file named as the
+ * newest it replaces; the answers never change. */
 static void the_merger_thread_merges_in_the_background(void **state)
 {
     fx *f = *state;
@@ -1453,12 +1454,14 @@ static void the_merger_thread_merges_in_the_background(void **state)
     store_plain(f, 0, 3000);
     close_all(f);
     assert_int_equal(index_files(f->dir), 1);
-    open_all(f, 0); /* one file: no merge due */
-    store_plain(f, 3000, 4500);
-    close_all(f);
-    /* inline, the policy would merge 1,500 into the 3,000; a close with a
-     * merger does not */
-    assert_int_equal(index_files(f->dir), 2);
+    for (int round = 0; round < 3; round++) {
+        open_all(f, 0); /* fewer than 4 files of about one size: no merge */
+        store_plain(f, 3000 + 1500 * round, 4500 + 1500 * round);
+        close_all(f);
+        /* inline, the policy would merge 1,500 into the 3,000; a close
+         * with a merger does not */
+        assert_int_equal(index_files(f->dir), (size_t)round + 2);
+    }
     top = index_file(f->dir);
     open_all(f, 0);
     want = export_all(f);
@@ -1470,7 +1473,7 @@ static void the_merger_thread_merges_in_the_background(void **state)
     merged = index_file(f->dir);
     assert_string_equal(merged, top); /* in place of the newest */
     assert_int_equal(header_u64(merged, 152), 0); /* a whole file */
-    assert_int_equal(header_u64(merged, 24), 4500);
+    assert_int_equal(header_u64(merged, 24), 7500);
     got = export_all(f); /* this handle's files are unlinked, still mapped */
     assert_string_equal(got, want);
     free(got);
@@ -1478,7 +1481,7 @@ static void the_merger_thread_merges_in_the_background(void **state)
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_int_equal(st.index_files, index_files(f->dir));
-    assert_int_equal(st.total, 4500);
+    assert_int_equal(st.total, 7500);
     assert_int_equal(st.unindexed, 0);
     cairn_mem_stats_free(&st);
     got = export_all(f);
@@ -1522,6 +1525,185 @@ static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
     cairn_mem_stats_free(&st);
 }
 
+
+/* A chain of a whole file (600 memories) and a generation on it (deletes
+ * of its memories, 60 new ones). Returns the generation's path. */
+static char *two_file_chain(fx *f, char ids[][CAIRN_MEM_ID_MAX + 1])
+{
+    rnd_state = 12;
+    store_some(f, 0, 600, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    for (int i = 1; i < 600; i += 11)
+        (void)cairn_mem_delete(f->mem, ids[i], "x");
+    store_some(f, 600, 660, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    assert_int_equal(index_files(f->dir), 2);
+    return index_file(f->dir);
+}
+
+/* Rewrite row i of an index file with bytes changed at off (len bytes
+ * of v), its row sum made to match: damage the checks cannot see. */
+static void rewrite_row(const char *path, size_t i, size_t off, const void *v, size_t len)
+{
+    size_t flen = 0, strs;
+    uint8_t *b = tu_read_file(path, &flen), *p, *summed;
+    uint64_t n_ns, tcap, rows, nrows, sum, str_off;
+    uint32_t clen, mlen;
+    uint16_t il, cl;
+    memcpy(&n_ns, b + 12, 8);
+    n_ns &= 0xffffffffu;
+    memcpy(&tcap, b + 48, 8);
+    memcpy(&nrows, b + 24, 8);
+    rows = 176 + 64 * n_ns + 2 * tcap * 8;
+    p = b + rows + 96 * i;
+    memcpy(p + off, v, len);
+    memcpy(&str_off, p + 56, 8);
+    memcpy(&clen, p + 64, 4);
+    memcpy(&mlen, p + 68, 4);
+    memcpy(&il, p + 76, 2);
+    memcpy(&cl, p + 78, 2);
+    strs = (size_t)clen + 1 + il + 1 + cl + 1 + (mlen ? mlen + 1 : 0);
+    summed = malloc(88 + strs);
+    memcpy(summed, p, 88);
+    memcpy(summed + 88, b + rows + 96 * nrows + str_off, strs);
+    sum = XXH3_64bits(summed, 88 + strs);
+    memcpy(p + 88, &sum, 8);
+    free(summed);
+    assert_int_equal(tu_write_file(path, b, flen), 0);
+    free(b);
+}
+
+typedef struct vproblem {
+    int n;
+    char msg[CAIRN_ERRMSG_MAX];
+} vproblem;
+
+static void note_vproblem(void *user, const char *file, uint64_t off, int code, const char *msg)
+{
+    vproblem *p = user;
+    (void)file;
+    (void)off;
+    (void)code;
+    p->n++;
+    snprintf(p->msg, sizeof p->msg, "%s", msg);
+}
+
+/* Damage in the generation on top removes it alone: the whole file below
+ * stays in use, and what the generation held is replayed from the log. */
+static void a_damaged_generation_goes_alone(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *top;
+    cairn_memory *m = NULL;
+    cairn_mem_stats st;
+
+    top = two_file_chain(f, ids);
+    want = export_all(f);
+    close_all(f);
+    flip_byte(top, find_in_file(top, "memory 650:") + 3); /* an own row's text */
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_get(f->mem, ids[650], &m), CAIRN_ECORRUPT);
+    close_all(f);
+    assert_int_equal(access(top, F_OK), -1);
+    assert_int_equal(index_files(f->dir), 1); /* the whole file stays */
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 1);
+    assert_true(st.unindexed > 0);
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(top);
+}
+
+/* Damage in the whole file under a generation: both go at open (the
+ * generation is of no use without it), and the next opens do not look
+ * for them again. */
+static void a_damaged_base_takes_its_generations_with_it(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *top, base[64];
+    cairn_mem_stats st;
+
+    top = two_file_chain(f, ids);
+    want = export_all(f);
+    close_all(f);
+    snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, 152));
+    flip_byte(base, 20); /* its header */
+    open_all(f, 1);     /* a reader: it sets them aside too */
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 0);
+    assert_non_null(strstr(st.index_note, "rebuilt from the log"));
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 0);
+    open_all(f, 1);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_string_equal(st.index_note, ""); /* nothing left to trip on */
+    cairn_mem_stats_free(&st);
+    close_all(f);
+    open_all(f, 0);
+    free(want);
+    free(top);
+}
+
+/* Files sound one by one that do not fold together (a shadow row names a
+ * memory of another namespace than the one below): verify says so, open
+ * does not use them. */
+static void verify_checks_that_a_chain_folds(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *top, *got, *want;
+    uint64_t problems = 0;
+    uint32_t nsi;
+    vproblem p;
+
+    top = two_file_chain(f, ids);
+    want = export_all(f);
+    close_all(f);
+    assert_true(header_u64(top, 160) > 0);
+    {
+        size_t flen = 0;
+        uint8_t *b = tu_read_file(top, &flen);
+        uint64_t n_ns = header_u64(top, 12) & 0xffffffffu, tcap = header_u64(top, 48);
+        memcpy(&nsi, b + 176 + 64 * n_ns + 2 * tcap * 8 + 72, 4);
+        free(b);
+    }
+    nsi = nsi == 0 ? 1 : 0; /* another namespace */
+    rewrite_row(top, 0, 72, &nsi, 4);
+    {
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        char err[CAIRN_ERRMSG_MAX];
+        o.read_only = 1;
+        if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+            fail_msg("cairn_open: %s", err);
+        memset(&p, 0, sizeof p);
+        assert_int_equal(cairn_mem_verify_index(f->db, note_vproblem, &p, &problems, NULL),
+                         CAIRN_OK);
+        assert_int_equal(cairn_close(f->db), CAIRN_OK);
+        f->db = NULL;
+    }
+    assert_int_equal(problems, 1);
+    assert_int_equal(p.n, 1);
+    assert_non_null(strstr(p.msg, "no file below holds live"));
+    assert_int_equal(index_files(f->dir), 2); /* verify removes nothing */
+    open_all(f, 0);
+    got = export_all(f); /* the open did not use them */
+    assert_string_equal(got, want);
+    free(got);
+    assert_int_equal(index_files(f->dir), 1); /* and set the generation aside */
+    free(want);
+    free(top);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1547,6 +1729,9 @@ int main(void)
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
+        T(a_damaged_generation_goes_alone),
+        T(a_damaged_base_takes_its_generations_with_it),
+        T(verify_checks_that_a_chain_folds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

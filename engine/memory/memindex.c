@@ -59,7 +59,7 @@ static uint64_t pad8(uint64_t n)
 
 static uint64_t rows_off(uint64_t n_ns, uint64_t tcap)
 {
-    return MX_HEAD + n_ns * MX_NS + 2 * pad8(tcap * 4);
+    return MX_HEAD + n_ns * MX_NS + 2 * tcap * 8;
 }
 
 
@@ -112,7 +112,7 @@ static int check_header(memindex *mx, cairn__err *e)
                            mx->len, get64(h + 64));
     /* Bounded by the file before any product. */
     if (mx->stemmer[31] != 0 || mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
-        mx->tcap > mx->len / 4 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 16 ||
+        mx->tcap > mx->len / 8 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 16 ||
         mx->tcap < 2 * mx->nrows ||
         mx->heap_len > mx->len || mx->n_shadow > mx->nrows || (mx->base != 0 && mx->base >= mx->covered) ||
         (mx->base == 0 && mx->n_shadow != 0))
@@ -124,8 +124,8 @@ static int check_header(memindex *mx, cairn__err *e)
     if (XXH3_64bits(h + MX_HEAD, mx->n_ns * MX_NS) != get64(h + 104))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: namespace table checksum mismatch", mx->name);
     mx->nstab = h + MX_HEAD;
-    mx->idtab = (const uint32_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS);
-    mx->ctab = (const uint32_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS + pad8(mx->tcap * 4));
+    mx->idtab = (const uint64_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS);
+    mx->ctab = (const uint64_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS + mx->tcap * 8);
     mx->rows = h + ro;
     mx->heap = h + ro + mx->nrows * MX_ROW;
     return CAIRN_OK;
@@ -138,15 +138,15 @@ static int check_tables(const memindex *mx, uint64_t *off, cairn__err *e)
 {
     const uint8_t *h = mx->map;
     *off = (uint64_t)((const uint8_t *)mx->idtab - h);
-    if (XXH3_64bits(mx->idtab, (size_t)(2 * pad8(mx->tcap * 4))) != get64(h + 112))
+    if (XXH3_64bits(mx->idtab, (size_t)(2 * mx->tcap * 8)) != get64(h + 112))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: hash table checksum mismatch", mx->name);
     for (int t = 0; t < 2; t++) {
-        const uint32_t *tab = t ? mx->ctab : mx->idtab;
+        const uint64_t *tab = t ? mx->ctab : mx->idtab;
         uint64_t filled = 0;
         for (uint64_t i = 0; i < mx->tcap; i++) {
             if (tab[i] == 0)
                 continue;
-            if (tab[i] > mx->nrows || tab[i] <= mx->n_shadow) {
+            if ((uint32_t)tab[i] > mx->nrows || (uint32_t)tab[i] <= mx->n_shadow) {
                 *off = (uint64_t)((const uint8_t *)(tab + i) - h);
                 return cairn__fail(e, CAIRN_ECORRUPT, "%s: hash table slot out of range", mx->name);
             }
@@ -280,8 +280,10 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     idlen = get16(p + 76);
     catlen = get16(p + 78);
     total = clen + 1 + idlen + 1 + catlen + 1 + (mlen ? mlen + 1 : 0);
+    /* a dead shadow row keeps the id alone: no category, no metadata */
     if (off > mx->heap_len || total > mx->heap_len - off || idlen == 0 ||
-        idlen > CAIRN_MEM_ID_MAX || catlen == 0 || get32(p + 72) >= mx->n_ns)
+        idlen > CAIRN_MEM_ID_MAX || (catlen == 0 && !(get32(p + 80) & MX_ROW_DEAD)) ||
+        get32(p + 72) >= mx->n_ns)
         return CAIRN_ECORRUPT;
     XXH3_64bits_reset(&st);
     XXH3_64bits_update(&st, p, MX_ROW_SUMMED);
@@ -455,12 +457,14 @@ static uint64_t vec_rows(const mx_ns_in *ns)
     return n;
 }
 
-static void table_put(uint32_t *t, uint64_t cap, uint64_t h, uint32_t row)
+/* A slot: the row + 1, tagged with the hash's top 32 bits (a probe skips
+ * the other hashes without reading their rows). */
+static void table_put(uint64_t *t, uint64_t cap, uint64_t h, uint32_t row)
 {
     uint64_t i = h & (cap - 1);
     while (t[i] != 0)
         i = (i + 1) & (cap - 1);
-    t[i] = row + 1;
+    t[i] = (h >> 32 << 32) | ((uint64_t)row + 1);
 }
 
 /* Row i of the input, from its array or its callback (into *tmp). */
@@ -478,7 +482,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
                                                "memindex.rename", "memindex.dirsync"};
     uint64_t tcap = 16, ro, heap_len = 0, at;
     uint8_t *head = NULL, h[MX_HEAD];
-    uint32_t *idtab = NULL, *ctab = NULL;
+    uint64_t *idtab = NULL, *ctab = NULL;
     char name[MX_NAME_MAX], tmp[MX_NAME_MAX + 8];
     wbuf w;
     int rc = CAIRN_OK;
@@ -499,8 +503,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     w.fd = -1;
     w.stop = in->stop;
     head = calloc(1, (size_t)(ro - MX_HEAD));
-    idtab = (uint32_t *)(void *)(head ? head + in->n_ns * MX_NS : NULL);
-    ctab = (uint32_t *)(void *)(head ? head + in->n_ns * MX_NS + pad8(tcap * 4) : NULL);
+    idtab = (uint64_t *)(void *)(head ? head + in->n_ns * MX_NS : NULL);
+    ctab = (uint64_t *)(void *)(head ? head + in->n_ns * MX_NS + tcap * 8 : NULL);
     w.b = malloc(MX_BUF);
     if (head == NULL || w.b == NULL) {
         rc = cairn__fail(e, CAIRN_ENOMEM, "memory index: no memory");
@@ -614,7 +618,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(h + 152, in->base);
         put64(h + 160, in->n_shadow);
         put64(h + 104, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
-        put64(h + 112, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * pad8(tcap * 4))));
+        put64(h + 112, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * tcap * 8)));
         cairn__logbind_put(h + MX_BIND_OFF, &in->bind);
         put64(h + MX_HEAD_SUM, XXH3_64bits(h, MX_HEAD_SUM));
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);

@@ -61,7 +61,8 @@ typedef struct memindex {
     uint64_t deleted;        /* memories deleted or cleared, up to covered */
     uint64_t nrows, n_ns, tcap, heap_len;
     const uint8_t *nstab, *rows, *heap;
-    const uint32_t *idtab, *ctab; /* row + 1; 0 empty; tcap slots */
+    const uint64_t *idtab, *ctab; /* row + 1 | the hash's top 32 bits << 32;
+                                     0 empty; tcap slots */
 } memindex;
 
 /* Map the newest index file of the store directory whose covered seq is

@@ -156,13 +156,15 @@ static int tables_grow(cairn_mem *m)
     return CAIRN_OK;
 }
 
+static int index_damaged_at(cairn_mem *m, size_t g, int rc, const char *what);
+
 /* The row a slot of file g's hash tables names, checked; NULL (and the
- * handle damaged) for a slot out of range or a probe past every slot. */
-static ment *gen_slot(cairn_mem *m, size_t g, uint32_t v, size_t *probes)
+ * handle damaged) for a slot out of range. */
+static ment *gen_slot(cairn_mem *m, size_t g, uint32_t v)
 {
     const memindex *mx = &m->gen[g].mx;
-    if (v > mx->nrows || v <= mx->n_shadow || ++*probes > mx->tcap) {
-        cairn__mem_index_damaged(m, CAIRN_ECORRUPT, "a hash table");
+    if (v > mx->nrows || v <= mx->n_shadow) {
+        index_damaged_at(m, g, CAIRN_ECORRUPT, "a hash table");
         return NULL;
     }
     return cairn__mem_row(m, g, v - 1);
@@ -194,11 +196,17 @@ static ment *probe(cairn_mem *m, const uint64_t *t, int content, uint64_t h, men
     }
     for (size_t g = m->ng; g-- > 0;) {
         const memindex *mx = &m->gen[g].mx;
-        const uint32_t *ft = content ? mx->ctab : mx->idtab;
+        const uint64_t *ft = content ? mx->ctab : mx->idtab;
         size_t probes = 0;
         for (i = (size_t)h & (mx->tcap - 1); mx->tcap && ft[i]; i = (i + 1) & (mx->tcap - 1)) {
-            ment *x = gen_slot(m, g, ft[i], &probes);
-            if (x == NULL)
+            ment *x;
+            if (++probes > mx->tcap) { /* a table with no empty slot */
+                index_damaged_at(m, g, CAIRN_ECORRUPT, "a hash table");
+                return NULL;
+            }
+            if (SLOT_TAG(ft[i]) != SLOT_TAG(h))
+                continue;
+            if ((x = gen_slot(m, g, (uint32_t)ft[i])) == NULL)
                 return NULL;
             if (match(x, key)) {
                 if (x->live)
@@ -256,31 +264,37 @@ long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq)
     return -1;
 }
 
-static void set_aside(cairn_mem *m)
+/* File g of the chain is damaged: remove it and the files on it, so that
+ * the next open uses the files below (or rebuilds from the log) instead of
+ * tripping on it again; by a reader too (the reads of a store never wait
+ * for a writer to come and do it). Index files are never changed in
+ * place, so the damage is real; a reader that has it mapped keeps its
+ * pages. A scratch state that only checks (verify) removes nothing. */
+static void set_aside_from(cairn_mem *m, size_t g)
 {
-    /* Removed, so that the next open rebuilds from the log instead of
-     * tripping on it again; by a reader too (the reads of a store never
-     * wait for a writer to come and do it). Index files are never changed
-     * in place, so the damage is real; a reader that has it mapped keeps
-     * its pages. The generations on a damaged file are of no use either. */
-    for (size_t g = 0; g < m->ng; g++)
+    for (; g < m->ng && !m->check_only; g++)
         (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->gen[g].mx.name, NULL);
 }
 
-int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
+static int index_damaged_at(cairn_mem *m, size_t g, int rc, const char *what)
 {
     char names[2 * MX_NAME_MAX + 16];
     if (m->ng == 0 || m->damaged)
         return m->damaged ? CAIRN_ECORRUPT : cairn__mem_fail(m, rc, "%s: %s", what, cairn_strerror(rc));
-    set_aside(m);
+    set_aside_from(m, g);
     m->damaged = 1;
-    if (m->ng == 1)
-        snprintf(names, sizeof names, "%s", m->gen[0].mx.name);
+    if (g + 1 == m->ng)
+        snprintf(names, sizeof names, "%s", m->gen[g].mx.name);
     else
-        snprintf(names, sizeof names, "%s (and %zu on it)", m->gen[0].mx.name, m->ng - 1);
+        snprintf(names, sizeof names, "%s (and %zu on it)", m->gen[g].mx.name, m->ng - g - 1);
     return cairn__mem_fail(m, CAIRN_ECORRUPT, "memory index file %s is damaged (%s: %s): %s; "
                            "reopen the store to rebuild it from the log", names, what,
                            cairn_strerror(rc), "removed");
+}
+
+int cairn__mem_index_damaged(cairn_mem *m, int rc, const char *what)
+{
+    return index_damaged_at(m, 0, rc, what); /* which file is not known: all */
 }
 
 /* Row i of file g decoded and checked into *r; NULL-safe message. */
@@ -294,7 +308,7 @@ static int gen_row_read(cairn_mem *m, size_t g, size_t i, mx_row *r)
         char what[96];
         snprintf(what, sizeof what, "%s row %zu at offset %" PRIu64, mx->name, i,
                  cairn__mx_row_offset(mx, i));
-        cairn__mem_index_damaged(m, rc, what);
+        index_damaged_at(m, g, rc, what);
     }
     return rc;
 }
@@ -1121,9 +1135,9 @@ static int take_shadows(cairn_mem *m, size_t g, uint64_t *kills, cairn__err *e)
 static int open_index(cairn_mem *m, uint64_t last_seq)
 {
     memindex chain[MEM_GEN_MAX + 1];
-    char failed[MX_NAME_MAX] = "";
+    char below[MX_NAME_MAX] = "";
     cairn__err e;
-    size_t n = 0;
+    size_t n = 0, bad = 0;
     uint64_t kills = 0;
     int rc;
 
@@ -1136,22 +1150,24 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
             cairn__mx_close(&chain[i]);
         return CHAIN_MOVED;
     }
-    if (rc != CAIRN_OK)
-        snprintf(failed, sizeof failed, "%s", chain[n].name);
+    /* The file below the mapped ones that failed to map (if that is what
+     * failed; a chain too long names none). */
+    if (rc != CAIRN_OK && n < MEM_GEN_MAX)
+        snprintf(below, sizeof below, "%s", chain[n].name);
     /* This build can never use an older file (not bound to its log, terms
      * of older tokenizer rules, no generations): the writer's close
      * replaces it, however few records the store has. */
-    if (rc == CAIRN_EVERSION && cairn__mx_is_older(&chain[n]))
+    if (rc == CAIRN_EVERSION && n < MEM_GEN_MAX && cairn__mx_is_older(&chain[n]))
         m->index_outdated = 1;
-    /* Oldest first into m->gen: each file's rows apply on those below. */
-    for (size_t k = 0; k < n; k++) {
+    /* Oldest first into m->gen: each file's rows apply on those below (a
+     * shadow row's memory is found below it: cairn__mem_gen_of looks from
+     * the oldest up). */
+    for (size_t k = 0; k < n; k++)
         m->gen[k] = (mgen){chain[n - 1 - k], NULL, 0};
-        memset(&chain[n - 1 - k], 0, sizeof chain[0]);
-    }
+    m->ng = n;
     for (size_t g = 0; rc == CAIRN_OK && g < n; g++) {
         const memindex *mx = &m->gen[g].mx;
-        m->ng = g + 1;
-        snprintf(failed, sizeof failed, "%s", mx->name);
+        bad = g;
         /* Only a file folded from this store's log as it is now: not
          * another store's, not one of records a cut tail took away. */
         rc = cairn__logbind_check(m->db, mx->name, mx->covered, &mx->bind, &e);
@@ -1163,21 +1179,20 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
         if (rc == CAIRN_OK && g > 0)
             rc = take_shadows(m, g, &kills, &e);
     }
-    for (size_t i = 0; i <= MEM_GEN_MAX; i++)
-        cairn__mx_close(&chain[i]);
     if (rc == CAIRN_ENOMEM)
-        return cairn__mem_fail(m, rc, "%s", e.msg);
+        return cairn__mem_fail(m, rc, "%s", e.msg); /* the caller frees the state */
     if (rc != CAIRN_OK) {
         size_t k = strlen(e.msg) < sizeof m->index_note - 32 ? strlen(e.msg) : sizeof m->index_note - 32;
         memcpy(m->index_note, e.msg, k);
         strcpy(m->index_note + k, "; rebuilt from the log");
-        /* Damaged: remove it (and what lies on it). Unreadable for now
-         * (EIO), or built with another stemmer or tokenizer: leave it be. */
-        if (failed[0] != 0 && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM)) {
-            if (m->ng == 0 || m->damaged)
-                (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, failed, NULL);
-            if (!m->damaged)
-                set_aside(m);
+        /* Damaged: remove it and the files on it (those below it are
+         * sound). Unreadable for now (EIO), or built with another stemmer
+         * or tokenizer: leave them be. */
+        if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
+            if (below[0] != 0 && !m->check_only)
+                (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, below, NULL);
+            m->damaged = 0;
+            set_aside_from(m, below[0] != 0 ? 0 : bad);
             m->index_outdated = 1; /* the writer's close writes a good one */
         }
         m->damaged = 0;
@@ -2284,6 +2299,10 @@ static void row_at(void *user, size_t i, mx_row *out)
     const file_rows *r = user;
     fill_row(r->x[i], out);
     out->flags = r->x[i]->live ? 0 : MX_ROW_DEAD;
+    if (!r->x[i]->live) { /* a dead memory's row says it died, no more */
+        out->category = "";
+        out->metadata = NULL;
+    }
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */
@@ -2346,6 +2365,11 @@ static int reload(cairn_mem *m)
  * about log(memories / MEM_CHECKPOINT_MIN) files and a row is rewritten
  * that many times over its life, in files the size of what changed. */
 #define MEM_GEN_RATIO 2
+/* The merger thread's policy is tiered instead: it merges MEM_MERGE_FANIN
+ * files of about one size into one, writing each memory about
+ * log4(memories / flush) times rather than log3 (a long ingest runs beside
+ * it); its chains are a little longer. */
+#define MEM_MERGE_FANIN 4
 static size_t merge_from(const cairn_mem *m, uint64_t rows)
 {
     size_t j = m->ng;
@@ -2432,11 +2456,13 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
             ns[i].idx = src[0]; /* nothing to drop or join: written as it is */
             continue;
         }
-        rc = cairn__ramidx_merge(&merged, NULL, m->stemmer, src, nsrc);
+        rc = cairn__ramidx_merge_until(&merged, NULL, m->stemmer, src, nsrc, stop);
         if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
             rc = cairn__mem_index_damaged(m, rc, "a text index, while merging it");
             break;
         }
+        if (rc == CAIRN_ELOCKED)
+            break; /* a merge given up */
         if (rc != CAIRN_OK) {
             rc = cairn__mem_fail(m, rc, "memory index: merging the text index of \"%s\" failed",
                                  m->ns[i].name);
@@ -2653,42 +2679,92 @@ static int merge_gate(void *user)
 
 static void scratch_free(cairn_mem *t);
 
+/* The chain whose newest file covers at most upto, mapped into a scratch
+ * state (no log replayed). NULL with *rc 0 when there is nothing to merge
+ * (fewer than two files, or they moved meanwhile), or an error. */
+static cairn_mem *scratch_open(cairn_mem *m, uint64_t upto, int *rc)
+{
+    cairn_mem *t = calloc(1, sizeof *t);
+    *rc = CAIRN_ENOMEM;
+    if (t == NULL)
+        return NULL;
+    t->db = m->db;
+    strcpy(t->stemmer, m->stemmer);
+    *rc = tables_grow(t);
+    if (*rc == CAIRN_OK)
+        *rc = open_index(t, upto);
+    if (*rc != CAIRN_OK || t->ng < 2 || t->index_note[0] != 0) {
+        scratch_free(t);
+        if (*rc == CHAIN_MOVED)
+            *rc = 0;
+        return NULL;
+    }
+    t->folded = t->gen[t->ng - 1].mx.covered;
+    return t;
+}
+
+/* The merger's policy: the newest run j..k of at least MEM_MERGE_FANIN
+ * files of about one size, else the two newest when the chain is about
+ * full. 0: nothing due. */
+static int tiered_run(const cairn_mem *t, size_t *j_out, size_t *k_out)
+{
+    size_t e = t->ng;
+    while (e-- > 0) {
+        size_t j = e;
+        uint64_t lo = t->gen[e].mx.nrows, hi = lo;
+        while (j > 0 && t->gen[j - 1].mx.nrows <= MEM_GEN_RATIO * (hi ? hi : 1) &&
+               t->gen[j - 1].mx.nrows * MEM_GEN_RATIO >= lo) {
+            j--;
+            hi = t->gen[j].mx.nrows > hi ? t->gen[j].mx.nrows : hi;
+            lo = t->gen[j].mx.nrows < lo ? t->gen[j].mx.nrows : lo;
+        }
+        if (e - j + 1 >= MEM_MERGE_FANIN) {
+            *j_out = j;
+            *k_out = e;
+            return 1;
+        }
+        e = j;
+    }
+    if (t->ng + 2 > MEM_GEN_MAX) {
+        *j_out = t->ng - 2;
+        *k_out = t->ng - 1;
+        return 1;
+    }
+    return 0;
+}
+
 int cairn__mem_merge_step(cairn_mem *m, const int *stop)
 {
     merge_job job;
-    cairn_mem *t = calloc(1, sizeof *t);
-    uint64_t acc;
+    cairn_mem *t;
+    size_t k;
     int rc;
 
-    if (t == NULL)
-        return CAIRN_ENOMEM;
     memset(&job, 0, sizeof job);
-    t->db = m->db;
-    strcpy(t->stemmer, m->stemmer);
-    rc = tables_grow(t);
-    if (rc == CAIRN_OK)
-        rc = open_index(t, cairn__handed_seq(m->db));
-    if (rc != CAIRN_OK || t->ng < 2 || t->index_note[0] != 0) {
-        scratch_free(t);
-        return rc == CHAIN_MOVED ? 0 : rc;
-    }
-    /* The policy over the files alone: the newest and those below it that
-     * hold at most MEM_GEN_RATIO times what is gathered. */
-    job.j = t->ng - 1;
-    acc = t->gen[job.j].mx.nrows;
-    while (job.j > 0 && t->gen[job.j - 1].mx.nrows <= MEM_GEN_RATIO * acc) {
-        acc += t->gen[job.j - 1].mx.nrows;
-        job.j--;
-    }
-    if (job.j == t->ng - 1 && t->ng + 2 > MEM_GEN_MAX)
-        job.j--; /* a chain about full: the two newest at least */
-    if (job.j == t->ng - 1) {
+    if ((t = scratch_open(m, cairn__handed_seq(m->db), &rc)) == NULL)
+        return rc;
+    /* The policy over the files alone (tiered): the newest run of at least
+     * MEM_MERGE_FANIN files of about one size (each within MEM_GEN_RATIO
+     * times the others'), anywhere in the chain; or the two newest when
+     * the chain is about full. */
+    if (!tiered_run(t, &job.j, &k)) {
         scratch_free(t);
         return 0; /* nothing due */
     }
+    if (k + 1 < t->ng) {
+        /* A run below the newest: the files up to its newest, read again
+         * (the merged file covers what that one covers, under its name). */
+        uint64_t upto = t->gen[k].mx.covered;
+        scratch_free(t);
+        if ((t = scratch_open(m, upto, &rc)) == NULL)
+            return rc;
+        if (t->ng != k + 1 || t->gen[k].mx.covered != upto) {
+            scratch_free(t);
+            return 0; /* the files changed meanwhile */
+        }
+    }
     job.m = m;
     job.t = t;
-    t->folded = t->gen[t->ng - 1].mx.covered;
     rc = write_gen(t, job.j, merge_gate, &job, stop);
     if (job.held) {
         /* In place (named as the newest it merges, which it replaces): the
@@ -2745,6 +2821,31 @@ static int verify_file(cairn_db *db, memindex *mx, cairn_verify_fn fn, void *use
     return CAIRN_OK;
 }
 
+/* Each file of a chain checked alone: do they fold as open folds them
+ * (every shadow row names a memory live below it, the namespaces agree)?
+ * A scratch state opens the chain, removing nothing. */
+static int verify_chain(cairn_db *db, const char *top, const char *stemmer, cairn_verify_fn fn,
+                        void *user, uint64_t *problems)
+{
+    cairn_mem *t = calloc(1, sizeof *t);
+    int rc;
+    if (t == NULL)
+        return CAIRN_ENOMEM;
+    t->db = db;
+    t->check_only = 1;
+    snprintf(t->stemmer, sizeof t->stemmer, "%s", stemmer);
+    rc = tables_grow(t);
+    if (rc == CAIRN_OK)
+        rc = open_index(t, cairn__handed_seq(db));
+    if (rc == CAIRN_OK && t->index_note[0] != 0) {
+        (*problems)++;
+        if (fn != NULL)
+            fn(user, top, 0, CAIRN_ECORRUPT, t->index_note);
+    }
+    scratch_free(t);
+    return rc == CHAIN_MOVED ? CAIRN_OK : rc;
+}
+
 int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
                            int *checked_out)
 {
@@ -2752,6 +2853,7 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
     memindex mx;
     cairn__err e;
     uint64_t want;
+    char top[MX_NAME_MAX] = "", stemmer[32] = "";
     int rc = cairn_stats_get(db, &st), exact = 0;
 
     *problems_out = 0;
@@ -2761,7 +2863,7 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
         return rc;
     want = cairn__handed_seq(db);
     /* The newest file, then each file it lies on. */
-    for (int n = 0; n <= MEM_GEN_MAX; n++) {
+    for (int n = 0; n < MEM_GEN_MAX; n++) {
         rc = cairn__mx_open(&mx, db->io, db->dirfd, want, exact, &e);
         /* An older file is a stale cache, not damage: never used, replaced
          * by the next writer (as a graph file of an older version). */
@@ -2791,11 +2893,18 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
             rc = CAIRN_OK;
         }
         want = mx.base;
+        if (n == 0 && mx.map != NULL) {
+            snprintf(top, sizeof top, "%s", mx.name);
+            memcpy(stemmer, mx.stemmer, sizeof stemmer);
+        }
         cairn__mx_close(&mx);
         if (rc != CAIRN_OK && rc != CAIRN_ECORRUPT && rc != CAIRN_ECHECKSUM && rc != CAIRN_EVERSION)
             return rc;
-        if (rc != CAIRN_OK || want == 0)
+        if (rc != CAIRN_OK)
             return CAIRN_OK;
+        if (want == 0)
+            return n > 0 && *problems_out == 0 ? verify_chain(db, top, stemmer, fn, user, problems_out)
+                                               : CAIRN_OK;
         exact = 1;
     }
     return CAIRN_OK;

@@ -801,6 +801,12 @@ int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, siz
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                         cairn__ramidx *const *src, size_t n)
 {
+    return cairn__ramidx_merge_until(out, a, stemmer, src, n, NULL);
+}
+
+int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
+                              cairn__ramidx *const *src, size_t n, const int *stop)
+{
     cairn__ramidx *x = NULL;
     uint32_t *remap = NULL;
     int rc = cairn__ramidx_new(&x, a, stemmer);
@@ -840,6 +846,10 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
             size_t cap;
             if (from->df == 0)
                 continue;
+            if (stop != NULL && (i & 1023) == 0 && __atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+                rc = CAIRN_ELOCKED; /* given up */
+                break;
+            }
             if ((rc = check_postings(y, from)) != CAIRN_OK)
                 break;
             if (y->damaged) {

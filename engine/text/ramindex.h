@@ -71,6 +71,11 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                         cairn__ramidx *const *src, size_t n);
 
+/* The same, given up with CAIRN_ELOCKED (nothing made) as soon as *stop
+ * (read with __atomic_load_n) is set: a merge in the background. */
+int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
+                              cairn__ramidx *const *src, size_t n, const int *stop);
+
 /* Write x as the text-index image of format-spec/memindex.md, in pieces,
  * through put (which returns CAIRN_OK or an error that stops the write).
  * put(user, NULL, 0) marks where the head (all but the postings) ends.
