@@ -467,13 +467,23 @@ static void table_put(uint64_t *t, uint64_t cap, uint64_t h, uint32_t row)
     t[i] = (h >> 32 << 32) | ((uint64_t)row + 1);
 }
 
-/* Row i of the input, from its array or its callback (into *tmp). */
+/* Row i of the input, from its array or its callback (into *tmp). A dead
+ * shadow row is written with its id alone (no category, no metadata). */
 static const mx_row *row_of(const mx_in *in, size_t i, mx_row *tmp)
 {
-    if (in->row_at == NULL)
-        return &in->rows[i];
-    in->row_at(in->row_user, i, tmp);
-    return tmp;
+    const mx_row *r = &in->rows[i];
+    if (in->row_at != NULL) {
+        in->row_at(in->row_user, i, tmp);
+        r = tmp;
+    }
+    if (i < in->n_shadow && (r->flags & MX_ROW_DEAD) && (r->category[0] != 0 || r->metadata)) {
+        if (r != tmp)
+            *tmp = *r;
+        tmp->category = "";
+        tmp->metadata = NULL;
+        r = tmp;
+    }
+    return r;
 }
 
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e)

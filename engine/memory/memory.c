@@ -2298,11 +2298,7 @@ static void row_at(void *user, size_t i, mx_row *out)
 {
     const file_rows *r = user;
     fill_row(r->x[i], out);
-    out->flags = r->x[i]->live ? 0 : MX_ROW_DEAD;
-    if (!r->x[i]->live) { /* a dead memory's row says it died, no more */
-        out->category = "";
-        out->metadata = NULL;
-    }
+    out->flags = r->x[i]->live ? 0 : MX_ROW_DEAD; /* (its id alone is written) */
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */
