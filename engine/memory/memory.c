@@ -2401,9 +2401,12 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
 
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
-        for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++)
+        for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++) {
+            if (stop != NULL && (i & 4095) == 0 && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+                return CAIRN_ELOCKED; /* a merge given up */
             if (cairn__mem_row(m, g, i) == NULL)
                 return CAIRN_ECORRUPT;
+        }
     cap = cairn__mem_total(m) - (j < m->ng ? m->gen[j].at : gen_rows(m)) + m->n_touched + 1;
     rows.x = malloc(cap * sizeof *rows.x);
     ns = calloc(m->nns ? m->nns : 1, sizeof *ns);
@@ -2513,6 +2516,14 @@ static int chain_current(cairn_mem *m)
            chain_present(m);
 }
 
+/* Can a file lie on m's top? It is there (a merge may have put a file of
+ * the same state under its name, and changed what is below). */
+static int top_present(cairn_mem *m)
+{
+    return m->ng == 0 ? cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd) == 0
+                      : faccessat(m->db->dirfd, m->gen[m->ng - 1].mx.name, F_OK, 0) == 0;
+}
+
 /* Write the file; then read it back in place of the RAM state, unless the
  * handle is closing. */
 static int checkpoint_turn(cairn_mem *m, int mode);
@@ -2552,27 +2563,33 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    /* A file written on files no longer there would lie on nothing: read
-     * the chain on disk first (the same state, folded from other files). */
-    if (!chain_current(m) && (rc = reload(m)) != CAIRN_OK)
-        return rc;
+    for (int again = 0;; again = 1) {
+        if (mode == CKPT_WHOLE || m->index_outdated) {
+            j = 0;
+        } else if (m->folded == cairn__mem_index_covered(m)) {
+            return CAIRN_OK; /* the files in use hold all there is */
+        } else {
+            uint64_t top_rows = m->n; /* what a file on the top would hold */
+            for (size_t i = 0; i < m->n_touched; i++)
+                top_rows += m->touched[i]->changed == CHANGED_RAM;
+            j = merge_from(m, top_rows);
+            /* With a merger thread, a close or a flush writes the tail
+             * alone and the merger merges in the background (unless the
+             * chain is full). */
+            if (m->bg_merge && mode != CKPT_EXPLICIT && m->ng + 1 <= MEM_GEN_MAX)
+                j = m->ng;
+        }
+        /* A file written on files no longer there would lie on nothing:
+         * read the chain on disk first (the same state, folded from other
+         * files). A file on the top needs only the top (a merge below it
+         * changes nothing it says). */
+        if (again || j == 0 || (j == m->ng ? top_present(m) : chain_current(m)))
+            break;
+        if ((rc = reload(m)) != CAIRN_OK)
+            return rc;
+    }
     if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
         return rc;
-    if (mode == CKPT_WHOLE || m->index_outdated) {
-        j = 0;
-    } else if (m->folded == cairn__mem_index_covered(m)) {
-        return CAIRN_OK; /* the files in use hold all there is */
-    } else {
-        uint64_t top_rows = m->n; /* what a file on the top would hold */
-        for (size_t i = 0; i < m->n_touched; i++)
-            top_rows += m->touched[i]->changed == CHANGED_RAM;
-        j = merge_from(m, top_rows);
-        /* With a merger thread, a close or a flush writes the tail alone
-         * and the merger merges in the background (unless the chain is
-         * full). */
-        if (m->bg_merge && mode != CKPT_EXPLICIT && m->ng + 1 <= MEM_GEN_MAX)
-            j = m->ng;
-    }
     if ((rc = write_gen(m, j, NULL, NULL, NULL)) != CAIRN_OK)
         return rc;
     m->index_outdated = 0;

@@ -809,6 +809,7 @@ int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, con
 {
     cairn__ramidx *x = NULL;
     uint32_t *remap = NULL;
+    uint64_t since = 0; /* postings moved since *stop was last read */
     int rc = cairn__ramidx_new(&x, a, stemmer);
 
     *out = NULL;
@@ -846,9 +847,12 @@ int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, con
             size_t cap;
             if (from->df == 0)
                 continue;
-            if (stop != NULL && (i & 1023) == 0 && __atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
-                rc = CAIRN_ELOCKED; /* given up */
-                break;
+            if (stop != NULL && (since += 1 + from->n) >= 16384) {
+                since = 0;
+                if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+                    rc = CAIRN_ELOCKED; /* given up */
+                    break;
+                }
             }
             if ((rc = check_postings(y, from)) != CAIRN_OK)
                 break;
