@@ -1030,17 +1030,21 @@ const char cmd_checkpoint_help[] =
     "Write the store's derived files now, each a cache of the log read in\n"
     "place by later commands, which then replay only the records after it:\n"
     "  the memory index (format-spec/memindex.md): every live memory and a\n"
-    "    BM25 index per namespace;\n"
+    "    BM25 index per namespace, in a whole file and generations on it:\n"
+    "    a checkpoint writes what changed since the files there (the new\n"
+    "    memories, and what changed of those in the files), merging the\n"
+    "    newest files into one when they are small next to it (a file is\n"
+    "    merged with the newer ones once it holds at most twice their rows);\n"
     "  the graph file (format-spec/graph.md): the causal graph, episodes and\n"
     "    patterns, with CSR adjacency and a label index; only when the store\n"
     "    has any.\n"
     "Commands write each by themselves when they close with 1000 or more of\n"
     "its records after the last one. The log is synced first.\n"
-    "Prints \"memory index: N memories up to seq S (B bytes)\" and \"graph\n"
-    "file: NAME, N nodes, M edges, P patterns, E episodes\" (or \"graph file:\n"
-    "none (no graph records)\"); in json {\"memories\",\"covered_seq\",\"bytes\",\n"
-    "\"graph\": {\"file\",\"covered_seq\",\"nodes\",\"edges\",\"patterns\",\n"
-    "\"episodes\"} or null}.\n"
+    "Prints \"memory index: N memories up to seq S (B bytes in F files)\" and\n"
+    "\"graph file: NAME, N nodes, M edges, P patterns, E episodes\" (or \"graph\n"
+    "file: none (no graph records)\"); in json {\"memories\",\"covered_seq\",\n"
+    "\"bytes\",\"files\",\"graph\": {\"file\",\"covered_seq\",\"nodes\",\"edges\",\n"
+    "\"patterns\",\"episodes\"} or null}.\n"
     "\n"
     "Exit status: 0 written; 1 I/O error, store locked; 64 usage error.\n";
 
@@ -1087,9 +1091,10 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
         return close_mem(ctx, db, mem, rc);
     }
     if (json) {
-        printf("{\"memories\":%llu,\"covered_seq\":%llu,\"bytes\":%llu,\"graph\":",
+        printf("{\"memories\":%llu,\"covered_seq\":%llu,\"bytes\":%llu,\"files\":%llu,"
+               "\"graph\":",
                (unsigned long long)ms.index_rows, (unsigned long long)ms.index_seq,
-               (unsigned long long)ms.index_bytes);
+               (unsigned long long)ms.index_bytes, (unsigned long long)ms.index_files);
         if (gs.graph_file[0])
             printf("{\"file\":\"%s\",\"covered_seq\":%llu,\"nodes\":%llu,\"edges\":%llu,"
                    "\"patterns\":%llu,\"episodes\":%llu}}\n", gs.graph_file,
@@ -1099,9 +1104,10 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
         else
             printf("null}\n");
     } else {
-        printf("memory index: %llu memories up to seq %llu (%llu bytes)\n",
+        printf("memory index: %llu memories up to seq %llu (%llu bytes in %llu file%s)\n",
                (unsigned long long)ms.index_rows, (unsigned long long)ms.index_seq,
-               (unsigned long long)ms.index_bytes);
+               (unsigned long long)ms.index_bytes, (unsigned long long)ms.index_files,
+               ms.index_files == 1 ? "" : "s");
         if (gs.graph_file[0])
             printf("graph file: %s, %llu nodes, %llu edges, %llu patterns, %llu episodes\n",
                    gs.graph_file, (unsigned long long)gs.nodes, (unsigned long long)gs.edges,

@@ -702,10 +702,11 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
                ms.avg_importance, (long long)ms.oldest, (long long)ms.newest,
                (unsigned long long)ms.deleted, (unsigned long long)ms.skipped,
                (unsigned long long)unfinished);
-        printf("\"memory_index\":{\"bytes\":%llu,\"covered_seq\":%llu,\"memories\":%llu,"
-               "\"records_after\":%llu,\"note\":",
-               (unsigned long long)ms.index_bytes, (unsigned long long)ms.index_seq,
-               (unsigned long long)ms.index_rows, (unsigned long long)ms.unindexed);
+        printf("\"memory_index\":{\"bytes\":%llu,\"files\":%llu,\"covered_seq\":%llu,"
+               "\"memories\":%llu,\"records_after\":%llu,\"note\":",
+               (unsigned long long)ms.index_bytes, (unsigned long long)ms.index_files,
+               (unsigned long long)ms.index_seq, (unsigned long long)ms.index_rows,
+               (unsigned long long)ms.unindexed);
         if (ms.index_note[0])
             cli_json_put_string(stdout, ms.index_note, strlen(ms.index_note));
         else
@@ -766,8 +767,9 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
                (unsigned long long)unfinished);
     if (ms.index_bytes > 0) {
         print_bytes("memory index:", ms.index_bytes);
-        printf("%-19s seq %llu, %llu memories; %llu memory records after it\n", "  covers:",
-               (unsigned long long)ms.index_seq, (unsigned long long)ms.index_rows,
+        printf("%-19s seq %llu, %llu memories in %llu file%s; %llu memory records after it\n",
+               "  covers:", (unsigned long long)ms.index_seq, (unsigned long long)ms.index_rows,
+               (unsigned long long)ms.index_files, ms.index_files == 1 ? "" : "s",
                (unsigned long long)ms.unindexed);
     } else {
         printf("%-19s none (%llu memory records replayed at open)\n", "memory index:",
