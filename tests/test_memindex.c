@@ -1209,6 +1209,32 @@ static void a_chain_counts_the_dead_as_the_log_does(void **state)
     cairn_mem_stats_free(&b);
 }
 
+/* The store (closed) opens without its index files, saying why (note),
+ * with every memory (want: the export); the writer's close writes one whole
+ * file in place of the chain, which the next open uses. */
+static void rebuilt_then_one_whole_file(fx *f, const char *want, const char *note)
+{
+    cairn_mem_stats st;
+    char *got, *top;
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 0);
+    assert_non_null(strstr(st.index_note, note));
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 1);
+    top = index_file(f->dir);
+    assert_int_equal(header_u64(top, 152), 0);
+    free(top);
+    open_all(f, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+}
+
 /* A file the newest one lies on goes missing (removed by hand): the chain
  * is not used, the state is rebuilt from the log and says why, and the
  * writer's close writes one whole file in its place. */
@@ -1216,8 +1242,7 @@ static void a_missing_file_under_the_newest_is_rebuilt_from_the_log(void **state
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, *top, base[64];
-    cairn_mem_stats st;
+    char *want, *top, base[64];
 
     rnd_state = 4;
     store_some(f, 0, 500, ids);
@@ -1232,25 +1257,9 @@ static void a_missing_file_under_the_newest_is_rebuilt_from_the_log(void **state
     top = index_file(f->dir);
     snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, 152));
     assert_int_equal(remove(base), 0);
-    open_all(f, 0);
-    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.index_files, 0);
-    assert_non_null(strstr(st.index_note, "missing"));
-    cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
-    close_all(f);
-    /* the close wrote a whole file; the one left without its base is gone */
-    assert_int_equal(index_files(f->dir), 1);
     free(top);
-    top = index_file(f->dir);
-    assert_int_equal(header_u64(top, 152), 0);
-    open_all(f, 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
-    free(top);
+    /* the close writes a whole file; the one left without its base goes */
+    rebuilt_then_one_whole_file(f, want, "missing");
     free(want);
 }
 
@@ -1260,8 +1269,7 @@ static void a_damaged_shadow_row_sets_the_chain_aside(void **state)
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, *top;
-    cairn_mem_stats st;
+    char *want, *top;
     uint64_t n_ns, tcap, rows;
 
     rnd_state = 6;
@@ -1285,21 +1293,8 @@ static void a_damaged_shadow_row_sets_the_chain_aside(void **state)
         assert_int_equal(tu_write_file(top, b, len), 0);
         free(b);
     }
-    open_all(f, 0);
-    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.index_files, 0);
-    assert_non_null(strstr(st.index_note, "rebuilt from the log"));
-    cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
-    close_all(f);
-    /* the writer's close wrote one whole file in place of the chain */
-    assert_int_equal(index_files(f->dir), 1);
     free(top);
-    top = index_file(f->dir);
-    assert_int_equal(header_u64(top, 152), 0);
-    free(top);
+    rebuilt_then_one_whole_file(f, want, "rebuilt from the log");
     free(want);
 }
 

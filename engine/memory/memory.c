@@ -1231,6 +1231,8 @@ static int chain_present(cairn_mem *m)
 
 static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cairn_mem **out);
 static void free_state(cairn_mem *m);
+static void free_all(cairn_mem *m);
+
 /* How a checkpoint came about. */
 enum {
     CKPT_EXPLICIT, /* cairn_mem_checkpoint: the tail, and merges by the policy */
@@ -1387,15 +1389,8 @@ void cairn_mem_close(cairn_mem *m)
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
     cairn__access_free(m);
-    free_state(m);
-    free(m->lazy);
-    free(m->touched);
-    free(m->ns);
-    free(m->e);
-    free(m->by_id);
-    free(m->by_content);
+    free_all(m);
     cairn__tok_free(m->tok);
-    free(m->vtmp);
     cairn__memscan_free(&m->scan);
     pthread_mutex_destroy(&m->mu);
     free(m);
@@ -2301,6 +2296,19 @@ static void row_at(void *user, size_t i, mx_row *out)
     out->flags = r->x[i]->live ? 0 : MX_ROW_DEAD; /* (its id alone is written) */
 }
 
+/* The state and the tables it lives in (a handle closing, a scratch state). */
+static void free_all(cairn_mem *m)
+{
+    free_state(m);
+    free(m->lazy);
+    free(m->touched);
+    free(m->ns);
+    free(m->e);
+    free(m->by_id);
+    free(m->by_content);
+    free(m->vtmp);
+}
+
 /* Free the state (entries, namespaces, the file) but not the handle. */
 static void free_state(cairn_mem *m)
 {
@@ -2798,15 +2806,7 @@ int cairn__mem_merge_step(cairn_mem *m, const int *stop)
 
 static void scratch_free(cairn_mem *t)
 {
-    free_state(t);
-    free(t->owned);
-    free(t->touched);
-    free(t->ns);
-    free(t->e);
-    free(t->by_id);
-    free(t->by_content);
-    free(t->vtmp);
-    free(t->lazy);
+    free_all(t);
     free(t);
 }
 
