@@ -2465,7 +2465,8 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
         }
         rc = cairn__ramidx_merge_until(&merged, NULL, m->stemmer, src, nsrc, stop);
         if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
-            rc = cairn__mem_index_damaged(m, rc, "a text index, while merging it");
+            /* in a file merged (j and up): those below are sound */
+            rc = index_damaged_at(m, j, rc, "a text index, while merging it");
             break;
         }
         if (rc == CAIRN_ELOCKED)
@@ -2867,7 +2868,7 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
     cairn__err e;
     uint64_t want;
     char top[MX_NAME_MAX] = "", stemmer[32] = "";
-    int rc = cairn_stats_get(db, &st), exact = 0;
+    int rc = cairn_stats_get(db, &st), exact = 0, unchecked = 0;
 
     *problems_out = 0;
     if (checked_out != NULL)
@@ -2902,8 +2903,10 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
             fn(user, mx.name, 0, rc, e.msg);
         if (rc == CAIRN_EIO && mx.map != NULL) {
             /* its anchor record is unreadable: that damage is the log's,
-             * which cairn_verify reports; the file is not blamed */
+             * which cairn_verify reports; the file is not blamed, nor the
+             * chain (its open would fail on that record too) */
             rc = CAIRN_OK;
+            unchecked = 1;
         }
         want = mx.base;
         if (n == 0 && mx.map != NULL) {
@@ -2916,9 +2919,18 @@ int cairn_mem_verify_index(cairn_db *db, cairn_verify_fn fn, void *user, uint64_
         if (rc != CAIRN_OK)
             return CAIRN_OK;
         if (want == 0)
-            return n > 0 && *problems_out == 0 ? verify_chain(db, top, stemmer, fn, user, problems_out)
-                                               : CAIRN_OK;
+            return n > 0 && *problems_out == 0 && !unchecked
+                       ? verify_chain(db, top, stemmer, fn, user, problems_out)
+                       : CAIRN_OK;
         exact = 1;
+    }
+    /* still lying on another file: a chain longer than open takes */
+    (*problems_out)++;
+    if (fn != NULL) {
+        char msg[CAIRN_ERRMSG_MAX];
+        snprintf(msg, sizeof msg, "%s: more than %d memory index files lie on one another", top,
+                 MEM_GEN_MAX);
+        fn(user, top, 0, CAIRN_ECORRUPT, msg);
     }
     return CAIRN_OK;
 }
