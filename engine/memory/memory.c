@@ -2704,17 +2704,29 @@ static void scratch_free(cairn_mem *t);
 /* The chain whose newest file covers at most upto, mapped into a scratch
  * state (no log replayed). NULL with *rc 0 when there is nothing to merge
  * (fewer than two files, or they moved meanwhile), or an error. */
-static cairn_mem *scratch_open(cairn_mem *m, uint64_t upto, int *rc)
+/* A scratch state of db's index files up to upto (no log replayed; with
+ * check_only it removes no file it finds damaged). NULL: no memory. */
+static cairn_mem *scratch_map(cairn_db *db, const char *stemmer, int check_only, uint64_t upto,
+                              int *rc)
 {
     cairn_mem *t = calloc(1, sizeof *t);
     *rc = CAIRN_ENOMEM;
     if (t == NULL)
         return NULL;
-    t->db = m->db;
-    strcpy(t->stemmer, m->stemmer);
+    t->db = db;
+    t->check_only = check_only;
+    snprintf(t->stemmer, sizeof t->stemmer, "%s", stemmer);
     *rc = tables_grow(t);
     if (*rc == CAIRN_OK)
         *rc = open_index(t, upto);
+    return t;
+}
+
+static cairn_mem *scratch_open(cairn_mem *m, uint64_t upto, int *rc)
+{
+    cairn_mem *t = scratch_map(m->db, m->stemmer, 0, upto, rc);
+    if (t == NULL)
+        return NULL;
     if (*rc != CAIRN_OK || t->ng < 2 || t->index_note[0] != 0) {
         scratch_free(t);
         if (*rc == CHAIN_MOVED)
@@ -2841,16 +2853,10 @@ static int verify_file(cairn_db *db, memindex *mx, cairn_verify_fn fn, void *use
 static int verify_chain(cairn_db *db, const char *top, const char *stemmer, cairn_verify_fn fn,
                         void *user, uint64_t *problems)
 {
-    cairn_mem *t = calloc(1, sizeof *t);
     int rc;
+    cairn_mem *t = scratch_map(db, stemmer, 1, cairn__handed_seq(db), &rc);
     if (t == NULL)
-        return CAIRN_ENOMEM;
-    t->db = db;
-    t->check_only = 1;
-    snprintf(t->stemmer, sizeof t->stemmer, "%s", stemmer);
-    rc = tables_grow(t);
-    if (rc == CAIRN_OK)
-        rc = open_index(t, cairn__handed_seq(db));
+        return rc;
     if (rc == CAIRN_OK && t->index_note[0] != 0) {
         (*problems)++;
         if (fn != NULL)
