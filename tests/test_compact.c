@@ -23,6 +23,8 @@
 
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "merger.h"
+#include "store.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -229,8 +231,10 @@ static counts counts_of(const char *dir, int rebuilt)
     return c;
 }
 
-/* The answers of a fresh handle on dir; rebuilt: from the log alone. */
-static char *answers_of(const char *dir, int rebuilt)
+/* The answers of a fresh handle on dir about ids; rebuilt: from the log
+ * alone. */
+static char *answers_of_ids(const char *dir, int rebuilt, char ids[][CAIRN_MEM_ID_MAX + 1],
+                            size_t n)
 {
     cairn_db *db;
     cairn_mem *m;
@@ -239,10 +243,15 @@ static char *answers_of(const char *dir, int rebuilt)
         remove_derived(dir);
     db = open_db(dir, 1, NULL);
     m = open_mem(db);
-    a = answers(m, g_ids, N_MEM + 5);
+    a = answers(m, ids, n);
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     return a;
+}
+
+static char *answers_of(const char *dir, int rebuilt)
+{
+    return answers_of_ids(dir, rebuilt, g_ids, N_MEM + 5);
 }
 
 static void test_compaction_drops_dead_lives_and_keeps_every_answer(void **state)
@@ -1436,9 +1445,185 @@ static void test_a_kill_9_anywhere_in_a_compaction_leaves_the_same_answers(void 
     free(work);
 }
 
+/* The background pace: under live, a quarter of the live memories gone
+ * (at least COMPACT_MIN_GONE) since the last run; with an event limit, the
+ * log grown by a quarter (at least a segment); under all, never. */
+static void test_the_background_pace(void **state)
+{
+    cairn_retention all, live, ev;
+    cairn__compact_pace p;
+    (void)state;
+    memset(&all, 0, sizeof all);
+    memset(&p, 0, sizeof p);
+    live = all;
+    live.memories = CAIRN_RETAIN_LIVE;
+    ev = all;
+    ev.events_max_age_ms = 1000;
+    assert_false(cairn__compact_due(&all, 1u << 30, 0, 1u << 30, 4096, &p));
+    assert_false(cairn__compact_due(&live, COMPACT_MIN_GONE - 1, 100, 0, 4096, &p));
+    assert_true(cairn__compact_due(&live, COMPACT_MIN_GONE, 100, 0, 4096, &p));
+    assert_false(cairn__compact_due(&live, 2499, 10000, 0, 4096, &p));
+    assert_true(cairn__compact_due(&live, 2500, 10000, 0, 4096, &p));
+    p.gone = 2500; /* after a run: as much again */
+    assert_false(cairn__compact_due(&live, 4999, 10000, 0, 4096, &p));
+    assert_true(cairn__compact_due(&live, 5000, 10000, 0, 4096, &p));
+    assert_false(cairn__compact_due(&live, 4999, 10000, 1u << 30, 4096, &p)); /* no event limit */
+    p.log_bytes = 100000;
+    assert_false(cairn__compact_due(&ev, 1u << 30, 0, 124999, 4096, &p)); /* no memory part */
+    assert_true(cairn__compact_due(&ev, 0, 0, 125000, 4096, &p));
+    assert_false(cairn__compact_due(&ev, 0, 0, 100000 + (1u << 20) - 1, 1u << 20, &p));
+    assert_true(cairn__compact_due(&ev, 0, 0, 100000 + (1u << 20), 1u << 20, &p));
+}
+
+#define N_BG 1100
+#define N_BG_GONE 1050
+static char g_bg_ids[N_BG][CAIRN_MEM_ID_MAX + 1];
+
+static void fill_bg(cairn_mem *m)
+{
+    for (int i = 0; i < N_BG; i++) {
+        char text[96];
+        snprintf(text, sizeof text, "note %d about topic %s", i, i % 3 ? "other" : "three");
+        store(m, "a", text, g_bg_ids[i]);
+    }
+    for (int i = 0; i < N_BG_GONE; i++)
+        assert_int_equal(cairn_mem_delete(m, g_bg_ids[i], "test"), CAIRN_OK);
+}
+
+/* One step as the merger thread runs it: given up at once when asked to
+ * stop (nothing changed), run when due (the same answers, the MANIFEST
+ * counts the memories dropped), not due again until as much more has
+ * gone; what it left in the active segment, an explicit compaction
+ * drops. */
+static void same_answers(const char *a, const char *b, int line)
+{
+    size_t i = 0;
+    if (strcmp(a, b) == 0)
+        return;
+    while (a[i] == b[i])
+        i++;
+    fail_msg("line %d: the answers differ at byte %zu: \"%.60s\" against \"%.60s\"", line, i,
+             a + (i > 20 ? i - 20 : 0), b + (i > 20 ? i - 20 : 0));
+}
+
+static void test_a_background_compaction_step(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn__compact_pace pace;
+    cairn_compact_report rep;
+    cairn_stats st0, st1;
+    uint64_t dropped;
+    char *before, *after;
+    int stop = 1;
+
+    fill_bg(m);
+    before = answers(m, g_bg_ids, N_BG);
+    assert_non_null(strstr(before, "total 50 deleted 1050"));
+    cairn__compact_pace_init(m, &pace);
+    assert_int_equal(cairn_stats_get(db, &st0), CAIRN_OK);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), CAIRN_ELOCKED);
+    assert_int_equal(cairn_stats_get(db, &st1), CAIRN_OK);
+    assert_int_equal(st1.records, st0.records);
+    assert_int_equal(cairn__deaths_dropped(db), 0);
+    cairn__compact_pace_init(m, &pace);
+    stop = 0;
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 1);
+    assert_int_equal(cairn_stats_get(db, &st1), CAIRN_OK);
+    assert_true(st1.records < st0.records);
+    dropped = cairn__deaths_dropped(db);
+    assert_true(dropped > 0 && dropped <= N_BG_GONE);
+    after = answers(m, g_bg_ids, N_BG);
+    same_answers(before, after, __LINE__);
+    free(after);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 0); /* not due */
+    /* The rest (in the active segment) goes with an explicit one. */
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, N_BG_GONE - dropped);
+    assert_int_equal(cairn__deaths_dropped(db), N_BG_GONE);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->dir, 1, NULL); /* the count is in the MANIFEST */
+    assert_int_equal(cairn__deaths_dropped(db), N_BG_GONE);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    after = answers_of_ids(f->dir, 0, g_bg_ids, N_BG);
+    same_answers(before, after, __LINE__);
+    free(after);
+    after = answers_of_ids(f->dir, 1, g_bg_ids, N_BG);
+    same_answers(before, after, __LINE__);
+    free(after);
+    verify_clean(f->dir);
+    free(before);
+}
+
+/* Under live with a grace period, a step that kept many only for their
+ * grace runs again once it is over, with no more gone meanwhile. */
+static void test_a_background_step_comes_back_when_the_grace_is_over(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:1500ms");
+    cairn_mem *m = open_mem(db);
+    cairn__compact_pace pace;
+    int stop = 0;
+
+    fill_bg(m);
+    cairn__compact_pace_init(m, &pace);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 1);
+    assert_int_equal(cairn__deaths_dropped(db), 0); /* all in their grace */
+    assert_true(pace.retry_ms > 0);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 0); /* not yet */
+    tu_sleep_ms(1600);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 1);
+    assert_true(cairn__deaths_dropped(db) > 0);
+    assert_int_equal(pace.retry_ms, 0);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    verify_clean(f->dir);
+}
+
+/* A handle with background threads compacts on its own once enough has
+ * gone, and every answer stays. */
+static void test_a_background_handle_compacts_on_its_own(void **state)
+{
+    fx *f = *state;
+    cairn_db *db;
+    cairn_mem *m;
+    char *before, *after;
+    int64_t t0;
+
+    g_background = 1;
+    db = open_db(f->dir, 0, "live:0");
+    m = open_mem(db);
+    fill_bg(m);
+    before = answers(m, g_bg_ids, N_BG);
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK); /* wakes the thread */
+    t0 = tu_now_ms();
+    while (cairn__deaths_dropped(db) == 0 && tu_now_ms() - t0 < 30000)
+        tu_sleep_ms(20);
+    assert_true(cairn__deaths_dropped(db) > 0);
+    after = answers(m, g_bg_ids, N_BG);
+    same_answers(before, after, __LINE__);
+    free(after);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    g_background = 0;
+    after = answers_of_ids(f->dir, 1, g_bg_ids, N_BG);
+    same_answers(before, after, __LINE__);
+    free(after);
+    verify_clean(f->dir);
+    free(before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_background_pace),
+        cmocka_unit_test_setup_teardown(test_a_background_compaction_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_background_handle_compacts_on_its_own, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_background_step_comes_back_when_the_grace_is_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_drops_dead_lives_and_keeps_every_answer,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_under_retain_all_nothing_goes, setup, teardown),

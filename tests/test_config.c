@@ -21,6 +21,7 @@
 #include "bytes.h"
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "filehdr.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -292,7 +293,7 @@ static void test_a_version_2_store_opens_with_limit_10000(void **state)
     man = tu_join(f->path, "MANIFEST");
     b = tu_read_file(man, &len);
     assert_non_null(b);
-    assert_int_equal(get_le16(b + 8), 4);
+    assert_int_equal(get_le16(b + 8), MAN_VERSION);
     assert_int_equal(get_le64(b + 96), 50);
     free(b);
     free(man);

@@ -87,7 +87,7 @@ static const struct {
 };
 #define SEGL_N (sizeof segl_recs / sizeof segl_recs[0])
 
-/* The manifest goldens (manifest-v1.bin .. -v4): sealed (version 4:
+/* The manifest goldens (manifest-v1.bin .. -v5): sealed (version 4:
  * compacted twice, rev 2), closed, active. */
 static const manifest_entry man_entries[] = {
     {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll, 2},
@@ -106,6 +106,7 @@ static const manifest_entry man_entries[] = {
 #define MAN_DROPPED_UPTO 42u      /* version 4 */
 #define MAN_EVENTS_AGE 2592000000ull  /* version 4: events:30d */
 #define MAN_EVENTS_BYTES (10ull << 30) /* version 4: events:10GiB */
+#define MAN_DEATHS_DROPPED 17u         /* version 5 */
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -260,6 +261,7 @@ static uint8_t *make_manifest(size_t *len)
     m.retain.events_max_age_ms = MAN_EVENTS_AGE;
     m.retain.events_max_bytes = MAN_EVENTS_BYTES;
     m.dropped_upto = MAN_DROPPED_UPTO;
+    m.deaths_dropped = MAN_DEATHS_DROPPED;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -685,17 +687,21 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v4.bin", make_manifest);
+    matches_golden("manifest-v5.bin", make_manifest);
 }
 
-/* Version 4 (retention, compacted segments), version 3 (the store block
+/* Version 5 (deaths_dropped), version 4 (retention, compacted segments), version 3 (the store block
  * with max_memories), version 2 (without it: the old default limit) and
  * version 1 (no store block: a store id of zeros, synced_seq 0) decode to
  * the same entries. */
 static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
-    size_t block = version >= 4 ? 80 : version == 3 ? 40 : version == 2 ? 32 : 0;
+    size_t block = version >= 5   ? 88
+                   : version == 4 ? 80
+                   : version == 3 ? 40
+                   : version == 2 ? 32
+                                  : 0;
     uint8_t *g;
     manifest m;
     cairn__err e;
@@ -742,12 +748,18 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_int_equal(m.retain.events_max_age_ms, MAN_EVENTS_AGE);
         assert_int_equal(get_le64(g + 136), MAN_EVENTS_BYTES);
         assert_int_equal(m.retain.events_max_bytes, MAN_EVENTS_BYTES);
-        assert_int_equal(get_le32(g + 144 + 12), 2); /* entry 0's rev */
+        assert_int_equal(get_le32(g + 64 + block + 12), 2); /* entry 0's rev */
     } else {
         assert_int_equal(m.retain.memories, CAIRN_RETAIN_ALL); /* every record kept */
         assert_int_equal(m.retain.events_max_age_ms, 0);
         assert_int_equal(m.retain.events_max_bytes, 0);
         assert_int_equal(m.dropped_upto, 0);
+    }
+    if (version >= 5) {
+        assert_int_equal(get_le64(g + 144), MAN_DEATHS_DROPPED);
+        assert_int_equal(m.deaths_dropped, MAN_DEATHS_DROPPED);
+    } else {
+        assert_int_equal(m.deaths_dropped, 0); /* none known */
     }
     assert_int_equal(m.n, n);
     for (size_t i = 0; i < n; i++) {
@@ -765,6 +777,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v5.bin", 5);
+}
+
+static void test_manifest_v4_golden_still_decodes_without_deaths_dropped(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v4.bin", 4);
@@ -1697,7 +1715,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v4.bin", b, len);
+    regen_one(dir, "manifest-v5.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -1751,6 +1769,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v4_golden_still_decodes_without_deaths_dropped),
             cmocka_unit_test(test_manifest_v3_golden_still_decodes_keeping_everything),
             cmocka_unit_test(test_manifest_v2_golden_still_decodes_with_the_old_limit),
             cmocka_unit_test(test_manifest_v1_golden_still_decodes),

@@ -31,6 +31,7 @@
 #include "bytes.h"
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "filehdr.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -744,7 +745,7 @@ static void a_version_1_store_gets_an_id_from_its_first_writer(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
     free(b);
     b = tu_read_file(path, &len);
-    assert_int_equal(get_le16(b + 8), 4);
+    assert_int_equal(get_le16(b + 8), MAN_VERSION);
     assert_memory_equal(b + 64, id, 16);
     assert_int_equal(get_le64(b + 96), 10000); /* the limit a version 1 store had */
     db = open_db(f->dir, 0);

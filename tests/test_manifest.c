@@ -40,7 +40,7 @@
 #define H_COUNT 48
 #define H_ESIZE 52
 #define E_KIND 8
-/* The store block follows the header (version 4: 64 bytes, 3: 40, 2: 32);
+/* The store block follows the header (version 5: 88 bytes, 4: 80, 3: 40, 2: 32);
  * the entries follow it. */
 #define ENTRIES_OFF (FILEHDR_SIZE + MAN_STORE_BLOCK)
 
@@ -71,6 +71,7 @@ static void good_manifest(manifest *m)
     m->retain.events_max_age_ms = 86400000;
     m->retain.events_max_bytes = 1u << 20;
     m->dropped_upto = 77;
+    m->deaths_dropped = 19;
     m->e = good_entries;
     m->n = 3;
 }
@@ -143,6 +144,7 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
     assert_int_equal(a->retain.events_max_age_ms, b->retain.events_max_age_ms);
     assert_int_equal(a->retain.events_max_bytes, b->retain.events_max_bytes);
     assert_int_equal(a->dropped_upto, b->dropped_upto);
+    assert_int_equal(a->deaths_dropped, b->deaths_dropped);
     assert_int_equal(a->n, b->n);
     for (size_t i = 0; i < a->n; i++) {
         assert_int_equal(a->e[i].id, b->e[i].id);
@@ -162,6 +164,7 @@ static void as_before_version_4(manifest *m)
 {
     memset(&m->retain, 0, sizeof m->retain);
     m->dropped_upto = 0;
+    m->deaths_dropped = 0;
     for (size_t i = 0; i < m->n; i++)
         m->e[i].rev = 0;
 }
@@ -787,6 +790,27 @@ static void test_a_version_2_manifest_decodes_with_the_old_limit(void **state)
     free(b);
 }
 
+/* A version 4 MANIFEST (no deaths_dropped) still decodes: none known. */
+static void test_a_version_4_manifest_decodes_without_deaths_dropped(void **state)
+{
+    manifest m, got;
+    size_t len, len4;
+    uint8_t *b, *v4;
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    b = encode(&m, &len);
+    v4 = tu_manifest_as_version(b, len, 4, &len4);
+    assert_int_equal(len4, len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V4));
+    assert_int_equal(cairn__manifest_decode(v4, len4, NULL, &got, &e), CAIRN_OK);
+    assert_int_equal(got.version, 4);
+    m.deaths_dropped = 0;
+    assert_same_manifest(&m, &got);
+    cairn__manifest_free(NULL, &got);
+    free(v4);
+    free(b);
+}
+
 /* max_memories sits at offset 96 (store block + 32), little-endian. */
 static void test_max_memories_is_stored_at_its_offset(void **state)
 {
@@ -808,8 +832,8 @@ static void test_max_memories_is_stored_at_its_offset(void **state)
 }
 
 /* A rev on an entry that is not sealed, a policy past LIVE, a grace past
- * 2^53 or with ALL, reserved bytes of the retention, a dropped_upto of
- * 2^62: each is CAIRN_ECORRUPT. */
+ * 2^53 or with ALL, reserved bytes of the retention, a dropped_upto or
+ * deaths_dropped of 2^62: each is CAIRN_ECORRUPT. */
 static void test_bad_retention_and_rev_are_corrupt(void **state)
 {
     manifest m;
@@ -846,6 +870,10 @@ static void test_bad_retention_and_rev_are_corrupt(void **state)
     put_le64(b + blk + 56, MAN_SEQ_MAX);
     reseal(b, len);
     assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len);
+    put_le64(b + blk + 80, MAN_SEQ_MAX); /* deaths_dropped */
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
     for (size_t at = 64; at <= 72; at += 8) { /* the event limits */
         memcpy(b, orig, len);
         put_le64(b + blk + at, CAIRN_RETAIN_GRACE_MAX + 1);
@@ -863,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_a_version_1_manifest_still_decodes),
         cmocka_unit_test(test_bad_retention_and_rev_are_corrupt),
         cmocka_unit_test(test_a_version_2_manifest_decodes_with_the_old_limit),
+        cmocka_unit_test(test_a_version_4_manifest_decodes_without_deaths_dropped),
         cmocka_unit_test(test_max_memories_is_stored_at_its_offset),
         cmocka_unit_test(test_round_trip_keeps_every_field),
         cmocka_unit_test(test_round_trip_of_a_lone_active_entry_and_extreme_values),

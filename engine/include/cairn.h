@@ -731,7 +731,10 @@ typedef struct cairn_compact_report {
  * first (not in a dry run). Errors: CAIRN_EPERM (read-only handle),
  * CAIRN_ELOCKED, CAIRN_EIO, CAIRN_EFULL (nothing changed), CAIRN_ECORRUPT /
  * CAIRN_ECHECKSUM (a segment that does not read: nothing written; run
- * cairn verify), CAIRN_ENOMEM. */
+ * cairn verify), CAIRN_ENOMEM.
+ * A writable handle on a db opened with background threads also compacts
+ * on its own, from sealed segments only, once enough has gone
+ * (format-spec/compaction.md, "In the background"). */
 int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out);
 
 /* What a purge removed. */

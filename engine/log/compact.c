@@ -43,6 +43,7 @@ typedef struct plan_seg {
     uint64_t n, drops, after; /* records; dropped now; left after (kept + holes) */
     uint64_t drop_bytes;
     uint64_t last_drop;  /* the highest seq dropped now */
+    uint64_t deaths;     /* of them, records of a memory's going */
     int frozen;          /* holds a type-12 record a user wrote before type 12
                             was compaction's: never rewritten (it would read
                             as a hole) */
@@ -114,6 +115,7 @@ static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t
         j->p->drop_bytes += len;
         if (v != V_UNREAD)
             j->p->last_drop = rec->seq;
+        j->p->deaths += v == V_DEATH;
         j->out->dropped++;
         j->out->dropped_bytes += len;
     }
@@ -136,8 +138,14 @@ typedef struct writer {
     cairn__holeb hb;
     uint64_t i;
     const char *why;
+    const int *stop;
     cairn__err e;
 } writer;
+
+static int stopped(const int *stop)
+{
+    return stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
+}
 
 static int flush_hole(writer *w)
 {
@@ -163,6 +171,8 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
         return cairn__fail(&w->e, CAIRN_ECORRUPT, "%s: more records than it had",
                            w->p->s->log.name);
     v = w->p->verdict[w->i++];
+    if ((w->i & 4095) == 0 && stopped(w->stop))
+        return cairn__fail(&w->e, CAIRN_ELOCKED, "compaction given up");
     if (v == V_DROP || v == V_DEATH || v == V_UNREAD) {
         int anchor = is_anchor(w->anchors, w->n_anchors, rec->seq);
         rc = cairn__holeb_add(&w->hb, rec, len, v == V_DEATH);
@@ -190,7 +200,7 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
 
 /* Write segment p anew as its next rev and open it. */
 static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *anchors,
-                   size_t n_anchors, uint8_t **buf, size_t *cap)
+                   size_t n_anchors, const int *stop, uint8_t **buf, size_t *cap)
 {
     char fin[LOGSEG_NAME_MAX];
     writer w;
@@ -202,6 +212,7 @@ static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *a
     w.anchors = anchors;
     w.n_anchors = n_anchors;
     w.why = why;
+    w.stop = stop;
     w.hb.a = db->a;
     cairn__seg_file_name(fin, p->id, p->rev + 1);
     rc = cairn__sealw_begin(&w.w, db->io, db->a, db->dirfd, fin, p->id, p->s->s.salt,
@@ -265,11 +276,12 @@ static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
     }
     memcpy(segs, cur->segs, m.n * sizeof *segs);
     for (size_t k = 0; k < np; k++) {
-        if (ps[k].fresh != NULL && ps[k].last_drop > m.dropped_upto)
-            m.dropped_upto = ps[k].last_drop;
         size_t i;
         if (ps[k].fresh == NULL)
             continue;
+        if (ps[k].last_drop > m.dropped_upto)
+            m.dropped_upto = ps[k].last_drop;
+        m.deaths_dropped += ps[k].deaths;
         for (i = 0; i < m.n && m.e[i].id != ps[k].id; i++)
             ;
         /* Only compaction changes a sealed entry, and only in a turn. */
@@ -304,9 +316,11 @@ static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
 
 void cairn__compact_totals(cairn_db *db, uint64_t *records, uint64_t *bytes)
 {
-    view *v = cairn__view_acquire(db);
-    totals(v, records, bytes);
-    cairn__view_release(db, v);
+    /* mu: the active segment's extent grows under it (another thread's
+     * appends) */
+    pthread_mutex_lock(&db->mu);
+    totals(db->view, records, bytes);
+    pthread_mutex_unlock(&db->mu);
 }
 
 static void totals(const view *v, uint64_t *records, uint64_t *bytes)
@@ -321,7 +335,7 @@ static void totals(const view *v, uint64_t *records, uint64_t *bytes)
 
 int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
                    size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn check,
-                   void *user, cairn__compact_result *out)
+                   void *user, const int *stop, cairn__compact_result *out)
 {
     view *v;
     plan_seg *ps = NULL;
@@ -334,7 +348,9 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
     if ((rc = cairn__db_refresh(db)) != CAIRN_OK) /* the MANIFEST as it is now */
         return rc;
     v = cairn__view_acquire(db);
+    pthread_mutex_lock(&db->mu); /* as in cairn__compact_totals */
     totals(v, &out->records_before, &out->bytes_before);
+    pthread_mutex_unlock(&db->mu);
     while (np < v->m.n && v->m.e[np].kind == SEG_SEALED)
         np++;
     if (np > 0 && (ps = cairn__calloc(db->a, np, sizeof *ps)) == NULL)
@@ -360,9 +376,12 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
         if (ps[k].drops > 0)
             out->rewritten++;
     }
-    for (size_t k = 0; k < np && rc == CAIRN_OK && !dry_run; k++)
-        if (ps[k].drops > 0)
-            rc = rewrite(db, &ps[k], why, anchors, n_anchors, &buf, &cap);
+    for (size_t k = 0; k < np && rc == CAIRN_OK && !dry_run; k++) {
+        if (stopped(stop))
+            rc = cairn__db_failf(db, CAIRN_ELOCKED, "compaction given up");
+        else if (ps[k].drops > 0)
+            rc = rewrite(db, &ps[k], why, anchors, n_anchors, stop, &buf, &cap);
+    }
     if (rc != CAIRN_OK && !dry_run) {
         /* Files no MANIFEST names: away with them. */
         for (size_t k = 0; k < np; k++)
@@ -419,9 +438,7 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
                                                (double)ps[k].drop_bytes / (double)ss->raw_bytes);
         }
     } else if (rc == CAIRN_OK) {
-        view *after = cairn__view_acquire(db);
-        totals(after, &out->records_after, &out->bytes_after);
-        cairn__view_release(db, after);
+        cairn__compact_totals(db, &out->records_after, &out->bytes_after);
     }
     for (size_t k = 0; k < np; k++) {
         cairn__free(db->a, ps[k].verdict);

@@ -56,13 +56,16 @@ typedef int (*cairn__compact_check_fn)(void *user);
  * hole, so the file's binding still holds. The caller holds the
  * compaction lock (cairn__compact_lock), not a turn: the files are read
  * and written outside any turn, and one turn swaps them in (check first).
+ * stop (NULL: none), read with __atomic_load_n between segments and every
+ * 4,096 records written: once set, the compaction is given up (nothing
+ * changed) with CAIRN_ELOCKED.
  * Errors: fn's, check's;
  * CAIRN_EIO, CAIRN_EFULL (nothing changed: the temp is removed),
  * CAIRN_ECHECKSUM / CAIRN_ECORRUPT (a block that does not read: nothing
  * written), CAIRN_ENOMEM; the message in the db. */
 int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
                    size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn check,
-                   void *user, cairn__compact_result *out);
+                   void *user, const int *stop, cairn__compact_result *out);
 
 /* Records in the log (a hole is one) and bytes of its segment files (a
  * log-form segment: its records). */

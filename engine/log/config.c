@@ -183,3 +183,13 @@ uint64_t cairn__dropped_upto(cairn_db *db)
     pthread_mutex_unlock(&db->mu);
     return n;
 }
+
+uint64_t cairn__deaths_dropped(cairn_db *db)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&db->mu);
+    n = db->view->m.deaths_dropped;
+    pthread_mutex_unlock(&db->mu);
+    return n;
+}

@@ -46,6 +46,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le64(p + 56, m->dropped_upto);
     put_le64(p + 64, m->retain.events_max_age_ms);
     put_le64(p + 72, m->retain.events_max_bytes);
+    put_le64(p + 80, m->deaths_dropped);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -119,8 +120,9 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         return rc;
     m->version = get_le16(buf + 8);
     /* version 1 has no store block; version 2's has no max_memories,
-     * version 3's no retention */
-    block = m->version >= 4   ? MAN_STORE_BLOCK
+     * version 3's no retention, version 4's no deaths_dropped */
+    block = m->version >= 5   ? MAN_STORE_BLOCK
+            : m->version == 4 ? MAN_STORE_BLOCK_V4
             : m->version == 3 ? MAN_STORE_BLOCK_V3
             : m->version == 2 ? MAN_STORE_BLOCK_V2
                               : 0;
@@ -142,7 +144,7 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         m->lost_total = get_le64(p + 24);
         if (block >= MAN_STORE_BLOCK_V3)
             m->max_memories = get_le64(p + 32);
-        if (block >= MAN_STORE_BLOCK) {
+        if (block >= MAN_STORE_BLOCK_V4) {
             m->retain.memories = get_le32(p + 40);
             m->retain.grace_ms = get_le64(p + 48);
             m->dropped_upto = get_le64(p + 56);
@@ -152,6 +154,12 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
                 !cairn__retention_ok(&m->retain))
                 return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad retention at offset %u",
                                    FILEHDR_SIZE + 40);
+        }
+        if (block >= MAN_STORE_BLOCK) {
+            m->deaths_dropped = get_le64(p + 80);
+            if (m->deaths_dropped >= MAN_SEQ_MAX)
+                return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: deaths_dropped at offset %u "
+                                   "out of range", FILEHDR_SIZE + 80);
         }
         /* far below 2^64, so no seq derived from them can wrap */
         if (m->synced_seq >= MAN_SEQ_MAX || m->lost_total >= MAN_SEQ_MAX)

@@ -1,8 +1,8 @@
 /*
  * manifest.h - MANIFEST, the list of live files (format-spec/manifest.md).
  *
- * File: a 64-byte file header ("CAIRNMAN"), a store block (version 3: 40
- * bytes; version 2: 32; version 1: none), entry_count entries of 56 bytes,
+ * File: a 64-byte file header ("CAIRNMAN"), a store block (version 5: 88
+ * bytes; 4: 80; 3: 40; 2: 32; 1: none), entry_count entries of 56 bytes,
  * and an 8-byte trailer: XXH3-64 of every byte before it.
  * Header fields: 16 u64 generation, 24 u64 next_segment_id,
  * 32 u64 segment_size, 40 u32 batch_ms, 44 u8 durability, 45..47 reserved,
@@ -10,7 +10,8 @@
  * Store block: 0 store_id[16], 16 u64 synced_seq, 24 u64 lost_total,
  * (version 3) 32 u64 max_memories, (version 4) 40 u32 retain, 44 u32
  * reserved, 48 u64 retain_grace_ms, 56 u64 dropped_upto, 64 u64
- * events_max_age_ms, 72 u64 events_max_bytes.
+ * events_max_age_ms, 72 u64 events_max_bytes, (version 5) 80 u64
+ * deaths_dropped.
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..11 reserved, (version 4) 12 u32
  * rev (compactions of a sealed segment), 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
@@ -29,8 +30,10 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 80u /* version 4: store id, synced seq, lost records,
-                                max_memories, retention, dropped_upto */
+#define MAN_STORE_BLOCK 88u /* version 5: store id, synced seq, lost records,
+                                max_memories, retention, dropped_upto,
+                                deaths_dropped */
+#define MAN_STORE_BLOCK_V4 80u /* version 4: the same without deaths_dropped */
 #define MAN_STORE_BLOCK_V3 40u /* version 3: the same without the retention */
 #define MAN_STORE_BLOCK_V2 32u /* version 2: the same without max_memories */
 /* The memory limit of a store whose MANIFEST predates the setting (versions
@@ -64,7 +67,7 @@ typedef struct manifest {
     uint64_t segment_size;
     uint32_t batch_ms;
     uint8_t durability;
-    uint16_t version;      /* as read (1 to 4); a write is always the newest */
+    uint16_t version;      /* as read (1 to 5); a write is always the newest */
     uint8_t store_id[MAN_STORE_ID_LEN]; /* random at creation; all zero in
                                            version 1 (a writer's open gives one) */
     uint64_t synced_seq;   /* every record up to this seq was on stable storage
@@ -80,6 +83,10 @@ typedef struct manifest {
     uint64_t dropped_upto; /* version 4: the highest seq compaction ever
                               dropped (0: none). A handle whose fold is
                               behind it folds again from an index file */
+    uint64_t deaths_dropped; /* version 5: memories whose going compaction
+                              dropped, over the store's life (the records of
+                              those gone still in the log are the others:
+                              what a compaction could free) */
     manifest_entry *e;
     size_t n;
 } manifest;

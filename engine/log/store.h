@@ -317,6 +317,9 @@ int cairn__set_retain(cairn_db *db, const cairn_retention *r);
  * (takes mu; 0: none). An engine whose fold stopped before it folds again
  * from its index file: records it never read may be gone. */
 uint64_t cairn__dropped_upto(cairn_db *db);
+/* Memories whose going compaction dropped, over the store's life
+ * (MANIFEST deaths_dropped, as of the handle's view). */
+uint64_t cairn__deaths_dropped(cairn_db *db);
 
 /* The store setting max_memories as this handle's view has it (takes mu). */
 uint64_t cairn__max_memories(cairn_db *db);

@@ -1312,15 +1312,18 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         return rc;
     }
     m->opened = 1;
-    /* A writable handle on a store with background threads merges its
-     * index files on one more (merger.h); without it, inline. */
-    if (!db->read_only && db->background && cairn__merger_new(&m->merger, m) == CAIRN_OK) {
-        m->bg_merge = 1;
-        if (m->ng >= 2)
-            cairn__merger_kick(m->merger);
-    }
     /* A writable handle proves itself on the first store (CAIRN_EPERM). */
     m->read_only = 0;
+    /* A writable handle on a store with background threads merges its
+     * index files and compacts the log on one more (merger.h); without
+     * it, merges are inline and compaction is asked for. */
+    if (!db->read_only && db->background) {
+        m->bg_merge = 1; /* set before the thread reads it */
+        if (cairn__merger_new(&m->merger, m) != CAIRN_OK)
+            m->bg_merge = 0;
+        else if (m->ng >= 2)
+            cairn__merger_kick(m->merger);
+    }
     *out = m;
     return CAIRN_OK;
 }
@@ -2767,7 +2770,9 @@ static int tiered_run(const cairn_mem *t, size_t *j_out, size_t *k_out)
     return 0;
 }
 
-int cairn__mem_merge_step(cairn_mem *m, const int *stop)
+/* One merge of the files on disk: the run the policy names, or with
+ * whole every file into one whole file. */
+static int merge_step(cairn_mem *m, const int *stop, int whole)
 {
     merge_job job;
     cairn_mem *t;
@@ -2781,7 +2786,10 @@ int cairn__mem_merge_step(cairn_mem *m, const int *stop)
      * MEM_MERGE_FANIN files of about one size (each within MEM_GEN_RATIO
      * times the others'), anywhere in the chain; or the two newest when
      * the chain is about full. */
-    if (!tiered_run(t, &job.j, &k)) {
+    if (whole) {
+        job.j = 0;
+        k = t->ng - 1;
+    } else if (!tiered_run(t, &job.j, &k)) {
         scratch_free(t);
         return 0; /* nothing due */
     }
@@ -2815,6 +2823,36 @@ int cairn__mem_merge_step(cairn_mem *m, const int *stop)
     if (rc == CAIRN_ELOCKED) /* given up, or the files changed meanwhile */
         return 0;
     return rc == CAIRN_OK ? 1 : rc;
+}
+
+int cairn__mem_merge_step(cairn_mem *m, const int *stop)
+{
+    return merge_step(m, stop, 0);
+}
+
+int cairn__mem_merge_whole(cairn_mem *m, const int *stop)
+{
+    return merge_step(m, stop, 1);
+}
+
+uint64_t cairn__mem_gone(const cairn_mem *m)
+{
+    /* As write_gen counts them: those no entry is left of, the files'
+     * memories that died since, and those of the RAM tail. */
+    uint64_t gone = m->base_deleted;
+    for (size_t i = 0; i < m->n_touched; i++)
+        gone += !m->touched[i]->live;
+    for (size_t i = 0; i < m->n; i++)
+        gone += !m->e[i].live;
+    return gone;
+}
+
+uint64_t cairn__mem_live(const cairn_mem *m)
+{
+    uint64_t live = 0;
+    for (size_t i = 0; i < m->nns; i++)
+        live += m->ns[i].live;
+    return live;
 }
 
 static void scratch_free(cairn_mem *t)

@@ -220,6 +220,11 @@ uint64_t cairn__mem_index_covered(const cairn_mem *m);
 /* The index file holding the memory stored at seq, or -1: after them. */
 long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq);
 
+/* Memories gone (deleted, cleared, purged, merged away) over the store's
+ * life as this state knows them, and memories live now. */
+uint64_t cairn__mem_gone(const cairn_mem *m);
+uint64_t cairn__mem_live(const cairn_mem *m);
+
 /* Read every base row, so that cairn__mem_at never fails: for the
  * operations that visit every memory. Errors: CAIRN_ECORRUPT. */
 int cairn__mem_read_all(cairn_mem *m);

@@ -1,6 +1,6 @@
 /*
- * merger.h - the memory engine's merging thread (format-spec/memindex.md,
- * "Generations").
+ * merger.h - the memory engine's background thread: merges of index files
+ * (format-spec/memindex.md, "Generations") and compaction of the log.
  *
  * A checkpoint of a handle with background threads writes only what
  * changed since its files (a generation on them): a close and a flush of
@@ -11,6 +11,11 @@
  * files it merged are still those on disk. The handle's own state is the
  * same before and after (a merge changes files, not the fold), so the
  * handle reads the merged chain only at its next checkpoint.
+ *
+ * The same thread compacts the log under the retention policy when the
+ * pace says enough has gone (format-spec/compaction.md, "In the
+ * background"): after merges, at open, and every 30 seconds. The
+ * compaction itself is retain.c's.
  */
 #ifndef CAIRN_MERGER_H
 #define CAIRN_MERGER_H
@@ -28,6 +33,44 @@ void cairn__merger_kick(cairn__merger *g);
 /* Stop the thread, giving up a merge under way (its temp file removed),
  * and free. Accepts NULL. Call without the handle's lock. */
 void cairn__merger_free(cairn__merger *g);
+
+/* How a background compaction is paced: what was gone and the log's
+ * bytes when the handle last compacted (or opened), and what came of it. */
+typedef struct cairn__compact_pace {
+    uint64_t gone;       /* memories gone whose records the log may hold */
+    uint64_t log_bytes;  /* bytes of the log's files */
+    uint64_t runs, dropped; /* compactions run in the background, records dropped */
+    int last_rc;         /* the last one's status */
+    int64_t retry_ms;    /* wall ms: due again then whatever the counts (the
+                            grace period of many kept is over); 0: none */
+} cairn__compact_pace;
+
+/* At least this many memories gone before a compaction is worth a pass. */
+#define COMPACT_MIN_GONE 1000
+
+/* The policy (format-spec/compaction.md, "In the background"): under live,
+ * once the memories gone whose records the log may still hold grew by a
+ * quarter of the live memories (at least COMPACT_MIN_GONE); with an event
+ * limit, once the log grew by a quarter (at least one segment). 1: due.
+ * (cairn__mem_compact_step also runs one when p->retry_ms has come.) */
+int cairn__compact_due(const cairn_retention *r, uint64_t gone, uint64_t live, uint64_t log_bytes,
+                       uint64_t segment_size, const cairn__compact_pace *p);
+
+/* The pace as of now: memories gone so far count, the log's bytes do not. */
+void cairn__compact_pace_init(cairn_mem *m, cairn__compact_pace *p);
+
+/* A compaction under the store's retention policy, if the pace says one is
+ * due: with its own state (the handle's lock taken only to swap the files
+ * in; a merge of every index file into one first, under live), never
+ * rolling the active segment, given up when *stop is set. 1 if it ran, 0
+ * if none was due (or another compaction runs), or an error (nothing
+ * changed). Call without m's lock. */
+int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *stop);
+
+/* Merge every index file on disk into one whole file (the merger's way:
+ * without m's lock but for the swap). 1 if it merged, 0 if there was
+ * nothing to merge or it gave up, or an error. */
+int cairn__mem_merge_whole(cairn_mem *m, const int *stop);
 
 /* One merge by the policy over m's files on disk, if one is due, given up
  * when *stop is set (read with __atomic_load_n; memory.c). Returns 1 if it merged, 0 if none was due

@@ -40,6 +40,7 @@
 #include "cairn.h"
 #include "compact.h"
 #include "memstate.h"
+#include "merger.h"
 #include "seqfile.h"
 #include "store.h"
 
@@ -109,7 +110,17 @@ typedef struct tracker {
     uint64_t *ev_bytes, *ev_dropped;
     size_t ev_cap;
     uint64_t ev_n, ev_n_bytes; /* dropped, for the report */
+    /* a compaction in the background (cairn__mem_compact_step) */
+    const int *stop;     /* set: give up (CAIRN_ELOCKED) */
+    cairn_mem *hold;     /* the handle whose lock the swap takes */
+    int held;            /* it holds hold->mu */
 } tracker;
+
+/* Is a background compaction asked to give up? */
+static int stopped(const tracker *t)
+{
+    return t->stop != NULL && __atomic_load_n(t->stop, __ATOMIC_ACQUIRE);
+}
 
 static uint64_t id_hash(const char *id)
 {
@@ -365,6 +376,8 @@ static int learn(void *user, const cairn_record *rec)
     tracker *t = user;
     int what;
     life *k;
+    if (stopped(t))
+        return cairn__mem_fail(t->m, CAIRN_ELOCKED, "compaction given up");
     if (rec->type == CAIRN_REC_EVENT && t->events.events_max_bytes != 0) {
         long nsi = event_ns(t, rec);
         if (nsi < 0)
@@ -410,6 +423,8 @@ static int judge(void *user, const cairn_record *rec, int *verdict)
     life *k;
 
     *verdict = CAIRN__KEEP;
+    if (stopped(t))
+        return cairn__mem_fail(t->m, CAIRN_ELOCKED, "compaction given up");
     if (rec->seq > t->learned)
         return CAIRN_OK; /* appended after pass 1 looked (another handle of this db) */
     if (rec->type == CAIRN_REC_EVENT)
@@ -505,6 +520,18 @@ static int derived_unchanged(void *user)
     }
     free(now);
     return same ? CAIRN_OK : CHECKPOINT_RACED;
+}
+
+/* The same for a compaction in the background, which first takes the
+ * handle's lock: no checkpoint of the handle runs during the swap (one
+ * writing a file in this process shares the turn). Released by the
+ * caller (t->held). */
+static int derived_unchanged_held(void *user)
+{
+    tracker *t = user;
+    pthread_mutex_lock(&t->hold->mu);
+    t->held = 1;
+    return derived_unchanged(user);
 }
 
 /* The last seq of the sealed prefix of the log (0: none). */
@@ -605,7 +632,7 @@ static void tracker_rewind(tracker *t)
 }
 
 /* The compaction proper, holding the compaction lock (and mu). */
-static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
+static int compact_turn(cairn_mem *m, tracker *t, int dry_run, int background, const char *why,
                         cairn_compact_report *out)
 {
     cairn_config cfg;
@@ -635,7 +662,7 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
      * it alone), and a whole file under generations may be old: fold the
      * generations into one whole file first, so that the pins are those of
      * now (a dry run reports as if it had). */
-    stacked = t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_LIVE &&
+    stacked = t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_LIVE && !background &&
               cairn__seqfile_list(&cairn__seqfile_memindex, m->db->dirfd, NULL, 0) > 1;
     if (stacked && !dry_run && (rc = cairn__mem_checkpoint_whole(m)) != CAIRN_OK)
         return rc;
@@ -661,7 +688,10 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
         ncov = 1;
     }
     sealed = sealed_upto(m->db);
-    roll = needs_roll(t, cfg.retain.memories, cfg.retain.grace_ms, cov, ncov, sealed, now);
+    /* In the background, only what is sealed already: the segment rolls
+     * when it is full. */
+    roll = !background &&
+           needs_roll(t, cfg.retain.memories, cfg.retain.grace_ms, cov, ncov, sealed, now);
     if (!dry_run && roll) {
         /* Its records are in the active segment: close it and seal it. */
         if ((rc = cairn_roll(m->db)) == CAIRN_OK)
@@ -724,8 +754,11 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, const char *why,
     }
     /* A purge drops its records whatever the derived files: a checkpoint
      * meanwhile is written anew after it anyway. */
-    rc = cairn__compact(m->db, why, 0, anc, nanc, judge, t->purge ? NULL : derived_unchanged, t,
-                        &res);
+    rc = cairn__compact(m->db, why, 0, anc, nanc, judge,
+                        t->purge      ? NULL
+                        : background ? derived_unchanged_held
+                                     : derived_unchanged,
+                        t, t->stop, &res);
     free(cov);
     free(anc);
     if (rc == CHECKPOINT_RACED)
@@ -771,7 +804,7 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
     for (int attempt = 0; rc == CAIRN_OK; attempt++) {
         memset(&t, 0, sizeof t);
         memset(out, 0, sizeof *out);
-        rc = compact_turn(m, &t, dry_run, why, out);
+        rc = compact_turn(m, &t, dry_run, 0, why, out);
         tracker_free(&t);
         if (rc != CHECKPOINT_RACED)
             break;
@@ -787,6 +820,122 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
         rc = cairn__mem_catch_up(m); /* what others wrote meanwhile */
     pthread_mutex_unlock(&m->mu);
     return rc;
+}
+
+/* ---- compaction in the background ---------------------------------------- */
+
+int cairn__compact_due(const cairn_retention *r, uint64_t gone, uint64_t live, uint64_t log_bytes,
+                       uint64_t segment_size, const cairn__compact_pace *p)
+{
+    uint64_t step;
+    if (r->memories == CAIRN_RETAIN_LIVE) {
+        step = live / 4 > COMPACT_MIN_GONE ? live / 4 : COMPACT_MIN_GONE;
+        if (gone >= p->gone + step)
+            return 1;
+    }
+    if (r->events_max_age_ms != 0 || r->events_max_bytes != 0) {
+        step = p->log_bytes / 4 > segment_size ? p->log_bytes / 4 : segment_size;
+        if (log_bytes >= p->log_bytes + step)
+            return 1;
+    }
+    return 0;
+}
+
+/* What the pace compares: the memories gone whose records the log may
+ * still hold (every death the handle knows, less those compaction
+ * dropped), and the log's bytes. */
+static void pace_now(cairn_mem *m, uint64_t *gone, uint64_t *live, uint64_t *log_bytes)
+{
+    uint64_t dropped = cairn__deaths_dropped(m->db), records;
+    pthread_mutex_lock(&m->mu);
+    *gone = cairn__mem_gone(m);
+    *live = cairn__mem_live(m);
+    pthread_mutex_unlock(&m->mu);
+    *gone = *gone > dropped ? *gone - dropped : 0;
+    cairn__compact_totals(m->db, &records, log_bytes);
+}
+
+void cairn__compact_pace_init(cairn_mem *m, cairn__compact_pace *p)
+{
+    uint64_t records;
+    memset(p, 0, sizeof *p);
+    /* The memories gone before count (gone from 0); events only as the
+     * log grows from here (their ages are not known without a scan). */
+    cairn__compact_totals(m->db, &records, &p->log_bytes);
+}
+
+int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *stop)
+{
+    cairn_config cfg;
+    cairn_compact_report rep;
+    cairn_mem *s;
+    tracker t;
+    char why[128], pol[96];
+    uint64_t gone, live, bytes;
+    int rc;
+
+    if (cairn_config_get(m->db, &cfg) != CAIRN_OK)
+        return 0; /* tried again at the next kick */
+    if (cfg.retain.memories == CAIRN_RETAIN_ALL && cfg.retain.events_max_age_ms == 0 &&
+        cfg.retain.events_max_bytes == 0)
+        return 0; /* the policy keeps everything */
+    pace_now(m, &gone, &live, &bytes);
+    if (!cairn__compact_due(&cfg.retain, gone, live, bytes, cfg.segment_size, p) &&
+        (p->retry_ms == 0 || cairn__mem_wall_ms() < p->retry_ms))
+        return 0;
+    p->retry_ms = 0;
+    /* Tried now, whatever comes of it: the next try waits for as much new
+     * work again. */
+    p->gone = gone;
+    p->log_bytes = bytes;
+    /* The index files pin the lives they hold live: a whole file of what
+     * the files hold now pins only those live now (its failure only keeps
+     * more). */
+    if (cfg.retain.memories == CAIRN_RETAIN_LIVE &&
+        cairn__seqfile_list(&cairn__seqfile_memindex, m->db->dirfd, NULL, 0) > 1)
+        (void)cairn__mem_merge_whole(m, stop);
+    /* What is full is sealed first (the sealer may lag behind): only the
+     * sealed prefix of the log is compacted. */
+    (void)cairn_seal(m->db);
+    /* A state of its own: the compaction reads the log alone, and the
+     * handle's lock is taken only for the swap. */
+    if ((s = calloc(1, sizeof *s)) == NULL)
+        return CAIRN_ENOMEM;
+    s->db = m->db;
+    pthread_mutex_init(&s->mu, NULL);
+    if (cairn__compact_lock(m->db, 1) != CAIRN_OK) {
+        /* another runs (a user's, another process's): its work is done */
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return 0;
+    }
+    cairn_retain_format(&cfg.retain, pol, sizeof pol);
+    snprintf(why, sizeof why, "retain %s", pol);
+    for (int attempt = 0;; attempt++) {
+        memset(&t, 0, sizeof t);
+        memset(&rep, 0, sizeof rep);
+        t.stop = stop;
+        t.hold = m;
+        rc = compact_turn(s, &t, 0, 1, why, &rep);
+        if (t.held)
+            pthread_mutex_unlock(&m->mu);
+        tracker_free(&t);
+        if (rc != CHECKPOINT_RACED || attempt >= 2)
+            break;
+    }
+    (void)cairn__compact_lock(m->db, 0);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    pace_now(m, &p->gone, &live, &p->log_bytes);
+    p->runs++;
+    p->last_rc = rc;
+    if (rc == CAIRN_OK)
+        p->dropped += rep.dropped;
+    /* Many kept only for their grace period: again once it is over (the
+     * idle look sees the time come). */
+    if (rc == CAIRN_OK && rep.memories_in_grace >= COMPACT_MIN_GONE)
+        p->retry_ms = cairn__mem_wall_ms() + (int64_t)cfg.retain.grace_ms;
+    return rc == CAIRN_OK ? 1 : rc;
 }
 
 /* The purge marker (mu held, in a turn): kills the memory if live; with
@@ -871,7 +1020,7 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
         (rc = cairn_seal(m->db)) == CAIRN_OK) {
         t.purge = id;
         snprintf(why, sizeof why, "purge %s", id);
-        rc = compact_turn(m, &t, 0, why, &rep);
+        rc = compact_turn(m, &t, 0, 0, why, &rep);
     } else if (rc != CAIRN_OK && rc != PURGED_BEFORE && m->err[0] == 0) {
         rc = cairn__mem_fail(m, rc, "purge: %s", cairn_errmsg(m->db));
     }
