@@ -336,6 +336,36 @@ static void mapped_and_ram_indexes_rank_as_one(void **state)
         random_query(qtext);
         compare(merged, tok, qtext, ks[qi % 4]);
     }
+    /* Written as it goes, the merge is the same bytes as the merged index
+     * written: of both (mapped and in RAM), and of each alone. */
+    for (int c = 0; c < 3; c++) {
+        image w1 = {NULL, 0, 0}, w2 = {NULL, 0, 0};
+        cairn__ramidx *one = NULL, *const *from = c == 0 ? xs : c == 1 ? &xs[0] : &xs[1];
+        size_t nfrom = c == 0 ? 2 : 1;
+        if (c == 0) {
+            assert_int_equal(cairn__ramidx_write(merged, put_bytes, &w1), CAIRN_OK);
+        } else {
+            assert_int_equal(cairn__ramidx_merge(&one, NULL, "english", from, 1), CAIRN_OK);
+            assert_int_equal(cairn__ramidx_write(one, put_bytes, &w1), CAIRN_OK);
+            cairn__ramidx_free(one);
+        }
+        assert_int_equal(
+            cairn__ramidx_merge_write(NULL, "english", from, nfrom, put_bytes, &w2, NULL),
+            CAIRN_OK);
+        assert_true(w1.len > 72);
+        assert_int_equal(w1.len, w2.len);
+        assert_memory_equal(w1.b, w2.b, w1.len);
+        free(w1.b);
+        free(w2.b);
+    }
+    {
+        /* out of document order: refused, as the merge refuses it */
+        image w3 = {NULL, 0, 0};
+        cairn__ramidx *rev[2] = {b, f};
+        assert_int_equal(cairn__ramidx_merge_write(NULL, "english", rev, 2, put_bytes, &w3, NULL),
+                         CAIRN_EINVAL);
+        free(w3.b);
+    }
     cairn__ramidx_free(merged);
     cairn__ramidx_free(f);
     cairn__ramidx_free(b);

@@ -109,6 +109,9 @@ typedef struct mx_ns_in {
     const cairn__ramidx *idx; /* its live documents; not mapped */
     cairn__vecset *const *vecs; /* its vectors: the live rows of these */
     size_t n_vecs;
+    cairn__ramidx *const *merge; /* or, n_merge > 0: the live documents of
+                                    these, merged as they are written */
+    size_t n_merge;
 } mx_ns_in;
 
 typedef struct mx_in {

@@ -2422,7 +2422,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     rows.x = malloc(cap * sizeof *rows.x);
     ns = calloc(m->nns ? m->nns : 1, sizeof *ns);
     vsrc = calloc((m->nns ? m->nns : 1) * (MEM_GEN_MAX + 1), sizeof *vsrc);
-    src = calloc(MEM_GEN_MAX + 1, sizeof *src);
+    src = calloc((m->nns ? m->nns : 1) * (MEM_GEN_MAX + 1), sizeof *src);
     if (rows.x == NULL || ns == NULL || vsrc == NULL || src == NULL) {
         rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for the memory index");
         goto out;
@@ -2448,41 +2448,29 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
             dead++;
         }
     }
-    for (size_t i = 0; i < m->nns && rc == CAIRN_OK; i++) {
-        cairn__ramidx *merged = NULL;
+    for (size_t i = 0; i < m->nns; i++) {
+        cairn__ramidx **from = src + (MEM_GEN_MAX + 1) * i;
         size_t nsrc = 0;
         ns[i].vecs = vsrc + (MEM_GEN_MAX + 1) * i;
         for (size_t g = j; g < m->ng; g++) {
             if (m->ns[i].gvec[g] != NULL)
                 vsrc[(MEM_GEN_MAX + 1) * i + ns[i].n_vecs++] = m->ns[i].gvec[g];
             if (m->ns[i].gidx[g] != NULL)
-                src[nsrc++] = m->ns[i].gidx[g];
+                from[nsrc++] = m->ns[i].gidx[g];
         }
         if (m->ns[i].vec != NULL)
             vsrc[(MEM_GEN_MAX + 1) * i + ns[i].n_vecs++] = m->ns[i].vec;
-        src[nsrc++] = m->ns[i].idx;
+        from[nsrc++] = m->ns[i].idx;
         ns[i].name = m->ns[i].name;
-        if (nsrc == 1 && cairn__ramidx_count(src[0]) == cairn__ramidx_docs(src[0])) {
-            ns[i].idx = src[0]; /* nothing to drop or join: written as it is */
+        if (nsrc == 1 && cairn__ramidx_count(from[0]) == cairn__ramidx_docs(from[0])) {
+            ns[i].idx = from[0]; /* nothing to drop or join: written as it is */
             continue;
         }
-        rc = cairn__ramidx_merge_until(&merged, NULL, m->stemmer, src, nsrc, stop);
-        if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
-            /* in a file merged (j and up): those below are sound */
-            rc = index_damaged_at(m, j, rc, "a text index, while merging it");
-            break;
-        }
-        if (rc == CAIRN_ELOCKED)
-            break; /* a merge given up */
-        if (rc != CAIRN_OK) {
-            rc = cairn__mem_fail(m, rc, "memory index: merging the text index of \"%s\" failed",
-                                 m->ns[i].name);
-            break;
-        }
-        ns[i].idx = merged;
+        /* The text images are merged as the file is written: no merged
+         * index is held (cairn__ramidx_merge_write). */
+        ns[i].merge = from;
+        ns[i].n_merge = nsrc;
     }
-    if (rc != CAIRN_OK)
-        goto out;
     memset(&in, 0, sizeof in);
     in.covered = m->folded;
     in.base = base;
@@ -2505,12 +2493,17 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.gate_user = gate_user;
     in.stop = stop;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
+    if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
+        /* a text image merged from a file merged (j and up) is damaged:
+         * those below are sound */
+        rc = index_damaged_at(m, j, rc, "a text index, while merging it");
+        goto out;
+    }
+    if (rc == CAIRN_ELOCKED)
+        goto out; /* a merge given up */
     if (rc != CAIRN_OK)
         rc = cairn__mem_fail(m, rc, "%s", e.msg);
 out:
-    for (size_t i = 0; ns != NULL && i < m->nns; i++)
-        if (ns[i].idx != m->ns[i].idx)
-            cairn__ramidx_free((cairn__ramidx *)(uintptr_t)ns[i].idx);
     free(ns);
     free(vsrc);
     free(src);

@@ -801,15 +801,8 @@ int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, siz
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                         cairn__ramidx *const *src, size_t n)
 {
-    return cairn__ramidx_merge_until(out, a, stemmer, src, n, NULL);
-}
-
-int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
-                              cairn__ramidx *const *src, size_t n, const int *stop)
-{
     cairn__ramidx *x = NULL;
     uint32_t *remap = NULL;
-    uint64_t since = 0; /* postings moved since *stop was last read */
     int rc = cairn__ramidx_new(&x, a, stemmer);
 
     *out = NULL;
@@ -847,13 +840,6 @@ int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, con
             size_t cap;
             if (from->df == 0)
                 continue;
-            if (stop != NULL && (since += 1 + from->n) >= 16384) {
-                since = 0;
-                if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
-                    rc = CAIRN_ELOCKED; /* given up */
-                    break;
-                }
-            }
             if ((rc = check_postings(y, from)) != CAIRN_OK)
                 break;
             if (y->damaged) {
@@ -936,15 +922,16 @@ static size_t pad8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
+/* The head of x's image (all but the postings), then the head mark. With
+ * sums, each term's postings sum is its `sum` (the postings are not in x:
+ * cairn__ramidx_merge_write). */
+static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put, void *user)
 {
     static const uint8_t zeros[8];
     uint8_t h[TIX_HEAD], t[TIX_TERM];
     uint64_t npost = 0;
     int rc;
 
-    if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
-        return CAIRN_EINVAL;
     for (size_t i = 0; i < x->nterms; i++)
         npost += x->terms[i].n;
     memset(h, 0, sizeof h);
@@ -970,7 +957,7 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
         put32(t + 20, tm->df);
         put32(t + 24, tm->max_tf);
         put32(t + 28, tm->min_dl);
-        put64(t + 32, XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
+        put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
         npost += tm->n;
         if ((rc = put(user, t, sizeof t)) != CAIRN_OK)
             return rc;
@@ -983,12 +970,249 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
         (x->arena_len && (rc = put(user, x->arena, x->arena_len)) != CAIRN_OK) ||
         (rc = put(user, zeros, pad8(x->arena_len) - x->arena_len)) != CAIRN_OK)
         return rc;
-    if ((rc = put(user, NULL, 0)) != CAIRN_OK) /* the head ends: postings follow */
+    return put(user, NULL, 0); /* the head ends: postings follow */
+}
+
+int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
+{
+    int rc;
+
+    if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
+        return CAIRN_EINVAL;
+    if ((rc = write_head(x, 0, put, user)) != CAIRN_OK)
         return rc;
     for (size_t i = 0; i < x->nterms; i++)
         if (x->terms[i].n && (rc = put(user, x->terms[i].p, (size_t)x->terms[i].n * 8)) != CAIRN_OK)
             return rc;
     return CAIRN_OK;
+}
+
+/* ---- a merge written as it goes ----------------------------------------- */
+
+#define MW_CHUNK 512 /* postings made at a time */
+
+/* The merge's state: the merged index without its postings (documents,
+ * terms, table: made as cairn__ramidx_merge makes them), and where each
+ * merged term's postings come from. */
+typedef struct mwrite {
+    cairn__ramidx *x;
+    cairn__ramidx *const *src;
+    size_t n;
+    uint32_t **remap;    /* per source: its document -> merged (UINT32_MAX: dead) */
+    uint32_t *first;     /* merged term t's sources: from[first[t]..first[t + 1]) */
+    struct from { uint32_t s, i; } *from;
+    const int *stop;
+    uint64_t since;      /* postings made since *stop was last read */
+} mwrite;
+
+static int mw_stopped(mwrite *w, uint64_t more)
+{
+    if (w->stop == NULL || (w->since += more) < 16384)
+        return 0;
+    w->since = 0;
+    return __atomic_load_n(w->stop, __ATOMIC_ACQUIRE);
+}
+
+static void mwrite_free(mwrite *w)
+{
+    const cairn_allocator *a = w->x ? w->x->a : NULL;
+    for (size_t s = 0; w->remap != NULL && s < w->n; s++)
+        cairn__free(a, w->remap[s]);
+    cairn__free(a, w->remap);
+    cairn__free(a, w->first);
+    cairn__free(a, w->from);
+    cairn__ramidx_free(w->x);
+}
+
+/* Documents and terms, source by source, in cairn__ramidx_merge's order;
+ * then each merged term's sources, in source order. */
+static int mw_plan(mwrite *w)
+{
+    cairn__ramidx *x = w->x;
+    const cairn_allocator *a = x->a;
+    uint32_t **tmap;
+    size_t nfrom = 0;
+    int rc = CAIRN_OK;
+
+    w->remap = cairn__calloc(a, w->n ? w->n : 1, sizeof *w->remap);
+    tmap = cairn__calloc(a, w->n ? w->n : 1, sizeof *tmap);
+    if (w->remap == NULL || tmap == NULL)
+        rc = CAIRN_ENOMEM;
+    for (size_t s = 0; rc == CAIRN_OK && s < w->n; s++) {
+        cairn__ramidx *y = w->src[s];
+        w->remap[s] = cairn__calloc(a, y->ndocs ? y->ndocs : 1, sizeof **w->remap);
+        tmap[s] = cairn__calloc(a, y->nterms ? y->nterms : 1, sizeof **tmap);
+        if (w->remap[s] == NULL || tmap[s] == NULL) {
+            rc = CAIRN_ENOMEM;
+            break;
+        }
+        for (size_t d = 0; d < y->ndocs; d++) {
+            uint32_t nd = (uint32_t)x->ndocs;
+            w->remap[s][d] = UINT32_MAX;
+            if (!is_live(y, (uint32_t)d))
+                continue;
+            if (x->ndocs > 0 && y->ext[d] <= x->ext[x->ndocs - 1]) {
+                rc = CAIRN_EINVAL;
+                break;
+            }
+            if (x->ndocs == x->docs_cap && grow_docs(x) != CAIRN_OK) {
+                rc = CAIRN_ENOMEM;
+                break;
+            }
+            x->ext[nd] = y->ext[d];
+            x->dl[nd] = y->dl[d];
+            x->live[nd / 64] |= 1ull << (nd % 64);
+            x->ndocs++;
+            x->n_live++;
+            x->sum_dl += y->dl[d];
+            w->remap[s][d] = nd;
+        }
+        for (size_t i = 0; rc == CAIRN_OK && i < y->nterms; i++) {
+            term *t = T(y, i);
+            long id;
+            if (t->df == 0)
+                continue;
+            if ((id = term_id(x, y->arena + t->off, t->len)) < 0) {
+                rc = CAIRN_ENOMEM;
+                break;
+            }
+            tmap[s][i] = (uint32_t)id + 1;
+            nfrom++;
+        }
+        if (rc == CAIRN_OK && y->damaged) /* a term record failed: do not write its loss on */
+            rc = CAIRN_ECORRUPT;
+    }
+    if (rc == CAIRN_OK) {
+        w->first = cairn__calloc(a, x->nterms + 1, sizeof *w->first);
+        w->from = cairn__calloc(a, nfrom ? nfrom : 1, sizeof *w->from);
+        if (w->first == NULL || w->from == NULL)
+            rc = CAIRN_ENOMEM;
+    }
+    if (rc == CAIRN_OK) {
+        /* counts, then places: the sources of each term stay in order */
+        for (size_t s = 0; s < w->n; s++)
+            for (size_t i = 0; i < w->src[s]->nterms; i++)
+                if (tmap[s][i])
+                    w->first[tmap[s][i]]++;
+        for (size_t t = 0; t < x->nterms; t++)
+            w->first[t + 1] += w->first[t];
+        for (size_t s = 0; s < w->n; s++)
+            for (size_t i = 0; i < w->src[s]->nterms; i++)
+                if (tmap[s][i]) {
+                    struct from *f = &w->from[w->first[tmap[s][i] - 1]++];
+                    f->s = (uint32_t)s;
+                    f->i = (uint32_t)i;
+                }
+        /* first[t] went up to first[t + 1]: shift back */
+        for (size_t t = x->nterms; t > 0; t--)
+            w->first[t] = w->first[t - 1];
+        w->first[0] = 0;
+    }
+    for (size_t s = 0; tmap != NULL && s < w->n; s++)
+        cairn__free(a, tmap[s]);
+    cairn__free(a, tmap);
+    return rc;
+}
+
+/* Merged term t's postings, MW_CHUNK at a time, through fn. */
+static int mw_postings(mwrite *w, size_t t, int (*fn)(void *u, const posting *p, size_t k),
+                       void *u)
+{
+    posting buf[MW_CHUNK];
+    size_t k = 0;
+    int rc;
+    for (uint32_t f = w->first[t]; f < w->first[t + 1]; f++) {
+        cairn__ramidx *y = w->src[w->from[f].s];
+        const uint32_t *remap = w->remap[w->from[f].s];
+        term *from = T(y, w->from[f].i);
+        if ((rc = check_postings(y, from)) != CAIRN_OK)
+            return rc;
+        if (y->damaged)
+            return CAIRN_ECORRUPT;
+        if (mw_stopped(w, 1 + from->n))
+            return CAIRN_ELOCKED; /* given up */
+        for (uint32_t j = 0; j < from->n; j++) {
+            uint32_t nd = remap[from->p[j].doc];
+            if (nd == UINT32_MAX)
+                continue;
+            buf[k].doc = nd;
+            buf[k].tf = from->p[j].tf;
+            if (++k == MW_CHUNK) {
+                if ((rc = fn(u, buf, k)) != CAIRN_OK)
+                    return rc;
+                k = 0;
+            }
+        }
+    }
+    return k ? fn(u, buf, k) : CAIRN_OK;
+}
+
+typedef struct mw_sum {
+    mwrite *w;
+    term *t;
+    XXH3_state_t *st;
+} mw_sum;
+
+static int mw_count(void *u, const posting *p, size_t k)
+{
+    mw_sum *c = u;
+    for (size_t j = 0; j < k; j++) {
+        c->t->n++;
+        c->t->df++;
+        if (p[j].tf > c->t->max_tf)
+            c->t->max_tf = p[j].tf;
+        if (c->w->x->dl[p[j].doc] < c->t->min_dl)
+            c->t->min_dl = c->w->x->dl[p[j].doc];
+    }
+    return XXH3_64bits_update(c->st, p, k * sizeof *p) == XXH_OK ? CAIRN_OK : CAIRN_ENOMEM;
+}
+
+typedef struct mw_out {
+    cairn__ramidx_put_fn put;
+    void *user;
+} mw_out;
+
+static int mw_put(void *u, const posting *p, size_t k)
+{
+    mw_out *o = u;
+    return o->put(o->user, p, k * sizeof *p);
+}
+
+int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
+                              cairn__ramidx *const *src, size_t n, cairn__ramidx_put_fn put,
+                              void *user, const int *stop)
+{
+    mwrite w;
+    XXH3_state_t *st = NULL;
+    int rc;
+
+    memset(&w, 0, sizeof w);
+    w.src = src;
+    w.n = n;
+    w.stop = stop;
+    if ((rc = cairn__ramidx_new(&w.x, a, stemmer)) != CAIRN_OK)
+        return rc;
+    rc = mw_plan(&w);
+    /* Each term's counts and the sum of its postings, made once to count
+     * and again to write: no term's postings are held. */
+    if (rc == CAIRN_OK && (st = XXH3_createState()) == NULL)
+        rc = CAIRN_ENOMEM;
+    for (size_t t = 0; rc == CAIRN_OK && t < w.x->nterms; t++) {
+        mw_sum c = {&w, &w.x->terms[t], st};
+        XXH3_64bits_reset(st);
+        rc = mw_postings(&w, t, mw_count, &c);
+        w.x->terms[t].sum = XXH3_64bits_digest(st);
+    }
+    if (rc == CAIRN_OK)
+        rc = write_head(w.x, 1, put, user);
+    for (size_t t = 0; rc == CAIRN_OK && t < w.x->nterms; t++) {
+        mw_out o = {put, user};
+        rc = mw_postings(&w, t, mw_put, &o);
+    }
+    if (st != NULL)
+        XXH3_freeState(st);
+    mwrite_free(&w);
+    return rc;
 }
 
 /* A term's record, checked against the image's bounds. A bad one reads as

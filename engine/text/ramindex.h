@@ -71,10 +71,6 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                         cairn__ramidx *const *src, size_t n);
 
-/* The same, given up with CAIRN_ELOCKED (nothing made) as soon as *stop
- * (read with __atomic_load_n) is set: a merge in the background. */
-int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
-                              cairn__ramidx *const *src, size_t n, const int *stop);
 
 /* Write x as the text-index image of format-spec/memindex.md, in pieces,
  * through put (which returns CAIRN_OK or an error that stops the write).
@@ -82,6 +78,18 @@ int cairn__ramidx_merge_until(cairn__ramidx **out, const cairn_allocator *a, con
  * x must not be mapped (merge a mapped index first): CAIRN_EINVAL. */
 typedef int (*cairn__ramidx_put_fn)(void *user, const void *bytes, size_t len);
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user);
+
+/* The image cairn__ramidx_merge of src[0..n) would write, the same bytes,
+ * written as it is made: the merged documents and terms are held (about
+ * 13 bytes a document), each term's postings are made from the sources
+ * twice (to count and sum them, then to write them) and never held.
+ * Mapped sources' postings are checked as they are read. Given up with
+ * CAIRN_ELOCKED once *stop is set (stop NULL: never). Errors: put's,
+ * CAIRN_ENOMEM, CAIRN_EINVAL (out of order), CAIRN_ECHECKSUM /
+ * CAIRN_ECORRUPT (a source is damaged). */
+int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
+                              cairn__ramidx *const *src, size_t n, cairn__ramidx_put_fn put,
+                              void *user, const int *stop);
 
 /* An index over an image written by cairn__ramidx_write, 8-byte aligned,
  * which must outlive it: term records, postings, term bytes and document
