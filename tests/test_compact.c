@@ -49,6 +49,7 @@ static int teardown(void **state)
 }
 
 static int g_background; /* 1: the handles run their background threads */
+static uint64_t g_segment_size = 4096; /* many segments, sealed as they fill */
 
 static cairn_db *open_db_io(const char *dir, int ro, const char *retain, const cairn_io *io)
 {
@@ -59,7 +60,7 @@ static cairn_db *open_db_io(const char *dir, int ro, const char *retain, const c
     o.create = !ro;
     o.read_only = ro;
     o.background = g_background;
-    o.segment_size = 4096; /* many segments, sealed as they fill */
+    o.segment_size = g_segment_size;
     o.retain = retain;
     o.io = io;
     rc = cairn_open(&db, dir, &o, err, sizeof err);
@@ -964,8 +965,10 @@ static void test_a_compaction_during_a_readers_fold_is_noticed(void **state)
 
 typedef struct writer_meanwhile {
     const char *dir;
-    int compact; /* 0: store a memory; 1: compact */
+    int compact; /* 0: store a memory; 1: compact; 2: store and checkpoint */
     int rc;
+    inj *again;  /* set: run again at the next write of a compacted file */
+    int times;
 } writer_meanwhile;
 
 /* Another handle of the store, with a busy timeout of 50 ms, stores a
@@ -978,16 +981,21 @@ static void act_meanwhile(void *user)
     cairn_mem *m = NULL;
     cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
     cairn_compact_report rep;
+    char text[96];
     o.background = 0;
     o.busy_timeout_ms = 50;
+    snprintf(text, sizeof text, "written while the log was being compacted, %d", w->times);
     w->rc = cairn_open(&db, w->dir, &o, NULL, 0);
     if (w->rc == CAIRN_OK && (w->rc = cairn_mem_open(db, NULL, &m)) == CAIRN_OK)
-        w->rc = w->compact ? cairn_mem_compact(m, 0, &rep)
-                           : cairn_mem_store(m, "written while the log was being compacted", &so,
-                                             NULL, NULL);
+        w->rc = w->compact == 1 ? cairn_mem_compact(m, 0, &rep)
+                                : cairn_mem_store(m, text, &so, NULL, NULL);
+    if (w->rc == CAIRN_OK && w->compact == 2)
+        w->rc = cairn_mem_checkpoint(m);
     cairn_mem_close(m);
     if (db != NULL)
         cairn_close(db);
+    if (w->again != NULL && ++w->times < 200) /* at every segment written */
+        w->again->on_seal_write = act_meanwhile;
 }
 
 /* Compact base while act_meanwhile runs at the first write of a compacted
@@ -1020,7 +1028,7 @@ static void test_writers_go_on_while_a_compaction_runs(void **state)
 {
     fx *f = *state;
     char *expect, *base = base_store(f->dir, &expect);
-    writer_meanwhile w = {NULL, 0, -1};
+    writer_meanwhile w = {NULL, 0, -1, NULL, 0};
     cairn_compact_report rep;
     counts c;
     int rc;
@@ -1037,12 +1045,50 @@ static void test_writers_go_on_while_a_compaction_runs(void **state)
     free(base);
 }
 
+/* Checkpoints another handle writes while a compaction runs cover past
+ * what the compaction judged: it goes on (it does not start again, nor
+ * give up after three tries). */
+static void test_checkpoints_meanwhile_do_not_stop_a_compaction(void **state)
+{
+    fx *f = *state;
+    char *expect, *base = base_store(f->dir, &expect);
+    writer_meanwhile w = {NULL, 2, -1, NULL, 0};
+    cairn_compact_report rep;
+    inj j;
+    cairn_io io;
+    cairn_db *db;
+    cairn_mem *m;
+    counts c;
+
+    memset(&j, 0, sizeof j);
+    io = make_io(&j);
+    w.dir = base;
+    w.again = &j;
+    j.on_seal_write = act_meanwhile;
+    j.hook_user = &w;
+    db = open_db_io(base, 0, NULL, &io);
+    m = open_mem(db);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(w.rc, CAIRN_OK);
+    assert_true(w.times >= 1);
+    assert_int_equal(rep.memories_dropped, 90);
+    j.on_seal_write = NULL;
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    c = counts_of(base, 1);
+    assert_int_equal(c.total, 35 + (uint64_t)w.times);
+    assert_int_equal(c.deleted, 90);
+    verify_clean(base);
+    free(expect);
+    free(base);
+}
+
 /* One compaction at a time: a second one is told another runs. */
 static void test_one_compaction_at_a_time(void **state)
 {
     fx *f = *state;
     char *expect, *base = base_store(f->dir, &expect);
-    writer_meanwhile w = {NULL, 1, -1};
+    writer_meanwhile w = {NULL, 1, -1, NULL, 0};
     cairn_compact_report rep;
     int rc;
 
@@ -1452,27 +1498,61 @@ static void test_the_background_pace(void **state)
 {
     cairn_retention all, live, ev;
     cairn__compact_pace p;
+    cairn__compact_look now;
     (void)state;
     memset(&all, 0, sizeof all);
     memset(&p, 0, sizeof p);
+    memset(&now, 0, sizeof now);
     live = all;
     live.memories = CAIRN_RETAIN_LIVE;
     ev = all;
     ev.events_max_age_ms = 1000;
-    assert_false(cairn__compact_due(&all, 1u << 30, 0, 1u << 30, 4096, &p));
-    assert_false(cairn__compact_due(&live, COMPACT_MIN_GONE - 1, 100, 0, 4096, &p));
-    assert_true(cairn__compact_due(&live, COMPACT_MIN_GONE, 100, 0, 4096, &p));
-    assert_false(cairn__compact_due(&live, 2499, 10000, 0, 4096, &p));
-    assert_true(cairn__compact_due(&live, 2500, 10000, 0, 4096, &p));
+    now.segment_size = 4096;
+    now.gone = now.log_bytes = 1u << 30;
+    assert_false(cairn__compact_due(&all, &now, &p));
+    now.log_bytes = 0;
+    now.live = 100;
+    now.gone = COMPACT_MIN_GONE - 1;
+    assert_false(cairn__compact_due(&live, &now, &p));
+    now.gone = COMPACT_MIN_GONE;
+    assert_true(cairn__compact_due(&live, &now, &p));
+    now.live = 10000;
+    now.gone = 2499;
+    assert_false(cairn__compact_due(&live, &now, &p));
+    now.gone = 2500;
+    assert_true(cairn__compact_due(&live, &now, &p));
     p.gone = 2500; /* after a run: as much again */
-    assert_false(cairn__compact_due(&live, 4999, 10000, 0, 4096, &p));
-    assert_true(cairn__compact_due(&live, 5000, 10000, 0, 4096, &p));
-    assert_false(cairn__compact_due(&live, 4999, 10000, 1u << 30, 4096, &p)); /* no event limit */
+    now.gone = 4999;
+    assert_false(cairn__compact_due(&live, &now, &p));
+    now.gone = 5000;
+    assert_true(cairn__compact_due(&live, &now, &p));
+    /* those it had to keep: again once the sealed prefix or the newest
+     * index file moves, if they are as many */
+    now.gone = 2500;
+    p.pending = 2500;
+    p.sealed = now.sealed = 70;
+    p.covered = now.covered = 90;
+    assert_false(cairn__compact_due(&live, &now, &p));
+    now.sealed = 71;
+    assert_true(cairn__compact_due(&live, &now, &p));
+    now.sealed = 70;
+    now.covered = 91;
+    assert_true(cairn__compact_due(&live, &now, &p));
+    p.pending = 2499;
+    assert_false(cairn__compact_due(&live, &now, &p));
+    now.log_bytes = 1u << 30;
+    assert_false(cairn__compact_due(&live, &now, &p)); /* no event limit */
     p.log_bytes = 100000;
-    assert_false(cairn__compact_due(&ev, 1u << 30, 0, 124999, 4096, &p)); /* no memory part */
-    assert_true(cairn__compact_due(&ev, 0, 0, 125000, 4096, &p));
-    assert_false(cairn__compact_due(&ev, 0, 0, 100000 + (1u << 20) - 1, 1u << 20, &p));
-    assert_true(cairn__compact_due(&ev, 0, 0, 100000 + (1u << 20), 1u << 20, &p));
+    now.gone = 1u << 30;
+    now.log_bytes = 124999;
+    assert_false(cairn__compact_due(&ev, &now, &p)); /* no memory part */
+    now.log_bytes = 125000;
+    assert_true(cairn__compact_due(&ev, &now, &p));
+    now.segment_size = 1u << 20;
+    now.log_bytes = 100000 + (1u << 20) - 1;
+    assert_false(cairn__compact_due(&ev, &now, &p));
+    now.log_bytes = 100000 + (1u << 20);
+    assert_true(cairn__compact_due(&ev, &now, &p));
 }
 
 #define N_BG 1100
@@ -1582,6 +1662,72 @@ static void test_a_background_step_comes_back_when_the_grace_is_over(void **stat
     verify_clean(f->dir);
 }
 
+/* What a step had to keep for a record not sealed yet it comes back
+ * for once the segment is sealed, with no more gone meanwhile. */
+static void test_a_background_step_comes_back_for_what_was_not_sealed(void **state)
+{
+    fx *f = *state;
+    cairn_db *db;
+    cairn_mem *m;
+    cairn__compact_pace pace;
+    int stop = 0;
+
+    g_segment_size = 64u << 20; /* everything in the active segment */
+    db = open_db(f->dir, 0, "live:0");
+    m = open_mem(db);
+    fill_bg(m);
+    cairn__compact_pace_init(m, &pace);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 1);
+    assert_int_equal(cairn__deaths_dropped(db), 0);
+    assert_int_equal(pace.pending, N_BG_GONE);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 0); /* nothing moved */
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 1);
+    assert_int_equal(cairn__deaths_dropped(db), N_BG_GONE);
+    assert_int_equal(pace.pending, 0);
+    assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), 0);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    g_segment_size = 4096;
+    verify_clean(f->dir);
+}
+
+/* A MANIFEST of version 4 has no deaths_dropped: the next compaction
+ * counts it from the holes and writes it, though it rewrites nothing, and
+ * a step is not due again at each open. */
+static void test_a_compaction_counts_the_deaths_a_version_4_manifest_lacks(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = open_mem(db);
+    cairn_compact_report rep;
+    cairn__compact_pace pace;
+    int stop = 0;
+
+    fill_bg(m);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_int_equal(rep.memories_dropped, N_BG_GONE);
+    assert_int_equal(cairn__deaths_dropped(db), N_BG_GONE);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_manifest_file_as_version(f->dir, 4);
+    for (int open = 0; open < 2; open++) {
+        db = open_db(f->dir, 0, NULL);
+        m = open_mem(db);
+        assert_int_equal(cairn__deaths_dropped(db), open == 0 ? 0 : N_BG_GONE);
+        cairn__compact_pace_init(m, &pace);
+        /* the first open: due (1,050 gone, none known dropped), and the
+         * count put right; the next: not due */
+        assert_int_equal(cairn__mem_compact_step(m, &pace, &stop), open == 0 ? 1 : 0);
+        assert_int_equal(cairn__deaths_dropped(db), N_BG_GONE);
+        assert_int_equal(pace.dropped, 0);
+        cairn_mem_close(m);
+        assert_int_equal(cairn_close(db), CAIRN_OK);
+    }
+    verify_clean(f->dir);
+}
+
 /* A handle with background threads compacts on its own once enough has
  * gone, and every answer stays. */
 static void test_a_background_handle_compacts_on_its_own(void **state)
@@ -1624,6 +1770,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_a_background_step_comes_back_when_the_grace_is_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_background_step_comes_back_for_what_was_not_sealed, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_compaction_counts_the_deaths_a_version_4_manifest_lacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_drops_dead_lives_and_keeps_every_answer,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_under_retain_all_nothing_goes, setup, teardown),
@@ -1654,6 +1804,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writers_go_on_while_a_compaction_runs, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_one_compaction_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoints_meanwhile_do_not_stop_a_compaction,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_compaction_at_a_time_in_one_process, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_purge_of_a_memory_with_a_vector, setup, teardown),

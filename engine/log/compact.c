@@ -44,6 +44,7 @@ typedef struct plan_seg {
     uint64_t drop_bytes;
     uint64_t last_drop;  /* the highest seq dropped now */
     uint64_t deaths;     /* of them, records of a memory's going */
+    uint64_t hole_deaths; /* the deaths its holes of earlier compactions stand for */
     int frozen;          /* holds a type-12 record a user wrote before type 12
                             was compaction's: never rewritten (it would read
                             as a hole) */
@@ -99,6 +100,13 @@ static int judge_one(void *u, const cairn_record *rec, size_t len, const uint8_t
         return cairn__db_failf(j->db, CAIRN_ECORRUPT, "%s: more records than its footer says; "
                                "not compacting it (run cairn verify)", j->p->s->log.name);
     if (j->p->s->s.version >= 2 && rec->type == CAIRN_REC_COMPACTED) {
+        cairn__hole h;
+        cairn__err e;
+        if (cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, &e) != CAIRN_OK)
+            return cairn__db_failf(j->db, CAIRN_ECORRUPT, "%s: a hole at seq %llu does not read; "
+                                   "not compacting it (run cairn verify)", j->p->s->log.name,
+                                   (unsigned long long)rec->seq);
+        j->p->hole_deaths += h.deaths;
         v = V_HOLE;
     } else if (rec->type == CAIRN_REC_COMPACTED) {
         j->p->frozen = 1; /* kept; and the file is never rewritten */
@@ -258,7 +266,19 @@ static void swap_abandoned(cairn_db *db, plan_seg *ps, size_t np)
         }
 }
 
-/* One MANIFEST naming every file written anew, and a view of it (mu held). */
+/* The memories whose going the sealed prefix's holes stand for, once the
+ * files written anew are in. */
+static uint64_t deaths_after(const plan_seg *ps, size_t np)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; k < np; k++)
+        n += ps[k].hole_deaths + (ps[k].fresh != NULL ? ps[k].deaths : 0);
+    return n;
+}
+
+/* One MANIFEST naming every file written anew, and a view of it (mu held).
+ * Its deaths_dropped is counted from the holes, so a MANIFEST that had
+ * none (version 4) gets it right. */
 static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
 {
     view *cur = db->view, *nv = NULL;
@@ -281,7 +301,6 @@ static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
             continue;
         if (ps[k].last_drop > m.dropped_upto)
             m.dropped_upto = ps[k].last_drop;
-        m.deaths_dropped += ps[k].deaths;
         for (i = 0; i < m.n && m.e[i].id != ps[k].id; i++)
             ;
         /* Only compaction changes a sealed entry, and only in a turn. */
@@ -294,6 +313,7 @@ static int swap_in(cairn_db *db, plan_seg *ps, size_t np)
         m.e[i].rev = ps[k].rev + 1;
         segs[i] = ps[k].fresh;
     }
+    m.deaths_dropped = deaths_after(ps, np);
     m.generation++;
     rc = cairn__db_manifest_write(db, &m, &e);
     if (rc != CAIRN_OK) {
@@ -334,8 +354,9 @@ static void totals(const view *v, uint64_t *records, uint64_t *bytes)
 }
 
 int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
-                   size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn check,
-                   void *user, const int *stop, cairn__compact_result *out)
+                   size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn before,
+                   cairn__compact_check_fn check, void *user, const int *stop,
+                   cairn__compact_result *out)
 {
     view *v;
     plan_seg *ps = NULL;
@@ -390,11 +411,20 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
                 cairn__seg_file_name(name, ps[k].id, ps[k].rev + 1);
                 db->io->unlinkat(db->io->user, "compact.cleanup", db->dirfd, name);
             }
-    } else if (rc == CAIRN_OK && !dry_run && out->rewritten > 0) {
+    } else if (rc == CAIRN_OK && !dry_run &&
+               (out->rewritten > 0 || deaths_after(ps, np) != v->m.deaths_dropped)) {
         /* A turn for the swap alone: writers waited for nothing else. In
          * it, the engine checks that nothing it relied on changed. From
          * here a failure leaves the new files: the MANIFEST may name them
-         * (a rename that happened, a directory sync that failed). */
+         * (a rename that happened, a directory sync that failed). A
+         * MANIFEST whose deaths_dropped is wrong (version 4) is written
+         * anew even with no file rewritten. */
+        if (before != NULL && (rc = before(user)) != CAIRN_OK) {
+            pthread_mutex_lock(&db->mu);
+            swap_abandoned(db, ps, np);
+            pthread_mutex_unlock(&db->mu);
+            goto done;
+        }
         pthread_mutex_lock(&db->mu);
         rc = cairn__check_writable(db);
         if (rc == CAIRN_OK)
@@ -440,6 +470,7 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
     } else if (rc == CAIRN_OK) {
         cairn__compact_totals(db, &out->records_after, &out->bytes_after);
     }
+done:
     for (size_t k = 0; k < np; k++) {
         cairn__free(db->a, ps[k].verdict);
         cairn__seg_release(db, ps[k].fresh);

@@ -45,12 +45,16 @@ typedef struct cairn__compact_result {
 } cairn__compact_result;
 
 /* Called in the turn that swaps the new files in, before anything is
- * written: CAIRN_OK to go on, else the status the compaction returns
- * (nothing changed; the new files go). */
+ * written (check), or just before that turn is taken (before, without
+ * the db's lock: an engine takes its own locks there, in the order its
+ * writers take them): CAIRN_OK to go on, else the status the compaction
+ * returns (nothing changed; the new files go). */
 typedef int (*cairn__compact_check_fn)(void *user);
 
 /* Run it: fn sees every record of the sealed prefix but holes, in order;
- * dry_run computes the result and writes nothing. `why` goes into the
+ * dry_run computes the result and writes nothing. The MANIFEST's
+ * deaths_dropped becomes the deaths the holes of the sealed prefix stand
+ * for (written anew for that alone when it was wrong). `why` goes into the
  * holes. anchors (n_anchors, sorted or not): the seqs derived files of the
  * store cover; a dropped record at one of them leaves its checksum in its
  * hole, so the file's binding still holds. The caller holds the
@@ -64,8 +68,9 @@ typedef int (*cairn__compact_check_fn)(void *user);
  * CAIRN_ECHECKSUM / CAIRN_ECORRUPT (a block that does not read: nothing
  * written), CAIRN_ENOMEM; the message in the db. */
 int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *anchors,
-                   size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn check,
-                   void *user, const int *stop, cairn__compact_result *out);
+                   size_t n_anchors, cairn__compact_fn fn, cairn__compact_check_fn before,
+                   cairn__compact_check_fn check, void *user, const int *stop,
+                   cairn__compact_result *out);
 
 /* Records in the log (a hole is one) and bytes of its segment files (a
  * log-form segment: its records). */

@@ -7,12 +7,20 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "store.h"
+
 struct cairn__merger {
     cairn_mem *m;
     pthread_mutex_t mu;
     pthread_cond_t work;     /* the thread: kicked, or stop */
     int kicked;
     int stop;                /* read by the write under way without mu: atomic */
+    /* The compaction's own stop: set by stop, and while the handle's user
+     * compacts or purges (holds > 0), who waits for it to end (idle). */
+    int cstop;
+    int holds;
+    int compacting;
+    pthread_cond_t idle;
     cairn__compact_pace pace;
     pthread_t thread;
 };
@@ -24,9 +32,10 @@ struct cairn__merger {
 static void *merger_main(void *arg)
 {
     cairn__merger *g = arg;
-
     int first = 1; /* a look at once: a compaction may be due at open */
 
+    /* A failure it meets is the handle's user's to hear of (store.h). */
+    (void)cairn__deferred_begin();
     cairn__compact_pace_init(g->m, &g->pace);
     pthread_mutex_lock(&g->mu);
     for (;;) {
@@ -50,9 +59,15 @@ static void *merger_main(void *arg)
                 break;
         /* Then the log, if the retention policy has enough to drop (a
          * failure changes nothing; the pace waits for more work). */
-        if (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
-            (void)cairn__mem_compact_step(g->m, &g->pace, &g->stop);
         pthread_mutex_lock(&g->mu);
+        if (g->holds == 0 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
+            g->compacting = 1;
+            pthread_mutex_unlock(&g->mu);
+            (void)cairn__mem_compact_step(g->m, &g->pace, &g->cstop);
+            pthread_mutex_lock(&g->mu);
+            g->compacting = 0;
+            pthread_cond_broadcast(&g->idle);
+        }
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
@@ -73,7 +88,9 @@ int cairn__merger_new(cairn__merger **out, cairn_mem *m)
         pthread_cond_init(&g->work, &ca);
         pthread_condattr_destroy(&ca);
     }
+    pthread_cond_init(&g->idle, NULL);
     if (pthread_create(&g->thread, NULL, merger_main, g) != 0) {
+        pthread_cond_destroy(&g->idle);
         pthread_cond_destroy(&g->work);
         pthread_mutex_destroy(&g->mu);
         free(g);
@@ -91,15 +108,39 @@ void cairn__merger_kick(cairn__merger *g)
     pthread_mutex_unlock(&g->mu);
 }
 
+void cairn__merger_hold(cairn__merger *g)
+{
+    if (g == NULL)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->holds++;
+    __atomic_store_n(&g->cstop, 1, __ATOMIC_RELEASE);
+    while (g->compacting)
+        pthread_cond_wait(&g->idle, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+void cairn__merger_release(cairn__merger *g)
+{
+    if (g == NULL)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (--g->holds == 0 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&g->cstop, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g->mu);
+}
+
 void cairn__merger_free(cairn__merger *g)
 {
     if (g == NULL)
         return;
     pthread_mutex_lock(&g->mu);
     __atomic_store_n(&g->stop, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->cstop, 1, __ATOMIC_RELEASE);
     pthread_cond_signal(&g->work);
     pthread_mutex_unlock(&g->mu);
     pthread_join(g->thread, NULL);
+    pthread_cond_destroy(&g->idle);
     pthread_cond_destroy(&g->work);
     pthread_mutex_destroy(&g->mu);
     free(g);

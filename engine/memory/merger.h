@@ -30,6 +30,13 @@ int cairn__merger_new(cairn__merger **out, cairn_mem *m);
 /* Ask for a merge step (the thread merges while the policy says so). */
 void cairn__merger_kick(cairn__merger *g);
 
+/* The handle's user compacts or purges (cairn_mem_compact,
+ * cairn_mem_purge): a compaction of the thread under way is given up and
+ * waited for, and none starts until the release. Accepts NULL. Call
+ * without the handle's lock (the compaction may wait for it). */
+void cairn__merger_hold(cairn__merger *g);
+void cairn__merger_release(cairn__merger *g);
+
 /* Stop the thread, giving up a merge under way (its temp file removed),
  * and free. Accepts NULL. Call without the handle's lock. */
 void cairn__merger_free(cairn__merger *g);
@@ -39,6 +46,10 @@ void cairn__merger_free(cairn__merger *g);
 typedef struct cairn__compact_pace {
     uint64_t gone;       /* memories gone whose records the log may hold */
     uint64_t log_bytes;  /* bytes of the log's files */
+    uint64_t pending;    /* of them, kept by the last one only for a record
+                            not sealed yet or an index file that held them */
+    uint64_t sealed;     /* the end of the sealed prefix then */
+    uint64_t covered;    /* the newest index file then */
     uint64_t runs, dropped; /* compactions run in the background, records dropped */
     int last_rc;         /* the last one's status */
     int64_t retry_ms;    /* wall ms: due again then whatever the counts (the
@@ -48,13 +59,20 @@ typedef struct cairn__compact_pace {
 /* At least this many memories gone before a compaction is worth a pass. */
 #define COMPACT_MIN_GONE 1000
 
+/* What a look at the store sees (cairn__compact_pace fields, as of now). */
+typedef struct cairn__compact_look {
+    uint64_t gone, live, log_bytes, sealed, covered, segment_size;
+} cairn__compact_look;
+
 /* The policy (format-spec/compaction.md, "In the background"): under live,
  * once the memories gone whose records the log may still hold grew by a
- * quarter of the live memories (at least COMPACT_MIN_GONE); with an event
- * limit, once the log grew by a quarter (at least one segment). 1: due.
- * (cairn__mem_compact_step also runs one when p->retry_ms has come.) */
-int cairn__compact_due(const cairn_retention *r, uint64_t gone, uint64_t live, uint64_t log_bytes,
-                       uint64_t segment_size, const cairn__compact_pace *p);
+ * quarter of the live memories (at least COMPACT_MIN_GONE), or as many were
+ * pending and the sealed prefix or the newest index file moved; with an
+ * event limit, once the log grew by a quarter (at least one segment).
+ * 1: due. (cairn__mem_compact_step also runs one when p->retry_ms has
+ * come.) */
+int cairn__compact_due(const cairn_retention *r, const cairn__compact_look *now,
+                       const cairn__compact_pace *p);
 
 /* The pace as of now: memories gone so far count, the log's bytes do not. */
 void cairn__compact_pace_init(cairn_mem *m, cairn__compact_pace *p);

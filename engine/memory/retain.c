@@ -91,6 +91,7 @@ typedef struct tracker {
     int purge_marked;      /* a memory.purge record of it is in the log */
     /* what the judgement left, for the report */
     uint64_t n_drop, n_grace, n_pinned, n_needed;
+    uint64_t n_unsealed; /* free to go but for a record past the sealed prefix */
     uint64_t learned;    /* pass 1 folded the log up to here */
     const uint64_t *cov; /* the seqs memory index files cover (they pin lives) */
     size_t ncov;
@@ -514,7 +515,10 @@ static int derived_unchanged(void *user)
     if (covered_seqs(t->m, 1, &now, &n) != CAIRN_OK)
         return cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
     for (size_t i = 0; i < n && same; i++) {
-        same = 0;
+        /* A file past what pass 1 learnt holds no life judged free live
+         * (each ended by then) and covers no record dropped: it does not
+         * matter. */
+        same = now[i] > t->learned;
         for (size_t k = 0; k < t->nanchors && !same; k++)
             same = now[i] == t->anchors[k];
     }
@@ -522,16 +526,38 @@ static int derived_unchanged(void *user)
     return same ? CAIRN_OK : CHECKPOINT_RACED;
 }
 
-/* The same for a compaction in the background, which first takes the
- * handle's lock: no checkpoint of the handle runs during the swap (one
- * writing a file in this process shares the turn). Released by the
- * caller (t->held). */
-static int derived_unchanged_held(void *user)
+/* A compaction in the background, just before the swap's turn: the
+ * handle's lock, then its turn, in the order its writers take them (the
+ * lock is let go while the turn is waited for), so that no checkpoint of
+ * the handle runs during the swap (one in this process shares the turn).
+ * The caller lets both go (t->held). */
+static int swap_enter(void *user)
 {
     tracker *t = user;
+    char err[CAIRN_ERRMSG_MAX];
+    int rc;
     pthread_mutex_lock(&t->hold->mu);
+    memcpy(err, t->hold->err, sizeof err); /* the handle's last message stays */
+    rc = cairn__mem_turn_begin(t->hold);
+    memcpy(t->hold->err, err, sizeof err);
+    if (rc != CAIRN_OK) {
+        pthread_mutex_unlock(&t->hold->mu);
+        return rc;
+    }
     t->held = 1;
-    return derived_unchanged(user);
+    return CAIRN_OK;
+}
+
+static void swap_leave(tracker *t)
+{
+    char err[CAIRN_ERRMSG_MAX];
+    if (!t->held)
+        return;
+    memcpy(err, t->hold->err, sizeof err);
+    (void)cairn__mem_turn_end(t->hold, CAIRN_OK);
+    memcpy(t->hold->err, err, sizeof err);
+    pthread_mutex_unlock(&t->hold->mu);
+    t->held = 0;
 }
 
 /* The last seq of the sealed prefix of the log (0: none). */
@@ -562,7 +588,7 @@ static int segment_bases(cairn_db *db, uint64_t **out, size_t *n)
 static void judge_lives(tracker *t, unsigned retain, uint64_t grace, const uint64_t *cov,
                         size_t ncov, uint64_t sealed, int64_t now)
 {
-    t->n_drop = t->n_grace = t->n_pinned = t->n_needed = 0;
+    t->n_drop = t->n_grace = t->n_pinned = t->n_needed = t->n_unsealed = 0;
     for (size_t i = 0; i < t->n; i++) {
         life *x = &t->lv[i];
         int pinned = 0;
@@ -587,6 +613,8 @@ static void judge_lives(tracker *t, unsigned retain, uint64_t grace, const uint6
         } else if (x->end <= sealed) {
             x->drop = 1;
             t->n_drop++;
+        } else {
+            t->n_unsealed++;
         }
     }
 }
@@ -754,11 +782,8 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, int background, c
     }
     /* A purge drops its records whatever the derived files: a checkpoint
      * meanwhile is written anew after it anyway. */
-    rc = cairn__compact(m->db, why, 0, anc, nanc, judge,
-                        t->purge      ? NULL
-                        : background ? derived_unchanged_held
-                                     : derived_unchanged,
-                        t, t->stop, &res);
+    rc = cairn__compact(m->db, why, 0, anc, nanc, judge, background ? swap_enter : NULL,
+                        t->purge ? NULL : derived_unchanged, t, t->stop, &res);
     free(cov);
     free(anc);
     if (rc == CHECKPOINT_RACED)
@@ -785,17 +810,23 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
 
     memset(out, 0, sizeof *out);
     memset(&cfg, 0, sizeof cfg);
+    /* The handle's own compaction in the background gives way. */
+    if (!dry_run)
+        cairn__merger_hold(m->merger);
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
     if (m->db->read_only) {
         rc = cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot compact");
         pthread_mutex_unlock(&m->mu);
+        if (!dry_run)
+            cairn__merger_release(m->merger);
         return rc;
     }
     /* No turn: other writers go on; one turn swaps the files in. */
     if (!dry_run && (rc = cairn__compact_lock(m->db, 1)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
         pthread_mutex_unlock(&m->mu);
+        cairn__merger_release(m->merger);
         return rc;
     }
     rc = cairn_config_get(m->db, &cfg);
@@ -819,23 +850,29 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
     if (rc == CAIRN_OK)
         rc = cairn__mem_catch_up(m); /* what others wrote meanwhile */
     pthread_mutex_unlock(&m->mu);
+    if (!dry_run)
+        cairn__merger_release(m->merger);
     return rc;
 }
 
 /* ---- compaction in the background ---------------------------------------- */
 
-int cairn__compact_due(const cairn_retention *r, uint64_t gone, uint64_t live, uint64_t log_bytes,
-                       uint64_t segment_size, const cairn__compact_pace *p)
+int cairn__compact_due(const cairn_retention *r, const cairn__compact_look *now,
+                       const cairn__compact_pace *p)
 {
     uint64_t step;
     if (r->memories == CAIRN_RETAIN_LIVE) {
-        step = live / 4 > COMPACT_MIN_GONE ? live / 4 : COMPACT_MIN_GONE;
-        if (gone >= p->gone + step)
+        step = now->live / 4 > COMPACT_MIN_GONE ? now->live / 4 : COMPACT_MIN_GONE;
+        if (now->gone >= p->gone + step)
+            return 1;
+        /* those the last one had to keep for a record not sealed yet or
+         * an index file that held them, once the log or the files moved */
+        if (p->pending >= step && (now->sealed > p->sealed || now->covered > p->covered))
             return 1;
     }
     if (r->events_max_age_ms != 0 || r->events_max_bytes != 0) {
-        step = p->log_bytes / 4 > segment_size ? p->log_bytes / 4 : segment_size;
-        if (log_bytes >= p->log_bytes + step)
+        step = p->log_bytes / 4 > now->segment_size ? p->log_bytes / 4 : now->segment_size;
+        if (now->log_bytes >= p->log_bytes + step)
             return 1;
     }
     return 0;
@@ -843,35 +880,44 @@ int cairn__compact_due(const cairn_retention *r, uint64_t gone, uint64_t live, u
 
 /* What the pace compares: the memories gone whose records the log may
  * still hold (every death the handle knows, less those compaction
- * dropped), and the log's bytes. */
-static void pace_now(cairn_mem *m, uint64_t *gone, uint64_t *live, uint64_t *log_bytes)
+ * dropped), the live ones, the log's bytes, the end of its sealed prefix,
+ * and the newest index file. */
+static void pace_now(cairn_mem *m, const cairn_config *cfg, cairn__compact_look *now)
 {
-    uint64_t dropped = cairn__deaths_dropped(m->db), records;
+    uint64_t dropped, records;
+    (void)cairn__db_refresh(m->db); /* another process's compaction counts */
+    dropped = cairn__deaths_dropped(m->db);
+    memset(now, 0, sizeof *now);
     pthread_mutex_lock(&m->mu);
-    *gone = cairn__mem_gone(m);
-    *live = cairn__mem_live(m);
+    now->gone = cairn__mem_gone(m);
+    now->live = cairn__mem_live(m);
+    now->covered = cairn__mem_index_covered(m);
     pthread_mutex_unlock(&m->mu);
-    *gone = *gone > dropped ? *gone - dropped : 0;
-    cairn__compact_totals(m->db, &records, log_bytes);
+    now->gone = now->gone > dropped ? now->gone - dropped : 0;
+    cairn__compact_totals(m->db, &records, &now->log_bytes);
+    now->sealed = sealed_upto(m->db);
+    now->segment_size = cfg != NULL ? cfg->segment_size : 0;
 }
 
 void cairn__compact_pace_init(cairn_mem *m, cairn__compact_pace *p)
 {
-    uint64_t records;
+    cairn__compact_look now;
     memset(p, 0, sizeof *p);
     /* The memories gone before count (gone from 0); events only as the
      * log grows from here (their ages are not known without a scan). */
-    cairn__compact_totals(m->db, &records, &p->log_bytes);
+    pace_now(m, NULL, &now);
+    p->log_bytes = now.log_bytes;
 }
 
 int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *stop)
 {
     cairn_config cfg;
     cairn_compact_report rep;
+    cairn__compact_look now;
     cairn_mem *s;
     tracker t;
     char why[128], pol[96];
-    uint64_t gone, live, bytes;
+    uint64_t pending = 0, in_grace = 0;
     int rc;
 
     if (cairn_config_get(m->db, &cfg) != CAIRN_OK)
@@ -879,15 +925,20 @@ int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *sto
     if (cfg.retain.memories == CAIRN_RETAIN_ALL && cfg.retain.events_max_age_ms == 0 &&
         cfg.retain.events_max_bytes == 0)
         return 0; /* the policy keeps everything */
-    pace_now(m, &gone, &live, &bytes);
-    if (!cairn__compact_due(&cfg.retain, gone, live, bytes, cfg.segment_size, p) &&
+    pace_now(m, &cfg, &now);
+    if (!cairn__compact_due(&cfg.retain, &now, p) &&
         (p->retry_ms == 0 || cairn__mem_wall_ms() < p->retry_ms))
         return 0;
-    p->retry_ms = 0;
     /* Tried now, whatever comes of it: the next try waits for as much new
      * work again. */
-    p->gone = gone;
-    p->log_bytes = bytes;
+    p->retry_ms = 0;
+    p->gone = now.gone;
+    p->log_bytes = now.log_bytes;
+    p->pending = 0;
+    p->sealed = now.sealed;
+    p->covered = now.covered;
+    if (cairn__compact_lock(m->db, 1) != CAIRN_OK)
+        return 0; /* another runs (a user's, another process's): its work is done */
     /* The index files pin the lives they hold live: a whole file of what
      * the files hold now pins only those live now (its failure only keeps
      * more). */
@@ -899,16 +950,12 @@ int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *sto
     (void)cairn_seal(m->db);
     /* A state of its own: the compaction reads the log alone, and the
      * handle's lock is taken only for the swap. */
-    if ((s = calloc(1, sizeof *s)) == NULL)
+    if ((s = calloc(1, sizeof *s)) == NULL) {
+        (void)cairn__compact_lock(m->db, 0);
         return CAIRN_ENOMEM;
+    }
     s->db = m->db;
     pthread_mutex_init(&s->mu, NULL);
-    if (cairn__compact_lock(m->db, 1) != CAIRN_OK) {
-        /* another runs (a user's, another process's): its work is done */
-        pthread_mutex_destroy(&s->mu);
-        free(s);
-        return 0;
-    }
     cairn_retain_format(&cfg.retain, pol, sizeof pol);
     snprintf(why, sizeof why, "retain %s", pol);
     for (int attempt = 0;; attempt++) {
@@ -917,23 +964,32 @@ int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *sto
         t.stop = stop;
         t.hold = m;
         rc = compact_turn(s, &t, 0, 1, why, &rep);
-        if (t.held)
-            pthread_mutex_unlock(&m->mu);
+        swap_leave(&t);
+        pending = t.n_pinned + t.n_unsealed;
+        in_grace = t.n_grace;
         tracker_free(&t);
         if (rc != CHECKPOINT_RACED || attempt >= 2)
             break;
     }
+    if (rc == CHECKPOINT_RACED)
+        rc = CAIRN_ELOCKED; /* tried again after as much new work */
     (void)cairn__compact_lock(m->db, 0);
     pthread_mutex_destroy(&s->mu);
     free(s);
-    pace_now(m, &p->gone, &live, &p->log_bytes);
+    pace_now(m, &cfg, &now);
+    p->gone = now.gone;
+    p->log_bytes = now.log_bytes;
     p->runs++;
     p->last_rc = rc;
-    if (rc == CAIRN_OK)
+    if (rc == CAIRN_OK) {
         p->dropped += rep.dropped;
+        p->pending = pending;
+        p->sealed = now.sealed;
+        p->covered = now.covered;
+    }
     /* Many kept only for their grace period: again once it is over (the
      * idle look sees the time come). */
-    if (rc == CAIRN_OK && rep.memories_in_grace >= COMPACT_MIN_GONE)
+    if (rc == CAIRN_OK && in_grace >= COMPACT_MIN_GONE)
         p->retry_ms = cairn__mem_wall_ms() + (int64_t)cfg.retain.grace_ms;
     return rc == CAIRN_OK ? 1 : rc;
 }
@@ -980,16 +1036,19 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
+    cairn__merger_hold(m->merger); /* the handle's own compaction gives way */
     pthread_mutex_lock(&m->mu);
     m->err[0] = 0;
     if ((rc = cairn__compact_lock(m->db, 1)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
         pthread_mutex_unlock(&m->mu);
+        cairn__merger_release(m->merger);
         return rc;
     }
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
         (void)cairn__compact_lock(m->db, 0);
         pthread_mutex_unlock(&m->mu);
+        cairn__merger_release(m->merger);
         return rc;
     }
     /* Is there anything of it? (A fold of the lives answers that too, but
@@ -1043,5 +1102,6 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
                              why_not);
     }
     pthread_mutex_unlock(&m->mu);
+    cairn__merger_release(m->merger);
     return rc;
 }
