@@ -591,10 +591,17 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         w.img_start = w.off + w.n;
         w.in_head = 1;
         XXH3_64bits_reset(&w.head);
-        rc = in->ns[i].n_merge > 0
-                 ? cairn__ramidx_merge_write(NULL, in->stemmer, in->ns[i].merge,
-                                             in->ns[i].n_merge, put, &w, in->stop)
-                 : cairn__ramidx_write(in->ns[i].idx, put, &w);
+        if (in->ns[i].n_merge == 0) {
+            rc = cairn__ramidx_write(in->ns[i].idx, put, &w);
+        } else {
+            rc = cairn__ramidx_merge_write(NULL, in->stemmer, in->ns[i].merge, in->ns[i].n_merge,
+                                           put, &w, in->stop);
+            if ((rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) && in->merge_damaged != NULL)
+                *in->merge_damaged = 1;
+            if (rc != CAIRN_OK && rc != CAIRN_EIO && rc != CAIRN_EFULL && rc != CAIRN_ELOCKED)
+                rc = cairn__fail(e, rc, "memory index: merging the text index of \"%s\": %s",
+                                 in->ns[i].name, cairn_strerror(rc));
+        }
         if (rc == CAIRN_OK && w.in_head)
             rc = cairn__fail(e, CAIRN_EINVAL, "memory index: text image without a head mark");
         put64(p + 24, w.img_start);

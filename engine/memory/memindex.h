@@ -140,6 +140,9 @@ typedef struct mx_in {
     int (*gate)(void *user);
     void *gate_user;
     const int *stop;
+    int *merge_damaged;      /* set to 1 (if not NULL) when the write failed
+                                because a text image merged from (mx_ns_in
+                                merge) is damaged */
 } mx_in;
 
 /* Write the file for `in` (temp file, fsync, rename, fsync the directory).

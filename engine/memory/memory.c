@@ -2408,7 +2408,9 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     cairn__ramidx **src = NULL;
     size_t nrows = 0, n_shadow = 0, cap;
     uint64_t dead = 0, base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
-    int rc = CAIRN_OK;
+    int rc = CAIRN_OK, merge_damaged = 0;
+
+    memset(&e, 0, sizeof e);
 
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
@@ -2492,8 +2494,9 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.gate = gate;
     in.gate_user = gate_user;
     in.stop = stop;
+    in.merge_damaged = &merge_damaged;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
-    if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
+    if (merge_damaged) {
         /* a text image merged from a file merged (j and up) is damaged:
          * those below are sound */
         rc = index_damaged_at(m, j, rc, "a text index, while merging it");

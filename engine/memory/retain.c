@@ -902,10 +902,17 @@ static void pace_now(cairn_mem *m, const cairn_config *cfg, cairn__compact_look 
 void cairn__compact_pace_init(cairn_mem *m, cairn__compact_pace *p)
 {
     cairn__compact_look now;
+    cairn_config cfg;
     memset(p, 0, sizeof *p);
     /* The memories gone before count (gone from 0); events only as the
-     * log grows from here (their ages are not known without a scan). */
-    pace_now(m, NULL, &now);
+     * log grows from here (their ages are not known without a scan). A
+     * policy that keeps everything needs no look (one set later counts
+     * the log from 0). */
+    if (cairn_config_get(m->db, &cfg) != CAIRN_OK ||
+        (cfg.retain.memories == CAIRN_RETAIN_ALL && cfg.retain.events_max_age_ms == 0 &&
+         cfg.retain.events_max_bytes == 0))
+        return;
+    pace_now(m, &cfg, &now);
     p->log_bytes = now.log_bytes;
 }
 

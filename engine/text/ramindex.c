@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "alloc.h"
@@ -1183,7 +1184,7 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
                               void *user, const int *stop)
 {
     mwrite w;
-    XXH3_state_t *st = NULL;
+    XXH3_state_t st;
     int rc;
 
     memset(&w, 0, sizeof w);
@@ -1195,13 +1196,11 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
     rc = mw_plan(&w);
     /* Each term's counts and the sum of its postings, made once to count
      * and again to write: no term's postings are held. */
-    if (rc == CAIRN_OK && (st = XXH3_createState()) == NULL)
-        rc = CAIRN_ENOMEM;
     for (size_t t = 0; rc == CAIRN_OK && t < w.x->nterms; t++) {
-        mw_sum c = {&w, &w.x->terms[t], st};
-        XXH3_64bits_reset(st);
+        mw_sum c = {&w, &w.x->terms[t], &st};
+        XXH3_64bits_reset(&st);
         rc = mw_postings(&w, t, mw_count, &c);
-        w.x->terms[t].sum = XXH3_64bits_digest(st);
+        w.x->terms[t].sum = XXH3_64bits_digest(&st);
     }
     if (rc == CAIRN_OK)
         rc = write_head(w.x, 1, put, user);
@@ -1209,8 +1208,6 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
         mw_out o = {put, user};
         rc = mw_postings(&w, t, mw_put, &o);
     }
-    if (st != NULL)
-        XXH3_freeState(st);
     mwrite_free(&w);
     return rc;
 }
