@@ -14,8 +14,9 @@
 #include "cairn.h"
 
 /* Queued texts before cairn__indexer_add waits: bounds the memory a fast
- * writer can pile up ahead of the thread (32 bytes an item). */
-#define IX_MAX_QUEUED 65536
+ * writer can pile up ahead of the thread (32 bytes an item), and what a
+ * checkpoint or close waits for before it writes (about 10 us a text). */
+#define IX_MAX_QUEUED 4096
 
 typedef struct ix_item {
     cairn__ramidx *idx;

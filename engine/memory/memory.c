@@ -2736,20 +2736,21 @@ static cairn_mem *scratch_open(cairn_mem *m, uint64_t upto, int *rc)
     return t;
 }
 
-/* The merger's policy: the newest run j..k of at least MEM_MERGE_FANIN
- * files of about one size, else the two newest when the chain is about
- * full. 0: nothing due. */
-static int tiered_run(const cairn_mem *t, size_t *j_out, size_t *k_out)
+/* The merger's policy over the chain's row counts (rows[0] the oldest
+ * file's): the newest run j..k of at least MEM_MERGE_FANIN files of about
+ * one size, else the two newest when the chain is about full. 0: nothing
+ * due. */
+static int tiered_run(const uint64_t *rows, size_t ng, size_t *j_out, size_t *k_out)
 {
-    size_t e = t->ng;
+    size_t e = ng;
     while (e-- > 0) {
         size_t j = e;
-        uint64_t lo = t->gen[e].mx.nrows, hi = lo;
-        while (j > 0 && t->gen[j - 1].mx.nrows <= MEM_GEN_RATIO * (hi ? hi : 1) &&
-               t->gen[j - 1].mx.nrows * MEM_GEN_RATIO >= lo) {
+        uint64_t lo = rows[e], hi = lo;
+        while (j > 0 && rows[j - 1] <= MEM_GEN_RATIO * (hi ? hi : 1) &&
+               rows[j - 1] * MEM_GEN_RATIO >= lo) {
             j--;
-            hi = t->gen[j].mx.nrows > hi ? t->gen[j].mx.nrows : hi;
-            lo = t->gen[j].mx.nrows < lo ? t->gen[j].mx.nrows : lo;
+            hi = rows[j] > hi ? rows[j] : hi;
+            lo = rows[j] < lo ? rows[j] : lo;
         }
         if (e - j + 1 >= MEM_MERGE_FANIN) {
             *j_out = j;
@@ -2758,12 +2759,42 @@ static int tiered_run(const cairn_mem *t, size_t *j_out, size_t *k_out)
         }
         e = j;
     }
-    if (t->ng + 2 > MEM_GEN_MAX) {
-        *j_out = t->ng - 2;
-        *k_out = t->ng - 1;
+    if (ng + 2 > MEM_GEN_MAX) {
+        *j_out = ng - 2;
+        *k_out = ng - 1;
         return 1;
     }
     return 0;
+}
+
+/* The row counts of the chain on disk, oldest file first, from the files'
+ * headers alone (no table, image or row read): what the policy needs. 0
+ * when a file does not read (the merge's own open then finds out why). */
+static size_t chain_rows(cairn_mem *m, uint64_t *rows)
+{
+    uint64_t want = cairn__handed_seq(m->db);
+    size_t n = 0;
+    for (;;) {
+        memindex mx;
+        cairn__err e;
+        int rc = cairn__mx_open(&mx, m->db->io, m->db->dirfd, want, n > 0, &e);
+        if (rc != CAIRN_OK || n == MEM_GEN_MAX) {
+            if (rc == CAIRN_OK)
+                cairn__mx_close(&mx);
+            return 0;
+        }
+        rows[n++] = mx.nrows;
+        want = mx.base;
+        cairn__mx_close(&mx);
+        if (want == 0)
+            break;
+    }
+    for (size_t i = 0; i < n / 2; i++) { /* newest first: turn it round */
+        uint64_t x = rows[i];
+        rows[i] = rows[n - 1 - i];
+        rows[n - 1 - i] = x;
+    }
+    return n;
 }
 
 /* One merge of the files on disk: the run the policy names, or with
@@ -2776,6 +2807,14 @@ static int merge_step(cairn_mem *m, const int *stop, int whole)
     int rc;
 
     memset(&job, 0, sizeof job);
+    if (!whole) {
+        /* The policy from the headers first: mapping the chain costs more
+         * (and a close would wait for it). */
+        uint64_t rows[MEM_GEN_MAX];
+        size_t n = chain_rows(m, rows);
+        if (n > 0 && !tiered_run(rows, n, &job.j, &k))
+            return 0; /* nothing due */
+    }
     if ((t = scratch_open(m, cairn__handed_seq(m->db), &rc)) == NULL)
         return rc;
     /* The policy over the files alone (tiered): the newest run of at least
@@ -2785,9 +2824,14 @@ static int merge_step(cairn_mem *m, const int *stop, int whole)
     if (whole) {
         job.j = 0;
         k = t->ng - 1;
-    } else if (!tiered_run(t, &job.j, &k)) {
-        scratch_free(t);
-        return 0; /* nothing due */
+    } else {
+        uint64_t rows[MEM_GEN_MAX];
+        for (size_t g = 0; g < t->ng; g++)
+            rows[g] = t->gen[g].mx.nrows;
+        if (!tiered_run(rows, t->ng, &job.j, &k)) {
+            scratch_free(t);
+            return 0; /* nothing due */
+        }
     }
     if (k + 1 < t->ng) {
         /* A run below the newest: the files up to its newest, read again
