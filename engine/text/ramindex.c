@@ -799,6 +799,31 @@ int cairn__ramidx_search(cairn__ramidx *x, const uint8_t *query, size_t len, siz
 
 /* ---- merging ------------------------------------------------------------ */
 
+/* Append y's live documents to x (a merge), remap[d] their numbers in x
+ * (UINT32_MAX: dead). CAIRN_EINVAL: y's documents do not all come after
+ * x's; CAIRN_ENOMEM. */
+static int join_docs(cairn__ramidx *x, const cairn__ramidx *y, uint32_t *remap)
+{
+    for (size_t d = 0; d < y->ndocs; d++) {
+        uint32_t nd = (uint32_t)x->ndocs;
+        remap[d] = UINT32_MAX;
+        if (!is_live(y, (uint32_t)d))
+            continue;
+        if (x->ndocs > 0 && y->ext[d] <= x->ext[x->ndocs - 1])
+            return CAIRN_EINVAL;
+        if (x->ndocs == x->docs_cap && grow_docs(x) != CAIRN_OK)
+            return CAIRN_ENOMEM;
+        x->ext[nd] = y->ext[d];
+        x->dl[nd] = y->dl[d];
+        x->live[nd / 64] |= 1ull << (nd % 64);
+        x->ndocs++;
+        x->n_live++;
+        x->sum_dl += y->dl[d];
+        remap[d] = nd;
+    }
+    return CAIRN_OK;
+}
+
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
                         cairn__ramidx *const *src, size_t n)
 {
@@ -814,27 +839,7 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
             rc = CAIRN_ENOMEM;
             break;
         }
-        for (size_t d = 0; rc == CAIRN_OK && d < y->ndocs; d++) {
-            uint32_t nd = (uint32_t)x->ndocs;
-            remap[d] = UINT32_MAX;
-            if (!is_live(y, (uint32_t)d))
-                continue;
-            if (x->ndocs > 0 && y->ext[d] <= x->ext[x->ndocs - 1]) {
-                rc = CAIRN_EINVAL;
-                break;
-            }
-            if (x->ndocs == x->docs_cap && grow_docs(x) != CAIRN_OK) {
-                rc = CAIRN_ENOMEM;
-                break;
-            }
-            x->ext[nd] = y->ext[d];
-            x->dl[nd] = y->dl[d];
-            x->live[nd / 64] |= 1ull << (nd % 64);
-            x->ndocs++;
-            x->n_live++;
-            x->sum_dl += y->dl[d];
-            remap[d] = nd;
-        }
+        rc = join_docs(x, y, remap);
         for (size_t i = 0; rc == CAIRN_OK && i < y->nterms; i++) {
             term *from = T(y, i), *to;
             long id;
@@ -1047,27 +1052,7 @@ static int mw_plan(mwrite *w)
             rc = CAIRN_ENOMEM;
             break;
         }
-        for (size_t d = 0; d < y->ndocs; d++) {
-            uint32_t nd = (uint32_t)x->ndocs;
-            w->remap[s][d] = UINT32_MAX;
-            if (!is_live(y, (uint32_t)d))
-                continue;
-            if (x->ndocs > 0 && y->ext[d] <= x->ext[x->ndocs - 1]) {
-                rc = CAIRN_EINVAL;
-                break;
-            }
-            if (x->ndocs == x->docs_cap && grow_docs(x) != CAIRN_OK) {
-                rc = CAIRN_ENOMEM;
-                break;
-            }
-            x->ext[nd] = y->ext[d];
-            x->dl[nd] = y->dl[d];
-            x->live[nd / 64] |= 1ull << (nd % 64);
-            x->ndocs++;
-            x->n_live++;
-            x->sum_dl += y->dl[d];
-            w->remap[s][d] = nd;
-        }
+        rc = join_docs(x, y, w->remap[s]);
         for (size_t i = 0; rc == CAIRN_OK && i < y->nterms; i++) {
             term *t = T(y, i);
             long id;
