@@ -20,6 +20,8 @@ const cairn__seqfile_kind cairn__seqfile_memindex = {"mem-", ".cmx", "memindex.o
                                                       "memindex.close", "memindex.unlink"};
 const cairn__seqfile_kind cairn__seqfile_graph = {"graph-", ".cgx", "graph.open", "graph.close",
                                                    "graph.unlink"};
+const cairn__seqfile_kind cairn__seqfile_graphgen = {"graph-", ".cgg", "graphgen.open",
+                                                      "graphgen.close", "graphgen.unlink"};
 
 int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *n, uint64_t *seq)
 {

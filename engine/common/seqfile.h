@@ -21,9 +21,11 @@ typedef struct cairn__seqfile_kind {
     const char *site_open, *site_close, *site_unlink; /* fault-injection names */
 } cairn__seqfile_kind;
 
-/* The derived files of a store: the memory index and the graph file. */
+/* The derived files of a store: the memory index, the graph file and the
+ * graph generations. */
 extern const cairn__seqfile_kind cairn__seqfile_memindex;
 extern const cairn__seqfile_kind cairn__seqfile_graph;
+extern const cairn__seqfile_kind cairn__seqfile_graphgen;
 
 /* The seq a file name of this kind carries; 0 if it is not one. */
 int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *name, uint64_t *seq);

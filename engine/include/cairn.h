@@ -1189,8 +1189,9 @@ int cairn_reflex_checkpoint(cairn_reflex *r);
  * the next call on r. */
 const char *cairn_reflex_errmsg(const cairn_reflex *r);
 
-/* Check the newest graph file, every byte of it; fn is called per problem
- * (may be NULL). *checked_out (may be NULL) = 1 if there was a file.
+/* Check the newest graph file and the generations that lie on it, every
+ * byte of them; fn is called per problem (may be NULL). *checked_out (may
+ * be NULL) = the number of files checked (0: none).
  * Errors: CAIRN_ENOMEM, CAIRN_EIO. */
 int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
                         int *checked_out);

@@ -1087,6 +1087,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     if (rc == CAIRN_OK && !db->read_only && db->lost_first != 0) {
         cairn__seqfile_remove_from(&cairn__seqfile_memindex, db->io, db->dirfd, db->lost_first);
         cairn__seqfile_remove_from(&cairn__seqfile_graph, db->io, db->dirfd, db->lost_first);
+        cairn__seqfile_remove_from(&cairn__seqfile_graphgen, db->io, db->dirfd, db->lost_first);
     }
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);

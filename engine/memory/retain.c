@@ -482,11 +482,12 @@ static int judge_dry(void *user, const cairn_record *rec)
  * is an anchor. */
 static int covered_seqs(cairn_mem *m, int graph, uint64_t **out, size_t *n)
 {
-    const cairn__seqfile_kind *kinds[2] = {&cairn__seqfile_memindex, &cairn__seqfile_graph};
+    const cairn__seqfile_kind *kinds[3] = {&cairn__seqfile_memindex, &cairn__seqfile_graph,
+                                           &cairn__seqfile_graphgen};
     size_t got = 0;
     *out = NULL;
     *n = 0;
-    for (int k = 0; k < 1 + (graph != 0); k++) {
+    for (int k = 0; k < 1 + 2 * (graph != 0); k++) {
         size_t want = cairn__seqfile_list(kinds[k], m->db->dirfd, NULL, 0), have;
         uint64_t *p = realloc(*out, (got + want + 1) * sizeof *p);
         if (p == NULL) {

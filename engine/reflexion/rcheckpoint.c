@@ -14,9 +14,10 @@
 #include "bfs.h"
 #include "io.h"
 #include "rstate.h"
+#include "seqfile.h"
 #include "store.h"
 
-static void free_state(cairn_reflex *r)
+void cairn__rx_free_state(cairn_reflex *r)
 {
     for (uint32_t i = 0; r->bn != NULL && i < r->base_n; i++) {
         free(r->bn[i].eps);
@@ -57,6 +58,8 @@ static void free_state(cairn_reflex *r)
     free(r->epi);
     free(r->epi_by_name);
     free(r->pat);
+    free(r->tnodes);
+    free(r->tedges);
     cairn__bfs_free(r->bfs);
     cairn__dl_free(&r->dl);
     cairn__gi_close(&r->gi);
@@ -76,7 +79,7 @@ static char *dup_n(const char *s, size_t n)
 
 /* The file's names, episodes and patterns into RAM (they are few); nodes
  * and edges stay in the mapping. */
-static int load_tables(cairn_reflex *r)
+int cairn__rx_load_tables(cairn_reflex *r)
 {
     const gimage *g = &r->gi;
     r->base_n = (uint32_t)g->n_nodes;
@@ -134,11 +137,17 @@ static int load_tables(cairn_reflex *r)
     return CAIRN_OK;
 }
 
-/* Take the newest usable graph file, or note why none is used. */
+/* Take the newest usable chain of graph files: generations on the whole
+ * file they lie on, else the newest whole file alone; or note why none
+ * is used. */
 static int open_file(cairn_reflex *r, uint64_t last_seq)
 {
     cairn__err e;
-    int rc = cairn__gi_open(&r->gi, r->db->io, r->db->dirfd, last_seq, &e);
+    int rc = cairn__rg_open_chain(r, last_seq);
+    if (rc != CAIRN_ENOTFOUND)
+        return rc;
+    rc = cairn__gi_open(&r->gi, r->db->io, r->db->dirfd, last_seq, &e);
+    cairn__rg_chain_reset(r);
     if (rc == CAIRN_ENOTFOUND)
         return CAIRN_OK;
     /* Only a file folded from this store's log as it is now. */
@@ -146,9 +155,11 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
         (rc = cairn__logbind_check(r->db, r->gi.name, r->gi.covered, &r->gi.bind, &e)) != CAIRN_OK)
         cairn__gi_close_keep_name(&r->gi);
     if (rc == CAIRN_OK) {
-        rc = load_tables(r);
-        if (rc == CAIRN_OK)
+        rc = cairn__rx_load_tables(r);
+        if (rc == CAIRN_OK) {
+            cairn__rg_chain_reset(r);
             return CAIRN_OK;
+        }
         if (rc == CAIRN_ENOMEM)
             return cairn__rx_fail(r, rc, "no memory for %s", r->gi.name);
         snprintf(e.msg, sizeof e.msg, "%s: an episode or name is listed twice", r->gi.name);
@@ -162,7 +173,8 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
         (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM ||
          (rc == CAIRN_EVERSION && r->gi.version < GI_VERSION)))
         (void)cairn__io_unlink(r->db->io, "graph.unlink", r->db->dirfd, r->gi.name, NULL);
-    free_state(r);
+    cairn__rx_free_state(r);
+    cairn__rg_chain_reset(r);
     return CAIRN_OK;
 }
 
@@ -185,7 +197,7 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
     if (rc == CAIRN_OK)
         rc = cairn__rx_catch_up(r);
     if (rc != CAIRN_OK) {
-        free_state(r);
+        cairn__rx_free_state(r);
         pthread_mutex_destroy(&r->mu);
         free(r);
         return rc;
@@ -208,6 +220,22 @@ static int cmp_edge(const void *a, const void *b)
 
 static int checkpoint_turn(cairn_reflex *r, int closing);
 
+/* At close: what changed since the newest graph file as a generation, or
+ * the whole file when the policy says so (rgen.c). */
+static int save_turn(cairn_reflex *r)
+{
+    size_t j;
+    int rc;
+    if (r->stale)
+        return cairn__rx_fail(r, CAIRN_EINVAL, "this handle missed a record of the log: reopen "
+                              "the store before writing the graph file");
+    if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK)
+        return rc;
+    if (cairn__rg_policy(r, &j))
+        return cairn__rg_write(r, j);
+    return checkpoint_turn(r, 1);
+}
+
 /* The graph file is written in a turn: under the lock, and over the log
  * as it is. */
 static int checkpoint_locked(cairn_reflex *r, int closing)
@@ -217,7 +245,7 @@ static int checkpoint_locked(cairn_reflex *r, int closing)
         return cairn__rx_fail(r, CAIRN_EPERM, "a read-only handle cannot write the graph file");
     if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK)
         return rc;
-    return cairn__rx_turn_end(r, checkpoint_turn(r, closing));
+    return cairn__rx_turn_end(r, closing ? save_turn(r) : checkpoint_turn(r, 0));
 }
 
 static int checkpoint_turn(cairn_reflex *r, int closing)
@@ -308,6 +336,8 @@ static int checkpoint_turn(cairn_reflex *r, int closing)
     rc = cairn__gi_write(r->db->io, r->db->dirfd, &in, &e);
     if (rc != CAIRN_OK)
         rc = cairn__rx_fail(r, rc, "%s", e.msg);
+    else /* the whole file holds what every generation did */
+        cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd, NULL, 0);
 out:
     free(nodes);
     free(edges);
@@ -318,7 +348,7 @@ out:
         return rc;
     /* Read the new file in place of the RAM state: the handle's memory
      * drops back to what a fresh open needs. */
-    free_state(r);
+    cairn__rx_free_state(r);
     rc = open_file(r, UINT64_MAX);
     if (rc == CAIRN_OK && r->gi.map == NULL)
         rc = cairn__rx_fail(r, CAIRN_EIO, "the graph file was written but could not be read back: %s",
@@ -354,7 +384,7 @@ void cairn_reflex_close(cairn_reflex *r)
         pthread_mutex_unlock(&r->mu);
         cairn__deferred_end(was);
     }
-    free_state(r);
+    cairn__rx_free_state(r);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -373,7 +403,11 @@ int cairn_reflex_status_get(cairn_reflex *r, cairn_reflex_status *out)
     out->updated_ms = r->updated;
     for (size_t i = 0; i < r->n_epi; i++)
         out->processed += r->epi[i].processed;
-    if (r->gi.map != NULL) {
+    if (r->n_chain > 1) {
+        cairn__seqfile_name(&cairn__seqfile_graphgen, r->chain[r->n_chain - 1].seq, out->graph_file,
+                            sizeof out->graph_file);
+        out->graph_covered = r->chain[r->n_chain - 1].seq;
+    } else if (r->gi.map != NULL) {
         snprintf(out->graph_file, sizeof out->graph_file, "%s", r->gi.name);
         out->graph_covered = r->gi.covered;
     }
@@ -383,7 +417,7 @@ int cairn_reflex_status_get(cairn_reflex *r, cairn_reflex_status *out)
     return rc;
 }
 
-int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+static int verify_whole(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
                         int *checked_out)
 {
     cairn__err e;
@@ -431,4 +465,19 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
     if (problems_out != NULL)
         *problems_out = 1;
     return CAIRN_OK;
+}
+
+int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out,
+                        int *checked_out)
+{
+    uint64_t problems = 0;
+    int checked = 0;
+    int rc = verify_whole(db, fn, user, &problems, &checked);
+    if (rc == CAIRN_OK)
+        rc = cairn__rg_verify(db, fn, user, &problems, &checked);
+    if (problems_out != NULL)
+        *problems_out = problems;
+    if (checked_out != NULL)
+        *checked_out = checked;
+    return rc;
 }

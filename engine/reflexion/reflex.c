@@ -409,12 +409,34 @@ static int eps_add(uint32_t **eps, uint32_t *n, uint32_t *cap, uint32_t name)
     return CAIRN_OK;
 }
 
-/* Base node i, copied into its overlay slot if not yet. */
+/* Row i of a table changes in this epoch: a row some file already holds
+ * goes on the list of changed rows, once per epoch (rgen.c writes the
+ * generations from it). */
+static int touch(cairn_reflex *r, int table, uint32_t i, uint32_t *gen)
+{
+    uint32_t **list = table == GG_NODES ? &r->tnodes : &r->tedges;
+    size_t *n = table == GG_NODES ? &r->n_tnodes : &r->n_tedges;
+    size_t *cap = table == GG_NODES ? &r->cap_tnodes : &r->cap_tedges;
+    if (*gen == r->epoch)
+        return CAIRN_OK;
+    if (r->n_chain != 0 && i < r->chain[r->n_chain - 1].counts[table]) {
+        if (cairn__grow(NULL, (void **)list, cap, *n + 1, sizeof **list) != 0)
+            return CAIRN_ENOMEM;
+        (*list)[(*n)++] = i;
+    }
+    *gen = r->epoch;
+    return CAIRN_OK;
+}
+
+/* Node i to change: a base node is copied into its overlay slot if not
+ * yet. */
 static rnode *node_mut(cairn_reflex *r, uint32_t i)
 {
     rnode *n;
-    if (i >= r->base_n)
-        return &r->dn[i - r->base_n];
+    if (i >= r->base_n) {
+        n = &r->dn[i - r->base_n];
+        return touch(r, GG_NODES, i, &n->gen) == CAIRN_OK ? n : NULL;
+    }
     n = &r->bn[i];
     if (!n->present) {
         gi_node v;
@@ -436,14 +458,16 @@ static rnode *node_mut(cairn_reflex *r, uint32_t i)
         n->owns = 0;
         n->present = 1;
     }
-    return n;
+    return touch(r, GG_NODES, i, &n->gen) == CAIRN_OK ? n : NULL;
 }
 
 static redge *edge_mut(cairn_reflex *r, uint32_t i)
 {
     redge *d;
-    if (i >= r->base_m)
-        return &r->de[i - r->base_m];
+    if (i >= r->base_m) {
+        d = &r->de[i - r->base_m];
+        return touch(r, GG_EDGES, i, &d->gen) == CAIRN_OK ? d : NULL;
+    }
     d = &r->be[i];
     if (!d->present) {
         gi_edge v;
@@ -461,7 +485,7 @@ static redge *edge_mut(cairn_reflex *r, uint32_t i)
         d->created = v.created;
         d->present = 1;
     }
-    return d;
+    return touch(r, GG_EDGES, i, &d->gen) == CAIRN_OK ? d : NULL;
 }
 
 static int adj_grow(cairn_reflex *r, size_t need)
@@ -545,6 +569,7 @@ int cairn__rx_apply_node(cairn_reflex *r, uint32_t type, const char *label, size
     n->created = ts;
     n->present = 1;
     n->owns = 1;
+    n->gen = r->epoch;
     i = rx_nodes(r);
     r->n_dn++;
     table_put(r->ntab, r->ntab_cap, key, i);
@@ -633,6 +658,7 @@ int cairn__rx_apply_edge(cairn_reflex *r, uint64_t src_key, uint64_t dst_key, ui
     x->weight = weight;
     x->created = ts;
     x->present = 1;
+    x->gen = r->epoch;
     /* Delta adjacency: pushed at the front, so the lists run newest first. */
     x->next_out = r->dout[s];
     x->next_in = r->din[d];
@@ -675,6 +701,7 @@ int cairn__rx_apply_pattern(cairn_reflex *r, const cairn_pattern_spec *s, int64_
             return CAIRN_ENOMEM;
         p->occurrences++;
         p->last_used = ts;
+        p->gen = r->epoch;
         p->success = (p->success * (double)(p->occurrences - 1) + s->success_rate) /
                      (double)p->occurrences;
         *idx_out = i;
@@ -707,6 +734,7 @@ int cairn__rx_apply_pattern(cairn_reflex *r, const cairn_pattern_spec *s, int64_
     p->occurrences = 1;
     p->last_used = ts;
     p->created = ts;
+    p->gen = r->epoch;
     *idx_out = r->n_pat++;
     return CAIRN_OK;
 }
@@ -731,6 +759,7 @@ int cairn__rx_apply_episode(cairn_reflex *r, const char *id, size_t len, uint32_
     x->outcome = outcome;
     x->seq = seq;
     x->ts = ts_episode;
+    x->gen = r->epoch;
     return CAIRN_OK;
 }
 
@@ -740,7 +769,183 @@ int cairn__rx_apply_update(cairn_reflex *r, const char *id, size_t len)
     if (name == R_NONE || r->epi_by_name[name] == 0)
         return CAIRN_EINVAL;
     r->epi[r->epi_by_name[name] - 1].processed = 1;
+    r->epi[r->epi_by_name[name] - 1].gen = r->epoch;
     return CAIRN_OK;
+}
+
+/* ---- rows of a graph generation (rgen.c) ------------------------------------- */
+
+static int eps_set(uint32_t **eps, uint32_t *n, uint32_t *cap, const uint32_t *from, uint32_t k)
+{
+    if (k > *cap) {
+        uint32_t *p = realloc(*eps, (size_t)k * sizeof *p);
+        if (p == NULL)
+            return CAIRN_ENOMEM;
+        *eps = p;
+        *cap = k;
+    }
+    if (k)
+        memcpy(*eps, from, (size_t)k * sizeof *from);
+    *n = k;
+    return CAIRN_OK;
+}
+
+int cairn__rx_put_node(cairn_reflex *r, uint32_t no, const gi_node *v)
+{
+    rnode *n;
+    uint32_t i = rx_nodes(r);
+    if (no < i) {
+        if ((n = node_mut(r, no)) == NULL)
+            return CAIRN_ENOMEM;
+        if (n->key != v->key)
+            return CAIRN_ECORRUPT;
+    } else {
+        if (no != i || cairn__rx_find_key(r, v->key) != R_NONE || i >= 0x7ffffffeu)
+            return CAIRN_ECORRUPT;
+        if (cairn__grow(NULL, (void **)&r->dn, &r->cap_dn, r->n_dn + 1, sizeof *r->dn) != 0 ||
+            table_grow(&r->ntab, &r->ntab_cap, r->n_dn, node_key_of, r) != CAIRN_OK)
+            return CAIRN_ENOMEM;
+        n = &r->dn[r->n_dn];
+        memset(n, 0, sizeof *n);
+        n->label = malloc(v->label_len + 1);
+        n->fold = malloc(v->fold_len + 1);
+        if (n->label == NULL || n->fold == NULL) {
+            free(n->label);
+            free(n->fold);
+            return CAIRN_ENOMEM;
+        }
+        memcpy(n->label, v->label, v->label_len);
+        n->label[v->label_len] = 0;
+        memcpy(n->fold, v->fold, v->fold_len);
+        n->fold[v->fold_len] = 0;
+        n->key = v->key;
+        n->label_len = v->label_len;
+        n->fold_len = v->fold_len;
+        n->present = 1;
+        n->owns = 1;
+        n->gen = r->epoch;
+        r->n_dn++;
+        table_put(r->ntab, r->ntab_cap, v->key, i);
+    }
+    n->type = v->type;
+    n->frequency = v->frequency;
+    n->success = v->success;
+    n->created = v->created;
+    return eps_set(&n->eps, &n->n_eps, &n->cap_eps, v->eps, v->n_eps);
+}
+
+int cairn__rx_put_edge(cairn_reflex *r, uint32_t no, const gi_edge *v)
+{
+    redge *x;
+    uint32_t i = rx_edges(r);
+    if (no < i) {
+        if ((x = edge_mut(r, no)) == NULL)
+            return CAIRN_ENOMEM;
+        if (x->src != v->src || x->dst != v->dst || x->type != v->type)
+            return CAIRN_ECORRUPT;
+    } else {
+        if (no != i || v->src >= rx_nodes(r) || v->dst >= rx_nodes(r) || i >= 0xfffffffeu ||
+            cairn__rx_find_edge(r, v->src, v->dst, v->type) != R_NONE)
+            return CAIRN_ECORRUPT;
+        if (cairn__grow(NULL, (void **)&r->de, &r->cap_de, r->n_de + 1, sizeof *r->de) != 0 ||
+            table_grow(&r->etab, &r->etab_cap, r->n_de, edge_key_of, r) != CAIRN_OK ||
+            adj_grow(r, rx_nodes(r)) != CAIRN_OK)
+            return CAIRN_ENOMEM;
+        x = &r->de[r->n_de];
+        memset(x, 0, sizeof *x);
+        x->src = v->src;
+        x->dst = v->dst;
+        x->type = v->type;
+        x->present = 1;
+        x->gen = r->epoch;
+        x->next_out = r->dout[v->src];
+        x->next_in = r->din[v->dst];
+        r->dout[v->src] = i + 1;
+        r->din[v->dst] = i + 1;
+        r->n_de++;
+        table_put(r->etab, r->etab_cap, edge_hash(v->src, v->dst, v->type), i);
+    }
+    x->evidence = v->evidence;
+    x->weight = v->weight;
+    x->created = v->created;
+    return eps_set(&x->eps, &x->n_eps, &x->cap_eps, v->eps, v->n_eps);
+}
+
+int cairn__rx_put_episode(cairn_reflex *r, uint32_t no, const gi_episode *v)
+{
+    repi *x;
+    if (v->name >= r->n_names)
+        return CAIRN_ECORRUPT;
+    if (no < r->n_epi) {
+        x = &r->epi[no];
+        if (x->name != v->name)
+            return CAIRN_ECORRUPT;
+    } else {
+        if (no != r->n_epi || r->epi_by_name[v->name] != 0)
+            return CAIRN_ECORRUPT;
+        if (cairn__grow(NULL, (void **)&r->epi, &r->cap_epi, r->n_epi + 1, sizeof *r->epi) != 0)
+            return CAIRN_ENOMEM;
+        x = &r->epi[r->n_epi++];
+        memset(x, 0, sizeof *x);
+        x->name = v->name;
+        r->epi_by_name[v->name] = (uint32_t)r->n_epi;
+    }
+    x->outcome = v->outcome;
+    x->processed = v->processed;
+    x->seq = v->seq;
+    x->ts = v->ts;
+    x->gen = r->epoch;
+    return CAIRN_OK;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+int cairn__rx_put_pattern(cairn_reflex *r, uint32_t no, const gi_pattern *v)
+{
+    rpat *x;
+    if (no < r->n_pat) {
+        x = &r->pat[no];
+        if (x->key != v->key || strlen(x->name) != v->name.len ||
+            memcmp(x->name, v->name.p, v->name.len) != 0)
+            return CAIRN_ECORRUPT;
+    } else {
+        if (no != r->n_pat)
+            return CAIRN_ECORRUPT;
+        for (size_t j = 0; j < r->n_pat; j++)
+            if (r->pat[j].key == v->key)
+                return CAIRN_ECORRUPT;
+        if (cairn__grow(NULL, (void **)&r->pat, &r->cap_pat, r->n_pat + 1, sizeof *r->pat) != 0)
+            return CAIRN_ENOMEM;
+        x = &r->pat[r->n_pat];
+        memset(x, 0, sizeof *x);
+        x->name = dup_n(v->name.p, v->name.len);
+        x->desc = dup_n(v->desc.p, v->desc.len);
+        x->trigger = dup_n(v->trigger.p, v->trigger.len);
+        x->action = dup_n(v->action.p, v->action.len);
+        if (x->name == NULL || x->desc == NULL || x->trigger == NULL || x->action == NULL) {
+            free(x->name);
+            free(x->desc);
+            free(x->trigger);
+            free(x->action);
+            return CAIRN_ENOMEM;
+        }
+        x->key = v->key;
+        r->n_pat++;
+    }
+    x->success = v->success;
+    x->occurrences = v->occurrences;
+    x->last_used = v->last_used;
+    x->created = v->created;
+    x->gen = r->epoch;
+    return eps_set(&x->eps, &x->n_eps, &x->cap_eps, v->eps, v->n_eps);
 }
 
 /* ---- records ------------------------------------------------------------------ */

@@ -18,6 +18,7 @@
 #include "batch.h"
 #include "cairn.h"
 #include "dlabel.h"
+#include "ggen.h"
 #include "gimage.h"
 #include "status.h"
 
@@ -43,6 +44,7 @@ typedef struct rnode {
     uint32_t type;
     uint32_t present;         /* overlay slot in use / delta node */
     uint32_t owns;            /* label and fold are malloc'd */
+    uint32_t gen;             /* epoch of its last change (0: as in the whole file) */
     uint64_t frequency;
     double success;
     int64_t created;
@@ -59,6 +61,7 @@ typedef struct redge {
     uint32_t n_eps, cap_eps;
     uint32_t next_out, next_in; /* delta edges: the next of the same source /
                                    target, edge number + 1; 0 ends */
+    uint32_t gen;
 } redge;
 
 typedef struct rpat {
@@ -69,6 +72,7 @@ typedef struct rpat {
     int64_t last_used, created;
     uint32_t *eps;
     uint32_t n_eps, cap_eps;
+    uint32_t gen;
 } rpat;
 
 typedef struct repi {
@@ -77,7 +81,20 @@ typedef struct repi {
     uint32_t processed;       /* folded into the graph by an update */
     uint64_t seq;             /* its newest episode record */
     int64_t ts;               /* its timestamp, ms */
+    uint32_t gen;
 } repi;
+
+/* The graph files the state was read from or written to, oldest first:
+ * the whole file (position 0), then the generations lying on it. Epochs
+ * number the changes: a row's `gen` is the epoch of its last change, and
+ * file p holds every change of an epoch up to epoch_end. */
+#define RG_CHAIN_MAX 12
+typedef struct rchain {
+    uint64_t seq;             /* its covered seq (its name) */
+    uint32_t epoch_end;       /* the whole file: 0 */
+    uint32_t counts[GG_TABLES]; /* rows of each table as of it */
+    uint64_t rows;            /* rows the file holds: the policy's size */
+} rchain;
 
 struct cairn_reflex {
     cairn_db *db;
@@ -117,6 +134,12 @@ struct cairn_reflex {
     char wait_err[CAIRN_ERRMSG_MAX];
     struct rbfs *bfs;         /* the path search's scratch (bfs.c) */
     dlabel dl;                /* label index of the delta nodes (dlabel.c) */
+    rchain chain[RG_CHAIN_MAX];
+    size_t n_chain;           /* 0: no graph file in use */
+    uint32_t epoch;           /* the changes since the newest file's */
+    uint32_t *tnodes, *tedges; /* rows of the files changed since the whole
+                                  file: each once per epoch it changed in */
+    size_t n_tnodes, cap_tnodes, n_tedges, cap_tedges;
     char note[CAIRN_ERRMSG_MAX]; /* why a graph file was set aside */
     char err[CAIRN_ERRMSG_MAX];
 };
@@ -213,6 +236,35 @@ int cairn__rx_turn_end(cairn_reflex *r, int rc);
 /* Append the n changes' records (one commit) and apply them. A record
  * appended but not applied marks the handle stale. */
 int cairn__rx_commit(cairn_reflex *r, const rchange *c, size_t n);
+
+/* Set rows as a graph generation holds them (ggen.h): a number below
+ * the table's size replaces that row, the table's size appends one.
+ * CAIRN_ECORRUPT when the row does not fit the state (another key, an
+ * existing key appended again), CAIRN_ENOMEM. */
+int cairn__rx_put_node(cairn_reflex *r, uint32_t no, const gi_node *n);
+int cairn__rx_put_edge(cairn_reflex *r, uint32_t no, const gi_edge *x);
+int cairn__rx_put_episode(cairn_reflex *r, uint32_t no, const gi_episode *x);
+int cairn__rx_put_pattern(cairn_reflex *r, uint32_t no, const gi_pattern *p);
+
+/* rcheckpoint.c: the state's memory (all but db and mu), and the whole
+ * file's small tables into RAM. */
+void cairn__rx_free_state(cairn_reflex *r);
+int cairn__rx_load_tables(cairn_reflex *r);
+
+/* rgen.c: the generation lifecycle. open_chain takes the newest chain of
+ * generations whose seq is at most last_seq on the whole file it lies on
+ * (CAIRN_ENOTFOUND: none usable; the caller opens the whole file alone);
+ * save writes what the policy says at close; chain_reset sets the chain
+ * to the whole file in use alone. */
+int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq);
+void cairn__rg_chain_reset(cairn_reflex *r);
+/* The policy: 1 and *j when a generation holding the changes since chain
+ * position j is due, 0 when the whole file is. */
+int cairn__rg_policy(const cairn_reflex *r, size_t *j);
+int cairn__rg_write(cairn_reflex *r, size_t j);
+/* Verify every generation of the newest chain (cairn_reflex_verify). */
+int cairn__rg_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems,
+                     int *checked);
 
 /* Node ids: "n" + 16 hex digits of the key; patterns "p" + .... */
 void cairn__rx_id(char prefix, uint64_t key, char *out);
