@@ -45,6 +45,7 @@
 #include "lockfile.h"
 #include "cairn_sys.h"
 #include "filehdr.h"
+#include "ggen.h"
 #include "gimage.h"
 #include "logseg.h"
 #include "io.h"
@@ -1543,6 +1544,201 @@ static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
     free(b);
 }
 
+/* ------------------------------------------------------------------------
+ * Graph generation (format-spec/graph.md, "Generations", version 1): on
+ * the golden graph, an overlay and an appended row in every table that
+ * has overlays, and an appended name.
+ * ---------------------------------------------------------------------- */
+
+#define GG_COVERED 50
+#define GG_GOLDEN "graph-0000000000000032.cgg"
+
+static const uint32_t gg_ep01[] = {0, 1};
+static const uint32_t gg_ep1[] = {1};
+static const gi_str gg_names[] = {{"episode-s2", 10}};
+static const uint32_t gg_node_no[] = {0, 3};
+static const gi_node gg_nodes[] = {
+    {0x1111111111111111ull, NULL, NULL, 0, 0, 1, 3, 0.75, 1700000000000, gg_ep01, 2},
+    {0x5555555555555555ull, "Deploy", "deploy", 6, 6, 7, 1, 1.0, 1700000006000, gg_ep1, 1},
+};
+static const uint32_t gg_edge_no[] = {1, 2};
+static const gi_edge gg_edges[] = {
+    {1, 0, 1, 2, 0.25, 1700000004000, gg_ep1, 1},
+    {3, 0, 0, 1, 1.0, 1700000007000, NULL, 0},
+};
+static const uint32_t gg_epi_no[] = {0, 1};
+static const gi_episode gg_episodes[] = {{0, 0, 1, 5, 1700000000000}, {1, 2, 0, 48, 1700000008000}};
+static const uint32_t gg_pat_no[] = {0, 1};
+static const gi_pattern gg_patterns[] = {
+    {0x4444444444444444ull, {"retry", 5}, {"", 0}, {"flaky", 5}, {"rerun", 5}, 0.5, 3,
+     1700000009000, 1700000000500, gg_ep01, 2},
+    {0x6666666666666666ull, {"skip", 4}, {"a known failure", 15}, {"red", 3}, {"skip it", 7}, 0.0,
+     1, 1700000009500, 1700000009500, NULL, 0},
+};
+
+static uint8_t *make_graph_gen(size_t *len)
+{
+    char *dir = tu_mkdtemp("golden-gg");
+    gg_in in;
+    cairn__err e;
+    uint64_t written = 0;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    static const uint32_t first[GG_TABLES] = {1, 3, 2, 1, 1}, count[GG_TABLES] = {1, 2, 2, 2, 2};
+
+    assert_true(dirfd >= 0);
+    memset(&in, 0, sizeof in);
+    in.head.covered = GG_COVERED;
+    in.head.base = GX_COVERED;
+    memcpy(in.head.bind.store_id, man_store_id, sizeof in.head.bind.store_id);
+    in.head.bind.anchor_seq = GG_COVERED;
+    in.head.bind.anchor_sum = GOLD_ANCHOR_SUM;
+    in.head.skipped = 2;
+    in.head.updated = 1700000009500;
+    memcpy(in.head.first, first, sizeof first);
+    memcpy(in.head.count, count, sizeof count);
+    in.names = gg_names;
+    in.node_no = gg_node_no;
+    in.nodes = gg_nodes;
+    in.edge_no = gg_edge_no;
+    in.edges = gg_edges;
+    in.episode_no = gg_epi_no;
+    in.episodes = gg_episodes;
+    in.pattern_no = gg_pat_no;
+    in.patterns = gg_patterns;
+    if (cairn__gg_write(cairn_io_default(), dirfd, &in, &written, &e) != CAIRN_OK)
+        fail_msg("cairn__gg_write: %s", e.msg);
+    uint8_t *b = take_file(dir, dirfd, GG_GOLDEN, len);
+    assert_int_equal(written, *len);
+    return b;
+}
+
+static void test_graph_gen_encoding_matches_golden(void **state)
+{
+    (void)state;
+    matches_golden("graph-gen-v1.cgg", make_graph_gen);
+}
+
+typedef struct gg_seen {
+    int names, nodes, edges, episodes, patterns;
+} gg_seen;
+
+static int gg_name_cb(void *u, uint32_t no, const char *s, uint32_t len)
+{
+    gg_seen *x = u;
+    assert_int_equal(no, 1);
+    assert_int_equal(len, 10);
+    assert_memory_equal(s, "episode-s2", 10);
+    x->names++;
+    return 0;
+}
+
+static int gg_node_cb(void *u, uint32_t no, const gi_node *n)
+{
+    gg_seen *x = u;
+    const gi_node *w = &gg_nodes[x->nodes];
+    assert_int_equal(no, gg_node_no[x->nodes]);
+    assert_int_equal(n->key, w->key);
+    assert_int_equal(n->label_len, w->label_len);
+    if (w->label_len)
+        assert_memory_equal(n->label, w->label, w->label_len);
+    assert_int_equal(n->type, w->type);
+    assert_int_equal(n->frequency, w->frequency);
+    assert_true(n->success == w->success);
+    assert_int_equal(n->created, w->created);
+    assert_int_equal(n->n_eps, w->n_eps);
+    assert_memory_equal(n->eps, w->eps, 4 * (size_t)w->n_eps);
+    x->nodes++;
+    return 0;
+}
+
+static int gg_edge_cb(void *u, uint32_t no, const gi_edge *e)
+{
+    gg_seen *x = u;
+    const gi_edge *w = &gg_edges[x->edges];
+    assert_int_equal(no, gg_edge_no[x->edges]);
+    assert_int_equal(e->src, w->src);
+    assert_int_equal(e->dst, w->dst);
+    assert_int_equal(e->type, w->type);
+    assert_int_equal(e->evidence, w->evidence);
+    assert_true(e->weight == w->weight);
+    assert_int_equal(e->n_eps, w->n_eps);
+    x->edges++;
+    return 0;
+}
+
+static int gg_episode_cb(void *u, uint32_t no, const gi_episode *e)
+{
+    gg_seen *x = u;
+    const gi_episode *w = &gg_episodes[x->episodes];
+    assert_int_equal(no, gg_epi_no[x->episodes]);
+    assert_int_equal(e->name, w->name);
+    assert_int_equal(e->outcome, w->outcome);
+    assert_int_equal(e->processed, w->processed);
+    assert_int_equal(e->seq, w->seq);
+    assert_int_equal(e->ts, w->ts);
+    x->episodes++;
+    return 0;
+}
+
+static int gg_pattern_cb(void *u, uint32_t no, const gi_pattern *p)
+{
+    gg_seen *x = u;
+    const gi_pattern *w = &gg_patterns[x->patterns];
+    assert_int_equal(no, gg_pat_no[x->patterns]);
+    assert_int_equal(p->key, w->key);
+    assert_int_equal(p->desc.len, w->desc.len);
+    assert_memory_equal(p->action.p, w->action.p, w->action.len);
+    assert_int_equal(p->occurrences, w->occurrences);
+    assert_int_equal(p->n_eps, w->n_eps);
+    x->patterns++;
+    return 0;
+}
+
+static void test_graph_gen_golden_reads_back(void **state)
+{
+    static const gg_visit v = {gg_name_cb, gg_node_cb, gg_edge_cb, gg_episode_cb, gg_pattern_cb};
+    size_t glen;
+    uint8_t *gb = read_golden("graph-gen-v1.cgg", &glen);
+    uint64_t *copy = malloc((glen + 7) & ~(size_t)7), bad_off = 0;
+    gg_seen seen = {0};
+    gg_head h;
+    cairn__err e;
+    (void)state;
+
+    assert_non_null(copy);
+    memcpy(copy, gb, glen); /* 8-aligned, as a mapping */
+    assert_memory_equal(gb, "CAIRNGGN", 8);
+    if (cairn__gg_parse((const uint8_t *)copy, glen, GG_GOLDEN, &h, &v, &seen, &bad_off, &e) !=
+        CAIRN_OK)
+        fail_msg("cairn__gg_parse: %s", e.msg);
+    assert_int_equal(h.covered, GG_COVERED);
+    assert_int_equal(h.base, GX_COVERED);
+    assert_int_equal(h.base_gen, 0);
+    assert_int_equal(h.skipped, 2);
+    assert_int_equal(h.updated, 1700000009500);
+    assert_memory_equal(h.bind.store_id, man_store_id, 16);
+    assert_int_equal(h.first[GG_NODES], 3);
+    assert_int_equal(h.count[GG_PATTERNS], 2);
+    assert_int_equal(seen.names, 1);
+    assert_int_equal(seen.nodes, 2);
+    assert_int_equal(seen.edges, 2);
+    assert_int_equal(seen.episodes, 2);
+    assert_int_equal(seen.patterns, 2);
+    /* A row out of order is refused with its offset, the sum redone. */
+    /* rows at 160: the name (8 + 16), the overlay node (56 + 2 eps), then
+     * the appended node */
+    assert_int_equal(get_le32((uint8_t *)copy + 248), 3);
+    put_le32((uint8_t *)copy + 248, 4);
+    put_le64((uint8_t *)copy + 40, XXH3_64bits((uint8_t *)copy + 64, glen - 64));
+    cairn__filehdr_seal((uint8_t *)copy); /* the body's sum is in the header */
+    assert_int_equal(cairn__gg_parse((const uint8_t *)copy, glen, GG_GOLDEN, &h, NULL, NULL,
+                                     &bad_off, &e), CAIRN_ECORRUPT);
+    assert_int_equal(bad_off, 248);
+    assert_non_null(strstr(e.msg, "out of order"));
+    free(copy);
+    free(gb);
+}
+
 /* A graph file of version 2 is bound to no log: recognised as older (its
  * sums checked where version 2 keeps them), never used. */
 static void test_graph_v2_golden_is_recognised_and_not_used(void **state)
@@ -1732,6 +1928,9 @@ static void regen(void **state)
     b = make_graph(&len);
     regen_one(dir, "graph-v3.cgx", b, len);
     free(b);
+    b = make_graph_gen(&len);
+    regen_one(dir, "graph-gen-v1.cgg", b, len);
+    free(b);
     b = make_access(&len);
     regen_one(dir, "access-v1.bin", b, len);
     free(b);
@@ -1783,6 +1982,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_memindex_older_goldens_are_recognised_and_not_used),
             cmocka_unit_test(test_graph_encoding_matches_golden),
             cmocka_unit_test(test_graph_golden_reads_back),
+            cmocka_unit_test(test_graph_gen_encoding_matches_golden),
+            cmocka_unit_test(test_graph_gen_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
             cmocka_unit_test(test_graph_v2_golden_is_recognised_and_not_used),
             cmocka_unit_test(test_lock_content_matches_golden_and_reads_back),
