@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,144 @@ static void test_the_chain_stays_short_and_the_whole_file_is_rare(void **state)
     same_as_rebuild(f);
 }
 
+/* ---- faults ---- */
+
+/* Fails the n-th call at a "graphgen." site (0: none) with err; counts them. */
+typedef struct faulty {
+    int n, calls, err;
+    int write_at; /* the number of the data write among the calls */
+    const cairn_io *real;
+} faulty;
+
+static int hit(const char *site)
+{
+    extern faulty g_faulty;
+    if (strncmp(site, "graphgen.", 9) != 0)
+        return 0;
+    if (++g_faulty.calls != g_faulty.n)
+        return 0;
+    errno = g_faulty.err;
+    return 1;
+}
+
+faulty g_faulty;
+
+static int f_open(void *u, const char *site, const char *path, int flags, int mode)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->open(g_faulty.real->user, site, path, flags, mode);
+}
+static int f_openat(void *u, const char *site, int dirfd, const char *path, int flags, int mode)
+{
+    (void)u;
+    return hit(site) ? -1
+                     : g_faulty.real->openat(g_faulty.real->user, site, dirfd, path, flags, mode);
+}
+static int f_close(void *u, const char *site, int fd)
+{
+    (void)u;
+    int rc = g_faulty.real->close(g_faulty.real->user, site, fd);
+    return hit(site) ? -1 : rc; /* the descriptor is gone either way */
+}
+static ssize_t f_pread(void *u, const char *site, int fd, void *buf, size_t len, off_t off)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->pread(g_faulty.real->user, site, fd, buf, len, off);
+}
+static ssize_t f_pwrite(void *u, const char *site, int fd, const void *buf, size_t len, off_t off)
+{
+    int fail = hit(site);
+    (void)u;
+    if (strncmp(site, "graphgen.", 9) == 0)
+        g_faulty.write_at = g_faulty.calls;
+    return fail ? -1 : g_faulty.real->pwrite(g_faulty.real->user, site, fd, buf, len, off);
+}
+static int f_fsync(void *u, const char *site, int fd)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->fsync(g_faulty.real->user, site, fd);
+}
+static int f_fdatasync(void *u, const char *site, int fd)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->fdatasync(g_faulty.real->user, site, fd);
+}
+static int f_ftruncate(void *u, const char *site, int fd, off_t len)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->ftruncate(g_faulty.real->user, site, fd, len);
+}
+static int f_renameat(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->renameat(g_faulty.real->user, site, dirfd, from, to);
+}
+static int f_unlinkat(void *u, const char *site, int dirfd, const char *path)
+{
+    (void)u;
+    return hit(site) ? -1 : g_faulty.real->unlinkat(g_faulty.real->user, site, dirfd, path);
+}
+
+/* A close that writes a generation, with its n-th I/O call failing. */
+static void close_with_fault(fx *f, int n, int err)
+{
+    static cairn_io io;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char msg[CAIRN_ERRMSG_MAX] = "";
+    io = (cairn_io){f_open, f_openat, f_close, f_pread, f_pwrite, f_fsync, f_fdatasync,
+                    f_ftruncate, f_renameat, f_unlinkat, NULL, NULL};
+    g_faulty.real = cairn_io_default();
+    g_faulty.n = n;
+    g_faulty.err = err;
+    g_faulty.calls = 0;
+    o.background = 0;
+    o.segment_size = 1 << 20;
+    o.io = &io;
+    if (cairn_open(&f->db, f->dir, &o, msg, sizeof msg) != CAIRN_OK)
+        fail_msg("cairn_open: %s", msg);
+    assert_int_equal(cairn_reflex_open(f->db, &f->r), CAIRN_OK);
+    changes(f, 1200, 3000, 3300);
+    cairn_reflex_close(f->r); /* a failed write is reported by cairn_close, or costs a replay */
+    f->r = NULL;
+    (void)cairn_close(f->db);
+    f->db = NULL;
+}
+
+static void test_a_failed_generation_write_loses_nothing(void **state)
+{
+    fx *f = *state;
+    char *base = tu_join(f->root, "base");
+    int total, write_at;
+
+    seed_nodes(f, 3000);
+    changes(f, 6000, 3000, 3000);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    close_all(f);
+    assert_int_equal(tu_copy_dir(f->dir, base), 0);
+    close_with_fault(f, 0, 0); /* the count */
+    total = g_faulty.calls;
+    write_at = g_faulty.write_at;
+    assert_true(write_at > 1); /* after the create */
+    assert_in_range(total, 5, 12); /* create, write, fsync, close, rename, dirsync */
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 1);
+    /* Each call fails with EIO; the data write with ENOSPC too (a full disk). */
+    for (int err = 0; err < 2; err++)
+        for (int n = err ? write_at : 1; n <= (err ? write_at : total); n++) {
+            f->rng = 0x5EED; /* the same changes each time */
+            tu_rmrf(f->dir);
+            assert_int_equal(tu_copy_dir(base, f->dir), 0);
+            close_with_fault(f, n, err ? ENOSPC : EIO);
+            assert_true(g_faulty.calls >= n); /* the fault was met */
+            open_all(f); /* a writer: removes a temp file left */
+            assert_int_equal(count_files(f->dir, ".cgg.tmp", NULL, 0), 0);
+            same_as_rebuild(f);
+            close_all(f);
+        }
+    open_all(f);
+    tu_rmrf(base);
+    free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +495,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_damaged_generation_is_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_chain_stays_short_and_the_whole_file_is_rare,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_generation_write_loses_nothing, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
