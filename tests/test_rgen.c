@@ -349,6 +349,44 @@ static void test_the_chain_stays_short_and_the_whole_file_is_rare(void **state)
     same_as_rebuild(f);
 }
 
+/* Two handles (as two processes would) on one store, each writing at its
+ * close what it changed: the later one's generation lies on the file it
+ * loaded and holds the other's changes too; a whole file another handle
+ * wrote makes the close write a whole file. */
+static void test_two_writers_take_turns_with_their_files(void **state)
+{
+    fx *f = *state, g;
+    char name[64] = "";
+
+    seed_nodes(f, 8000);
+    changes(f, 9000, 8000, 8000); /* about 11,000 rows: two sessions stay under a quarter */
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    g = *f;
+    g.rng = 0xB0B;
+    open_all(&g); /* both hold the whole file */
+    changes(f, 1000, 8000, 8300);
+    close_all(f);
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 1);
+    changes(&g, 1000, 8000, 8400);
+    close_all(&g); /* on the whole file it loaded, with f's changes in */
+    assert_int_equal(count_files(f->dir, ".cgg", name, sizeof name), 1);
+    open_all(f);
+    cairn_reflex_status st;
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_string_equal(st.graph_file, name);
+    assert_int_equal(st.delta_records, 0);
+    same_as_rebuild(f); /* leaves f open on a whole file */
+
+    open_all(&g);
+    changes(f, 1000, 8000, 8400);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK); /* a newer whole file under g */
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 0);
+    changes(&g, 1000, 8000, 8500);
+    close_all(&g);
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 0); /* a whole file again */
+    same_as_rebuild(f);
+}
+
 /* ---- faults ---- */
 
 /* Fails the n-th call at a "graphgen." site (0: none) with err; counts them. */
@@ -495,6 +533,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_damaged_generation_is_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_chain_stays_short_and_the_whole_file_is_rare,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_writers_take_turns_with_their_files, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_generation_write_loses_nothing, setup,
                                         teardown),
     };
