@@ -1164,6 +1164,62 @@ static void generations_answer_as_the_live_state_and_a_full_replay(void **state)
     free(e_replay);
 }
 
+/* Ranked by relevance alone, recall asks the text index for k
+ * candidates instead of a wider pool: the hits are the wide pool's first k,
+ * in the same order, across generations and the RAM tail, with filters
+ * that make it ask again (the scores up to the rounding of a sum taken in
+ * another order). */
+static void a_recall_by_relevance_alone_is_the_wide_pool_cut_to_k(void **state)
+{
+    fx *f = *state;
+    static char ids[2400][CAIRN_MEM_ID_MAX + 1];
+    cairn_mem_options wide_o = CAIRN_MEM_OPTIONS_INIT;
+    cairn_mem *wide = NULL;
+    int n = 0, compared = 0;
+
+    rnd_state = 5;
+    /* Files of falling sizes (none merged), dead memories, a RAM tail. */
+    static const int adds[] = {1600, 300, 80, 20, 200};
+    for (int round = 0; round < 5; round++) {
+        store_some(f, n, n + adds[round], ids);
+        n += adds[round];
+        for (int k = 0; k < 40; k++)
+            (void)cairn_mem_delete(f->mem, ids[rnd() % (uint64_t)n], "round");
+        if (round < 4)
+            assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    }
+    assert_true(index_files(f->dir) >= 3);
+    /* A weight too small to move any score, but not zero: the wide pool. */
+    wide_o.w_relevance = 1.0;
+    wide_o.w_access = 1e-300;
+    assert_int_equal(cairn_mem_open(f->db, &wide_o, &wide), CAIRN_OK);
+    for (int q = 0; q < NQ; q++)
+        for (size_t k = 1; k <= 16; k *= 4)
+            for (int filter = 0; filter < 3; filter++) {
+                cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+                static const char *const decision[] = {"decision"};
+                cairn_recall_hit *a = NULL, *b = NULL;
+                size_t na = 0, nb = 0;
+                ro.k = k;
+                ro.min_importance = filter == 1 ? 0.85 : 0; /* one in ten passes */
+                ro.categories = filter == 2 ? decision : NULL;
+                ro.n_categories = filter == 2;
+                assert_int_equal(cairn_mem_recall(f->mem, queries[q], &ro, &a, &na), CAIRN_OK);
+                assert_int_equal(cairn_mem_recall(wide, queries[q], &ro, &b, &nb), CAIRN_OK);
+                assert_int_equal(na, nb);
+                for (size_t i = 0; i < na; i++) {
+                    assert_string_equal(a[i].mem.id, b[i].mem.id);
+                    /* the same terms, summed in another order: the last bits */
+                    assert_true(fabs(a[i].bm25 - b[i].bm25) <= 1e-12 * fabs(b[i].bm25));
+                }
+                compared += (int)na;
+                cairn_recall_free(a, na);
+                cairn_recall_free(b, nb);
+            }
+    assert_true(compared > 200);
+    cairn_mem_close(wide);
+}
+
 /* The counts a fold gives (deleted, skipped, per namespace) are the same
  * from a chain as from the log alone. */
 static void a_chain_counts_the_dead_as_the_log_does(void **state)
@@ -1717,6 +1773,7 @@ int main(void)
         T(a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_removes),
         T(a_close_writes_a_generation_of_what_changed),
         T(generations_answer_as_the_live_state_and_a_full_replay),
+        T(a_recall_by_relevance_alone_is_the_wide_pool_cut_to_k),
         T(a_chain_counts_the_dead_as_the_log_does),
         T(a_missing_file_under_the_newest_is_rebuilt_from_the_log),
         T(a_damaged_shadow_row_sets_the_chain_aside),

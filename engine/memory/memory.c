@@ -373,11 +373,29 @@ ment *cairn__mem_at(cairn_mem *m, size_t i)
     return &m->gen[g].be[i - m->gen[g].at + m->gen[g].mx.n_shadow];
 }
 
-/* The row of file g holding the memory stored at seq, or -1. */
+/* The row of file g holding the memory stored at seq, or -1. The rows
+ * are in seq order and their seqs spread about evenly (memories are most
+ * of the records), so the search interpolates while the range is wide: a
+ * few probes of the mapping instead of log2(rows), each a likely cache
+ * miss. */
 static long gen_find_row(const cairn_mem *m, size_t g, uint64_t seq)
 {
     const memindex *mx = &m->gen[g].mx;
     size_t lo = (size_t)mx->n_shadow, hi = (size_t)mx->nrows;
+    for (int probes = 0; hi - lo > 64 && probes < 4; probes++) {
+        uint64_t a = cairn__mx_row_seq(mx, lo), b = cairn__mx_row_seq(mx, hi - 1);
+        size_t mid;
+        if (seq <= a)
+            return seq == a ? (long)lo : -1;
+        if (seq > b)
+            return -1;
+        /* a < seq <= b: the guess lies in (lo, hi - 1] */
+        mid = lo + 1 + (size_t)((double)(seq - a - 1) / (double)(b - a) * (double)(hi - 2 - lo));
+        if (cairn__mx_row_seq(mx, mid) < seq)
+            lo = mid + 1;
+        else
+            hi = mid + 1;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (cairn__mx_row_seq(mx, mid) < seq)

@@ -83,11 +83,14 @@ static int push_cand(cand **c, size_t *n, size_t *cap, ment *x, double bm25)
 }
 
 /* Candidates of one namespace: its best BM25 matches that pass the
- * filters, asking the index for more until k pass or none are left. */
-static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int64_t now,
-                     const cairn_recall_opts *o, cand **c, size_t *n, size_t *cap)
+ * filters, asking the index for more until k pass or none are left. When
+ * relevance alone ranks (exact: the order is BM25's, ties by seq) the k
+ * best are the answer; else the pool is wider, for importance, recency
+ * and access to reorder. */
+static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int only_relevance,
+                     int64_t now, const cairn_recall_opts *o, cand **c, size_t *n, size_t *cap)
 {
-    size_t want = k * 4 < 64 ? 64 : k * 4;
+    size_t want = only_relevance ? k : k * 4 < 64 ? 64 : k * 4;
     for (;;) {
         uint64_t *docs = malloc(want * sizeof *docs);
         double *sc = malloc(want * sizeof *sc);
@@ -343,7 +346,9 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         if (nsi < 0)
             continue;
         if (o->mode != CAIRN_RECALL_SEMANTIC && nterms > 0) {
-            rc = gather_ns(m, (uint32_t)nsi, query, k, now, o, &c, &n, &cap);
+            rc = gather_ns(m, (uint32_t)nsi, query, k,
+                           !use_vec && m->w_imp == 0 && m->w_rec == 0 && m->w_acc == 0, now, o,
+                           &c, &n, &cap);
         } else if (o->mode != CAIRN_RECALL_SEMANTIC) {
             rc = cairn__mem_read_all(m);
             for (size_t j = 0; j < cairn__mem_total(m) && rc == CAIRN_OK; j++) {

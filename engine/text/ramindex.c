@@ -638,6 +638,8 @@ static uint32_t seek(const term *t, uint32_t from, uint32_t d)
 
 /* MaxScore over one index, into the shared top-k; its documents enter the
  * heap as base + local number. q: its query terms (m of them). */
+#define DL_AHEAD 8 /* postings between a length's prefetch and its use */
+
 static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, double avgdl,
                      uint32_t base, bm25_topk *top, ramidx_trace *tr)
 {
@@ -671,6 +673,11 @@ static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, do
             if (q[i].at < q[i].t->n && q[i].t->p[q[i].at].doc == d) {
                 s += q[i].idf * cairn__bm25_tf(q[i].t->p[q[i].at].tf, norm, avgdl);
                 q[i].at++;
+                /* The lengths of the documents to come are scattered: ask
+                 * for one a few postings ahead, so that its miss overlaps
+                 * the scoring of those before it. */
+                if (q[i].at + DL_AHEAD < q[i].t->n)
+                    __builtin_prefetch(&x->dl[q[i].t->p[q[i].at + DL_AHEAD].doc]);
             }
         for (size_t i = p; i-- > 0;) {
             if (s + cum[i] < floor) {
