@@ -50,7 +50,7 @@ static void text(seen *s, const char *p, uint32_t len)
 static int v_name(void *u, uint32_t no, const char *p, uint32_t len)
 {
     seen *s = u;
-    FUZZ_CHECK(no >= s->h->first[GG_NAMES] && len > 0);
+    FUZZ_CHECK(no >= s->h->first[GG_NAMES] && len <= CAIRN_LABEL_MAX);
     number(s, GG_NAMES, no);
     text(s, p, len);
     return 0;
@@ -61,7 +61,7 @@ static int v_node(void *u, uint32_t no, const gi_node *n)
     seen *s = u;
     number(s, GG_NODES, no);
     FUZZ_CHECK(n->type < CAIRN_NODE_TYPES);
-    FUZZ_CHECK(no < s->h->first[GG_NODES] ? n->label_len == 0 : n->label_len > 0 && n->fold_len > 0);
+    FUZZ_CHECK(no < s->h->first[GG_NODES] ? n->label_len == 0 && n->fold_len == 0 : n->label_len > 0);
     text(s, n->label, n->label_len);
     text(s, n->fold, n->fold_len);
     eps(s, n->eps, n->n_eps);

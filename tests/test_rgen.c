@@ -21,6 +21,7 @@
 
 #include "cairn.h"
 #include "rstate.h"
+#include "store.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -349,6 +350,91 @@ static void test_the_chain_stays_short_and_the_whole_file_is_rare(void **state)
     same_as_rebuild(f);
 }
 
+/* A generation whose sums hold but whose rows break the format (an
+ * episode name past CAIRN_LABEL_MAX) is set aside like any damage: the
+ * open uses the whole file and the log. */
+static void test_a_generation_past_the_limits_is_set_aside(void **state)
+{
+    fx *f = *state;
+    static char longname[CAIRN_LABEL_MAX + 1];
+    char gen[64] = "";
+    gi_str nm = {longname, sizeof longname};
+    uint64_t off;
+    gg_head hd;
+    gg_in in;
+    cairn__err e;
+    uint8_t *b;
+    size_t len;
+    char *path;
+
+    seed_nodes(f, 3000);
+    changes(f, 6000, 3000, 3000);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    changes(f, 1200, 3000, 3300);
+    close_all(f);
+    assert_int_equal(count_files(f->dir, ".cgg", gen, sizeof gen), 1);
+    path = tu_join(f->dir, gen);
+    b = tu_read_file(path, &len);
+    assert_int_equal(cairn__gg_parse(b, len, gen, &hd, NULL, NULL, &off, &e), CAIRN_OK);
+    free(b);
+    /* The same head, one name too long, written with good sums. */
+    memset(longname, 'x', sizeof longname);
+    memset(&in, 0, sizeof in);
+    in.head = hd;
+    memset(in.head.count, 0, sizeof in.head.count);
+    in.head.count[GG_NAMES] = 1;
+    in.names = &nm;
+    open_all(f);
+    assert_int_equal(cairn__gg_write(f->db->io, f->db->dirfd, &in, NULL, &e), CAIRN_OK);
+    cairn_reflex_close(f->r);
+    assert_int_equal(cairn_reflex_open(f->db, &f->r), CAIRN_OK); /* a writer: removes it */
+    assert_int_equal(access(path, F_OK), -1);
+    same_as_rebuild(f);
+    free(path);
+}
+
+/* The replay applies an episode whose id is "" and a pattern whose name is
+ * "" (a raw record may say so): a generation holds them, and the open
+ * folds it. */
+static void test_empty_names_fold_back(void **state)
+{
+    fx *f = *state;
+    static const char *const raw[2] = {
+        "{\"id\":\"\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"outcome\":\"success\"}",
+        "{\"name\":\"\",\"trigger\":\"t\",\"action\":\"a\",\"success_rate\":0.5}"};
+    static const uint16_t type[2] = {CAIRN_REC_EPISODE, CAIRN_REC_PATTERN};
+    char gen[64] = "";
+    uint64_t problems = 1;
+    int checked = 0;
+    cairn_reflex_status st;
+
+    seed_nodes(f, 3000);
+    changes(f, 6000, 3000, 3000);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    for (int i = 0; i < 2; i++) {
+        cairn_entry en;
+        memset(&en, 0, sizeof en);
+        en.type = type[i];
+        en.json = raw[i];
+        en.json_len = strlen(raw[i]);
+        assert_int_equal(cairn_append(f->db, &en, NULL), CAIRN_OK);
+    }
+    changes(f, 1200, 3000, 3300);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.skipped, 0); /* both applied */
+    close_all(f);
+    assert_int_equal(count_files(f->dir, ".cgg", gen, sizeof gen), 1);
+    char err[CAIRN_ERRMSG_MAX];
+    assert_int_equal(tu_open_small(f->dir, 0, &f->db, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_reflex_verify(f->db, NULL, NULL, &problems, &checked), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(checked, 2);
+    assert_int_equal(cairn_reflex_open(f->db, &f->r), CAIRN_OK);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_string_equal(st.graph_file, gen);
+    same_as_rebuild(f);
+}
+
 /* Two handles (as two processes would) on one store, each writing at its
  * close what it changed: the later one's generation lies on the file it
  * loaded and holds the other's changes too; a whole file another handle
@@ -539,6 +625,9 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_writers_take_turns_with_their_files, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_generation_past_the_limits_is_set_aside, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_empty_names_fold_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_generation_write_loses_nothing, setup,
                                         teardown),
     };

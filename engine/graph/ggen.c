@@ -340,8 +340,8 @@ static int walk(cursor *c, const gg_head *h, const gg_visit *v, void *user)
         if (p == NULL)
             return bad(c, off, "the names run past the file");
         n = get_le32(p);
-        if (n == 0 || get_le32(p + 4) != 0)
-            return bad(c, off, "a name is empty or its zero field is not");
+        if (n > CAIRN_LABEL_MAX || get_le32(p + 4) != 0)
+            return bad(c, off, "a name is too long or its zero field is not");
         if ((rc = str_at(c, n, &s)) != CAIRN_OK || (rc = pad_ok(c, 8)) != CAIRN_OK)
             return rc;
         if (v != NULL && (rc = v->name(user, h->first[GG_NAMES] + i, s, n)) != 0)
@@ -371,7 +371,7 @@ static int walk(cursor *c, const gg_head *h, const gg_visit *v, void *user)
             return bad(c, off, "a node's type, success or zero field is out of range");
         if (no < h->first[GG_NODES] ? n.label_len != 0 || n.fold_len != 0
                                     : n.label_len == 0 || n.label_len > CAIRN_LABEL_MAX ||
-                                          n.fold_len == 0 || n.fold_len > 4u * CAIRN_LABEL_MAX)
+                                          n.fold_len > 4u * CAIRN_LABEL_MAX)
             return bad(c, off, "a node's label length is out of range");
         if ((rc = str_at(c, n.label_len, &n.label)) != CAIRN_OK ||
             (rc = str_at(c, n.fold_len, &n.fold)) != CAIRN_OK ||
@@ -450,8 +450,8 @@ static int walk(cursor *c, const gg_head *h, const gg_visit *v, void *user)
         x.desc.len = get_le32(p + 52);
         x.trigger.len = get_le32(p + 56);
         x.action.len = get_le32(p + 60);
-        if (x.name.len == 0 || !(x.success >= 0 && x.success <= 1) || x.occurrences == 0)
-            return bad(c, off, "a pattern's name, success or count is out of range");
+        if (!(x.success >= 0 && x.success <= 1) || x.occurrences == 0)
+            return bad(c, off, "a pattern's success or count is out of range");
         if ((rc = str_at(c, x.name.len, &x.name.p)) != CAIRN_OK ||
             (rc = str_at(c, x.desc.len, &x.desc.p)) != CAIRN_OK ||
             (rc = str_at(c, x.trigger.len, &x.trigger.p)) != CAIRN_OK ||

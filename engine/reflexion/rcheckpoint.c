@@ -105,6 +105,7 @@ int cairn__rx_load_tables(cairn_reflex *r)
         r->epi[r->n_epi].processed = e.processed;
         r->epi[r->n_epi].seq = e.seq;
         r->epi[r->n_epi].ts = e.ts;
+        r->epi[r->n_epi].gen = 0; /* as in the whole file */
         r->epi_by_name[e.name] = (uint32_t)++r->n_epi;
     }
     for (uint64_t i = 0; i < g->n_patterns; i++) {

@@ -307,8 +307,10 @@ typedef struct link {
 static int v_name(void *u, uint32_t no, const char *s, uint32_t len)
 {
     cairn_reflex *r = u;
-    uint32_t got = cairn__rx_name(r, s, len, 1);
-    return got == R_NONE ? CAIRN_ENOMEM : got != no ? CAIRN_ECORRUPT : CAIRN_OK;
+    uint32_t got = len > CAIRN_LABEL_MAX ? R_NONE : cairn__rx_name(r, s, len, 1);
+    if (got == R_NONE) /* the parser bounds the length: no memory */
+        return len > CAIRN_LABEL_MAX ? CAIRN_ECORRUPT : CAIRN_ENOMEM;
+    return got != no ? CAIRN_ECORRUPT : CAIRN_OK;
 }
 
 static int v_node(void *u, uint32_t no, const gi_node *n)
@@ -358,8 +360,8 @@ static int map_chain(cairn_reflex *r, uint64_t last_seq, link *l, size_t *n, uin
         return CAIRN_ENOTFOUND;
     for (;;) {
         link *k = &l[*n];
-        if (*n == RG_CHAIN_MAX - 1)
-            return cairn__fail(e, CAIRN_ECORRUPT, "%s: more generations lie on one another than "
+        if (*n == RG_CHAIN_MAX - 1) /* not damage: the whole file alone, nothing removed */
+            return cairn__fail(e, CAIRN_ENOTFOUND, "%s: more generations lie on one another than "
                                "a chain holds (%d)", k[-1].name, RG_CHAIN_MAX - 1);
         rc = cairn__gg_map(r->db->io, r->db->dirfd, seq, &k->map, &k->len, k->name,
                            sizeof k->name, e);
