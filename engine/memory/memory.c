@@ -1390,11 +1390,9 @@ void cairn_mem_close(cairn_mem *m)
     if (m == NULL)
         return;
     /* A merge under way is given up (its temp file removed): a close
-     * writes what changed, never more. The thread winds down (a map, an
-     * fsync it is in the middle of) while the close writes its file; as
-     * in any checkpoint beside a merge, whichever swaps in second finds
-     * the chain as the first left it. */
-    cairn__merger_stop(m->merger);
+     * writes what changed, never more. */
+    cairn__merger_free(m->merger);
+    m->merger = NULL;
     /* Best effort: the log has everything; a failure only makes the next
      * open replay more. Access statistics pending in ACCESS past
      * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
@@ -1409,8 +1407,6 @@ void cairn_mem_close(cairn_mem *m)
         pthread_mutex_unlock(&m->mu);
         cairn__deferred_end(was);
     }
-    cairn__merger_free(m->merger);
-    m->merger = NULL;
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
     cairn__access_free(m);

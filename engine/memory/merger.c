@@ -130,7 +130,7 @@ void cairn__merger_release(cairn__merger *g)
     pthread_mutex_unlock(&g->mu);
 }
 
-void cairn__merger_stop(cairn__merger *g)
+void cairn__merger_free(cairn__merger *g)
 {
     if (g == NULL)
         return;
@@ -139,13 +139,6 @@ void cairn__merger_stop(cairn__merger *g)
     __atomic_store_n(&g->cstop, 1, __ATOMIC_RELEASE);
     pthread_cond_signal(&g->work);
     pthread_mutex_unlock(&g->mu);
-}
-
-void cairn__merger_free(cairn__merger *g)
-{
-    if (g == NULL)
-        return;
-    cairn__merger_stop(g);
     pthread_join(g->thread, NULL);
     pthread_cond_destroy(&g->idle);
     pthread_cond_destroy(&g->work);

@@ -37,13 +37,8 @@ void cairn__merger_kick(cairn__merger *g);
 void cairn__merger_hold(cairn__merger *g);
 void cairn__merger_release(cairn__merger *g);
 
-/* Ask the thread to stop, giving up a merge under way (its temp file
- * removed), without waiting for it: a close writes its last file while the
- * thread winds down. Accepts NULL. */
-void cairn__merger_stop(cairn__merger *g);
-
-/* Stop the thread, wait for it, and free. Accepts NULL. Call without the
- * handle's lock. */
+/* Stop the thread, giving up a merge under way (its temp file removed),
+ * and free. Accepts NULL. Call without the handle's lock. */
 void cairn__merger_free(cairn__merger *g);
 
 /* How a background compaction is paced: what was gone and the log's
