@@ -30,7 +30,7 @@ FUZZ_SRC   := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/replay_%)
 FUZZ_BIN   := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all lib tools test check demo fuzz fuzz-replay bench install clean deps
+.PHONY: all lib tools test check demo fuzz fuzz-replay bench install install-strip uninstall docs clean deps
 
 all: lib tools
 
@@ -46,7 +46,7 @@ $(BUILD)/libcairn.a: $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libcairn.so: $(ENGINE_OBJ)
-	$(CC) -shared -Wl,-soname,libcairn.so.0 $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) -shared -Wl,-soname,libcairn.so.0 $(ALL_LDFLAGS) -o $@ $^ -lcjson $(LIBS)
 
 $(BUILD)/cairn: $(TOOL_OBJ) $(BUILD)/libcairn.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libcairn.a -lcjson $(LIBS)
@@ -81,6 +81,7 @@ test: deps
 
 check: all $(TEST_BIN) $(FUZZ_REPLAY)
 	@sh tests/run-tests.sh $(BUILD)
+	$(if $(SANITIZE),,@sh tests/packaging-tests.sh $(BUILD))
 
 demo: deps all
 	@sh tools/demo.sh $(BUILD)/cairn
@@ -97,16 +98,43 @@ fuzz: $(BUILD)/libcairn.a
 bench: all
 	$(MAKE) -C bench BUILD=$(abspath $(BUILD))
 
-install: all
+# The manual page and the bash completion are made from the tool's own
+# help texts, so they say what --help says.
+$(BUILD)/cairn.1: $(BUILD)/cairn tools/man/gen-cairn1.sh
+	sh tools/man/gen-cairn1.sh $(BUILD)/cairn > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/cairn.bash: $(BUILD)/cairn tools/man/gen-completion.sh
+	sh tools/man/gen-completion.sh $(BUILD)/cairn > $@.tmp && mv $@.tmp $@
+
+docs: $(BUILD)/cairn.1 $(BUILD)/cairn.bash
+
+# make install [PREFIX=/usr/local] [DESTDIR=...] [STRIP=1]; install-strip is
+# install with STRIP=1 (the tool and the shared library without symbols).
+INSTALLED := lib/libcairn.a lib/libcairn.so.0 lib/libcairn.so include/cairn.h \
+             include/cairn_sys.h bin/cairn lib/pkgconfig/cairn.pc share/man/man1/cairn.1 \
+             share/man/man3/libcairn.3 share/bash-completion/completions/cairn
+
+install: all docs
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 $(BUILD)/libcairn.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libcairn.so $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
+	install -m 755 $(if $(STRIP),-s) $(BUILD)/libcairn.so \
+	  $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
 	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 644 engine/include/cairn.h engine/include/cairn_sys.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(BUILD)/cairn $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(if $(STRIP),-s) $(BUILD)/cairn $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/cairn.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
+	install -m 644 $(BUILD)/cairn.1 $(DESTDIR)$(PREFIX)/share/man/man1/cairn.1
+	install -m 644 tools/man/libcairn.3 $(DESTDIR)$(PREFIX)/share/man/man3/libcairn.3
+	install -m 644 $(BUILD)/cairn.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/cairn
+
+install-strip:
+	$(MAKE) install STRIP=1
+
+uninstall:
+	for f in $(INSTALLED); do rm -f $(DESTDIR)$(PREFIX)/$$f; done
 
 clean:
 	rm -rf build
