@@ -67,16 +67,6 @@ void cairn__rx_free_state(cairn_reflex *r)
     memset((char *)r + offsetof(cairn_reflex, gi), 0, sizeof *r - offsetof(cairn_reflex, gi));
 }
 
-static char *dup_n(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (p != NULL) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
-
 /* The file's names, episodes and patterns into RAM (they are few); nodes
  * and edges stay in the mapping. */
 int cairn__rx_load_tables(cairn_reflex *r)
@@ -117,10 +107,10 @@ int cairn__rx_load_tables(cairn_reflex *r)
         x = &r->pat[r->n_pat++];
         memset(x, 0, sizeof *x);
         x->key = p.key;
-        x->name = dup_n(p.name.p, p.name.len);
-        x->desc = dup_n(p.desc.p, p.desc.len);
-        x->trigger = dup_n(p.trigger.p, p.trigger.len);
-        x->action = dup_n(p.action.p, p.action.len);
+        x->name = cairn__rx_dup(p.name.p, p.name.len);
+        x->desc = cairn__rx_dup(p.desc.p, p.desc.len);
+        x->trigger = cairn__rx_dup(p.trigger.p, p.trigger.len);
+        x->action = cairn__rx_dup(p.action.p, p.action.len);
         x->eps = malloc((p.n_eps ? p.n_eps : 1) * sizeof *x->eps);
         if (x->name == NULL || x->desc == NULL || x->trigger == NULL || x->action == NULL ||
             x->eps == NULL)

@@ -515,13 +515,67 @@ static int adj_grow(cairn_reflex *r, size_t need)
     return CAIRN_OK;
 }
 
+/* A new node at the end of the delta, with this key, label and folded
+ * label (malloc'd: the node owns them once it exists), in this epoch;
+ * NULL when out of memory (nothing taken). */
+static rnode *new_node(cairn_reflex *r, uint64_t key, char *label, size_t len, char *fold,
+                       size_t fl)
+{
+    rnode *n;
+    if (cairn__grow(NULL, (void **)&r->dn, &r->cap_dn, r->n_dn + 1, sizeof *r->dn) != 0 ||
+        table_grow(&r->ntab, &r->ntab_cap, r->n_dn, node_key_of, r) != CAIRN_OK)
+        return NULL;
+    n = &r->dn[r->n_dn];
+    memset(n, 0, sizeof *n);
+    n->key = key;
+    n->label = label;
+    n->fold = fold;
+    n->label_len = (uint32_t)len;
+    n->fold_len = (uint32_t)fl;
+    n->present = 1;
+    n->owns = 1;
+    n->gen = r->epoch;
+    table_put(r->ntab, r->ntab_cap, key, rx_nodes(r));
+    r->n_dn++;
+    return n;
+}
+
+/* A new edge (s, d, t) at the end of the delta, in this epoch, on the
+ * delta adjacency lists; NULL when out of memory. */
+static redge *new_edge(cairn_reflex *r, uint32_t s, uint32_t d, uint32_t t)
+{
+    uint32_t i = rx_edges(r);
+    redge *x;
+    if (cairn__grow(NULL, (void **)&r->de, &r->cap_de, r->n_de + 1, sizeof *r->de) != 0 ||
+        table_grow(&r->etab, &r->etab_cap, r->n_de, edge_key_of, r) != CAIRN_OK ||
+        adj_grow(r, rx_nodes(r)) != CAIRN_OK)
+        return NULL;
+    x = &r->de[r->n_de];
+    memset(x, 0, sizeof *x);
+    x->src = s;
+    x->dst = d;
+    x->type = t;
+    x->present = 1;
+    x->gen = r->epoch;
+    /* Delta adjacency: pushed at the front, so the lists run newest first. */
+    x->next_out = r->dout[s];
+    x->next_in = r->din[d];
+    r->dout[s] = i + 1;
+    r->din[d] = i + 1;
+    r->n_de++;
+    table_put(r->etab, r->etab_cap, edge_hash(s, d, t), i);
+    return x;
+}
+
 int cairn__rx_apply_node(cairn_reflex *r, uint32_t type, const char *label, size_t len,
                          const char *episode, size_t ep_len, int64_t ts, uint32_t *idx_out)
 {
     uint64_t key;
     uint32_t i, name = R_NONE;
-    rnode *n;
-    size_t fl;
+    rnode *n = NULL;
+    char *copy, *fold = NULL;
+    size_t fl = 0;
+    int rc;
 
     if (type >= CAIRN_NODE_TYPES || len == 0 || len > CAIRN_LABEL_MAX)
         return CAIRN_EINVAL;
@@ -540,40 +594,22 @@ int cairn__rx_apply_node(cairn_reflex *r, uint32_t type, const char *label, size
     }
     if (rx_nodes(r) >= 0x7ffffffeu)
         return CAIRN_EINVAL;
-    if (cairn__grow(NULL, (void **)&r->dn, &r->cap_dn, r->n_dn + 1, sizeof *r->dn) != 0 ||
-        table_grow(&r->ntab, &r->ntab_cap, r->n_dn, node_key_of, r) != CAIRN_OK)
-        return CAIRN_ENOMEM;
-    n = &r->dn[r->n_dn];
-    memset(n, 0, sizeof *n);
-    if ((n->label = malloc(len + 1)) == NULL)
-        return CAIRN_ENOMEM;
-    memcpy(n->label, label, len);
-    n->label[len] = 0;
-    int rc = cairn__rx_fold(label, len, &n->fold, &fl);
-    if (rc != CAIRN_OK || fl > CAIRN_LABEL_MAX * 4) {
-        free(n->label);
-        free(rc == CAIRN_OK ? n->fold : NULL);
-        return rc != CAIRN_OK ? rc : CAIRN_EINVAL;
+    copy = cairn__rx_dup(label, len);
+    rc = copy != NULL ? cairn__rx_fold(label, len, &fold, &fl) : CAIRN_ENOMEM;
+    if (rc == CAIRN_OK && fl > CAIRN_LABEL_MAX * 4)
+        rc = CAIRN_EINVAL;
+    if (rc != CAIRN_OK || (n = new_node(r, key, copy, len, fold, fl)) == NULL) {
+        free(copy);
+        free(rc == CAIRN_OK ? fold : NULL);
+        return rc != CAIRN_OK ? rc : CAIRN_ENOMEM;
     }
-    if (name != R_NONE && eps_add(&n->eps, &n->n_eps, &n->cap_eps, name) != CAIRN_OK) {
-        free(n->label);
-        free(n->fold);
+    if (name != R_NONE && eps_add(&n->eps, &n->n_eps, &n->cap_eps, name) != CAIRN_OK)
         return CAIRN_ENOMEM;
-    }
-    n->key = key;
-    n->label_len = (uint32_t)len;
-    n->fold_len = (uint32_t)fl;
     n->type = type;
     n->frequency = 1;
     n->success = 1.0;
     n->created = ts;
-    n->present = 1;
-    n->owns = 1;
-    n->gen = r->epoch;
-    i = rx_nodes(r);
-    r->n_dn++;
-    table_put(r->ntab, r->ntab_cap, key, i);
-    *idx_out = i;
+    *idx_out = rx_nodes(r) - 1;
     return CAIRN_OK;
 }
 
@@ -642,41 +678,29 @@ int cairn__rx_apply_edge(cairn_reflex *r, uint64_t src_key, uint64_t dst_key, ui
     }
     if (rx_edges(r) >= 0xfffffffeu)
         return CAIRN_EINVAL;
-    if (cairn__grow(NULL, (void **)&r->de, &r->cap_de, r->n_de + 1, sizeof *r->de) != 0 ||
-        table_grow(&r->etab, &r->etab_cap, r->n_de, edge_key_of, r) != CAIRN_OK ||
-        adj_grow(r, rx_nodes(r)) != CAIRN_OK)
+    if ((x = new_edge(r, s, d, type)) == NULL ||
+        (name != R_NONE && eps_add(&x->eps, &x->n_eps, &x->cap_eps, name) != CAIRN_OK))
         return CAIRN_ENOMEM;
-    x = &r->de[r->n_de];
-    memset(x, 0, sizeof *x);
-    if (name != R_NONE && eps_add(&x->eps, &x->n_eps, &x->cap_eps, name) != CAIRN_OK)
-        return CAIRN_ENOMEM;
-    i = rx_edges(r);
-    x->src = s;
-    x->dst = d;
-    x->type = type;
     x->evidence = 1;
     x->weight = weight;
     x->created = ts;
-    x->present = 1;
-    x->gen = r->epoch;
-    /* Delta adjacency: pushed at the front, so the lists run newest first. */
-    x->next_out = r->dout[s];
-    x->next_in = r->din[d];
-    r->dout[s] = i + 1;
-    r->din[d] = i + 1;
-    r->n_de++;
-    table_put(r->etab, r->etab_cap, edge_hash(s, d, type), i);
-    *idx_out = i;
+    *idx_out = rx_edges(r) - 1;
     return CAIRN_OK;
+}
+
+char *cairn__rx_dup(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
 }
 
 static char *dup_str(const char *s)
 {
-    size_t n = strlen(s);
-    char *p = malloc(n + 1);
-    if (p != NULL)
-        memcpy(p, s, n + 1);
-    return p;
+    return cairn__rx_dup(s, strlen(s));
 }
 
 int cairn__rx_apply_pattern(cairn_reflex *r, const cairn_pattern_spec *s, int64_t ts,
@@ -800,32 +824,17 @@ int cairn__rx_put_node(cairn_reflex *r, uint32_t no, const gi_node *v)
         if (n->key != v->key)
             return CAIRN_ECORRUPT;
     } else {
+        char *label, *fold;
         if (no != i || cairn__rx_find_key(r, v->key) != R_NONE || i >= 0x7ffffffeu)
             return CAIRN_ECORRUPT;
-        if (cairn__grow(NULL, (void **)&r->dn, &r->cap_dn, r->n_dn + 1, sizeof *r->dn) != 0 ||
-            table_grow(&r->ntab, &r->ntab_cap, r->n_dn, node_key_of, r) != CAIRN_OK)
-            return CAIRN_ENOMEM;
-        n = &r->dn[r->n_dn];
-        memset(n, 0, sizeof *n);
-        n->label = malloc(v->label_len + 1);
-        n->fold = malloc(v->fold_len + 1);
-        if (n->label == NULL || n->fold == NULL) {
-            free(n->label);
-            free(n->fold);
+        label = cairn__rx_dup(v->label, v->label_len);
+        fold = cairn__rx_dup(v->fold, v->fold_len);
+        if (label == NULL || fold == NULL ||
+            (n = new_node(r, v->key, label, v->label_len, fold, v->fold_len)) == NULL) {
+            free(label);
+            free(fold);
             return CAIRN_ENOMEM;
         }
-        memcpy(n->label, v->label, v->label_len);
-        n->label[v->label_len] = 0;
-        memcpy(n->fold, v->fold, v->fold_len);
-        n->fold[v->fold_len] = 0;
-        n->key = v->key;
-        n->label_len = v->label_len;
-        n->fold_len = v->fold_len;
-        n->present = 1;
-        n->owns = 1;
-        n->gen = r->epoch;
-        r->n_dn++;
-        table_put(r->ntab, r->ntab_cap, v->key, i);
     }
     n->type = v->type;
     n->frequency = v->frequency;
@@ -847,23 +856,8 @@ int cairn__rx_put_edge(cairn_reflex *r, uint32_t no, const gi_edge *v)
         if (no != i || v->src >= rx_nodes(r) || v->dst >= rx_nodes(r) || i >= 0xfffffffeu ||
             cairn__rx_find_edge(r, v->src, v->dst, v->type) != R_NONE)
             return CAIRN_ECORRUPT;
-        if (cairn__grow(NULL, (void **)&r->de, &r->cap_de, r->n_de + 1, sizeof *r->de) != 0 ||
-            table_grow(&r->etab, &r->etab_cap, r->n_de, edge_key_of, r) != CAIRN_OK ||
-            adj_grow(r, rx_nodes(r)) != CAIRN_OK)
+        if ((x = new_edge(r, v->src, v->dst, v->type)) == NULL)
             return CAIRN_ENOMEM;
-        x = &r->de[r->n_de];
-        memset(x, 0, sizeof *x);
-        x->src = v->src;
-        x->dst = v->dst;
-        x->type = v->type;
-        x->present = 1;
-        x->gen = r->epoch;
-        x->next_out = r->dout[v->src];
-        x->next_in = r->din[v->dst];
-        r->dout[v->src] = i + 1;
-        r->din[v->dst] = i + 1;
-        r->n_de++;
-        table_put(r->etab, r->etab_cap, edge_hash(v->src, v->dst, v->type), i);
     }
     x->evidence = v->evidence;
     x->weight = v->weight;
@@ -898,16 +892,6 @@ int cairn__rx_put_episode(cairn_reflex *r, uint32_t no, const gi_episode *v)
     return CAIRN_OK;
 }
 
-static char *dup_n(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (p != NULL) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
-
 int cairn__rx_put_pattern(cairn_reflex *r, uint32_t no, const gi_pattern *v)
 {
     rpat *x;
@@ -926,10 +910,10 @@ int cairn__rx_put_pattern(cairn_reflex *r, uint32_t no, const gi_pattern *v)
             return CAIRN_ENOMEM;
         x = &r->pat[r->n_pat];
         memset(x, 0, sizeof *x);
-        x->name = dup_n(v->name.p, v->name.len);
-        x->desc = dup_n(v->desc.p, v->desc.len);
-        x->trigger = dup_n(v->trigger.p, v->trigger.len);
-        x->action = dup_n(v->action.p, v->action.len);
+        x->name = cairn__rx_dup(v->name.p, v->name.len);
+        x->desc = cairn__rx_dup(v->desc.p, v->desc.len);
+        x->trigger = cairn__rx_dup(v->trigger.p, v->trigger.len);
+        x->action = cairn__rx_dup(v->action.p, v->action.len);
         if (x->name == NULL || x->desc == NULL || x->trigger == NULL || x->action == NULL) {
             free(x->name);
             free(x->desc);

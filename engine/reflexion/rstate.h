@@ -175,6 +175,9 @@ uint32_t cairn__rx_find_edge(const cairn_reflex *r, uint32_t s, uint32_t d, uint
  * (or no memory when adding). */
 uint32_t cairn__rx_name(cairn_reflex *r, const char *s, size_t len, int add);
 
+/* A malloc'd, NUL-terminated copy of s[0..n); NULL when out of memory. */
+char *cairn__rx_dup(const char *s, size_t n);
+
 /* The folded label (Unicode case folding) of s into *out (malloc'd).
  * Errors: CAIRN_EINVAL (not UTF-8), CAIRN_ENOMEM. */
 int cairn__rx_fold(const char *s, size_t len, char **out, size_t *out_len);
