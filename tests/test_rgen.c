@@ -272,6 +272,19 @@ static void test_a_close_writes_a_generation_not_the_whole_file(void **state)
     free(path);
 }
 
+/* A whole file of about 9,000 rows and a session on it, closed: the path
+ * of the one generation, its name in gen. */
+static char *closed_with_a_generation(fx *f, char *gen, size_t cap)
+{
+    seed_nodes(f, 3000);
+    changes(f, 6000, 3000, 3000);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    changes(f, 1200, 3000, 3300);
+    close_all(f);
+    assert_int_equal(count_files(f->dir, ".cgg", gen, cap), 1);
+    return tu_join(f->dir, gen);
+}
+
 static void test_a_damaged_generation_is_set_aside(void **state)
 {
     fx *f = *state;
@@ -282,13 +295,7 @@ static void test_a_damaged_generation_is_set_aside(void **state)
     size_t len;
     char *path;
 
-    seed_nodes(f, 3000);
-    changes(f, 6000, 3000, 3000);
-    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
-    changes(f, 1200, 3000, 3300);
-    close_all(f);
-    assert_int_equal(count_files(f->dir, ".cgg", gen, sizeof gen), 1);
-    path = tu_join(f->dir, gen);
+    path = closed_with_a_generation(f, gen, sizeof gen);
     b = tu_read_file(path, &len);
     assert_non_null(b);
     b[len / 2] ^= 0x20;
@@ -367,13 +374,7 @@ static void test_a_generation_past_the_limits_is_set_aside(void **state)
     size_t len;
     char *path;
 
-    seed_nodes(f, 3000);
-    changes(f, 6000, 3000, 3000);
-    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
-    changes(f, 1200, 3000, 3300);
-    close_all(f);
-    assert_int_equal(count_files(f->dir, ".cgg", gen, sizeof gen), 1);
-    path = tu_join(f->dir, gen);
+    path = closed_with_a_generation(f, gen, sizeof gen);
     b = tu_read_file(path, &len);
     assert_int_equal(cairn__gg_parse(b, len, gen, &hd, NULL, NULL, &off, &e), CAIRN_OK);
     free(b);
