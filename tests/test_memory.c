@@ -1024,6 +1024,38 @@ static void stats_count_categories_importance_and_times(void **state)
     cairn_mem_stats_free(&s);
 }
 
+/* The count without a scan: the live memories, the expired one included
+ * until forget removes it; it follows stores, deletes and other handles. */
+static void count_follows_the_live_memories(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_forget_opts fo = CAIRN_FORGET_OPTS_INIT;
+    cairn_mem_stats s;
+    cairn_mem *other = NULL;
+    uint64_t n = 99;
+    forget_fixture(f);
+    assert_int_equal(cairn_mem_delete(f->mem, "fresh20", NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_count(f->mem, &n), CAIRN_OK);
+    assert_int_equal(n, 22); /* 23 stored, 1 deleted; the expired one counts */
+    fo.mode = CAIRN_FORGET_GENTLE; /* the expired one, and the old */
+    assert_int_equal(cairn_mem_forget(f->mem, &fo, NULL, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_count(f->mem, &n), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &s), CAIRN_OK);
+    assert_int_equal(n, s.total); /* nothing expired is left */
+    assert_true(n < 22);
+    cairn_mem_stats_free(&s);
+    o.ns = "elsewhere";
+    assert_int_equal(cairn_mem_open(f->db, NULL, &other), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(other, "stored by another handle", &o, NULL, NULL), CAIRN_OK);
+    {
+        uint64_t before = n;
+        assert_int_equal(cairn_mem_count(f->mem, &n), CAIRN_OK);
+        assert_int_equal(n, before + 1);
+    }
+    cairn_mem_close(other);
+}
+
 static void fill_tricky(fx *f)
 {
     cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
@@ -1816,6 +1848,7 @@ int main(void)
     T(context_escapes_xml_and_json) \
     T(forget_modes_prune_what_they_say) \
     T(stats_count_categories_importance_and_times) \
+    T(count_follows_the_live_memories) \
     T(json_export_round_trips_exactly) \
     T(md_export_round_trips_exactly) \
     T(csv_export_round_trips_exactly) \

@@ -34,6 +34,9 @@ const char cmd_search_help[] =
     "\"Diagnostic\"}. Name is the memory's metadata \"name\" or its id;\n"
     "Path its metadata \"path\" or null; Score its relevance relative to the best\n"
     "match (1.0); Hash the SHA-256 of Content (64 lowercase hex digits).\n"
+    "Diagnostic: LexicalAvailable, SemanticAvailable, StorePath, MemoryCount\n"
+    "(the live memories of every namespace; an expired one counts until\n"
+    "`forget` removes it), VectorCount, Embedder.\n"
     "table: Name, Source, Score and a preview. Errors: {\"Error\", \"Query\",\n"
     "\"Details\"} on stdout, exit 1.\n"
     "\n"
@@ -45,7 +48,8 @@ const char cmd_status_help[] =
     "The search router's status (Get-MemoryRouterStatus) as JSON: Lexical\n"
     "{Available, Path}, Semantic {Available (vectors are stored), Embedder (their\n"
     "embedder, or null), Dimensions, VectorCount}, Configuration\n"
-    "{StorePath, MaxResults, Stemmer, MemoryCount}.\n"
+    "{StorePath, MaxResults, Stemmer, MemoryCount (the live memories of every\n"
+    "namespace; an expired one counts until `forget` removes it)}.\n"
     "\n"
     "Exit status: 0 success; 1 no store or I/O error.\n";
 
@@ -107,7 +111,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     uint64_t max = 10;
     cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
-    cairn_mem_stats st;
+    uint64_t count = 0;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cairn_recall_hit *h = NULL;
@@ -202,7 +206,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     if (r == CAIRN_OK)
         r = cairn_mem_recall(mem, query, &ro, &h, &n);
     if (r == CAIRN_OK)
-        r = cairn_mem_stats_get(mem, &st);
+        r = cairn_mem_count(mem, &count);
     if (r != CAIRN_OK) {
         char code[32];
         search_error("Search failed", query, mem && cairn_mem_errmsg(mem)[0]
@@ -241,7 +245,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     cJSON_AddBoolToObject(diag, "LexicalAvailable", 1);
     cJSON_AddBoolToObject(diag, "SemanticAvailable", sem_ok);
     cJSON_AddStringToObject(diag, "StorePath", ctx->store);
-    cJSON_AddNumberToObject(diag, "MemoryCount", (double)st.total);
+    cJSON_AddNumberToObject(diag, "MemoryCount", (double)count);
     cJSON_AddNumberToObject(diag, "VectorCount", (double)nvec);
     if (sem_ok)
         cJSON_AddStringToObject(diag, "Embedder", vname);
@@ -267,7 +271,6 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
         }
     }
     cJSON_Delete(out);
-    cairn_mem_stats_free(&st);
     cairn_recall_free(h, n);
     cairn_mem_close(mem);
     cli_embedder_done(&emb);
@@ -282,7 +285,7 @@ int cmd_status(cli_ctx *ctx, int argc, char **argv)
     const char *name, *val;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
-    cairn_mem_stats st;
+    uint64_t count = 0;
     cli_args a;
     cJSON *o, *x;
     char *s, vname[CAIRN_EMBEDDER_NAME_MAX + 1];
@@ -302,7 +305,7 @@ int cmd_status(cli_ctx *ctx, int argc, char **argv)
         return CLI_EXIT_FAIL;
     r = cairn_mem_open(db, NULL, &mem);
     if (r == CAIRN_OK)
-        r = cairn_mem_stats_get(mem, &st);
+        r = cairn_mem_count(mem, &count);
     if (r != CAIRN_OK) {
         cairn_mem_close(mem);
         r = cli_fail_db(ctx->cmd, db, r, "opening memories");
@@ -327,13 +330,12 @@ int cmd_status(cli_ctx *ctx, int argc, char **argv)
     cJSON_AddStringToObject(x, "StorePath", ctx->store);
     cJSON_AddNumberToObject(x, "MaxResults", 10);
     cJSON_AddStringToObject(x, "Stemmer", "english");
-    cJSON_AddNumberToObject(x, "MemoryCount", (double)st.total);
+    cJSON_AddNumberToObject(x, "MemoryCount", (double)count);
     s = cJSON_Print(o);
     if (s != NULL)
         printf("%s\n", s);
     free(s);
     cJSON_Delete(o);
-    cairn_mem_stats_free(&st);
     cairn_mem_close(mem);
     cairn_close(db);
     return CLI_EXIT_OK;

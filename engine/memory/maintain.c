@@ -141,6 +141,17 @@ static int by_count(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+int cairn_mem_count(cairn_mem *m, uint64_t *live)
+{
+    int rc;
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    rc = cairn__mem_catch_up(m);
+    *live = rc == CAIRN_OK ? cairn__mem_live(m) : 0;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *s)
 {
     int64_t now = cairn__mem_wall_ms();
