@@ -311,6 +311,39 @@ check "recall counts the access" grep -q '"accessCount":2' out
 check "recall --format json is valid JSON" valid_json_lines
 run --store "$M" recall "typescript" --categories fact
 check "recall --categories filters" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+# update: fields change, the rest stays; --tags keeps the other metadata keys
+run --store "$M" update "$id2" --importance 0.3 --tags home,city --format json
+check "update changes the importance and the tags" sh -c "[ $rc -eq 0 ] && jq -e '.importance == 0.3 and .metadata.tags == [\"home\",\"city\"] and .content == \"User lives in San Francisco\"' out >/dev/null"
+run --store "$M" update "$id1" --tags x
+run --store "$M" get "$id1" --format json
+check "update --tags replaces the tags only" sh -c "jq -e '.metadata.tags == [\"x\"] and .category == \"preference\"' out >/dev/null"
+run --store "$M" update "$id2" --expires 1h --category place
+check "update prints the id" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '$id2' ]"
+run --store "$M" get "$id2" --format json
+check "update set the expiry and the category" sh -c "jq -e '.expiresAt != null and .category == \"place\"' out >/dev/null"
+run --store "$M" update "$id2" --expires never --format json
+check "update --expires never clears it" sh -c "jq -e '.expiresAt == null' out >/dev/null"
+run --store "$M" update "$id2"
+check "update with nothing to change is a usage error" sh -c "[ $rc -eq 64 ] && grep -q 'nothing to change' err"
+run --store "$M" update m0000000000000000 --importance 0.5
+check "update of an unknown id exits 1" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+run --store "$M" update "$id2" --importance 2
+check "update refuses an importance out of 0..1" rc_is 64
+# recall --since / --until: the creation time
+S=$T/since
+"$CAIRN" --store "$S" add "an early note about the cache" >/dev/null 2>&1
+sleep 1
+mid=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
+sleep 1
+"$CAIRN" --store "$S" add "a later note about the cache" >/dev/null 2>&1
+run --store "$S" recall "note cache" --since "$mid"
+check "recall --since keeps what was created after" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q 'later' out"
+run --store "$S" recall "note cache" --until "$mid"
+check "recall --until keeps what was created before" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q 'early' out"
+run --store "$S" recall "note cache" --since 1h
+check "recall --since takes a duration" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ]"
+run --store "$S" recall "note cache" --since soon
+check "recall --since refuses a bad time" rc_is 64
 # Access statistics: recalls append to the side file ACCESS, not to the log
 # (the bound is 20 records per 10,000 recalls of 2 memories; 300 here).
 A=$T/access

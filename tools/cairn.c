@@ -45,6 +45,8 @@ static const command commands[] = {
      cmd_config, 0},
     {"add", "store a memory", cmd_add_help, cmd_add, 0},
     {"get", "print a memory", cmd_get_help, cmd_get, 0},
+    {"update", "change a memory's category, importance, metadata or expiry", cmd_update_help,
+     cmd_update, 0},
     {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove, 0},
     {"restore", "bring back a removed, pruned or forgotten memory", cmd_restore_help,
      cmd_restore, 0},

@@ -58,6 +58,28 @@ const char cmd_add_help[] =
     "Exit status: 0 stored (or already there); 1 invalid value, I/O error, store\n"
     "locked; 64 usage error.\n";
 
+const char cmd_update_help[] =
+    "usage: cairn update ID [--category C] [--importance X] [--tags a,b]\n"
+    "                   [--meta JSON] [--expires TIME|never] [--format text|json]\n"
+    "\n"
+    "Change fields of a live memory, in one record (memory.update); what is not\n"
+    "named stays. The content does not change (store a new memory and remove\n"
+    "the old one). Text must be valid UTF-8 without NUL, or nothing changes.\n"
+    "\n"
+    "Options:\n"
+    "  --category C      the new category (1..64 bytes)\n"
+    "  --importance X    the new importance, 0..1\n"
+    "  --tags a,b        the metadata's \"tags\" become [\"a\",\"b\"]; its other keys\n"
+    "                    stay (with --meta: the keys of JSON)\n"
+    "  --meta JSON       a JSON object that replaces the metadata\n"
+    "  --expires TIME    after TIME the memory is never returned (as for add:\n"
+    "                    ISO 8601, @<epoch ms>, or a duration from now); never:\n"
+    "                    it no longer expires\n"
+    "  --format F        text (the id) or json (the whole memory as changed)\n"
+    "\n"
+    "Exit status: 0 changed; 1 no such live memory, invalid value, I/O error,\n"
+    "store locked; 64 usage error (also when nothing is to change).\n";
+
 const char cmd_get_help[] =
     "usage: cairn get ID [--format text|json]\n"
     "\n"
@@ -98,6 +120,7 @@ const char cmd_recall_help[] =
     "usage: cairn recall QUERY [--k N] [--categories a,b] [--min-importance X]\n"
     "                    [--namespace NS[,NS...]] [--explain] [--format text|json]\n"
     "                    [--lexical-only | --semantic-only] [--approximate N]\n"
+    "                    [--since TIME] [--until TIME]\n"
     "\n"
     "Print the memories that best match QUERY, best first. Ranking: relevance\n"
     "(0.5: BM25, with vector similarity fused in by score when the store holds\n"
@@ -116,6 +139,9 @@ const char cmd_recall_help[] =
     "  --categories a,b    only these categories\n"
     "  --min-importance X  only memories stored with importance >= X (0..1)\n"
     "  --namespace NS,...  the namespaces to search (default: the empty one)\n"
+    "  --since TIME        only memories created at or after TIME: ISO 8601,\n"
+    "                      @<epoch ms>, or a duration ago (30m, 2h, 7d)\n"
+    "  --until TIME        only memories created at or before TIME (as --since)\n"
     "  --explain           show every component of each score, and which side\n"
     "                      (lexical, semantic, both) found the memory\n"
     "  --lexical-only      BM25 only\n"
@@ -404,6 +430,87 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     return close_mem(ctx, db, mem, rc);
 }
 
+int cmd_update(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"category", 1}, {"importance", 1}, {"tags", 1},
+                                       {"meta", 1},     {"expires", 1},    {"format", 1},
+                                       {NULL, 0}};
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    const char *name, *val, *id = NULL, *meta = NULL, *tags = NULL;
+    char *meta_json = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    cairn_memory *m = NULL;
+    cli_args a;
+    int r, rc = -1, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_update_help);
+        if (r == CLI_ARG_POS) {
+            if (id != NULL)
+                return cli_usage_error(ctx->cmd, "one ID only");
+            id = val;
+        } else if (strcmp(name, "category") == 0) {
+            u.category = val;
+        } else if (strcmp(name, "importance") == 0) {
+            rc = parse_unit(ctx->cmd, "--importance", val, &u.importance);
+        } else if (strcmp(name, "tags") == 0) {
+            tags = val;
+        } else if (strcmp(name, "meta") == 0) {
+            meta = val;
+        } else if (strcmp(name, "expires") == 0) {
+            int64_t now = cli_now_ms();
+            u.set_expires = 1;
+            if (strcmp(val, "never") == 0)
+                u.expires_at = 0;
+            else if (cli_parse_time(val, now, &u.expires_at) != 0)
+                return cli_usage_error(ctx->cmd, "bad time '%s'", val);
+            else if (val[0] >= '0' && val[0] <= '9' && strchr(val, '-') == NULL)
+                u.expires_at = now + (now - u.expires_at); /* a duration: from now, as add */
+        } else if (strcmp(name, "format") == 0) {
+            rc = cli_parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc >= 0)
+        return rc;
+    if (id == NULL)
+        return cli_usage_error(ctx->cmd, "missing ID");
+    if (u.category == NULL && u.importance < 0 && meta == NULL && tags == NULL && !u.set_expires)
+        return cli_usage_error(ctx->cmd, "nothing to change (see cairn help update)");
+    if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    /* --tags alone keeps the other keys of the metadata: they are read
+     * first. */
+    if (tags != NULL && meta == NULL) {
+        r = cairn_mem_get(mem, id, &m);
+        if (r != CAIRN_OK)
+            return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        meta = m->metadata;
+    }
+    rc = meta != NULL || tags != NULL ? build_meta(ctx, meta, tags, &meta_json) : -1;
+    cairn_mem_free(m);
+    m = NULL;
+    if (rc >= 0)
+        return close_mem(ctx, db, mem, rc);
+    u.metadata = meta_json;
+    r = cairn_mem_update(mem, id, &u);
+    free(meta_json);
+    if (r == CAIRN_OK && json)
+        r = cairn_mem_get(mem, id, &m);
+    if (r != CAIRN_OK)
+        return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+    if (json)
+        print_json(mem_json(m));
+    else
+        printf("%s\n", id);
+    cairn_mem_free(m);
+    return close_mem(ctx, db, mem, CLI_EXIT_OK);
+}
+
 /* The memory a call (status r) gave, as text or JSON, or its error; then
  * close. */
 static int show_and_close(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int r, cairn_memory *m,
@@ -554,7 +661,8 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
     static const cli_optspec spec[] = {{"k", 1}, {"categories", 1}, {"min-importance", 1},
                                        {"namespace", 1}, {"explain", 0}, {"format", 1},
                                        {"lexical-only", 0}, {"semantic-only", 0},
-                                       {"approximate", 1}, {NULL, 0}};
+                                       {"approximate", 1}, {"since", 1}, {"until", 1},
+                                       {NULL, 0}};
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
     const char *name, *val, *query = NULL;
     char *cats = NULL, *nss = NULL;
@@ -591,6 +699,10 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             nss = strdup(val);
         } else if (strcmp(name, "explain") == 0) {
             explain = 1;
+        } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
+            int64_t *t = name[0] == 's' ? &ro.since : &ro.until;
+            if (cli_parse_time(val, cli_now_ms(), t) != 0 || *t <= 0)
+                rc = cli_usage_error(ctx->cmd, "bad time '%s' for --%s", val, name);
         } else if (strcmp(name, "format") == 0) {
             rc = cli_parse_format(ctx->cmd, val, &json);
         } else if (strcmp(name, "approximate") == 0) {
