@@ -344,6 +344,25 @@ run --store "$S" recall "note cache" --since 1h
 check "recall --since takes a duration" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ]"
 run --store "$S" recall "note cache" --since soon
 check "recall --since refuses a bad time" rc_is 64
+# list: without a query, oldest first, the newest N with --limit, no access
+L=$T/list
+for i in 1 2 3 4; do
+    c=fact; [ $i -gt 2 ] && c=decision
+    "$CAIRN" --store "$L" add "release note $i" --category $c >/dev/null 2>&1
+done
+"$CAIRN" --store "$L" add "release note 5" --namespace work >/dev/null 2>&1
+run --store "$L" list
+check "list prints every namespace's memories, oldest first" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 5 ] && head -n 1 out | grep -q 'note 1' && tail -n 1 out | grep -q 'note 5'"
+run --store "$L" list --limit 2
+check "list --limit N keeps the N newest and says how many more" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ] && head -n 1 out | grep -q 'note 4' && grep -q '3 more match' err"
+run --store "$L" list --categories decision --format json
+check "list --categories filters, --format json is the memories" sh -c "[ $rc -eq 0 ] && jq -e 'length == 2 and all(.category == \"decision\")' out >/dev/null"
+run --store "$L" list --namespace work --format json
+check "list --namespace keeps that namespace" sh -c "jq -e 'length == 1 and .[0].namespace == \"work\" and .[0].accessCount == 0' out >/dev/null"
+run --store "$L" list --since "@9999999999999"
+check "list --since in the future is empty" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run --store "$L" list --limit many
+check "list --limit must be a number" rc_is 64
 # Access statistics: recalls append to the side file ACCESS, not to the log
 # (the bound is 20 records per 10,000 recalls of 2 memories; 300 here).
 A=$T/access

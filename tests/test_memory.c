@@ -1056,6 +1056,59 @@ static void count_follows_the_live_memories(void **state)
     cairn_mem_close(other);
 }
 
+typedef struct each_seen {
+    int n, stop_at;
+    char first[CAIRN_MEM_ID_MAX + 1];
+    int64_t last_created;
+    int in_order;
+} each_seen;
+
+static int each_cb(void *user, cairn_memory *m)
+{
+    each_seen *e = user;
+    if (e->n++ == 0)
+        strcpy(e->first, m->id);
+    e->in_order &= m->created_at >= e->last_created;
+    e->last_created = m->created_at;
+    cairn_mem_free(m);
+    return e->n == e->stop_at ? 7 : 0;
+}
+
+/* Every live, unexpired memory of the namespaces, oldest first; fn's
+ * nonzero return stops the walk and comes back. */
+static void each_walks_the_live_memories(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    static const char *const work[] = {"work"}, *const both[] = {"", "work"};
+    each_seen e = {0, 0, "", 0, 1};
+    cairn_mem_stats s;
+    forget_fixture(f); /* 23 in "", one of them expired */
+    assert_int_equal(cairn_mem_delete(f->mem, "fresh20", NULL), CAIRN_OK);
+    o.ns = "work";
+    assert_int_equal(cairn_mem_store(f->mem, "a memory at work", &o, NULL, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &s), CAIRN_OK);
+    assert_int_equal(cairn_mem_each(f->mem, NULL, 0, each_cb, &e), CAIRN_OK);
+    assert_int_equal(e.n, (int)s.total); /* deleted and expired left out */
+    assert_true(e.in_order);
+    cairn_mem_stats_free(&s);
+    memset(&e, 0, sizeof e);
+    e.in_order = 1;
+    assert_int_equal(cairn_mem_each(f->mem, work, 1, each_cb, &e), CAIRN_OK);
+    assert_int_equal(e.n, 1);
+    memset(&e, 0, sizeof e);
+    e.in_order = 1;
+    assert_int_equal(cairn_mem_each(f->mem, both, 2, each_cb, &e), CAIRN_OK);
+    {
+        int all = e.n;
+        memset(&e, 0, sizeof e);
+        e.stop_at = 3;
+        assert_int_equal(cairn_mem_each(f->mem, both, 2, each_cb, &e), 7);
+        assert_int_equal(e.n, 3);
+        assert_true(all > 3);
+    }
+}
+
 static void fill_tricky(fx *f)
 {
     cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
@@ -1849,6 +1902,7 @@ int main(void)
     T(forget_modes_prune_what_they_say) \
     T(stats_count_categories_importance_and_times) \
     T(count_follows_the_live_memories) \
+    T(each_walks_the_live_memories) \
     T(json_export_round_trips_exactly) \
     T(md_export_round_trips_exactly) \
     T(csv_export_round_trips_exactly) \

@@ -47,6 +47,8 @@ static const command commands[] = {
     {"get", "print a memory", cmd_get_help, cmd_get, 0},
     {"update", "change a memory's category, importance, metadata or expiry", cmd_update_help,
      cmd_update, 0},
+    {"list", "list memories without a query, by namespace, category and time", cmd_list_help,
+     cmd_list, 0},
     {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove, 0},
     {"restore", "bring back a removed, pruned or forgotten memory", cmd_restore_help,
      cmd_restore, 0},

@@ -80,6 +80,30 @@ const char cmd_update_help[] =
     "Exit status: 0 changed; 1 no such live memory, invalid value, I/O error,\n"
     "store locked; 64 usage error (also when nothing is to change).\n";
 
+const char cmd_list_help[] =
+    "usage: cairn list [--namespace NS[,NS...]] [--categories a,b] [--since TIME]\n"
+    "                  [--until TIME] [--limit N] [--format text|json]\n"
+    "\n"
+    "List memories without a query: the live, unexpired memories that pass the\n"
+    "filters, oldest first; with --limit N, the N newest of them (still oldest\n"
+    "first), and stderr says how many more there were. Unlike recall, a listing\n"
+    "counts no access. It reads every memory of the store (about a second at\n"
+    "1,000,000).\n"
+    "\n"
+    "Options:\n"
+    "  --namespace NS,...  only these namespaces (default: every namespace)\n"
+    "  --categories a,b    only these categories\n"
+    "  --since TIME        created at or after TIME: ISO 8601, @<epoch ms>, or a\n"
+    "                      duration ago (30m, 2h, 7d)\n"
+    "  --until TIME        created at or before TIME (as --since)\n"
+    "  --limit N           at most N, the newest (default 50; 0: all)\n"
+    "  --format F          text: \"created  [category] content  (id)\" lines, the\n"
+    "                      content's first line cut at 100 bytes; json: an array\n"
+    "                      of the whole memories, as get prints them\n"
+    "\n"
+    "Exit status: 0 success (also when none matches); 1 I/O error; 64 usage\n"
+    "error.\n";
+
 const char cmd_get_help[] =
     "usage: cairn get ID [--format text|json]\n"
     "\n"
@@ -646,6 +670,140 @@ static size_t split_list(char *s, const char ***out)
     for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
         (*out)[k++] = t;
     return k;
+}
+
+/* cmd_list's filter and the newest `limit` that pass it, in a ring. */
+typedef struct lister {
+    const char **cats;
+    size_t n_cats;
+    int64_t since, until;
+    cairn_memory **ring;
+    size_t limit, n, seen, cap;
+} lister;
+
+static int list_one(void *user, cairn_memory *m)
+{
+    lister *l = user;
+    int keep = (l->since == 0 || m->created_at >= l->since) &&
+               (l->until == 0 || m->created_at <= l->until);
+    for (size_t i = 0; keep && l->n_cats > 0; i++) {
+        if (i == l->n_cats) {
+            keep = 0;
+            break;
+        }
+        if (strcmp(m->category, l->cats[i]) == 0)
+            break;
+    }
+    if (!keep) {
+        cairn_mem_free(m);
+        return 0;
+    }
+    if (l->limit == 0) { /* all: an array that grows */
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 64;
+            cairn_memory **r = realloc(l->ring, cap * sizeof *r);
+            if (r == NULL) {
+                cairn_mem_free(m);
+                return CAIRN_ENOMEM;
+            }
+            l->ring = r;
+            l->cap = cap;
+        }
+        l->ring[l->n++] = m;
+        l->seen++;
+        return 0;
+    }
+    cairn_mem_free(l->ring[l->seen % l->limit]); /* NULL until the ring is full */
+    l->ring[l->seen % l->limit] = m;
+    l->seen++;
+    l->n = l->seen < l->limit ? l->seen : l->limit;
+    return 0;
+}
+
+int cmd_list(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"namespace", 1}, {"categories", 1}, {"since", 1},
+                                       {"until", 1},     {"limit", 1},      {"format", 1},
+                                       {NULL, 0}};
+    const char *name, *val, **ns_list = NULL;
+    char *cats = NULL, *nss = NULL;
+    size_t n_ns = 0;
+    lister l;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    uint64_t limit = 50;
+    cli_args a;
+    int r, rc = -1, json = 0;
+
+    memset(&l, 0, sizeof l);
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            rc = CLI_EXIT_USAGE;
+        else if (r == CLI_ARG_HELP)
+            rc = cli_help(cmd_list_help);
+        else if (r == CLI_ARG_POS)
+            rc = cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        else if (strcmp(name, "namespace") == 0) {
+            free(nss);
+            nss = strdup(val);
+        } else if (strcmp(name, "categories") == 0) {
+            free(cats);
+            cats = strdup(val);
+        } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
+            int64_t *t = name[0] == 's' ? &l.since : &l.until;
+            if (cli_parse_time(val, cli_now_ms(), t) != 0 || *t <= 0)
+                rc = cli_usage_error(ctx->cmd, "bad time '%s' for --%s", val, name);
+        } else if (strcmp(name, "limit") == 0) {
+            if (cli_parse_u64(val, 100000000, &limit) != 0)
+                rc = cli_usage_error(ctx->cmd, "--limit must be a number, not '%s'", val);
+        } else if (strcmp(name, "format") == 0) {
+            rc = cli_parse_format(ctx->cmd, val, &json);
+        }
+    }
+    if (rc < 0 && cats != NULL)
+        l.n_cats = split_list(cats, &l.cats);
+    if (rc < 0 && nss != NULL)
+        n_ns = split_list(nss, &ns_list);
+    l.limit = (size_t)limit;
+    if (rc < 0 && limit > 0 && (l.ring = calloc((size_t)limit, sizeof *l.ring)) == NULL)
+        rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+    if (rc < 0 && (rc = open_mem(ctx, 0, &db, &mem)) == CLI_EXIT_OK) {
+        r = cairn_mem_each(mem, nss ? ns_list : NULL, n_ns, list_one, &l);
+        if (r != CAIRN_OK) {
+            rc = mem_fail(ctx, mem, r);
+        } else {
+            cJSON *arr = json ? cJSON_CreateArray() : NULL;
+            size_t first = l.limit != 0 && l.seen > l.limit ? l.seen % l.limit : 0;
+            for (size_t i = 0; i < l.n; i++) {
+                const cairn_memory *m = l.ring[(first + i) % (l.limit ? l.limit : l.n)];
+                if (json) {
+                    cJSON_AddItemToArray(arr, mem_json(m));
+                } else {
+                    char t[40];
+                    int w = (int)strcspn(m->content, "\r\n"), cut = w > 100 ? 100 : w;
+                    while (cut > 0 && cut < w && ((unsigned char)m->content[cut] & 0xC0) == 0x80)
+                        cut--;
+                    cli_format_time(m->created_at, t, sizeof t);
+                    printf("%s  [%s] %.*s%s  (%s)\n", t, m->category, cut, m->content,
+                           cut < w ? " ..." : "", m->id);
+                }
+            }
+            if (json)
+                print_json(arr);
+            if (l.seen > l.n)
+                fprintf(stderr, "cairn: list: %zu more match (--limit %zu; 0: all)\n",
+                        l.seen - l.n, l.limit);
+        }
+    }
+    for (size_t i = 0; l.ring != NULL && i < (l.limit ? l.limit : l.n); i++)
+        cairn_mem_free(l.ring[i]);
+    free(l.ring);
+    free(l.cats);
+    free(cats);
+    free(ns_list);
+    free(nss);
+    return mem != NULL ? close_mem(ctx, db, mem, rc) : rc;
 }
 
 /* Which side found a hit: "lexical", "semantic" or "both". */

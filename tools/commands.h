@@ -40,6 +40,8 @@ extern const char cmd_get_help[];
 int cmd_get(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_update_help[];
 int cmd_update(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_list_help[];
+int cmd_list(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_remove_help[];
 int cmd_remove(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_restore_help[];

@@ -958,6 +958,15 @@ typedef enum cairn_mem_format {
     CAIRN_MEM_CSV = 2    /* RFC 4180, a header row, one memory a row */
 } cairn_mem_format;
 
+/* Every live, unexpired memory of the namespaces ns[0..n_ns) (NULL: every
+ * namespace), oldest first, handed to fn one at a time: fn owns *mem (free
+ * it with cairn_mem_free) and returns 0 to go on; a nonzero return stops the
+ * walk and is returned. It reads every memory of the store (as export does)
+ * and holds the handle's lock meanwhile: fn must not call functions of m.
+ * Errors: CAIRN_ENOMEM, those of catching up with the log. */
+int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
+                   int (*fn)(void *user, cairn_memory *mem), void *user);
+
 /* Every live, unexpired memory (all namespaces), oldest first, as text in
  * *out (free()), *len bytes. JSON round-trips exactly through
  * cairn_mem_import (ids, times, access statistics, metadata, namespace,

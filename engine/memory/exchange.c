@@ -172,6 +172,45 @@ static char *value_text(const cJSON *o, const char *name, int bare_strings)
     return cJSON_PrintUnformatted(v);
 }
 
+int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
+                   int (*fn)(void *user, cairn_memory *mem), void *user)
+{
+    int64_t now = cairn__mem_wall_ms();
+    uint8_t *want = NULL; /* by namespace number: listed */
+    int rc;
+
+    pthread_mutex_lock(&m->mu);
+    m->err[0] = 0;
+    if ((rc = cairn__mem_catch_up(m)) == CAIRN_OK)
+        rc = cairn__mem_read_all(m);
+    if (rc == CAIRN_OK && ns != NULL) {
+        if ((want = calloc(m->nns ? m->nns : 1, 1)) == NULL)
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        for (size_t i = 0; i < n_ns && rc == CAIRN_OK; i++) {
+            long nsi = ns[i] ? cairn__mem_ns_index(m, ns[i], strlen(ns[i]), 0) : -1;
+            if (nsi >= 0)
+                want[nsi] = 1;
+        }
+    }
+    if (rc == CAIRN_OK)
+        cairn__access_refresh(m);
+    for (size_t i = 0; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
+        const ment *x = cairn__mem_at(m, i);
+        cairn_memory *c;
+        if (!x->live || cairn__mem_expired(x, now) || (want != NULL && !want[x->nsi]))
+            continue;
+        if ((c = malloc(sizeof *c)) == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
+            free(c);
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+            break;
+        }
+        rc = fn(user, c);
+    }
+    free(want);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
 {
     int64_t now = cairn__mem_wall_ms();
