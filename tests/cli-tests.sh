@@ -363,6 +363,19 @@ run --store "$L" list --since "@9999999999999"
 check "list --since in the future is empty" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
 run --store "$L" list --limit many
 check "list --limit must be a number" rc_is 64
+# history: a memory's records, oldest first, from the log (also once removed)
+H=$T/history
+hid=$("$CAIRN" --store "$H" add "the staging database is read-only on Sundays" --namespace ops 2>/dev/null)
+"$CAIRN" --store "$H" add "another memory of the same namespace" --namespace ops >/dev/null 2>&1
+"$CAIRN" --store "$H" update "$hid" --importance 0.9 >/dev/null 2>&1
+"$CAIRN" --store "$H" remove "$hid" >/dev/null 2>&1
+"$CAIRN" --store "$H" clear --namespace ops --yes >/dev/null 2>&1
+run --store "$H" history "$hid" --format json
+check "history lists store, update, delete and the clear of its namespace, in order" sh -c "[ $rc -eq 0 ] && jq -e '[.[].type] == [\"memory\",\"memory.update\",\"memory.delete\",\"memory.clear\"] and (.[0].seq < .[1].seq)' out >/dev/null"
+run --store "$H" history "$hid"
+check "history (text) is one line per record" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 4 ] && grep -q 'memory.update' out"
+run --store "$H" history m0000000000000000
+check "history of an id the log never held exits 1" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
 # Access statistics: recalls append to the side file ACCESS, not to the log
 # (the bound is 20 records per 10,000 recalls of 2 memories; 300 here).
 A=$T/access

@@ -49,6 +49,8 @@ static const command commands[] = {
      cmd_update, 0},
     {"list", "list memories without a query, by namespace, category and time", cmd_list_help,
      cmd_list, 0},
+    {"history", "every record of the log that made or changed a memory", cmd_history_help,
+     cmd_history, 0},
     {"remove", "delete a memory (a tombstone)", cmd_remove_help, cmd_remove, 0},
     {"restore", "bring back a removed, pruned or forgotten memory", cmd_restore_help,
      cmd_restore, 0},

@@ -42,6 +42,10 @@ extern const char cmd_update_help[];
 int cmd_update(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_list_help[];
 int cmd_list(cli_ctx *ctx, int argc, char **argv);
+
+/* cmd_history.c: one memory's records in the log. */
+extern const char cmd_history_help[];
+int cmd_history(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_remove_help[];
 int cmd_remove(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_restore_help[];
