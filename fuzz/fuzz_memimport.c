@@ -1,6 +1,6 @@
 /*
- * fuzz_memimport.c - cairn_mem_import() of arbitrary bytes as json, md or
- * csv (the first byte picks the format) into a real store, created once in
+ * fuzz_memimport.c - cairn_mem_import() of arbitrary bytes as json, md,
+ * csv or jsonl (the first byte picks the format) into a real store, created once in
  * a temporary directory (durability none, no background thread).
  *
  * Invariants: the import returns CAIRN_OK, CAIRN_EINVAL (with a message)
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
-    f = (cairn_mem_format)(data[0] % 3);
+    f = (cairn_mem_format)(data[0] % 4);
     before = records();
     rc = cairn_mem_import(mem, f, (const char *)data + 1, size - 1, NULL, &imported, &skipped);
     FUZZ_CHECK(rc == CAIRN_OK || rc == CAIRN_EINVAL || rc == CAIRN_ENOMEM);

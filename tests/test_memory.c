@@ -1217,6 +1217,34 @@ static void csv_export_round_trips_exactly(void **state)
     round_trip(*state, CAIRN_MEM_CSV);
 }
 
+/* JSON Lines: the json objects one a line; blank lines and white space
+ * around a line are passed over, a line that is not one JSON value fails
+ * the import whole, naming it. */
+static void jsonl_export_round_trips_exactly(void **state)
+{
+    fx *f = *state;
+    char *a = NULL;
+    size_t alen, lines = 0;
+    uint64_t imported = 9, skipped = 9;
+    round_trip(f, CAIRN_MEM_JSONL);
+    assert_int_equal(cairn_mem_export(f->mem, CAIRN_MEM_JSONL, &a, &alen), CAIRN_OK);
+    for (size_t i = 0; i < alen; i++)
+        lines += a[i] == '\n';
+    assert_true(lines > 1 && a[alen - 1] == '\n' && strstr(a, "\n\n") == NULL);
+    free(a);
+    static const char loose[] = "\n  {\"content\":\"first of the lines\"}  \r\n\n"
+                                "{\"content\":\"second of the lines\",\"namespace\":\"jl\"}";
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSONL, loose, strlen(loose), NULL,
+                                      &imported, &skipped), CAIRN_OK);
+    assert_int_equal(imported, 2);
+    assert_int_equal(skipped, 0);
+    static const char broken[] = "{\"content\":\"would be fine\"}\n{\"content\":\"half\n\"}";
+    assert_int_equal(cairn_mem_import(f->mem, CAIRN_MEM_JSONL, broken, strlen(broken), NULL,
+                                      &imported, &skipped), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "memory 2"));
+    assert_int_equal(imported, 0);
+}
+
 static void a_bad_import_stores_nothing(void **state)
 {
     fx *f = *state;
@@ -1906,6 +1934,7 @@ int main(void)
     T(json_export_round_trips_exactly) \
     T(md_export_round_trips_exactly) \
     T(csv_export_round_trips_exactly) \
+    T(jsonl_export_round_trips_exactly) \
     T(a_bad_import_stores_nothing) \
     T(an_import_reads_the_array_one_element_at_a_time) \
     T(an_import_says_what_became_of_each_memory) \

@@ -1390,10 +1390,11 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
 }
 
 const char cmd_export_help[] =
-    "usage: cairn export [--format json|md|csv]\n"
+    "usage: cairn export [--format json|jsonl|md|csv]\n"
     "\n"
     "Print every live, unexpired memory of every namespace, oldest first:\n"
     "  json  an array of Engram's memory objects plus \"namespace\" (default)\n"
+    "  jsonl the same objects, one a line (JSON Lines)\n"
     "  md    \"## id\" sections of \"- field: value\" lines (values in JSON), then\n"
     "        the content\n"
     "  csv   RFC 4180 with a header row: id,namespace,category,importance,\n"
@@ -1404,12 +1405,14 @@ const char cmd_export_help[] =
     "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
 
 const char cmd_import_help[] =
-    "usage: cairn import --format json|md|csv FILE|-  [--namespace NS] [--json]\n"
+    "usage: cairn import --format json|jsonl|md|csv FILE|-  [--namespace NS] [--json]\n"
     "       cairn import --from markdown DIR [--category C] [--namespace NS] [--json]\n"
     "       cairn import --from episodes DIR [--force] [--json]\n"
     "       cairn import --from causal-graph FILE|- [--json]\n"
     "\n"
-    "First form: import what `cairn export` wrote (FILE, or - for stdin). Every\n"
+    "First form: import what `cairn export` wrote (FILE, or - for stdin; jsonl:\n"
+    "one memory object a line, blank lines passed over, as a log pipeline\n"
+    "writes them; a memory without an id gets one). Every\n"
     "memory is checked first: one invalid memory (text that is not valid UTF-8\n"
     "or holds a NUL, a byte or \\u0000, included: README \"Text\") fails the\n"
     "import, the message names the memory and field, and nothing is stored.\n"
@@ -1473,8 +1476,10 @@ static int parse_mem_format(const char *cmd, const char *v, cairn_mem_format *f)
         *f = CAIRN_MEM_MD;
     else if (strcmp(v, "csv") == 0)
         *f = CAIRN_MEM_CSV;
+    else if (strcmp(v, "jsonl") == 0)
+        *f = CAIRN_MEM_JSONL;
     else
-        return cli_usage_error(cmd, "Invalid format '%s': json, md or csv", v);
+        return cli_usage_error(cmd, "Invalid format '%s': json, jsonl, md or csv", v);
     return -1;
 }
 

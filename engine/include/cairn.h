@@ -955,7 +955,8 @@ void cairn_mem_stats_free(cairn_mem_stats *s);
 typedef enum cairn_mem_format {
     CAIRN_MEM_JSON = 0,  /* an array of Engram's memory objects, plus "namespace" */
     CAIRN_MEM_MD = 1,    /* "## id" sections with "- field: value" lines, then the content */
-    CAIRN_MEM_CSV = 2    /* RFC 4180, a header row, one memory a row */
+    CAIRN_MEM_CSV = 2,   /* RFC 4180, a header row, one memory a row */
+    CAIRN_MEM_JSONL = 3  /* JSON Lines: one memory object (as in json) a line */
 } cairn_mem_format;
 
 /* Every live, unexpired memory of the namespaces ns[0..n_ns) (NULL: every

@@ -220,7 +220,7 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
 
     *out = NULL;
     *len = 0;
-    if ((unsigned)f > CAIRN_MEM_CSV)
+    if ((unsigned)f > CAIRN_MEM_JSONL)
         return CAIRN_EINVAL;
     pthread_mutex_lock(&m->mu);
     if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) {
@@ -232,7 +232,7 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
         arr = cJSON_CreateArray();
     else if (f == CAIRN_MEM_MD)
         sputs(&b, "# Memories\n");
-    else {
+    else if (f == CAIRN_MEM_CSV) {
         for (size_t i = 0; i < NFIELDS; i++) {
             sputs(&b, fields[i]);
             sputs(&b, ",");
@@ -254,6 +254,20 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
         if (f == CAIRN_MEM_JSON) {
             cJSON_AddItemToArray(arr, o);
             if ((rc = add_embedding(m, x, o)) != CAIRN_OK)
+                break;
+            continue;
+        }
+        if (f == CAIRN_MEM_JSONL) { /* one object a line: a string holds no raw newline */
+            char *t = NULL;
+            if ((rc = add_embedding(m, x, o)) == CAIRN_OK && (t = cJSON_PrintUnformatted(o)) == NULL)
+                rc = CAIRN_ENOMEM;
+            if (t != NULL) {
+                sputs(&b, t);
+                sputs(&b, "\n");
+            }
+            free(t);
+            cJSON_Delete(o);
+            if (rc != CAIRN_OK)
                 break;
             continue;
         }
@@ -894,6 +908,34 @@ static int jarr_next(jarr *a, const char **s, size_t *n)
     return 1;
 }
 
+/* JSON Lines: each line that is not blank is one element. */
+static int jlines_next(jarr *a, const char **s, size_t *n)
+{
+    for (;;) {
+        const char *p = a->p, *nl, *e;
+        if (p >= a->end)
+            return 0;
+        nl = memchr(p, '\n', (size_t)(a->end - p));
+        e = nl ? nl : a->end;
+        a->p = nl ? nl + 1 : a->end;
+        p = skip_ws(p, e);
+        while (e > p && (unsigned char)e[-1] <= 32)
+            e--;
+        if (e > p) {
+            *s = p;
+            *n = (size_t)(e - p);
+            return 1;
+        }
+    }
+}
+
+static void jlines_open(jarr *a, const char *data, size_t len)
+{
+    a->p = data + (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0);
+    a->end = data + len;
+    a->first = 0;
+}
+
 /* Count the elements (and check the array's shape): -1 if malformed. */
 static long jarr_count(const char *data, size_t len)
 {
@@ -1000,6 +1042,15 @@ int cairn_mem_import_each(cairn_mem *m, cairn_mem_format f, const char *data, si
         n = (size_t)k;
         if (rc == CAIRN_OK)
             (void)jarr_open(&ja, data, len);
+    } else if (f == CAIRN_MEM_JSONL) {
+        const char *es;
+        size_t el;
+        jlines_open(&ja, data, len);
+        while (jlines_next(&ja, &es, &el) == 1)
+            n++;
+        if (cairn__utf8_check_json(&e, NULL, "memory", data, len) != CAIRN_OK)
+            rc = cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
+        jlines_open(&ja, data, len);
     } else if (f == CAIRN_MEM_CSV) {
         rc = from_csv(m, data, len, &arr);
     } else if (f == CAIRN_MEM_MD) {
@@ -1034,7 +1085,13 @@ int cairn_mem_import_each(cairn_mem *m, cairn_mem_format f, const char *data, si
             size_t el = 0;
             cJSON_Delete(o);
             o = NULL;
-            if (jarr_next(&ja, &es, &el) != 1 || (o = parse_element(es, el)) == NULL) {
+            if (f == CAIRN_MEM_JSONL) {
+                if (jlines_next(&ja, &es, &el) != 1 || (o = parse_element(es, el)) == NULL) {
+                    rc = cairn__mem_fail(m, CAIRN_EINVAL, "jsonl: memory %zu (its line) is not "
+                                         "one JSON value", i + 1);
+                    break;
+                }
+            } else if (jarr_next(&ja, &es, &el) != 1 || (o = parse_element(es, el)) == NULL) {
                 rc = cairn__mem_fail(m, CAIRN_EINVAL, "json: not a JSON array of memories "
                                      "(memory %zu is not JSON)", i + 1);
                 break;
