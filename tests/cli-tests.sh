@@ -376,6 +376,13 @@ run --store "$H" history "$hid"
 check "history (text) is one line per record" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 4 ] && grep -q 'memory.update' out"
 run --store "$H" history m0000000000000000
 check "history of an id the log never held exits 1" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_ENOTFOUND err"
+# errors: with --format json (or --json), one JSON object on stderr
+run --store "$M" get m0000000000000000 --format json
+check "an error with --format json is a JSON object on stderr" sh -c "[ $rc -eq 1 ] && [ ! -s out ] && jq -e '.error.code == \"CAIRN_ENOTFOUND\" and .error.command == \"get\" and .error.exit == 1 and (.error.message | length > 0)' err >/dev/null"
+run --store "$M" recall x --k 0 --format json
+check "a usage error with --format json is a JSON object too" sh -c "[ $rc -eq 64 ] && jq -e '.error.code == \"usage\" and .error.exit == 64' err >/dev/null"
+run --store "$M" get m0000000000000000
+check "without it the error stays one line of text" sh -c "[ $rc -eq 1 ] && grep -q '^cairn: get: .*(CAIRN_ENOTFOUND)$' err"
 # Access statistics: recalls append to the side file ACCESS, not to the log
 # (the bound is 20 records per 10,000 recalls of 2 memories; 300 here).
 A=$T/access

@@ -125,7 +125,9 @@ static void print_overview(FILE *f)
           "  2   `cairn verify` found problems\n"
           "  64  usage error: unknown command or option, missing or bad argument\n"
           "\n"
-          "Errors are one line on stderr: \"cairn: COMMAND: detail (CAIRN_EXXX)\".\n"
+          "Errors are one line on stderr: \"cairn: COMMAND: detail (CAIRN_EXXX)\";\n"
+          "with --format json (or --json) one JSON object on stderr instead:\n"
+          "{\"error\":{\"command\",\"code\",\"message\",\"exit\"}} (code \"usage\" for 64).\n"
           "Run `cairn help COMMAND` or `cairn COMMAND --help` for a command's options.\n",
           f);
 }
@@ -298,6 +300,15 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     ctx.cmd = c->name;
+    /* --format json (or --json) anywhere after the command: its errors
+     * are JSON too, also those met before the option is read. (import's
+     * --format names its input; its --json asks for JSON output.) */
+    for (int k = i + 1; k < argc; k++)
+        if (strcmp(argv[k], "--json") == 0 ||
+            (strcmp(c->name, "import") != 0 &&
+             (strcmp(argv[k], "--format=json") == 0 ||
+              (strcmp(argv[k], "--format") == 0 && k + 1 < argc && strcmp(argv[k + 1], "json") == 0))))
+            cli_set_json_errors(1);
     rc = c->run(&ctx, argc - i - 1, argv + i + 1);
     return finish(c->name, rc);
 }

@@ -10,6 +10,8 @@
  * algorithm (engine/common/civil.h, the engine's own), so nothing depends
  * on the TZ environment or on timegm().
  */
+#include <cjson/cJSON.h>
+
 #include "cli_util.h"
 #include "civil.h"
 
@@ -39,31 +41,61 @@ const char *cli_code_name(int code, char *buf, size_t len)
     return buf;
 }
 
+/* 1 when the command line asks for JSON (--format json, --json): errors
+ * are then a JSON object too. */
+static int json_errors;
+
+void cli_set_json_errors(int on)
+{
+    json_errors = on;
+}
+
+/* One error on stderr: "cairn: CMD: message (CODE)" (usage errors without
+ * the code), or with JSON asked for, one line
+ * {"error":{"command","code","message","exit"}}. */
+static int report(const char *cmd, const char *code, int exit_code, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fflush(stdout);
+    if (json_errors) {
+        cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+        char *s;
+        cJSON_AddStringToObject(e, "command", cmd);
+        cJSON_AddStringToObject(e, "code", code);
+        cJSON_AddStringToObject(e, "message", msg);
+        cJSON_AddNumberToObject(e, "exit", exit_code);
+        if ((s = cJSON_PrintUnformatted(o)) != NULL)
+            fprintf(stderr, "%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+    } else if (exit_code == CLI_EXIT_USAGE) {
+        fprintf(stderr, "cairn: %s: %s\n", cmd, msg);
+    } else {
+        fprintf(stderr, "cairn: %s: %s (%s)\n", cmd, msg, code);
+    }
+    return exit_code;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-
-    fflush(stdout);
-    fprintf(stderr, "cairn: %s: ", cmd);
+    int rc;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    rc = report(cmd, "usage", CLI_EXIT_USAGE, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    return CLI_EXIT_USAGE;
+    return rc;
 }
 
 int cli_fail(const char *cmd, int code, const char *fmt, ...)
 {
     char name[32];
     va_list ap;
-
-    fflush(stdout);
-    fprintf(stderr, "cairn: %s: ", cmd);
+    int rc;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    rc = report(cmd, cli_code_name(code, name, sizeof name), CLI_EXIT_FAIL, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (%s)\n", cli_code_name(code, name, sizeof name));
-    return CLI_EXIT_FAIL;
+    return rc;
 }
 
 int cli_fail_db(const char *cmd, cairn_db *db, int code, const char *prefix)

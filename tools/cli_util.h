@@ -46,6 +46,10 @@ const char *cli_code_name(int code, char *buf, size_t len);
 int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* "cairn: <cmd>: <detail> (CAIRN_EXXX)"; returns CLI_EXIT_FAIL. */
+/* Errors as a JSON object on stderr from now on (main sets it when the
+ * command line asks for --format json or --json). */
+void cli_set_json_errors(int on);
+
 int cli_fail(const char *cmd, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "cairn: <cmd>: [<prefix>: ]<cairn_errmsg(db)> (CAIRN_EXXX)"; prefix may be
