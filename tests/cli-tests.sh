@@ -151,7 +151,7 @@ run $S dump
 check "dump exits 0" rc_is 0
 check "dump output is valid JSON (jq)" valid_json_lines
 check "dump has every record" out_lines 12
-check "dump record format" sh -c "head -n 1 out | grep -Eq '^\\{\"seq\":1,\"ts\":\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z\",\"type\":\"event\",\"ns\":\"default\",\"payload\":\\{\"a\":1\\}\\}\$'"
+check "dump record format" sh -c "head -n 1 out | grep -Eq '^\\{\"seq\":1,\"ts\":\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z\",\"type\":\"event\",\"ns\":\"\",\"payload\":\\{\"a\":1\\}\\}\$'"
 check "dump prints an unknown type as a number" grep -q '"type":32769,' out
 check "dump keeps the namespace" grep -q '"ns":"quiet-ns","payload":{"c":1}' out
 run $S dump --from-seq 2 --to-seq 3

@@ -41,7 +41,8 @@ const char cmd_log_help[] =
     "at exit, and on SIGINT, SIGTERM or SIGHUP (a partial last line is dropped).\n"
     "\n"
     "Options:\n"
-    "  --namespace NS  namespace of the records (default: default; <= 255 bytes)\n"
+    "  --namespace NS  namespace of the records (default: the empty one, as for\n"
+    "                  memories; <= 255 bytes)\n"
     "  --type T        record type: a name or a number 1..65535 (default: event)\n"
     "  --quiet         print only the number of records appended, at the end\n"
     "  --format F      text (default): one sequence number a line; json: one\n"
@@ -64,7 +65,7 @@ const char cmd_dump_help[] =
     "                  [--type T]\n"
     "\n"
     "Print the records of the store in sequence order, one JSON object a line:\n"
-    "  {\"seq\":1,\"ts\":\"2026-11-22T05:04:45.123Z\",\"type\":\"event\",\"ns\":\"default\",\n"
+    "  {\"seq\":1,\"ts\":\"2026-11-22T05:04:45.123Z\",\"type\":\"event\",\"ns\":\"\",\n"
     "   \"payload\":{...}}\n"
     "\"type\" is the type's name, or its number when it has none. A payload that\n"
     "is not valid JSON (the C API may store any bytes) is printed as the string\n"
@@ -409,7 +410,7 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.cmd = ctx->cmd;
     st.type = (uint16_t)CAIRN_REC_EVENT;
-    st.ns = "default";
+    st.ns = ""; /* the memories' default namespace too */
     pos = calloc((size_t)argc + 1, sizeof *pos);
     if (pos == NULL)
         return cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
