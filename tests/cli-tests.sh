@@ -1136,6 +1136,11 @@ run $EP import --from episodes "$T/eps" --force
 check "import --from episodes --force replaces them" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run $EP import --from episodes "$T/no-such-dir"
 check "import --from episodes of a missing folder exits 1" rc_is 1
+# A progress bar on a terminal (script(1) gives it one), none on a pipe.
+script -qec "'$CAIRN' --store '$T/epbar' import --from episodes '$T/eps'" /dev/null >bar.out 2>&1
+check "import --from episodes draws a progress bar on a terminal, then clears it" sh -c "grep -q 'episodes \[#*  *\] *[0-9]*% (0/2)' bar.out && grep -q '100% (2/2)' bar.out && grep -q 'imported: 2' bar.out"
+run --store "$T/epbar2" import --from episodes "$T/eps"
+check "and none when stderr is not a terminal" sh -c "[ $rc -eq 0 ] && [ ! -s err ] && ! grep -q '%' out"
 mkdir -p "$T/epfifo" && mkfifo "$T/epfifo/a-fifo.json" && cp "$T/eps/episode-2026-02-01-session-10.json" "$T/epfifo/"
 timeout 10 "$CAIRN" --store "$T/epfifo-store" import --from episodes "$T/epfifo" >out 2>err
 rc=$?

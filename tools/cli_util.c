@@ -50,6 +50,11 @@ void cli_set_json_errors(int on)
     json_errors = on;
 }
 
+int cli_json_errors(void)
+{
+    return json_errors;
+}
+
 /* One error on stderr: "cairn: CMD: message (CODE)" (usage errors without
  * the code), or with JSON asked for, one line
  * {"error":{"command","code","message","exit"}}. */

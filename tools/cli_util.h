@@ -49,6 +49,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Errors as a JSON object on stderr from now on (main sets it when the
  * command line asks for --format json or --json). */
 void cli_set_json_errors(int on);
+int cli_json_errors(void);
 
 int cli_fail(const char *cmd, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

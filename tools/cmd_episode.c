@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli_json.h"
+#include "cli_progress.h"
 #include "cli_reflex.h"
 
 const char cmd_episode_help[] =
@@ -700,6 +701,7 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
     cJSON *failures = cJSON_CreateArray();
     cairn_db *db = NULL;
     cairn_reflex *r = NULL;
+    cli_progress prog;
     int rc = CLI_EXIT_OK;
 
     if (d == NULL) {
@@ -731,8 +733,10 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
         rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
     if (rc == CLI_EXIT_OK)
         rc = cli_reflex_open(ctx, 1, &db, &r);
+    cli_progress_start(&prog, "episodes", n);
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK && r != NULL; i++) {
         size_t plen = strlen(dir) + strlen(names[i]) + 2, len = 0;
+        cli_progress_step(&prog, i);
         char *path = malloc(plen), *data = NULL, why[CAIRN_ERRMSG_MAX + 64], code[32];
         const char *kind = NULL;
         int x;
@@ -744,6 +748,7 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
         snprintf(path, plen, "%s/%s", dir, names[i]);
         x = cli_read_regular(path, &data, &len, &kind);
         if (x == 1) { /* a FIFO or a directory named *.json: never opened, never a hang */
+            cli_progress_end(&prog);
             fprintf(stderr, "cairn: %s: %s: %s; skipped\n", ctx->cmd, path, kind);
             free(path);
             skipped++;
@@ -777,9 +782,12 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
             failed++;
         } else {
             /* the store's fault (locked, full, dead): stop */
+            cli_progress_end(&prog);
             rc = cli_reflex_fail(ctx, r, x, names[i]);
         }
     }
+    cli_progress_step(&prog, n);
+    cli_progress_end(&prog);
     if (r != NULL)
         rc = cli_reflex_close(ctx, db, r, rc);
     if (rc == CLI_EXIT_OK) {

@@ -15,6 +15,7 @@ command -v make >/dev/null 2>&1 || need="$need make"
 command -v jq >/dev/null 2>&1 || need="$need jq"      # tests/cli-tests.sh
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config" # tests/packaging-tests.sh
 command -v groff >/dev/null 2>&1 || need="$need groff-base"      # the manual pages, checked
+command -v script >/dev/null 2>&1 || need="$need bsdutils"       # a terminal for tests/cli-tests.sh
 [ -f /usr/share/i18n/locales/de_DE ] || need="$need locales" # a ',' locale for tests/test_memory
 [ -z "$need" ] && exit 0
 echo "installing:$need"
