@@ -344,6 +344,9 @@ run --store "$S" recall "note cache" --since 1h
 check "recall --since takes a duration" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ]"
 run --store "$S" recall "note cache" --since soon
 check "recall --since refuses a bad time" rc_is 64
+"$CAIRN" --store "$S" add "a tagged note about the cache" --tags ops,cache >/dev/null 2>&1
+run --store "$S" recall "note cache" --tags cache,other
+check "recall --tags keeps the memories holding one of the tags" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q 'tagged' out"
 # list: without a query, oldest first, the newest N with --limit, no access
 L=$T/list
 for i in 1 2 3 4; do

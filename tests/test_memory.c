@@ -1056,6 +1056,42 @@ static void count_follows_the_live_memories(void **state)
     cairn_mem_close(other);
 }
 
+/* recall's tags: a memory whose metadata "tags" hold one of them; others
+ * (other tags, none, no metadata) are left out, also past the first pool. */
+static void recall_filters_by_tags(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    static const char *const want[] = {"release", "hotfix"};
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    char text[64];
+    for (int i = 0; i < 300; i++) { /* many that match the words, few the tags */
+        snprintf(text, sizeof text, "deploy step %d of the service", i);
+        o.metadata = i == 7     ? "{\"tags\":[\"release\"]}"
+                     : i == 250 ? "{\"tags\":[\"x\",\"hotfix\"]}"
+                     : i % 2    ? "{\"tags\":[\"other\"]}"
+                                : NULL;
+        assert_int_equal(cairn_mem_store(f->mem, text, &o, NULL, NULL), CAIRN_OK);
+    }
+    ro.k = 10;
+    ro.tags = want;
+    ro.n_tags = 2;
+    assert_int_equal(cairn_mem_recall(f->mem, "deploy service", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2);
+    for (size_t i = 0; i < n; i++)
+        assert_true(strstr(h[i].mem.metadata, "release") || strstr(h[i].mem.metadata, "hotfix"));
+    cairn_recall_free(h, n);
+    assert_int_equal(cairn_mem_recall(f->mem, "", &ro, &h, &n), CAIRN_OK); /* no terms: all */
+    assert_int_equal(n, 2);
+    cairn_recall_free(h, n);
+    ro.n_tags = 0; /* tags given, none named: nothing passes */
+    assert_int_equal(cairn_mem_recall(f->mem, "deploy", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 0);
+    cairn_recall_free(h, n);
+}
+
 typedef struct each_seen {
     int n, stop_at;
     char first[CAIRN_MEM_ID_MAX + 1];
@@ -1931,6 +1967,7 @@ int main(void)
     T(stats_count_categories_importance_and_times) \
     T(count_follows_the_live_memories) \
     T(each_walks_the_live_memories) \
+    T(recall_filters_by_tags) \
     T(json_export_round_trips_exactly) \
     T(md_export_round_trips_exactly) \
     T(csv_export_round_trips_exactly) \

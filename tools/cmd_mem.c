@@ -144,7 +144,7 @@ const char cmd_recall_help[] =
     "usage: cairn recall QUERY [--k N] [--categories a,b] [--min-importance X]\n"
     "                    [--namespace NS[,NS...]] [--explain] [--format text|json]\n"
     "                    [--lexical-only | --semantic-only] [--approximate N]\n"
-    "                    [--since TIME] [--until TIME]\n"
+    "                    [--since TIME] [--until TIME] [--tags a,b]\n"
     "\n"
     "Print the memories that best match QUERY, best first. Ranking: relevance\n"
     "(0.5: BM25, with vector similarity fused in by score when the store holds\n"
@@ -166,6 +166,8 @@ const char cmd_recall_help[] =
     "  --since TIME        only memories created at or after TIME: ISO 8601,\n"
     "                      @<epoch ms>, or a duration ago (30m, 2h, 7d)\n"
     "  --until TIME        only memories created at or before TIME (as --since)\n"
+    "  --tags a,b          only memories whose metadata \"tags\" hold one of these\n"
+    "                      (as add --tags stores them)\n"
     "  --explain           show every component of each score, and which side\n"
     "                      (lexical, semantic, both) found the memory\n"
     "  --lexical-only      BM25 only\n"
@@ -820,11 +822,11 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
                                        {"namespace", 1}, {"explain", 0}, {"format", 1},
                                        {"lexical-only", 0}, {"semantic-only", 0},
                                        {"approximate", 1}, {"since", 1}, {"until", 1},
-                                       {NULL, 0}};
+                                       {"tags", 1},        {NULL, 0}};
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
     const char *name, *val, *query = NULL;
-    char *cats = NULL, *nss = NULL;
-    const char **cat_list = NULL, **ns_list = NULL;
+    char *cats = NULL, *nss = NULL, *tagbuf = NULL;
+    const char **cat_list = NULL, **ns_list = NULL, **tag_list = NULL;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     cairn_recall_hit *h = NULL;
@@ -857,6 +859,9 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             nss = strdup(val);
         } else if (strcmp(name, "explain") == 0) {
             explain = 1;
+        } else if (strcmp(name, "tags") == 0) {
+            free(tagbuf);
+            tagbuf = strdup(val);
         } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
             int64_t *t = name[0] == 's' ? &ro.since : &ro.until;
             if (cli_parse_time(val, cli_now_ms(), t) != 0 || *t <= 0)
@@ -886,6 +891,10 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
     if (nss != NULL) {
         ro.n_ns = split_list(nss, &ns_list);
         ro.ns = ns_list;
+    }
+    if (tagbuf != NULL) {
+        ro.n_tags = split_list(tagbuf, &tag_list);
+        ro.tags = tag_list;
     }
     if ((rc = open_mem_embed(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         goto done;
@@ -937,6 +946,8 @@ done:
     free(cats);
     free(nss);
     free(cat_list);
+    free(tag_list);
+    free(tagbuf);
     free(ns_list);
     return rc;
 }

@@ -784,9 +784,13 @@ typedef struct cairn_recall_opts {
                                   file through its approximate (IVF) index, probing the N
                                   nearest of its about sqrt(n) lists (README "Approximate
                                   search"); memories stored since are searched exactly */
+    const char *const *tags;   /* only memories whose metadata "tags" (an array of
+                                  strings) holds at least one of these; NULL = all */
+    size_t n_tags;
 } cairn_recall_opts;
 
-#define CAIRN_RECALL_OPTS_INIT { 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0 }
+#define CAIRN_RECALL_OPTS_INIT \
+    { 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0, NULL, 0 }
 
 /* One recalled memory and every component of its score:
  * score = w_relevance*relevance + w_importance*importance

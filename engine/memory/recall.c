@@ -5,6 +5,7 @@
  * to the side file ACCESS (access.c), never to the log. The formula is in
  * cairn.h (cairn_recall_hit) and README "Recall".
  */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,20 @@ static int count_term(void *user, const char *t, size_t len, uint32_t pos)
     return 0;
 }
 
+/* Does the metadata's "tags" array hold one of o's tags? Read only for a
+ * memory every other filter let through. */
+static int has_tag(const ment *x, const cairn_recall_opts *o)
+{
+    cJSON *meta = x->metadata ? cJSON_Parse(x->metadata) : NULL;
+    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(meta, "tags"), *t;
+    int found = 0;
+    cJSON_ArrayForEach(t, tags)
+        for (size_t i = 0; i < o->n_tags && !found && cJSON_IsString(t); i++)
+            found = o->tags[i] != NULL && strcmp(o->tags[i], t->valuestring) == 0;
+    cJSON_Delete(meta);
+    return found;
+}
+
 static int passes(const ment *x, const cairn_recall_opts *o, int64_t now)
 {
     if (!x->live || cairn__mem_expired(x, now) || x->importance < o->min_importance)
@@ -43,12 +58,13 @@ static int passes(const ment *x, const cairn_recall_opts *o, int64_t now)
     if (o->until != 0 && x->created > o->until)
         return 0;
     if (o->categories != NULL) {
-        for (size_t i = 0; i < o->n_categories; i++)
-            if (strcmp(o->categories[i], x->category) == 0)
-                return 1;
-        return 0;
+        size_t i = 0;
+        while (i < o->n_categories && strcmp(o->categories[i], x->category) != 0)
+            i++;
+        if (i == o->n_categories)
+            return 0;
     }
-    return 1;
+    return o->tags == NULL || has_tag(x, o);
 }
 
 static int cand_cmp(const void *a, const void *b)
