@@ -362,6 +362,28 @@ static int build_meta(cli_ctx *ctx, const char *meta, const char *tags, char **o
     return *out ? -1 : cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
 }
 
+/* --expires TIME: ISO 8601, @<epoch ms>, or a duration from now.
+ * cli_parse_time reads a duration as that long ago; here it means that
+ * long from now (durations are the only times that start with a digit and
+ * have no '-'). -1, or the usage error's exit code. */
+static int parse_expires(const char *cmd, const char *v, int64_t *out)
+{
+    int64_t now = cli_now_ms();
+    if (cli_parse_time(v, now, out) != 0)
+        return cli_usage_error(cmd, "bad time '%s'", v);
+    if (v[0] >= '0' && v[0] <= '9' && strchr(v, '-') == NULL)
+        *out = now + (now - *out);
+    return -1;
+}
+
+/* --since / --until TIME (as dump takes times) into *out. */
+static int parse_bound(const char *cmd, const char *opt, const char *v, int64_t *out)
+{
+    if (cli_parse_time(v, cli_now_ms(), out) != 0 || *out <= 0)
+        return cli_usage_error(cmd, "bad time '%s' for --%s", v, opt);
+    return -1;
+}
+
 static int parse_unit(const char *cmd, const char *opt, const char *v, double *out)
 {
     char *end;
@@ -404,14 +426,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "tags") == 0) {
             tags = val;
         } else if (strcmp(name, "expires") == 0) {
-            int64_t now = cli_now_ms();
-            if (cli_parse_time(val, now, &so.expires_at) != 0)
-                return cli_usage_error(ctx->cmd, "bad time '%s'", val);
-            /* cli_parse_time reads a duration as that long ago; here it
-             * means that long from now. Durations are the only times that
-             * start with a digit and have no '-'. */
-            if (val[0] >= '0' && val[0] <= '9' && strchr(val, '-') == NULL)
-                so.expires_at = now + (now - so.expires_at);
+            rc = parse_expires(ctx->cmd, val, &so.expires_at);
         } else if (strcmp(name, "namespace") == 0) {
             so.ns = val;
         } else if (strcmp(name, "meta") == 0) {
@@ -489,14 +504,10 @@ int cmd_update(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "meta") == 0) {
             meta = val;
         } else if (strcmp(name, "expires") == 0) {
-            int64_t now = cli_now_ms();
             u.set_expires = 1;
-            if (strcmp(val, "never") == 0)
-                u.expires_at = 0;
-            else if (cli_parse_time(val, now, &u.expires_at) != 0)
-                return cli_usage_error(ctx->cmd, "bad time '%s'", val);
-            else if (val[0] >= '0' && val[0] <= '9' && strchr(val, '-') == NULL)
-                u.expires_at = now + (now - u.expires_at); /* a duration: from now, as add */
+            u.expires_at = 0;
+            if (strcmp(val, "never") != 0)
+                rc = parse_expires(ctx->cmd, val, &u.expires_at);
         } else if (strcmp(name, "format") == 0) {
             rc = cli_parse_format(ctx->cmd, val, &json);
         }
@@ -753,9 +764,7 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
             free(cats);
             cats = strdup(val);
         } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
-            int64_t *t = name[0] == 's' ? &l.since : &l.until;
-            if (cli_parse_time(val, cli_now_ms(), t) != 0 || *t <= 0)
-                rc = cli_usage_error(ctx->cmd, "bad time '%s' for --%s", val, name);
+            rc = parse_bound(ctx->cmd, name, val, name[0] == 's' ? &l.since : &l.until);
         } else if (strcmp(name, "limit") == 0) {
             if (cli_parse_u64(val, 100000000, &limit) != 0)
                 rc = cli_usage_error(ctx->cmd, "--limit must be a number, not '%s'", val);
@@ -863,9 +872,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             free(tagbuf);
             tagbuf = strdup(val);
         } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
-            int64_t *t = name[0] == 's' ? &ro.since : &ro.until;
-            if (cli_parse_time(val, cli_now_ms(), t) != 0 || *t <= 0)
-                rc = cli_usage_error(ctx->cmd, "bad time '%s' for --%s", val, name);
+            rc = parse_bound(ctx->cmd, name, val, name[0] == 's' ? &ro.since : &ro.until);
         } else if (strcmp(name, "format") == 0) {
             rc = cli_parse_format(ctx->cmd, val, &json);
         } else if (strcmp(name, "approximate") == 0) {
