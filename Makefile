@@ -3,6 +3,8 @@
 
 CC       ?= cc
 PREFIX   ?= /usr/local
+# The version, from the one place it is written: cairn.h.
+VERSION  := $(shell sed -n 's/^\#define CAIRN_VERSION_STRING "\(.*\)"/\1/p' engine/include/cairn.h)
 BUILD    ?= build
 SANITIZE ?=
 
@@ -124,7 +126,7 @@ install: all docs
 	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 644 engine/include/cairn.h engine/include/cairn_sys.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(if $(STRIP),-s) $(BUILD)/cairn $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/cairn.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' tools/cairn.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cairn.pc
 	install -m 644 $(BUILD)/cairn.1 $(DESTDIR)$(PREFIX)/share/man/man1/cairn.1
 	install -m 644 tools/man/libcairn.3 $(DESTDIR)$(PREFIX)/share/man/man3/libcairn.3

@@ -56,6 +56,8 @@ int main(int argc, char **argv)
 }
 C
 check "pkg-config --static lists cJSON" "pkg-config --static --libs cairn | grep -q -- -lcjson"
+check "pkg-config's version is the tool's" \
+  "[ \"\$(pkg-config --modversion cairn)\" = \"\$('$D$P/bin/cairn' --version | sed 's/^cairn //')\" ]"
 static_libs=$(pkg-config --static --libs cairn | sed 's/-lcairn/-Wl,-Bstatic -lcairn -Wl,-Bdynamic/')
 check "a program links against libcairn.a with pkg-config --static" \
   "cc -o '$tmp/prog-static' '$tmp/prog.c' \$(pkg-config --cflags cairn) $static_libs"

@@ -341,6 +341,19 @@ static int count_fds(void)
  * Opening.
  * ---------------------------------------------------------------------- */
 
+/* The library's version is the header's, as a string and as a number
+ * that follows from it. */
+static void test_version_is_the_headers(void **state)
+{
+    unsigned a = 9, b = 9, c = 9;
+    (void)state;
+    assert_string_equal(cairn_version(), CAIRN_VERSION_STRING);
+    assert_int_equal(cairn_version_number(), CAIRN_VERSION_NUMBER);
+    assert_int_equal(sscanf(cairn_version(), "%u.%u.%u", &a, &b, &c), 3);
+    assert_int_equal(cairn_version_number(), (int)(a * 10000 + b * 100 + c));
+    assert_int_equal(a, CAIRN_VERSION_MAJOR);
+}
+
 static void test_create_close_reopen_keeps_records(void **state)
 {
     fx *f = *state;
@@ -1896,6 +1909,7 @@ int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_is_the_headers),
         T(test_create_close_reopen_keeps_records),
         T(test_open_missing_store_without_create_is_not_found),
         T(test_open_refuses_bad_options),

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
             return finish("help", CLI_EXIT_OK);
         }
         if (strcmp(arg, "--version") == 0) {
-            printf("cairn %s\n", CAIRN_VERSION_STRING);
+            printf("cairn %s\n", cairn_version()); /* the library it runs with */
             return finish("version", CLI_EXIT_OK);
         }
         if (strcmp(arg, "--store") == 0 || strncmp(arg, "--store=", 8) == 0) {

@@ -8,6 +8,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+const char *cairn_version(void)
+{
+    return CAIRN_VERSION_STRING;
+}
+
+int cairn_version_number(void)
+{
+    return CAIRN_VERSION_NUMBER;
+}
+
 const char *cairn_strerror(int code)
 {
     switch (code) {

@@ -32,6 +32,15 @@ extern "C" {
 #define CAIRN_VERSION_MINOR 1
 #define CAIRN_VERSION_PATCH 0
 #define CAIRN_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if and comparisons. */
+#define CAIRN_VERSION_NUMBER \
+    (CAIRN_VERSION_MAJOR * 10000 + CAIRN_VERSION_MINOR * 100 + CAIRN_VERSION_PATCH)
+
+/* The version of the library the program runs with (the macros above are
+ * the header's it was built with): its string ("0.1.0") and its number
+ * (as CAIRN_VERSION_NUMBER). */
+const char *cairn_version(void);
+int cairn_version_number(void);
 
 /* ---------------------------------------------------------------------------
  * Status codes. Stable: never renumbered. cairn_strerror() names each.
