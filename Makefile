@@ -14,7 +14,7 @@ CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 OPT     ?= -O2 -g
 CFLAGS  ?= $(OPT)
 INCS    := -Iengine/include -Iengine/common -Iengine/log -Iengine/text -Iengine/memory -Iengine/vec \
-           -Iengine/graph -Iengine/reflexion
+           -Iengine/graph -Iengine/reflexion -Iengine/api
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(SANFLAGS) $(INCS) -fPIC -pthread -MMD -MP
 LIBS    := -lzstd -lxxhash -lutf8proc -lstemmer -lcjson -lm -pthread

@@ -76,6 +76,7 @@ static const command commands[] = {
     {"causal", "the causal graph: node, edge, path, update, status", cmd_causal_help,
      cmd_causal, 1},
     {"pattern", "patterns and anti-patterns: add, list, anti", cmd_pattern_help, cmd_pattern, 1},
+    {"mcp", "serve the store to MCP clients over stdio", cmd_mcp_help, cmd_mcp, 0},
     {"help", "print the help of a command", help_help, cmd_help, 0},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -353,22 +353,7 @@ int64_t cli_now_ms(void)
 
 void cli_format_time(int64_t ms, char *buf, size_t len)
 {
-    int64_t secs = ms / 1000, rem = ms % 1000, days, sod, y;
-    unsigned mo, d;
-
-    if (rem < 0) {
-        rem += 1000;
-        secs--;
-    }
-    days = secs / 86400;
-    sod = secs % 86400;
-    if (sod < 0) {
-        sod += 86400;
-        days--;
-    }
-    cairn__civil_from_days(days, &y, &mo, &d);
-    snprintf(buf, len, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", (long long)y, mo, d,
-             (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60), (int)rem);
+    cairn__iso_time(ms, buf, len);
 }
 
 /* Exactly n decimal digits at *p into *out; advances *p. */

@@ -31,18 +31,6 @@ const char cmd_history_help[] =
     "Exit status: 0 success; 1 the log holds no record of ID, or an I/O error;\n"
     "64 usage error.\n";
 
-/* Does any string of o (at any depth) equal id? */
-static int names(const cJSON *o, const char *id)
-{
-    const cJSON *c;
-    if (cJSON_IsString(o))
-        return strcmp(o->valuestring, id) == 0;
-    cJSON_ArrayForEach(c, o)
-        if (names(c, id))
-            return 1;
-    return 0;
-}
-
 /* What a record did to the memory, in a few words, for the text form. */
 static void what(const cJSON *p, unsigned type, const char *id, char *out, size_t cap)
 {
@@ -69,12 +57,9 @@ int cmd_history(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
     const char *name, *val, *id = NULL;
-    char *ns = NULL; /* the memory's namespace, once its store is seen */
     cairn_db *db = NULL;
-    cairn_iter *it = NULL;
-    cairn_record rec;
-    cJSON *arr = NULL;
-    size_t found = 0;
+    char *text = NULL;
+    cJSON *arr, *e;
     cli_args a;
     int r, rc = -1, json = 0;
 
@@ -94,81 +79,36 @@ int cmd_history(cli_ctx *ctx, int argc, char **argv)
     }
     if (rc >= 0)
         return rc;
-    if (id == NULL)
+    if (id == NULL || id[0] == 0)
         return cli_usage_error(ctx->cmd, "missing ID");
     if (cli_open_read(ctx, &db) != CAIRN_OK)
         return CLI_EXIT_FAIL;
-    if ((r = cairn_iter_open(db, NULL, &it)) != CAIRN_OK) {
+    r = cairn_mem_history(db, id, &text);
+    if (r == CAIRN_ENOTFOUND) {
+        rc = cli_fail(ctx->cmd, r, "the log holds no record of %s", id);
+    } else if (r != CAIRN_OK) {
         rc = cli_fail_db(ctx->cmd, db, r, "reading the log");
-        cairn_close(db);
-        return rc;
-    }
-    arr = json ? cJSON_CreateArray() : NULL;
-    while ((r = cairn_iter_next(it, &rec)) == CAIRN_OK) {
-        cJSON *p;
-        int mine;
-        if (rec.type < CAIRN_REC_MEMORY || (rec.type > CAIRN_REC_MEMORY_CLEAR &&
-                                            rec.type != CAIRN_REC_MEMORY_PURGE))
-            continue;
-        if ((p = cJSON_ParseWithLength(rec.json, rec.json_len)) == NULL)
-            continue; /* not a record the fold applies either (verify reports damage) */
-        mine = names(p, id);
-        if (rec.type == CAIRN_REC_MEMORY_CLEAR) { /* no id: all, or its namespace, after the store */
-            const cJSON *cns = cJSON_GetObjectItemCaseSensitive(p, "namespace");
-            mine = ns != NULL && (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "all")) ||
-                                  (cJSON_IsString(cns) && strcmp(cns->valuestring, ns) == 0));
-        }
-        if (mine && rec.type == CAIRN_REC_MEMORY && ns == NULL) {
-            const cJSON *own = cJSON_GetObjectItemCaseSensitive(p, "id");
-            if (cJSON_IsString(own) && strcmp(own->valuestring, id) == 0 &&
-                (ns = malloc(rec.ns_len + 1)) != NULL) {
-                memcpy(ns, rec.ns, rec.ns_len);
-                ns[rec.ns_len] = 0;
-            }
-        }
-        if (mine) {
-            char t[40], w[256];
-            found++;
-            cli_format_time(rec.ts_ms, t, sizeof t);
-            if (json) {
-                cJSON *o = cJSON_CreateObject();
-                char *nsz = malloc(rec.ns_len + 1);
-                if (nsz != NULL) {
-                    memcpy(nsz, rec.ns, rec.ns_len);
-                    nsz[rec.ns_len] = 0;
-                }
-                cJSON_AddNumberToObject(o, "seq", (double)rec.seq);
-                cJSON_AddStringToObject(o, "ts", t);
-                cJSON_AddStringToObject(o, "type", cairn_record_type_name(rec.type));
-                cJSON_AddStringToObject(o, "ns", nsz ? nsz : "");
-                cJSON_AddItemToObject(o, "payload", p);
-                p = NULL;
-                cJSON_AddItemToArray(arr, o);
-                free(nsz);
-            } else {
-                what(p, rec.type, id, w, sizeof w);
-                printf("%llu  %s  %-13s %s\n", (unsigned long long)rec.seq, t,
-                       cairn_record_type_name(rec.type), w);
-            }
-        }
-        cJSON_Delete(p);
-    }
-    cairn_iter_close(it);
-    if (r != CAIRN_ENOTFOUND) {
-        rc = cli_fail_db(ctx->cmd, db, r, "reading the log");
-    } else if (found == 0) {
-        rc = cli_fail(ctx->cmd, CAIRN_ENOTFOUND, "the log holds no record of %s", id);
+    } else if (json) {
+        printf("%s\n", text);
+        rc = CLI_EXIT_OK;
+    } else if ((arr = cJSON_Parse(text)) == NULL) {
+        rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "out of memory");
     } else {
-        if (json) {
-            char *s = cJSON_PrintUnformatted(arr);
-            if (s != NULL)
-                printf("%s\n", s);
-            free(s);
+        cJSON_ArrayForEach(e, arr) {
+            const char *ts = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "ts"));
+            const char *ty = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "type"));
+            uint16_t type = 0;
+            char w[256];
+            (void)cairn_record_type_parse(ty ? ty : "", &type);
+            what(cJSON_GetObjectItemCaseSensitive(e, "payload"), type, id, w, sizeof w);
+            printf("%.0f  %s  %-13s %s\n",
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "seq")), ts ? ts : "",
+                   ty ? ty : "", w);
         }
+        cJSON_Delete(arr);
         rc = CLI_EXIT_OK;
     }
-    cJSON_Delete(arr);
-    free(ns);
+    free(text);
     cairn_close(db);
     return rc;
 }

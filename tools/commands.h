@@ -74,6 +74,10 @@ int cmd_compact(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_purge_help[];
 int cmd_purge(cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_mcp.c: the MCP server. */
+extern const char cmd_mcp_help[];
+int cmd_mcp(cli_ctx *ctx, int argc, char **argv);
+
 /* cmd_search.c: the Search-Memory skill and the router status. */
 extern const char cmd_search_help[];
 int cmd_search(cli_ctx *ctx, int argc, char **argv);

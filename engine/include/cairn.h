@@ -1490,6 +1490,91 @@ typedef struct cairn_causal_import_stats {
 int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
                         cairn_causal_import_stats *out);
 
+/* ---------------------------------------------------------------------------
+ * Memory history (an audit from the log itself).
+ * ------------------------------------------------------------------------- */
+
+/* Every record of the log that made or changed memory `id`, oldest first:
+ * its store (and a restore's new copy), updates, deletes, the access folds
+ * that counted it, the clears of its namespace after it was stored, a merge
+ * that took it in, and a purge. Read from the log, not the memory index, so
+ * a removed memory has its history too until compaction drops its records.
+ * *json_out (free()) gets a JSON array of {"seq", "ts" (ISO 8601, UTC),
+ * "type" (the record type's name), "ns", "payload" (as the log holds it)}.
+ * Errors: CAIRN_ENOTFOUND (the log holds no record of it; *json_out NULL),
+ * CAIRN_EINVAL (empty id), CAIRN_ENOMEM, the log's read errors. */
+int cairn_mem_history(cairn_db *db, const char *id, char **json_out);
+
+/* ---------------------------------------------------------------------------
+ * The tool interface: one handle over a store's log, memories and
+ * reflexion, driven by named tools with JSON arguments and JSON results.
+ * `cairn mcp` serves these tools over the Model Context Protocol and the
+ * Python package binds to them. Only strings and one callback signature
+ * cross it, so a binding from any language never copies a struct layout.
+ *
+ * Conventions of this part of the API:
+ * - Every result and every error is a JSON object in a string the caller
+ *   frees with cairn_free().
+ * - An error is {"error": {"code": "CAIRN_EINVAL", "status": -3,
+ *   "message": "k: must be an integer from 1 to 1000"}}, returned with the
+ *   call that failed: nothing is kept per handle, so several threads may
+ *   share a session and read their own errors.
+ * - Calls on one session take turns (one mutex); a session holds a writer
+ *   handle unless opened read-only, and like every writer takes the
+ *   store's writer lock only for a commit, so any number of sessions, in
+ *   any processes, share a store.
+ * ------------------------------------------------------------------------- */
+typedef struct cairn_session cairn_session;
+
+/* The tools as a JSON array of {"name", "title", "description",
+ * "inputSchema", "annotations"} (MCP's tool objects; inputSchema is JSON
+ * Schema: type, description, required, enum, minimum, maximum, items,
+ * additionalProperties false). Static: never freed, never NULL. */
+const char *cairn_session_tools(void);
+
+/* Open a session on the store in directory path. options_json (NULL = {})
+ * is an object of: "create" (bool, default true: make the store if it is
+ * missing), "read_only" (bool: no lock, no write; write tools fail with
+ * CAIRN_EPERM), "busy_timeout_ms" (integer: how long a write waits for
+ * another process's turn; default 5000), "embedder" ("auto": the built-in
+ * one when the store's vectors are its own, else none (the default);
+ * "builtin"; "none"). On failure *out is NULL and *error_json (may be NULL;
+ * cairn_free) says why. Errors: CAIRN_EINVAL (options), and those of
+ * cairn_open and cairn_mem_open. */
+int cairn_session_open(cairn_session **out, const char *path, const char *options_json,
+                       char **error_json);
+
+/* Call tool `name` with args_json (a JSON object; NULL = {}). Arguments are
+ * checked against the tool's inputSchema before anything runs: an unknown
+ * or mistyped argument, a missing required one or a value out of range
+ * fails with CAIRN_EINVAL naming it. *result_json (cairn_free) gets the
+ * result object on CAIRN_OK, the error object otherwise (an unknown tool:
+ * CAIRN_ENOTFOUND). Returns CAIRN_OK or the status code. */
+int cairn_session_call(cairn_session *s, const char *name, const char *args_json,
+                       char **result_json);
+
+/* An embedder as a plain callback, for bindings: embed text (UTF-8, len
+ * bytes) into out[0..dim); return 0, or non-zero with a one-line reason in
+ * err (CAIRN_ERRMSG_MAX bytes). Called in the thread of the tool call. */
+typedef int (*cairn_embed_fn)(void *user, const char *text, size_t len, float *out, char *err);
+
+/* Use fn (named `name`, 1..63 bytes, of dimension dim) for the memories
+ * stored and the queries recalled from now on; fn NULL: none (lexical
+ * only). min_similarity as cairn_embedder's. user must outlive the session
+ * or the next call of this function. *error_json as for a call.
+ * Errors: CAIRN_EINVAL (bad name or dim; the store holds vectors of
+ * another embedder: the message names it). */
+int cairn_session_set_embedder(cairn_session *s, const char *name, uint32_t dim,
+                               double min_similarity, cairn_embed_fn fn, void *user,
+                               char **error_json);
+
+/* Close the session and its store handle (as cairn_close). Accepts NULL.
+ * Returns cairn_close's status. */
+int cairn_session_close(cairn_session *s);
+
+/* Free a string the tool interface returned. Accepts NULL. */
+void cairn_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

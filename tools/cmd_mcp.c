@@ -1,0 +1,359 @@
+/*
+ * cmd_mcp.c - `cairn mcp`: a Model Context Protocol server over stdio.
+ *
+ * JSON-RPC 2.0 messages, one per line, on stdin and stdout (the MCP stdio
+ * transport); stderr is for the server's own warnings. The tools are the
+ * library's tool interface (cairn_session_tools, cairn_session_call), so
+ * the server only speaks the protocol: initialize, ping, tools/list,
+ * tools/call.
+ *
+ * A call runs to its end once started: SIGINT, SIGTERM, SIGHUP and a
+ * closed stdin end the loop between calls, and a client gone before its
+ * answer is written (EPIPE) ends it after the call, so what a call
+ * committed stays committed and the store is closed cleanly.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cairn.h"
+#include "commands.h"
+
+/* The protocol versions this server speaks, newest first. */
+static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                                "2024-11-05"};
+
+#define JSONRPC_PARSE_ERROR (-32700)
+#define JSONRPC_INVALID_REQUEST (-32600)
+#define JSONRPC_METHOD_NOT_FOUND (-32601)
+#define JSONRPC_INVALID_PARAMS (-32602)
+#define MCP_LINE_MAX (64u * 1024u * 1024u) /* longest message read */
+
+const char cmd_mcp_help[] =
+    "usage: cairn mcp [--read-only] [--store DIR]\n"
+    "\n"
+    "Serve the store to an MCP client (Claude Desktop, an IDE, an agent\n"
+    "framework) over stdio: JSON-RPC messages, one a line, on stdin and stdout.\n"
+    "Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05.\n"
+    "\n"
+    "Tools: memory_add, memory_recall, memory_context, memory_search,\n"
+    "memory_get, memory_list, memory_update, memory_remove, memory_restore,\n"
+    "memory_forget, memory_stats, memory_history, log_append, log_query,\n"
+    "episode_new, episode_get, episode_list, causal_node, causal_edge,\n"
+    "causal_path, causal_status, pattern_add, pattern_list, pattern_anti.\n"
+    "tools/list gives each one's JSON Schema. A tool's result is its JSON\n"
+    "object, as text and as structuredContent; a failure is a result with\n"
+    "isError true and {\"error\": {\"code\": \"CAIRN_EXXX\", \"status\", \"message\"}}.\n"
+    "\n"
+    "Any number of servers (one per client window) may serve one store: reads\n"
+    "never wait, and writes take turns with the store's writer lock, each\n"
+    "waiting up to --busy-timeout. The store is created if it does not exist.\n"
+    "Embedder: the built-in one when the store's vectors are its own, or with\n"
+    "--embed-builtin; --no-embed for none (--embed-cmd is not supported here).\n"
+    "\n"
+    "Options:\n"
+    "  --read-only   open the store read-only: write tools fail (CAIRN_EPERM)\n"
+    "\n"
+    "Example (an MCP client's configuration):\n"
+    "  {\"mcpServers\": {\"cairn\": {\"command\": \"cairn\",\n"
+    "                 \"args\": [\"--store\", \"/home/me/.cairn\", \"mcp\"]}}}\n"
+    "\n"
+    "Exit status: 0 when stdin closes or on SIGINT/SIGTERM; 1 the store could\n"
+    "not be opened; 64 usage error.\n";
+
+static volatile sig_atomic_t mcp_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    mcp_stop = 1;
+}
+
+/* Signals end the read that waits for the next message (no SA_RESTART);
+ * a write to a client that is gone fails with EPIPE instead of killing. */
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- writing messages ---------------------------------------------------------- */
+
+static int client_gone;
+
+static void send_json(cJSON *msg)
+{
+    char *s = cJSON_PrintUnformatted(msg);
+    size_t n, off = 0;
+    if (s == NULL || client_gone) {
+        free(s);
+        return;
+    }
+    n = strlen(s);
+    s[n++] = '\n'; /* the NUL's place: one line */
+    while (off < n) {
+        ssize_t w = write(1, s + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            client_gone = 1; /* EPIPE: the client closed its end */
+            break;
+        }
+        off += (size_t)w;
+    }
+    free(s);
+}
+
+static cJSON *response(const cJSON *id)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(r, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    return r;
+}
+
+static void send_result(const cJSON *id, cJSON *result)
+{
+    cJSON *r = response(id);
+    cJSON_AddItemToObject(r, "result", result);
+    send_json(r);
+    cJSON_Delete(r);
+}
+
+static void send_error(const cJSON *id, int code, const char *message)
+{
+    cJSON *r = response(id), *e = cJSON_AddObjectToObject(r, "error");
+    cJSON_AddNumberToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", message);
+    send_json(r);
+    cJSON_Delete(r);
+}
+
+/* ---- the methods ------------------------------------------------------------------ */
+
+static cJSON *initialize_result(const cJSON *params)
+{
+    const char *asked = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params,
+                                                                              "protocolVersion"));
+    const char *v = protocol_versions[0];
+    cJSON *r = cJSON_CreateObject(), *caps, *info;
+
+    for (size_t i = 0; asked && i < sizeof protocol_versions / sizeof *protocol_versions; i++)
+        if (strcmp(asked, protocol_versions[i]) == 0)
+            v = protocol_versions[i];
+    cJSON_AddStringToObject(r, "protocolVersion", v);
+    caps = cJSON_AddObjectToObject(r, "capabilities");
+    cJSON_AddFalseToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged");
+    info = cJSON_AddObjectToObject(r, "serverInfo");
+    cJSON_AddStringToObject(info, "name", "cairn");
+    cJSON_AddStringToObject(info, "title", "cairn memory");
+    cJSON_AddStringToObject(info, "version", cairn_version());
+    cJSON_AddStringToObject(
+        r, "instructions",
+        "cairn is this agent's long-term memory. memory_add stores facts, decisions and "
+        "lessons; memory_recall or memory_context brings back what matters for the task at "
+        "hand. episode_new records a finished session; causal_* and pattern_* keep what "
+        "caused what and what worked.");
+    return r;
+}
+
+static int has_tool(const cJSON *tools, const char *name)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
+        if (n != NULL && strcmp(n, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* An unknown tool is a protocol error; a failure of a known one (bad
+ * arguments included) is a result with isError, which the model sees and
+ * may correct. */
+static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
+                       const cJSON *params)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    char *argtext = NULL, *out = NULL;
+    cJSON *result, *content, *text, *structured;
+    int rc;
+
+    if (!cJSON_IsString(name)) {
+        send_error(id, JSONRPC_INVALID_PARAMS, "tools/call: params.name must be a string");
+        return;
+    }
+    if (!has_tool(tools, name->valuestring)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Unknown tool: %.100s", name->valuestring);
+        send_error(id, JSONRPC_INVALID_PARAMS, msg);
+        return;
+    }
+    if (args != NULL && !cJSON_IsNull(args) && (argtext = cJSON_PrintUnformatted(args)) == NULL) {
+        send_error(id, JSONRPC_INVALID_PARAMS, "tools/call: out of memory");
+        return;
+    }
+    rc = cairn_session_call(s, name->valuestring, argtext, &out);
+    free(argtext);
+    result = cJSON_CreateObject();
+    content = cJSON_AddArrayToObject(result, "content");
+    text = cJSON_CreateObject();
+    cJSON_AddStringToObject(text, "type", "text");
+    cJSON_AddStringToObject(text, "text", out ? out : "{}");
+    cJSON_AddItemToArray(content, text);
+    structured = out ? cJSON_Parse(out) : NULL;
+    if (structured != NULL)
+        cJSON_AddItemToObject(result, "structuredContent", structured);
+    cJSON_AddBoolToObject(result, "isError", rc != CAIRN_OK);
+    cairn_free(out);
+    send_result(id, result);
+}
+
+/* One message (a request or a notification). */
+static void handle(cairn_session *s, const cJSON *tools, const char *line, size_t len)
+{
+    cJSON *msg = cJSON_ParseWithLength(line, len);
+    const cJSON *id, *method, *params;
+    const char *m;
+
+    if (msg == NULL) {
+        send_error(NULL, JSONRPC_PARSE_ERROR, "Parse error: not JSON");
+        return;
+    }
+    id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    if (!cJSON_IsObject(msg) || !cJSON_IsString(method)) {
+        /* a response to nothing we asked, or not a JSON-RPC message */
+        if (!cJSON_IsObject(msg) || (!cJSON_HasObjectItem(msg, "result") &&
+                                     !cJSON_HasObjectItem(msg, "error")))
+            send_error(id, JSONRPC_INVALID_REQUEST, "Invalid Request");
+        cJSON_Delete(msg);
+        return;
+    }
+    m = method->valuestring;
+    if (id == NULL) { /* a notification: initialized, cancelled, ...; no answer */
+        cJSON_Delete(msg);
+        return;
+    }
+    if (strcmp(m, "initialize") == 0)
+        send_result(id, initialize_result(params));
+    else if (strcmp(m, "ping") == 0)
+        send_result(id, cJSON_CreateObject());
+    else if (strcmp(m, "tools/list") == 0) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddItemToObject(r, "tools", cJSON_Duplicate(tools, 1));
+        send_result(id, r);
+    } else if (strcmp(m, "tools/call") == 0)
+        tools_call(s, tools, id, params);
+    else {
+        char buf[160];
+        snprintf(buf, sizeof buf, "Method not found: %.100s", m);
+        send_error(id, JSONRPC_METHOD_NOT_FOUND, buf);
+    }
+    cJSON_Delete(msg);
+}
+
+/* ---- the loop ------------------------------------------------------------------- */
+
+static int serve(cairn_session *s, const cJSON *tools)
+{
+    size_t cap = 64 * 1024, len = 0, scan = 0;
+    char *buf = malloc(cap);
+
+    if (buf == NULL)
+        return cli_fail("mcp", CAIRN_ENOMEM, "out of memory");
+    while (!mcp_stop && !client_gone) {
+        char *nl = memchr(buf + scan, '\n', len - scan);
+        ssize_t r;
+        if (nl != NULL) {
+            size_t n = (size_t)(nl - buf);
+            if (n > 0 && !(n == 1 && buf[0] == '\r'))
+                handle(s, tools, buf, n);
+            memmove(buf, nl + 1, len - n - 1);
+            len -= n + 1;
+            scan = 0;
+            continue;
+        }
+        scan = len;
+        if (len == cap) {
+            char *nb = cap < MCP_LINE_MAX ? realloc(buf, cap * 2) : NULL;
+            if (nb == NULL) { /* a message past the limit: say so, drop it */
+                send_error(NULL, JSONRPC_INVALID_REQUEST, "message too long");
+                len = scan = 0;
+                continue;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        r = read(0, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break; /* the client closed stdin: done */
+        len += (size_t)r;
+    }
+    free(buf);
+    return CLI_EXIT_OK;
+}
+
+int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"read-only", 0}, {NULL, 0}};
+    const char *name, *val;
+    char opts[160], *err = NULL;
+    cairn_session *s = NULL;
+    cJSON *tools;
+    cli_args a;
+    int r, read_only = 0, rc;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_mcp_help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        read_only = 1;
+    }
+    if (ctx->embed_cmd != NULL)
+        return cli_usage_error(ctx->cmd, "--embed-cmd is not supported by mcp (use "
+                                         "--embed-builtin or --no-embed)");
+    snprintf(opts, sizeof opts, "{\"read_only\":%s,\"busy_timeout_ms\":%u,\"embedder\":\"%s\"}",
+             read_only ? "true" : "false",
+             ctx->busy_timeout_ms ? ctx->busy_timeout_ms : CAIRN_BUSY_TIMEOUT_DEFAULT,
+             ctx->no_embed ? "none" : ctx->embed_builtin ? "builtin" : "auto");
+    rc = cairn_session_open(&s, ctx->store, opts, &err);
+    if (rc != CAIRN_OK) {
+        cJSON *e = err ? cJSON_Parse(err) : NULL;
+        const char *m = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "error"),
+                                             "message"));
+        r = cli_fail(ctx->cmd, rc, "%s: %s", ctx->store, m ? m : cairn_strerror(rc));
+        cJSON_Delete(e);
+        cairn_free(err);
+        return r;
+    }
+    if ((tools = cJSON_Parse(cairn_session_tools())) == NULL) {
+        cairn_session_close(s);
+        return cli_fail(ctx->cmd, CAIRN_ENOMEM, "out of memory");
+    }
+    install_signals();
+    rc = serve(s, tools);
+    cJSON_Delete(tools);
+    r = cairn_session_close(s);
+    if (r != CAIRN_OK && rc == CLI_EXIT_OK)
+        rc = cli_fail(ctx->cmd, r, "closing the store");
+    return rc;
+}
