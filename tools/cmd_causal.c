@@ -4,10 +4,10 @@
  * Get-ReflexionMemoryStatus) and `cairn import --from causal-graph FILE`,
  * over the cairn_causal_* API. Patterns are in cmd_pattern.c.
  *
- * The seed keeps the graph in .agents/memory/causality/causal-graph.json;
+ * ReflexionMemory keeps the graph in .agents/memory/causality/causal-graph.json;
  * here every change is a record of the store's log and the graph is their
  * fold (with a graph file as its checkpoint). --format json prints the
- * seed's objects with its field names (nodes: id, type, label, episodes,
+ * ReflexionMemory's objects with its field names (nodes: id, type, label, episodes,
  * frequency, success_rate; edges: source, target, type, weight,
  * evidence_count), plus "created" (and the "episodes" of edges) as
  * causal-graph.json holds them; times are ISO 8601.
@@ -444,7 +444,7 @@ static int causal_status(cli_ctx *ctx, int argc, char **argv)
             cJSON_AddStringToObject(g, "Path", file);
         else
             cJSON_AddNullToObject(g, "Path");
-        /* The seed's causal-graph.json schema version: what the graph
+        /* ReflexionMemory's causal-graph.json schema version: what the graph
          * corresponds to, and what `import --from causal-graph` reads. */
         cJSON_AddStringToObject(g, "Version", "1.0");
         if (t[0])

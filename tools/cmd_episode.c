@@ -1,6 +1,6 @@
 /*
  * cmd_episode.c - `cairn episode new|get|list|decisions|extract` (the
- * seed's New-Episode, Get-Episode, Get-Episodes, Get-DecisionSequence and
+ * ReflexionMemory's New-Episode, Get-Episode, Get-Episodes, Get-DecisionSequence and
  * Extract-SessionEpisode.ps1) and `cairn import --from episodes DIR`, over
  * the cairn_episode_* API.
  *

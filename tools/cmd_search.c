@@ -53,7 +53,7 @@ const char cmd_status_help[] =
     "\n"
     "Exit status: 0 success; 1 no store or I/O error.\n";
 
-/* The seed's error object on stdout; returns CLI_EXIT_FAIL. */
+/* Search-Memory's error object on stdout; returns CLI_EXIT_FAIL. */
 static int search_error(const char *error, const char *query, const char *details)
 {
     cJSON *o = cJSON_CreateObject();

@@ -1,6 +1,6 @@
 /*
  * context.c - cairn_mem_context: recalled memories formatted for a prompt
- * (the four formats of the seed: bullets, prose, xml, json), cut to a
+ * (Engram's four formats: bullets, prose, xml, json), cut to a
  * token budget by cairn_token_estimate.
  *
  * The block is built piece by piece: a memory goes in only if the block

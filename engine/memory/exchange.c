@@ -2,7 +2,7 @@
  * exchange.c - export and import of memories as JSON, Markdown and CSV.
  *
  * All three formats are turned into the same thing on import: one cJSON
- * object per memory with the seed's field names, which is then checked by
+ * object per memory with Engram's field names, which is then checked by
  * the memory record decoder (memrec.c: the one definition of a valid
  * memory) before anything is written. Formats (README "Export and import"):
  *
@@ -78,7 +78,7 @@ static void sputs(sbuf *b, const char *s)
     sput(b, s, strlen(s));
 }
 
-/* One memory as a cJSON object with the seed's names. */
+/* One memory as a cJSON object with Engram's names. */
 /* x's vector as "embedder" and "embedding" (json export only). */
 static int add_embedding(cairn_mem *m, const ment *x, cJSON *o)
 {

@@ -1,5 +1,5 @@
 /*
- * episode.c - episodes: validate and normalise (the seed's shapes), store
+ * episode.c - episodes: validate and normalise (ReflexionMemory's shapes), store
  * as an `episode` record, get (read the newest record by its seq), list,
  * decision sequence; and the public face of the session-log extractor.
  *

@@ -2,7 +2,7 @@
  * extract.h - the session-log -> episode extractor: one agent session log
  * (markdown or JSON) in, one reflexion episode (a cJSON object) out.
  *
- * The episode is the seed's "Data Types" shape (ADR-038 reflexion memory):
+ * The episode is ReflexionMemory's "Data Types" shape (ADR-038 reflexion memory):
  *
  *   { "id": "episode-<session>", "session": "<session>",
  *     "timestamp": "YYYY-MM-DDTHH:MM:SSZ",

@@ -1,6 +1,6 @@
 /*
  * pattern.c - patterns and anti-patterns: add (deduplicated by name, with
- * the seed's running average), list best first, anti-patterns worst first.
+ * ReflexionMemory's running average), list best first, anti-patterns worst first.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -583,7 +583,7 @@ int cairn__rx_apply_node(cairn_reflex *r, uint32_t type, const char *label, size
         return CAIRN_ENOMEM;
     i = cairn__rx_find_label(r, label, len, &key);
     if (i != R_NONE) {
-        /* The seed: a label that exists counts once more; the first type stays. */
+        /* As ReflexionMemory does: a label that exists counts once more; the first type stays. */
         if ((n = node_mut(r, i)) == NULL)
             return CAIRN_ENOMEM;
         if (name != R_NONE && eps_add(&n->eps, &n->n_eps, &n->cap_eps, name) != CAIRN_OK)
@@ -670,7 +670,7 @@ int cairn__rx_apply_edge(cairn_reflex *r, uint64_t src_key, uint64_t dst_key, ui
         if ((x = edge_mut(r, i)) == NULL ||
             (name != R_NONE && eps_add(&x->eps, &x->n_eps, &x->cap_eps, name) != CAIRN_OK))
             return CAIRN_ENOMEM;
-        /* The seed's running average. */
+        /* ReflexionMemory's running average. */
         x->evidence++;
         x->weight = (x->weight * (double)(x->evidence - 1) + weight) / (double)x->evidence;
         *idx_out = i;

@@ -1,5 +1,5 @@
 /*
- * update.c - turning episodes into the graph (the seed's Update-CausalGraph),
+ * update.c - turning episodes into the graph (ReflexionMemory's Update-CausalGraph),
  * and importing an existing causal-graph.json.
  *
  * Update, per episode not yet folded (format-spec/reflexion.md, "Update"):
@@ -10,12 +10,12 @@
  *            0.8), leads_to (event -> next, causes, 0.8), effects
  *            (decision -> effect, causes, 0.7); an error to the first of
  *            the next five events that is a milestone saying fix, recover
- *            or resolve (causes, 0.8, the seed's rule); every decision to
+ *            or resolve (causes, 0.8, ReflexionMemory's rule); every decision to
  *            the outcome node (causes; 0.9 success, 0.5 partial, 0.2
  *            failure).
  *   patterns a decision that succeeded: "TYPE pattern" (trigger: context,
  *            action: chosen, 1.0); one that failed: "TYPE anti-pattern"
- *            (action "AVOID: chosen", 0.0), as the seed does.
+ *            (action "AVOID: chosen", 0.0), as ReflexionMemory does.
  * All of it, and a causal.update record naming the episodes, is one commit.
  */
 #include <cjson/cJSON.h>
