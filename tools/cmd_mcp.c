@@ -180,9 +180,25 @@ static int has_tool(const cJSON *tools, const char *name)
 /* An unknown tool is a protocol error; a failure of a known one (bad
  * arguments included) is a result with isError, which the model sees and
  * may correct. */
-static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
-                       const cJSON *params)
+/* The error object of the tool interface, for a refusal made here. */
+static char *tool_error(int code, const char *message)
 {
+    char name[32], *text;
+    const char *s = cairn_strerror(code);
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(s, ":"), s);
+    cJSON_AddStringToObject(e, "code", name);
+    cJSON_AddNumberToObject(e, "status", code);
+    cJSON_AddStringToObject(e, "message", message);
+    text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
+                       const cJSON *params, const char *line, size_t len)
+{
+    char why[CAIRN_ERRMSG_MAX];
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
     char *argtext = NULL, *out = NULL;
@@ -203,7 +219,14 @@ static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
         send_error(id, JSONRPC_INVALID_PARAMS, "tools/call: out of memory");
         return;
     }
-    rc = cairn_session_call(s, name->valuestring, argtext, &out);
+    /* The rule for text, on the message as sent: cJSON would decode a
+     * \u0000 to a NUL that silently ends the string it prints again. */
+    if (cairn_text_check(line, len, 1, why, sizeof why) != CAIRN_OK) {
+        rc = CAIRN_EINVAL;
+        out = tool_error(rc, why);
+    } else {
+        rc = cairn_session_call(s, name->valuestring, argtext, &out);
+    }
     free(argtext);
     result = cJSON_CreateObject();
     content = cJSON_AddArrayToObject(result, "content");
@@ -255,7 +278,7 @@ static void handle(cairn_session *s, const cJSON *tools, const char *line, size_
         cJSON_AddItemToObject(r, "tools", cJSON_Duplicate(tools, 1));
         send_result(id, r);
     } else if (strcmp(m, "tools/call") == 0)
-        tools_call(s, tools, id, params);
+        tools_call(s, tools, id, params, line, len);
     else {
         char buf[160];
         snprintf(buf, sizeof buf, "Method not found: %.100s", m);

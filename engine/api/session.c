@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "utf8.h"
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -28,6 +29,21 @@ int cairn__api_fail_msg(api_call *c, int code, const char *handle_msg)
     return cairn__api_fail(c, code, "%s", cairn_strerror(code));
 }
 
+/* A message echoes what a caller sent (an argument's name, a value cut at
+ * 64 bytes): make it one line of valid UTF-8, byte for byte in place. */
+static void one_clean_line(char *m)
+{
+    size_t n = strlen(m);
+    for (size_t i = 0; i < n;) {
+        size_t k = cairn__utf8_seq((const unsigned char *)m + i, n - i);
+        if (k == 0 || (unsigned char)m[i] < 0x20 || m[i] == 0x7f) {
+            m[i++] = k == 0 ? '?' : ' ';
+            continue;
+        }
+        i += k;
+    }
+}
+
 /* {"error": {"code": "CAIRN_EXXX", "status": -N, "message": "..."}} */
 static char *error_json(int code, const char *msg)
 {
@@ -35,12 +51,15 @@ static char *error_json(int code, const char *msg)
     char name[32];
     size_t n = strcspn(s, ":");
     cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
-    char *text;
+    char clean[CAIRN_ERRMSG_MAX], *text;
 
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), s);
     cJSON_AddStringToObject(e, "code", name);
     cJSON_AddNumberToObject(e, "status", code);
-    cJSON_AddStringToObject(e, "message", msg && msg[0] ? msg : s + (s[n] ? n + 2 : n));
+
+    snprintf(clean, sizeof clean, "%s", msg && msg[0] ? msg : s + (s[n] ? n + 2 : n));
+    one_clean_line(clean);
+    cJSON_AddStringToObject(e, "message", clean);
     text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return text;
@@ -362,6 +381,14 @@ int cairn_session_call(cairn_session *s, const char *name, const char *args_json
     args = args_json ? cJSON_Parse(args_json) : cJSON_CreateObject();
     if (args == NULL)
         return give_error(result_json, CAIRN_EINVAL, "the arguments are not valid JSON");
+    if (args_json != NULL) { /* the rule for text: what is stored or echoed reads back */
+        cairn__err e;
+        if (cairn__utf8_check_json(&e, "arguments: ", NULL, args_json, strlen(args_json)) !=
+            CAIRN_OK) {
+            cJSON_Delete(args);
+            return give_error(result_json, CAIRN_EINVAL, e.msg);
+        }
+    }
     if ((rc = cairn__api_check(&c, c.tool, args)) != CAIRN_OK) {
         cJSON_Delete(args);
         return give_error(result_json, rc, c.msg);
