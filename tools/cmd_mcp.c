@@ -11,12 +11,22 @@
  * closed stdin end the loop between calls, and a client gone before its
  * answer is written (EPIPE) ends it after the call, so what a call
  * committed stays committed and the store is closed cleanly.
+ *
+ * Those signals are blocked in every thread (the engine's background
+ * threads inherit the mask from cmd_mcp, which blocks them before the
+ * store is opened) and let through only while the loop waits in pselect()
+ * for the next message. So a signal is never lost: one that comes during
+ * a call stays pending until that wait, which it then ends, and none is
+ * taken by a thread other than the one waiting. (A flag checked before a
+ * plain read() would miss a signal that lands between the check and the
+ * read: the server would wait on stdin for good.)
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include "cairn.h"
@@ -65,6 +75,7 @@ const char cmd_mcp_help[] =
     "not be opened; 64 usage error.\n";
 
 static volatile sig_atomic_t mcp_stop;
+static sigset_t wait_mask; /* the mask while waiting for a message: the stop signals let through */
 
 static void on_signal(int sig)
 {
@@ -72,11 +83,23 @@ static void on_signal(int sig)
     mcp_stop = 1;
 }
 
-/* Signals end the read that waits for the next message (no SA_RESTART);
- * a write to a client that is gone fails with EPIPE instead of killing. */
+/* Block the stop signals in this thread and in every thread started after
+ * it (call before the store is opened), with a handler that sets mcp_stop
+ * for when pselect() lets them through; a write to a client that is gone
+ * fails with EPIPE instead of killing. */
 static void install_signals(void)
 {
     struct sigaction sa;
+    sigset_t stop;
+
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &wait_mask);
+    sigdelset(&wait_mask, SIGINT);
+    sigdelset(&wait_mask, SIGTERM);
+    sigdelset(&wait_mask, SIGHUP);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -84,6 +107,36 @@ static void install_signals(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+/* A stop signal waits, blocked, to be let through: end between calls as
+ * well as while waiting. */
+static int stop_pending(void)
+{
+    sigset_t p;
+    if (mcp_stop)
+        return 1;
+    if (sigpending(&p) != 0)
+        return 0;
+    return sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGTERM) == 1 ||
+           sigismember(&p, SIGHUP) == 1;
+}
+
+/* Wait until stdin can be read: 1, or 0 when a stop signal came (or
+ * select failed: the caller then ends as at end of input). */
+static int wait_input(void)
+{
+    for (;;) {
+        fd_set rd;
+        FD_ZERO(&rd);
+        FD_SET(0, &rd);
+        if (mcp_stop)
+            return 0;
+        if (pselect(1, &rd, NULL, NULL, NULL, &wait_mask) > 0)
+            return 1;
+        if (errno != EINTR)
+            return 0;
+    }
 }
 
 /* ---- writing messages ---------------------------------------------------------- */
@@ -296,7 +349,7 @@ static int serve(cairn_session *s, const cJSON *tools)
 
     if (buf == NULL)
         return cli_fail("mcp", CAIRN_ENOMEM, "out of memory");
-    while (!mcp_stop && !client_gone) {
+    while (!client_gone && !stop_pending()) {
         char *nl = memchr(buf + scan, '\n', len - scan);
         ssize_t r;
         if (nl != NULL) {
@@ -319,6 +372,8 @@ static int serve(cairn_session *s, const cJSON *tools)
             buf = nb;
             cap *= 2;
         }
+        if (!wait_input())
+            break;
         r = read(0, buf + len, cap - len);
         if (r < 0 && errno == EINTR)
             continue;
@@ -357,6 +412,7 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
              read_only ? "true" : "false",
              ctx->busy_timeout_ms ? ctx->busy_timeout_ms : CAIRN_BUSY_TIMEOUT_DEFAULT,
              ctx->no_embed ? "none" : ctx->embed_builtin ? "builtin" : "auto");
+    install_signals(); /* before the store's threads start: they inherit the mask */
     rc = cairn_session_open(&s, ctx->store, opts, &err);
     if (rc != CAIRN_OK) {
         cJSON *e = err ? cJSON_Parse(err) : NULL;
@@ -372,7 +428,6 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
         cairn_session_close(s);
         return cli_fail(ctx->cmd, CAIRN_ENOMEM, "out of memory");
     }
-    install_signals();
     rc = serve(s, tools);
     cJSON_Delete(tools);
     r = cairn_session_close(s);
