@@ -248,8 +248,10 @@ static char *tool_error(int code, const char *message)
     return text;
 }
 
+/* refuse: why the message's text breaks the rule although cJSON took it
+ * (NULL: it does not). */
 static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
-                       const cJSON *params, const char *line, size_t len)
+                       const cJSON *params, const char *line, size_t len, const char *refuse)
 {
     char why[CAIRN_ERRMSG_MAX];
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
@@ -274,9 +276,9 @@ static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
     }
     /* The rule for text, on the message as sent: cJSON would decode a
      * \u0000 to a NUL that silently ends the string it prints again. */
-    if (cairn_text_check(line, len, 1, why, sizeof why) != CAIRN_OK) {
+    if (refuse != NULL || cairn_text_check(line, len, 1, why, sizeof why) != CAIRN_OK) {
         rc = CAIRN_EINVAL;
-        out = tool_error(rc, why);
+        out = tool_error(rc, refuse ? refuse : why);
     } else {
         rc = cairn_session_call(s, name->valuestring, argtext, &out);
     }
@@ -295,13 +297,81 @@ static void tools_call(cairn_session *s, const cJSON *tools, const cJSON *id,
     send_result(id, result);
 }
 
+static int hex4(const char *p, size_t avail, unsigned *u)
+{
+    *u = 0;
+    if (avail < 4)
+        return 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                   : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                          : 16u;
+        if (d == 16u)
+            return 0;
+        *u = *u * 16 + d;
+    }
+    return 1;
+}
+
+/* JSON's grammar allows an escaped UTF-16 surrogate without its other half
+ * ("\udc00" alone: what a JavaScript client sends for a string cut in the
+ * middle of an emoji), but cJSON refuses the whole message, whose id is then
+ * lost and whose client waits for an answer until it times out. A copy of
+ * line with each such escape made \ufffd (same length), so that the message
+ * can be read and refused with its id; NULL when there is none (or no
+ * memory). *at: the byte offset of the first. */
+static char *lone_surrogates_replaced(const char *line, size_t len, size_t *at)
+{
+    char *copy = NULL;
+    for (size_t i = 0; i + 1 < len; i++) {
+        unsigned u, v;
+        if (line[i] != '\\')
+            continue;
+        if (line[i + 1] != 'u' || !hex4(line + i + 2, len - i - 2, &u)) {
+            i++; /* another escape: skip its character (\\ too) */
+            continue;
+        }
+        if (u >= 0xD800 && u <= 0xDBFF && i + 12 <= len && line[i + 6] == '\\' &&
+            line[i + 7] == 'u' && hex4(line + i + 8, len - i - 8, &v) && v >= 0xDC00 &&
+            v <= 0xDFFF) {
+            i += 11; /* a pair */
+            continue;
+        }
+        if (u >= 0xD800 && u <= 0xDFFF) {
+            if (copy == NULL) {
+                if ((copy = malloc(len)) == NULL)
+                    return NULL;
+                memcpy(copy, line, len);
+                *at = i;
+            }
+            memcpy(copy + i + 2, "fffd", 4);
+        }
+        i += 5;
+    }
+    return copy;
+}
+
 /* One message (a request or a notification). */
 static void handle(cairn_session *s, const cJSON *tools, const char *line, size_t len)
 {
     cJSON *msg = cJSON_ParseWithLength(line, len);
     const cJSON *id, *method, *params;
+    char refuse[160], *fixed;
     const char *m;
+    size_t at = 0;
 
+    refuse[0] = 0;
+    if (msg == NULL && (fixed = lone_surrogates_replaced(line, len, &at)) != NULL) {
+        msg = cJSON_ParseWithLength(fixed, len);
+        free(fixed);
+        if (msg != NULL)
+            snprintf(refuse, sizeof refuse,
+                     "the message holds half a UTF-16 surrogate pair (%.6s at byte %zu), "
+                     "which is not text",
+                     line + at, at);
+    }
     if (msg == NULL) {
         send_error(NULL, JSONRPC_PARSE_ERROR, "Parse error: not JSON");
         return;
@@ -331,7 +401,7 @@ static void handle(cairn_session *s, const cJSON *tools, const char *line, size_
         cJSON_AddItemToObject(r, "tools", cJSON_Duplicate(tools, 1));
         send_result(id, r);
     } else if (strcmp(m, "tools/call") == 0)
-        tools_call(s, tools, id, params, line, len);
+        tools_call(s, tools, id, params, line, len, refuse[0] ? refuse : NULL);
     else {
         char buf[160];
         snprintf(buf, sizeof buf, "Method not found: %.100s", m);
