@@ -17,6 +17,33 @@
  * or checkpoint: format-spec/lock.md), waiting up to busy_timeout_ms; any
  * number of read-only handles, in any process, without the lock. Every
  * call catches up on what other processes wrote.
+ *
+ * Conventions:
+ * - Status: every function that can fail returns CAIRN_OK (0) or a
+ *   negative CAIRN_E* code; cairn_strerror() names a code.
+ * - Error detail: the tool interface (cairn_session_call, at the end of
+ *   this header) returns each call's error with the call, so it is safe
+ *   with any number of threads. The handle calls keep a one-line detail
+ *   per handle (cairn_errmsg, cairn_mem_errmsg, cairn_reflex_errmsg),
+ *   valid until the next call on that handle: read it in the thread that
+ *   made the failed call, before another thread calls on the same handle
+ *   (or give each thread its own handle, or its own session). cairn_open
+ *   has no handle yet: it writes its detail into the caller's buffer.
+ * - Freeing: a string the library returns (char **json_out, char **out)
+ *   is freed with cairn_free() (which is free()). A struct or array it
+ *   fills is freed with the function named next to its type
+ *   (cairn_mem_free, cairn_recall_free, cairn_causal_node_clear, ...);
+ *   cairn_record_free takes the handle. Handles are closed with their
+ *   _close; every _free, _clear and _close accepts NULL.
+ * - Options structs: declare them with their _INIT macro and set members
+ *   by name. The structs that carry a version field (cairn_options,
+ *   cairn_range, cairn_mem_options, cairn_episode_query,
+ *   cairn_causal_update_opts) accept callers built against an earlier
+ *   version; the others change only with the soname.
+ * - Allocation: see cairn_allocator for which layers use the allocator
+ *   option and why the others do not.
+ * - Version: CAIRN_VERSION_NUMBER is the header's, cairn_version_number()
+ *   the library's at run time.
  */
 #ifndef CAIRN_H
 #define CAIRN_H
@@ -99,10 +126,17 @@ typedef enum cairn_durability {
 } cairn_durability;
 
 /* A pluggable allocator for the log layer: the handle, its write buffer,
- * segment record indexes, readers and sealing buffers go through it. Not
- * (yet) routed through it: zstd's own contexts, and the memory, vector,
- * reflexion and graph layers (cairn_mem_*, cairn_reflex_*), which use
- * malloc/realloc/free. */
+ * segment record indexes, readers and sealing buffers go through it.
+ * These allocate with malloc/realloc/free instead:
+ * - everything handed to the caller (memories, recall hits, JSON texts,
+ *   patterns, nodes): the caller frees it with cairn_free() or the _free
+ *   functions, long after the handle that made it may be closed;
+ * - cJSON's parse trees (the memory, reflexion and tool-interface layers
+ *   read and write JSON with cJSON), whose hooks are global to the
+ *   process, not per handle;
+ * - zstd's compression and decompression contexts;
+ * - the memory, vector, reflexion and graph layers' own state (their RAM
+ *   indexes and maps), which have not been routed through it. */
 typedef struct cairn_allocator {
     void *(*malloc_fn)(void *user, size_t size);
     void *(*realloc_fn)(void *user, void *ptr, size_t size);
