@@ -462,10 +462,64 @@ static void a_failed_group_fdatasync_acknowledges_nothing_it_did_not_cover(void 
     assert_int_equal(acked + failed, GC_THREADS * GC_PER);
 }
 
+/* ---- error details are per thread ----------------------------------------- */
+
+typedef struct failing {
+    cairn_mem *m;
+    const cairn_mem_store_opts *o;
+    const char *want;  /* the word this thread's detail must hold */
+    int wrong;
+} failing;
+
+static void *fail_repeatedly(void *arg)
+{
+    failing *f = arg;
+    for (int i = 0; i < 2000; i++) {
+        int rc = cairn_mem_store(f->m, "text", f->o, NULL, NULL);
+        if (rc != CAIRN_EINVAL || strstr(cairn_mem_errmsg(f->m), f->want) == NULL)
+            f->wrong++;
+    }
+    return NULL;
+}
+
+/* Two threads fail on one handle with different details, as fast as they
+ * can: each reads its own after its own failed call, never the other's. */
+static void error_details_are_per_thread(void **state)
+{
+    char *dir = tu_mkdtemp("errtls"), err[CAIRN_ERRMSG_MAX];
+    cairn_mem_store_opts bad_cat = CAIRN_MEM_STORE_OPTS_INIT, bad_imp = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_db *db;
+    cairn_mem *m;
+    failing f[2];
+    pthread_t t[2];
+    (void)state;
+    assert_int_equal(tu_open_small(dir, 0, &db, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    bad_cat.category = "";
+    bad_imp.importance = 2.0;
+    f[0] = (failing){m, &bad_cat, "category", 0};
+    f[1] = (failing){m, &bad_imp, "importance", 0};
+    assert_int_equal(cairn_mem_store(m, "text", &bad_cat, NULL, NULL), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(m), "category")); /* the premise */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, fail_repeatedly, &f[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(f[0].wrong, 0);
+    assert_int_equal(f[1].wrong, 0);
+    /* this thread's own detail is still its own */
+    assert_non_null(strstr(cairn_mem_errmsg(m), "category"));
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(threads_share_a_handle_in_none_mode),
+        cmocka_unit_test(error_details_are_per_thread),
         cmocka_unit_test(threads_share_a_handle_in_batch_mode),
         cmocka_unit_test(group_commit_acknowledges_every_writer_in_full_mode),
         cmocka_unit_test(batch_sync_goes_on_while_a_segment_is_sealed),

@@ -52,6 +52,36 @@ int cairn__fail(cairn__err *e, int code, const char *fmt, ...)
     return code;
 }
 
+/* The per-thread details: a few slots, taken round-robin. */
+#define ERR_SLOTS 16
+typedef struct err_slot {
+    const void *owner;
+    char msg[CAIRN_ERRMSG_MAX];
+} err_slot;
+static _Thread_local err_slot err_slots[ERR_SLOTS];
+static _Thread_local unsigned err_next;
+
+char *cairn__errbuf(const void *owner)
+{
+    err_slot *s;
+    for (unsigned i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].owner == owner)
+            return err_slots[i].msg;
+    s = &err_slots[err_next++ % ERR_SLOTS];
+    s->owner = owner;
+    s->msg[0] = 0;
+    return s->msg;
+}
+
+void cairn__errbuf_drop(const void *owner)
+{
+    for (unsigned i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].owner == owner) {
+            err_slots[i].owner = NULL;
+            err_slots[i].msg[0] = 0;
+        }
+}
+
 int cairn__errno_status(int errnum)
 {
     switch (errnum) {

@@ -17,6 +17,16 @@ typedef struct cairn__err {
 int cairn__fail(cairn__err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The error detail of handle `owner` (a cairn_db, cairn_mem, ...) for the
+ * calling thread: CAIRN_ERRMSG_MAX bytes, "" until a failure fills it.
+ * Each thread keeps its own per handle, so a failure in one thread never
+ * overwrites the detail another thread is about to read. A thread keeps
+ * the details of its 16 most recent handles. */
+char *cairn__errbuf(const void *owner);
+/* Forget the calling thread's detail of owner (a handle opened or closed
+ * at that address). */
+void cairn__errbuf_drop(const void *owner);
+
 /* Map an errno value to a cairn status code. */
 int cairn__errno_status(int errnum);
 

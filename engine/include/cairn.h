@@ -21,14 +21,15 @@
  * Conventions:
  * - Status: every function that can fail returns CAIRN_OK (0) or a
  *   negative CAIRN_E* code; cairn_strerror() names a code.
- * - Error detail: the tool interface (cairn_session_call, at the end of
- *   this header) returns each call's error with the call, so it is safe
- *   with any number of threads. The handle calls keep a one-line detail
- *   per handle (cairn_errmsg, cairn_mem_errmsg, cairn_reflex_errmsg),
- *   valid until the next call on that handle: read it in the thread that
- *   made the failed call, before another thread calls on the same handle
- *   (or give each thread its own handle, or its own session). cairn_open
- *   has no handle yet: it writes its detail into the caller's buffer.
+ * - Error detail: after a call fails, cairn_errmsg(db) (cairn_mem_errmsg,
+ *   cairn_reflex_errmsg for those handles) gives its one-line detail. The
+ *   detail is kept per handle and per thread: a failure in another thread,
+ *   on the same handle or not, never overwrites it, so any number of
+ *   threads may share a handle and each read its own. It stays until the
+ *   calling thread's next call on that handle (a thread keeps the details
+ *   of its 16 most recent handles). cairn_open has no handle yet:
+ *   it writes its detail into the caller's buffer. The tool interface
+ *   (cairn_session_call) returns each call's error with the call.
  * - Freeing: a string the library returns (char **json_out, char **out)
  *   is freed with cairn_free() (which is free()). A struct or array it
  *   fills is freed with the function named next to its type
@@ -212,8 +213,9 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
  * the next open seals. */
 int cairn_close(cairn_db *db);
 
-/* The one-line detail of the last error on this handle ("" if none). Valid
- * until the next call on the handle from any thread. */
+/* The one-line detail of the calling thread's last failed call on this
+ * handle ("" if none): per thread, so another thread's failure never
+ * replaces it (see "Conventions" above). */
 const char *cairn_errmsg(const cairn_db *db);
 
 /* ---------------------------------------------------------------------------
@@ -1217,8 +1219,9 @@ typedef void (*cairn_mem_event_fn)(void *user, const cairn_mem_event *ev);
  * in the calling thread. Errors: CAIRN_EINVAL (NULL fn or 8 already). */
 int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user);
 
-/* The one-line detail of the last failed cairn_mem_* call ("" if none);
- * valid until the next call on m. */
+/* The one-line detail of the calling thread's last failed cairn_mem_*
+ * call on m ("" if none); per thread, valid until this thread's next call
+ * on m (see "Conventions" at the top). */
 const char *cairn_mem_errmsg(const cairn_mem *m);
 
 /* ---------------------------------------------------------------------------
@@ -1250,8 +1253,8 @@ void cairn_reflex_close(cairn_reflex *r);
  * CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM. */
 int cairn_reflex_checkpoint(cairn_reflex *r);
 
-/* The one-line detail of the last failed call ("" if none); valid until
- * the next call on r. */
+/* The one-line detail of the calling thread's last failed call on r (""
+ * if none); per thread, valid until this thread's next call on r. */
 const char *cairn_reflex_errmsg(const cairn_reflex *r);
 
 /* Check the newest graph file and the generations that lie on it, every

@@ -52,8 +52,9 @@ int64_t cairn__now_ms(void)
 int cairn__db_fail(cairn_db *db, int code, const cairn__err *e)
 {
     pthread_mutex_lock(&db->err_mu);
-    if (e != NULL && e != &db->err)
-        memcpy(db->err.msg, e->msg, sizeof db->err.msg);
+    char *buf = cairn__errbuf(db);
+    if (e != NULL && e->msg != buf)
+        memcpy(buf, e->msg, CAIRN_ERRMSG_MAX);
     pthread_mutex_unlock(&db->err_mu);
     return code;
 }
@@ -63,7 +64,7 @@ int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
     va_list ap;
     pthread_mutex_lock(&db->err_mu);
     va_start(ap, fmt);
-    vsnprintf(db->err.msg, sizeof db->err.msg, fmt, ap);
+    vsnprintf(cairn__errbuf(db), CAIRN_ERRMSG_MAX, fmt, ap);
     va_end(ap);
     pthread_mutex_unlock(&db->err_mu);
     return code;
@@ -71,7 +72,7 @@ int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
 
 const char *cairn_errmsg(const cairn_db *db)
 {
-    return db ? db->err.msg : "";
+    return db ? cairn__errbuf(db) : "";
 }
 
 /* ---- segments and views ------------------------------------------------ */
@@ -493,7 +494,7 @@ static int retire_damage(cairn_db *db, cairn__err *e)
     atomic_fetch_add(&damaged->refs, 1);
     rc = cairn__roll_past(db, db->seq_floor);
     if (rc != CAIRN_OK)
-        memcpy(e->msg, db->err.msg, sizeof e->msg);
+        memcpy(e->msg, cairn__errbuf(db), sizeof e->msg);
     else
         rc = truncate_tail(db, damaged, e);
     cairn__seg_release(db, damaged);
@@ -1052,6 +1053,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     pthread_mutex_init(&db->mu, NULL);
     pthread_mutex_init(&db->seal_mu, NULL);
     pthread_mutex_init(&db->err_mu, NULL);
+    cairn__errbuf_drop(db); /* a handle that lived here before */
     cairn__waitword_init(&db->synced);
     pthread_cond_init(&db->sync_cv, NULL);
     pthread_cond_init(&db->append_cv, NULL);
@@ -1175,6 +1177,7 @@ int cairn_close(cairn_db *db)
     pthread_mutex_destroy(&db->mu);
     pthread_mutex_destroy(&db->seal_mu);
     pthread_mutex_destroy(&db->err_mu);
+    cairn__errbuf_drop(db);
     pthread_cond_destroy(&db->sync_cv);
     cairn__waitword_destroy(&db->synced);
     pthread_cond_destroy(&db->append_cv);

@@ -144,7 +144,7 @@ struct cairn_db {
     int64_t man_mtime_ns, man_ctime_ns;
 
     pthread_mutex_t err_mu;
-    cairn__err err;
+    /* its error detail: per thread, cairn__errbuf(db) */
 };
 
 /* Is name a temp file of the store (MANIFEST.tmp, <id>.seg.tmp, a derived

@@ -180,7 +180,7 @@ int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
     int rc;
 
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_catch_up(m)) == CAIRN_OK)
         rc = cairn__mem_read_all(m);
     if (rc == CAIRN_OK && ns != NULL) {
@@ -1028,7 +1028,7 @@ int cairn_mem_import_each(cairn_mem *m, cairn_mem_format f, const char *data, si
     if (default_ns == NULL)
         default_ns = "";
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     /* Reading and checking the input, and embedding it, happen before the
      * turn of the writer lock: other processes' writers wait for neither. */
     if (cairn__utf8_check(&e, "namespace", default_ns, strlen(default_ns)) != CAIRN_OK) {

@@ -63,7 +63,7 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
     if (kept)
         *kept = 0;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     cairn__access_refresh(m); /* decay counts from the last access, also one not folded yet */
     if ((unsigned)o->mode > CAIRN_FORGET_AGGRESSIVE || o->max_age_days < 0 ||
         o->min_importance < 0 || o->min_importance > 1) {
@@ -145,7 +145,7 @@ int cairn_mem_count(cairn_mem *m, uint64_t *live)
 {
     int rc;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     rc = cairn__mem_catch_up(m);
     *live = rc == CAIRN_OK ? cairn__mem_live(m) : 0;
     pthread_mutex_unlock(&m->mu);

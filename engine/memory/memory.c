@@ -46,7 +46,7 @@ int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(m->err, sizeof m->err, fmt, ap);
+    vsnprintf(cairn__errbuf(m), CAIRN_ERRMSG_MAX, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -644,7 +644,7 @@ static void kill_entry_as(cairn_mem *m, ment *x, uint64_t changed)
     long g = cairn__mem_gen_of(m, x->seq);
     cairn__vecset *v = g >= 0 ? p->gvec[g] : p->vec;
     cairn__ramidx *idx = g >= 0 ? p->gidx[g] : p->idx;
-    (void)cairn__mem_index_settle(m); /* it may still be queued (a failure stays in m->err) */
+    (void)cairn__mem_index_settle(m); /* it may still be queued (a failure stays in cairn__errbuf(m)) */
     (void)note_changed(m, x, changed);
     if (idx != NULL)
         (void)cairn__ramidx_remove(idx, x->seq, (const uint8_t *)x->content, x->content_len);
@@ -836,7 +836,7 @@ static int replay_range(cairn_mem *m, uint64_t from, uint64_t to)
     if (rc == CAIRN_OK)
         return CAIRN_OK;
     if (m->damaged)
-        return CAIRN_ECORRUPT; /* m->err names the file */
+        return CAIRN_ECORRUPT; /* cairn__errbuf(m) names the file */
     return cairn__mem_fail(m, rc, "replaying memories: %s",
                 rc == CAIRN_ENOMEM ? "no memory" : cairn_errmsg(m->db));
 }
@@ -953,7 +953,7 @@ int cairn__mem_catch_up(cairn_mem *m)
  * of the log, as a reader's. A failure is the catch-up's: the handle is
  * stale (it writes no index file), and the turn that follows returns the
  * error, kept in wait_rc and wait_err meanwhile (another thread of the
- * handle may reset m->err). */
+ * handle may reset cairn__errbuf(m)). */
 static int fold_waiting(void *user)
 {
     cairn_mem *m = user;
@@ -976,7 +976,7 @@ static int fold_waiting(void *user)
     if (rc != CAIRN_OK) {
         m->stale = 1;
         m->wait_rc = rc;
-        memcpy(m->wait_err, m->err, sizeof m->wait_err);
+        memcpy(m->wait_err, cairn__errbuf(m), sizeof m->wait_err);
     }
     more = rc == CAIRN_OK && m->folded > before;
     pthread_mutex_unlock(&m->mu);
@@ -1288,6 +1288,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     if (o->stemmer != NULL && strlen(o->stemmer) >= sizeof m->stemmer)
         return CAIRN_EINVAL;
     m = calloc(1, sizeof *m);
+    cairn__errbuf_drop(m); /* a handle that lived here before */
     if (m == NULL)
         return CAIRN_ENOMEM;
     m->db = db;
@@ -1414,6 +1415,7 @@ void cairn_mem_close(cairn_mem *m)
     cairn__tok_free(m->tok);
     cairn__memscan_free(&m->scan);
     pthread_mutex_destroy(&m->mu);
+    cairn__errbuf_drop(m);
     free(m);
 }
 
@@ -1443,7 +1445,7 @@ const char *cairn_mem_index_note(const cairn_mem *m)
 
 const char *cairn_mem_errmsg(const cairn_mem *m)
 {
-    return m->err;
+    return cairn__errbuf(m);
 }
 
 /* ---- copies for the caller ----------------------------------------------- */
@@ -1554,7 +1556,7 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     else if (rc == FOLD_RELOADED)
         rc = CAIRN_OK; /* folded with the rest */
     if (rc == CAIRN_ECORRUPT && m->damaged)
-        return rc; /* m->err names the index file */
+        return rc; /* cairn__errbuf(m) names the index file */
     if (rc != CAIRN_OK)
         m->stale = 1; /* never write an index file that would skip it */
     if (seq_out != NULL)
@@ -1629,7 +1631,7 @@ int cairn__mem_write_commit(cairn_mem *m, const char *const *nss, const memrec *
         rc = apply(m, &rec, rs[i]);
     }
     if (rc == CAIRN_ECORRUPT && m->damaged)
-        goto out; /* m->err names the index file */
+        goto out; /* cairn__errbuf(m) names the index file */
     if (rc != CAIRN_OK) {
         m->stale = 1; /* never write an index file that would skip them */
         rc = cairn__mem_fail(m, rc, "the records were appended but the in-memory state could "
@@ -1816,7 +1818,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     d.expires_at = o->expires_at;
     d.metadata = o->metadata;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if (hooks.before_store != NULL && content != NULL && *content) {
         /* not for a duplicate: it is not stored */
         nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
@@ -2040,7 +2042,7 @@ int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user)
 static int not_found(cairn_mem *m, const char *id)
 {
     if (m->damaged)
-        return CAIRN_ECORRUPT; /* m->err names the file */
+        return CAIRN_ECORRUPT; /* cairn__errbuf(m) names the file */
     return cairn__mem_fail(m, CAIRN_ENOTFOUND, "no memory with id %s", id ? id : "(null)");
 }
 
@@ -2051,7 +2053,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
 
     *out = NULL;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) {
         pthread_mutex_unlock(&m->mu);
         return rc;
@@ -2073,7 +2075,7 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
     int rc = CAIRN_OK;
 
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
         pthread_mutex_unlock(&m->mu);
         return rc;
@@ -2136,7 +2138,7 @@ int cairn_mem_delete(cairn_mem *m, const char *id, const char *reason)
     int rc;
 
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
         pthread_mutex_unlock(&m->mu);
         return rc;
@@ -2168,7 +2170,7 @@ int cairn_mem_clear(cairn_mem *m, const char *ns)
     int rc;
 
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     memset(&r, 0, sizeof r);
     r.type = CAIRN_REC_MEMORY_CLEAR;
     r.clear_ns = ns;
@@ -2639,7 +2641,7 @@ int cairn_mem_checkpoint(cairn_mem *m)
 {
     int rc;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     rc = checkpoint_locked(m, CKPT_EXPLICIT);
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -2657,9 +2659,9 @@ void cairn__mem_flush_if_due(cairn_mem *m)
         return;
     /* Best effort: the memories are in the log; a failure only leaves the
      * tail in RAM (the next flush or close tries again). */
-    memcpy(err, m->err, sizeof err);
+    memcpy(err, cairn__errbuf(m), sizeof err);
     (void)checkpoint_locked(m, CKPT_FLUSH);
-    memcpy(m->err, err, sizeof err);
+    memcpy(cairn__errbuf(m), err, sizeof err);
 }
 
 /* ---- merges in the background -------------------------------------------- */
@@ -2699,16 +2701,16 @@ static int merge_gate(void *user)
     int rc;
 
     pthread_mutex_lock(&m->mu);
-    memcpy(job->err, m->err, sizeof job->err);
+    memcpy(job->err, cairn__errbuf(m), sizeof job->err);
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
-        memcpy(m->err, job->err, sizeof job->err);
+        memcpy(cairn__errbuf(m), job->err, sizeof job->err);
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
     for (size_t g = job->j ? job->j - 1 : 0; g < job->t->ng; g++)
         if (!same_file(m, &job->t->gen[g].mx)) {
             (void)cairn__mem_turn_end(m, CAIRN_OK);
-            memcpy(m->err, job->err, sizeof job->err);
+            memcpy(cairn__errbuf(m), job->err, sizeof job->err);
             pthread_mutex_unlock(&m->mu);
             return CAIRN_ELOCKED; /* changed meanwhile: given up */
         }
@@ -2874,7 +2876,7 @@ static int merge_step(cairn_mem *m, const int *stop, int whole)
                 (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd,
                                        t->gen[g].mx.name, NULL);
         (void)cairn__mem_turn_end(m, CAIRN_OK);
-        memcpy(m->err, job.err, sizeof job.err);
+        memcpy(cairn__errbuf(m), job.err, sizeof job.err);
         pthread_mutex_unlock(&m->mu);
     }
     scratch_free(t);

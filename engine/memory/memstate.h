@@ -182,7 +182,7 @@ struct cairn_mem {
         void *user;
     } listeners[8];
     size_t nlisteners;
-    char err[CAIRN_ERRMSG_MAX];
+    /* its error detail: per thread, cairn__errbuf(m) */
 };
 
 int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

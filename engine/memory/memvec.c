@@ -37,7 +37,7 @@ int cairn_mem_set_embedder(cairn_mem *m, const cairn_embedder *e)
 {
     int rc = CAIRN_OK;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     m->emb_gen++;
     if (e == NULL) {
         memset(&m->emb, 0, sizeof m->emb);

@@ -396,7 +396,7 @@ int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **
         o = &def;
     t = o->threshold == 0 ? 0.85 : o->threshold;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if (!(t > 0 && t <= 1)) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid similarity threshold: must be between 0 "
                              "and 1");

@@ -331,7 +331,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     nss = o->ns ? o->ns : default_ns;
     n_ns = o->ns ? o->n_ns : 1;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
         goto out;
     if (o->min_importance < 0 || o->min_importance > 1 || k > 100000) {

@@ -269,7 +269,7 @@ int cairn_mem_remember(cairn_mem *m, const cairn_llm *llm, const char *messages,
         o = &def;
     surprise = o->surprise == 0 ? REM_SURPRISE_DEFAULT : o->surprise;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     pthread_mutex_unlock(&m->mu);
     if (llm == NULL || llm->complete == NULL) {
         pthread_mutex_lock(&m->mu);

@@ -281,7 +281,7 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
     h.id = id;
     h.next = 1;
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if (id == NULL || !cairn__memrec_id_ok(id)) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "not a memory id: 1..32 of [A-Za-z0-9_.-]");
         goto out;
@@ -311,7 +311,7 @@ int cairn_mem_restore(cairn_mem *m, const char *id, cairn_memory **out)
         goto out;
     }
     if (m->damaged) {
-        rc = CAIRN_ECORRUPT; /* a lookup met a damaged row of the index file: m->err says */
+        rc = CAIRN_ECORRUPT; /* a lookup met a damaged row of the index file: cairn__errbuf(m) says */
         goto out;
     }
     if ((rc = pass(m, &h, UINT64_MAX)) != CAIRN_OK)

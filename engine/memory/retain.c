@@ -538,9 +538,9 @@ static int swap_enter(void *user)
     char err[CAIRN_ERRMSG_MAX];
     int rc;
     pthread_mutex_lock(&t->hold->mu);
-    memcpy(err, t->hold->err, sizeof err); /* the handle's last message stays */
+    memcpy(err, cairn__errbuf(t->hold), sizeof err); /* the handle's last message stays */
     rc = cairn__mem_turn_begin(t->hold);
-    memcpy(t->hold->err, err, sizeof err);
+    memcpy(cairn__errbuf(t->hold), err, sizeof err);
     if (rc != CAIRN_OK) {
         pthread_mutex_unlock(&t->hold->mu);
         return rc;
@@ -554,9 +554,9 @@ static void swap_leave(tracker *t)
     char err[CAIRN_ERRMSG_MAX];
     if (!t->held)
         return;
-    memcpy(err, t->hold->err, sizeof err);
+    memcpy(err, cairn__errbuf(t->hold), sizeof err);
     (void)cairn__mem_turn_end(t->hold, CAIRN_OK);
-    memcpy(t->hold->err, err, sizeof err);
+    memcpy(cairn__errbuf(t->hold), err, sizeof err);
     pthread_mutex_unlock(&t->hold->mu);
     t->held = 0;
 }
@@ -705,7 +705,7 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, int background, c
     if (rc == LEARN_STOP)
         rc = CAIRN_OK;
     if (rc != CAIRN_OK)
-        return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+        return cairn__errbuf(m)[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
     if ((rc = covered_seqs(m, 0, &cov, &ncov)) != CAIRN_OK ||
         (rc = covered_seqs(m, 1, &anc, &nanc)) != CAIRN_OK) {
         free(cov);
@@ -760,7 +760,7 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, int background, c
             (rc = cairn__each_record(m->db, 1, last, judge_dry, t)) != CAIRN_OK) {
             free(cov);
             free(anc);
-            return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+            return cairn__errbuf(m)[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
         }
         out->records_after = out->records_before - t->dry_dropped + t->dry_runs;
         out->dropped = t->dry_dropped;
@@ -790,7 +790,7 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, int background, c
     if (rc == CHECKPOINT_RACED)
         return rc; /* the caller tries again */
     if (rc != CAIRN_OK)
-        return m->err[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
+        return cairn__errbuf(m)[0] ? rc : cairn__mem_fail(m, rc, "compaction: %s", cairn_errmsg(m->db));
     out->segments = res.segments;
     out->rewritten = res.rewritten;
     out->records_after = res.records_after;
@@ -815,7 +815,7 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
     if (!dry_run)
         cairn__merger_hold(m->merger);
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if (m->db->read_only) {
         rc = cairn__mem_fail(m, CAIRN_EPERM, "a read-only handle cannot compact");
         pthread_mutex_unlock(&m->mu);
@@ -844,7 +844,7 @@ int cairn_mem_compact(cairn_mem *m, int dry_run, cairn_compact_report *out)
                          : cairn__mem_fail(m, CAIRN_ELOCKED, "checkpoints kept being written "
                                            "while compacting; nothing was changed; try again");
     }
-    if (rc != CAIRN_OK && m->err[0] == 0)
+    if (rc != CAIRN_OK && cairn__errbuf(m)[0] == 0)
         rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     if (!dry_run)
         (void)cairn__compact_lock(m->db, 0);
@@ -1046,7 +1046,7 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     }
     cairn__merger_hold(m->merger); /* the handle's own compaction gives way */
     pthread_mutex_lock(&m->mu);
-    m->err[0] = 0;
+    cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__compact_lock(m->db, 1)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
         pthread_mutex_unlock(&m->mu);
@@ -1088,7 +1088,7 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
         t.purge = id;
         snprintf(why, sizeof why, "purge %s", id);
         rc = compact_turn(m, &t, 0, 0, why, &rep);
-    } else if (rc != CAIRN_OK && rc != PURGED_BEFORE && m->err[0] == 0) {
+    } else if (rc != CAIRN_OK && rc != PURGED_BEFORE && cairn__errbuf(m)[0] == 0) {
         rc = cairn__mem_fail(m, rc, "purge: %s", cairn_errmsg(m->db));
     }
     if (rc == PURGED_BEFORE)
@@ -1104,7 +1104,7 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
      * it (the older files go). */
     if (rc == CAIRN_OK && (rc = cairn__mem_checkpoint_whole(m)) != CAIRN_OK) {
         char why_not[CAIRN_ERRMSG_MAX];
-        snprintf(why_not, sizeof why_not, "%s", m->err);
+        snprintf(why_not, sizeof why_not, "%s", cairn__errbuf(m));
         rc = cairn__mem_fail(m, rc, "purged from the log, but writing the memory index anew "
                              "failed (it may still hold the memory's text; purge again): %s",
                              why_not);

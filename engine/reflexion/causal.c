@@ -198,7 +198,7 @@ int cairn_causal_add_batch(cairn_reflex *r, const cairn_causal_op *ops, size_t n
     keys = malloc(n * sizeof *keys);
     c = malloc(n * sizeof *c);
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     if (keys == NULL || c == NULL)
         rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");
     if (rc == CAIRN_OK && (rc = cairn__rx_turn_begin(r)) == CAIRN_OK) {
@@ -221,7 +221,7 @@ int cairn_causal_add_batch(cairn_reflex *r, const cairn_causal_op *ops, size_t n
 static int add_one(cairn_reflex *r, const cairn_causal_op *op, uint64_t *key, rchange *c)
 {
     int rc;
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_turn_begin(r);
     if (rc != CAIRN_OK)
         return rc;
@@ -231,8 +231,8 @@ static int add_one(cairn_reflex *r, const cairn_causal_op *op, uint64_t *key, rc
         return cairn__rx_turn_end(r, cairn__rx_commit(r, c, 1));
     }
     rc = cairn__rx_turn_end(r, rc);
-    if (strncmp(r->err, "op 0: ", 6) == 0)
-        memmove(r->err, r->err + 6, strlen(r->err + 6) + 1);
+    if (strncmp(cairn__errbuf(r), "op 0: ", 6) == 0)
+        memmove(cairn__errbuf(r), cairn__errbuf(r) + 6, strlen(cairn__errbuf(r) + 6) + 1);
     return rc;
 }
 
@@ -309,7 +309,7 @@ int cairn_causal_get_node(cairn_reflex *r, const char *id, cairn_causal_node *ou
     if (!cairn__rx_parse_id(id, 'n', &key))
         return CAIRN_ENOTFOUND;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     i = rc == CAIRN_OK ? cairn__rx_find_key(r, key) : R_NONE;
     if (rc == CAIRN_OK)
@@ -362,7 +362,7 @@ int cairn_causal_path_find(cairn_reflex *r, const char *from_label, const char *
         return cairn__rx_fail(r, rc, "%s", rc == CAIRN_ENOMEM ? "no memory" : "a label is not UTF-8");
     }
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     a = rc == CAIRN_OK ? find_sub(r, qf, lf) : R_NONE;
     b = rc == CAIRN_OK ? find_sub(r, qt, lt) : R_NONE;

@@ -333,7 +333,7 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
     if (json_out != NULL)
         *json_out = NULL;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     if (o == NULL) {
         rc = bad(r, "episode", "not valid JSON");
         goto out;
@@ -417,7 +417,7 @@ int cairn_episode_get(cairn_reflex *r, const char *session_id, char **json_out)
     int rc;
     *json_out = NULL;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     e = rc == CAIRN_OK ? find_episode(r, session_id) : NULL;
     if (rc == CAIRN_OK)
@@ -453,7 +453,7 @@ int cairn_episode_list(cairn_reflex *r, const cairn_episode_query *q, char **jso
     if (q->outcome != NULL && (outcome = cairn__rx_outcome(q->outcome, strlen(q->outcome))) < 0)
         return cairn__rx_fail(r, CAIRN_EINVAL, "outcome must be success, partial or failure");
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     if (rc == CAIRN_OK && ((v = malloc((r->n_epi + 1) * sizeof *v)) == NULL ||
                            (arr = cJSON_CreateArray()) == NULL))
@@ -508,7 +508,7 @@ int cairn_episode_decisions(cairn_reflex *r, const char *episode_id, char **json
 
     *json_out = NULL;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     e = rc == CAIRN_OK ? find_episode(r, episode_id) : NULL;
     if (rc == CAIRN_OK && e != NULL)

@@ -86,7 +86,7 @@ int cairn_pattern_add(cairn_reflex *r, const cairn_pattern_spec *spec, cairn_pat
     if (out != NULL)
         memset(out, 0, sizeof *out);
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = check_field(r, "name", spec->name, 1);
     if (rc == CAIRN_OK)
         rc = check_field(r, "trigger", spec->trigger, 1);
@@ -148,7 +148,7 @@ static int select_patterns(cairn_reflex *r, double lo, double hi, uint64_t min_o
     *out = NULL;
     *n = 0;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     if (rc == CAIRN_OK && r->n_pat > 0 && (v = calloc(r->n_pat, sizeof *v)) == NULL)
         rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");

@@ -181,6 +181,7 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
     if ((r = calloc(1, sizeof *r)) == NULL)
         return CAIRN_ENOMEM;
     r->db = db;
+    cairn__errbuf_drop(r); /* a handle that lived here before */
     pthread_mutex_init(&r->mu, NULL);
     rc = cairn_stats_get(db, &st);
     if (rc == CAIRN_OK)
@@ -356,7 +357,7 @@ int cairn_reflex_checkpoint(cairn_reflex *r)
 {
     int rc;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = checkpoint_locked(r, 0);
     pthread_mutex_unlock(&r->mu);
     return rc;
@@ -377,6 +378,7 @@ void cairn_reflex_close(cairn_reflex *r)
     }
     cairn__rx_free_state(r);
     pthread_mutex_destroy(&r->mu);
+    cairn__errbuf_drop(r);
     free(r);
 }
 
@@ -384,7 +386,7 @@ int cairn_reflex_status_get(cairn_reflex *r, cairn_reflex_status *out)
 {
     int rc;
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     rc = cairn__rx_catch_up(r);
     memset(out, 0, sizeof *out);
     out->episodes = r->n_epi;

@@ -28,14 +28,14 @@ int cairn__rx_fail(cairn_reflex *r, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    vsnprintf(cairn__errbuf(r), CAIRN_ERRMSG_MAX, fmt, ap);
     va_end(ap);
     return code;
 }
 
 const char *cairn_reflex_errmsg(const cairn_reflex *r)
 {
-    return r->err;
+    return cairn__errbuf(r);
 }
 
 /* ---- small helpers --------------------------------------------------------- */
@@ -1259,7 +1259,7 @@ static int fold_waiting(void *user)
     if (rc != CAIRN_OK) {
         r->stale = 1;
         r->wait_rc = rc;
-        memcpy(r->wait_err, r->err, sizeof r->wait_err);
+        memcpy(r->wait_err, cairn__errbuf(r), sizeof r->wait_err);
     }
     more = rc == CAIRN_OK && r->folded > before;
     pthread_mutex_unlock(&r->mu);

@@ -141,7 +141,7 @@ struct cairn_reflex {
                                   file: each once per epoch it changed in */
     size_t n_tnodes, cap_tnodes, n_tedges, cap_tedges;
     char note[CAIRN_ERRMSG_MAX]; /* why a graph file was set aside */
-    char err[CAIRN_ERRMSG_MAX];
+    /* its error detail: per thread, cairn__errbuf(r) */
 };
 
 int cairn__rx_fail(cairn_reflex *r, int code, const char *fmt, ...)

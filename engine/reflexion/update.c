@@ -308,7 +308,7 @@ int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
     memset(out, 0, sizeof *out);
     memset(&p, 0, sizeof p);
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     /* A dry run only reads; an update plans on the log as it is. */
     rc = o->dry_run ? cairn__rx_catch_up(r) : cairn__rx_turn_begin(r);
     turn = rc == CAIRN_OK && !o->dry_run;
@@ -389,7 +389,7 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
     memset(out, 0, sizeof *out);
     memset(&p, 0, sizeof p);
     pthread_mutex_lock(&r->mu);
-    r->err[0] = 0;
+    cairn__errbuf(r)[0] = 0;
     if (g == NULL || !cJSON_IsObject(g)) {
         rc = cairn__rx_fail(r, CAIRN_EINVAL, "causal graph: not a JSON object");
         goto out;
