@@ -48,7 +48,7 @@ $(BUILD)/libcairn.a: $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libcairn.so: $(ENGINE_OBJ)
-	$(CC) -shared -Wl,-soname,libcairn.so.0 $(ALL_LDFLAGS) -o $@ $^ -lcjson $(LIBS)
+	$(CC) -shared -Wl,-soname,libcairn.so.1 $(ALL_LDFLAGS) -o $@ $^ -lcjson $(LIBS)
 
 $(BUILD)/cairn: $(TOOL_OBJ) $(BUILD)/libcairn.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libcairn.a -lcjson $(LIBS)
@@ -112,7 +112,7 @@ docs: $(BUILD)/cairn.1 $(BUILD)/cairn.bash
 
 # make install [PREFIX=/usr/local] [DESTDIR=...] [STRIP=1]; install-strip is
 # install with STRIP=1 (the tool and the shared library without symbols).
-INSTALLED := lib/libcairn.a lib/libcairn.so.0 lib/libcairn.so include/cairn.h \
+INSTALLED := lib/libcairn.a lib/libcairn.so.1 lib/libcairn.so include/cairn.h \
              include/cairn_sys.h bin/cairn lib/pkgconfig/cairn.pc share/man/man1/cairn.1 \
              share/man/man3/libcairn.3 share/bash-completion/completions/cairn
 
@@ -122,8 +122,8 @@ install: all docs
 	  $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 $(BUILD)/libcairn.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(if $(STRIP),-s) $(BUILD)/libcairn.so \
-	  $(DESTDIR)$(PREFIX)/lib/libcairn.so.0
-	ln -sf libcairn.so.0 $(DESTDIR)$(PREFIX)/lib/libcairn.so
+	  $(DESTDIR)$(PREFIX)/lib/libcairn.so.1
+	ln -sf libcairn.so.1 $(DESTDIR)$(PREFIX)/lib/libcairn.so
 	install -m 644 engine/include/cairn.h engine/include/cairn_sys.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(if $(STRIP),-s) $(BUILD)/cairn $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' tools/cairn.pc.in \

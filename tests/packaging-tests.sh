@@ -18,7 +18,7 @@ check() { if eval "$2" >/dev/null 2>&1; then ok "$1"; else bad "$1"; fi; }
 if ! make -s install BUILD="$BUILD" DESTDIR="$D" PREFIX="$P" STRIP=1 >"$tmp/install.out" 2>&1; then
   cat "$tmp/install.out"; echo "FAIL packaging (make install)"; exit 1
 fi
-for f in lib/libcairn.a lib/libcairn.so.0 lib/libcairn.so include/cairn.h include/cairn_sys.h \
+for f in lib/libcairn.a lib/libcairn.so.1 lib/libcairn.so include/cairn.h include/cairn_sys.h \
          bin/cairn lib/pkgconfig/cairn.pc share/man/man1/cairn.1 share/man/man3/libcairn.3 \
          share/bash-completion/completions/cairn; do
   check "installed $f" "[ -e '$D$P/$f' ]"
@@ -26,7 +26,7 @@ done
 check "the tool runs" "'$D$P/bin/cairn' --version | grep -q '^cairn [0-9]'"
 check "the tool is stripped" "! nm '$D$P/bin/cairn' 2>&1 | grep -q ' T main$'"
 check "the shared library is stripped and keeps its API" \
-  "nm -D '$D$P/lib/libcairn.so.0' | grep -q ' T cairn_open$' && ! nm '$D$P/lib/libcairn.so.0' 2>&1 | grep -q ' t '"
+  "nm -D '$D$P/lib/libcairn.so.1' | grep -q ' T cairn_open$' && ! nm '$D$P/lib/libcairn.so.1' 2>&1 | grep -q ' t '"
 
 # pkg-config: the static library links with what Libs.private lists.
 export PKG_CONFIG_PATH="$D$P/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"

@@ -1941,10 +1941,78 @@ static void a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index(void **state)
     cairn_recall_free(h2, n2);
 }
 
+/* Every options struct carries a version: one the library does not know
+ * (0: not made by its _INIT macro) is refused, naming the struct, and
+ * changes nothing. */
+static void an_options_struct_of_an_unknown_version_is_refused(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_forget_opts fo = CAIRN_FORGET_OPTS_INIT;
+    cairn_mem_update_opts uo = CAIRN_MEM_UPDATE_OPTS_INIT;
+    cairn_context_opts co = CAIRN_CONTEXT_OPTS_INIT;
+    cairn_memory *m = NULL;
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    char *text = NULL;
+    uint64_t live = 0;
+
+    assert_int_equal(cairn_mem_store(f->mem, "kept", NULL, &m, NULL), CAIRN_OK);
+    so.version = 0;
+    assert_int_equal(cairn_mem_store(f->mem, "new", &so, NULL, NULL), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "cairn_mem_store_opts: version 0"));
+    ro.version = CAIRN_RECALL_OPTS_VERSION + 1;
+    assert_int_equal(cairn_mem_recall(f->mem, "kept", &ro, &h, &n), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "cairn_recall_opts"));
+    fo.version = 0;
+    fo.mode = CAIRN_FORGET_AGGRESSIVE;
+    assert_int_equal(cairn_mem_forget(f->mem, &fo, NULL, NULL), CAIRN_EINVAL);
+    uo.version = 0;
+    uo.importance = 0.9;
+    assert_int_equal(cairn_mem_update(f->mem, m->id, &uo), CAIRN_EINVAL);
+    co.recall.version = 0; /* the recall inside is checked too */
+    assert_int_equal(cairn_mem_context(f->mem, "kept", &co, &text, NULL), CAIRN_EINVAL);
+    assert_null(text);
+    assert_int_equal(cairn_mem_count(f->mem, &live), CAIRN_OK);
+    assert_int_equal(live, 1);
+    cairn_mem_free(m);
+}
+
+/* no_access: a recall that only looks leaves accessCount and accessedAt. */
+static void a_recall_with_no_access_records_none(void **state)
+{
+    fx *f = *state;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    cairn_memory *m = NULL, *g = NULL;
+    size_t n = 0;
+
+    assert_int_equal(cairn_mem_store(f->mem, "looked at only", NULL, &m, NULL), CAIRN_OK);
+    ro.no_access = 1;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cairn_mem_recall(f->mem, "looked", &ro, &h, &n), CAIRN_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(h[0].mem.access_count, 0);
+        cairn_recall_free(h, n);
+    }
+    assert_int_equal(cairn_mem_get(f->mem, m->id, &g), CAIRN_OK);
+    assert_int_equal(g->access_count, 0);
+    assert_int_equal(g->accessed_at, m->accessed_at);
+    cairn_mem_free(g);
+    ro.no_access = 0; /* the premise: an ordinary recall counts */
+    assert_int_equal(cairn_mem_recall(f->mem, "looked", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(h[0].mem.access_count, 1);
+    cairn_recall_free(h, n);
+    cairn_mem_free(m);
+}
+
 int main(void)
 {
 #define MEMORY_TESTS(T) \
     T(store_returns_the_memory_with_defaults_and_get_finds_it) \
+    T(an_options_struct_of_an_unknown_version_is_refused) \
+    T(a_recall_with_no_access_records_none) \
     T(exact_duplicates_are_stored_once_per_namespace) \
     T(invalid_input_is_refused_with_a_message) \
     T(update_changes_fields_and_survives_reopen) \

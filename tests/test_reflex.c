@@ -410,7 +410,7 @@ static void test_wide_fanout_path(void **state)
 static void test_patterns(void **state)
 {
     fx *f = *state;
-    cairn_pattern_spec s = {"Lint bypass", "Unrelated lint errors", "Use --no-verify", NULL, 1.0, NULL};
+    cairn_pattern_spec s = {CAIRN_PATTERN_SPEC_VERSION, "Lint bypass", "Unrelated lint errors", "Use --no-verify", NULL, 1.0, NULL};
     cairn_pattern p, *v;
     size_t n;
 
@@ -424,9 +424,9 @@ static void test_patterns(void **state)
     assert_int_equal(cairn_pattern_add(f->r, &s, NULL), CAIRN_OK);
     s.success_rate = 0.5;
     assert_int_equal(cairn_pattern_add(f->r, &s, NULL), CAIRN_OK);
-    cairn_pattern_spec bad = {"Retry forever", "Flaky test", "Rerun", "", 0.0, NULL};
+    cairn_pattern_spec bad = {CAIRN_PATTERN_SPEC_VERSION, "Retry forever", "Flaky test", "Rerun", "", 0.0, NULL};
     assert_int_equal(cairn_pattern_add(f->r, &bad, NULL), CAIRN_OK);
-    cairn_pattern_spec once = {"Once bad", "t", "a", "", 0.1, NULL};
+    cairn_pattern_spec once = {CAIRN_PATTERN_SPEC_VERSION, "Once bad", "t", "a", "", 0.1, NULL};
     assert_int_equal(cairn_pattern_add(f->r, &once, NULL), CAIRN_OK);
     assert_int_equal(cairn_pattern_add(f->r, &bad, NULL), CAIRN_OK);
 
@@ -738,7 +738,7 @@ static void test_text_breaking_the_rule_is_refused(void **state)
     assert_string_equal(cairn_reflex_errmsg(f->r), "op 1: label: is not valid UTF-8 at byte 1");
     for (int k = 0; k < 5; k++) {
         static const char *const names[] = {"name", "trigger", "action", "description", "episode"};
-        cairn_pattern_spec p = {"n", "t", "a", "d", 1.0, "e"};
+        cairn_pattern_spec p = {CAIRN_PATTERN_SPEC_VERSION, "n", "t", "a", "d", 1.0, "e"};
         const char **field[] = {&p.name, &p.trigger, &p.action, &p.description, &p.episode};
         char want[64];
         *field[k] = "bad \xff";

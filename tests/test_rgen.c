@@ -128,7 +128,7 @@ static void changes(fx *f, unsigned n, unsigned lo, unsigned hi)
         }
         assert_int_equal(cairn_causal_add_batch(f->r, ops, B), CAIRN_OK);
         if ((done / B) % 5 == 0) {
-            cairn_pattern_spec p = {"retry", "a flaky test", "run it again", NULL, 0.5, NULL};
+            cairn_pattern_spec p = {CAIRN_PATTERN_SPEC_VERSION, "retry", "a flaky test", "run it again", NULL, 0.5, NULL};
             char name[32];
             sprintf(name, "pattern %u", (unsigned)(tu_splitmix64(&f->rng) % 20));
             p.name = name;

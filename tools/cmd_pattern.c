@@ -118,7 +118,7 @@ static int pattern_add(cli_ctx *ctx, int argc, char **argv)
     static const cli_optspec spec[] = {{"name", 1},         {"trigger", 1},    {"action", 1},
                                        {"description", 1},  {"success-rate", 1},
                                        {"episode-id", 1},   {"format", 1},     {NULL, 0}};
-    cairn_pattern_spec ps;
+    cairn_pattern_spec ps = CAIRN_PATTERN_SPEC_INIT;
     cairn_pattern *p = NULL;
     size_t n = 0;
     const char *name, *val;
@@ -127,8 +127,6 @@ static int pattern_add(cli_ctx *ctx, int argc, char **argv)
     cli_args a;
     int rc = -1, x, json = 0;
 
-    memset(&ps, 0, sizeof ps);
-    ps.success_rate = 1.0;
     cli_args_init(&a, ctx, spec, argc, argv);
     while (rc < 0 && (x = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
         if (cli_reflex_arg(ctx, x, name, val, pattern_add_help, &json, &rc))

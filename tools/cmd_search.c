@@ -178,6 +178,7 @@ int cmd_search(cli_ctx *ctx, int argc, char **argv)
     }
     mo.w_relevance = 1.0; /* relevance alone */
     ro.k = (size_t)max;
+    ro.no_access = 1; /* a search only looks */
     ro.mode = lexical ? CAIRN_RECALL_LEXICAL : semantic ? CAIRN_RECALL_SEMANTIC : CAIRN_RECALL_HYBRID;
     r = cairn_mem_open(db, &mo, &mem);
     if (r == CAIRN_OK && !lexical) {

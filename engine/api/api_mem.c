@@ -313,6 +313,7 @@ static int mem_search(api_call *c)
                                vectors == 0 ? "the store holds no vectors"
                                             : "no embedder for the store's vectors");
     ro.k = (size_t)cairn__api_num(c, "max_results", 10);
+    ro.no_access = 1; /* a search only looks */
     ro.mode = mode[0] == 'l' ? CAIRN_RECALL_LEXICAL
             : mode[0] == 's' ? CAIRN_RECALL_SEMANTIC
                              : CAIRN_RECALL_HYBRID;

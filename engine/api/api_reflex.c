@@ -334,12 +334,11 @@ static const api_param pattern_add_params[] = {
 
 static int pattern_add(api_call *c)
 {
-    cairn_pattern_spec ps;
+    cairn_pattern_spec ps = CAIRN_PATTERN_SPEC_INIT;
     cairn_pattern p;
     cairn_reflex *r;
     int rc;
 
-    memset(&ps, 0, sizeof ps);
     memset(&p, 0, sizeof p);
     ps.name = cairn__api_str(c, "name", "");
     ps.trigger = cairn__api_str(c, "trigger", "");

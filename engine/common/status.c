@@ -82,6 +82,16 @@ void cairn__errbuf_drop(const void *owner)
         }
 }
 
+int cairn__opts_version(const void *owner, const char *what, unsigned have, unsigned known)
+{
+    if (have >= 1 && have <= known)
+        return CAIRN_OK;
+    snprintf(cairn__errbuf(owner), CAIRN_ERRMSG_MAX,
+             "%s: version %u; this library knows 1..%u (declare it with its _INIT macro)", what,
+             have, known);
+    return CAIRN_EINVAL;
+}
+
 int cairn__errno_status(int errnum)
 {
     switch (errnum) {

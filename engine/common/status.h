@@ -27,6 +27,11 @@ char *cairn__errbuf(const void *owner);
  * at that address). */
 void cairn__errbuf_drop(const void *owner);
 
+/* The version check of an options struct the caller filled (`what` names
+ * it): CAIRN_OK for 1..known; else CAIRN_EINVAL with a detail in
+ * cairn__errbuf(owner) (0 is a struct not made by its _INIT macro). */
+int cairn__opts_version(const void *owner, const char *what, unsigned have, unsigned known);
+
 /* Map an errno value to a cairn status code. */
 int cairn__errno_status(int errnum);
 

@@ -36,11 +36,13 @@
  *   (cairn_mem_free, cairn_recall_free, cairn_causal_node_clear, ...);
  *   cairn_record_free takes the handle. Handles are closed with their
  *   _close; every _free, _clear and _close accepts NULL.
- * - Options structs: declare them with their _INIT macro and set members
- *   by name. The structs that carry a version field (cairn_options,
- *   cairn_range, cairn_mem_options, cairn_episode_query,
- *   cairn_causal_update_opts) accept callers built against an earlier
- *   version; the others change only with the soname.
+ * - Options structs: every struct a caller fills for a call (cairn_options,
+ *   cairn_range, the _opts structs, cairn_mem_options,
+ *   cairn_episode_query, cairn_pattern_spec) starts with a version and
+ *   has an _INIT macro that sets it: declare it with the macro and set
+ *   members by name. A version the library does not know (0: a struct not
+ *   made by its macro) fails the call with CAIRN_EINVAL; members added
+ *   later take their defaults for a caller built with an earlier version.
  * - Allocation: see cairn_allocator for which layers use the allocator
  *   option and why the others do not.
  * - Version: CAIRN_VERSION_NUMBER is the header's, cairn_version_number()
@@ -57,9 +59,9 @@ extern "C" {
 #endif
 
 #define CAIRN_VERSION_MAJOR 0
-#define CAIRN_VERSION_MINOR 1
+#define CAIRN_VERSION_MINOR 2
 #define CAIRN_VERSION_PATCH 0
-#define CAIRN_VERSION_STRING "0.1.0"
+#define CAIRN_VERSION_STRING "0.2.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for #if and comparisons. */
 #define CAIRN_VERSION_NUMBER \
     (CAIRN_VERSION_MAJOR * 10000 + CAIRN_VERSION_MINOR * 100 + CAIRN_VERSION_PATCH)
@@ -654,7 +656,9 @@ typedef struct cairn_mem_prune {
     const char *reason;        /* static: "maxMemories" when pruned, else "" */
 } cairn_mem_prune;
 
+#define CAIRN_MEM_STORE_OPTS_VERSION 1
 typedef struct cairn_mem_store_opts {
+    unsigned version;          /* CAIRN_MEM_STORE_OPTS_VERSION */
     const char *ns;            /* NULL = "" */
     const char *category;      /* NULL = "fact"; 1..64 bytes */
     double importance;         /* 0..1; < 0 = the default 0.5 */
@@ -670,7 +674,7 @@ typedef struct cairn_mem_store_opts {
     cairn_mem_prune *prune;
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { NULL, NULL, -1.0, 0, NULL, NULL, NULL }
+#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL }
 
 /* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
  * text field here, README "Text"). If the same content is already
@@ -697,7 +701,9 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
  * or expired), CAIRN_ENOMEM. */
 int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out);
 
+#define CAIRN_MEM_UPDATE_OPTS_VERSION 1
 typedef struct cairn_mem_update_opts {
+    unsigned version;          /* CAIRN_MEM_UPDATE_OPTS_VERSION */
     double importance;         /* < 0 = unchanged */
     const char *category;      /* NULL = unchanged */
     const char *metadata;      /* NULL = unchanged; a JSON object replaces it */
@@ -705,7 +711,7 @@ typedef struct cairn_mem_update_opts {
     int64_t expires_at;        /* 0 = never */
 } cairn_mem_update_opts;
 
-#define CAIRN_MEM_UPDATE_OPTS_INIT { -1.0, NULL, NULL, 0, 0 }
+#define CAIRN_MEM_UPDATE_OPTS_INIT { CAIRN_MEM_UPDATE_OPTS_VERSION, -1.0, NULL, NULL, 0, 0 }
 
 /* Change fields of a live memory. Errors: CAIRN_ENOTFOUND, CAIRN_EINVAL,
  * CAIRN_EPERM, and those of cairn_append(). */
@@ -815,7 +821,9 @@ typedef enum cairn_recall_mode {
 #define CAIRN_SOURCE_LEXICAL 1u
 #define CAIRN_SOURCE_SEMANTIC 2u
 
+#define CAIRN_RECALL_OPTS_VERSION 1
 typedef struct cairn_recall_opts {
+    unsigned version;          /* CAIRN_RECALL_OPTS_VERSION */
     size_t k;                  /* 0 = 5 */
     const char *const *ns;     /* namespaces to search, n_ns of them; NULL = {""} */
     size_t n_ns;
@@ -832,10 +840,12 @@ typedef struct cairn_recall_opts {
     const char *const *tags;   /* only memories whose metadata "tags" (an array of
                                   strings) holds at least one of these; NULL = all */
     size_t n_tags;
+    int no_access;             /* 1: record no access of the memories found (a search
+                                  that only looks: accessCount and accessedAt stay) */
 } cairn_recall_opts;
 
 #define CAIRN_RECALL_OPTS_INIT \
-    { 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0, NULL, 0 }
+    { CAIRN_RECALL_OPTS_VERSION, 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0, NULL, 0, 0 }
 
 /* One recalled memory and every component of its score:
  * score = w_relevance*relevance + w_importance*importance
@@ -860,9 +870,9 @@ typedef struct cairn_recall_hit {
 
 /* The best k live, unexpired memories for query, best first (ties: the
  * older memory first). A query with no terms ranks every memory of the
- * namespaces without relevance. The returned memories' accesses are
- * appended to the store's side file ACCESS, on any handle (read-only
- * too), in one write and never to the log: a recall takes no lock and
+ * namespaces without relevance. The returned memories' accesses (none
+ * with o->no_access) are appended to the store's side file ACCESS, on
+ * any handle (read-only too), in one write and never to the log: a recall takes no lock and
  * never waits for a writer; the next writer folds them into the log
  * (README "Access statistics"). accessCount and accessedAt, here and in
  * the ranking, count them at once, also those of other handles and
@@ -881,13 +891,16 @@ typedef enum cairn_context_format {
     CAIRN_CONTEXT_JSON = 3     /* [{"content": "...", "category": "..."}, ...] */
 } cairn_context_format;
 
+#define CAIRN_CONTEXT_OPTS_VERSION 1
 typedef struct cairn_context_opts {
+    unsigned version;           /* CAIRN_CONTEXT_OPTS_VERSION */
     cairn_recall_opts recall;   /* which memories, as cairn_mem_recall */
     cairn_context_format format;
     size_t max_tokens;          /* 0 = no limit; else the block's estimate stays <= it */
 } cairn_context_opts;
 
-#define CAIRN_CONTEXT_OPTS_INIT { CAIRN_RECALL_OPTS_INIT, CAIRN_CONTEXT_BULLETS, 0 }
+#define CAIRN_CONTEXT_OPTS_INIT \
+    { CAIRN_CONTEXT_OPTS_VERSION, CAIRN_RECALL_OPTS_INIT, CAIRN_CONTEXT_BULLETS, 0 }
 
 /* Estimated tokens of UTF-8 text: ceil(characters / 4), the usual rule of
  * thumb for English with GPT-style tokenizers (code points, not bytes). */
@@ -907,7 +920,9 @@ typedef enum cairn_forget_mode {
     CAIRN_FORGET_AGGRESSIVE = 2  /* + the bottom 10% of the rest by decayed importance */
 } cairn_forget_mode;
 
+#define CAIRN_FORGET_OPTS_VERSION 1
 typedef struct cairn_forget_opts {
+    unsigned version;          /* CAIRN_FORGET_OPTS_VERSION */
     cairn_forget_mode mode;
     double max_age_days;       /* created longer ago is pruned; 0 = max_retention_days */
     double min_importance;     /* decayed importance below it is pruned; 0 = no such rule */
@@ -916,7 +931,7 @@ typedef struct cairn_forget_opts {
     size_t n_ns;
 } cairn_forget_opts;
 
-#define CAIRN_FORGET_OPTS_INIT { CAIRN_FORGET_NORMAL, 0, 0, 0, NULL, 0 }
+#define CAIRN_FORGET_OPTS_INIT { CAIRN_FORGET_OPTS_VERSION, CAIRN_FORGET_NORMAL, 0, 0, 0, NULL, 0 }
 
 /* Prune memories by the rules of the mode (every mode prunes expired ones
  * and those older than max_age_days; decayed importance as in recall).
@@ -1067,7 +1082,9 @@ void cairn_recall_free(cairn_recall_hit *hits, size_t n);
 
 /* ---- merge: near-duplicates by their vectors ----------------------------- */
 
+#define CAIRN_MERGE_OPTS_VERSION 1
 typedef struct cairn_merge_opts {
+    unsigned version;          /* CAIRN_MERGE_OPTS_VERSION */
     double threshold;          /* cosine similarity at least this is a near-duplicate;
                                   0 = 0.85 */
     int dry_run;               /* find and explain, change nothing */
@@ -1075,7 +1092,7 @@ typedef struct cairn_merge_opts {
     size_t n_ns;
 } cairn_merge_opts;
 
-#define CAIRN_MERGE_OPTS_INIT { 0, 0, NULL, 0 }
+#define CAIRN_MERGE_OPTS_INIT { CAIRN_MERGE_OPTS_VERSION, 0, 0, NULL, 0 }
 
 /* One merge: `merged` is tombstoned into `kept`. */
 typedef struct cairn_merge_pair {
@@ -1116,7 +1133,9 @@ typedef struct cairn_llm {
     int (*complete)(void *user, const char *prompt, char **answer, char *err);
 } cairn_llm;
 
+#define CAIRN_REMEMBER_OPTS_VERSION 1
 typedef struct cairn_remember_opts {
+    unsigned version;          /* CAIRN_REMEMBER_OPTS_VERSION */
     const char *ns;            /* NULL = "" */
     double surprise;           /* novelty below this is not stored; 0 = 0.15 */
     double importance;         /* < 0: the LLM's; else overrides it (0..1) */
@@ -1124,7 +1143,7 @@ typedef struct cairn_remember_opts {
     int dry_run;               /* decide and explain, store nothing */
 } cairn_remember_opts;
 
-#define CAIRN_REMEMBER_OPTS_INIT { NULL, 0, -1.0, NULL, 0 }
+#define CAIRN_REMEMBER_OPTS_INIT { CAIRN_REMEMBER_OPTS_VERSION, NULL, 0, -1.0, NULL, 0 }
 
 /* One candidate the LLM proposed, and what became of it. */
 typedef struct cairn_remember_item {
@@ -1446,12 +1465,16 @@ typedef struct cairn_pattern {
     size_t n_episodes;
 } cairn_pattern;
 
+#define CAIRN_PATTERN_SPEC_VERSION 1
 typedef struct cairn_pattern_spec {
+    unsigned version;         /* CAIRN_PATTERN_SPEC_VERSION */
     const char *name, *trigger, *action;
     const char *description;  /* NULL: "" */
     double success_rate;      /* 0..1 (ReflexionMemory's default is 1.0) */
     const char *episode;      /* NULL: none */
 } cairn_pattern_spec;
+
+#define CAIRN_PATTERN_SPEC_INIT { CAIRN_PATTERN_SPEC_VERSION, NULL, NULL, NULL, NULL, 1.0, NULL }
 
 /* Add a pattern; one of the same name exists: occurrences + 1, success rate
  * the running average, last_used now (trigger, action and description stay

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cairn.h"
+#include "status.h"
 
 size_t cairn_token_estimate(const char *s, size_t len)
 {
@@ -158,6 +159,8 @@ int cairn_mem_context(cairn_mem *m, const char *query, const cairn_context_opts 
         *n_included = 0;
     if (o == NULL)
         o = &def;
+    if ((rc = cairn__opts_version(m, "cairn_context_opts", o->version, CAIRN_CONTEXT_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     if ((unsigned)o->format > CAIRN_CONTEXT_JSON)
         return CAIRN_EINVAL;
     rc = cairn_mem_recall(m, query, &o->recall, &h, &n);

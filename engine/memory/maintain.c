@@ -58,6 +58,8 @@ int cairn_mem_forget(cairn_mem *m, const cairn_forget_opts *o, uint64_t *pruned,
 
     if (o == NULL)
         o = &def;
+    if ((rc = cairn__opts_version(m, "cairn_forget_opts", o->version, CAIRN_FORGET_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     if (pruned)
         *pruned = 0;
     if (kept)

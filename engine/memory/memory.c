@@ -1803,6 +1803,8 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
 
     if (o == NULL)
         o = &def;
+    if ((rc = cairn__opts_version(m, "cairn_mem_store_opts", o->version, CAIRN_MEM_STORE_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     if (out != NULL)
         *out = NULL;
     if (existed != NULL)
@@ -2074,6 +2076,10 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
     memrec r;
     int rc = CAIRN_OK;
 
+    if (u != NULL &&
+        (rc = cairn__opts_version(m, "cairn_mem_update_opts", u->version,
+                                  CAIRN_MEM_UPDATE_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {

@@ -394,6 +394,8 @@ int cairn_mem_merge(cairn_mem *m, const cairn_merge_opts *o, cairn_merge_pair **
         *n_pairs = 0;
     if (o == NULL)
         o = &def;
+    if ((rc = cairn__opts_version(m, "cairn_merge_opts", o->version, CAIRN_MERGE_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     t = o->threshold == 0 ? 0.85 : o->threshold;
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;

@@ -264,10 +264,10 @@ static double fused(const cairn_mem *m, cairn_recall_mode mode, const cand *x, c
 }
 
 /* Keep the kept hits (compacting out), append their accesses to ACCESS
- * (any handle, read-only too; a failure to record is no error), and show
- * the new counts in the copies. */
+ * (any handle, read-only too; a failure to record is no error; none with
+ * no_access), and show the new counts in the copies. */
 static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, size_t take,
-                         int64_t now, size_t *kept_n)
+                         int64_t now, int no_access, size_t *kept_n)
 {
     uint64_t *seqs = malloc(take * sizeof *seqs);
     size_t n = 0;
@@ -287,7 +287,7 @@ static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, s
         n++;
     }
     *kept_n = n;
-    if (cairn__access_record(m, seqs, n, now) && n > 0) {
+    if (!no_access && cairn__access_record(m, seqs, n, now) && n > 0) {
         for (size_t i = 0; i < n; i++) {
             const ment *x = cairn__mem_find_id(m, out[i].mem.id);
             int64_t last = cairn__access_last(m, x);
@@ -323,6 +323,8 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     *n_hits = 0;
     if (o == NULL)
         o = &def;
+    if ((rc = cairn__opts_version(m, "cairn_recall_opts", o->version, CAIRN_RECALL_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     if (query == NULL)
         query = "";
     if (hooks.before_recall != NULL && (rewritten = hooks.before_recall(hooks.user, query)) != NULL)
@@ -469,7 +471,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         hooks.after_recall(hooks.user, out, take, keep);
         pthread_mutex_lock(&m->mu);
     }
-    rc = record_access(m, out, keep, take, now, &kept_n);
+    rc = record_access(m, out, keep, take, now, o->no_access, &kept_n);
     if (rc != CAIRN_OK) {
         take = kept_n; /* what is left in out after compaction */
         goto out;

@@ -267,6 +267,8 @@ int cairn_mem_remember(cairn_mem *m, const cairn_llm *llm, const char *messages,
     *n_items = 0;
     if (o == NULL)
         o = &def;
+    if ((rc = cairn__opts_version(m, "cairn_remember_opts", o->version, CAIRN_REMEMBER_OPTS_VERSION)) != CAIRN_OK)
+        return rc;
     surprise = o->surprise == 0 ? REM_SURPRISE_DEFAULT : o->surprise;
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;

@@ -85,6 +85,11 @@ int cairn_pattern_add(cairn_reflex *r, const cairn_pattern_spec *spec, cairn_pat
 
     if (out != NULL)
         memset(out, 0, sizeof *out);
+    if (spec == NULL)
+        return CAIRN_EINVAL;
+    if ((rc = cairn__opts_version(r, "cairn_pattern_spec", spec->version,
+                                  CAIRN_PATTERN_SPEC_VERSION)) != CAIRN_OK)
+        return rc;
     pthread_mutex_lock(&r->mu);
     cairn__errbuf(r)[0] = 0;
     rc = check_field(r, "name", spec->name, 1);

@@ -11,7 +11,7 @@ Where the library is looked for, in order:
      loading some other libcairn;
   2. the build tree next to this source tree: <repo>/build/libcairn.so,
      for a checkout where `make` ran;
-  3. the system: ctypes.util.find_library("cairn"), then "libcairn.so.0"
+  3. the system: ctypes.util.find_library("cairn"), then "libcairn.so.1"
      through the dynamic loader's own search.
 
 The library must be the release this package was written for (same major
@@ -22,9 +22,9 @@ import ctypes
 import ctypes.util
 import os
 
-# The library release this package is written for: 0.1.x.
+# The library release this package is written for: 0.2.x.
 WANT_MAJOR = 0
-WANT_MINOR = 1
+WANT_MINOR = 2
 
 # int (*cairn_embed_fn)(void *user, const char *text, size_t len,
 #                       float *out, char *err)
@@ -73,7 +73,7 @@ def _candidates():
         found.append(("find_library", system))
     else:
         notes.append('find_library("cairn") (found none)')
-    found.append(("the dynamic loader", "libcairn.so.0"))
+    found.append(("the dynamic loader", "libcairn.so.1"))
     return found, notes
 
 
@@ -89,7 +89,7 @@ def _load():
 
 
 def check_version(number, text, where):
-    """Raise ImportError unless number, a cairn_version_number(), is 0.1.x."""
+    """Raise ImportError unless number, a cairn_version_number(), is 0.2.x."""
     major, minor = number // 10000, number // 100 % 100
     if (major, minor) != (WANT_MAJOR, WANT_MINOR):
         raise ImportError(

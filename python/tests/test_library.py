@@ -11,18 +11,20 @@ from cairn import _lib
 from conftest import child_env
 
 
-def test_the_loaded_library_is_a_0_1_release():
-    assert cairn.library_version.startswith("0.1.")
+def test_the_loaded_library_is_a_0_2_release():
+    assert cairn.library_version.startswith("0.2.")
     n = _lib.lib.cairn_version_number()
-    assert (n // 10000, n // 100 % 100) == (0, 1)
-    assert cairn.__version__.startswith("0.1.")
+    assert (n // 10000, n // 100 % 100) == (0, 2)
+    assert cairn.__version__.startswith("0.2.")
 
 
 def test_another_minor_or_major_version_is_refused():
-    _lib.check_version(100, "0.1.0", "x")
-    _lib.check_version(199, "0.1.99", "x")
-    with pytest.raises(ImportError, match=r"libcairn 0\.2\.0 \(version number 200\).*0\.1\.x"):
-        _lib.check_version(200, "0.2.0", "/some/libcairn.so")
+    _lib.check_version(200, "0.2.0", "x")
+    _lib.check_version(299, "0.2.99", "x")
+    with pytest.raises(ImportError, match=r"libcairn 0\.1\.0 \(version number 100\).*0\.2\.x"):
+        _lib.check_version(100, "0.1.0", "/some/libcairn.so")
+    with pytest.raises(ImportError, match=r"libcairn 0\.3\.0"):
+        _lib.check_version(300, "0.3.0", "x")
     with pytest.raises(ImportError, match="1.1.0"):
         _lib.check_version(10100, "1.1.0", "x")
     with pytest.raises(ImportError):
