@@ -84,6 +84,8 @@ test: deps
 check: all $(TEST_BIN) $(FUZZ_REPLAY)
 	@sh tests/run-tests.sh $(BUILD)
 	$(if $(SANITIZE),,@sh tests/packaging-tests.sh $(BUILD))
+	$(if $(SANITIZE),,@sh python/run-tests.sh $(BUILD)/libcairn.so)
+	$(if $(SANITIZE),,@sh tests/mcp/run-tests.sh $(BUILD)/cairn)
 
 demo: deps all
 	@sh tools/demo.sh $(BUILD)/cairn

@@ -153,7 +153,7 @@ static void t_tools_are_described_by_json_schemas(void **state)
             assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
                                  cJSON_GetObjectItem(props, "mode"), "enum")),
                              3);
-            assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "annotations"),
+            assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "annotations"),
                                                          "readOnlyHint")));
         }
     }
@@ -257,6 +257,15 @@ static void t_a_memory_round_trips_through_every_memory_tool(void **state)
     cJSON_Delete(o);
 
     snprintf(args, sizeof args, "{\"id\":\"%s\"}", id);
+    o = ok(f->s, "memory_get", args);
+    {
+        double before = num_at(o, "memory", "accessCount");
+        cJSON_Delete(o);
+        cJSON_Delete(ok(f->s, "memory_search", "{\"query\":\"ripgrep\",\"namespace\":\"alice\"}"));
+        o = ok(f->s, "memory_get", args); /* a search only looks */
+        assert_true(num_at(o, "memory", "accessCount") == before);
+        cJSON_Delete(o);
+    }
     cJSON_Delete(ok(f->s, "memory_remove", args));
     fails(f->s, "memory_get", args, CAIRN_ENOTFOUND, id);
     fails(f->s, "memory_remove", args, CAIRN_ENOTFOUND, id);
@@ -293,6 +302,19 @@ static void t_a_memory_round_trips_through_every_memory_tool(void **state)
     assert_int_equal((int)num_at(o, "total", NULL), 1);
     assert_int_equal((int)num_at(o, "byCategory", "lesson"), 1);
     cJSON_Delete(o);
+
+    /* an update that expires it: done and said; another brings it back */
+    snprintf(args, sizeof args, "{\"id\":\"%s\",\"expires_at\":\"2000-01-01\"}", id);
+    o = ok(f->s, "memory_update", args);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "memory")));
+    assert_non_null(strstr(str_at(o, "note", NULL), "expired"));
+    cJSON_Delete(o);
+    snprintf(args, sizeof args, "{\"id\":\"%s\"}", id);
+    fails(f->s, "memory_get", args, CAIRN_ENOTFOUND, id);
+    snprintf(args, sizeof args, "{\"id\":\"%s\",\"expires_at\":\"never\"}", id);
+    o = ok(f->s, "memory_update", args);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "memory"), "expiresAt")));
+    cJSON_Delete(o);
 }
 
 static void t_list_says_when_it_stops_at_the_limit(void **state)
@@ -310,6 +332,15 @@ static void t_list_says_when_it_stops_at_the_limit(void **state)
     assert_string_equal(str_at(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "memories"), 0),
                                "content", NULL),
                         "memory number 0");
+    assert_int_equal((int)num_at(o, "next_offset", NULL), 3);
+    cJSON_Delete(o);
+    o = ok(f->s, "memory_list", "{\"limit\":3,\"offset\":3}"); /* the next page: the rest */
+    assert_int_equal((int)num_at(o, "count", NULL), 2);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "truncated")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "next_offset")));
+    assert_string_equal(str_at(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "memories"), 0),
+                               "content", NULL),
+                        "memory number 3");
     cJSON_Delete(o);
     o = ok(f->s, "memory_forget", "{\"mode\":\"aggressive\",\"dry_run\":true}");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "dry_run")));
@@ -362,6 +393,13 @@ static void t_log_append_and_query_page_through_next_seq(void **state)
         cJSON_Delete(o);
     }
     fails(f->s, "log_append", "{\"payload\":1,\"type\":\"no.such.type\"}", CAIRN_EINVAL, "type");
+    fails(f->s, "log_append", "{}", CAIRN_EINVAL, "payload");
+    o = ok(f->s, "log_append", "{\"payload\":null,\"namespace\":\"nulls\"}"); /* null is a value */
+    cJSON_Delete(o);
+    o = ok(f->s, "log_query", "{\"namespace\":\"nulls\"}");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "records"), 0),
+                                                 "payload")));
+    cJSON_Delete(o);
     o = ok(f->s, "log_query", "{\"namespace\":\"even\",\"limit\":2}");
     assert_int_equal((int)num_at(o, "count", NULL), 2);
     assert_int_equal((int)num_at(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "records"), 1),
@@ -425,7 +463,7 @@ static void t_episodes_graph_and_patterns(void **state)
     cJSON_Delete(o);
     o = ok(f->s, "causal_path", "{\"from_label\":\"green\",\"to_label\":\"toolchain\"}");
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "found")));
-    assert_non_null(str_at(o, "error", NULL));
+    assert_non_null(str_at(o, "reason", NULL));
     cJSON_Delete(o);
     o = ok(f->s, "causal_status", NULL);
     assert_int_equal((int)num_at(o, "nodes", NULL), 2);

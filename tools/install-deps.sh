@@ -17,6 +17,12 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config" # tests/packagi
 command -v groff >/dev/null 2>&1 || need="$need groff-base"      # the manual pages, checked
 command -v script >/dev/null 2>&1 || need="$need bsdutils"       # a terminal for tests/cli-tests.sh
 [ -f /usr/share/i18n/locales/de_DE ] || need="$need locales" # a ',' locale for tests/test_memory
+# The Python package's tests run with Debian's python3 (python/run-tests.sh)
+/usr/bin/python3 -m pytest --version >/dev/null 2>&1 || need="$need python3-pytest"
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || need="$need python3-pip"
+# The MCP server's tests run the official TypeScript SDK (tests/mcp/run-tests.sh)
+command -v node >/dev/null 2>&1 || need="$need nodejs"
+command -v npm >/dev/null 2>&1 || need="$need npm"
 [ -z "$need" ] && exit 0
 echo "installing:$need"
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

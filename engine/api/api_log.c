@@ -43,7 +43,9 @@ static int log_append(api_call *c)
 
     if ((rc = parse_type(c, &type)) != CAIRN_OK)
         return rc;
-    if ((payload = cJSON_PrintUnformatted(cairn__api_arg(c, "payload"))) == NULL)
+    /* the value as given: null is a payload too */
+    if ((payload = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(c->args, "payload"))) ==
+        NULL)
         return cairn__api_fail(c, CAIRN_ENOMEM, "out of memory");
     e.type = type;
     e.ns = cairn__api_str(c, "namespace", "");

@@ -364,11 +364,14 @@ static int mem_get(api_call *c)
 }
 
 static const api_param list_params[] = {
-    A_NAMESPACES,
+    {"namespace", API_STRING_OR_STRINGS, 0, 0, 0, NULL,
+     "Namespace, or namespaces, to list (default: every namespace)."},
     {"category", API_STRING, 0, 0, 64, NULL, "Only memories of this category."},
     {"since", API_TIME, 0, 0, 0, NULL, "Only memories created at or after this time."},
     {"until", API_TIME, 0, 0, 0, NULL, "Only memories created at or before this time."},
     {"limit", API_INTEGER, 0, 1, 1000, NULL, "At most this many, oldest first (default 100)."},
+    {"offset", API_INTEGER, 0, 0, 1e12, NULL,
+     "Skip this many matches first; to page on, pass the next_offset of the last answer."},
     {NULL, 0, 0, 0, 0, NULL, NULL}};
 
 typedef struct list_walk {
@@ -376,6 +379,7 @@ typedef struct list_walk {
     const char *category;
     int64_t since, until;
     size_t limit, n;
+    uint64_t offset, seen; /* matches to skip; matches met */
     int truncated;
 } list_walk;
 
@@ -385,6 +389,10 @@ static int list_one(void *user, cairn_memory *m)
     int keep = (w->category == NULL || strcmp(m->category, w->category) == 0) &&
                (w->since == 0 || m->created_at >= w->since) &&
                (w->until == 0 || m->created_at <= w->until);
+    if (keep && w->seen++ < w->offset) {
+        cairn_mem_free(m);
+        return 0;
+    }
     if (keep && w->n == w->limit) {
         w->truncated = 1;
         cairn_mem_free(m);
@@ -407,6 +415,7 @@ static int mem_list(api_call *c)
 
     w.category = cairn__api_str(c, "category", NULL);
     w.limit = (size_t)cairn__api_num(c, "limit", 100);
+    w.offset = (uint64_t)cairn__api_num(c, "offset", 0);
     if ((rc = cairn__api_time(c, "since", &w.since)) != CAIRN_OK ||
         (rc = cairn__api_time(c, "until", &w.until)) != CAIRN_OK ||
         (rc = cairn__api_strs(c, "namespace", &ns, &n_ns)) != CAIRN_OK)
@@ -418,6 +427,10 @@ static int mem_list(api_call *c)
         return fail_mem(c, rc);
     cairn__api_add_int(c->out, "count", (int64_t)w.n);
     cJSON_AddBoolToObject(c->out, "truncated", w.truncated);
+    if (w.truncated)
+        cairn__api_add_int(c->out, "next_offset", (int64_t)(w.offset + w.n));
+    else
+        cJSON_AddNullToObject(c->out, "next_offset");
     return CAIRN_OK;
 }
 
@@ -439,9 +452,11 @@ static int mem_update(api_call *c)
     const char *exp = cairn__api_str(c, "expires_at", NULL);
     cairn_memory *m = NULL;
     char *meta = NULL;
-    int rc;
+    int rc = CAIRN_OK;
 
-    if ((rc = cairn_mem_get(c->s->mem, id, &m)) != CAIRN_OK)
+    /* tags alone change: the memory's own metadata is the base */
+    if (cairn__api_arg(c, "tags") != NULL && cairn__api_arg(c, "metadata") == NULL &&
+        (rc = cairn_mem_get(c->s->mem, id, &m)) != CAIRN_OK)
         return rc == CAIRN_ENOTFOUND ? cairn__api_fail(c, rc, "no live memory %.64s", id)
                                      : fail_mem(c, rc);
     u.importance = cairn__api_num(c, "importance", -1.0);
@@ -453,7 +468,7 @@ static int mem_update(api_call *c)
         rc = cairn__api_time(c, "expires_at", &u.expires_at);
     }
     if (rc == CAIRN_OK)
-        rc = metadata_text(c, m->metadata, &meta);
+        rc = metadata_text(c, m ? m->metadata : NULL, &meta);
     cairn_mem_free(m);
     m = NULL;
     if (rc != CAIRN_OK)
@@ -461,7 +476,19 @@ static int mem_update(api_call *c)
     u.metadata = meta;
     rc = cairn_mem_update(c->s->mem, id, &u);
     free(meta);
-    if (rc != CAIRN_OK || (rc = cairn_mem_get(c->s->mem, id, &m)) != CAIRN_OK)
+    if (rc != CAIRN_OK)
+        return rc == CAIRN_ENOTFOUND ? cairn__api_fail(c, rc, "no live memory %.64s", id)
+                                     : fail_mem(c, rc);
+    cJSON_AddStringToObject(c->out, "id", id);
+    rc = cairn_mem_get(c->s->mem, id, &m);
+    if (rc == CAIRN_ENOTFOUND) { /* updated, and expired by this update: say so */
+        cJSON_AddNullToObject(c->out, "memory");
+        cJSON_AddStringToObject(c->out, "note",
+                                "expired: recall and get no longer return it; memory_update "
+                                "with expires_at \"never\" or a later time brings it back");
+        return CAIRN_OK;
+    }
+    if (rc != CAIRN_OK)
         return fail_mem(c, rc);
     cJSON_AddItemToObject(c->out, "memory", memory_json(m));
     cairn_mem_free(m);
@@ -606,13 +633,14 @@ const api_tool cairn__api_mem_tools[] = {
     {"memory_recall", "Recall",
      "Find the memories that best match a query, ranked by relevance (BM25 and, when the "
      "store has vectors, similarity), importance, recency and access. Counts as an access.",
-     recall_params, mem_recall, API_READ_ONLY},
+     recall_params, mem_recall, 0},
     {"memory_context", "Context for a prompt",
      "Recall memories for a query and format them as one block to put in a prompt, within a "
-     "token budget.",
-     context_params, mem_context, API_READ_ONLY},
+     "token budget. Counts as an access.",
+     context_params, mem_context, 0},
     {"memory_search", "Search",
-     "Search memories by relevance alone (the best match scores 1.0), read-only.",
+     "Search memories by relevance alone (the best match scores 1.0); only looks: records no "
+     "access.",
      search_params, mem_search, API_READ_ONLY},
     {"memory_get", "Get a memory", "One live memory by id.", get_params, mem_get, API_READ_ONLY},
     {"memory_list", "List memories",

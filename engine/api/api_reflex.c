@@ -56,12 +56,13 @@ static const api_param episode_new_params[] = {
      "The session's id; the episode's id is episode-<session>."},
     {"task", API_STRING, 1, 0, 0, NULL, "What the session was for."},
     {"outcome", API_STRING, 1, 0, 0, "success|partial|failure", "How it ended."},
-    {"timestamp", API_STRING, 0, 0, 64, NULL, "When (ISO 8601; default now)."},
+    {"timestamp", API_TIME, 0, 0, 0, NULL, "When: ISO 8601 or ms since the epoch (default now)."},
     {"decisions", API_OBJECTS, 0, 0, 0, NULL,
-     "Decisions: {type, context, chosen, rationale, outcome, effects[]}."},
+     "Decisions: {type (design, implementation, test, recovery or routing), context, "
+     "chosen, rationale, outcome (success, partial or failure), effects[]}."},
     {"events", API_OBJECTS, 0, 0, 0, NULL,
-     "Events: {type, content, caused_by[], leads_to[]}; type one of tool_call, commit, "
-     "milestone, test, handoff, error, decision."},
+     "Events: {type (tool_call, commit, error, milestone, test or handoff), content, "
+     "caused_by[], leads_to[]}."},
     {"metrics", API_OBJECT, 0, 0, 0, NULL,
      "{duration_minutes, tool_calls, errors, recoveries, commits, files_changed}."},
     {"lessons", API_STRINGS, 0, 0, 0, NULL, "What was learned."},
@@ -79,6 +80,12 @@ static int episode_new(api_call *c)
     if (ep == NULL)
         return cairn__api_fail(c, CAIRN_ENOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(ep, "force");
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ep, "timestamp"))) {
+        char t[40];
+        cairn__iso_time((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ep, "timestamp")),
+                        t, sizeof t);
+        cJSON_ReplaceItemInObjectCaseSensitive(ep, "timestamp", cJSON_CreateString(t));
+    }
     text = cJSON_PrintUnformatted(ep);
     cJSON_Delete(ep);
     if (text == NULL)
@@ -274,7 +281,7 @@ static int causal_path(api_call *c)
     if (p.found)
         cJSON_AddNumberToObject(c->out, "depth", p.depth);
     else
-        cJSON_AddStringToObject(c->out, "error", p.error);
+        cJSON_AddStringToObject(c->out, "reason", p.error); /* not found is no error */
     cairn_causal_path_clear(&p);
     return CAIRN_OK;
 }
@@ -431,7 +438,9 @@ const api_tool cairn__api_reflex_tools[] = {
     {"pattern_add", "Add a pattern",
      "Record a pattern (when X, do Y) and how well it worked; repeated names accumulate.",
      pattern_add_params, pattern_add, 0},
-    {"pattern_list", "List patterns", "Patterns that worked, best first.", pattern_list_params,
+    {"pattern_list", "List patterns",
+     "Patterns by success rate, best first; min_success_rate keeps those that worked.",
+     pattern_list_params,
      pattern_list, API_READ_ONLY},
     {"pattern_anti", "List anti-patterns",
      "Patterns seen at least twice that mostly failed, worst first.", pattern_anti_params,

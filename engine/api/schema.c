@@ -60,7 +60,13 @@ static cJSON *param_schema(const api_param *p)
         cJSON *it = cJSON_AddObjectToObject(o, "items");
         cJSON_AddStringToObject(it, "type", p->type == API_STRINGS ? "string" : "object");
     }
-    cJSON_AddStringToObject(o, "description", p->description);
+    if (p->type == API_STRING && p->max > 0) {
+        char d[512];
+        snprintf(d, sizeof d, "%s (at most %g bytes)", p->description, p->max);
+        cJSON_AddStringToObject(o, "description", d);
+    } else {
+        cJSON_AddStringToObject(o, "description", p->description);
+    }
     if (p->choices != NULL) {
         cJSON *e = cJSON_AddArrayToObject(o, "enum");
         const char *s = p->choices;
@@ -76,8 +82,8 @@ static cJSON *param_schema(const api_param *p)
         cJSON_AddNumberToObject(o, "minimum", p->min);
         cJSON_AddNumberToObject(o, "maximum", p->max);
     }
-    if (p->type == API_STRING && p->max > 0)
-        cJSON_AddNumberToObject(o, "maxLength", p->max);
+    /* No maxLength: JSON Schema counts characters, the check bytes (a
+     * 500-character CJK query is 1500 bytes); the description says. */
     return o;
 }
 
@@ -232,14 +238,14 @@ int cairn__api_check(api_call *c, const api_tool *t, const cJSON *args)
         if (p == NULL || p->name == NULL)
             return cairn__api_fail(c, CAIRN_EINVAL, "unknown argument \"%.64s\" for %s",
                                    v->string, t->name);
-        if (cJSON_IsNull(v) && !p->required)
-            continue; /* null: as if absent */
+        if (cJSON_IsNull(v) && (!p->required || p->type == API_ANY))
+            continue; /* null: as if absent (or, for any JSON value, the value null) */
         if ((rc = check_one(c, p, v)) != CAIRN_OK)
             return rc;
     }
     for (const api_param *p = t->params; p && p->name; p++) {
         v = cJSON_GetObjectItemCaseSensitive(args, p->name);
-        if (p->required && (v == NULL || cJSON_IsNull(v)))
+        if (p->required && (v == NULL || (cJSON_IsNull(v) && p->type != API_ANY)))
             return cairn__api_fail(c, CAIRN_EINVAL, "missing required argument \"%s\" for %s",
                                    p->name, t->name);
     }

@@ -16,7 +16,7 @@ ImportError when it is missing or of another release than 0.2.x.
 from . import _lib
 from .errors import (Error, Exists, InvalidArgument, Locked, NotFound, ReadOnly,
                      Unavailable)
-from .store import PrunedWarning, Store, TruncatedWarning, tools
+from .store import PrunedWarning, Store, tools
 
 __version__ = "0.2.0"
 #: The version of the loaded libcairn ("0.2.0") and where it was loaded from.
@@ -24,5 +24,5 @@ library_version = _lib.version
 library_path = _lib.path
 
 __all__ = ["Store", "tools", "Error", "NotFound", "Exists", "InvalidArgument", "Locked",
-           "ReadOnly", "Unavailable", "PrunedWarning", "TruncatedWarning",
+           "ReadOnly", "Unavailable", "PrunedWarning",
            "library_version", "library_path", "__version__"]

@@ -54,11 +54,6 @@ class PrunedWarning(UserWarning):
         self.result = result
 
 
-class TruncatedWarning(UserWarning):
-    """get_all() without a limit met more memories than the tool returns
-    at once (1000); the oldest 1000 were returned."""
-
-
 def tools():
     """The tools as a list of MCP tool objects (name, title, description,
     inputSchema: a JSON Schema, annotations)."""
@@ -395,20 +390,21 @@ class Store:
         """The live memory id; NotFound if there is none."""
         return self._call("memory_get", {"id": id})["memory"]
 
-    def get_all(self, *, namespace=None, category=None, since=None, until=None, limit=None):
+    def get_all(self, *, namespace=None, category=None, since=None, until=None, limit=None,
+                offset=0):
         """Live memories, oldest first. namespace: one or a list; absent:
         every namespace (unlike recall, whose default is ""). Without a
-        limit, at most 1000 (the tool's most); a TruncatedWarning says when
-        there were more."""
-        r = self._call("memory_list", {
-            "namespace": namespace, "category": category, "since": _time("since", since),
-            "until": _time("until", until), "limit": _LIST_MAX if limit is None else limit})
-        if limit is None and r.get("truncated"):
-            warnings.warn(TruncatedWarning(
-                "get_all: more than %d memories match; the oldest %d are returned (pass "
-                "since=/until= or a namespace to see the rest)" % (_LIST_MAX, _LIST_MAX)),
-                stacklevel=2)
-        return r["memories"]
+        limit, every match (fetched a page of 1000 at a time); offset skips
+        that many matches first."""
+        args = {"namespace": namespace, "category": category, "since": _time("since", since),
+                "until": _time("until", until)}
+        out = []
+        while True:
+            want = _LIST_MAX if limit is None else min(_LIST_MAX, limit - len(out))
+            r = self._call("memory_list", dict(args, limit=want, offset=offset + len(out)))
+            out.extend(r["memories"])
+            if r.get("next_offset") is None or (limit is not None and len(out) >= limit):
+                return out
 
     def update(self, id, *, category=None, importance=None, tags=None, metadata=None,
                expires_at=None):

@@ -221,12 +221,14 @@ def test_float_and_date_times_are_refused_naming_the_argument(store):
         store.add("x", expires_at=True)
 
 
-def test_get_all_without_a_limit_warns_when_it_truncates(store):
+def test_get_all_pages_past_the_tools_limit(store):
     for i in range(1001):
         store.add("memory number %d" % i)
-    with pytest.warns(cairn.TruncatedWarning):
-        ms = store.get_all()
-    assert len(ms) == 1000
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an explicit limit: truncation is what was asked
-        assert len(store.get_all(limit=10)) == 10
+        warnings.simplefilter("error")  # every match: nothing truncated, nothing to warn of
+        ms = store.get_all()
+    assert len(ms) == 1001
+    assert ms[0]["content"] == "memory number 0" and ms[-1]["content"] == "memory number 1000"
+    assert [m["content"] for m in store.get_all(limit=2, offset=999)] == [
+        "memory number 999", "memory number 1000"]
+    assert len(store.get_all(limit=10)) == 10

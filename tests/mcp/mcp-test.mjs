@@ -221,7 +221,9 @@ describe('initialize and tools/list', () => {
         assert.equal(props('memory_recall').k.maximum, 1000);
         assert.deepEqual(props('memory_recall').mode.enum, ['hybrid', 'lexical', 'semantic']);
 
-        assert.equal(props('memory_search').query.maxLength, 500);
+        // byte limits are in the description (JSON Schema's maxLength counts characters)
+        assert.match(props('memory_search').query.description, /at most 500 bytes/);
+        assert.equal(props('memory_search').query.maxLength, undefined);
         assert.deepEqual(props('memory_search').mode.enum, ['unified', 'lexical', 'semantic']);
         assert.deepEqual(props('memory_context').format.enum, ['bullets', 'prose', 'xml', 'json']);
         assert.deepEqual(props('memory_forget').mode.enum, ['gentle', 'normal', 'aggressive']);
@@ -238,7 +240,10 @@ describe('initialize and tools/list', () => {
         assert.equal(by.memory_stats.inputSchema.required, undefined);
         assert.deepEqual(props('memory_stats'), {});
 
-        assert.equal(by.memory_recall.annotations.readOnlyHint, true);
+        // recall and context record accesses (ranking input); search only looks
+        assert.equal(by.memory_recall.annotations.readOnlyHint, false);
+        assert.equal(by.memory_context.annotations.readOnlyHint, false);
+        assert.equal(by.memory_search.annotations.readOnlyHint, true);
         assert.equal(by.memory_add.annotations.readOnlyHint, false);
         assert.equal(by.memory_remove.annotations.destructiveHint, true);
         for (const n of ['memory_get', 'memory_list', 'memory_stats', 'log_query', 'causal_status', 'pattern_list'])
@@ -478,7 +483,8 @@ describe('every tool with valid arguments', () => {
         assert.deepEqual(p.path.map(n => n.id), [a.node.id, b.node.id]);
         const nop = await call(c, 'causal_path', { from_label: 'deploy is stable', to_label: 'token expired', max_depth: 3 });
         assert.equal(nop.found, false);
-        assert.equal(typeof nop.error, 'string');
+        assert.equal(typeof nop.reason, 'string'); // not found is no error
+        assert.equal(nop.error, undefined);
 
         const st = await call(c, 'causal_status', {});
         assert.equal(st.nodes, 3);
@@ -539,7 +545,7 @@ describe('bad arguments and unknown tools', () => {
         ['out of range (k: 1001)', 'memory_context', { query: 'x', k: 1001 }, /\bk\b/],
         ['out of range (importance: 1.5)', 'memory_add', { content: 'x', importance: 1.5 }, /importance/],
         ['out of range (negative weight)', 'causal_edge', { source: 'a', target: 'b', type: 'causes', weight: -0.1 }, /weight/],
-        ['too long (query over 500)', 'memory_search', { query: 'q'.repeat(501) }, /query/],
+        ['too long (query over 500 bytes)', 'memory_search', { query: 'q'.repeat(501) }, /query/, false],
         ['unknown argument', 'memory_get', { id: 'm0000000000000000', bogus: 1 }, /bogus/],
         ['unknown argument on a tool without any', 'memory_stats', { verbose: true }, /verbose/],
         ['bad enum (mode)', 'memory_recall', { query: 'x', mode: 'psychic' }, /mode/],
