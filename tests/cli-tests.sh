@@ -1144,6 +1144,12 @@ script -qec "'$CAIRN' --store '$T/epbar' import --from episodes '$T/eps'" /dev/n
 check "import --from episodes draws a progress bar on a terminal, then clears it" sh -c "grep -q 'episodes \[#*  *\] *[0-9]*% (0/2)' bar.out && grep -q '100% (2/2)' bar.out && grep -q 'imported: 2' bar.out"
 run --store "$T/epbar2" import --from episodes "$T/eps"
 check "and none when stderr is not a terminal" sh -c "[ $rc -eq 0 ] && [ ! -s err ] && ! grep -q '%' out"
+# One long import (one commit) shows how long it has run, on a terminal only.
+seq 1 3000 | sed 's/.*/{"content":"bulk memory number &"}/' > "$T/bulk.jsonl"
+script -qec "'$CAIRN' --store '$T/bulkbar' import --format jsonl '$T/bulk.jsonl'" /dev/null >bar.out 2>&1
+check "a single-file import shows its time on a terminal, then clears it" sh -c "grep -q 'importing (one commit): [0-9]*\.[0-9] s' bar.out && grep -q 'imported: 3000' bar.out"
+run --store "$T/bulkbar2" import --format jsonl "$T/bulk.jsonl"
+check "and nothing when stderr is not a terminal" sh -c "[ $rc -eq 0 ] && [ ! -s err ] && grep -qx 'imported: 3000' out"
 mkdir -p "$T/epfifo" && mkfifo "$T/epfifo/a-fifo.json" && cp "$T/eps/episode-2026-02-01-session-10.json" "$T/epfifo/"
 timeout 10 "$CAIRN" --store "$T/epfifo-store" import --from episodes "$T/epfifo" >out 2>err
 rc=$?

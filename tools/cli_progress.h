@@ -24,4 +24,13 @@ void cli_progress_step(cli_progress *p, size_t done);
 /* Clear the line, so what follows starts on a clean one. */
 void cli_progress_end(cli_progress *p);
 
+/* For one long call that reports no steps (an import, one commit): a line
+ * "label: N s" redrawn by a thread every 200 ms while the call runs, only
+ * when stderr is a terminal. Returns a handle for cli_busy_end (NULL: no
+ * line, nothing to end). */
+struct cli_busy;
+struct cli_busy *cli_busy_start(const char *label);
+/* Stop the thread and clear the line. Accepts NULL. */
+void cli_busy_end(struct cli_busy *b);
+
 #endif /* CAIRN_CLI_PROGRESS_H */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli_json.h"
+#include "cli_progress.h"
 #include "cli_embed.h"
 #include "cli_proc.h"
 #include "cli_reflex.h"
@@ -1444,6 +1445,8 @@ const char cmd_import_help[] =
     "is refused whole: nothing is stored, and the message names the namespace\n"
     "and how to raise the limit (`cairn config max-memories N`).\n"
     "\n"
+    "While it runs, a line on stderr says how long it has run, when stderr is\n"
+    "a terminal (none on a pipe or a file, or with --json).\n"
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
     "\n"
@@ -1888,7 +1891,9 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
     if (from != NULL) {
         rc = import_markdown_dir(ctx, mem, path, cat, ns, json);
     } else {
+        struct cli_busy *busy = cli_busy_start("importing (one commit)");
         r = cairn_mem_import(mem, f, data, len, ns, &imported, &skipped);
+        cli_busy_end(busy);
         free(data); /* before the close, which may write the memory index */
         data = NULL;
         rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
