@@ -509,6 +509,16 @@ static void error_details_are_per_thread(void **state)
     assert_int_equal(f[1].wrong, 0);
     /* this thread's own detail is still its own */
     assert_non_null(strstr(cairn_mem_errmsg(m), "category"));
+    {
+        /* a call with no handle: its detail in cairn_errmsg(NULL) too */
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_db *none = NULL;
+        char *missing = tu_join(dir, "no-such-store"), buf[CAIRN_ERRMSG_MAX] = "";
+        assert_int_equal(cairn_open(&none, missing, &o, buf, sizeof buf), CAIRN_ENOTFOUND);
+        assert_true(buf[0] != 0);
+        assert_string_equal(cairn_errmsg(NULL), buf);
+        free(missing);
+    }
     cairn_mem_close(m);
     assert_int_equal(cairn_close(db), CAIRN_OK);
     tu_rmrf(dir);

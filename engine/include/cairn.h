@@ -27,8 +27,9 @@
  *   on the same handle or not, never overwrites it, so any number of
  *   threads may share a handle and each read its own. It stays until the
  *   calling thread's next call on that handle (a thread keeps the details
- *   of its 16 most recent handles). cairn_open has no handle yet:
- *   it writes its detail into the caller's buffer. The tool interface
+ *   of its 16 most recent handles). A call without a handle (cairn_open,
+ *   cairn_episode_extract) leaves its detail in cairn_errmsg(NULL), and in
+ *   the caller's buffer when it takes one. The tool interface
  *   (cairn_session_call) returns each call's error with the call.
  * - Freeing: a string the library returns (char **json_out, char **out)
  *   is freed with cairn_free() (which is free()). A struct or array it
@@ -217,7 +218,9 @@ int cairn_close(cairn_db *db);
 
 /* The one-line detail of the calling thread's last failed call on this
  * handle ("" if none): per thread, so another thread's failure never
- * replaces it (see "Conventions" above). */
+ * replaces it (see "Conventions" above). db NULL: the detail of the
+ * thread's last failed call that has no handle to keep it (cairn_open,
+ * cairn_episode_extract). */
 const char *cairn_errmsg(const cairn_db *db);
 
 /* ---------------------------------------------------------------------------

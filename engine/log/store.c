@@ -72,7 +72,7 @@ int cairn__db_failf(cairn_db *db, int code, const char *fmt, ...)
 
 const char *cairn_errmsg(const cairn_db *db)
 {
-    return db ? cairn__errbuf(db) : "";
+    return cairn__errbuf(db); /* NULL: the calls without a handle */
 }
 
 /* ---- segments and views ------------------------------------------------ */
@@ -1113,6 +1113,8 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
 report:
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "%s", e.msg[0] ? e.msg : cairn_strerror(rc));
+    /* and where cairn_errmsg(NULL) reads it: no handle came of the call */
+    snprintf(cairn__errbuf(NULL), CAIRN_ERRMSG_MAX, "%s", e.msg[0] ? e.msg : cairn_strerror(rc));
     return rc;
 }
 

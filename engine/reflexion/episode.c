@@ -560,5 +560,7 @@ int cairn_episode_extract(const char *file_name, const char *data, size_t len, c
     cJSON_Delete(o);
     if (rc != CAIRN_OK && err != NULL)
         snprintf(err, CAIRN_ERRMSG_MAX, "%s", e.msg);
+    if (rc != CAIRN_OK) /* and where cairn_errmsg(NULL) reads it */
+        snprintf(cairn__errbuf(NULL), CAIRN_ERRMSG_MAX, "%s", e.msg);
     return rc;
 }
