@@ -303,7 +303,7 @@ check "add refuses an importance out of 0..1 (exit 64)" sh -c "[ $rc -eq 64 ] &&
 run --store "$M" add "x" --meta '[1]'
 check "add refuses metadata that is not an object" rc_is 64
 run --store "$M" get "$id1" --format json
-check "get --format json has the seed's fields" sh -c "[ $rc -eq 0 ] && grep -q '\"id\":\"$id1\"' out && grep -q '\"accessCount\":0' out && grep -q '\"tags\":\[\"lang\",\"ts\"\]' out"
+check "get --format json has Engram's fields" sh -c "[ $rc -eq 0 ] && grep -q '\"id\":\"$id1\"' out && grep -q '\"accessCount\":0' out && grep -q '\"tags\":\[\"lang\",\"ts\"\]' out"
 run --store "$M" recall "typescript" --explain
 check "recall finds the matching memory first, with its components" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -q '$id1' && grep -q 'relevance 1.0000' out"
 run --store "$M" recall "typescript" --format json
@@ -668,7 +668,7 @@ run --store "$S" add "git hooks run before each commit"
 run --store "$S" stats --json
 recs_before=$(grep -o '"records":[0-9]*' out)
 run --store "$S" search "PowerShell arrays"
-check "search prints the seed's JSON" sh -c "[ $rc -eq 0 ] && grep -q '\"Query\":.*\"PowerShell arrays\"' out && grep -q '\"Count\":.*1' out && grep -q '\"Source\":.*\"Unified\"' out && grep -q '\"Name\":.*\"powershell-arrays\"' out && grep -q '\"Path\":.*\"mem/powershell-arrays.md\"' out && grep -q '\"Diagnostic\"' out"
+check "search prints Search-Memory's JSON" sh -c "[ $rc -eq 0 ] && grep -q '\"Query\":.*\"PowerShell arrays\"' out && grep -q '\"Count\":.*1' out && grep -q '\"Source\":.*\"Unified\"' out && grep -q '\"Name\":.*\"powershell-arrays\"' out && grep -q '\"Path\":.*\"mem/powershell-arrays.md\"' out && grep -q '\"Diagnostic\"' out"
 want=$(printf '%s' "PowerShell arrays need @() to stay arrays" | sha256sum | cut -c1-64)
 check "search's Hash is the SHA-256 of the content" grep -q "\"Hash\":.*\"$want\"" out
 check "search output is valid JSON" jq_ok .Results
@@ -761,7 +761,7 @@ chmod +x "$T/slow-llm.sh"
 timed_run --store "$R" --embed-timeout 1 remember --llm-cmd "$T/slow-llm.sh" "$T/conv.json"
 check "a timed-out --llm-cmd is killed with its children (the pipeline ends in $secs s)" sh -c "[ $rc -eq 1 ] && grep -q 'no answer within' out && [ $secs -lt 8 ]"
 run --store "$R" remember "$T/conv.json"
-check "remember without an LLM fails with the seed's error" sh -c "[ $rc -eq 1 ] && grep -q 'LLM function required' err"
+check "remember without an LLM fails with Engram's error" sh -c "[ $rc -eq 1 ] && grep -q 'LLM function required' err"
 run --store "$R" export --format json
 check "the failed remember calls stored nothing" sh -c "[ \$(grep -c '\"content\"' out) -eq 1 ]"
 G=$T/merge
@@ -922,7 +922,7 @@ check "episode decisions of an unknown episode: []" sh -c "[ $rc -eq 0 ] && [ \"
 run $RF episode new --task t --outcome success
 check "episode new without --session-id exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'missing --session-id' err"
 run $RF episode new --session-id s --task t --outcome maybe
-check "episode new with a bad --outcome exits 64 with the seed's message" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'Outcome'. The argument 'maybe' does not belong to the set 'success,partial,failure'\" err"
+check "episode new with a bad --outcome exits 64 with ReflexionMemory's message" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'Outcome'. The argument 'maybe' does not belong to the set 'success,partial,failure'\" err"
 run $RF episode new --session-id s --task t --outcome success --decisions '{"id":"d1"}'
 check "episode new --decisions that is not an array exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'JSON array' err"
 run $RF episode new --session-id s --task t --outcome success --decisions '[{"id":"d1","outcome":"maybe"}]'
@@ -1063,7 +1063,7 @@ check "pattern add without --trigger exits 64" sh -c "[ $rc -eq 64 ] && grep -q 
 
 # update and status
 run $RF causal status --format json
-check "causal status (json): the seed's fields" jq_ok '.Episodes.Count == 5 and .Episodes.Path == "'"$T/reflex"'" and .CausalGraph.Nodes == 4 and .CausalGraph.Edges == 3 and .CausalGraph.Patterns == 3 and .Configuration.EpisodesPath != null and (.CausalGraph.Updated | test("^20"))'
+check "causal status (json): ReflexionMemory's fields" jq_ok '.Episodes.Count == 5 and .Episodes.Path == "'"$T/reflex"'" and .CausalGraph.Nodes == 4 and .CausalGraph.Edges == 3 and .CausalGraph.Patterns == 3 and .Configuration.EpisodesPath != null and (.CausalGraph.Updated | test("^20"))'
 run $RF causal update --dry-run
 check "causal update --dry-run counts the episodes" sh -c "[ $rc -eq 0 ] && [ '$(field episodes_processed)' = 5 ] && [ '$(field nodes_added)' -gt 0 ]"
 run $RF causal status
@@ -1085,7 +1085,7 @@ check "verify stays 0 after the reflexion commands" sh -c "[ $rc -eq 0 ] && grep
 run $RF verify --format json
 check "verify --format json reports the graph file" sh -c "[ $rc -eq 0 ] && grep -q '\"graph\":' out"
 
-# import --from causal-graph: a small graph in the seed's schema
+# import --from causal-graph: a small graph in ReflexionMemory's schema
 cat >"$T/causal-graph.json" <<'JSON'
 {
   "version": "1.0",

@@ -671,7 +671,7 @@ static void remember_stores_the_novel_and_drops_the_rest(void **state)
                      CAIRN_EINVAL);
     assert_int_equal(cairn_stats_get(f->db, &st1), CAIRN_OK);
     assert_int_equal(st1.records, st0.records);
-    /* no LLM: the seed's error */
+    /* no LLM: Engram's error */
     assert_int_equal(cairn_mem_remember(f->mem, NULL, conv, strlen(conv), &ro, &it, &n),
                      CAIRN_EUNAVAIL);
     assert_string_equal(cairn_mem_errmsg(f->mem), "LLM function required");

@@ -3,7 +3,7 @@
  * (cmd_episode.c: `cairn episode`; cmd_causal.c: `cairn causal`;
  * `cairn pattern`): dispatch to a subcommand, opening the store with its
  * reflexion state, reporting the handle's errors, the option value checks
- * with the seed's messages, reading a file, and printing JSON or "key:
+ * with ReflexionMemory's messages, reading a file, and printing JSON or "key:
  * value" lines. Uses only the public cairn.h.
  */
 #ifndef CAIRN_CLI_REFLEX_H
@@ -55,7 +55,7 @@ int cli_reflex_arg(cli_ctx *ctx, int x, const char *name, const char *val, const
 
 /* ---- option values: each returns -1 when valid, else CLI_EXIT_USAGE with
  * the one-line message printed. `opt` is the option's name without dashes;
- * the message names it and the seed's parameter (its PascalCase). ---- */
+ * the message names it and ReflexionMemory's parameter (its PascalCase). ---- */
 
 /* A number lo..hi ("0..1" ranges): --weight, --success-rate, ... */
 int cli_opt_double(const char *cmd, const char *opt, const char *v, double lo, double hi,
@@ -65,7 +65,7 @@ int cli_opt_uint(const char *cmd, const char *opt, const char *v, uint64_t lo, u
                  uint64_t *out);
 /* A time as everywhere in the tool (cli_parse_time): --since. */
 int cli_opt_time(const char *cmd, const char *opt, const char *v, int64_t *out_ms);
-/* A string the seed requires to be non-empty. */
+/* A string ReflexionMemory requires to be non-empty. */
 int cli_opt_nonempty(const char *cmd, const char *opt, const char *v);
 /* "missing --opt" for a required option that was not given. */
 int cli_opt_missing(const char *cmd, const char *opt);
