@@ -22,6 +22,7 @@
 
 #include "cli_json.h"
 #include "cli_reflex.h"
+#include "render.h"
 
 const char cmd_causal_help[] =
     "usage: cairn causal node --type T --label L [--episode-id E]\n"
@@ -155,38 +156,6 @@ static const char *node_type(unsigned t)
     return s ? s : "unknown";
 }
 
-static const char *edge_type(unsigned t)
-{
-    const char *s = cairn_edge_type_name(t);
-    return s ? s : "unknown";
-}
-
-static cJSON *node_json(const cairn_causal_node *n)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", n->id);
-    cJSON_AddStringToObject(o, "type", node_type(n->type));
-    cJSON_AddStringToObject(o, "label", n->label ? n->label : "");
-    cJSON_AddItemToObject(o, "episodes", cli_json_str_array(n->episodes, n->n_episodes));
-    cli_json_add_int(o, "frequency", (int64_t)n->frequency);
-    cJSON_AddNumberToObject(o, "success_rate", n->success_rate);
-    cli_json_add_time(o, "created", n->created_ms);
-    return o;
-}
-
-static cJSON *edge_json(const cairn_causal_edge *e)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "source", e->source);
-    cJSON_AddStringToObject(o, "target", e->target);
-    cJSON_AddStringToObject(o, "type", edge_type(e->type));
-    cJSON_AddNumberToObject(o, "weight", e->weight);
-    cli_json_add_int(o, "evidence_count", (int64_t)e->evidence_count);
-    cJSON_AddItemToObject(o, "episodes", cli_json_str_array(e->episodes, e->n_episodes));
-    cli_json_add_time(o, "created", e->created_ms);
-    return o;
-}
-
 /* ---- node, edge ------------------------------------------------------------------ */
 
 static int node_type_error(const char *cmd, const char *v)
@@ -243,7 +212,7 @@ static int causal_node(cli_ctx *ctx, int argc, char **argv)
     if (x != CAIRN_OK) {
         rc = cli_reflex_fail(ctx, r, x, NULL);
     } else {
-        cli_emit(node_json(&n), json);
+        cli_emit(cairn__json_node(&n), json);
         cairn_causal_node_clear(&n);
     }
     return cli_reflex_close(ctx, db, r, rc);
@@ -299,7 +268,7 @@ static int causal_edge(cli_ctx *ctx, int argc, char **argv)
     if (x != CAIRN_OK) {
         rc = cli_reflex_fail(ctx, r, x, NULL);
     } else {
-        cli_emit(edge_json(&e), json);
+        cli_emit(cairn__json_edge(&e), json);
         cairn_causal_edge_clear(&e);
     }
     return cli_reflex_close(ctx, db, r, rc);
@@ -347,7 +316,7 @@ static int causal_path(cli_ctx *ctx, int argc, char **argv)
         cJSON_AddBoolToObject(o, "found", p.found);
         arr = cJSON_AddArrayToObject(o, "path");
         for (size_t i = 0; p.found && i < p.n; i++)
-            cJSON_AddItemToArray(arr, node_json(&p.path[i]));
+            cJSON_AddItemToArray(arr, cairn__json_node(&p.path[i]));
         if (p.found)
             cJSON_AddNumberToObject(o, "depth", p.depth);
         else

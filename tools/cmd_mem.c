@@ -23,6 +23,7 @@
 #include "cli_proc.h"
 #include "cli_reflex.h"
 #include "commands.h"
+#include "render.h"
 #include "utf8.h"
 
 const char cmd_add_help[] =
@@ -261,27 +262,6 @@ static int mem_fail(cli_ctx *ctx, cairn_mem *mem, int rc)
     return cli_fail(ctx->cmd, rc, "%s", m[0] ? m : cairn_strerror(rc));
 }
 
-static cJSON *mem_json(const cairn_memory *m)
-{
-    cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(m->metadata);
-    if (o == NULL)
-        return NULL;
-    cJSON_AddStringToObject(o, "id", m->id);
-    cJSON_AddStringToObject(o, "content", m->content);
-    cJSON_AddStringToObject(o, "category", m->category);
-    cJSON_AddNumberToObject(o, "importance", m->importance);
-    cli_json_add_int(o, "createdAt", m->created_at);
-    cli_json_add_int(o, "accessedAt", m->accessed_at);
-    cli_json_add_int(o, "accessCount", (int64_t)m->access_count);
-    if (m->expires_at)
-        cli_json_add_int(o, "expiresAt", m->expires_at);
-    else
-        cJSON_AddNullToObject(o, "expiresAt");
-    cJSON_AddItemToObject(o, "metadata", meta ? meta : cJSON_CreateObject());
-    cJSON_AddStringToObject(o, "namespace", m->ns);
-    return o;
-}
-
 static void print_json(cJSON *o)
 {
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
@@ -458,7 +438,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
         if (existed)
             fprintf(stderr, "cairn: add: already stored as %s; nothing written\n", m->id);
         if (json) {
-            cJSON *o = mem_json(m);
+            cJSON *o = cairn__json_memory(m);
             if (o != NULL && pr.pruned > 0)
                 cJSON_AddItemToObject(o, "pruned", prune_json(so.ns ? so.ns : "", &pr));
             print_json(o);
@@ -542,7 +522,7 @@ int cmd_update(cli_ctx *ctx, int argc, char **argv)
     if (r != CAIRN_OK)
         return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
     if (json)
-        print_json(mem_json(m));
+        print_json(cairn__json_memory(m));
     else
         printf("%s\n", id);
     cairn_mem_free(m);
@@ -558,7 +538,7 @@ static int show_and_close(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int r, cai
     if (r != CAIRN_OK)
         rc = mem_fail(ctx, mem, r);
     else if (json)
-        print_json(mem_json(m));
+        print_json(cairn__json_memory(m));
     else
         print_text(m);
     cairn_mem_free(m);
@@ -790,7 +770,7 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
             for (size_t i = 0; i < l.n; i++) {
                 const cairn_memory *m = l.ring[(first + i) % (l.limit ? l.limit : l.n)];
                 if (json) {
-                    cJSON_AddItemToArray(arr, mem_json(m));
+                    cJSON_AddItemToArray(arr, cairn__json_memory(m));
                 } else {
                     char t[40];
                     int w = (int)strcspn(m->content, "\r\n"), cut = w > 100 ? 100 : w;
@@ -816,14 +796,6 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
     free(ns_list);
     free(nss);
     return mem != NULL ? close_mem(ctx, db, mem, rc) : rc;
-}
-
-/* Which side found a hit: "lexical", "semantic" or "both". */
-static const char *source_name(unsigned src)
-{
-    if (src == (CAIRN_SOURCE_LEXICAL | CAIRN_SOURCE_SEMANTIC))
-        return "both";
-    return src == CAIRN_SOURCE_SEMANTIC ? "semantic" : "lexical";
 }
 
 int cmd_recall(cli_ctx *ctx, int argc, char **argv)
@@ -914,20 +886,10 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
     if (json) {
         cJSON *arr = cJSON_CreateArray();
         for (size_t i = 0; i < n && arr; i++) {
-            cJSON *o = mem_json(&h[i].mem);
+            cJSON *o = cairn__json_memory(&h[i].mem);
             cJSON_AddNumberToObject(o, "score", h[i].score);
-            if (explain) {
-                cJSON *x = cJSON_AddObjectToObject(o, "explain");
-                cJSON_AddStringToObject(x, "source", source_name(h[i].source));
-                cJSON_AddNumberToObject(x, "bm25", h[i].bm25);
-                cJSON_AddNumberToObject(x, "lexicalRank", h[i].lexical_rank);
-                cJSON_AddNumberToObject(x, "similarity", h[i].similarity);
-                cJSON_AddNumberToObject(x, "semanticRank", h[i].semantic_rank);
-                cJSON_AddNumberToObject(x, "relevance", h[i].relevance);
-                cJSON_AddNumberToObject(x, "importance", h[i].importance);
-                cJSON_AddNumberToObject(x, "recency", h[i].recency);
-                cJSON_AddNumberToObject(x, "access", h[i].access);
-            }
+            if (explain)
+                cairn__json_explain(o, &h[i]);
             cJSON_AddItemToArray(arr, o);
         }
         print_json(arr);
@@ -943,7 +905,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
             if (explain)
                 printf("        source %s  bm25 %.4f (rank %u)  similarity %.4f (rank %u)\n"
                        "        relevance %.4f  importance %.4f  recency %.4f  access %.4f\n",
-                       source_name(h[i].source), h[i].bm25, h[i].lexical_rank, h[i].similarity,
+                       cairn__json_source(h[i].source), h[i].bm25, h[i].lexical_rank, h[i].similarity,
                        h[i].semantic_rank, h[i].relevance, h[i].importance, h[i].recency,
                        h[i].access);
         }

@@ -13,6 +13,7 @@
 
 #include "cli_json.h"
 #include "cli_reflex.h"
+#include "render.h"
 
 const char cmd_pattern_help[] =
     "usage: cairn pattern add --name N --trigger T --action A [--description D]\n"
@@ -89,22 +90,6 @@ static const char pattern_anti_help[] =
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static cJSON *pattern_json(const cairn_pattern *p)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", p->id);
-    cJSON_AddStringToObject(o, "name", p->name ? p->name : "");
-    cJSON_AddStringToObject(o, "description", p->description ? p->description : "");
-    cJSON_AddStringToObject(o, "trigger", p->trigger ? p->trigger : "");
-    cJSON_AddStringToObject(o, "action", p->action ? p->action : "");
-    cJSON_AddNumberToObject(o, "success_rate", p->success_rate);
-    cli_json_add_int(o, "occurrences", (int64_t)p->occurrences);
-    cli_json_add_time(o, "last_used", p->last_used_ms);
-    cJSON_AddItemToObject(o, "episodes", cli_json_str_array(p->episodes, p->n_episodes));
-    cli_json_add_time(o, "created", p->created_ms);
-    return o;
-}
-
 static void print_pattern_line(const cairn_pattern *p)
 {
     printf("%.4f  %llu  %s: %s -> %s  (%s)\n", p->success_rate,
@@ -167,7 +152,7 @@ static int pattern_add(cli_ctx *ctx, int argc, char **argv)
         while (i < n && strcmp(p[i].name, ps.name) != 0)
             i++;
         if (i < n)
-            cli_emit(pattern_json(&p[i]), json);
+            cli_emit(cairn__json_pattern(&p[i]), json);
         else
             rc = cli_fail(ctx->cmd, CAIRN_ENOTFOUND, "pattern '%s' was added but is not listed",
                           ps.name);
@@ -212,7 +197,7 @@ static int pattern_query(cli_ctx *ctx, int argc, char **argv, int anti)
     } else if (json) {
         cJSON *arr = cJSON_CreateArray();
         for (size_t i = 0; arr && i < n; i++)
-            cJSON_AddItemToArray(arr, pattern_json(&p[i]));
+            cJSON_AddItemToArray(arr, cairn__json_pattern(&p[i]));
         cli_print_cjson(arr);
     } else {
         for (size_t i = 0; i < n; i++)

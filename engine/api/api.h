@@ -108,9 +108,7 @@ int cairn__api_time(api_call *c, const char *name, int64_t *out);
  * pointers (*out NULL and *n 0 when absent). CAIRN_OK or CAIRN_ENOMEM. */
 int cairn__api_strs(api_call *c, const char *name, const char ***out, size_t *n);
 
-/* ---- results ---- */
-/* An integer as its exact digits (cJSON's numbers are doubles). */
-void cairn__api_add_int(cJSON *o, const char *name, int64_t v);
+/* ---- results (the objects themselves: render.h) ---- */
 /* The lazily opened reflexion handle; CAIRN_OK or its open's error in c. */
 int cairn__api_reflex(api_call *c, cairn_reflex **out);
 

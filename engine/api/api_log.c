@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "render.h"
 #include "civil.h"
 
 #define END {NULL, 0, 0, 0, 0, NULL, NULL}
@@ -58,7 +59,7 @@ static int log_append(api_call *c)
     free(payload);
     if (rc != CAIRN_OK)
         return fail_db(c, rc);
-    cairn__api_add_int(c->out, "seq", (int64_t)seq);
+    cairn__json_add_int(c->out, "seq", (int64_t)seq);
     return CAIRN_OK;
 }
 
@@ -79,7 +80,7 @@ static cJSON *record_json(const cairn_record *r)
     const char *tn = cairn_record_type_name(r->type);
     char t[40], *ns = malloc(r->ns_len + 1);
 
-    cairn__api_add_int(o, "seq", (int64_t)r->seq);
+    cairn__json_add_int(o, "seq", (int64_t)r->seq);
     cairn__iso_time(r->ts_ms, t, sizeof t);
     cJSON_AddStringToObject(o, "ts", t);
     if (tn != NULL)
@@ -135,7 +136,7 @@ static int log_query(api_call *c)
         if (ns != NULL && (rec.ns_len != strlen(ns) || memcmp(rec.ns, ns, rec.ns_len) != 0))
             continue;
         if (n == limit) { /* one more: say where the next page starts */
-            cairn__api_add_int(c->out, "next_seq", (int64_t)rec.seq);
+            cairn__json_add_int(c->out, "next_seq", (int64_t)rec.seq);
             break;
         }
         cJSON_AddItemToArray(arr, record_json(&rec));
@@ -146,7 +147,7 @@ static int log_query(api_call *c)
         return fail_db(c, rc);
     if (rc == CAIRN_ENOTFOUND)
         cJSON_AddNullToObject(c->out, "next_seq");
-    cairn__api_add_int(c->out, "count", (int64_t)n);
+    cairn__json_add_int(c->out, "count", (int64_t)n);
     return CAIRN_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "render.h"
 
 #define A_NAMESPACE                                                                        \
     {"namespace", API_STRING, 0, 0, CAIRN_NS_MAX, NULL,                                   \
@@ -17,27 +18,6 @@
     {"namespace", API_STRING_OR_STRINGS, 0, 0, 0, NULL,                                   \
      "Namespace, or namespaces, to search (default \"\")."}
 #define A_ID {"id", API_STRING, 1, 0, 64, NULL, "The memory's id, as memory_add returned it."}
-
-/* ---- JSON of a memory ---------------------------------------------------------- */
-
-static cJSON *memory_json(const cairn_memory *m)
-{
-    cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(m->metadata);
-    cJSON_AddStringToObject(o, "id", m->id);
-    cJSON_AddStringToObject(o, "content", m->content);
-    cJSON_AddStringToObject(o, "category", m->category);
-    cJSON_AddNumberToObject(o, "importance", m->importance);
-    cairn__api_add_int(o, "createdAt", m->created_at);
-    cairn__api_add_int(o, "accessedAt", m->accessed_at);
-    cairn__api_add_int(o, "accessCount", (int64_t)m->access_count);
-    if (m->expires_at)
-        cairn__api_add_int(o, "expiresAt", m->expires_at);
-    else
-        cJSON_AddNullToObject(o, "expiresAt");
-    cJSON_AddItemToObject(o, "metadata", meta ? meta : cJSON_CreateObject());
-    cJSON_AddStringToObject(o, "namespace", m->ns);
-    return o;
-}
 
 static int fail_mem(api_call *c, int rc)
 {
@@ -105,13 +85,13 @@ static int mem_add(api_call *c)
     free(meta);
     if (rc != CAIRN_OK)
         return fail_mem(c, rc);
-    cJSON_AddItemToObject(c->out, "memory", memory_json(m));
+    cJSON_AddItemToObject(c->out, "memory", cairn__json_memory(m));
     cJSON_AddBoolToObject(c->out, "existed", existed);
     if (pr.pruned > 0) { /* never in silence: what the limit removed */
         cJSON *p = cJSON_AddObjectToObject(c->out, "pruned");
-        cairn__api_add_int(p, "count", (int64_t)pr.pruned);
-        cairn__api_add_int(p, "kept", (int64_t)pr.kept);
-        cairn__api_add_int(p, "limit", (int64_t)pr.limit);
+        cairn__json_add_int(p, "count", (int64_t)pr.pruned);
+        cairn__json_add_int(p, "kept", (int64_t)pr.kept);
+        cairn__json_add_int(p, "limit", (int64_t)pr.limit);
         cJSON_AddStringToObject(p, "reason", pr.reason);
         cJSON_AddStringToObject(p, "restore", "memory_restore brings a pruned memory back");
     }
@@ -157,13 +137,6 @@ static int recall_opts(api_call *c, cairn_recall_opts *ro, query_lists *l)
     return CAIRN_OK;
 }
 
-static const char *source_name(unsigned src)
-{
-    if (src == (CAIRN_SOURCE_LEXICAL | CAIRN_SOURCE_SEMANTIC))
-        return "both";
-    return src == CAIRN_SOURCE_SEMANTIC ? "semantic" : "lexical";
-}
-
 #define A_QUERY_FILTERS                                                                    \
     A_NAMESPACES,                                                                          \
     {"categories", API_STRINGS, 0, 0, 0, NULL, "Only memories of these categories."},     \
@@ -201,23 +174,13 @@ static int mem_recall(api_call *c)
         return rc;
     arr = cJSON_AddArrayToObject(c->out, "memories");
     for (size_t i = 0; i < n; i++) {
-        cJSON *o = memory_json(&h[i].mem);
+        cJSON *o = cairn__json_memory(&h[i].mem);
         cJSON_AddNumberToObject(o, "score", h[i].score);
-        if (explain) {
-            cJSON *x = cJSON_AddObjectToObject(o, "explain");
-            cJSON_AddStringToObject(x, "source", source_name(h[i].source));
-            cJSON_AddNumberToObject(x, "bm25", h[i].bm25);
-            cJSON_AddNumberToObject(x, "lexicalRank", h[i].lexical_rank);
-            cJSON_AddNumberToObject(x, "similarity", h[i].similarity);
-            cJSON_AddNumberToObject(x, "semanticRank", h[i].semantic_rank);
-            cJSON_AddNumberToObject(x, "relevance", h[i].relevance);
-            cJSON_AddNumberToObject(x, "importance", h[i].importance);
-            cJSON_AddNumberToObject(x, "recency", h[i].recency);
-            cJSON_AddNumberToObject(x, "access", h[i].access);
-        }
+        if (explain)
+            cairn__json_explain(o, &h[i]);
         cJSON_AddItemToArray(arr, o);
     }
-    cairn__api_add_int(c->out, "count", (int64_t)n);
+    cairn__json_add_int(c->out, "count", (int64_t)n);
     cairn_recall_free(h, n);
     return CAIRN_OK;
 }
@@ -254,8 +217,8 @@ static int mem_context(api_call *c)
     if (rc != CAIRN_OK)
         return rc;
     cJSON_AddStringToObject(c->out, "context", text);
-    cairn__api_add_int(c->out, "included", (int64_t)included);
-    cairn__api_add_int(c->out, "tokens", (int64_t)cairn_token_estimate(text, strlen(text)));
+    cairn__json_add_int(c->out, "included", (int64_t)included);
+    cairn__json_add_int(c->out, "tokens", (int64_t)cairn_token_estimate(text, strlen(text)));
     free(text);
     return CAIRN_OK;
 }
@@ -332,14 +295,14 @@ static int mem_search(api_call *c)
         const char *nm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
         cJSON_AddStringToObject(o, "id", h[i].mem.id);
         cJSON_AddStringToObject(o, "name", nm ? nm : h[i].mem.id);
-        cJSON_AddStringToObject(o, "source", source_name(h[i].source));
+        cJSON_AddStringToObject(o, "source", cairn__json_source(h[i].source));
         cJSON_AddNumberToObject(o, "score", h[i].relevance);
         cJSON_AddStringToObject(o, "content", h[i].mem.content);
         cJSON_AddStringToObject(o, "namespace", h[i].mem.ns);
         cJSON_AddItemToArray(arr, o);
         cJSON_Delete(meta);
     }
-    cairn__api_add_int(c->out, "count", (int64_t)n);
+    cairn__json_add_int(c->out, "count", (int64_t)n);
     cairn_recall_free(h, n);
     return CAIRN_OK;
 }
@@ -358,7 +321,7 @@ static int mem_get(api_call *c)
                                             "became of it)",
                                      cairn__api_str(c, "id", ""))
                    : fail_mem(c, rc);
-    cJSON_AddItemToObject(c->out, "memory", memory_json(m));
+    cJSON_AddItemToObject(c->out, "memory", cairn__json_memory(m));
     cairn_mem_free(m);
     return CAIRN_OK;
 }
@@ -399,7 +362,7 @@ static int list_one(void *user, cairn_memory *m)
         return 1; /* one more than the limit: enough to say there are more */
     }
     if (keep) {
-        cJSON_AddItemToArray(w->arr, memory_json(m));
+        cJSON_AddItemToArray(w->arr, cairn__json_memory(m));
         w->n++;
     }
     cairn_mem_free(m);
@@ -425,10 +388,10 @@ static int mem_list(api_call *c)
     free(ns);
     if (rc != CAIRN_OK && rc != 1)
         return fail_mem(c, rc);
-    cairn__api_add_int(c->out, "count", (int64_t)w.n);
+    cairn__json_add_int(c->out, "count", (int64_t)w.n);
     cJSON_AddBoolToObject(c->out, "truncated", w.truncated);
     if (w.truncated)
-        cairn__api_add_int(c->out, "next_offset", (int64_t)(w.offset + w.n));
+        cairn__json_add_int(c->out, "next_offset", (int64_t)(w.offset + w.n));
     else
         cJSON_AddNullToObject(c->out, "next_offset");
     return CAIRN_OK;
@@ -490,7 +453,7 @@ static int mem_update(api_call *c)
     }
     if (rc != CAIRN_OK)
         return fail_mem(c, rc);
-    cJSON_AddItemToObject(c->out, "memory", memory_json(m));
+    cJSON_AddItemToObject(c->out, "memory", cairn__json_memory(m));
     cairn_mem_free(m);
     return CAIRN_OK;
 }
@@ -518,7 +481,7 @@ static int mem_restore(api_call *c)
     int rc = cairn_mem_restore(c->s->mem, cairn__api_str(c, "id", ""), &m);
     if (rc != CAIRN_OK)
         return fail_mem(c, rc);
-    cJSON_AddItemToObject(c->out, "memory", memory_json(m));
+    cJSON_AddItemToObject(c->out, "memory", cairn__json_memory(m));
     cairn_mem_free(m);
     return CAIRN_OK;
 }
@@ -558,8 +521,8 @@ static int mem_forget(api_call *c)
         return fail_mem(c, rc);
     cJSON_AddStringToObject(c->out, "mode", mode);
     cJSON_AddBoolToObject(c->out, "dry_run", o.dry_run);
-    cairn__api_add_int(c->out, "pruned", (int64_t)pruned);
-    cairn__api_add_int(c->out, "kept", (int64_t)kept);
+    cairn__json_add_int(c->out, "pruned", (int64_t)pruned);
+    cairn__json_add_int(c->out, "kept", (int64_t)kept);
     if (pruned > 0 && !o.dry_run)
         cJSON_AddStringToObject(c->out, "restore", "memory_restore brings a pruned memory back");
     return CAIRN_OK;
@@ -578,24 +541,24 @@ static int mem_stats(api_call *c)
 
     if (rc != CAIRN_OK)
         return fail_mem(c, rc);
-    cairn__api_add_int(c->out, "total", (int64_t)st.total);
+    cairn__json_add_int(c->out, "total", (int64_t)st.total);
     by = cJSON_AddObjectToObject(c->out, "byCategory");
     for (size_t i = 0; i < st.n_categories; i++)
-        cairn__api_add_int(by, st.by_category[i].name, (int64_t)st.by_category[i].count);
+        cairn__json_add_int(by, st.by_category[i].name, (int64_t)st.by_category[i].count);
     cJSON_AddNumberToObject(c->out, "avgImportance", st.avg_importance);
-    cairn__api_add_int(c->out, "oldest", st.oldest);
-    cairn__api_add_int(c->out, "newest", st.newest);
-    cairn__api_add_int(c->out, "deleted", (int64_t)st.deleted);
-    cairn__api_add_int(c->out, "namespaces", (int64_t)st.namespaces);
+    cairn__json_add_int(c->out, "oldest", st.oldest);
+    cairn__json_add_int(c->out, "newest", st.newest);
+    cairn__json_add_int(c->out, "deleted", (int64_t)st.deleted);
+    cairn__json_add_int(c->out, "namespaces", (int64_t)st.namespaces);
     cairn_mem_stats_free(&st);
     cairn_mem_vectors(c->s->mem, ename, &dim, &vectors);
     v = cJSON_AddObjectToObject(c->out, "vectors");
-    cairn__api_add_int(v, "count", (int64_t)vectors);
+    cairn__json_add_int(v, "count", (int64_t)vectors);
     if (dim != 0)
         cJSON_AddStringToObject(v, "embedder", ename);
     else
         cJSON_AddNullToObject(v, "embedder");
-    cairn__api_add_int(v, "dimensions", dim);
+    cairn__json_add_int(v, "dimensions", dim);
     return CAIRN_OK;
 }
 

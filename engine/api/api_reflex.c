@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "civil.h"
+#include "render.h"
 
 #define END {NULL, 0, 0, 0, 0, NULL, NULL}
 #define A_EPISODE                                                                          \
@@ -20,21 +21,6 @@
 static int fail_rx(api_call *c, int rc)
 {
     return cairn__api_fail_msg(c, rc, c->s->rx ? cairn_reflex_errmsg(c->s->rx) : NULL);
-}
-
-static void add_time(cJSON *o, const char *name, int64_t ms)
-{
-    char t[40];
-    cairn__iso_time(ms, t, sizeof t);
-    cJSON_AddStringToObject(o, name, t);
-}
-
-static cJSON *str_array(char **s, size_t n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(s[i]));
-    return a;
 }
 
 /* Take a JSON text a reflexion call returned (free()d here) as item name
@@ -145,34 +131,6 @@ static int episode_list(api_call *c)
 
 /* ---- the causal graph ------------------------------------------------------------- */
 
-static cJSON *node_json(const cairn_causal_node *n)
-{
-    cJSON *o = cJSON_CreateObject();
-    const char *t = cairn_node_type_name(n->type);
-    cJSON_AddStringToObject(o, "id", n->id);
-    cJSON_AddStringToObject(o, "type", t ? t : "unknown");
-    cJSON_AddStringToObject(o, "label", n->label ? n->label : "");
-    cJSON_AddItemToObject(o, "episodes", str_array(n->episodes, n->n_episodes));
-    cairn__api_add_int(o, "frequency", (int64_t)n->frequency);
-    cJSON_AddNumberToObject(o, "success_rate", n->success_rate);
-    add_time(o, "created", n->created_ms);
-    return o;
-}
-
-static cJSON *edge_json(const cairn_causal_edge *e)
-{
-    cJSON *o = cJSON_CreateObject();
-    const char *t = cairn_edge_type_name(e->type);
-    cJSON_AddStringToObject(o, "source", e->source);
-    cJSON_AddStringToObject(o, "target", e->target);
-    cJSON_AddStringToObject(o, "type", t ? t : "unknown");
-    cJSON_AddNumberToObject(o, "weight", e->weight);
-    cairn__api_add_int(o, "evidence_count", (int64_t)e->evidence_count);
-    cJSON_AddItemToObject(o, "episodes", str_array(e->episodes, e->n_episodes));
-    add_time(o, "created", e->created_ms);
-    return o;
-}
-
 static const api_param node_params[] = {
     {"type", API_STRING, 1, 0, 0,
      "decision|event|outcome|pattern|error|tool_call|commit|milestone|test|handoff",
@@ -196,7 +154,7 @@ static int causal_node(api_call *c)
     if ((rc = cairn_causal_add_node(r, type, cairn__api_str(c, "label", ""),
                                     cairn__api_str(c, "episode", NULL), &n)) != CAIRN_OK)
         return fail_rx(c, rc);
-    cJSON_AddItemToObject(c->out, "node", node_json(&n));
+    cJSON_AddItemToObject(c->out, "node", cairn__json_node(&n));
     cairn_causal_node_clear(&n);
     return CAIRN_OK;
 }
@@ -248,7 +206,7 @@ static int causal_edge(api_call *c)
     if ((rc = cairn_causal_add_edge(r, src, dst, type, cairn__api_num(c, "weight", 0.5),
                                     cairn__api_str(c, "episode", NULL), &e)) != CAIRN_OK)
         return fail_rx(c, rc);
-    cJSON_AddItemToObject(c->out, "edge", edge_json(&e));
+    cJSON_AddItemToObject(c->out, "edge", cairn__json_edge(&e));
     cairn_causal_edge_clear(&e);
     return CAIRN_OK;
 }
@@ -277,7 +235,7 @@ static int causal_path(api_call *c)
     cJSON_AddBoolToObject(c->out, "found", p.found);
     arr = cJSON_AddArrayToObject(c->out, "path");
     for (size_t i = 0; p.found && i < p.n; i++)
-        cJSON_AddItemToArray(arr, node_json(&p.path[i]));
+        cJSON_AddItemToArray(arr, cairn__json_node(&p.path[i]));
     if (p.found)
         cJSON_AddNumberToObject(c->out, "depth", p.depth);
     else
@@ -298,35 +256,19 @@ static int causal_status(api_call *c)
         return rc;
     if ((rc = cairn_reflex_status_get(r, &st)) != CAIRN_OK)
         return fail_rx(c, rc);
-    cairn__api_add_int(c->out, "episodes", (int64_t)st.episodes);
-    cairn__api_add_int(c->out, "nodes", (int64_t)st.nodes);
-    cairn__api_add_int(c->out, "edges", (int64_t)st.edges);
-    cairn__api_add_int(c->out, "patterns", (int64_t)st.patterns);
-    cairn__api_add_int(c->out, "processed", (int64_t)st.processed);
+    cairn__json_add_int(c->out, "episodes", (int64_t)st.episodes);
+    cairn__json_add_int(c->out, "nodes", (int64_t)st.nodes);
+    cairn__json_add_int(c->out, "edges", (int64_t)st.edges);
+    cairn__json_add_int(c->out, "patterns", (int64_t)st.patterns);
+    cairn__json_add_int(c->out, "processed", (int64_t)st.processed);
     if (st.updated_ms != 0)
-        add_time(c->out, "updated", st.updated_ms);
+        cairn__json_add_time(c->out, "updated", st.updated_ms);
     else
         cJSON_AddNullToObject(c->out, "updated");
     return CAIRN_OK;
 }
 
 /* ---- patterns ------------------------------------------------------------------ */
-
-static cJSON *pattern_json(const cairn_pattern *p)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", p->id);
-    cJSON_AddStringToObject(o, "name", p->name ? p->name : "");
-    cJSON_AddStringToObject(o, "description", p->description ? p->description : "");
-    cJSON_AddStringToObject(o, "trigger", p->trigger ? p->trigger : "");
-    cJSON_AddStringToObject(o, "action", p->action ? p->action : "");
-    cJSON_AddNumberToObject(o, "success_rate", p->success_rate);
-    cairn__api_add_int(o, "occurrences", (int64_t)p->occurrences);
-    add_time(o, "last_used", p->last_used_ms);
-    cJSON_AddItemToObject(o, "episodes", str_array(p->episodes, p->n_episodes));
-    add_time(o, "created", p->created_ms);
-    return o;
-}
 
 static const api_param pattern_add_params[] = {
     {"name", API_STRING, 1, 0, CAIRN_LABEL_MAX, NULL,
@@ -357,7 +299,7 @@ static int pattern_add(api_call *c)
         return rc;
     if ((rc = cairn_pattern_add(r, &ps, &p)) != CAIRN_OK)
         return fail_rx(c, rc);
-    cJSON_AddItemToObject(c->out, "pattern", pattern_json(&p));
+    cJSON_AddItemToObject(c->out, "pattern", cairn__json_pattern(&p));
     cairn_pattern_clear(&p);
     return CAIRN_OK;
 }
@@ -378,8 +320,8 @@ static int patterns_out(api_call *c, int rc, cairn_pattern *p, size_t n)
         return fail_rx(c, rc);
     arr = cJSON_AddArrayToObject(c->out, "patterns");
     for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, pattern_json(&p[i]));
-    cairn__api_add_int(c->out, "count", (int64_t)n);
+        cJSON_AddItemToArray(arr, cairn__json_pattern(&p[i]));
+    cairn__json_add_int(c->out, "count", (int64_t)n);
     cairn_patterns_free(p, n);
     return CAIRN_OK;
 }

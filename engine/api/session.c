@@ -144,13 +144,6 @@ int cairn__api_strs(api_call *c, const char *name, const char ***out, size_t *n)
     return CAIRN_OK;
 }
 
-void cairn__api_add_int(cJSON *o, const char *name, int64_t v)
-{
-    char num[24];
-    snprintf(num, sizeof num, "%lld", (long long)v);
-    cJSON_AddItemToObject(o, name, cJSON_CreateRaw(num));
-}
-
 int cairn__api_reflex(api_call *c, cairn_reflex **out)
 {
     cairn_session *s = c->s;
