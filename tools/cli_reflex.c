@@ -7,6 +7,7 @@
  * usage error of the tool.
  */
 #include "cli_reflex.h"
+#include "render.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -303,13 +304,7 @@ cJSON *cli_json_str_array(char **s, size_t n)
 
 void cli_json_add_time(cJSON *o, const char *name, int64_t ms)
 {
-    char t[40];
-    if (ms == 0) {
-        cJSON_AddNullToObject(o, name);
-        return;
-    }
-    cli_format_time(ms, t, sizeof t);
-    cJSON_AddStringToObject(o, name, t);
+    cairn__json_add_time(o, name, ms);
 }
 
 void cli_print_kv(const cJSON *o)
