@@ -497,7 +497,7 @@ timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD/" >out 
 rc=$?
 check "import --from markdown finishes past a FIFO (exit 1: a file failed)" rc_is 1
 check "the summary counts what was imported, skipped and failed" sh -c "grep -qx 'imported: 3' out && grep -qx 'skipped: 2' out && grep -qx 'failed: 1' out"
-check "the FIFO and the directory named *.md are skipped, a line each" sh -c "grep -qx 'cairn: import: $MD/x.md: not a regular file (a FIFO); skipped' err && grep -qx 'cairn: import: $MD/xdir.md: not a regular file (a directory); skipped' err"
+check "the FIFO and the folder (named *.md) are skipped, a line each" sh -c "grep -qx 'cairn: import: $MD/x.md: not a regular file (a FIFO); skipped' err && grep -qx 'cairn: import: $MD/xdir.md: a folder (--recursive imports its files); skipped' err"
 check "the dangling symlink failed, named with its reason" grep -qx "cairn: import: $MD/y.md: No such file or directory; failed" err
 check "the failure is summed up on stderr" sh -c "grep -q '1 file(s) failed, the others were imported' err && [ \$(wc -l <err) -eq 4 ]"
 run --store "$T/mdmix-store" export --format json
@@ -511,6 +511,18 @@ rm "$MD/y.md"
 timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD" >out 2>err
 rc=$?
 check "skipped files alone are no failure (exit 0)" sh -c "[ $rc -eq 0 ] && grep -qx 'failed: 0' out && grep -qx 'skipped: 5' out"
+# Folders: named as skipped without --recursive, walked with it
+mkdir -p "$T/mdtree/sub/deeper" "$T/mdtree/.hidden" && printf 'top note\n' >"$T/mdtree/top.md" &&
+    printf 'sub note\n' >"$T/mdtree/sub/inner.md" && printf 'deep note\n' >"$T/mdtree/sub/deeper/deep.md" &&
+    printf 'hidden note\n' >"$T/mdtree/.hidden/h.md" && ln -s "$T/mdtree" "$T/mdtree/sub/loop"
+run --store "$T/mdtree-store" import --from markdown "$T/mdtree/"
+check "without --recursive a folder is reported as skipped, not passed over" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 1' out && grep -qx 'skipped: 1' out && grep -qx 'cairn: import: $T/mdtree/sub: a folder (--recursive imports its files); skipped' err"
+run --store "$T/mdtree-store2" import --from markdown "$T/mdtree/" --recursive
+check "--recursive imports the files of every folder (not hidden ones, no symlink loop)" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 3' out && grep -qx 'skipped: 0' out"
+run --store "$T/mdtree-store2" export --format json
+check "a nested note keeps its file stem as name and its path, without //" sh -c "grep -q '\"name\":.*\"deep\"' out && grep -q '\"$T/mdtree/sub/deeper/deep.md\"' out && ! grep -q '//' out"
+run --store "$T/mdtree-store3" import --format json "$T/big.json" --recursive
+check "--recursive is for --from markdown only" rc_is 64
 mkdir -p "$T/mdbig" && head -c 1100000 /dev/zero | tr '\0' a >"$T/mdbig/a.md" && printf 'small note\n' >"$T/mdbig/b.md"
 run --store "$T/mdbig-store" import --from markdown "$T/mdbig"
 check "a file too large for a memory fails, the next is imported" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 1' out && grep -qx 'failed: 1' out && grep -q 'mdbig/a.md: content must be 1 byte..1 MiB; failed' err"

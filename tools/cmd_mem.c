@@ -1387,7 +1387,8 @@ const char cmd_export_help[] =
 
 const char cmd_import_help[] =
     "usage: cairn import --format json|jsonl|md|csv FILE|-  [--namespace NS] [--json]\n"
-    "       cairn import --from markdown DIR [--category C] [--namespace NS] [--json]\n"
+    "       cairn import --from markdown DIR [--recursive] [--category C] [--namespace NS]\n"
+    "                    [--json]\n"
     "       cairn import --from episodes DIR [--force] [--json]\n"
     "       cairn import --from causal-graph FILE|- [--json]\n"
     "\n"
@@ -1412,7 +1413,9 @@ const char cmd_import_help[] =
     "Output: \"imported: N\" and \"skipped: M\"; with --json (--format names\n"
     "the input here) {\"imported\":N,\"skipped\":M}.\n"
     "\n"
-    "Second form: every *.md file of DIR (not recursive, in name order) becomes\n"
+    "Second form: every *.md file of DIR (in path order; with --recursive those\n"
+    "of its folders too, symbolic links to folders not followed; without, each\n"
+    "folder is reported as skipped, never passed over in silence) becomes\n"
     "a memory: content = the file, metadata {\"name\": file stem, \"path\": the\n"
     "path}; category C (default: fact). Symbolic links are followed. A file\n"
     "that is not a regular file (a FIFO, a directory, a device; never opened\n"
@@ -1595,6 +1598,72 @@ typedef struct mdfile {
     size_t len;
 } mdfile;
 
+/* The *.md files under dir (rel: the folder below it, "" at the top), as
+ * paths relative to dir, into names. A subfolder is walked with
+ * recursive, else reported as skipped (never in silence); names and
+ * folders starting with '.' are passed over, and a symbolic link to a
+ * folder is not followed (no loop). Returns 0, or -1 out of memory. */
+static int collect_md(const cli_ctx *ctx, const char *dir, const char *rel, int recursive,
+                      char ***names, size_t *n, size_t *cap, cJSON *skips, uint64_t *skipped)
+{
+    size_t plen = strlen(dir) + strlen(rel) + 2;
+    char *path = malloc(plen);
+    struct dirent *de;
+    DIR *d;
+    int rc = 0;
+
+    if (path == NULL)
+        return -1;
+    snprintf(path, plen, "%s%s%s", dir, rel[0] && dir[strlen(dir) - 1] != '/' ? "/" : "", rel);
+    if ((d = opendir(path)) == NULL) {
+        free(path);
+        return rel[0] ? 0 : -2; /* the top: the caller says why */
+    }
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name), rl = strlen(rel) + l + 2;
+        char *r;
+        struct stat st;
+        if (de->d_name[0] == '.' || (r = malloc(rl)) == NULL) {
+            rc = de->d_name[0] == '.' ? 0 : -1;
+            continue;
+        }
+        snprintf(r, rl, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+            if (recursive) {
+                rc = collect_md(ctx, dir, r, 1, names, n, cap, skips, skipped);
+            } else {
+                size_t fl = strlen(path) + l + 2;
+                char *full = malloc(fl);
+                if (full != NULL) {
+                    snprintf(full, fl, "%s/%s", path, de->d_name);
+                    import_report(ctx, skips, full, "a folder (--recursive imports its files)", 0);
+                    (*skipped)++;
+                    free(full);
+                }
+            }
+            free(r);
+            continue;
+        }
+        if (l < 4 || strcmp(de->d_name + l - 3, ".md") != 0) {
+            free(r);
+            continue;
+        }
+        if (*n == *cap) {
+            char **q = realloc(*names, (*cap = *cap ? *cap * 2 : 64) * sizeof **names);
+            if (q == NULL) {
+                free(r);
+                rc = -1;
+                break;
+            }
+            *names = q;
+        }
+        (*names)[(*n)++] = r;
+    }
+    closedir(d);
+    free(path);
+    return rc;
+}
+
 /* The candidates as the JSON array cairn_mem_import reads. */
 static char *md_json(const mdfile *c, const size_t *live, size_t n, const char *cat, const char *ns)
 {
@@ -1623,10 +1692,9 @@ static char *md_json(const mdfile *c, const size_t *live, size_t n, const char *
 }
 
 static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, const char *cat,
-                               const char *ns, int json)
+                               const char *ns, int recursive, int json)
 {
-    DIR *d = opendir(dir);
-    struct dirent *de;
+    char *top = strdup(dir);
     char **names = NULL;
     size_t n = 0, cap = 0, dl = strlen(dir), nc = 0, nlive = 0;
     const char *sep = "/";
@@ -1635,31 +1703,28 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
     mdfile *cand = NULL;
     size_t *live = NULL;
     unsigned char *outcome = NULL;
-    int rc = CLI_EXIT_OK;
+    int rc = CLI_EXIT_OK, r;
 
-    if (d == NULL) {
-        rc = cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", dir, strerror(errno));
+    if (top == NULL || skips == NULL || fails == NULL) {
+        rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
         goto done;
     }
     while (dl > 1 && dir[dl - 1] == '/')
         dl--; /* DIR/ names DIR/x.md, not DIR//x.md */
     if (dir[dl - 1] == '/')
         sep = ""; /* the root */
-    while ((de = readdir(d)) != NULL) {
-        size_t l = strlen(de->d_name);
-        if (l < 4 || strcmp(de->d_name + l - 3, ".md") != 0 || de->d_name[0] == '.')
-            continue;
-        if (n == cap) {
-            char **q = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof *names);
-            if (q == NULL)
-                break;
-            names = q;
-        }
-        names[n] = strdup(de->d_name);
-        if (names[n] != NULL)
-            n++;
+    top[dl] = 0;
+    errno = 0;
+    r = collect_md(ctx, dl == 1 && dir[0] == '/' ? "/" : top, "", recursive, &names, &n, &cap, skips,
+                   &skipped);
+    if (r == -2) {
+        rc = cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", dir, strerror(errno));
+        goto done;
     }
-    closedir(d);
+    if (r == -1) {
+        rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
+        goto done;
+    }
     if (n > 1)
         qsort(names, n, sizeof *names, name_cmp);
     cand = calloc(n ? n : 1, sizeof *cand);
@@ -1675,7 +1740,7 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         const char *kind = NULL;
         size_t len = 0;
         cairn__err e;
-        int r;
+
         if (path == NULL) {
             rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
             break;
@@ -1698,9 +1763,10 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
             import_report(ctx, fails, path, e.msg, CAIRN_EINVAL);
             failed++;
         } else {
-            names[i][strlen(names[i]) - 3] = 0; /* the stem */
+            char *base = strrchr(names[i], '/');
+            names[i][strlen(names[i]) - 3] = 0; /* the stem: the file's name without .md */
             cand[nc].path = path;
-            cand[nc].stem = names[i];
+            cand[nc].stem = base ? base + 1 : names[i];
             cand[nc].text = text;
             cand[nc].len = len;
             live[nlive++] = nc++;
@@ -1716,7 +1782,7 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
         char *data = md_json(cand, live, nlive, cat, ns);
         size_t bad = 0;
         uint64_t imp = 0, skp = 0;
-        int r;
+
         if (data == NULL) {
             rc = cli_fail(ctx->cmd, CAIRN_ENOMEM, "no memory");
             break;
@@ -1778,6 +1844,7 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
     free(live);
     free(outcome);
 done:
+    free(top);
     cJSON_Delete(skips);
     cJSON_Delete(fails);
     return rc;
@@ -1787,10 +1854,10 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {"from", 1}, {"category", 1},
                                        {"namespace", 1}, {"json", 0}, {"force", 0},
-                                       {NULL, 0}};
+                                       {"recursive", 0}, {NULL, 0}};
     cairn_mem_format f = CAIRN_MEM_JSON;
     const char *name, *val, *path = NULL, *from = NULL, *cat = NULL, *ns = NULL;
-    int have_format = 0, json = 0, force = 0;
+    int have_format = 0, json = 0, force = 0, recursive = 0;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
     char *data = NULL;
@@ -1826,6 +1893,8 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
             json = 1;
         } else if (strcmp(name, "force") == 0) {
             force = 1;
+        } else if (strcmp(name, "recursive") == 0) {
+            recursive = 1;
         }
     }
     if (rc >= 0)
@@ -1837,6 +1906,8 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         return cli_usage_error(ctx->cmd, "give either --format F FILE or --from SOURCE PATH");
     if (force && (from == NULL || strcmp(from, "episodes") != 0))
         return cli_usage_error(ctx->cmd, "--force is for --from episodes");
+    if (recursive && (from == NULL || strcmp(from, "markdown") != 0))
+        return cli_usage_error(ctx->cmd, "--recursive is for --from markdown");
     if (from != NULL && strcmp(from, "markdown") != 0) {
         /* reflexion: episodes and the causal graph (cmd_episode.c, cmd_causal.c) */
         if (cat != NULL || ns != NULL)
@@ -1851,7 +1922,7 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     if (from != NULL) {
-        rc = import_markdown_dir(ctx, mem, path, cat, ns, json);
+        rc = import_markdown_dir(ctx, mem, path, cat, ns, recursive, json);
     } else {
         struct cli_busy *busy = cli_busy_start("importing (one commit)");
         r = cairn_mem_import(mem, f, data, len, ns, &imported, &skipped);
