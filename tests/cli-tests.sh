@@ -1119,6 +1119,14 @@ JSON
 CG="--store $T/cg"
 run $CG import --from causal-graph "$T/causal-graph.json"
 check "import --from causal-graph counts nodes, edges, patterns, skipped" sh -c "[ $rc -eq 0 ] && grep -qx 'nodes: 2' out && grep -qx 'edges: 1' out && grep -qx 'patterns: 1' out && grep -qx 'skipped: 2' out"
+check "and says no merge when there was none" sh -c "! grep -q '^merged' out"
+printf '{"nodes":[{"id":"u","type":"event","label":"Same label"},{"id":"v","type":"event","label":"Same label"},{"id":"w","type":"event","label":"Other label"}],"edges":[],"patterns":[]}' >"$T/dup-graph.json"
+run --store "$T/cgdup" import --from causal-graph "$T/dup-graph.json"
+check "import --from causal-graph says how many nodes merged by label, and what the graph gained" sh -c "[ $rc -eq 0 ] && grep -qx 'nodes: 3' out && grep -qx 'merged: 1 (same label as another node; the graph gained 2)' out"
+run --store "$T/cgdup" import --from causal-graph "$T/dup-graph.json" --json
+check "a second import merges all of them into the nodes it made (json)" jq_ok '.nodes == 3 and .merged == 3'
+run --store "$T/cgdup" causal status --format json
+check "the graph holds the distinct labels only" jq_ok '.CausalGraph.Nodes == 2'
 run $CG causal path --from-label "draft prs" --to-label visible --format json
 check "the imported edge is a path" jq_ok '.found == true and .depth == 1'
 run $CG causal node --type decision --label "Adopt draft PRs" --format json
@@ -1181,7 +1189,7 @@ BIG="--store $T/big"
     printf '],"edges":[],"patterns":[]}'
 } >"$T/big-graph.json"
 run $BIG import --from causal-graph "$T/big-graph.json" --json
-check "import of 1100 nodes" out_is '{"nodes":1100,"edges":0,"patterns":0,"skipped":0}'
+check "import of 1100 nodes" out_is '{"nodes":1100,"merged":0,"edges":0,"patterns":0,"skipped":0}'
 run $BIG causal status --format json
 check "causal status names the graph file written at close" jq_ok '.CausalGraph.File != null and .CausalGraph.Path == "'"$T/big/"'" + .CausalGraph.File and .CausalGraph.Nodes == 1100 and .CausalGraph.RecordsAfter == 0'
 run $BIG verify

@@ -491,12 +491,17 @@ int cli_import_causal_graph(cli_ctx *ctx, const char *file, int json)
     if (x != CAIRN_OK) {
         rc = cli_reflex_fail(ctx, r, x, strcmp(file, "-") ? file : "stdin");
     } else if (json) {
-        printf("{\"nodes\":%llu,\"edges\":%llu,\"patterns\":%llu,\"skipped\":%llu}\n",
-               (unsigned long long)st.nodes, (unsigned long long)st.edges,
-               (unsigned long long)st.patterns, (unsigned long long)st.skipped);
+        printf("{\"nodes\":%llu,\"merged\":%llu,\"edges\":%llu,\"patterns\":%llu,"
+               "\"skipped\":%llu}\n",
+               (unsigned long long)st.nodes, (unsigned long long)st.merged,
+               (unsigned long long)st.edges, (unsigned long long)st.patterns,
+               (unsigned long long)st.skipped);
     } else {
-        printf("nodes: %llu\nedges: %llu\npatterns: %llu\nskipped: %llu\n",
-               (unsigned long long)st.nodes, (unsigned long long)st.edges,
+        printf("nodes: %llu\n", (unsigned long long)st.nodes);
+        if (st.merged > 0) /* never in silence: the graph gained fewer */
+            printf("merged: %llu (same label as another node; the graph gained %llu)\n",
+                   (unsigned long long)st.merged, (unsigned long long)(st.nodes - st.merged));
+        printf("edges: %llu\npatterns: %llu\nskipped: %llu\n", (unsigned long long)st.edges,
                (unsigned long long)st.patterns, (unsigned long long)st.skipped);
     }
     return cli_reflex_close(ctx, db, r, rc);

@@ -1533,6 +1533,10 @@ int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
 
 typedef struct cairn_causal_import_stats {
     uint64_t nodes, edges, patterns, skipped;
+    /* Of nodes: those that became one with another node of the same label
+     * (an earlier node of the file, or one the graph held already), so the
+     * graph gained nodes - merged. */
+    uint64_t merged;
 } cairn_causal_import_stats;
 
 /* Import a causal-graph.json of ReflexionMemory's schema ({version, updated,

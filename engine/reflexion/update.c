@@ -495,6 +495,8 @@ int cairn_causal_import(cairn_reflex *r, const char *json, size_t len,
             plan_pattern(&p, r, name, trig, act, s_of(x, "description"), sr->valuedouble, NULL);
         out->patterns++;
     }
+    /* every node of the file that added no new label joined another */
+    out->merged = out->nodes - p.nodes_added;
     if (p.oom)
         rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");
     else if (p.n > 0)
