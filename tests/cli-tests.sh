@@ -1159,6 +1159,10 @@ run $EP import --from episodes "$T/eps" --force
 check "import --from episodes --force replaces them" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run $EP import --from episodes "$T/no-such-dir"
 check "import --from episodes of a missing folder exits 1" rc_is 1
+# cairn mcp: a last message without its newline is still answered
+printf '{"jsonrpc":"2.0","id":41,"method":"ping"}' | "$CAIRN" --store "$T/mcp-eof" mcp >out 2>err
+rc=$?
+check "mcp answers a last message that ends without a newline" sh -c "[ $rc -eq 0 ] && grep -qx '{\"jsonrpc\":\"2.0\",\"id\":41,\"result\":{}}' out"
 # A progress bar on a terminal (script(1) gives it one), none on a pipe.
 script -qec "'$CAIRN' --store '$T/epbar' import --from episodes '$T/eps'" /dev/null >bar.out 2>&1
 check "import --from episodes draws a progress bar on a terminal, then clears it" sh -c "grep -q 'episodes \[#*  *\] *[0-9]*% (0/2)' bar.out && grep -q '100% (2/2)' bar.out && grep -q 'imported: 2' bar.out"

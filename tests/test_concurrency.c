@@ -517,6 +517,15 @@ static void error_details_are_per_thread(void **state)
         assert_int_equal(cairn_open(&none, missing, &o, buf, sizeof buf), CAIRN_ENOTFOUND);
         assert_true(buf[0] != 0);
         assert_string_equal(cairn_errmsg(NULL), buf);
+        {
+            /* it stays while other handles are used, opened and closed */
+            cairn_mem *m2 = NULL;
+            (void)cairn_errmsg(db);
+            assert_int_equal(cairn_mem_open(db, NULL, &m2), CAIRN_OK);
+            (void)cairn_mem_errmsg(m2);
+            cairn_mem_close(m2);
+            assert_string_equal(cairn_errmsg(NULL), buf);
+        }
         free(missing);
     }
     cairn_mem_close(m);

@@ -311,9 +311,16 @@ static void t_a_memory_round_trips_through_every_memory_tool(void **state)
     cJSON_Delete(o);
     snprintf(args, sizeof args, "{\"id\":\"%s\"}", id);
     fails(f->s, "memory_get", args, CAIRN_ENOTFOUND, id);
-    snprintf(args, sizeof args, "{\"id\":\"%s\",\"expires_at\":\"never\"}", id);
-    o = ok(f->s, "memory_update", args);
+    snprintf(args, sizeof args,
+             "{\"id\":\"%s\",\"expires_at\":\"never\",\"tags\":[\"back\"]}", id);
+    o = ok(f->s, "memory_update", args); /* tags too: read back once it is live again */
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "memory"), "expiresAt")));
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "memory"), "metadata"),
+                                "tags"),
+            0)),
+        "back");
     cJSON_Delete(o);
 }
 
@@ -431,6 +438,14 @@ static void t_episodes_graph_and_patterns(void **state)
     cJSON_Delete(o);
     fails(f->s, "episode_new", "{\"session\":\"s1\",\"task\":\"again\",\"outcome\":\"success\"}",
           CAIRN_EEXIST, "force");
+    o = ok(f->s, "episode_new", /* null: as if absent, here too */
+           "{\"session\":\"s2\",\"task\":\"t\",\"outcome\":\"partial\",\"decisions\":null,"
+           "\"lessons\":null,\"timestamp\":1795000000000}");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "episode"),
+                                                            "decisions")),
+                     0);
+    assert_non_null(strstr(str_at(o, "episode", "timestamp"), "2026-11-18T11:06:40"));
+    cJSON_Delete(o);
     cJSON_Delete(ok(f->s, "episode_new",
                     "{\"session\":\"s1\",\"task\":\"again\",\"outcome\":\"success\","
                     "\"force\":true}"));
@@ -643,6 +658,50 @@ static void t_an_embedder_callback_embeds_memories_and_queries(void **state)
     cJSON_Delete(o);
 }
 
+/* The built-in embedder: a semantic search right after a store finds it
+ * (memory_search's own handle catches up first), and "auto" on a store of
+ * built-in vectors of another dimension takes that dimension. */
+static void t_builtin_vectors_and_auto(void **state)
+{
+    fx *f = *state;
+    char *dir = tu_join(f->root, "b128"), *err = NULL;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_embedder e;
+    cairn_session *s;
+    cairn_db *db;
+    cairn_mem *m;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cJSON *r;
+
+    assert_int_equal(cairn_session_open(&s, f->dir, "{\"embedder\":\"builtin\"}", &err), CAIRN_OK);
+    cJSON_Delete(ok(s, "memory_search", "{\"query\":\"warm up\",\"mode\":\"lexical\"}"));
+    cJSON_Delete(ok(s, "memory_add", "{\"content\":\"the deploy pipeline is green\"}"));
+    r = ok(s, "memory_search", "{\"query\":\"deploy pipeline\",\"mode\":\"semantic\"}");
+    assert_int_equal((int)num_at(r, "count", NULL), 1);
+    cJSON_Delete(r);
+    assert_int_equal(cairn_session_close(s), CAIRN_OK);
+
+    o.create = 1;
+    assert_int_equal(cairn_open(&db, dir, &o, NULL, 0), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    assert_int_equal(cairn_hash_embedder(&e, 128), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(m, &e), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(m, "vectors of 128 dimensions", &so, NULL, NULL), CAIRN_OK);
+    cairn_mem_close(m);
+    cairn_hash_embedder_free(&e);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(cairn_session_open(&s, dir, NULL, &err), CAIRN_OK); /* auto */
+    r = ok(s, "memory_stats", NULL);
+    assert_int_equal((int)num_at(cJSON_GetObjectItem(r, "vectors"), "dimensions", NULL), 128);
+    cJSON_Delete(r);
+    cJSON_Delete(ok(s, "memory_add", "{\"content\":\"another one, embedded alike\"}"));
+    r = ok(s, "memory_stats", NULL);
+    assert_int_equal((int)num_at(cJSON_GetObjectItem(r, "vectors"), "count", NULL), 2);
+    cJSON_Delete(r);
+    assert_int_equal(cairn_session_close(s), CAIRN_OK);
+    free(dir);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -658,6 +717,7 @@ int main(void)
         T(t_two_sessions_see_each_others_writes),
         T(t_a_read_only_session_reads_and_refuses_writes),
         T(t_an_embedder_callback_embeds_memories_and_queries),
+        T(t_builtin_vectors_and_auto),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

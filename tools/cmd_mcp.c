@@ -23,6 +23,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,10 +154,23 @@ static void send_json(cJSON *msg)
     }
     n = strlen(s);
     s[n++] = '\n'; /* the NUL's place: one line */
+    /* stdout is non-blocking: a client that stops reading cannot hold the
+     * server past a stop signal, which pselect lets through */
     while (off < n) {
         ssize_t w = write(1, s + off, n - off);
         if (w < 0 && errno == EINTR)
             continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            fd_set wr;
+            FD_ZERO(&wr);
+            FD_SET(1, &wr);
+            if (mcp_stop || (pselect(2, NULL, &wr, NULL, NULL, &wait_mask) < 0 &&
+                             errno != EINTR) || mcp_stop) {
+                client_gone = 1; /* stopped while the client does not read */
+                break;
+            }
+            continue;
+        }
         if (w <= 0) {
             client_gone = 1; /* EPIPE: the client closed its end */
             break;
@@ -416,16 +430,21 @@ static int serve(cairn_session *s, const cJSON *tools)
 {
     size_t cap = 64 * 1024, len = 0, scan = 0;
     char *buf = malloc(cap);
+    int skipping = 0; /* the rest of a message past the limit, up to its end */
+    int fl = isatty(1) ? -1 : fcntl(1, F_GETFL); /* a terminal's flags are its shell's too */
 
     if (buf == NULL)
         return cli_fail("mcp", CAIRN_ENOMEM, "out of memory");
+    if (fl >= 0)
+        (void)fcntl(1, F_SETFL, fl | O_NONBLOCK);
     while (!client_gone && !stop_pending()) {
         char *nl = memchr(buf + scan, '\n', len - scan);
         ssize_t r;
         if (nl != NULL) {
             size_t n = (size_t)(nl - buf);
-            if (n > 0 && !(n == 1 && buf[0] == '\r'))
+            if (!skipping && n > 0 && !(n == 1 && buf[0] == '\r'))
                 handle(s, tools, buf, n);
+            skipping = 0;
             memmove(buf, nl + 1, len - n - 1);
             len -= n + 1;
             scan = 0;
@@ -434,8 +453,10 @@ static int serve(cairn_session *s, const cJSON *tools)
         scan = len;
         if (len == cap) {
             char *nb = cap < MCP_LINE_MAX ? realloc(buf, cap * 2) : NULL;
-            if (nb == NULL) { /* a message past the limit: say so, drop it */
-                send_error(NULL, JSONRPC_INVALID_REQUEST, "message too long");
+            if (nb == NULL) { /* a message past the limit: say so once, drop all of it */
+                if (!skipping)
+                    send_error(NULL, JSONRPC_INVALID_REQUEST, "message too long");
+                skipping = 1;
                 len = scan = 0;
                 continue;
             }
@@ -447,10 +468,15 @@ static int serve(cairn_session *s, const cJSON *tools)
         r = read(0, buf + len, cap - len);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            break; /* the client closed stdin: done */
+        if (r <= 0) { /* the client closed stdin: a last message without its newline too */
+            if (r == 0 && len > 0 && !skipping && !stop_pending())
+                handle(s, tools, buf, len);
+            break;
+        }
         len += (size_t)r;
     }
+    if (fl >= 0)
+        (void)fcntl(1, F_SETFL, fl);
     free(buf);
     return CLI_EXIT_OK;
 }

@@ -224,7 +224,7 @@ static int mem_context(api_call *c)
 }
 
 static const api_param search_params[] = {
-    {"query", API_STRING, 1, 0, 500, NULL, "1-500 characters: what to look for."},
+    {"query", API_STRING, 1, 0, 500, NULL, "What to look for: 1-500 bytes of text."},
     {"max_results", API_INTEGER, 0, 1, 100, NULL, "1-100 (default 10)."},
     {"mode", API_STRING, 0, 0, 0, "unified|lexical|semantic",
      "unified (default): BM25 and vectors fused; lexical; semantic (fails without vectors)."},
@@ -260,7 +260,6 @@ static int mem_search(api_call *c)
     cairn_recall_hit *h = NULL;
     cairn_mem *m = NULL;
     query_lists l = {0};
-    uint64_t vectors = 0;
     size_t n = 0;
     cJSON *arr;
     int rc;
@@ -269,12 +268,10 @@ static int mem_search(api_call *c)
         return cairn__api_fail(c, CAIRN_EINVAL, "query: must be 1-500 characters");
     if ((rc = search_handle(c, &m)) != CAIRN_OK)
         return rc;
-    cairn_mem_vectors(m, NULL, NULL, &vectors);
-    if (mode[0] == 's' && (c->s->emb.dim == 0 || vectors == 0))
+    if (mode[0] == 's' && c->s->emb.dim == 0)
         return cairn__api_fail(c, CAIRN_EUNAVAIL,
-                               "semantic search is not available: %s; use mode lexical",
-                               vectors == 0 ? "the store holds no vectors"
-                                            : "no embedder for the store's vectors");
+                               "semantic search is not available: no embedder for the store's "
+                               "vectors; use mode lexical");
     ro.k = (size_t)cairn__api_num(c, "max_results", 10);
     ro.no_access = 1; /* a search only looks */
     ro.mode = mode[0] == 'l' ? CAIRN_RECALL_LEXICAL
@@ -417,21 +414,30 @@ static int mem_update(api_call *c)
     char *meta = NULL;
     int rc = CAIRN_OK;
 
-    /* tags alone change: the memory's own metadata is the base */
-    if (cairn__api_arg(c, "tags") != NULL && cairn__api_arg(c, "metadata") == NULL &&
-        (rc = cairn_mem_get(c->s->mem, id, &m)) != CAIRN_OK)
-        return rc == CAIRN_ENOTFOUND ? cairn__api_fail(c, rc, "no live memory %.64s", id)
-                                     : fail_mem(c, rc);
-    u.importance = cairn__api_num(c, "importance", -1.0);
-    u.category = cairn__api_str(c, "category", NULL);
     if (exp != NULL && strcmp(exp, "never") == 0) {
         u.set_expires = 1;
     } else if (cairn__api_arg(c, "expires_at") != NULL) {
         u.set_expires = 1;
-        rc = cairn__api_time(c, "expires_at", &u.expires_at);
+        if ((rc = cairn__api_time(c, "expires_at", &u.expires_at)) != CAIRN_OK)
+            return rc;
     }
-    if (rc == CAIRN_OK)
-        rc = metadata_text(c, m ? m->metadata : NULL, &meta);
+    /* tags alone change: the memory's own metadata is the base. An expired
+     * memory (get does not return it) gets its new expiry first, so that
+     * it can be read back; then the rest is one more update. */
+    if (cairn__api_arg(c, "tags") != NULL && cairn__api_arg(c, "metadata") == NULL &&
+        (rc = cairn_mem_get(c->s->mem, id, &m)) == CAIRN_ENOTFOUND && u.set_expires) {
+        cairn_mem_update_opts e = CAIRN_MEM_UPDATE_OPTS_INIT;
+        e.set_expires = 1;
+        e.expires_at = u.expires_at;
+        if ((rc = cairn_mem_update(c->s->mem, id, &e)) == CAIRN_OK)
+            rc = cairn_mem_get(c->s->mem, id, &m);
+    }
+    if (rc != CAIRN_OK)
+        return rc == CAIRN_ENOTFOUND ? cairn__api_fail(c, rc, "no live memory %.64s", id)
+                                     : fail_mem(c, rc);
+    u.importance = cairn__api_num(c, "importance", -1.0);
+    u.category = cairn__api_str(c, "category", NULL);
+    rc = metadata_text(c, m ? m->metadata : NULL, &meta);
     cairn_mem_free(m);
     m = NULL;
     if (rc != CAIRN_OK)

@@ -66,6 +66,11 @@ static int episode_new(api_call *c)
     if (ep == NULL)
         return cairn__api_fail(c, CAIRN_ENOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(ep, "force");
+    for (cJSON *v = ep->child, *next; v != NULL; v = next) { /* null: as if absent */
+        next = v->next;
+        if (cJSON_IsNull(v))
+            cJSON_Delete(cJSON_DetachItemViaPointer(ep, v));
+    }
     if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ep, "timestamp"))) {
         char t[40];
         cairn__iso_time((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ep, "timestamp")),

@@ -170,11 +170,11 @@ static int attach(cairn_session *s, cairn_mem *m)
     return cairn_mem_set_embedder(m, s->emb.dim ? &s->emb : NULL);
 }
 
-static int use_builtin(cairn_session *s)
+static int use_builtin(cairn_session *s, uint32_t dim)
 {
     int rc;
     drop_embedder(s);
-    if ((rc = cairn_hash_embedder(&s->emb, 0)) != CAIRN_OK)
+    if ((rc = cairn_hash_embedder(&s->emb, dim)) != CAIRN_OK)
         return rc;
     s->emb_builtin = 1;
     return CAIRN_OK;
@@ -215,8 +215,13 @@ int cairn_session_set_embedder(cairn_session *s, const char *name, uint32_t dim,
             s->emb = e;
         }
     }
-    if (rc == CAIRN_OK && (rc = attach(s, s->mem)) == CAIRN_OK && s->search != NULL)
-        rc = attach(s, s->search);
+    if (rc == CAIRN_OK && (rc = attach(s, s->mem)) == CAIRN_OK && s->search != NULL &&
+        attach(s, s->search) != CAIRN_OK) {
+        /* memory_search's handle could not follow: it reopens at its next
+         * use, with this embedder */
+        cairn_mem_close(s->search);
+        s->search = NULL;
+    }
     pthread_mutex_unlock(&s->mu);
     return rc == CAIRN_OK ? CAIRN_OK : give_error(error_json, rc, msg);
 }
@@ -268,25 +273,30 @@ static int parse_options(const char *text, cJSON **doc, session_opts *o, char *m
     return CAIRN_OK;
 }
 
-/* The embedder the options ask for: "auto" takes the built-in one when the
- * store's vectors are its own. */
+/* The embedder the options ask for: "auto" takes the built-in one (of
+ * their dimension) when the store's vectors are its own, else none;
+ * "builtin" takes it whatever the store holds (a store of another
+ * embedder's vectors refuses it, and the open fails saying so). */
 static int pick_embedder(cairn_session *s, const char *how)
 {
     char sname[CAIRN_EMBEDDER_NAME_MAX + 1];
+    cairn_embedder probe;
     uint32_t sdim = 0;
-    int rc;
+    int rc, builtin_vectors;
 
     if (strcmp(how, "none") == 0)
         return CAIRN_OK;
     cairn_mem_vectors(s->mem, sname, &sdim, NULL);
     if (strcmp(how, "auto") == 0 && sdim == 0)
         return CAIRN_OK;
-    if ((rc = use_builtin(s)) != CAIRN_OK)
+    if ((rc = cairn_hash_embedder(&probe, 0)) != CAIRN_OK)
         return rc;
-    if (strcmp(how, "auto") == 0 && strcmp(sname, s->emb.name) != 0) {
-        drop_embedder(s); /* another embedder's vectors: lexical until one is set */
-        return CAIRN_OK;
-    }
+    builtin_vectors = sdim != 0 && strcmp(sname, probe.name) == 0;
+    cairn_hash_embedder_free(&probe);
+    if (strcmp(how, "auto") == 0 && !builtin_vectors)
+        return CAIRN_OK; /* another embedder's vectors: lexical until one is set */
+    if ((rc = use_builtin(s, builtin_vectors ? sdim : 0)) != CAIRN_OK)
+        return rc;
     return attach(s, s->mem);
 }
 

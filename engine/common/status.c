@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 const char *cairn_version(void)
@@ -52,29 +53,42 @@ int cairn__fail(cairn__err *e, int code, const char *fmt, ...)
     return code;
 }
 
-/* The per-thread details: a few slots, taken round-robin. */
+/* The per-thread details: a few slots; a new owner takes a free one, else
+ * the least recently used. The calls without a handle share one owner of
+ * their own (NULL is a free slot's). */
 #define ERR_SLOTS 16
 typedef struct err_slot {
-    const void *owner;
+    const void *owner;   /* NULL: free */
+    uint64_t used;       /* the thread's tick at its last use */
     char msg[CAIRN_ERRMSG_MAX];
 } err_slot;
 static _Thread_local err_slot err_slots[ERR_SLOTS];
-static _Thread_local unsigned err_next;
+static _Thread_local uint64_t err_tick;
+static const char no_handle; /* the owner of cairn_errmsg(NULL)'s detail */
 
 char *cairn__errbuf(const void *owner)
 {
-    err_slot *s;
-    for (unsigned i = 0; i < ERR_SLOTS; i++)
-        if (err_slots[i].owner == owner)
+    err_slot *take = &err_slots[0];
+    if (owner == NULL)
+        owner = &no_handle;
+    for (unsigned i = 0; i < ERR_SLOTS; i++) {
+        if (err_slots[i].owner == owner) {
+            err_slots[i].used = ++err_tick;
             return err_slots[i].msg;
-    s = &err_slots[err_next++ % ERR_SLOTS];
-    s->owner = owner;
-    s->msg[0] = 0;
-    return s->msg;
+        }
+        if (take->owner != NULL && (err_slots[i].owner == NULL || err_slots[i].used < take->used))
+            take = &err_slots[i];
+    }
+    take->owner = owner;
+    take->used = ++err_tick;
+    take->msg[0] = 0;
+    return take->msg;
 }
 
 void cairn__errbuf_drop(const void *owner)
 {
+    if (owner == NULL)
+        return; /* not a handle */
     for (unsigned i = 0; i < ERR_SLOTS; i++)
         if (err_slots[i].owner == owner) {
             err_slots[i].owner = NULL;

@@ -21,10 +21,11 @@ int cairn__fail(cairn__err *e, int code, const char *fmt, ...)
  * calling thread: CAIRN_ERRMSG_MAX bytes, "" until a failure fills it.
  * Each thread keeps its own per handle, so a failure in one thread never
  * overwrites the detail another thread is about to read. A thread keeps
- * the details of its 16 most recent handles. */
+ * the details of the 16 handles it used most recently; owner NULL holds
+ * the detail of the calls without a handle (cairn_open). */
 char *cairn__errbuf(const void *owner);
 /* Forget the calling thread's detail of owner (a handle opened or closed
- * at that address). */
+ * at that address); NULL: nothing. */
 void cairn__errbuf_drop(const void *owner);
 
 /* The version check of an options struct the caller filled (`what` names

@@ -27,7 +27,7 @@
  *   on the same handle or not, never overwrites it, so any number of
  *   threads may share a handle and each read its own. It stays until the
  *   calling thread's next call on that handle (a thread keeps the details
- *   of its 16 most recent handles). A call without a handle (cairn_open,
+ *   of the 16 handles it used last). A call without a handle (cairn_open,
  *   cairn_episode_extract) leaves its detail in cairn_errmsg(NULL), and in
  *   the caller's buffer when it takes one. The tool interface
  *   (cairn_session_call) returns each call's error with the call.

@@ -1327,6 +1327,9 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     if (rc == CAIRN_OK)
         rc = cairn__mem_index_settle(m);
     if (rc != CAIRN_OK) {
+        /* the handle goes: its detail stays readable as the store's */
+        if (cairn__errbuf(m)[0] != 0)
+            snprintf(cairn__errbuf(db), CAIRN_ERRMSG_MAX, "%s", cairn__errbuf(m));
         cairn_mem_close(m);
         return rc;
     }

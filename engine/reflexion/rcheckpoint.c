@@ -189,6 +189,10 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
     if (rc == CAIRN_OK)
         rc = cairn__rx_catch_up(r);
     if (rc != CAIRN_OK) {
+        /* the handle goes: its detail stays readable as the store's */
+        if (cairn__errbuf(r)[0] != 0)
+            snprintf(cairn__errbuf(db), CAIRN_ERRMSG_MAX, "%s", cairn__errbuf(r));
+        cairn__errbuf_drop(r);
         cairn__rx_free_state(r);
         pthread_mutex_destroy(&r->mu);
         free(r);
