@@ -475,6 +475,15 @@ static void date_comes_from_log_or_name(void **state)
     ep = extract_s("2031-01-01-s.json", "{\"date\": \"2031-06-01T10:00:00+02:00\"}");
     assert_string_equal(str_of(ep, "timestamp"), "2031-06-01T08:00:00Z");
     cJSON_Delete(ep);
+    /* a log that says when it started, and a name without a date */
+    ep = extract_s("session-pr-1-autofix.json",
+                   "{\"objective\":\"Fix CI\",\"startTime\":\"2026-08-14T07:54:00Z\"}");
+    assert_string_equal(str_of(ep, "timestamp"), "2026-08-14T07:54:00Z");
+    assert_string_equal(str_of(ep, "task"), "Fix CI");
+    cJSON_Delete(ep);
+    ep = extract_s("session-9.json", "{\"session\": {\"started_at\": \"2026-08-15 09:00\"}}");
+    assert_string_equal(str_of(ep, "timestamp"), "2026-08-15T09:00:00Z");
+    cJSON_Delete(ep);
     extract_fails("notes.md", 8, "# no date here\n", 15, "no date");
     extract_fails("2031-13-01-session-1.md", 23, "# x\n", 4, "no date");
 }

@@ -423,6 +423,9 @@ static void walk(jr *r, const cJSON *root)
     static const char *const LES[] = {"learnings", "lessons", "lessonsLearned", "keyLearnings",
         "insights", NULL};
     static const char *const NEXT[] = {"nextSteps", "next_steps", "followUps", "followUp", NULL};
+    static const char *const SESSION_DATE[] = {"date",       "timestamp",  "startTime",
+                                               "start_time", "startedAt",  "started_at",
+                                               "started",    "start",      NULL};
     xb *b = r->b;
     const cJSON *sess = get(root, "session"), *v, *it, *m;
     const char *s;
@@ -430,14 +433,17 @@ static void walk(jr *r, const cJSON *root)
 
     if (!cJSON_IsObject(sess))
         sess = root;
-    /* the date first: every event takes it */
-    if ((s = str(sess, "date")) != NULL || (s = str(root, "date")) != NULL ||
-        (s = str(root, "timestamp")) != NULL) {
+    /* the date first: every event takes it; the first of these members,
+     * in the session object and then at the top, that holds a time */
+    for (size_t k = 0; SESSION_DATE[k] != NULL; k++) {
         char ts[21];
         int timed;
         long long ep;
-        if (cairn__x_ts(s, strlen(s), ts, &timed, &ep))
+        if (((s = str(sess, SESSION_DATE[k])) != NULL || (s = str(root, SESSION_DATE[k])) != NULL) &&
+            cairn__x_ts(s, strlen(s), ts, &timed, &ep)) {
             memcpy(b->ts, ts, sizeof ts);
+            break;
+        }
     }
     if ((v = get(sess, "number")) != NULL && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
         v->valuedouble < 1e9)
