@@ -268,6 +268,12 @@ static void outcome_follows_status_and_end_checklist(void **state)
     assert_string_equal(outcome_of("# S\n**Status**: FAILED - the deploy was rolled back\n"),
                         "failure");
     assert_string_equal(outcome_of("# S\n**Status**: [IN_PROGRESS] awaiting review\n"), "partial");
+    /* "Outcomes" lists results: its first item is no status line */
+    assert_string_equal(outcome_of("# S\n\n## Outcomes\n\n- Error context includes exception types\n"
+                                   "- Logging works\n"),
+                        "success");
+    assert_string_equal(outcome_of("# S\n\n## Outcome\n\nFailed: the deploy was rolled back\n"),
+                        "failure");
     /* the first status word of a phrase counts */
     assert_string_equal(outcome_of("# S\n\n## Status\n\nCOMPLETE - all incomplete items filed\n"),
                         "success");

@@ -70,7 +70,8 @@ static const char *const K_ERR_W[] = {"incident*", "bug", "bugs", "error", "erro
 static const char *const K_NEXT_W[] = {"next step*", "follow-up*", "follow up", "followup*",
     "future work", "remaining work", "open items", "handoff", "hand-off", "todo", NULL};
 static const char *const K_OBJ_W[] = {"objective*", "goal", "goals", NULL};
-static const char *const K_STAT_W[] = {"status", "outcome", "outcomes", NULL};
+/* "Outcomes" (plural) lists what was achieved: work, not a status line */
+static const char *const K_STAT_W[] = {"status", "outcome", NULL};
 static const char *const K_WORK1[] = {"phase", "conducted", "performed", "actions taken",
     "work log", "worklog", "work performed", "deliverable*", "commits", "created",
     "changes made", "completed", "bonus task", "accomplish*", NULL};
@@ -83,7 +84,7 @@ static const char *const K_SKIP_W[] = {"protocol", "compliance", "session start"
     NULL};
 static const char *const K_WORK2[] = {"summary", "progress", "implement*", "execution",
     "timeline", "task*", "verification", "fix*", "artifact*", "changes", "work", "actions",
-    "steps", "results", "conclusion", NULL};
+    "steps", "results", "outcomes", "conclusion", NULL};
 static const char *const STATUS_SEC_W[] = {"status", "outcome", "summary", "closure", "final",
     "session end", NULL};
 static const char *const META_KEYS[] = {"branch", "state", "author", "title", "number", "base",
