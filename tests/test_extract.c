@@ -377,6 +377,32 @@ static void json_log_gives_the_episode(void **state)
     cJSON_Delete(ep);
 }
 
+/* A "Decision N: topic" heading with its options and a Decision line is one
+ * decision: the topic its context, the options its options. */
+static void markdown_options_belong_to_their_decision(void **state)
+{
+    cJSON *ep = extract_s("2031-05-06-session-42.md",
+                          "# S\n\n## Decisions\n\n### Decision 1: Hook failure mode\n\n"
+                          "**Options:**\n1. Keep fail-open\n2. Change to fail-closed\n\n"
+                          "**Decision**: Fail-closed\n**Rationale**: safer\n\n"
+                          "### Decision 2: Retry budget\n\n**Decision**: three retries\n");
+    const cJSON *d0, *d1;
+    (void)state;
+    assert_int_equal(cJSON_GetArraySize(arr_of(ep, "decisions")), 2);
+    d0 = item(ep, "decisions", 0);
+    assert_string_equal(str_of(d0, "context"), "Hook failure mode");
+    assert_string_equal(str_of(d0, "chosen"), "Fail-closed");
+    assert_string_equal(str_of(d0, "rationale"), "safer");
+    assert_int_equal(cJSON_GetArraySize(arr_of(d0, "options")), 2);
+    assert_string_equal(cJSON_GetArrayItem(arr_of(d0, "options"), 1)->valuestring,
+                        "Change to fail-closed");
+    d1 = item(ep, "decisions", 1);
+    assert_string_equal(str_of(d1, "context"), "Retry budget");
+    assert_string_equal(str_of(d1, "chosen"), "three retries");
+    assert_null(cJSON_GetObjectItem(d1, "options"));
+    cJSON_Delete(ep);
+}
+
 /* JSON decisions, decisions from work items, learnings and retrospectives. */
 static void json_log_gives_decisions_and_lessons(void **state)
 {
@@ -394,7 +420,11 @@ static void json_log_gives_decisions_and_lessons(void **state)
     assert_string_equal(str_of(d1, "id"), "d002");
     assert_string_equal(str_of(d1, "chosen"), "Reject rather than merge duplicates");
     assert_string_equal(str_of(d1, "rationale"), "silent merges hide bad exports");
-    assert_string_equal(str_of(d1, "context"), "Alternative considered: merge the newer record");
+    /* the alternative weighed is an option, not the context */
+    assert_int_equal(cJSON_GetArraySize(arr_of(d1, "options")), 1);
+    assert_string_equal(cJSON_GetArrayItem(arr_of(d1, "options"), 0)->valuestring,
+                        "merge the newer record");
+    assert_null(strstr(str_of(d1, "context"), "Alternative considered"));
     assert_string_equal(str_of(d1, "outcome"), "success");
     les = arr_of(ep, "lessons");
     assert_int_equal(cJSON_GetArraySize(les), 3);
@@ -677,6 +707,7 @@ int main(void)
         cmocka_unit_test(markdown_log_gives_decisions_and_lessons),
         cmocka_unit_test(outcome_follows_status_and_end_checklist),
         cmocka_unit_test(json_log_gives_the_episode),
+        cmocka_unit_test(markdown_options_belong_to_their_decision),
         cmocka_unit_test(json_log_gives_decisions_and_lessons),
         cmocka_unit_test(json_outcome_rule),
         cmocka_unit_test(task_falls_back_to_session_and_date),

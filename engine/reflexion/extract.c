@@ -145,14 +145,18 @@ int cairn__xb_event(xb *b, const char *type, const xtext *content, const char *t
 }
 
 int cairn__xb_decision(xb *b, const char *type, const xtext *context, const xtext *chosen,
-                       const xtext *rationale, const char *outcome, const char *ts)
+                       const xtext *rationale, const char *outcome, const char *ts,
+                       cJSON *options)
 {
     char id[16];
     cJSON *o;
-    if (b->rc != CAIRN_OK || b->ndc >= EXTRACT_ARR_MAX || chosen == NULL || chosen->n == 0)
+    if (b->rc != CAIRN_OK || b->ndc >= EXTRACT_ARR_MAX || chosen == NULL || chosen->n == 0) {
+        cJSON_Delete(options);
         return -1;
+    }
     snprintf(id, sizeof id, "d%03zu", b->ndc + 1);
     if ((o = cJSON_CreateObject()) == NULL) {
+        cJSON_Delete(options);
         oom(b);
         return -1;
     }
@@ -164,11 +168,33 @@ int cairn__xb_decision(xb *b, const char *type, const xtext *context, const xtex
     put_s(b, o, "rationale", rationale != NULL ? rationale->s : "");
     put_s(b, o, "outcome", outcome != NULL ? outcome : "success");
     put_arr(b, o, "effects");
+    if (cJSON_GetArraySize(options) == 0) {
+        cJSON_Delete(options);
+    } else if (!cJSON_AddItemToObject(o, "options", options)) { /* the alternatives weighed */
+        cJSON_Delete(options);
+        oom(b);
+    }
     if (!append(b, b->decisions, o))
         return -1;
     b->dc_fixed[b->ndc] = outcome != NULL;
     b->dc[b->ndc] = o;
     return (int)b->ndc++;
+}
+
+void cairn__xb_option(xb *b, cJSON **opts, const xtext *t)
+{
+    cJSON *s;
+    if (b->rc != CAIRN_OK || t->n == 0 || cJSON_GetArraySize(*opts) >= EXTRACT_ARR_MAX)
+        return;
+    if ((*opts == NULL && (*opts = cJSON_CreateArray()) == NULL) ||
+        (s = cJSON_CreateString(t->s)) == NULL) {
+        oom(b);
+        return;
+    }
+    if (!cJSON_AddItemToArray(*opts, s)) {
+        cJSON_Delete(s);
+        oom(b);
+    }
 }
 
 void cairn__xb_lesson(xb *b, const xtext *t)

@@ -67,8 +67,14 @@ typedef struct xb {
 /* Builder: each returns the new item's index, or -1 (cap reached, empty
  * text, or out of memory). ts NULL means the episode's timestamp. */
 int cairn__xb_event(xb *b, const char *type, const xtext *content, const char *ts);
+/* options (may be NULL; taken, freed here): a cJSON array of the
+ * alternatives weighed, kept as the decision's "options" when not empty. */
 int cairn__xb_decision(xb *b, const char *type, const xtext *context, const xtext *chosen,
-                       const xtext *rationale, const char *outcome, const char *ts);
+                       const xtext *rationale, const char *outcome, const char *ts,
+                       struct cJSON *options);
+/* Append option t (not empty) to *opts, made on first use; out of memory
+ * fails the build. At most EXTRACT_ARR_MAX options. */
+void cairn__xb_option(xb *b, struct cJSON **opts, const xtext *t);
 void cairn__xb_lesson(xb *b, const xtext *t);
 /* from leads_to to (and to caused_by from); ignores -1. */
 void cairn__xb_link(xb *b, int from, int to);

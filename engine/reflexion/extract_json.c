@@ -232,6 +232,8 @@ static int decision(jr *r, const cJSON *o, const xtext *fallback, const char *ts
         NULL};
     static const char *const OC[] = {"success", "partial", "failure", NULL};
     const char *type = NULL, *oc = NULL, *s;
+    const cJSON *al;
+    cJSON *opts = NULL;
     xtext ch, ra, cx;
     size_t cut, rest;
     cairn__xt_init(&ch);
@@ -243,9 +245,21 @@ static int decision(jr *r, const cJSON *o, const xtext *fallback, const char *ts
         jtext(&ch, cJSON_IsObject(o) ? first(o, CH, NULL) : o);
     jtext(&ra, first(o, RA, NULL));
     jtext(&cx, first(o, CX, NULL));
-    if (cx.n == 0 && first(o, AL, NULL) != NULL) {
-        cairn__xt_puts(&cx, "Alternative considered: ");
-        jtext(&cx, first(o, AL, NULL));
+    if (cJSON_IsObject(o) && (al = first(o, AL, NULL)) != NULL) {
+        /* the alternatives weighed: the decision's options, one string each */
+        const cJSON *it;
+        xtext t;
+        if (cJSON_IsArray(al)) {
+            cJSON_ArrayForEach(it, al) {
+                cairn__xt_init(&t);
+                jtext(&t, it);
+                cairn__xb_option(r->b, &opts, &t);
+            }
+        } else {
+            cairn__xt_init(&t);
+            jtext(&t, al);
+            cairn__xb_option(r->b, &opts, &t);
+        }
     }
     if (cx.n == 0) /* taken towards the session's objective */
         cx = r->b->task;
@@ -264,7 +278,7 @@ static int decision(jr *r, const cJSON *o, const xtext *fallback, const char *ts
         for (size_t i = 0; OC[i] != NULL; i++)
             if (strcmp(s, OC[i]) == 0)
                 oc = OC[i];
-    return cairn__xb_decision(r->b, type, &cx, &ch, &ra, oc, ts);
+    return cairn__xb_decision(r->b, type, &cx, &ch, &ra, oc, ts, opts);
 }
 
 /* One workLog entry. */

@@ -52,6 +52,9 @@ typedef struct md {
     int err_pending, err_ev, err_fixed; /* ERROR section state */
     int dec_open, rat_collect;          /* a decision being collected */
     xtext dec_chosen, dec_ctx, dec_rat;
+    int dec_head;      /* opened by a "Decision N: topic" heading, no Decision line yet */
+    int opt_collect;   /* the list items after an Options line are its options */
+    cJSON *dec_opts;   /* the options weighed (NULL: none) */
     int les_open;      /* a lesson titled by its heading */
     xtext les;
     int prev;          /* last work event, for the chain */
@@ -267,7 +270,9 @@ static void flush_decision(md *m)
         cairn__xt_put(&ch, m->dec_chosen.s, cut);
         cairn__xt_put(&rat, m->dec_chosen.s + rest, m->dec_chosen.n - rest);
     }
-    cairn__xb_decision(m->b, NULL, &m->dec_ctx, &ch, &rat, NULL, NULL);
+    cairn__xb_decision(m->b, NULL, &m->dec_ctx, &ch, &rat, NULL, NULL, m->dec_opts);
+    m->dec_opts = NULL;
+    m->dec_head = m->opt_collect = 0;
 }
 
 static void open_decision(md *m, const char *p, size_t n)
@@ -281,6 +286,29 @@ static void open_decision(md *m, const char *p, size_t n)
     if (m->kind == K_DECISIONS && m->level > 1 && m->dec_ctx.n > 0 &&
         cairn__x_word(m->dec_ctx.s, m->dec_ctx.n, "decision*"))
         m->dec_ctx = m->head[m->level - 1];
+}
+
+/* A "Decision: X" line. After a "Decision N: topic" heading it is that
+ * decision's choice, the topic its context; else a decision of its own. */
+static void decision_line(md *m, const char *p, size_t n)
+{
+    if (m->dec_open && m->dec_head) {
+        m->dec_ctx = m->dec_chosen; /* the heading's topic */
+        cairn__xt_init(&m->dec_chosen);
+        cairn__xt_md(&m->dec_chosen, p, n);
+        m->dec_head = m->opt_collect = 0;
+        return;
+    }
+    open_decision(m, p, n);
+}
+
+/* One option of the decision being collected. */
+static void add_option(md *m, const char *p, size_t n)
+{
+    xtext t;
+    cairn__xt_init(&t);
+    cairn__xt_md(&t, p, n);
+    cairn__xb_option(m->b, &m->dec_opts, &t);
 }
 
 static void add_rationale(md *m, const char *p, size_t n)
@@ -396,8 +424,10 @@ static void heading(md *m, int lv, const char *p, size_t n)
     }
     if (m->kind == K_DECISIONS && memchr(h->s, ':', h->n) != NULL) {
         s = strip_num(h->s, h->n, 1);
-        if (s < h->n)
+        if (s < h->n) {
             open_decision(m, h->s + s, h->n - s);
+            m->dec_head = 1;
+        }
     }
     if (m->kind == K_LESSONS && memchr(h->s, ':', h->n) != NULL) {
         s = strip_num(h->s, h->n, 1);
@@ -581,7 +611,16 @@ static void line(md *m, const char *l, size_t n)
             if (v >= 0)
                 b->files_changed = v;
         } else if (kv && is_key(l + ka, kn, "decision") && va < n) {
-            open_decision(m, l + va, n - va);
+            decision_line(m, l + va, n - va);
+            return;
+        } else if (kv && m->dec_open &&
+                   (is_key(l + ka, kn, "options") || is_key(l + ka, kn, "alternatives") ||
+                    is_key(l + ka, kn, "options considered") ||
+                    is_key(l + ka, kn, "alternatives considered"))) {
+            if (va < n)
+                add_option(m, l + va, n - va);
+            else
+                m->opt_collect = 1; /* the list that follows */
             return;
         } else if (kv && m->dec_open && (is_key(l + ka, kn, "rationale") ||
                                          is_key(l + ka, kn, "reason") || is_key(l + ka, kn, "why"))) {
@@ -644,7 +683,9 @@ static void line(md *m, const char *l, size_t n)
             }
             break;
         case K_DECISIONS:
-            if (li && ind < 2 && !box)
+            if (li && m->opt_collect && m->dec_open)
+                add_option(m, l + at, n - at);
+            else if (li && ind < 2 && !box)
                 open_decision(m, l + at, n - at);
             break;
         case K_NEXT:
@@ -746,6 +787,7 @@ int cairn__extract_md(xb *b, const char *p, size_t len)
     flush_section(m);
     if (b->task.n == 0 && m->title.n > 0)
         b->task = m->title;
+    cJSON_Delete(m->dec_opts);
     free(m);
     return CAIRN_OK;
 }
