@@ -1152,6 +1152,40 @@ static void test_a_waiting_writer_folds_what_the_holder_appends(void **state)
     assert_int_equal(cairn_close(db2), CAIRN_OK);
 }
 
+/* An update folds an episode an imported graph already holds: what the
+ * graph has from it is not counted again (frequency 1, one episode). */
+static void test_update_does_not_count_an_imported_episode_twice(void **state)
+{
+    fx *f = *state;
+    static const char graph[] =
+        "{\"nodes\":[{\"id\":\"o\",\"type\":\"outcome\",\"label\":\"Outcome: success - T\","
+        "\"episodes\":[\"episode-S\"]}],\"edges\":[],\"patterns\":[]}";
+    static const char ep[] = "{\"session\":\"S\",\"task\":\"T\",\"outcome\":\"success\"}";
+    cairn_causal_import_stats is;
+    cairn_causal_update_stats us;
+    cairn_causal_node n;
+    char id[CAIRN_NODE_ID_MAX + 1];
+
+    assert_int_equal(cairn_causal_import(f->r, graph, strlen(graph), &is), CAIRN_OK);
+    assert_int_equal(cairn_episode_put(f->r, ep, strlen(ep), 0, NULL), CAIRN_OK);
+    assert_int_equal(cairn_causal_update(f->r, NULL, &us), CAIRN_OK);
+    assert_int_equal(us.episodes_processed, 1);
+    assert_int_equal(cairn_causal_node_id(f->r, "Outcome: success - T", id), CAIRN_OK);
+    memset(&n, 0, sizeof n);
+    assert_int_equal(cairn_causal_get_node(f->r, id, &n), CAIRN_OK);
+    assert_int_equal(n.frequency, 1);
+    assert_int_equal(n.n_episodes, 1);
+    assert_string_equal(n.episodes[0], "episode-S");
+    cairn_causal_node_clear(&n);
+    /* and after a replay from the log, the same */
+    close_all(f);
+    open_all(f);
+    memset(&n, 0, sizeof n);
+    assert_int_equal(cairn_causal_get_node(f->r, id, &n), CAIRN_OK);
+    assert_int_equal(n.frequency, 1);
+    cairn_causal_node_clear(&n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1165,6 +1199,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_episodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_episode_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_does_not_count_an_imported_episode_twice, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_import, setup, teardown),
         cmocka_unit_test_setup_teardown(test_text_breaking_the_rule_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_text_that_breaks_the_rule, setup,

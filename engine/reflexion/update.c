@@ -40,6 +40,9 @@ typedef struct plan {
     char **new_pats;
     size_t n_new_pats, cap_np;
     int oom;
+    int once;                 /* an update: what the graph has from an episode
+                                 already (an imported graph listed it) is not
+                                 counted again */
 } plan;
 
 static void plan_free(plan *p)
@@ -92,15 +95,33 @@ static void note_key(plan *p, uint64_t **v, size_t *n, size_t *cap, uint64_t k)
 
 /* A node change for label; its key into *key. Labels are cut to
  * CAIRN_LABEL_MAX bytes (on a UTF-8 boundary). */
+/* Does the list eps[0..n) hold the episode `episode`? */
+static int lists(cairn_reflex *r, const uint32_t *eps, uint32_t n, const char *episode)
+{
+    uint32_t name = cairn__rx_name(r, episode, strlen(episode), 0);
+    for (uint32_t i = 0; name != R_NONE && i < n; i++)
+        if (eps[i] == name)
+            return 1;
+    return 0;
+}
+
 static void plan_node(plan *p, cairn_reflex *r, uint32_t type, const char *label,
                       const char *episode, int64_t created, uint64_t *key)
 {
     size_t len = strlen(label);
+    uint32_t i;
     rchange *c;
     if (len > CAIRN_LABEL_MAX) {
         len = CAIRN_LABEL_MAX;
         while (len > 0 && ((unsigned char)label[len] & 0xc0) == 0x80)
             len--;
+    }
+    if (p->once && episode != NULL && len > 0 &&
+        (i = cairn__rx_find_label(r, label, len, key)) != R_NONE) {
+        gi_node n;
+        cairn__rx_node(r, i, &n);
+        if (lists(r, n.eps, n.n_eps, episode))
+            return; /* counted for this episode already: *key is its key */
     }
     if (len == 0 || (c = add(p)) == NULL) {
         *key = 0;
@@ -124,9 +145,19 @@ static void plan_edge(plan *p, cairn_reflex *r, uint64_t s, uint64_t d, uint32_t
                       double w, const char *episode, int64_t created)
 {
     rchange *c;
-    uint32_t si, di;
+    uint32_t si, di, ei;
     int exists = 0;
-    if (s == 0 || d == 0 || (c = add(p)) == NULL)
+    if (s == 0 || d == 0)
+        return;
+    if (p->once && episode != NULL && (si = cairn__rx_find_key(r, s)) != R_NONE &&
+        (di = cairn__rx_find_key(r, d)) != R_NONE &&
+        (ei = cairn__rx_find_edge(r, si, di, type)) != R_NONE) {
+        gi_edge e;
+        cairn__rx_edge(r, ei, &e);
+        if (lists(r, e.eps, e.n_eps, episode))
+            return; /* this episode's evidence is in it already */
+    }
+    if ((c = add(p)) == NULL)
         return;
     c->rec = CAIRN_REC_CAUSAL_EDGE;
     c->src = s;
@@ -307,6 +338,7 @@ int cairn_causal_update(cairn_reflex *r, const cairn_causal_update_opts *o,
         o = &def;
     memset(out, 0, sizeof *out);
     memset(&p, 0, sizeof p);
+    p.once = 1;
     pthread_mutex_lock(&r->mu);
     cairn__errbuf(r)[0] = 0;
     /* A dry run only reads; an update plans on the log as it is. */
