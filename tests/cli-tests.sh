@@ -172,6 +172,43 @@ run $S dump --since 2026-02-30
 check "an impossible date exits 64" rc_is 64
 run $S dump extra
 check "dump with a positional argument exits 64" rc_is 64
+# dump filters: namespace, payload paths, csv
+F="--store $T/filters"
+run $F log '{"tool":"grep","args":["-r","x"],"ok":true,"n":1}' '{"tool":"sed","args":["-i"],"ok":false,"n":2}'
+run $F log --namespace agent-b '{"tool":"grep","ctx":{"file":"a.c","line":7},"n":3}'
+run $F dump --namespace agent-b
+check "dump --namespace keeps that namespace only" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q '\"n\":3' out"
+run $F dump --where tool=grep
+check "dump --where PATH=text matches a string member" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ] && ! grep -q sed out"
+run $F dump --where 'args[0]=-i'
+check "dump --where follows [N] into an array" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q '\"n\":2' out"
+run $F dump --where ctx.line=7 --where tool=grep
+check "dump --where nested members, several all held (JSON number)" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q '\"n\":3' out"
+run $F dump --where ok=false
+check "dump --where VALUE as JSON (false is no string)" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q '\"n\":2' out"
+run $F dump --where 'tool="grep"' --where n=1
+check "dump --where a quoted JSON string" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ]"
+run $F dump --where nosuch.path=1
+check "dump --where a path that is not there matches nothing" sh -c "[ $rc -eq 0 ] && [ ! -s out ]"
+run $F dump --where novalue
+check "dump --where without '=' exits 64" rc_is 64
+run $F dump --format csv --where tool=sed
+check "dump --format csv: a header and RFC 4180 rows" sh -c "[ $rc -eq 0 ] && head -n 1 out | grep -qx 'seq,ts,type,ns,payload' && tail -n 1 out | grep -q '^2,20[0-9-]*T[0-9:.]*Z,event,\"\",\"{\"\"tool\"\":\"\"sed\"\"'"
+# dump --follow: what another process commits, until SIGINT; a closed pipe ends it too
+"$CAIRN" $F dump --follow --where tool=awk >follow.out 2>follow.err &
+fpid=$!
+sleep 0.3
+"$CAIRN" $F log '{"tool":"awk","n":4}' >/dev/null
+"$CAIRN" $F log --namespace agent-c '{"tool":"awk","n":5}' >/dev/null
+i=0; while [ $i -lt 50 ] && [ "$(wc -l <follow.out)" -lt 2 ]; do sleep 0.1; i=$((i + 1)); done
+kill -INT $fpid; wait $fpid; frc=$?
+check "dump --follow prints records committed later by other processes, then exits 0 on SIGINT" sh -c "[ $frc -eq 0 ] && [ \$(wc -l <follow.out) -eq 2 ] && grep -q '\"n\":4' follow.out && grep -q '\"n\":5' follow.out && [ ! -s follow.err ]"
+( "$CAIRN" $F dump --follow | head -n 1 >/dev/null ) &
+hpid=$!
+sleep 0.3
+"$CAIRN" $F log '{"tool":"late"}' >/dev/null
+i=0; while [ $i -lt 50 ] && kill -0 $hpid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+check "dump --follow ends when its reader closes the pipe" sh -c "! kill -0 $hpid 2>/dev/null"
 
 # ---- long lines (own store) ---------------------------------------------------
 L="--store $T/long"

@@ -14,6 +14,7 @@
  * the read buffer, so the batch is committed before the buffer is compacted
  * or grown.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -62,7 +63,8 @@ const char cmd_log_help[] =
 
 const char cmd_dump_help[] =
     "usage: cairn dump [--since TIME] [--until TIME] [--from-seq N] [--to-seq N]\n"
-    "                  [--type T]\n"
+    "                  [--type T] [--namespace NS] [--where PATH=VALUE]...\n"
+    "                  [--format jsonl|csv] [--follow]\n"
     "\n"
     "Print the records of the store in sequence order, one JSON object a line:\n"
     "  {\"seq\":1,\"ts\":\"2026-11-22T05:04:45.123Z\",\"type\":\"event\",\"ns\":\"\",\n"
@@ -71,7 +73,11 @@ const char cmd_dump_help[] =
     "is not valid JSON (the C API may store any bytes) is printed as the string\n"
     "\"payload_text\" instead of \"payload\"; a binary trailer as base64 in \"bin\".\n"
     "The store is opened read-only, so dump works while a writer runs; it prints\n"
-    "the records committed when it starts.\n"
+    "the records committed when it starts, and with --follow every record\n"
+    "committed after, as it comes, until SIGINT, SIGTERM or a closed pipe (exit\n"
+    "0). It waits with an inotify watch of the store, not by polling; a\n"
+    "writer's records show when it flushes them (at once with durability full,\n"
+    "within batch_ms otherwise).\n"
     "\n"
     "Options (bounds are inclusive; each one narrows the selection):\n"
     "  --since TIME    records committed at or after TIME\n"
@@ -79,6 +85,17 @@ const char cmd_dump_help[] =
     "  --from-seq N    records with sequence number >= N\n"
     "  --to-seq N      records with sequence number <= N\n"
     "  --type T        records of type T: a name (event) or a number 1..65535\n"
+    "  --namespace NS  records of namespace NS (\"\" is the default one)\n"
+    "  --where PATH=VALUE  records whose JSON payload holds VALUE at PATH; may\n"
+    "                  be given again (all must hold). PATH: member names\n"
+    "                  joined by dots, each may be followed by [N] for an\n"
+    "                  array element (tool.args[0].name); a name cannot hold\n"
+    "                  '.', '[' or '='. VALUE: JSON (42, true, null,\n"
+    "                  \"quoted text\", {...}) compared as JSON, else plain text\n"
+    "                  compared with a string\n"
+    "  --format F      jsonl (default): the lines above; csv: a header, then\n"
+    "                  seq,ts,type,ns,payload (RFC 4180; payload as JSON text)\n"
+    "  --follow        keep printing records as they are committed\n"
     "  --store DIR     the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
     "TIME is one of:\n"
@@ -497,6 +514,102 @@ done:
 
 /* ---- dump ----------------------------------------------------------------- */
 
+/* One --where: a path into the payload and the value that must be there. */
+typedef struct where {
+    const char *path;  /* as given, up to the '=' */
+    size_t path_len;
+    cJSON *json;       /* VALUE as JSON, or NULL: plain text */
+    const char *text;  /* VALUE as given */
+} where;
+
+/* The member or element of o at path[0..n) (names joined by '.', each may
+ * be followed by [N]), or NULL. */
+static const cJSON *at_path(const cJSON *o, const char *p, size_t n)
+{
+    size_t i = 0;
+    while (o != NULL && i < n) {
+        size_t k = i;
+        char name[256];
+        while (k < n && p[k] != '.' && p[k] != '[')
+            k++;
+        if (k > i) {
+            if (k - i >= sizeof name || !cJSON_IsObject(o))
+                return NULL;
+            memcpy(name, p + i, k - i);
+            name[k - i] = 0;
+            o = cJSON_GetObjectItemCaseSensitive(o, name);
+        }
+        while (o != NULL && k < n && p[k] == '[') {
+            size_t e = k + 1;
+            long idx = 0;
+            while (e < n && p[e] >= '0' && p[e] <= '9' && idx < 100000000)
+                idx = idx * 10 + (p[e++] - '0');
+            if (e == k + 1 || e >= n || p[e] != ']' || !cJSON_IsArray(o))
+                return NULL;
+            o = cJSON_GetArrayItem(o, (int)idx);
+            k = e + 1;
+        }
+        if (k < n && p[k] != '.')
+            return NULL;
+        i = k + 1;
+    }
+    return o;
+}
+
+/* Does s[0..n) hold the text t? */
+static int holds(const char *s, size_t n, const char *t)
+{
+    size_t k = strlen(t);
+    if (k == 0)
+        return 1;
+    if (n < k)
+        return 0;
+    for (const char *p = s; k <= n - (size_t)(p - s);) {
+        const char *q = memchr(p, t[0], n - (size_t)(p - s) - k + 1);
+        if (q == NULL)
+            return 0;
+        if (memcmp(q, t, k) == 0)
+            return 1;
+        p = q + 1;
+    }
+    return 0;
+}
+
+/* Does the record's payload satisfy every --where? */
+static int matches(const cairn_record *r, const where *w, size_t nw)
+{
+    cJSON *doc = NULL;
+    int ok = 1;
+    if (nw == 0)
+        return 1;
+    /* Text the payload must hold for a plain-text VALUE, before parsing: a
+     * payload without it (and without escapes, which may spell it) cannot
+     * match. */
+    for (size_t i = 0; i < nw; i++)
+        if (w[i].json == NULL && memchr(r->json, '\\', r->json_len) == NULL &&
+            !holds(r->json, r->json_len, w[i].text))
+            return 0;
+    if ((doc = cJSON_ParseWithLength(r->json, r->json_len)) == NULL)
+        return 0;
+    for (size_t i = 0; ok && i < nw; i++) {
+        const cJSON *v = at_path(doc, w[i].path, w[i].path_len);
+        ok = v != NULL && (w[i].json != NULL ? cJSON_Compare(v, w[i].json, 1)
+                                             : cJSON_IsString(v) &&
+                                                   strcmp(v->valuestring, w[i].text) == 0);
+    }
+    cJSON_Delete(doc);
+    return ok;
+}
+
+static void type_name(const cairn_record *r, char *buf, size_t cap)
+{
+    const char *tname = cairn_record_type_name(r->type);
+    if (tname != NULL)
+        snprintf(buf, cap, "%s", tname);
+    else
+        snprintf(buf, cap, "%u", (unsigned)r->type);
+}
+
 static void dump_record(const cairn_record *r)
 {
     const char *tname = cairn_record_type_name(r->type);
@@ -526,29 +639,83 @@ static void dump_record(const cairn_record *r)
     fputs("}\n", stdout);
 }
 
+/* A CSV field (RFC 4180): quoted, quotes doubled. */
+static void csv_put(const char *s, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            putchar('"');
+        putchar(s[i]);
+    }
+    putchar('"');
+}
+
+static void dump_csv(const cairn_record *r)
+{
+    char ts[48], tn[16];
+    size_t off;
+    cli_format_time(r->ts_ms, ts, sizeof ts);
+    type_name(r, tn, sizeof tn);
+    printf("%llu,%s,%s,", (unsigned long long)r->seq, ts, tn);
+    csv_put(r->ns, r->ns_len);
+    putchar(',');
+    if (cli_json_check(r->json, r->json_len, &off) == 0) {
+        /* compact JSON text, then quoted */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (m != NULL) {
+            cli_json_put_compact(m, r->json, r->json_len);
+            fclose(m);
+            csv_put(buf, len);
+        }
+        free(buf);
+    } else {
+        csv_put(r->json, r->json_len);
+    }
+    putchar('\n');
+}
+
+static volatile sig_atomic_t dump_stop;
+
+static void on_dump_signal(int sig)
+{
+    (void)sig;
+    dump_stop = 1;
+}
+
 int cmd_dump(cli_ctx *ctx, int argc, char **argv)
 {
-    static const cli_optspec spec[] = {{"since", 1},    {"until", 1}, {"from-seq", 1},
-                                       {"to-seq", 1},   {"type", 1},  {NULL, 0}};
+    static const cli_optspec spec[] = {{"since", 1},     {"until", 1},  {"from-seq", 1},
+                                       {"to-seq", 1},    {"type", 1},   {"namespace", 1},
+                                       {"where", 1},     {"format", 1}, {"follow", 0},
+                                       {NULL, 0}};
     static char outbuf[1 << 16];
     cairn_range range = CAIRN_RANGE_INIT;
     int64_t now = cli_now_ms();
     cairn_db *db = NULL;
-    cairn_iter *it = NULL;
+    cairn_follow *fo = NULL;
     cairn_record rec;
     cli_args a;
-    const char *name, *val;
+    const char *name, *val, *ns = NULL;
+    where *w = NULL;
+    size_t nw = 0;
+    uint64_t seen = 0; /* the last seq handed out */
     uint16_t type;
-    int r, rc;
+    int r, rc, csv = 0, follow = 0;
 
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
-        if (r == CLI_ARG_ERR)
-            return CLI_EXIT_USAGE;
-        if (r == CLI_ARG_HELP)
-            return cli_help(cmd_dump_help);
-        if (r == CLI_ARG_POS)
-            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        if (r == CLI_ARG_ERR || r == CLI_ARG_HELP || r == CLI_ARG_POS) {
+            for (size_t i = 0; i < nw; i++)
+                cJSON_Delete(w[i].json);
+            free(w);
+            if (r == CLI_ARG_HELP)
+                return cli_help(cmd_dump_help);
+            return r == CLI_ARG_ERR ? CLI_EXIT_USAGE
+                                    : cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        }
         if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
             int64_t t;
             if (cli_parse_time(val, now, &t) != 0)
@@ -572,25 +739,86 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
             if (cairn_record_type_parse(val, &type) != CAIRN_OK)
                 return cli_usage_error(ctx->cmd, "unknown record type '%s'", val);
             range.type = type;
+        } else if (strcmp(name, "namespace") == 0) {
+            ns = val;
+        } else if (strcmp(name, "format") == 0) {
+            if (strcmp(val, "jsonl") != 0 && strcmp(val, "csv") != 0 && strcmp(val, "json") != 0)
+                return cli_usage_error(ctx->cmd, "--format takes jsonl or csv, not '%s'", val);
+            csv = val[0] == 'c';
+        } else if (strcmp(name, "follow") == 0) {
+            follow = 1;
+        } else if (strcmp(name, "where") == 0) {
+            const char *eq = strchr(val, '=');
+            where *nw2;
+            if (eq == NULL || eq == val)
+                return cli_usage_error(ctx->cmd, "--where takes PATH=VALUE, not '%s'", val);
+            if ((nw2 = realloc(w, (nw + 1) * sizeof *w)) == NULL)
+                return cli_fail(ctx->cmd, CAIRN_ENOMEM, "out of memory");
+            w = nw2;
+            w[nw].path = val;
+            w[nw].path_len = (size_t)(eq - val);
+            w[nw].text = eq + 1;
+            w[nw].json = cJSON_Parse(eq + 1); /* NULL: plain text */
+            nw++;
         }
     }
-    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    setvbuf(stdout, outbuf, follow ? _IOLBF : _IOFBF, sizeof outbuf);
     rc = cli_open_read(ctx, &db);
-    if (rc != CAIRN_OK)
-        return CLI_EXIT_FAIL;
-    rc = cairn_iter_open(db, &range, &it);
+    if (rc != CAIRN_OK) {
+        rc = CLI_EXIT_FAIL;
+        goto done;
+    }
+    if (follow) { /* stop between records: no SA_RESTART, so the wait returns */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_dump_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN); /* a closed pipe: a failed write, then exit 0 */
+    }
+    rc = cairn_follow_open(db, &range, &fo);
     if (rc != CAIRN_OK) {
         rc = cli_fail_db(ctx->cmd, db, rc, NULL);
         goto out;
     }
-    while ((rc = cairn_iter_next(it, &rec)) == CAIRN_OK)
-        dump_record(&rec);
-    if (rc == CAIRN_ENOTFOUND)
+    if (csv)
+        puts("seq,ts,type,ns,payload");
+    while (!dump_stop) {
+        rc = cairn_follow_next(fo, &rec, follow ? -1 : 0);
+        if (rc == CAIRN_ENOTFOUND) {
+            /* following: a signal (the loop ends), or nothing can come any
+             * more (past --to-seq, or --until is over) */
+            if (!follow || seen >= range.seq_to ||
+                (range.ts_to != INT64_MAX && cli_now_ms() > range.ts_to))
+                break;
+            continue;
+        }
+        if (rc != CAIRN_OK)
+            break;
+        seen = rec.seq;
+        if (ns != NULL && (rec.ns_len != strlen(ns) || memcmp(rec.ns, ns, rec.ns_len) != 0))
+            continue;
+        if (!matches(&rec, w, nw))
+            continue;
+        if (csv)
+            dump_csv(&rec);
+        else
+            dump_record(&rec);
+        if (follow && (fflush(stdout) != 0 || ferror(stdout)))
+            break; /* the reader went away */
+    }
+    if (rc == CAIRN_ENOTFOUND || rc == CAIRN_OK)
         rc = CLI_EXIT_OK;
     else
         rc = cli_fail_db(ctx->cmd, db, rc, NULL);
 out:
-    cairn_iter_close(it);
+    cairn_follow_close(fo);
     cairn_close(db);
+done:
+    for (size_t i = 0; i < nw; i++)
+        cJSON_Delete(w[i].json);
+    free(w);
     return rc;
 }

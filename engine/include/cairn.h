@@ -350,6 +350,35 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec);
 /* Free an iterator; accepts NULL. */
 void cairn_iter_close(cairn_iter *it);
 
+/* ---- following the log ----------------------------------------------------
+ * A follower hands out the records of a range as they are committed, in
+ * this process or another (`cairn dump --follow`): first those committed
+ * before it opened, then each new one, exactly once and in seq order,
+ * across segment rolls, sealing and compaction. It waits for new records
+ * with an inotify watch of the store's directory (Linux; elsewhere it
+ * sleeps 50 ms between looks), never by polling the files. A writer's
+ * records reach it when the writer flushes them: at once in `full` mode,
+ * within batch_ms in `batch` and `none`. */
+typedef struct cairn_follow cairn_follow;
+
+/* Follow range (NULL: every record; seq_from 0 = from the first) on db (a
+ * read-only handle is enough). Errors: CAIRN_EINVAL, CAIRN_ENOMEM. */
+int cairn_follow_open(cairn_db *db, const cairn_range *range, cairn_follow **out);
+
+/* The next record into *rec (its pointers valid until the next call),
+ * waiting up to timeout_ms for one to be committed (-1: as long as it
+ * takes; 0: not at all). CAIRN_ENOTFOUND when none came in time, a signal
+ * interrupted the wait (call again), or the range's seq_to has been
+ * passed (none ever will). Errors: as cairn_iter_next. */
+int cairn_follow_next(cairn_follow *f, cairn_record *rec, int timeout_ms);
+
+/* A descriptor that becomes readable when the store may have new records
+ * (for a poll loop of the caller's own), or -1 without inotify. */
+int cairn_follow_fd(const cairn_follow *f);
+
+/* Close; accepts NULL. */
+void cairn_follow_close(cairn_follow *f);
+
 /* Read one record by sequence number in O(log n) (binary search over the
  * manifest, the sealed block index, or the active segment's offsets).
  * On success *out owns a copy; free it with cairn_record_free().
