@@ -974,10 +974,10 @@ run $RF episode new --session-id s --task t --outcome maybe
 check "episode new with a bad --outcome exits 64 with ReflexionMemory's message" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'Outcome'. The argument 'maybe' does not belong to the set 'success,partial,failure'\" err"
 run $RF episode new --session-id s --task t --outcome success --decisions '{"id":"d1"}'
 check "episode new --decisions that is not an array exits 64" sh -c "[ $rc -eq 64 ] && grep -q 'JSON array' err"
-run $RF episode new --session-id s --task t --outcome success --decisions '[{"id":"d1","outcome":"maybe"}]'
-check "episode new with a bad decision exits 1 naming the field" sh -c "[ $rc -eq 1 ] && grep -q 'decisions\[0\].outcome' err && grep -q CAIRN_EINVAL err"
-run $RF episode get --session-id s
-check "a refused episode is not stored" out_is null
+run --store "$T/rf-noted" episode new --session-id s --task t --outcome success --decisions '[{"id":"d1","outcome":"maybe"}]'
+check "episode new keeps the episode, drops a bad decision and says so on stderr" sh -c "[ $rc -eq 0 ] && grep -q 'decisions\[0\]\.chosen: required; dropped' err"
+run --store "$T/rf-noted" episode get --session-id s --format json
+check "the episode is stored without the dropped decision" jq_ok '.session == "s" and (.decisions | length) == 0'
 run $RF episode list --max-results 101
 check "episode list --max-results 101 exits 64 (1-100)" sh -c "[ $rc -eq 64 ] && grep -q \"parameter 'MaxResults'\" err && grep -q '1-100' err"
 run $RF episode list --since someday
@@ -1189,9 +1189,12 @@ run $EP import --from episodes "$T/eps"
 check "import --from episodes imports the good files, names the bad one, exits 1" sh -c "[ $rc -eq 1 ] && grep -qx 'imported: 2' out && grep -qx 'skipped: 0' out && grep -qx 'failed: 1' out && grep -q '^failure: episode-2026-02-03-session-12.json: ' out && [ \$(wc -l <err) -eq 1 ]"
 run $EP episode list --format json
 check "the imported episodes are listed" jq_ok 'length == 2 and .[0].session == "2026-02-02-session-11"'
+mkdir -p "$T/eps-rep" && printf '{"session":"rep-1","task":"","outcome":"success","events":[{"type":"artifact","content":"a file"},{"type":"commit","content":"abc1234"}]}' >"$T/eps-rep/episode-rep-1.json"
+run --store "$T/eps-rep-store" import --from episodes "$T/eps-rep"
+check "import --from episodes keeps an episode with unusable parts, says what it dropped or defaulted" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 1' out && grep -qx 'repaired: 1 (parts dropped or defaulted)' out && grep -q 'episode-rep-1.json: events\[0\].type: must be tool_call, commit, error, milestone, test or handoff; dropped' err && grep -q 'episode-rep-1.json: task: empty; the session id stands for it' err"
 rm "$T/eps/episode-2026-02-03-session-12.json"
 run $EP import --from episodes "$T/eps" --json
-check "import --from episodes again skips existing sessions" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '{\"imported\":0,\"skipped\":2,\"failed\":0,\"failures\":[]}' ]"
+check "import --from episodes again skips existing sessions" sh -c "[ $rc -eq 0 ] && [ \"\$(cat out)\" = '{\"imported\":0,\"repaired\":0,\"skipped\":2,\"failed\":0,\"failures\":[]}' ]"
 run $EP import --from episodes "$T/eps" --force
 check "import --from episodes --force replaces them" sh -c "[ $rc -eq 0 ] && grep -qx 'imported: 2' out"
 run $EP import --from episodes "$T/no-such-dir"

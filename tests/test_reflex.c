@@ -561,17 +561,10 @@ static void test_episode_validation(void **state)
     expect_invalid(f, "[1]", "object");
     expect_invalid(f, "{\"task\":\"t\",\"outcome\":\"success\"}", "session");
     expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"won\"}", "outcome");
-    expect_invalid(f, "{\"session\":\"s\",\"outcome\":\"success\"}", "task");
     expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"timestamp\":\"yesterday\"}",
                    "timestamp");
-    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"decisions\":"
-                      "[{\"type\":\"design\"},{\"type\":\"guess\"}]}", "decisions[1].type");
-    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"decisions\":"
-                      "[{\"outcome\":\"maybe\"}]}", "decisions[0].outcome");
-    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"events\":"
-                      "[{\"type\":\"commit\"}]}", "events[0].content");
-    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"events\":"
-                      "[{\"content\":\"c\",\"caused_by\":[1]}]}", "events[0].caused_by[0]");
+    expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"decisions\":{}}",
+                   "decisions");
     expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"metrics\":"
                       "{\"errors\":-1}}", "metrics.errors");
     expect_invalid(f, "{\"session\":\"s\",\"task\":\"t\",\"outcome\":\"success\",\"lessons\":\"x\"}",
@@ -587,6 +580,59 @@ static void test_episode_validation(void **state)
     cairn_reflex_status st;
     assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
     assert_int_equal(st.episodes, 1); /* only the one with nulls */
+}
+
+/* Parts of an episode that cannot be used are dropped or defaulted, each
+ * said in the notes, and the episode is kept (one rule for every put). */
+static void test_episode_parts_dropped_and_noted(void **state)
+{
+    fx *f = *state;
+    const char *ep =
+        "{\"session\":\"kept\",\"task\":\"\",\"outcome\":\"partial\","
+        "\"decisions\":[{\"type\":\"design\",\"chosen\":\"A\"},{\"type\":\"guess\",\"chosen\":\"B\"},"
+        "{\"type\":\"design\"},{\"chosen\":\"C\",\"outcome\":\"maybe\"}],"
+        "\"events\":[{\"type\":\"artifact\",\"content\":\"x\"},{\"type\":\"commit\"},"
+        "{\"type\":\"commit\",\"content\":\"abc123\"},{\"content\":\"c\",\"caused_by\":[1]}]}";
+    char *out = NULL, *notes = NULL;
+    cJSON *o, *n;
+
+    assert_int_equal(cairn_episode_put_noted(f->r, ep, strlen(ep), 0, &out, &notes), CAIRN_OK);
+    o = cJSON_Parse(out);
+    n = cJSON_Parse(notes);
+    assert_string_equal(cJSON_GetObjectItem(o, "task")->valuestring, "kept");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "decisions")), 1);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "decisions"), 0), "chosen")
+            ->valuestring,
+        "A");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")), 1);
+    assert_int_equal(cJSON_GetArraySize(n), 7); /* the task, 3 decisions, 3 events */
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 0)->valuestring, "task"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 1)->valuestring, "decisions[1].type"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 2)->valuestring, "decisions[2].chosen"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 3)->valuestring, "decisions[3].outcome"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 4)->valuestring, "events[0].type"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 5)->valuestring, "events[1].content"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 6)->valuestring, "events[3].caused_by[0]"));
+    assert_non_null(strstr(cJSON_GetArrayItem(n, 6)->valuestring, "; dropped"));
+    cJSON_Delete(o);
+    cJSON_Delete(n);
+    free(out);
+    cairn_free(notes);
+    /* a whole episode: no notes */
+    assert_int_equal(cairn_episode_put_noted(f->r, EP1, strlen(EP1), 0, NULL, &notes), CAIRN_OK);
+    assert_string_equal(notes, "[]");
+    cairn_free(notes);
+    /* and the update folds no node from the dropped decision */
+    {
+        cairn_causal_update_stats us;
+        char id[CAIRN_NODE_ID_MAX + 1];
+        cairn_causal_node node;
+        assert_int_equal(cairn_causal_update(f->r, NULL, &us), CAIRN_OK);
+        assert_int_equal(cairn_causal_node_id(f->r, "design: ", id), CAIRN_OK);
+        memset(&node, 0, sizeof node);
+        assert_int_equal(cairn_causal_get_node(f->r, id, &node), CAIRN_ENOTFOUND);
+    }
 }
 
 static void test_update_idempotent(void **state)
@@ -1199,6 +1245,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_episodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_episode_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_episode_parts_dropped_and_noted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_does_not_count_an_imported_episode_twice, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_import, setup, teardown),

@@ -63,7 +63,10 @@ static const char new_help[] =
     "ReflexionMemory's shape; options given as well replace its members. The store\n"
     "is created with default settings if missing. All text must be valid UTF-8\n"
     "without NUL (a byte, or \\u0000 in a JSON string: README \"Text\"); the\n"
-    "message names the member that is not.\n"
+    "message names the member that is not. An episode is kept when only parts\n"
+    "of it cannot be used: an empty task becomes the session id, and a decision\n"
+    "or event that is not valid (an unknown type, no content, no choice) is\n"
+    "dropped, a line on stderr saying each (\"events[3].type: ...; dropped\").\n"
     "\n"
     "Options:\n"
     "  --session-id S   the session (required without --file; not empty)\n"
@@ -333,6 +336,30 @@ static void set_member(cJSON *o, const char *name, cJSON *v)
 }
 
 /* The "exists" error of new, extract and import. */
+/* Put an episode and say on stderr what the put dropped or defaulted
+ * ("cairn: CMD: [FILE: ]events[3].type: ...; dropped"); *changes (may be
+ * NULL) counts those lines. */
+static int put_noted(cli_ctx *ctx, cairn_reflex *r, const char *text, size_t len, int force,
+                     char **stored, const char *file, size_t *changes, cli_progress *prog)
+{
+    char *notes = NULL;
+    int x = cairn_episode_put_noted(r, text, len, force, stored, &notes);
+    cJSON *arr = x == CAIRN_OK && notes != NULL ? cJSON_Parse(notes) : NULL, *e;
+    if (changes != NULL)
+        *changes = 0;
+    if (prog != NULL && cJSON_GetArraySize(arr) > 0)
+        cli_progress_end(prog); /* the bar's line cleared; its next step redraws it */
+    cJSON_ArrayForEach(e, arr) {
+        fprintf(stderr, "cairn: %s: %s%s%s\n", ctx->cmd, file ? file : "", file ? ": " : "",
+                e->valuestring);
+        if (changes != NULL)
+            (*changes)++;
+    }
+    cJSON_Delete(arr);
+    cairn_free(notes);
+    return x;
+}
+
 static int exists_error(cli_ctx *ctx, const char *session)
 {
     return cli_fail(ctx->cmd, CAIRN_EEXIST,
@@ -445,7 +472,7 @@ static int episode_new(cli_ctx *ctx, int argc, char **argv)
     }
     if ((rc = cli_reflex_open(ctx, 1, &db, &r)) != CLI_EXIT_OK)
         goto done;
-    x = cairn_episode_put(r, text, strlen(text), force, &stored);
+    x = put_noted(ctx, r, text, strlen(text), force, &stored, NULL, NULL, NULL);
     if (x == CAIRN_EEXIST && cli_jstr(ep, "session")[0])
         rc = exists_error(ctx, cli_jstr(ep, "session"));
     else if (x != CAIRN_OK)
@@ -657,7 +684,7 @@ static int episode_extract(cli_ctx *ctx, int argc, char **argv)
     }
     if ((rc = cli_reflex_open(ctx, 1, &db, &r)) != CLI_EXIT_OK)
         goto done;
-    x = cairn_episode_put(r, ep, strlen(ep), force, &stored);
+    x = put_noted(ctx, r, ep, strlen(ep), force, &stored, NULL, NULL, NULL);
     if (x == CAIRN_EEXIST)
         rc = exists_error(ctx, cli_jstr(doc, "session"));
     else if (x != CAIRN_OK)
@@ -697,7 +724,7 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
     struct dirent *de;
     char **names = NULL;
     size_t n = 0, cap = 0;
-    uint64_t imported = 0, skipped = 0, failed = 0;
+    uint64_t imported = 0, skipped = 0, failed = 0, repaired = 0;
     cJSON *failures = cJSON_CreateArray();
     cairn_db *db = NULL;
     cairn_reflex *r = NULL;
@@ -758,7 +785,10 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
             x = CAIRN_EIO;
             snprintf(why, sizeof why, "%s", strerror(errno));
         } else {
-            x = cairn_episode_put(r, data, len, force, NULL);
+            size_t ch = 0;
+            x = put_noted(ctx, r, data, len, force, NULL, path, &ch, &prog);
+            if (x == CAIRN_OK && ch > 0)
+                repaired++;
             snprintf(why, sizeof why, "%s", cairn_reflex_errmsg(r));
         }
         free(data);
@@ -794,6 +824,7 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
         if (json) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "imported", (double)imported);
+            cJSON_AddNumberToObject(o, "repaired", (double)repaired);
             cJSON_AddNumberToObject(o, "skipped", (double)skipped);
             cJSON_AddNumberToObject(o, "failed", (double)failed);
             cJSON_AddItemToObject(o, "failures", failures);
@@ -801,8 +832,11 @@ int cli_import_episodes(cli_ctx *ctx, const char *dir, int force, int json)
             cli_print_cjson(o);
         } else {
             const cJSON *f;
-            printf("imported: %llu\nskipped: %llu\nfailed: %llu\n",
-                   (unsigned long long)imported, (unsigned long long)skipped,
+            printf("imported: %llu\n", (unsigned long long)imported);
+            if (repaired > 0) /* said per file on stderr */
+                printf("repaired: %llu (parts dropped or defaulted)\n",
+                       (unsigned long long)repaired);
+            printf("skipped: %llu\nfailed: %llu\n", (unsigned long long)skipped,
                    (unsigned long long)failed);
             cJSON_ArrayForEach(f, failures)
                 printf("failure: %s: %s (%s)\n", cli_jstr(f, "file"), cli_jstr(f, "error"),

@@ -60,7 +60,7 @@ static int episode_new(api_call *c)
 {
     cJSON *ep = cJSON_Duplicate(c->args, 1);
     cairn_reflex *r;
-    char *text, *stored = NULL;
+    char *text, *stored = NULL, *notes = NULL;
     int rc, force = cairn__api_bool(c, "force", 0);
 
     if (ep == NULL)
@@ -82,13 +82,17 @@ static int episode_new(api_call *c)
     if (text == NULL)
         return cairn__api_fail(c, CAIRN_ENOMEM, "out of memory");
     if ((rc = cairn__api_reflex(c, &r)) == CAIRN_OK &&
-        (rc = cairn_episode_put(r, text, strlen(text), force, &stored)) != CAIRN_OK)
+        (rc = cairn_episode_put_noted(r, text, strlen(text), force, &stored, &notes)) != CAIRN_OK)
         rc = rc == CAIRN_EEXIST ? cairn__api_fail(c, rc, "session %.64s has an episode already "
                                                          "(force: true replaces it)",
                                                   cairn__api_str(c, "session", ""))
                                 : fail_rx(c, rc);
     free(text);
-    return rc == CAIRN_OK ? add_text(c, "episode", stored) : rc;
+    if (rc == CAIRN_OK && notes != NULL) /* what the put dropped or defaulted */
+        rc = add_text(c, "notes", notes);
+    else
+        free(notes);
+    return rc == CAIRN_OK ? add_text(c, "episode", stored) : (free(stored), rc);
 }
 
 static const api_param episode_get_params[] = {

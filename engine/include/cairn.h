@@ -1326,13 +1326,28 @@ int cairn_reflex_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *
 
 /* Store an episode from JSON text. Missing optional members get their
  * defaults ([] / {} / zeros; id from session; timestamp from the record's
- * time). Replacing the episode of an existing session needs force (the old
- * version stays in the log). *json_out (may be NULL) gets the episode as
- * stored (free()). Errors: CAIRN_EINVAL (a bad field: the message names it,
- * e.g. "decisions[2].outcome: must be success, partial or failure"; text
+ * time; task the session id), and a decision or event that cannot be used
+ * is dropped (cairn_episode_put_noted says which). Replacing the episode
+ * of an existing session needs force (the old version stays in the log).
+ * *json_out (may be NULL) gets the episode as stored (free()).
+ * Errors: CAIRN_EINVAL (a bad field: the message names it, e.g.
+ * "outcome: must be success, partial or failure"; text
  * anywhere in it that is not valid UTF-8 or holds a NUL or \u0000),
  * CAIRN_EEXIST (exists, no force), CAIRN_EPERM, and cairn_append()'s. */
 int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, char **json_out);
+
+/* cairn_episode_put, saying what it changed. An episode is kept whole when
+ * only parts of it cannot be used: an empty or missing task becomes the
+ * session id, and an item of decisions or events that is not valid (not an
+ * object, a type the schema does not know, an event without content, a
+ * decision without chosen) is dropped; the session, the outcome and a
+ * member of the wrong type still fail the put. *notes_out (may be NULL;
+ * cairn_free) gets a JSON array of one line per change ("events[3].type:
+ * must be tool_call, commit, error, milestone, test or handoff; dropped"),
+ * "[]" when there was none; it is NULL only when no memory was left for it
+ * (the episode is stored all the same). */
+int cairn_episode_put_noted(cairn_reflex *r, const char *json, size_t len, int force,
+                            char **json_out, char **notes_out);
 
 /* The episode of a session id (the "episode-" prefix is accepted too) as
  * JSON into *json_out (free()). Errors: CAIRN_ENOTFOUND, the log's read

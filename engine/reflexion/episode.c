@@ -191,7 +191,7 @@ static int check_decision(cairn_reflex *r, cJSON *d, int i, const char *def_ts)
         (rc = want_time(r, d, where, def_ts)) != CAIRN_OK ||
         (rc = want_str(r, d, "type", where, "implementation", 0)) != CAIRN_OK ||
         (rc = want_str(r, d, "context", where, "", 0)) != CAIRN_OK ||
-        (rc = want_str(r, d, "chosen", where, "", 0)) != CAIRN_OK ||
+        (rc = want_str(r, d, "chosen", where, "", 1)) != CAIRN_OK ||
         (rc = want_str(r, d, "rationale", where, "", 0)) != CAIRN_OK ||
         (rc = want_str(r, d, "outcome", where, "success", 0)) != CAIRN_OK ||
         (rc = want_strs(r, d, "effects", where)) != CAIRN_OK)
@@ -234,18 +234,44 @@ static int check_event(cairn_reflex *r, cJSON *d, int i, const char *def_ts)
     return CAIRN_OK;
 }
 
-static int check_list(cairn_reflex *r, cJSON *o, const char *key, const char *def_ts,
-                      int (*each)(cairn_reflex *, cJSON *, int, const char *))
+/* Add a note of what the put changed ("events[3]: ...; dropped"). */
+static int note(cJSON *notes, const char *what)
 {
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key), *x;
+    cJSON *s;
+    if (notes == NULL)
+        return CAIRN_OK;
+    if ((s = cJSON_CreateString(what)) == NULL || !cJSON_AddItemToArray(notes, s)) {
+        cJSON_Delete(s);
+        return CAIRN_ENOMEM;
+    }
+    return CAIRN_OK;
+}
+
+/* Each item of o[key] checked and defaulted; one that cannot be used (not
+ * an object, a type the schema does not know, no content or no choice) is
+ * dropped and noted, and the episode kept. */
+static int check_list(cairn_reflex *r, cJSON *o, const char *key, const char *def_ts,
+                      int (*each)(cairn_reflex *, cJSON *, int, const char *), cJSON *notes)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key), *x, *next;
     int i = 0, rc;
     if (v == NULL)
         return cJSON_AddArrayToObject(o, key) ? CAIRN_OK : CAIRN_ENOMEM;
     if (!cJSON_IsArray(v))
         return bad(r, key, "must be an array");
-    cJSON_ArrayForEach(x, v)
-        if ((rc = each(r, x, i++, def_ts)) != CAIRN_OK)
+    for (x = v->child; x != NULL; x = next, i++) {
+        next = x->next;
+        if ((rc = each(r, x, i, def_ts)) == CAIRN_ENOMEM)
             return rc;
+        if (rc != CAIRN_OK) {
+            char w[CAIRN_ERRMSG_MAX + 16];
+            snprintf(w, sizeof w, "%s; dropped", cairn__errbuf(r));
+            cairn__errbuf(r)[0] = 0;
+            if ((rc = note(notes, w)) != CAIRN_OK)
+                return rc;
+            cJSON_Delete(cJSON_DetachItemViaPointer(v, x));
+        }
+    }
     return CAIRN_OK;
 }
 
@@ -280,8 +306,11 @@ static int check_metrics(cairn_reflex *r, cJSON *o)
     return CAIRN_OK;
 }
 
-/* Check o and fill in the defaults; the episode id into *id. */
-static int normalise(cairn_reflex *r, cJSON *o, int64_t now)
+/* Check o and fill in the defaults. What cannot be defaulted at the top
+ * (session, outcome, a member of the wrong type) fails; an empty task is
+ * the session's, and an item of decisions or events that cannot be used is
+ * dropped: both noted in notes (may be NULL). */
+static int normalise(cairn_reflex *r, cJSON *o, int64_t now, cJSON *notes)
 {
     cJSON *v;
     const char *session, *oc;
@@ -309,14 +338,21 @@ static int normalise(cairn_reflex *r, cJSON *o, int64_t now)
     iso_of(now, def_ts, sizeof def_ts);
     if ((rc = want_time(r, o, "", def_ts)) != CAIRN_OK ||
         (rc = want_str(r, o, "outcome", "", "", 1)) != CAIRN_OK ||
-        (rc = want_str(r, o, "task", "", "", 1)) != CAIRN_OK)
+        (rc = want_str(r, o, "task", "", "", 0)) != CAIRN_OK)
         return rc;
+    v = cJSON_GetObjectItemCaseSensitive(o, "task");
+    if (v->valuestring[0] == 0) { /* the session names what it was for */
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(o, "task", cJSON_CreateString(session)) ||
+            (rc = note(notes, "task: empty; the session id stands for it")) != CAIRN_OK)
+            return CAIRN_ENOMEM;
+        session = cJSON_GetObjectItemCaseSensitive(o, "session")->valuestring;
+    }
     oc = cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring;
     if (cairn__rx_outcome(oc, strlen(oc)) < 0)
         return bad(r, "outcome", "must be success, partial or failure");
     const char *ets = cJSON_GetObjectItemCaseSensitive(o, "timestamp")->valuestring;
-    if ((rc = check_list(r, o, "decisions", ets, check_decision)) != CAIRN_OK ||
-        (rc = check_list(r, o, "events", ets, check_event)) != CAIRN_OK ||
+    if ((rc = check_list(r, o, "decisions", ets, check_decision, notes)) != CAIRN_OK ||
+        (rc = check_list(r, o, "events", ets, check_event, notes)) != CAIRN_OK ||
         (rc = want_strs(r, o, "lessons", "")) != CAIRN_OK || (rc = check_metrics(r, o)) != CAIRN_OK)
         return rc;
     return CAIRN_OK;
@@ -324,7 +360,13 @@ static int normalise(cairn_reflex *r, cJSON *o, int64_t now)
 
 int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, char **json_out)
 {
-    cJSON *o = cJSON_ParseWithLength(json, len);
+    return cairn_episode_put_noted(r, json, len, force, json_out, NULL);
+}
+
+int cairn_episode_put_noted(cairn_reflex *r, const char *json, size_t len, int force,
+                            char **json_out, char **notes_out)
+{
+    cJSON *o = cJSON_ParseWithLength(json, len), *notes = cJSON_CreateArray();
     char *text = NULL;
     cairn__err e;
     rchange c;
@@ -332,8 +374,14 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
 
     if (json_out != NULL)
         *json_out = NULL;
+    if (notes_out != NULL)
+        *notes_out = NULL;
     pthread_mutex_lock(&r->mu);
     cairn__errbuf(r)[0] = 0;
+    if (notes == NULL) {
+        rc = cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");
+        goto out;
+    }
     if (o == NULL) {
         rc = bad(r, "episode", "not valid JSON");
         goto out;
@@ -343,7 +391,7 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
         rc = cairn__rx_fail(r, CAIRN_EINVAL, "%s", e.msg);
         goto out;
     }
-    if ((rc = normalise(r, o, cairn__now_ms())) != CAIRN_OK)
+    if ((rc = normalise(r, o, cairn__now_ms(), notes)) != CAIRN_OK)
         goto out;
     if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK)
         goto out;
@@ -373,12 +421,15 @@ int cairn_episode_put(cairn_reflex *r, const char *json, size_t len, int force, 
         *json_out = text;
         text = NULL;
     }
+    if (rc == CAIRN_OK && notes_out != NULL)
+        *notes_out = cJSON_PrintUnformatted(notes); /* NULL out of memory: stored all the same */
 out:
     if (turn)
         rc = cairn__rx_turn_end(r, rc);
     pthread_mutex_unlock(&r->mu);
     free(text);
     cJSON_Delete(o);
+    cJSON_Delete(notes);
     return rc;
 }
 
