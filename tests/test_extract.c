@@ -401,6 +401,18 @@ static void markdown_options_belong_to_their_decision(void **state)
     assert_string_equal(str_of(d1, "chosen"), "three retries");
     assert_null(cJSON_GetObjectItem(d1, "options"));
     cJSON_Delete(ep);
+    /* the options' list ends: a blank before it, then another label's list
+     * (consequences: no options, no decisions) and plain decisions after */
+    ep = extract_s("2031-05-06-session-43.md",
+                   "# S\n\n## Decisions\n\n### Decision 1: Mode\n\n**Options:**\n\n- open\n- closed\n\n"
+                   "**Decision**: closed\n**Consequences:**\n- hooks block on error\n\n"
+                   "## More decisions\n\n- Use ripgrep\n- Pin the toolchain\n");
+    assert_int_equal(cJSON_GetArraySize(arr_of(ep, "decisions")), 3);
+    d0 = item(ep, "decisions", 0);
+    assert_int_equal(cJSON_GetArraySize(arr_of(d0, "options")), 2);
+    assert_string_equal(str_of(item(ep, "decisions", 1), "chosen"), "Use ripgrep");
+    assert_string_equal(str_of(item(ep, "decisions", 2), "chosen"), "Pin the toolchain");
+    cJSON_Delete(ep);
 }
 
 /* JSON decisions, decisions from work items, learnings and retrospectives. */

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cairn.h"
 #include "testutil.h"
 
@@ -151,12 +153,115 @@ static void a_range_ends_at_its_last_seq(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* A compaction that drops records the follower has not reached: their hole
+ * is handed out once, then the records after it; never a seq twice or
+ * going back. */
+static void a_compaction_hole_is_handed_out_once(void **state)
+{
+    fx *f = *state;
+    char *dir = tu_join(f->root, "holes"), err[CAIRN_ERRMSG_MAX], buf[32];
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_compact_report rep;
+    cairn_follow *fo;
+    cairn_record rec;
+    cairn_db *db;
+    cairn_mem *m;
+    uint64_t last = 0;
+    int holes = 0, after = 0;
+
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.retain = "events:1ms";
+    assert_int_equal(cairn_open(&db, dir, &o, err, sizeof err), CAIRN_OK);
+    for (int i = 0; i < 10; i++) {
+        cairn_entry e = {CAIRN_REC_EVENT, "", 0, buf, 0, NULL, 0};
+        e.json_len = (size_t)snprintf(buf, sizeof buf, "{\"n\":%d}", i);
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_follow_open(db, NULL, &fo), CAIRN_OK);
+    for (int i = 0; i < 3; i++) { /* read 1..3, then the rest is compacted away */
+        assert_int_equal(cairn_follow_next(fo, &rec, 0), CAIRN_OK);
+        last = rec.seq;
+    }
+    cairn_follow_close(fo); /* a new follower from seq 4, as dump --from-seq 4 */
+    {
+        cairn_range r = CAIRN_RANGE_INIT;
+        r.seq_from = last + 1;
+        assert_int_equal(cairn_follow_open(db, &r, &fo), CAIRN_OK);
+    }
+    tu_sleep_ms(5);
+    assert_int_equal(cairn_roll(db), CAIRN_OK);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_true(rep.events_dropped > 0);
+    {
+        cairn_entry e = {CAIRN_REC_EVENT, "", 0, "{\"late\":1}", 10, NULL, 0};
+        assert_int_equal(cairn_append(db, &e, NULL), CAIRN_OK);
+    }
+    while (cairn_follow_next(fo, &rec, 0) == CAIRN_OK) {
+        uint64_t end = rec.seq;
+        if (rec.type == CAIRN_REC_COMPACTED) { /* it stands for seq..upto */
+            cJSON *h = cJSON_ParseWithLength(rec.json, rec.json_len);
+            end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(h, "upto"));
+            cJSON_Delete(h);
+            holes++;
+        } else {
+            assert_true(rec.seq > last);
+            after++;
+        }
+        assert_true(end > last); /* something not seen yet: never twice, never back */
+        last = end;
+    }
+    assert_true(holes >= 1);
+    assert_int_equal(after, 1); /* the late record, once */
+    assert_int_equal(cairn_follow_next(fo, &rec, 0), CAIRN_ENOTFOUND);
+    cairn_follow_close(fo);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    free(dir);
+}
+
+/* The store's directory moved away: an error, not a silent wait. */
+static void a_moved_store_ends_the_follower(void **state)
+{
+    fx *f = *state;
+    char *moved = tu_join(f->root, "moved"), err[CAIRN_ERRMSG_MAX];
+    cairn_options ro = CAIRN_OPTIONS_INIT;
+    cairn_follow *fo;
+    cairn_record rec;
+    cairn_db *db;
+    int rc;
+
+    ro.read_only = 1;
+    assert_int_equal(cairn_open(&db, f->dir, &ro, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_follow_open(db, NULL, &fo), CAIRN_OK);
+    if (cairn_follow_fd(fo) < 0) { /* no inotify here: nothing to check */
+        cairn_follow_close(fo);
+        cairn_close(db);
+        free(moved);
+        skip();
+    }
+    assert_int_equal(cairn_follow_next(fo, &rec, 0), CAIRN_ENOTFOUND);
+    assert_int_equal(rename(f->dir, moved), 0);
+    rc = cairn_follow_next(fo, &rec, 2000);
+    assert_int_equal(rc, CAIRN_EIO);
+    assert_non_null(strstr(cairn_errmsg(db), "moved away or removed"));
+    cairn_follow_close(fo);
+    cairn_close(db);
+    assert_int_equal(rename(moved, f->dir), 0);
+    free(moved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(every_record_of_another_process_exactly_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_range_ends_at_its_last_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_compaction_hole_is_handed_out_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_moved_store_ends_the_follower, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1205,8 +1205,13 @@ static void test_update_does_not_count_an_imported_episode_twice(void **state)
     fx *f = *state;
     static const char graph[] =
         "{\"nodes\":[{\"id\":\"o\",\"type\":\"outcome\",\"label\":\"Outcome: success - T\","
-        "\"episodes\":[\"episode-S\"]}],\"edges\":[],\"patterns\":[]}";
-    static const char ep[] = "{\"session\":\"S\",\"task\":\"T\",\"outcome\":\"success\"}";
+        "\"episodes\":[\"episode-S\"]}],\"edges\":[],\"patterns\":[{\"id\":\"p\",\"name\":"
+        "\"design pattern\",\"trigger\":\"t\",\"action\":\"a\",\"success_rate\":1.0,"
+        "\"occurrences\":1,\"episodes\":[\"episode-S\"],\"contributions\":{\"episode-S\":1.0}}]}";
+    static const char ep[] = "{\"session\":\"S\",\"task\":\"T\",\"outcome\":\"success\","
+                             "\"decisions\":[{\"type\":\"design\",\"chosen\":\"X\"}]}";
+    cairn_pattern *pats = NULL;
+    size_t np = 0;
     cairn_causal_import_stats is;
     cairn_causal_update_stats us;
     cairn_causal_node n;
@@ -1223,6 +1228,11 @@ static void test_update_does_not_count_an_imported_episode_twice(void **state)
     assert_int_equal(n.n_episodes, 1);
     assert_string_equal(n.episodes[0], "episode-S");
     cairn_causal_node_clear(&n);
+    assert_int_equal(cairn_pattern_list(f->r, 0, 1, &pats, &np), CAIRN_OK);
+    assert_int_equal(np, 1);
+    assert_string_equal(pats[0].name, "design pattern");
+    assert_int_equal(pats[0].occurrences, 1); /* the episode's occurrence, once */
+    cairn_patterns_free(pats, np);
     /* and after a replay from the log, the same */
     close_all(f);
     open_all(f);

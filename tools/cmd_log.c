@@ -14,6 +14,7 @@
  * the read buffer, so the batch is committed before the buffer is compacted
  * or grown.
  */
+#define _GNU_SOURCE /* ppoll: the wait of dump --follow */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -94,7 +95,8 @@ const char cmd_dump_help[] =
     "                  \"quoted text\", {...}) compared as JSON, else plain text\n"
     "                  compared with a string\n"
     "  --format F      jsonl (default): the lines above; csv: a header, then\n"
-    "                  seq,ts,type,ns,payload (RFC 4180; payload as JSON text)\n"
+    "                  seq,ts,type,ns,payload,bin rows (RFC 4180, CRLF; payload\n"
+    "                  as JSON text, bin the binary trailer in base64)\n"
     "  --follow        keep printing records as they are committed\n"
     "  --store DIR     the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
@@ -529,9 +531,11 @@ static const cJSON *at_path(const cJSON *o, const char *p, size_t n)
     size_t i = 0;
     while (o != NULL && i < n) {
         size_t k = i;
-        char name[256];
+        char name[4096];
         while (k < n && p[k] != '.' && p[k] != '[')
             k++;
+        if (k == i && (k == n || p[k] == '.'))
+            return NULL; /* an empty name ("a..b", ".a", "a."): no member has it */
         if (k > i) {
             if (k - i >= sizeof name || !cJSON_IsObject(o))
                 return NULL;
@@ -674,15 +678,38 @@ static void dump_csv(const cairn_record *r)
     } else {
         csv_put(r->json, r->json_len);
     }
-    putchar('\n');
+    putchar(',');
+    if (r->bin_len > 0) { /* the binary trailer, base64 */
+        putchar('"');
+        cli_base64_put(stdout, r->bin, r->bin_len);
+        putchar('"');
+    }
+    fputs("\r\n", stdout); /* RFC 4180 */
 }
 
 static volatile sig_atomic_t dump_stop;
+static sigset_t wait_mask; /* the mask in the wait: the stop signals let through */
 
 static void on_dump_signal(int sig)
 {
     (void)sig;
     dump_stop = 1;
+}
+
+/* Wait for the store to change: 1 to look again, 0 to stop (a stop signal,
+ * or the reader of stdout went away). */
+static int wait_more(cairn_follow *fo)
+{
+    struct pollfd p[2] = {{cairn_follow_fd(fo), POLLIN, 0}, {1, 0, 0}};
+    struct timespec t = {0, 50 * 1000000L}; /* without inotify: a look every 50 ms */
+    int r;
+    if (dump_stop)
+        return 0;
+    r = ppoll(p[0].fd >= 0 ? p : p + 1, p[0].fd >= 0 ? 2 : 1, p[0].fd >= 0 ? NULL : &t,
+              &wait_mask);
+    if (r < 0)
+        return !dump_stop;
+    return !(p[1].revents & (POLLERR | POLLHUP | POLLNVAL)) && !dump_stop;
 }
 
 int cmd_dump(cli_ctx *ctx, int argc, char **argv)
@@ -701,7 +728,6 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
     const char *name, *val, *ns = NULL;
     where *w = NULL;
     size_t nw = 0;
-    uint64_t seen = 0; /* the last seq handed out */
     uint16_t type;
     int r, rc, csv = 0, follow = 0;
 
@@ -758,7 +784,7 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
             w[nw].path = val;
             w[nw].path_len = (size_t)(eq - val);
             w[nw].text = eq + 1;
-            w[nw].json = cJSON_Parse(eq + 1); /* NULL: plain text */
+            w[nw].json = cJSON_ParseWithOpts(eq + 1, NULL, 1); /* all of it JSON, else text */
             nw++;
         }
     }
@@ -768,15 +794,24 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    if (follow) { /* stop between records: no SA_RESTART, so the wait returns */
+    if (follow) {
+        /* The stop signals are blocked but in the wait (ppoll), so one that
+         * comes just before it is not lost; a closed pipe is a failed write
+         * (or POLLERR while waiting), then exit 0. */
         struct sigaction sa;
+        sigset_t stop;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_dump_signal;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN); /* a closed pipe: a failed write, then exit 0 */
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGHUP);
+        sigprocmask(SIG_BLOCK, &stop, &wait_mask);
     }
     rc = cairn_follow_open(db, &range, &fo);
     if (rc != CAIRN_OK) {
@@ -784,20 +819,18 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
         goto out;
     }
     if (csv)
-        puts("seq,ts,type,ns,payload");
+        fputs("seq,ts,type,ns,payload,bin\r\n", stdout);
     while (!dump_stop) {
-        rc = cairn_follow_next(fo, &rec, follow ? -1 : 0);
+        rc = cairn_follow_next(fo, &rec, 0);
         if (rc == CAIRN_ENOTFOUND) {
-            /* following: a signal (the loop ends), or nothing can come any
-             * more (past --to-seq, or --until is over) */
-            if (!follow || seen >= range.seq_to ||
-                (range.ts_to != INT64_MAX && cli_now_ms() > range.ts_to))
+            /* following: wait for the store, a stop signal or the reader
+             * going away; the follower says when nothing can come any more */
+            if (!follow || cairn_follow_ended(fo) || !wait_more(fo))
                 break;
             continue;
         }
         if (rc != CAIRN_OK)
             break;
-        seen = rec.seq;
         if (ns != NULL && (rec.ns_len != strlen(ns) || memcmp(rec.ns, ns, rec.ns_len) != 0))
             continue;
         if (!matches(&rec, w, nw))
@@ -806,8 +839,11 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
             dump_csv(&rec);
         else
             dump_record(&rec);
-        if (follow && (fflush(stdout) != 0 || ferror(stdout)))
-            break; /* the reader went away */
+        if (follow && (fflush(stdout) != 0 || ferror(stdout))) {
+            clearerr(stdout); /* the reader went away: done, not an error */
+            rc = CAIRN_OK;
+            break;
+        }
     }
     if (rc == CAIRN_ENOTFOUND || rc == CAIRN_OK)
         rc = CLI_EXIT_OK;

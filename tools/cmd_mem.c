@@ -1612,7 +1612,8 @@ typedef struct mdfile {
  * folders starting with '.' are passed over, and a symbolic link to a
  * folder is not followed (no loop). Returns 0, or -1 out of memory. */
 static int collect_md(const cli_ctx *ctx, const char *dir, const char *rel, int recursive,
-                      char ***names, size_t *n, size_t *cap, cJSON *skips, uint64_t *skipped)
+                      char ***names, size_t *n, size_t *cap, cJSON *skips, uint64_t *skipped,
+                      cJSON *fails, uint64_t *failed)
 {
     size_t plen = strlen(dir) + strlen(rel) + 2;
     char *path = malloc(plen);
@@ -1624,6 +1625,10 @@ static int collect_md(const cli_ctx *ctx, const char *dir, const char *rel, int 
         return -1;
     snprintf(path, plen, "%s%s%s", dir, rel[0] && dir[strlen(dir) - 1] != '/' ? "/" : "", rel);
     if ((d = opendir(path)) == NULL) {
+        if (rel[0]) { /* a folder below that cannot be read: failed, said */
+            import_report(ctx, fails, path, strerror(errno), CAIRN_EIO);
+            (*failed)++;
+        }
         free(path);
         return rel[0] ? 0 : -2; /* the top: the caller says why */
     }
@@ -1636,9 +1641,22 @@ static int collect_md(const cli_ctx *ctx, const char *dir, const char *rel, int 
             continue;
         }
         snprintf(r, rl, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
+            fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode)) {
+            size_t fl = strlen(path) + l + 2;
+            char *full = malloc(fl);
+            if (full != NULL) { /* never followed: no loop */
+                snprintf(full, fl, "%s/%s", path, de->d_name);
+                import_report(ctx, skips, full, "a symbolic link to a folder (not followed)", 0);
+                (*skipped)++;
+                free(full);
+            }
+            free(r);
+            continue;
+        }
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
             if (recursive) {
-                rc = collect_md(ctx, dir, r, 1, names, n, cap, skips, skipped);
+                rc = collect_md(ctx, dir, r, 1, names, n, cap, skips, skipped, fails, failed);
             } else {
                 size_t fl = strlen(path) + l + 2;
                 char *full = malloc(fl);
@@ -1724,7 +1742,7 @@ static int import_markdown_dir(cli_ctx *ctx, cairn_mem *mem, const char *dir, co
     top[dl] = 0;
     errno = 0;
     r = collect_md(ctx, dl == 1 && dir[0] == '/' ? "/" : top, "", recursive, &names, &n, &cap, skips,
-                   &skipped);
+                   &skipped, fails, &failed);
     if (r == -2) {
         rc = cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", dir, strerror(errno));
         goto done;

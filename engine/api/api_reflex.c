@@ -88,8 +88,8 @@ static int episode_new(api_call *c)
                                                   cairn__api_str(c, "session", ""))
                                 : fail_rx(c, rc);
     free(text);
-    if (rc == CAIRN_OK && notes != NULL) /* what the put dropped or defaulted */
-        rc = add_text(c, "notes", notes);
+    if (rc == CAIRN_OK && notes != NULL) /* what the put dropped or defaulted; */
+        (void)add_text(c, "notes", notes); /* stored all the same if this fails */
     else
         free(notes);
     return rc == CAIRN_OK ? add_text(c, "episode", stored) : (free(stored), rc);

@@ -367,10 +367,17 @@ int cairn_follow_open(cairn_db *db, const cairn_range *range, cairn_follow **out
 
 /* The next record into *rec (its pointers valid until the next call),
  * waiting up to timeout_ms for one to be committed (-1: as long as it
- * takes; 0: not at all). CAIRN_ENOTFOUND when none came in time, a signal
- * interrupted the wait (call again), or the range's seq_to has been
- * passed (none ever will). Errors: as cairn_iter_next. */
+ * takes; 0: not at all). A compaction hole is handed out once and stands
+ * for every seq up to its upto. CAIRN_ENOTFOUND when none came in time, a
+ * signal interrupted the wait (call again), or none ever will (the range's
+ * seq_to is passed, or its ts_to: the log's newest record is later).
+ * Errors: CAIRN_EIO (the store's directory was moved away or removed), and
+ * cairn_iter_next's. */
 int cairn_follow_next(cairn_follow *f, cairn_record *rec, int timeout_ms);
+
+/* 1 when no record of the range can come any more (past seq_to or
+ * ts_to), 0 while one may. */
+int cairn_follow_ended(const cairn_follow *f);
 
 /* A descriptor that becomes readable when the store may have new records
  * (for a poll loop of the caller's own), or -1 without inotify. */

@@ -3,14 +3,21 @@
  * in this process or another, waiting for new ones without polling.
  *
  * A follower reads with ordinary iterators, each opened "as of now" from
- * the seq after the last record it handed out; at the end of one it waits
- * for the store's directory to change (an inotify watch made before the
- * first read, so a commit between the end of a read and the wait is never
- * missed), then opens the next. A commit reaches the directory as a write
- * to the active segment (when the writer flushes its buffer: at once in
- * `full` mode, within batch_ms in the others), a new segment or a new
- * MANIFEST; a roll or a seal moves records between files but never
- * changes their seqs, so none is handed out twice or skipped.
+ * the first seq it has not looked at; once one ends, every seq up to the
+ * iterator's limit has been looked at (handed out, or left out by the
+ * range's type or time), so the next starts after it and the cost of a
+ * wake follows what is new. A compaction hole stands for every seq up to
+ * its `upto`: handed out once when it stands for a seq not looked at yet
+ * (it may begin before: a follower that had read part of what it stands
+ * for), then passed. At the end it waits for the
+ * store's directory to change (an inotify watch made before the first
+ * read, its events drained before each look, so a commit between the end
+ * of a look and the wait is never missed). A commit reaches the directory
+ * as a write to the active segment (when the writer flushes its buffer: at
+ * once in `full` mode, within batch_ms in the others), a new segment or a
+ * new MANIFEST; a roll or a seal moves records between files but never
+ * changes their seqs. A directory moved away or removed ends the follower
+ * with an error rather than a silent wait.
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,6 +31,7 @@
 #endif
 
 #include "cairn.h"
+#include "hole.h"
 #include "status.h"
 #include "store.h"
 
@@ -33,9 +41,10 @@
 struct cairn_follow {
     cairn_db *db;
     cairn_range range;
-    uint64_t next_seq;   /* the first seq not handed out yet */
+    uint64_t next_seq;   /* the first seq not looked at yet */
     cairn_iter *it;      /* open while its last record is lent out */
     int ifd;             /* the directory's inotify watch; -1: none */
+    int gone;            /* the directory was moved away or removed */
 };
 
 int cairn_follow_open(cairn_db *db, const cairn_range *range, cairn_follow **out)
@@ -63,13 +72,19 @@ int cairn_follow_open(cairn_db *db, const cairn_range *range, cairn_follow **out
 #ifdef __linux__
     if ((f->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0 &&
         inotify_add_watch(f->ifd, db->path,
-                          IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO) < 0) {
+                          IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO |
+                              IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
         close(f->ifd);
         f->ifd = -1;
     }
 #endif
     *out = f;
     return CAIRN_OK;
+}
+
+int cairn_follow_ended(const cairn_follow *f)
+{
+    return f == NULL || f->next_seq == 0 || f->next_seq > f->range.seq_to;
 }
 
 int cairn_follow_fd(const cairn_follow *f)
@@ -84,12 +99,31 @@ static long long now_ms(void)
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Wait up to ms (< 0: no limit) for a change of the directory; forget the
- * changes seen. 0 when one came (or may have), -1 when the time ran out
- * or a signal came. */
+/* Read the watch's events so far (non-blocking); note a directory that
+ * went away. */
+static void drain(cairn_follow *f)
+{
+#ifdef __linux__
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    if (f->ifd < 0)
+        return;
+    while ((n = read(f->ifd, buf, sizeof buf)) > 0)
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
+                f->gone = 1;
+            p += sizeof *ev + ev->len;
+        }
+#else
+    (void)f;
+#endif
+}
+
+/* Wait up to ms (< 0: no limit) for the directory to change. 0 when it
+ * may have, -1 when the time ran out or a signal came. */
 static int wait_change(cairn_follow *f, int ms)
 {
-    char buf[4096];
     int r;
     if (f->ifd < 0) {
         struct timespec t = {0, FOLLOW_SLEEP_MS * 1000000L};
@@ -103,11 +137,20 @@ static int wait_change(cairn_follow *f, int ms)
         struct pollfd p = {f->ifd, POLLIN, 0};
         r = poll(&p, 1, ms);
     }
-    if (r <= 0)
-        return -1; /* the time ran out, or a signal (the caller decides) */
-    while (read(f->ifd, buf, sizeof buf) > 0)
-        ; /* non-blocking: the events so far */
-    return 0;
+    return r > 0 ? 0 : -1; /* the events are drained by the next look */
+}
+
+/* Past the range's time: the log's newest record is later than ts_to, and
+ * a record committed from now on is no earlier (timestamps never go back). */
+static int past_time(cairn_follow *f, uint64_t limit)
+{
+    cairn_record *last = NULL;
+    int past;
+    if (f->range.ts_to == INT64_MAX || limit == 0 || cairn_get(f->db, limit, &last) != CAIRN_OK)
+        return 0;
+    past = last->ts_ms > f->range.ts_to;
+    cairn_record_free(f->db, last);
+    return past;
 }
 
 int cairn_follow_next(cairn_follow *f, cairn_record *rec, int timeout_ms)
@@ -118,25 +161,45 @@ int cairn_follow_next(cairn_follow *f, cairn_record *rec, int timeout_ms)
     if (f == NULL || rec == NULL)
         return CAIRN_EINVAL;
     for (;;) {
-        if (f->next_seq > f->range.seq_to)
+        if (f->next_seq > f->range.seq_to || f->next_seq == 0)
             return CAIRN_ENOTFOUND; /* past the range: nothing more, ever */
         if (f->it == NULL) {
             cairn_range r = f->range;
+            drain(f); /* before the look: a change after it wakes the wait */
+            if (f->gone)
+                return cairn__db_failf(f->db, CAIRN_EIO,
+                                       "the store's directory %s was moved away or removed",
+                                       f->db->path);
             r.seq_from = f->next_seq;
             if ((rc = cairn_iter_open(f->db, &r, &f->it)) != CAIRN_OK)
                 return rc;
         }
         rc = cairn_iter_next(f->it, rec);
         if (rc == CAIRN_OK) {
-            f->next_seq = rec->seq + 1;
+            cairn__hole h;
+            uint64_t end = rec->seq; /* the last seq the record stands for */
+            if (rec->type == CAIRN_REC_COMPACTED &&
+                cairn__hole_decode(rec->json, rec->json_len, rec->seq, &h, NULL) == CAIRN_OK &&
+                h.upto > end)
+                end = h.upto; /* a hole stands for every seq up to upto */
+            if (end < f->next_seq)
+                continue; /* all of it looked at already */
+            f->next_seq = end + 1;
             return CAIRN_OK; /* lent until the next call: the iterator stays open */
         }
-        cairn_iter_close(f->it);
-        f->it = NULL;
-        if (rc != CAIRN_ENOTFOUND)
-            return rc;
-        /* at the end as of now: wait for a commit */
-        if (timeout_ms == 0)
+        {
+            uint64_t limit = cairn__iter_limit(f->it);
+            cairn_iter_close(f->it);
+            f->it = NULL;
+            if (rc != CAIRN_ENOTFOUND)
+                return rc;
+            /* every seq up to the limit was looked at: the next look starts after */
+            if (limit + 1 > f->next_seq)
+                f->next_seq = limit + 1;
+            if (past_time(f, limit))
+                f->next_seq = 0; /* nothing can come any more */
+        }
+        if (f->next_seq == 0 || timeout_ms == 0)
             return CAIRN_ENOTFOUND;
         {
             int left = -1;

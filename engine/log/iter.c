@@ -326,6 +326,11 @@ int cairn_iter_next(cairn_iter *it, cairn_record *rec)
     return CAIRN_ENOTFOUND;
 }
 
+uint64_t cairn__iter_limit(const cairn_iter *it)
+{
+    return it->limit;
+}
+
 void cairn_iter_close(cairn_iter *it)
 {
     if (it == NULL)

@@ -351,4 +351,8 @@ void cairn__bg_stop(cairn_db *db);
  * report theirs at once. */
 int cairn__seal_pending(cairn_db *db);
 
+/* The last seq an iterator can see: it has read every record of its range
+ * up to it once cairn_iter_next says the end. */
+uint64_t cairn__iter_limit(const cairn_iter *it);
+
 #endif /* CAIRN_STORE_H */

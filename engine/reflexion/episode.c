@@ -342,10 +342,13 @@ static int normalise(cairn_reflex *r, cJSON *o, int64_t now, cJSON *notes)
         return rc;
     v = cJSON_GetObjectItemCaseSensitive(o, "task");
     if (v->valuestring[0] == 0) { /* the session names what it was for */
-        if (!cJSON_ReplaceItemInObjectCaseSensitive(o, "task", cJSON_CreateString(session)) ||
-            (rc = note(notes, "task: empty; the session id stands for it")) != CAIRN_OK)
-            return CAIRN_ENOMEM;
-        session = cJSON_GetObjectItemCaseSensitive(o, "session")->valuestring;
+        cJSON *task = cJSON_CreateString(session);
+        if (task == NULL || !cJSON_ReplaceItemInObjectCaseSensitive(o, "task", task)) {
+            cJSON_Delete(task);
+            return cairn__rx_fail(r, CAIRN_ENOMEM, "no memory");
+        }
+        if ((rc = note(notes, "task: empty; the session id stands for it")) != CAIRN_OK)
+            return cairn__rx_fail(r, rc, "no memory");
     }
     oc = cJSON_GetObjectItemCaseSensitive(o, "outcome")->valuestring;
     if (cairn__rx_outcome(oc, strlen(oc)) < 0)

@@ -54,6 +54,8 @@ typedef struct md {
     xtext dec_chosen, dec_ctx, dec_rat;
     int dec_head;      /* opened by a "Decision N: topic" heading, no Decision line yet */
     int opt_collect;   /* the list items after an Options line are its options */
+    int label_list;    /* the list items after another "**Label:**" line are its
+                          (consequences, notes), not decisions */
     cJSON *dec_opts;   /* the options weighed (NULL: none) */
     int les_open;      /* a lesson titled by its heading */
     xtext les;
@@ -322,6 +324,7 @@ static void add_rationale(md *m, const char *p, size_t n)
 static void flush_section(md *m)
 {
     flush_decision(m);
+    m->label_list = m->opt_collect = 0;
     if (m->les_open)
         cairn__xb_lesson(m->b, &m->les);
     m->les_open = 0;
@@ -389,7 +392,7 @@ static void heading(md *m, int lv, const char *p, size_t n)
         for (int k = 1; k <= 6; k++)
             m->eff[k] = K_HEADER;
         m->kind = K_HEADER;
-        m->commit_sec = m->status_sec = m->task_sec = m->status_first = 0;
+        m->commit_sec = m->status_sec = m->task_sec = m->status_first = m->label_list = 0;
         return;
     }
     parent = m->eff[lv - 1] == K_HEADER ? K_NEUTRAL : m->eff[lv - 1];
@@ -558,6 +561,9 @@ static void line(md *m, const char *l, size_t n)
     if (i == n) { /* blank */
         m->rat_collect = 0;
         m->table_sep = 0;
+        if (m->dec_opts != NULL)
+            m->opt_collect = 0; /* the options' list ended (a blank may precede it) */
+        m->label_list = 0;
         return;
     }
     {
@@ -581,6 +587,12 @@ static void line(md *m, const char *l, size_t n)
     } else {
         kv = key_value(l, n, &ka, &kn, &va);
         li = list_item(l, n, &ind, &at, &box);
+        if (m->opt_collect && (kv || !li))
+            m->opt_collect = 0; /* another key line, or a paragraph, ends the options */
+        if (m->label_list && (kv || !li))
+            m->label_list = 0;
+        if (kv && va >= n && m->kind == K_DECISIONS && !li)
+            m->label_list = 1; /* "**Consequences:**" and its list */
         cairn__xt_init(&t);
         cairn__xt_md(&t, l + (li ? at : i), n - (li ? at : i));
         if (!li && i == 0 && bold_lead(l, n, &ba, &bn))
@@ -621,6 +633,7 @@ static void line(md *m, const char *l, size_t n)
                 add_option(m, l + va, n - va);
             else
                 m->opt_collect = 1; /* the list that follows */
+            m->label_list = 0;
             return;
         } else if (kv && m->dec_open && (is_key(l + ka, kn, "rationale") ||
                                          is_key(l + ka, kn, "reason") || is_key(l + ka, kn, "why"))) {
@@ -685,7 +698,7 @@ static void line(md *m, const char *l, size_t n)
         case K_DECISIONS:
             if (li && m->opt_collect && m->dec_open)
                 add_option(m, l + at, n - at);
-            else if (li && ind < 2 && !box)
+            else if (li && ind < 2 && !box && !m->label_list)
                 open_decision(m, l + at, n - at);
             break;
         case K_NEXT:

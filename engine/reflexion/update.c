@@ -181,9 +181,14 @@ static void plan_edge(plan *p, cairn_reflex *r, uint64_t s, uint64_t d, uint32_t
 static void plan_pattern(plan *p, cairn_reflex *r, const char *name, const char *trigger,
                          const char *action, const char *desc, double success, const char *episode)
 {
-    rchange *c = add(p);
+    rchange *c;
     int exists = 0;
-    if (c == NULL)
+    if (p->once && episode != NULL)
+        for (size_t i = 0; i < r->n_pat; i++)
+            if (strcmp(r->pat[i].name, name) == 0 &&
+                lists(r, r->pat[i].eps, r->pat[i].n_eps, episode))
+                return; /* this episode's occurrence is in it already */
+    if ((c = add(p)) == NULL)
         return;
     c->rec = CAIRN_REC_PATTERN;
     c->pat.name = name;
