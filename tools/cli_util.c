@@ -570,3 +570,23 @@ int cli_output_args(cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv
     }
     return -1;
 }
+
+void cli_stop_signals(void (*handler)(int), sigset_t *wait_mask)
+{
+    static const int stop[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    sigset_t set;
+
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof stop / sizeof *stop; i++)
+        sigaddset(&set, stop[i]);
+    pthread_sigmask(SIG_BLOCK, &set, wait_mask);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof stop / sizeof *stop; i++) {
+        sigdelset(wait_mask, stop[i]);
+        sigaction(stop[i], &sa, NULL);
+    }
+    signal(SIGPIPE, SIG_IGN);
+}

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "cairn.h"
@@ -113,6 +114,17 @@ void cli_warn_recovery(const cli_ctx *ctx, cairn_db *db);
  * when it is not a regular file (*kind says what it is, for the report);
  * -1 with errno when it cannot be read. */
 int cli_read_regular(const char *path, char **out, size_t *len, const char **kind);
+
+/* ---- signals ------------------------------------------------------------ */
+
+/* For a command that waits (mcp, dump --follow): block SIGINT, SIGTERM and
+ * SIGHUP in this thread and every thread started after it (call before
+ * opening the store), with handler (no SA_RESTART) for when the wait lets
+ * them through; SIGPIPE ignored (a closed pipe is a failed write).
+ * *wait_mask gets the mask to wait with (pselect, ppoll): the stop signals
+ * let through. A signal that comes outside the wait stays pending until
+ * it, so none is lost. */
+void cli_stop_signals(void (*handler)(int), sigset_t *wait_mask);
 
 /* ---- values ------------------------------------------------------------ */
 

@@ -798,20 +798,7 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
         /* The stop signals are blocked but in the wait (ppoll), so one that
          * comes just before it is not lost; a closed pipe is a failed write
          * (or POLLERR while waiting), then exit 0. */
-        struct sigaction sa;
-        sigset_t stop;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_dump_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-        sigemptyset(&stop);
-        sigaddset(&stop, SIGINT);
-        sigaddset(&stop, SIGTERM);
-        sigaddset(&stop, SIGHUP);
-        sigprocmask(SIG_BLOCK, &stop, &wait_mask);
+        cli_stop_signals(on_dump_signal, &wait_mask);
     }
     rc = cairn_follow_open(db, &range, &fo);
     if (rc != CAIRN_OK) {

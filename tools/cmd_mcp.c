@@ -90,24 +90,7 @@ static void on_signal(int sig)
  * fails with EPIPE instead of killing. */
 static void install_signals(void)
 {
-    struct sigaction sa;
-    sigset_t stop;
-
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop, &wait_mask);
-    sigdelset(&wait_mask, SIGINT);
-    sigdelset(&wait_mask, SIGTERM);
-    sigdelset(&wait_mask, SIGHUP);
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    cli_stop_signals(on_signal, &wait_mask);
 }
 
 /* A stop signal waits, blocked, to be let through: end between calls as
