@@ -471,10 +471,12 @@ static void table_put(uint64_t *t, uint64_t cap, uint64_t h, uint32_t row)
  * shadow row is written with its id alone (no category, no metadata). */
 static const mx_row *row_of(const mx_in *in, size_t i, mx_row *tmp)
 {
-    const mx_row *r = &in->rows[i];
-    if (in->row_at != NULL) {
+    const mx_row *r;
+    if (in->row_at != NULL) { /* no array then: rows is NULL */
         in->row_at(in->row_user, i, tmp);
         r = tmp;
+    } else {
+        r = &in->rows[i];
     }
     if (i < in->n_shadow && (r->flags & MX_ROW_DEAD) && (r->category[0] != 0 || r->metadata)) {
         if (r != tmp)
