@@ -548,6 +548,11 @@ rm "$MD/y.md"
 timeout 10 "$CAIRN" --store "$T/mdmix-store" import --from markdown "$MD" >out 2>err
 rc=$?
 check "skipped files alone are no failure (exit 0)" sh -c "[ $rc -eq 0 ] && grep -qx 'failed: 0' out && grep -qx 'skipped: 5' out"
+# search finds a memory by its name (a markdown file's stem)
+mkdir -p "$T/psmem" && printf 'Use @() to force a collection.\n' >"$T/psmem/powershell-arrays.md"
+run --store "$T/psstore" import --from markdown "$T/psmem"
+run --store "$T/psstore" search "PowerShell arrays"
+check "search finds a memory by its name, as Search-Memory does" jq_ok '.Count == 1 and .Results[0].Name == "powershell-arrays" and .Results[0].Score == 1'
 # Folders: named as skipped without --recursive, walked with it
 mkdir -p "$T/mdtree/sub/deeper" "$T/mdtree/.hidden" && printf 'top note\n' >"$T/mdtree/top.md" &&
     printf 'sub note\n' >"$T/mdtree/sub/inner.md" && printf 'deep note\n' >"$T/mdtree/sub/deeper/deep.md" &&

@@ -1060,13 +1060,13 @@ static void test_sealed_golden_verifies_clean(void **state)
 static void test_memindex_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v5.cmx", make_memindex);
+    matches_golden("memindex-v6.cmx", make_memindex);
 }
 
 /* Read the memory index golden back. */
 static void test_memindex_golden_reads_back(void **state)
 {
-    const char *golden = "memindex-v5.cmx";
+    const char *golden = "memindex-v6.cmx";
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
     size_t glen;
     uint8_t *g = read_golden(golden, &glen);
@@ -1089,7 +1089,7 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
-    assert_int_equal(mx.version, 5);
+    assert_int_equal(mx.version, 6);
     assert_int_equal(mx.base, 0);
     assert_int_equal(mx.n_shadow, 0);
     assert_memory_equal(g + 120, man_store_id, 16);
@@ -1231,7 +1231,7 @@ static uint8_t *make_memindex_gen(size_t *len)
 static void test_memindex_generation_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v5-gen.cmx", make_memindex_gen);
+    matches_golden("memindex-v6-gen.cmx", make_memindex_gen);
 }
 
 /* Read the generation golden back: its base, its shadow rows (content not
@@ -1240,7 +1240,7 @@ static void test_memindex_generation_golden_reads_back(void **state)
 {
     char *dir = tu_mkdtemp("golden-mxg-read"), *path = tu_join(dir, MXG_GOLDEN);
     size_t glen;
-    uint8_t *g = read_golden("memindex-v5-gen.cmx", &glen);
+    uint8_t *g = read_golden("memindex-v6-gen.cmx", &glen);
     memindex mx;
     cairn__err e;
     uint64_t off = 0;
@@ -1256,7 +1256,7 @@ static void test_memindex_generation_golden_reads_back(void **state)
                      CAIRN_ENOTFOUND);
     if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MXG_COVERED, 1, &e) != CAIRN_OK)
         fail_msg("cairn__mx_open: %s", e.msg);
-    assert_int_equal(mx.version, 5);
+    assert_int_equal(mx.version, 6);
     assert_int_equal(mx.base, MX_COVERED);
     assert_int_equal(mx.n_shadow, 2);
     assert_int_equal(get_le64(g + 152), MX_COVERED);
@@ -1321,15 +1321,17 @@ static void test_memindex_generation_golden_reads_back(void **state)
 }
 
 /* Files of versions 1..3 are bound to no log, of version 4 lie on no
- * other: recognised as older (their header sum checked where those
- * versions keep it), never used; the memory layer rebuilds from the log
- * (test_memindex.c). A damaged one is damage. */
+ * other, of version 5 index the content alone (not the name): recognised
+ * as older (their header sum checked where those versions keep it), never
+ * used; the memory layer rebuilds from the log (test_memindex.c). A
+ * damaged one is damage. */
 static void test_memindex_older_goldens_are_recognised_and_not_used(void **state)
 {
     static const char *const goldens[] = {"memindex-v1.cmx", "memindex-v2.cmx",
-                                          "memindex-v3.cmx", "memindex-v4.cmx"};
+                                          "memindex-v3.cmx", "memindex-v4.cmx",
+                                          "memindex-v5.cmx"};
     (void)state;
-    for (unsigned i = 0; i < 4; i++) {
+    for (unsigned i = 0; i < 5; i++) {
         char *dir = tu_mkdtemp("golden-mx-old"), *path = tu_join(dir, MX_GOLDEN);
         size_t glen;
         uint8_t *g = read_golden(goldens[i], &glen);
@@ -1920,10 +1922,10 @@ static void regen(void **state)
     regen_one(dir, "sealed-v2.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v5.cmx", b, len);
+    regen_one(dir, "memindex-v6.cmx", b, len);
     free(b);
     b = make_memindex_gen(&len);
-    regen_one(dir, "memindex-v5-gen.cmx", b, len);
+    regen_one(dir, "memindex-v6-gen.cmx", b, len);
     free(b);
     b = make_graph(&len);
     regen_one(dir, "graph-v3.cgx", b, len);

@@ -413,7 +413,7 @@ static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > 176 && b[8] == 5);
+    assert_true(len > 176 && b[8] == 6);
     b[8] = 3;
     {
         uint64_t sum = XXH3_64bits(b, 120);

@@ -1979,6 +1979,42 @@ static void an_options_struct_of_an_unknown_version_is_refused(void **state)
     cairn_mem_free(m);
 }
 
+/* A memory's metadata name is part of its text: a file imported as
+ * "powershell-arrays" is found by "PowerShell arrays", also after a
+ * checkpoint and a reopen (the index file holds it), and gone once
+ * removed. */
+static void a_memory_is_found_by_its_name(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_hit *h = NULL;
+    cairn_memory *m = NULL;
+    size_t n = 0;
+
+    so.metadata = "{\"name\":\"powershell-arrays\",\"path\":\"mem/powershell-arrays.md\"}";
+    assert_int_equal(cairn_mem_store(f->mem, "Use @() to force a collection.", &so, &m, NULL),
+                     CAIRN_OK);
+    assert_int_equal(cairn_mem_store(f->mem, "Unrelated note about lunch.", NULL, NULL, NULL),
+                     CAIRN_OK);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(cairn_mem_recall(f->mem, "PowerShell arrays", NULL, &h, &n), CAIRN_OK);
+        assert_int_equal(n, 1);
+        assert_string_equal(h[0].mem.id, m->id);
+        assert_true(h[0].bm25 > 0);
+        cairn_recall_free(h, n);
+        if (round == 0) { /* through an index file and a reopen */
+            assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+            close_all(f);
+            open_all(f, 0);
+        }
+    }
+    assert_int_equal(cairn_mem_delete(f->mem, m->id, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_recall(f->mem, "PowerShell arrays", NULL, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 0);
+    cairn_recall_free(h, n);
+    cairn_mem_free(m);
+}
+
 /* no_access: a recall that only looks leaves accessCount and accessedAt. */
 static void a_recall_with_no_access_records_none(void **state)
 {
@@ -2013,6 +2049,7 @@ int main(void)
     T(store_returns_the_memory_with_defaults_and_get_finds_it) \
     T(an_options_struct_of_an_unknown_version_is_refused) \
     T(a_recall_with_no_access_records_none) \
+    T(a_memory_is_found_by_its_name) \
     T(exact_duplicates_are_stored_once_per_namespace) \
     T(invalid_input_is_refused_with_a_message) \
     T(update_changes_fields_and_survives_reopen) \

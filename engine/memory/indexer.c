@@ -26,6 +26,7 @@ typedef struct ix_item {
     uint64_t seq;
     const char *text;
     size_t len;
+    char *owned;          /* freed once added (NULL: the caller's) */
 } ix_item;
 
 struct cairn__indexer {
@@ -73,6 +74,7 @@ static void *indexer_main(void *arg)
         for (size_t i = 0; i < n; i++) {
             int rc = cairn__ramidx_add(batch[i].idx, batch[i].seq, (const uint8_t *)batch[i].text,
                                        batch[i].len);
+            free(batch[i].owned);
             if (rc != CAIRN_OK) {
                 pthread_mutex_lock(&ix->mu);
                 if (ix->failed == CAIRN_OK)
@@ -127,7 +129,7 @@ void cairn__indexer_free(cairn__indexer *ix)
 }
 
 int cairn__indexer_add(cairn__indexer *ix, cairn__ramidx *idx, uint64_t seq, const char *text,
-                       size_t len)
+                       size_t len, char *owned)
 {
     pthread_mutex_lock(&ix->mu);
     while (ix->n >= IX_MAX_QUEUED)
@@ -137,6 +139,7 @@ int cairn__indexer_add(cairn__indexer *ix, cairn__ramidx *idx, uint64_t seq, con
         ix_item *q = realloc(ix->q, cap * sizeof *q);
         if (q == NULL) {
             pthread_mutex_unlock(&ix->mu);
+            free(owned);
             return CAIRN_ENOMEM;
         }
         ix->q = q;
@@ -146,6 +149,7 @@ int cairn__indexer_add(cairn__indexer *ix, cairn__ramidx *idx, uint64_t seq, con
     ix->q[ix->n].seq = seq;
     ix->q[ix->n].text = text;
     ix->q[ix->n].len = len;
+    ix->q[ix->n].owned = owned;
     ix->n++;
     if (ix->sleeping)
         pthread_cond_signal(&ix->work);

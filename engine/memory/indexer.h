@@ -32,10 +32,12 @@ int cairn__indexer_new(cairn__indexer **out);
 void cairn__indexer_free(cairn__indexer *ix);
 
 /* Queue text[0..len) to be added to idx as document seq (the caller keeps
- * text alive until a cairn__indexer_wait has returned). Waits while the
- * queue is full. CAIRN_ENOMEM if the queue cannot grow (nothing queued). */
+ * text alive until a cairn__indexer_wait has returned; or gives it: owned
+ * not NULL is the text's malloc'd block, freed once added). Waits while
+ * the queue is full. CAIRN_ENOMEM if the queue cannot grow (nothing
+ * queued; owned is freed). */
 int cairn__indexer_add(cairn__indexer *ix, cairn__ramidx *idx, uint64_t seq, const char *text,
-                       size_t len);
+                       size_t len, char *owned);
 
 /* Wait until every queued text is in its index. Returns the first failure
  * of an add since the last call (CAIRN_ENOMEM: that memory is not in the

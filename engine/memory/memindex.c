@@ -28,7 +28,7 @@
 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2;
  * 4: the header binds the file to its log (logbind.h). Files of versions
  * 1..3 are not bound to any log, so none is used: they are rebuilt. */
-#define MX_VERSION 5
+#define MX_VERSION 6
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
@@ -82,12 +82,15 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->version = get32(h + 8);
     if (mx->version >= 1 && mx->version < MX_VERSION) {
         /* An older file's own sum first: a damaged version is damage. */
-        size_t at = mx->version < 4 ? MX_OLD_HEAD_SUM : MX_V4_HEAD_SUM;
+        size_t at = mx->version < 4 ? MX_OLD_HEAD_SUM : mx->version == 4 ? MX_V4_HEAD_SUM
+                                                                          : MX_HEAD_SUM;
         if (mx->len < at + 8 || XXH3_64bits(h, at) != get64(h + at))
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
         return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " %s (this build writes "
                            "version %d)", mx->name, mx->version,
-                           mx->version < 4 ? "is not bound to a log" : "has no generations",
+                           mx->version < 4   ? "is not bound to a log"
+                           : mx->version == 4 ? "has no generations"
+                                              : "indexes no memory names",
                            MX_VERSION);
     }
     if (mx->version != MX_VERSION)

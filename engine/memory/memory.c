@@ -17,6 +17,7 @@
  *   place, an entry of m->be made on first use; only records after it are
  *   replayed. Every seq in the file is below every seq in m->e.
  */
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -481,12 +482,53 @@ static int add_vector(cairn_mem *m, nspace *p, uint64_t seq, const memrec *r)
 
 /* Add x's text to its namespace's index: on the indexing thread if there
  * is one, else now. */
+/* The text a memory is indexed under: its content, then the words of its
+ * metadata "name" when it has one, so that a search finds a memory by its
+ * name (a markdown file's stem, "powershell-arrays") as Search-Memory
+ * does. *buf (free()) is set when it is not the content alone.
+ * CAIRN_ENOMEM. */
+static int indexed_text(const ment *x, const char **text, size_t *len, char **buf)
+{
+    const char *nm;
+    cJSON *o;
+    *buf = NULL;
+    *text = x->content;
+    *len = x->content_len;
+    if (x->metadata == NULL || strstr(x->metadata, "\"name\"") == NULL)
+        return CAIRN_OK;
+    if ((o = cJSON_Parse(x->metadata)) == NULL)
+        return CAIRN_ENOMEM; /* stored metadata is JSON: only memory can fail */
+    nm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
+    if (nm != NULL && nm[0] != 0) {
+        size_t nl = strlen(nm);
+        if ((*buf = malloc(x->content_len + 1 + nl)) == NULL) {
+            cJSON_Delete(o);
+            return CAIRN_ENOMEM;
+        }
+        memcpy(*buf, x->content, x->content_len);
+        (*buf)[x->content_len] = '\n';
+        memcpy(*buf + x->content_len + 1, nm, nl);
+        *text = *buf;
+        *len = x->content_len + 1 + nl;
+    }
+    cJSON_Delete(o);
+    return CAIRN_OK;
+}
+
 static int index_text(cairn_mem *m, const ment *x)
 {
     cairn__ramidx *idx = m->ns[x->nsi].idx;
-    return m->ix != NULL ? cairn__indexer_add(m->ix, idx, x->seq, x->content, x->content_len)
-                         : cairn__ramidx_add(idx, x->seq, (const uint8_t *)x->content,
-                                             x->content_len);
+    const char *text;
+    size_t len;
+    char *buf;
+    int rc = indexed_text(x, &text, &len, &buf);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (m->ix != NULL)
+        return cairn__indexer_add(m->ix, idx, x->seq, text, len, buf); /* it frees buf */
+    rc = cairn__ramidx_add(idx, x->seq, (const uint8_t *)text, len);
+    free(buf);
+    return rc;
 }
 
 static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq, int64_t ts,
@@ -646,8 +688,14 @@ static void kill_entry_as(cairn_mem *m, ment *x, uint64_t changed)
     cairn__ramidx *idx = g >= 0 ? p->gidx[g] : p->idx;
     (void)cairn__mem_index_settle(m); /* it may still be queued (a failure stays in cairn__errbuf(m)) */
     (void)note_changed(m, x, changed);
-    if (idx != NULL)
-        (void)cairn__ramidx_remove(idx, x->seq, (const uint8_t *)x->content, x->content_len);
+    if (idx != NULL) {
+        const char *text;
+        size_t len;
+        char *buf;
+        if (indexed_text(x, &text, &len, &buf) == CAIRN_OK)
+            (void)cairn__ramidx_remove(idx, x->seq, (const uint8_t *)text, len);
+        free(buf);
+    }
     if (v != NULL)
         (void)cairn__vecset_remove(v, x->seq); /* ENOTFOUND: it had no vector */
     x->live = 0;
