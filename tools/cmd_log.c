@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli_json.h"
+#include "jpath.h"
 #include "commands.h"
 
 const char cmd_log_help[] =
@@ -524,42 +525,6 @@ typedef struct where {
     const char *text;  /* VALUE as given */
 } where;
 
-/* The member or element of o at path[0..n) (names joined by '.', each may
- * be followed by [N]), or NULL. */
-static const cJSON *at_path(const cJSON *o, const char *p, size_t n)
-{
-    size_t i = 0;
-    while (o != NULL && i < n) {
-        size_t k = i;
-        char name[4096];
-        while (k < n && p[k] != '.' && p[k] != '[')
-            k++;
-        if (k == i && (k == n || p[k] == '.'))
-            return NULL; /* an empty name ("a..b", ".a", "a."): no member has it */
-        if (k > i) {
-            if (k - i >= sizeof name || !cJSON_IsObject(o))
-                return NULL;
-            memcpy(name, p + i, k - i);
-            name[k - i] = 0;
-            o = cJSON_GetObjectItemCaseSensitive(o, name);
-        }
-        while (o != NULL && k < n && p[k] == '[') {
-            size_t e = k + 1;
-            long idx = 0;
-            while (e < n && p[e] >= '0' && p[e] <= '9' && idx < 100000000)
-                idx = idx * 10 + (p[e++] - '0');
-            if (e == k + 1 || e >= n || p[e] != ']' || !cJSON_IsArray(o))
-                return NULL;
-            o = cJSON_GetArrayItem(o, (int)idx);
-            k = e + 1;
-        }
-        if (k < n && p[k] != '.')
-            return NULL;
-        i = k + 1;
-    }
-    return o;
-}
-
 /* Does s[0..n) hold the text t? */
 static int holds(const char *s, size_t n, const char *t)
 {
@@ -596,10 +561,8 @@ static int matches(const cairn_record *r, const where *w, size_t nw)
     if ((doc = cJSON_ParseWithLength(r->json, r->json_len)) == NULL)
         return 0;
     for (size_t i = 0; ok && i < nw; i++) {
-        const cJSON *v = at_path(doc, w[i].path, w[i].path_len);
-        ok = v != NULL && (w[i].json != NULL ? cJSON_Compare(v, w[i].json, 1)
-                                             : cJSON_IsString(v) &&
-                                                   strcmp(v->valuestring, w[i].text) == 0);
+        const cJSON *v = cairn__jpath_get(doc, w[i].path, w[i].path_len);
+        ok = cairn__jpath_test(v, CAIRN__JPATH_EQ, w[i].json, w[i].text, 0);
     }
     cJSON_Delete(doc);
     return ok;
