@@ -1092,6 +1092,86 @@ static void recall_filters_by_tags(void **state)
     cairn_recall_free(h, n);
 }
 
+/* recall's metadata filters: equality (also against an array's elements),
+ * numeric bounds, nested paths; all must hold; bad filters are refused. */
+static void recall_filters_by_metadata(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_where w[3];
+    cairn_recall_hit *h = NULL;
+    size_t n = 0;
+    char text[64], meta[128];
+    for (int i = 0; i < 200; i++) {
+        snprintf(text, sizeof text, "cycle note %d of the team", i);
+        snprintf(meta, sizeof meta, "{\"cycle\":%d,\"role\":\"%s\",\"refs\":[%d,7],\"s\":{\"k\":%d}}",
+                 i, i % 3 ? "qa" : "ops", i, i % 5);
+        o.metadata = i == 199 ? NULL : meta;
+        assert_int_equal(cairn_mem_store(f->mem, text, &o, NULL, NULL), CAIRN_OK);
+    }
+    ro.k = 100;
+    ro.where = w;
+    w[0] = (cairn_where){"cycle", CAIRN_WHERE_GE, "150"};
+    w[1] = (cairn_where){"cycle", CAIRN_WHERE_LE, "159"};
+    w[2] = (cairn_where){"role", CAIRN_WHERE_EQ, "ops"}; /* plain text */
+    ro.n_where = 3;
+    assert_int_equal(cairn_mem_recall(f->mem, "cycle note team", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 4); /* of 150..159, the multiples of 3 are ops */
+    cairn_recall_free(h, n);
+    w[2] = (cairn_where){"role", CAIRN_WHERE_EQ, "\"qa\""}; /* JSON text */
+    assert_int_equal(cairn_mem_recall(f->mem, "", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 6);
+    for (size_t i = 0; i < n; i++)
+        assert_non_null(strstr(h[i].mem.metadata, "\"qa\""));
+    cairn_recall_free(h, n);
+    w[0] = (cairn_where){"refs", CAIRN_WHERE_EQ, "42"}; /* an element of the array */
+    w[1] = (cairn_where){"s.k", CAIRN_WHERE_EQ, "2"};   /* nested */
+    ro.n_where = 2;
+    assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(h[0].mem.content, "note 42 "));
+    cairn_recall_free(h, n);
+    w[0] = (cairn_where){"refs[1]", CAIRN_WHERE_EQ, "7"};
+    ro.n_where = 1;
+    assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 100); /* all but the one without metadata, k 100 */
+    cairn_recall_free(h, n);
+    w[0] = (cairn_where){"cycle", CAIRN_WHERE_GE, "many"};
+    assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_EINVAL);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "not a number"));
+    w[0] = (cairn_where){"a=b", CAIRN_WHERE_EQ, "1"};
+    assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_EINVAL);
+    ro.version = 1; /* an older caller's struct: no filters read */
+    assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 100);
+    cairn_recall_free(h, n);
+}
+
+/* keep_duplicate stores the same content again; without it the store
+ * hands back the memory there is. */
+static void keep_duplicate_stores_a_repeated_text(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *a = NULL, *b = NULL;
+    uint64_t live = 0;
+    int existed = -1;
+    assert_int_equal(cairn_mem_store(f->mem, "Action execution failed", &o, &a, NULL), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(f->mem, "Action execution failed", &o, &b, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+    assert_string_equal(a->id, b->id);
+    cairn_mem_free(b);
+    o.keep_duplicate = 1;
+    assert_int_equal(cairn_mem_store(f->mem, "Action execution failed", &o, &b, &existed), CAIRN_OK);
+    assert_int_equal(existed, 0);
+    assert_string_not_equal(a->id, b->id);
+    assert_int_equal(cairn_mem_count(f->mem, &live), CAIRN_OK);
+    assert_int_equal(live, 2);
+    cairn_mem_free(a);
+    cairn_mem_free(b);
+}
+
 typedef struct each_seen {
     int n, stop_at;
     char first[CAIRN_MEM_ID_MAX + 1];
@@ -2087,7 +2167,9 @@ int main(void)
     T(max_memories_prunes_the_least_important_and_says_so) \
     T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index) \
     T(a_waiting_writer_folds_what_the_holder_appends) \
-    T(long_contents_do_not_waste_the_shared_chunk)
+    T(long_contents_do_not_waste_the_shared_chunk) \
+    T(recall_filters_by_metadata) \
+    T(keep_duplicate_stores_a_repeated_text)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {

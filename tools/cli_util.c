@@ -118,6 +118,30 @@ int cli_fail_db(const char *cmd, cairn_db *db, int code, const char *prefix)
     return cli_fail(cmd, code, "%s", msg);
 }
 
+int cli_parse_where(const char *cmd, const char *arg, char *buf, size_t cap, cairn_where *w)
+{
+    size_t n = strcspn(arg, "=<>");
+    const char *v;
+    if (arg[n] == 0 || n == 0)
+        return cli_usage_error(cmd, "--where wants PATH=VALUE, PATH>=N or PATH<=N, not '%s'", arg);
+    if (n >= cap)
+        return cli_usage_error(cmd, "--where: path longer than %zu bytes", cap - 1);
+    memcpy(buf, arg, n);
+    buf[n] = 0;
+    w->path = buf;
+    if (arg[n] == '=') {
+        w->op = CAIRN_WHERE_EQ;
+        v = arg + n + 1;
+    } else if (arg[n + 1] == '=') {
+        w->op = arg[n] == '>' ? CAIRN_WHERE_GE : CAIRN_WHERE_LE;
+        v = arg + n + 2;
+    } else {
+        return cli_usage_error(cmd, "--where: '%c' alone is no operator (use %c=)", arg[n], arg[n]);
+    }
+    w->value = v;
+    return -1;
+}
+
 /* ---- option parsing ------------------------------------------------------ */
 
 void cli_args_init(cli_args *a, cli_ctx *ctx, const cli_optspec *spec, int argc, char **argv)

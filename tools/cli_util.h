@@ -95,6 +95,11 @@ int cli_args_next(cli_args *a, const char **name, const char **value);
 /* Print a command's help text to stdout; returns CLI_EXIT_OK. */
 int cli_help(const char *text);
 
+/* --where ARG of recall-like commands: PATH=VALUE, PATH>=NUMBER or
+ * PATH<=NUMBER into *w (pointing into arg, which must outlive it).
+ * Returns -1 when parsed, else a usage error's exit code. */
+int cli_parse_where(const char *cmd, const char *arg, char *buf, size_t cap, cairn_where *w);
+
 /* ---- opening a store --------------------------------------------------- */
 
 /* Open ctx->store read-only (no lock, no background thread). A missing

@@ -147,6 +147,7 @@ const char cmd_recall_help[] =
     "                    [--namespace NS[,NS...]] [--explain] [--format text|json]\n"
     "                    [--lexical-only | --semantic-only] [--approximate N]\n"
     "                    [--since TIME] [--until TIME] [--tags a,b]\n"
+    "                    [--where PATH=VALUE|PATH>=N|PATH<=N]...\n"
     "\n"
     "Print the memories that best match QUERY, best first. Ranking: relevance\n"
     "(0.5: BM25, with vector similarity fused in by score when the store holds\n"
@@ -170,6 +171,12 @@ const char cmd_recall_help[] =
     "  --until TIME        only memories created at or before TIME (as --since)\n"
     "  --tags a,b          only memories whose metadata \"tags\" hold one of these\n"
     "                      (as add --tags stores them)\n"
+    "  --where F           only memories whose metadata passes F; may be given\n"
+    "                      again (all must hold). PATH=VALUE: the value at PATH\n"
+    "                      equals VALUE (JSON, else text), or is an array holding\n"
+    "                      it; PATH>=N, PATH<=N: a number at least, at most N.\n"
+    "                      PATH: member names joined by dots, [N] for an array\n"
+    "                      element (stream.cycle, refs[0])\n"
     "  --explain           show every component of each score, and which side\n"
     "                      (lexical, semantic, both) found the memory\n"
     "  --lexical-only      BM25 only\n"
@@ -804,8 +811,10 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
                                        {"namespace", 1}, {"explain", 0}, {"format", 1},
                                        {"lexical-only", 0}, {"semantic-only", 0},
                                        {"approximate", 1}, {"since", 1}, {"until", 1},
-                                       {"tags", 1},        {NULL, 0}};
+                                       {"tags", 1},        {"where", 1},   {NULL, 0}};
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_where wh[64];
+    char wpath[64][256];
     const char *name, *val, *query = NULL;
     char *cats = NULL, *nss = NULL, *tagbuf = NULL;
     const char **cat_list = NULL, **ns_list = NULL, **tag_list = NULL;
@@ -844,6 +853,12 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "tags") == 0) {
             free(tagbuf);
             tagbuf = strdup(val);
+        } else if (strcmp(name, "where") == 0) {
+            if (ro.n_where == 64)
+                rc = cli_usage_error(ctx->cmd, "at most 64 --where filters");
+            else if ((rc = cli_parse_where(ctx->cmd, val, wpath[ro.n_where], sizeof wpath[0],
+                                           &wh[ro.n_where])) < 0)
+                ro.where = wh, ro.n_where++;
         } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
             rc = parse_bound(ctx->cmd, name, val, name[0] == 's' ? &ro.since : &ro.until);
         } else if (strcmp(name, "format") == 0) {

@@ -695,7 +695,7 @@ typedef struct cairn_mem_prune {
     const char *reason;        /* static: "maxMemories" when pruned, else "" */
 } cairn_mem_prune;
 
-#define CAIRN_MEM_STORE_OPTS_VERSION 1
+#define CAIRN_MEM_STORE_OPTS_VERSION 2
 typedef struct cairn_mem_store_opts {
     unsigned version;          /* CAIRN_MEM_STORE_OPTS_VERSION */
     const char *ns;            /* NULL = "" */
@@ -711,13 +711,17 @@ typedef struct cairn_mem_store_opts {
      * and reason "" when nothing was pruned, or when it failed before
      * storing). */
     cairn_mem_prune *prune;
+    /* version 2: */
+    int keep_duplicate;        /* 1: store it even when the namespace holds the same
+                                  content (entries of a log, such as the memory
+                                  stream, that may repeat a text) */
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL }
+#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0 }
 
 /* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
  * text field here, README "Text"). If the same content is already
- * stored in the namespace, nothing is written and *out is the existing
+ * stored in the namespace (and o->keep_duplicate is 0), nothing is written and *out is the existing
  * memory, with *existed = 1 (existed may be NULL). out may be NULL.
  * If the namespace then holds more live memories than the limit (the
  * store's max_memories setting, cairn_config_get; or the handle's option),
@@ -860,7 +864,28 @@ typedef enum cairn_recall_mode {
 #define CAIRN_SOURCE_LEXICAL 1u
 #define CAIRN_SOURCE_SEMANTIC 2u
 
-#define CAIRN_RECALL_OPTS_VERSION 1
+/* A metadata filter of recall (cairn_recall_opts.where): the value at
+ * path in a memory's metadata object compared with value. path: member
+ * names joined by '.', each may be followed by [N] for an array element
+ * (tool.args[0]); a name cannot hold '.', '[', '=', '<' or '>'. value: JSON
+ * text (8, true, "x", {...}) compared as JSON, else plain text compared
+ * with a string. CAIRN_WHERE_EQ also holds when the value at path is an
+ * array with an equal element ("tags", issue numbers); GE and LE compare
+ * numbers (value must be one). A memory without the path fails the
+ * filter. */
+typedef enum cairn_where_op {
+    CAIRN_WHERE_EQ = 0,
+    CAIRN_WHERE_GE = 1,
+    CAIRN_WHERE_LE = 2
+} cairn_where_op;
+
+typedef struct cairn_where {
+    const char *path;
+    cairn_where_op op;
+    const char *value;
+} cairn_where;
+
+#define CAIRN_RECALL_OPTS_VERSION 2
 typedef struct cairn_recall_opts {
     unsigned version;          /* CAIRN_RECALL_OPTS_VERSION */
     size_t k;                  /* 0 = 5 */
@@ -881,10 +906,14 @@ typedef struct cairn_recall_opts {
     size_t n_tags;
     int no_access;             /* 1: record no access of the memories found (a search
                                   that only looks: accessCount and accessedAt stay) */
+    /* version 2: */
+    const cairn_where *where;  /* only memories whose metadata passes all n_where
+                                  filters (at most 64); NULL = all */
+    size_t n_where;
 } cairn_recall_opts;
 
 #define CAIRN_RECALL_OPTS_INIT \
-    { CAIRN_RECALL_OPTS_VERSION, 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0, NULL, 0, 0 }
+    { CAIRN_RECALL_OPTS_VERSION, 0, NULL, 0, NULL, 0, 0.0, 0, 0, CAIRN_RECALL_HYBRID, NULL, 0, NULL, 0, 0, NULL, 0 }
 
 /* One recalled memory and every component of its score:
  * score = w_relevance*relevance + w_importance*importance

@@ -1850,12 +1850,13 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     int64_t now = cairn__mem_wall_ms();
     float *vec = NULL;
     uint64_t vec_gen = 0;
-    int rc, dup = 0, turn = 0;
+    int rc, dup = 0, turn = 0, keep_dup;
 
     if (o == NULL)
         o = &def;
     if ((rc = cairn__opts_version(m, "cairn_mem_store_opts", o->version, CAIRN_MEM_STORE_OPTS_VERSION)) != CAIRN_OK)
         return rc;
+    keep_dup = o->version >= 2 && o->keep_duplicate;
     if (out != NULL)
         *out = NULL;
     if (existed != NULL)
@@ -1876,7 +1877,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         /* not for a duplicate: it is not stored */
         nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
         len = strlen(content);
-        dup = nsi >= 0 && find_content(m, (uint32_t)nsi, content, len,
+        dup = !keep_dup && nsi >= 0 && find_content(m, (uint32_t)nsi, content, len,
                                        hash_content((uint32_t)nsi, content, len)) != NULL;
         if (!dup) {
             pthread_mutex_unlock(&m->mu);
@@ -1922,7 +1923,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
             goto out;
         nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
-        if (!(nsi >= 0 && find_content(m, (uint32_t)nsi, d.content, len,
+        if (!(!keep_dup && nsi >= 0 && find_content(m, (uint32_t)nsi, d.content, len,
                                        hash_content((uint32_t)nsi, d.content, len)) != NULL)) {
             if ((vec = malloc((size_t)m->emb.dim * sizeof *vec)) == NULL) {
                 rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
@@ -1942,7 +1943,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         goto out;
     nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
-    if (nsi >= 0 && (x = find_content(m, (uint32_t)nsi, d.content, len,
+    if (!keep_dup && nsi >= 0 && (x = find_content(m, (uint32_t)nsi, d.content, len,
                                       hash_content((uint32_t)nsi, d.content, len))) != NULL) {
         if (existed != NULL)
             *existed = 1;

@@ -12,6 +12,7 @@
 
 #include "cairn.h"
 #include "memstate.h"
+#include "jpath.h"
 #include "memvec.h"
 
 /* Reciprocal-rank fusion's constant (Cormack et al. 2009). */
@@ -35,22 +36,48 @@ static int count_term(void *user, const char *t, size_t len, uint32_t pos)
     return 0;
 }
 
-/* Does the metadata's "tags" array hold one of o's tags? Read only for a
- * memory every other filter let through. */
-static int has_tag(const ment *x, const cairn_recall_opts *o)
+/* The filters of one recall: its options, with each metadata filter's
+ * value parsed once. */
+typedef struct mwant {
+    const char *path;
+    size_t path_len;
+    int op;            /* CAIRN__JPATH_* */
+    cJSON *json;       /* the value as JSON, or NULL: plain text */
+    const char *text;
+} mwant;
+
+typedef struct rfilter {
+    const cairn_recall_opts *o;
+    const char *const *tags; /* NULL: no tag filter */
+    size_t n_tags;
+    mwant *w;
+    size_t n_where;
+} rfilter;
+
+/* Does the metadata satisfy the tag and metadata filters? Parsed only for
+ * a memory every other filter let through. */
+static int meta_passes(const ment *x, const rfilter *f)
 {
     cJSON *meta = x->metadata ? cJSON_Parse(x->metadata) : NULL;
-    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(meta, "tags"), *t;
-    int found = 0;
-    cJSON_ArrayForEach(t, tags)
-        for (size_t i = 0; i < o->n_tags && !found && cJSON_IsString(t); i++)
-            found = o->tags[i] != NULL && strcmp(o->tags[i], t->valuestring) == 0;
+    int ok = 1;
+    if (f->tags != NULL) {
+        const cJSON *tags = cJSON_GetObjectItemCaseSensitive(meta, "tags"), *t;
+        int found = 0;
+        cJSON_ArrayForEach(t, tags)
+            for (size_t i = 0; i < f->n_tags && !found && cJSON_IsString(t); i++)
+                found = f->tags[i] != NULL && strcmp(f->tags[i], t->valuestring) == 0;
+        ok = found;
+    }
+    for (size_t i = 0; ok && i < f->n_where; i++)
+        ok = cairn__jpath_test(cairn__jpath_get(meta, f->w[i].path, f->w[i].path_len),
+                               f->w[i].op, f->w[i].json, f->w[i].text, 1);
     cJSON_Delete(meta);
-    return found;
+    return ok;
 }
 
-static int passes(const ment *x, const cairn_recall_opts *o, int64_t now)
+static int passes(const ment *x, const rfilter *f, int64_t now)
 {
+    const cairn_recall_opts *o = f->o;
     if (!x->live || cairn__mem_expired(x, now) || x->importance < o->min_importance)
         return 0;
     if (o->since != 0 && x->created < o->since)
@@ -64,7 +91,54 @@ static int passes(const ment *x, const cairn_recall_opts *o, int64_t now)
         if (i == o->n_categories)
             return 0;
     }
-    return o->tags == NULL || has_tag(x, o);
+    return (f->tags == NULL && f->n_where == 0) || meta_passes(x, f);
+}
+
+static void filter_free(rfilter *f)
+{
+    for (size_t i = 0; i < f->n_where; i++)
+        cJSON_Delete(f->w[i].json);
+    free(f->w);
+}
+
+/* Check and parse o's metadata filters into f. Errors: CAIRN_EINVAL
+ * (cairn__errbuf(m) names the filter), CAIRN_ENOMEM. */
+static int filter_init(cairn_mem *m, const cairn_recall_opts *o, rfilter *f)
+{
+    memset(f, 0, sizeof *f);
+    f->o = o;
+    f->tags = o->tags;
+    f->n_tags = o->n_tags;
+    if (o->version < 2 || o->n_where == 0)
+        return CAIRN_OK;
+    if (o->where == NULL || o->n_where > 64)
+        return cairn__mem_fail(m, CAIRN_EINVAL, "where: %s",
+                               o->where == NULL ? "n_where > 0 with no filters" : "more than 64 filters");
+    if ((f->w = calloc(o->n_where, sizeof *f->w)) == NULL)
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    for (size_t i = 0; i < o->n_where; i++, f->n_where++) {
+        const cairn_where *w = &o->where[i];
+        mwant *t = &f->w[i];
+        if (w->path == NULL || w->path[0] == 0 || w->value == NULL ||
+            strcspn(w->path, "=<>") != strlen(w->path))
+            return cairn__mem_fail(m, CAIRN_EINVAL, "where filter %zu: %s", i + 1,
+                                   w->path == NULL || w->path[0] == 0 ? "no path"
+                                   : w->value == NULL ? "no value"
+                                                      : "a path cannot hold '=', '<' or '>'");
+        if (w->op != CAIRN_WHERE_EQ && w->op != CAIRN_WHERE_GE && w->op != CAIRN_WHERE_LE)
+            return cairn__mem_fail(m, CAIRN_EINVAL, "where filter %zu: unknown operator %d",
+                                   i + 1, (int)w->op);
+        t->path = w->path;
+        t->path_len = strlen(w->path);
+        t->op = w->op == CAIRN_WHERE_GE ? CAIRN__JPATH_GE
+                : w->op == CAIRN_WHERE_LE ? CAIRN__JPATH_LE : CAIRN__JPATH_EQ;
+        t->text = w->value;
+        t->json = cJSON_Parse(w->value);
+        if (t->op != CAIRN__JPATH_EQ && !cJSON_IsNumber(t->json))
+            return cairn__mem_fail(m, CAIRN_EINVAL, "where filter %zu (%s): '%s' is not a number",
+                                   i + 1, w->path, w->value);
+    }
+    return CAIRN_OK;
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -104,7 +178,7 @@ static int push_cand(cand **c, size_t *n, size_t *cap, ment *x, double bm25)
  * best are the answer; else the pool is wider, for importance, recency
  * and access to reorder. */
 static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int only_relevance,
-                     int64_t now, const cairn_recall_opts *o, cand **c, size_t *n, size_t *cap)
+                     int64_t now, const rfilter *f, cand **c, size_t *n, size_t *cap)
 {
     size_t want = only_relevance ? k : k * 4 < 64 ? 64 : k * 4;
     for (;;) {
@@ -130,7 +204,7 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int on
             ment *x = cairn__mem_find_seq(m, docs[i]);
             if (x == NULL) /* the index names a memory the rows do not hold */
                 rc = CAIRN_ECORRUPT;
-            else if (passes(x, o, now)) {
+            else if (passes(x, f, now)) {
                 rc = push_cand(c, n, cap, x, sc[i]);
                 kept++;
             }
@@ -148,13 +222,13 @@ static int gather_ns(cairn_mem *m, uint32_t nsi, const char *q, size_t k, int on
  * the filters, asking for more until k pass or none are left. One that
  * BM25 found already (c[first..*n)) gets its similarity added. */
 static int gather_vec(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k, int64_t now,
-                      const cairn_recall_opts *o, size_t first, cand **c, size_t *n, size_t *cap)
+                      const rfilter *f, size_t first, cand **c, size_t *n, size_t *cap)
 {
     size_t want = k * 4 < 64 ? 64 : k * 4, lex_end = *n;
     for (;;) {
         vec_hit *hs = malloc(want * sizeof *hs);
         size_t got = 0, kept = 0;
-        int rc = hs ? cairn__mem_vec_search(m, nsi, vq, want, o->approximate, hs, &got) : CAIRN_ENOMEM;
+        int rc = hs ? cairn__mem_vec_search(m, nsi, vq, want, f->o->approximate, hs, &got) : CAIRN_ENOMEM;
         for (size_t i = 0; rc == CAIRN_OK && i < got; i++) {
             ment *x = cairn__mem_find_seq(m, hs[i].doc);
             size_t j;
@@ -162,7 +236,7 @@ static int gather_vec(cairn_mem *m, uint32_t nsi, const vec_query *vq, size_t k,
                 rc = CAIRN_ECORRUPT;
                 break;
             }
-            if (hs[i].score < m->emb.min_similarity || !passes(x, o, now))
+            if (hs[i].score < m->emb.min_similarity || !passes(x, f, now))
                 continue; /* no match, or filtered out */
             kept++;
             for (j = first; j < lex_end && (*c)[j].x != x; j++)
@@ -317,6 +391,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     int64_t now = cairn__mem_wall_ms();
     vec_query vq;
     float *qbuf = NULL;
+    rfilter flt;
     int rc = CAIRN_OK, use_vec;
 
     *hits = NULL;
@@ -325,6 +400,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
         o = &def;
     if ((rc = cairn__opts_version(m, "cairn_recall_opts", o->version, CAIRN_RECALL_OPTS_VERSION)) != CAIRN_OK)
         return rc;
+    memset(&flt, 0, sizeof flt);
     if (query == NULL)
         query = "";
     if (hooks.before_recall != NULL && (rewritten = hooks.before_recall(hooks.user, query)) != NULL)
@@ -334,7 +410,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     n_ns = o->ns ? o->n_ns : 1;
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;
-    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK || (rc = filter_init(m, o, &flt)) != CAIRN_OK)
         goto out;
     if (o->min_importance < 0 || o->min_importance > 1 || k > 100000) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, o->min_importance < 0 || o->min_importance > 1
@@ -365,18 +441,18 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
             continue;
         if (o->mode != CAIRN_RECALL_SEMANTIC && nterms > 0) {
             rc = gather_ns(m, (uint32_t)nsi, query, k,
-                           !use_vec && m->w_imp == 0 && m->w_rec == 0 && m->w_acc == 0, now, o,
+                           !use_vec && m->w_imp == 0 && m->w_rec == 0 && m->w_acc == 0, now, &flt,
                            &c, &n, &cap);
         } else if (o->mode != CAIRN_RECALL_SEMANTIC) {
             rc = cairn__mem_read_all(m);
             for (size_t j = 0; j < cairn__mem_total(m) && rc == CAIRN_OK; j++) {
                 ment *x = cairn__mem_at(m, j);
-                if (x->nsi == (uint32_t)nsi && passes(x, o, now))
+                if (x->nsi == (uint32_t)nsi && passes(x, &flt, now))
                     rc = push_cand(&c, &n, &cap, x, 0.0);
             }
         }
         if (rc == CAIRN_OK && use_vec)
-            rc = gather_vec(m, (uint32_t)nsi, &vq, k, now, o, first, &c, &n, &cap);
+            rc = gather_vec(m, (uint32_t)nsi, &vq, k, now, &flt, first, &c, &n, &cap);
     }
     if (rc != CAIRN_OK) {
         rc = rc == CAIRN_ENOMEM ? cairn__mem_fail(m, rc, "no memory for recall")
@@ -480,6 +556,7 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     *n_hits = kept_n;
     out = NULL;
 out:
+    filter_free(&flt);
     free(c);
     free(qbuf);
     free(keep);
