@@ -1150,7 +1150,7 @@ static void recall_filters_by_metadata(void **state)
 
 /* keep_duplicate stores the same content again; without it the store
  * hands back the memory there is. */
-static void keep_duplicate_stores_a_repeated_text(void **state)
+static void keep_duplicate_and_a_chosen_id(void **state)
 {
     fx *f = *state;
     cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
@@ -1170,6 +1170,22 @@ static void keep_duplicate_stores_a_repeated_text(void **state)
     assert_int_equal(live, 2);
     cairn_mem_free(a);
     cairn_mem_free(b);
+    /* a chosen id: kept; the same again is the one there is; other content
+     * under it is refused; a bad id too */
+    o.id = "s0123456789abcdef";
+    assert_int_equal(cairn_mem_store(f->mem, "entry one", &o, &a, &existed), CAIRN_OK);
+    assert_string_equal(a->id, "s0123456789abcdef");
+    assert_int_equal(existed, 0);
+    assert_int_equal(cairn_mem_store(f->mem, "entry one", &o, &b, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+    assert_int_equal(a->seq, b->seq);
+    cairn_mem_free(a);
+    cairn_mem_free(b);
+    assert_int_equal(cairn_mem_store(f->mem, "entry two", &o, NULL, NULL), CAIRN_EEXIST);
+    o.id = "bad id";
+    assert_int_equal(cairn_mem_store(f->mem, "entry two", &o, NULL, NULL), CAIRN_EINVAL);
+    assert_int_equal(cairn_mem_count(f->mem, &live), CAIRN_OK);
+    assert_int_equal(live, 3);
 }
 
 typedef struct each_seen {
@@ -2169,7 +2185,7 @@ int main(void)
     T(a_waiting_writer_folds_what_the_holder_appends) \
     T(long_contents_do_not_waste_the_shared_chunk) \
     T(recall_filters_by_metadata) \
-    T(keep_duplicate_stores_a_repeated_text)
+    T(keep_duplicate_and_a_chosen_id)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {

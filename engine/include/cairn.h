@@ -715,9 +715,13 @@ typedef struct cairn_mem_store_opts {
     int keep_duplicate;        /* 1: store it even when the namespace holds the same
                                   content (entries of a log, such as the memory
                                   stream, that may repeat a text) */
+    const char *id;            /* the memory's id (1..32 of [A-Za-z0-9_.-]); NULL = a
+                                  new one. A live memory of this id with the same
+                                  namespace and content: nothing is written, *existed
+                                  = 1; with another: CAIRN_EEXIST */
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0 }
+#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0, NULL }
 
 /* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
  * text field here, README "Text"). If the same content is already

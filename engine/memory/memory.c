@@ -1851,12 +1851,14 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     float *vec = NULL;
     uint64_t vec_gen = 0;
     int rc, dup = 0, turn = 0, keep_dup;
+    const char *want_id;
 
     if (o == NULL)
         o = &def;
     if ((rc = cairn__opts_version(m, "cairn_mem_store_opts", o->version, CAIRN_MEM_STORE_OPTS_VERSION)) != CAIRN_OK)
         return rc;
     keep_dup = o->version >= 2 && o->keep_duplicate;
+    want_id = o->version >= 2 ? o->id : NULL;
     if (out != NULL)
         *out = NULL;
     if (existed != NULL)
@@ -1915,6 +1917,10 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "expiry before 1970");
         goto out;
     }
+    if (want_id != NULL && !cairn__memrec_id_ok(want_id)) {
+        rc = cairn__mem_fail(m, CAIRN_EINVAL, "id: 1..%d of A-Z a-z 0-9 _ . -", CAIRN_MEM_ID_MAX);
+        goto out;
+    }
     /* An embedder may take seconds (a model behind --embed-cmd): it runs
      * before the turn, so that other processes' writers do not wait for it.
      * The duplicate check inside the turn decides; a vector made for what
@@ -1943,6 +1949,16 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         goto out;
     nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
+    if (want_id != NULL && (x = cairn__mem_find_id(m, want_id)) != NULL) {
+        if (!((long)x->nsi == nsi && x->content_len == len && memcmp(x->content, d.content, len) == 0)) {
+            rc = cairn__mem_fail(m, CAIRN_EEXIST, "id %s is a live memory of other content", want_id);
+            goto out;
+        }
+        if (existed != NULL)
+            *existed = 1;
+        rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
+        goto out;
+    }
     if (!keep_dup && nsi >= 0 && (x = find_content(m, (uint32_t)nsi, d.content, len,
                                       hash_content((uint32_t)nsi, d.content, len))) != NULL) {
         if (existed != NULL)
@@ -1977,7 +1993,10 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
             }
         }
     }
-    cairn__mem_new_id(m, d.content, id);
+    if (want_id != NULL)
+        snprintf(id, sizeof id, "%s", want_id);
+    else
+        cairn__mem_new_id(m, d.content, id);
     memset(&r, 0, sizeof r);
     r.type = CAIRN_REC_MEMORY;
     r.id = id;
