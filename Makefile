@@ -13,7 +13,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 OPT     ?= -O2 -g
 CFLAGS  ?= $(OPT)
-INCS    := -Iengine/include -Iengine/common -Iengine/log -Iengine/text -Iengine/memory -Iengine/vec \
+INCS    := -Iengine/include -Iengine/common -Iengine/log -Iengine/text -Iengine/memory -Iengine/vec -Iengine/tiers \
            -Iengine/graph -Iengine/reflexion -Iengine/api
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(SANFLAGS) $(INCS) -fPIC -pthread -MMD -MP

@@ -1291,8 +1291,12 @@ typedef enum cairn_mem_event_kind {
                                   memory: for "maxMemories", the memory whose store
                                   pruned its namespace (NULL if no copy of it could be
                                   made) */,
-    CAIRN_EVENT_RESTORED = 4   /* memory: as cairn_mem_restore brought it back (NULL if
+    CAIRN_EVENT_RESTORED = 4,  /* memory: as cairn_mem_restore brought it back (NULL if
                                   no copy of it could be made) */
+    CAIRN_EVENT_REFLECTION_DUE = 5 /* memory: the stream entry whose importance took
+                                  the sum since the last reflection to the
+                                  threshold (cairn_stream_add); kept: that sum,
+                                  pruned: the threshold; reason "reflectionDue" */
 } cairn_mem_event_kind;
 
 typedef struct cairn_mem_event {
@@ -1314,6 +1318,148 @@ int cairn_mem_on(cairn_mem *m, cairn_mem_event_fn fn, void *user);
  * call on m ("" if none); per thread, valid until this thread's next call
  * on m (see "Conventions" at the top). */
 const char *cairn_mem_errmsg(const cairn_mem *m);
+
+/* ---------------------------------------------------------------------------
+ * Cognitive tiers (format-spec/tiers.md, README "Cognitive tiers"): the
+ * memory stream (entries by cycle and role), core memory (named sections
+ * kept in the prompt), reflections, and their statistics, for an agent
+ * team that runs in cycles. They are memories of reserved namespaces
+ * ("stream@SCOPE", "core@SCOPE", "reflection@SCOPE"), so every tier is
+ * searched, exported, compacted and audited as memories are, and every
+ * change is a log record.
+ *
+ * A scope is "global", "org:NAME" or "repo:OWNER/NAME" (NAME, OWNER: 1..100
+ * of [A-Za-z0-9_.-]); NULL is "global". Scopes keep tiers apart: a write
+ * goes to its scope only. A stream search or list in repo:O/N also sees
+ * org:O and global (in that order of precedence for equal scores and
+ * cycles), one in org:O also global, unless only_scope says not to.
+ *
+ * Entries travel as JSON objects with the field names of the seed's
+ * TypeScript types (MemoryEntry, CoreMemory, MemoryStats). Every function
+ * here returns a cairn status; the detail is cairn_mem_errmsg(m). What
+ * they return through out_json is a NUL-terminated JSON text the caller
+ * frees with cairn_free().
+ * ------------------------------------------------------------------------- */
+
+#define CAIRN_SCOPE_MAX 210  /* "repo:" + 100 + "/" + 100, and room */
+
+/* The token estimate of text[0..len) (UTF-8): its characters (code points)
+ * divided by 4, rounded up; 0 for none. The rule of the design review
+ * ("~4 characters per token for English text"), not a tokenizer's count. */
+size_t cairn_tokens_estimate(const char *text, size_t len);
+
+/* Add one entry to the memory stream of scope (memoryLog). entry_json is an
+ * object: "cycle" (integer 0..2^53, required), "role" (1..64 bytes,
+ * required), "content" (required), "action" (default: the content's first
+ * line, up to 200 bytes), "type" ("action" (default), "observation",
+ * "decision"), "importance" (integer 1..10, default 5), "tags" (strings),
+ * "issueRefs" and "prRefs" (positive integers), "tokenEstimate" (default
+ * cairn_tokens_estimate of the content); "id" and "timestamp" (ISO 8601)
+ * keep an imported entry's: an entry whose id is in the stream already is
+ * not added again. *out_json (may be NULL) gets {"entry": the entry,
+ * "existed": bool, "reflection": {"importanceSinceReflection",
+ * "threshold", "due"}}. When this entry takes the importance summed since
+ * the last reflection to CAIRN_REFLECTION_THRESHOLD or past it, listeners
+ * get CAIRN_EVENT_REFLECTION_DUE (once: not again until a reflection is
+ * recorded). Errors: CAIRN_EQUERY (a field missing or out of range; the
+ * message names it), CAIRN_EPERM (read-only), cairn_mem_store's. */
+int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json, char **out_json);
+
+/* Importance summed since the last reflection at which one is due. */
+#define CAIRN_REFLECTION_THRESHOLD 150
+
+#define CAIRN_STREAM_QUERY_VERSION 1
+typedef struct cairn_stream_query {
+    unsigned version;          /* CAIRN_STREAM_QUERY_VERSION */
+    const char *scope;         /* NULL = "global" */
+    int only_scope;            /* 1: this scope alone; 0: also the wider ones */
+    int has_cycles;            /* 1: only cycles cycle_from..cycle_to */
+    int64_t cycle_from, cycle_to;
+    const char *role;          /* NULL = every role */
+    int64_t issue;             /* 0 = any; N > 0: entries whose issueRefs hold N */
+    int min_importance;        /* 1..10; 0 = every entry */
+    size_t limit;              /* 0: list every entry, search 5; at most 100000 */
+} cairn_stream_query;
+
+#define CAIRN_STREAM_QUERY_INIT { CAIRN_STREAM_QUERY_VERSION, NULL, 0, 0, 0, 0, NULL, 0, 0, 0 }
+
+/* The entries of cycles q->cycle_from..q->cycle_to (recallByCycle; the
+ * range is required) that pass q's other filters, by cycle, then time,
+ * then scope precedence; the first q->limit of them (0: all). *out_json
+ * gets an array of entries. Errors: CAIRN_EQUERY (no range, an inverted or
+ * negative one, a filter out of range), CAIRN_ENOTFOUND (no entry of the
+ * scopes has a cycle in the range, whatever the other filters: the
+ * message says which cycles the stream holds), CAIRN_ENOMEM. */
+int cairn_stream_list(cairn_mem *m, const cairn_stream_query *q, char **out_json);
+
+/* The entries that best match query (recallSearch), ranked as
+ * cairn_mem_recall ranks memories (relevance, importance, recency; README
+ * "Recall"), with q's filters; at most q->limit (default 5). Each entry
+ * gets "score". A query without terms ranks every entry that passes.
+ * Errors: CAIRN_EQUERY (an inverted or negative cycle range, a filter out
+ * of range), cairn_mem_recall's. */
+int cairn_stream_search(cairn_mem *m, const char *query, const cairn_stream_query *q,
+                        char **out_json);
+
+/* Core memory, per scope: the updatable sections "sprint" and "roleState"
+ * (one value per role) are replaced whole; the appendable ones "threads",
+ * "recentlyShipped" (the last CAIRN_CORE_SHIPPED_MAX items kept: an
+ * append past them removes the oldest, and says so), "blockers" and
+ * "lessons" take items one at a time, each with an id. A value is JSON
+ * (kept as given) or plain text. A section holds at most
+ * CAIRN_CORE_SECTION_BUDGET tokens (cairn_tokens_estimate of its values),
+ * the core CAIRN_CORE_BUDGET: a change past either is refused with
+ * CAIRN_EINVAL and a message naming the budget and the use. */
+#define CAIRN_CORE_SHIPPED_MAX 10
+#define CAIRN_CORE_SECTION_BUDGET 2000
+#define CAIRN_CORE_BUDGET 8000
+
+/* The core of scope as {"scope", "sections": {"sprint": value|null,
+ * "roleState": {ROLE: value}, "threads": [items], ...}, "tokens": {"total",
+ * "budget", "sections": {NAME: n}}}, an item {"id", "value", "tokens",
+ * "added"}; or with section (not NULL) that section alone as
+ * {"section", "value"|"items", "tokens", "budget"}. Errors: CAIRN_EQUERY
+ * (unknown section, bad scope), CAIRN_ENOMEM. */
+int cairn_core_show(cairn_mem *m, const char *scope, const char *section, char **out_json);
+
+/* Replace an updatable section (role: the role for "roleState", required
+ * there, NULL for "sprint"). *out_json (may be NULL): {"section", "role",
+ * "value", "changed": bool, "tokens"}. Errors: CAIRN_EQUERY (not an
+ * updatable section, role missing or given where none belongs, empty
+ * value), CAIRN_EINVAL (past a budget), CAIRN_EPERM, cairn_mem_store's. */
+int cairn_core_set(cairn_mem *m, const char *scope, const char *section, const char *role,
+                   const char *value, char **out_json);
+
+/* Append an item to an appendable section. *out_json (may be NULL):
+ * {"section", "item": {"id", "value", "tokens", "added"}, "existed": bool
+ * (the same value is in the section already: nothing added), "removed":
+ * [ids the cap of recentlyShipped removed]}. Errors: as cairn_core_set. */
+int cairn_core_append(cairn_mem *m, const char *scope, const char *section, const char *value,
+                      char **out_json);
+
+/* Remove an item of an appendable section by its id (it can be brought
+ * back with cairn_mem_restore). *out_json (may be NULL): {"section",
+ * "removed": id}. Errors: CAIRN_EQUERY (not an appendable section),
+ * CAIRN_ENOTFOUND (no such item in the section), CAIRN_EPERM. */
+int cairn_core_remove(cairn_mem *m, const char *scope, const char *section, const char *item_id,
+                      char **out_json);
+
+/* Record a reflection: reflection_json is an object with "cycle" (required),
+ * "content" (required: what was learned), and optional "role", "outcome",
+ * "whatWorked", "timestamp" (ISO 8601), "id" (an imported one's: not
+ * recorded twice). It resets the importance summed since the last
+ * reflection. *out_json (may be NULL): {"reflection", "existed"}.
+ * Errors: CAIRN_EQUERY, CAIRN_EPERM, cairn_mem_store's. */
+int cairn_reflection_add(cairn_mem *m, const char *scope, const char *reflection_json,
+                         char **out_json);
+
+/* The statistics of scope's tiers (memoryStats): {"scope", "recall":
+ * {"entryCount", "oldestCycle", "newestCycle", "totalTokens"}, "archival":
+ * {"entryCount", "indexedDocs", "lastIndexed"}, "core": {"tokenUsage",
+ * "threadCount", "blockerCount"}, "lastReflection": {"cycle", "timestamp",
+ * "importanceAccumulated", "threshold", "due"}}; cycles and times null
+ * when there is none. Errors: CAIRN_EQUERY (bad scope), CAIRN_ENOMEM. */
+int cairn_tiers_stats(cairn_mem *m, const char *scope, char **out_json);
 
 /* ---------------------------------------------------------------------------
  * Reflexion: episodes, a causal graph and patterns (format-spec/reflexion.md).

@@ -172,11 +172,12 @@ static char *value_text(const cJSON *o, const char *name, int bare_strings)
     return cJSON_PrintUnformatted(v);
 }
 
-int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
-                   int (*fn)(void *user, cairn_memory *mem), void *user)
+int cairn__mem_scan(cairn_mem *m, const char *const *ns, size_t n_ns, uint64_t from_seq,
+                    int (*fn)(void *user, cairn_mem *m, const ment *x), void *user)
 {
     int64_t now = cairn__mem_wall_ms();
     uint8_t *want = NULL; /* by namespace number: listed */
+    size_t first = 0;
     int rc;
 
     pthread_mutex_lock(&m->mu);
@@ -194,21 +195,48 @@ int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
     }
     if (rc == CAIRN_OK)
         cairn__access_refresh(m);
-    for (size_t i = 0; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
+    if (rc == CAIRN_OK && from_seq > 1) { /* the entries are in seq order */
+        size_t hi = cairn__mem_total(m);
+        while (first < hi) {
+            size_t mid = first + (hi - first) / 2;
+            if (cairn__mem_at(m, mid)->seq < from_seq)
+                first = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    for (size_t i = first; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
         const ment *x = cairn__mem_at(m, i);
-        cairn_memory *c;
         if (!x->live || cairn__mem_expired(x, now) || (want != NULL && !want[x->nsi]))
             continue;
-        if ((c = malloc(sizeof *c)) == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
-            free(c);
-            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-            break;
-        }
-        rc = fn(user, c);
+        rc = fn(user, m, x);
     }
     free(want);
     pthread_mutex_unlock(&m->mu);
     return rc;
+}
+
+typedef struct each_ctx {
+    int (*fn)(void *user, cairn_memory *mem);
+    void *user;
+} each_ctx;
+
+static int each_one(void *user, cairn_mem *m, const ment *x)
+{
+    each_ctx *e = user;
+    cairn_memory *c = malloc(sizeof *c);
+    if (c == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
+        free(c);
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    }
+    return e->fn(e->user, c);
+}
+
+int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
+                   int (*fn)(void *user, cairn_memory *mem), void *user)
+{
+    each_ctx e = {fn, user};
+    return cairn__mem_scan(m, ns, n_ns, 0, each_one, &e);
 }
 
 int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)

@@ -1053,6 +1053,20 @@ int cairn__mem_turn_begin(cairn_mem *m)
     return rc;
 }
 
+int cairn__mem_turn_hold(cairn_mem *m)
+{
+    int rc = cairn__turn_begin(m->db);
+    return rc == CAIRN_OK ? CAIRN_OK : cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+}
+
+int cairn__mem_turn_release(cairn_mem *m, int rc)
+{
+    int erc = cairn__turn_end(m->db);
+    if (rc == CAIRN_OK && erc != CAIRN_OK)
+        rc = cairn__mem_fail(m, erc, "%s", cairn_errmsg(m->db));
+    return rc;
+}
+
 int cairn__mem_turn_end(cairn_mem *m, int rc)
 {
     int erc = cairn__turn_end(m->db);
@@ -1360,6 +1374,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         m->w_acc = o->w_access;
     }
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->tier_mu, NULL);
     m->kern = cairn__vkernel_best();
     rc = cairn__tok_new(&m->tok, NULL, m->stemmer);
     if (rc == CAIRN_OK && tables_grow(m) != CAIRN_OK)
@@ -1466,6 +1481,7 @@ void cairn_mem_close(cairn_mem *m)
     cairn__tok_free(m->tok);
     cairn__memscan_free(&m->scan);
     pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->tier_mu);
     cairn__errbuf_drop(m);
     free(m);
 }

@@ -182,6 +182,16 @@ struct cairn_mem {
         void *user;
     } listeners[8];
     size_t nlisteners;
+    /* The cognitive tiers' sum of stream importance since the last
+     * reflection of one scope (tiers.c), taken up to memory seq `upto`;
+     * tier_mu orders it (taken before mu, never inside it). */
+    pthread_mutex_t tier_mu;
+    struct tier_sum {
+        char scope[CAIRN_SCOPE_MAX + 1];
+        uint64_t upto, limit, refl_seq;
+        int64_t acc, refl_cycle, refl_time;
+        int has_refl, valid, told;
+    } tier_sum;
     /* its error detail: per thread, cairn__errbuf(m) */
 };
 
@@ -190,6 +200,13 @@ int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...) __attribute__(
 /* Fold what other processes (and other handles) appended since this
  * handle last looked: before every read (mu held). */
 int cairn__mem_catch_up(cairn_mem *m);
+
+/* Hold the writer's turn across several calls of the API (a read, a check,
+ * then writes: the tiers' budgets and replacements), without m->mu held;
+ * the calls inside take it again (turns nest). Release with the call's
+ * status; returns it, or the release's error. */
+int cairn__mem_turn_hold(cairn_mem *m);
+int cairn__mem_turn_release(cairn_mem *m, int rc);
 /* A commit that reads the state and writes records (mu held): begin takes
  * the store's writer lock, releasing mu while it waits, then catches up,
  * so that nothing of another process comes between the checks and the
@@ -241,6 +258,14 @@ ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq);
 long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create);
 
 int cairn__mem_expired(const ment *x, int64_t now);
+
+/* Every live, unexpired memory of the namespaces ns[0..n_ns) (NULL: all)
+ * stored at from_seq or later, oldest first, to fn with the handle's lock
+ * held (fn reads x and may call cairn__mem_fail, nothing else of m); a
+ * nonzero return stops the walk and is returned. Catches up with the log
+ * first. */
+int cairn__mem_scan(cairn_mem *m, const char *const *ns, size_t n_ns, uint64_t from_seq,
+                    int (*fn)(void *user, cairn_mem *m, const ment *x), void *user);
 
 /* Fill *c with copies of x's fields (cairn_memory owns them). */
 int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c);
