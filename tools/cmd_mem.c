@@ -22,6 +22,7 @@
 #include "cli_embed.h"
 #include "cli_proc.h"
 #include "cli_reflex.h"
+#include "cli_mem.h"
 #include "commands.h"
 #include "render.h"
 #include "utf8.h"
@@ -192,18 +193,17 @@ const char cmd_recall_help[] =
     "error.\n";
 
 /* The embedder of the command that embeds (add, recall, context, import):
- * one per process, freed by close_mem. */
+ * one per process, freed by cli_mem_close. */
 static cli_embedder g_emb;
 
-static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code);
 static int open_mem(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem);
 
 /* Open the store and the memory engine, with the tool's embedder. */
-static int open_mem_embed(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem)
+int cli_mem_open(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem)
 {
     int rc = open_mem(ctx, write, db, mem);
     if (rc == CLI_EXIT_OK && (rc = cli_embedder_attach(ctx, *mem, &g_emb, 0)) != CLI_EXIT_OK) {
-        close_mem(ctx, *db, *mem, rc);
+        cli_mem_close(ctx, *db, *mem, rc);
         *db = NULL;
         *mem = NULL;
     }
@@ -252,7 +252,7 @@ static int open_mem(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem)
     return CLI_EXIT_OK;
 }
 
-static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code)
+int cli_mem_close(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code)
 {
     int rc;
     cairn_mem_close(mem);
@@ -263,7 +263,7 @@ static int close_mem(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int exit_code)
     return exit_code;
 }
 
-static int mem_fail(cli_ctx *ctx, cairn_mem *mem, int rc)
+int cli_mem_fail(cli_ctx *ctx, cairn_mem *mem, int rc)
 {
     const char *m = cairn_mem_errmsg(mem);
     return cli_fail(ctx->cmd, rc, "%s", m[0] ? m : cairn_strerror(rc));
@@ -431,7 +431,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
         return rc;
     so.metadata = meta_json;
     so.prune = &pr;
-    if ((rc = open_mem_embed(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = cli_mem_open(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
         free(meta_json);
         return rc;
     }
@@ -440,7 +440,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     if (pr.pruned > 0)
         report_prune(ctx, so.ns ? so.ns : "", &pr);
     if (r != CAIRN_OK) {
-        rc = mem_fail(ctx, mem, r);
+        rc = cli_mem_fail(ctx, mem, r);
     } else {
         if (existed)
             fprintf(stderr, "cairn: add: already stored as %s; nothing written\n", m->id);
@@ -456,7 +456,7 @@ int cmd_add(cli_ctx *ctx, int argc, char **argv)
     }
     cairn_mem_free(m);
     free(meta_json);
-    return close_mem(ctx, db, mem, rc);
+    return cli_mem_close(ctx, db, mem, rc);
 }
 
 int cmd_update(cli_ctx *ctx, int argc, char **argv)
@@ -513,27 +513,27 @@ int cmd_update(cli_ctx *ctx, int argc, char **argv)
     if (tags != NULL && meta == NULL) {
         r = cairn_mem_get(mem, id, &m);
         if (r != CAIRN_OK)
-            return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+            return cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
         meta = m->metadata;
     }
     rc = meta != NULL || tags != NULL ? build_meta(ctx, meta, tags, &meta_json) : -1;
     cairn_mem_free(m);
     m = NULL;
     if (rc >= 0)
-        return close_mem(ctx, db, mem, rc);
+        return cli_mem_close(ctx, db, mem, rc);
     u.metadata = meta_json;
     r = cairn_mem_update(mem, id, &u);
     free(meta_json);
     if (r == CAIRN_OK && json)
         r = cairn_mem_get(mem, id, &m);
     if (r != CAIRN_OK)
-        return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        return cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
     if (json)
         print_json(cairn__json_memory(m));
     else
         printf("%s\n", id);
     cairn_mem_free(m);
-    return close_mem(ctx, db, mem, CLI_EXIT_OK);
+    return cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 }
 
 /* The memory a call (status r) gave, as text or JSON, or its error; then
@@ -543,13 +543,13 @@ static int show_and_close(cli_ctx *ctx, cairn_db *db, cairn_mem *mem, int r, cai
 {
     int rc = CLI_EXIT_OK;
     if (r != CAIRN_OK)
-        rc = mem_fail(ctx, mem, r);
+        rc = cli_mem_fail(ctx, mem, r);
     else if (json)
         print_json(cairn__json_memory(m));
     else
         print_text(m);
     cairn_mem_free(m);
-    return close_mem(ctx, db, mem, rc);
+    return cli_mem_close(ctx, db, mem, rc);
 }
 
 int cmd_get(cli_ctx *ctx, int argc, char **argv)
@@ -617,13 +617,13 @@ int cmd_remove(cli_ctx *ctx, int argc, char **argv)
     if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_delete(mem, id, reason);
-    rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    rc = r == CAIRN_OK ? CLI_EXIT_OK : cli_mem_fail(ctx, mem, r);
     if (rc == CLI_EXIT_OK && json) {
         printf("{\"removed\":");
         cli_json_put_string(stdout, id, strlen(id));
         printf("}\n");
     }
-    return close_mem(ctx, db, mem, rc);
+    return cli_mem_close(ctx, db, mem, rc);
 }
 
 int cmd_restore(cli_ctx *ctx, int argc, char **argv)
@@ -770,7 +770,7 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
     if (rc < 0 && (rc = open_mem(ctx, 0, &db, &mem)) == CLI_EXIT_OK) {
         r = cairn_mem_each(mem, nss ? ns_list : NULL, n_ns, list_one, &l);
         if (r != CAIRN_OK) {
-            rc = mem_fail(ctx, mem, r);
+            rc = cli_mem_fail(ctx, mem, r);
         } else {
             cJSON *arr = json ? cJSON_CreateArray() : NULL;
             size_t first = l.limit != 0 && l.seen > l.limit ? l.seen % l.limit : 0;
@@ -802,7 +802,7 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
     free(cats);
     free(ns_list);
     free(nss);
-    return mem != NULL ? close_mem(ctx, db, mem, rc) : rc;
+    return mem != NULL ? cli_mem_close(ctx, db, mem, rc) : rc;
 }
 
 int cmd_recall(cli_ctx *ctx, int argc, char **argv)
@@ -891,11 +891,11 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         ro.n_tags = split_list(tagbuf, &tag_list);
         ro.tags = tag_list;
     }
-    if ((rc = open_mem_embed(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = cli_mem_open(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_recall(mem, query, &ro, &h, &n);
     if (r != CAIRN_OK) {
-        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        rc = cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
         goto done;
     }
     if (json) {
@@ -926,7 +926,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
         }
     }
     cairn_recall_free(h, n);
-    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+    rc = cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 done:
     free(cats);
     free(nss);
@@ -1014,17 +1014,17 @@ int cmd_context(cli_ctx *ctx, int argc, char **argv)
         co.recall.n_ns = split_list(nss, &ns_list);
         co.recall.ns = ns_list;
     }
-    if ((rc = open_mem_embed(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
+    if ((rc = cli_mem_open(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
         goto done;
     r = cairn_mem_context(mem, query, &co, &out, NULL);
     if (r != CAIRN_OK) {
-        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        rc = cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
         goto done;
     }
     if (out[0])
         printf("%s\n", out);
     free(out);
-    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+    rc = cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 done:
     free(cats);
     free(nss);
@@ -1107,7 +1107,7 @@ int cmd_forget(cli_ctx *ctx, int argc, char **argv)
         goto done;
     r = cairn_mem_forget(mem, &fo, &pruned, &kept);
     if (r != CAIRN_OK) {
-        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        rc = cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
         goto done;
     }
     if (json)
@@ -1116,7 +1116,7 @@ int cmd_forget(cli_ctx *ctx, int argc, char **argv)
     else
         printf("pruned: %llu\nkept: %llu\n", (unsigned long long)pruned,
                (unsigned long long)kept);
-    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+    rc = cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 done:
     free(nss);
     free(ns_list);
@@ -1195,13 +1195,13 @@ int cmd_merge(cli_ctx *ctx, int argc, char **argv)
         goto done;
     r = cairn_mem_merge(mem, &mo, &pairs, &np, &merged, &kept);
     if (r == CAIRN_EUNAVAIL) { /* no vectors: say how memories get them */
-        rc = close_mem(ctx, db, mem,
+        rc = cli_mem_close(ctx, db, mem,
                        cli_fail(ctx->cmd, r, "%s; memories get vectors when they are stored "
                                 "with --embed-builtin or --embed-cmd", cairn_mem_errmsg(mem)));
         goto done;
     }
     if (r != CAIRN_OK) {
-        rc = close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        rc = cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
         goto done;
     }
     if (json) {
@@ -1230,7 +1230,7 @@ int cmd_merge(cli_ctx *ctx, int argc, char **argv)
         printf("merged: %llu\nkept: %llu\n", (unsigned long long)merged, (unsigned long long)kept);
     }
     free(pairs);
-    rc = close_mem(ctx, db, mem, CLI_EXIT_OK);
+    rc = cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 done:
     free(nss);
     free(ns_list);
@@ -1278,7 +1278,7 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
     if ((rc = open_mem(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
         return rc;
     r = cairn_mem_clear(mem, ns);
-    rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+    rc = r == CAIRN_OK ? CLI_EXIT_OK : cli_mem_fail(ctx, mem, r);
     if (rc == CLI_EXIT_OK && json) {
         printf("{\"cleared\":");
         if (ns != NULL)
@@ -1287,7 +1287,7 @@ int cmd_clear(cli_ctx *ctx, int argc, char **argv)
             printf("null");
         printf("}\n");
     }
-    return close_mem(ctx, db, mem, rc);
+    return cli_mem_close(ctx, db, mem, rc);
 }
 
 const char cmd_checkpoint_help[] =
@@ -1351,10 +1351,10 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
     if (r == CAIRN_OK)
         r = cairn_mem_stats_get(mem, &ms);
     if (r != CAIRN_OK)
-        return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        return cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
     if ((rc = checkpoint_graph(ctx, db, &gs)) != CLI_EXIT_OK) {
         cairn_mem_stats_free(&ms);
-        return close_mem(ctx, db, mem, rc);
+        return cli_mem_close(ctx, db, mem, rc);
     }
     if (json) {
         printf("{\"memories\":%llu,\"covered_seq\":%llu,\"bytes\":%llu,\"files\":%llu,"
@@ -1382,7 +1382,7 @@ int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv)
             printf("graph file: none (no graph records)\n");
     }
     cairn_mem_stats_free(&ms);
-    return close_mem(ctx, db, mem, CLI_EXIT_OK);
+    return cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 }
 
 const char cmd_export_help[] =
@@ -1524,7 +1524,7 @@ int cmd_export(cli_ctx *ctx, int argc, char **argv)
     if (r == CAIRN_OK)
         r = cairn_mem_export(mem, f, &out, &len);
     if (r != CAIRN_OK) {
-        rc = mem ? mem_fail(ctx, mem, r) : cli_fail_db(ctx->cmd, db, r, "opening memories");
+        rc = mem ? cli_mem_fail(ctx, mem, r) : cli_fail_db(ctx->cmd, db, r, "opening memories");
     } else {
         fwrite(out, 1, len, stdout);
         if (len > 0 && out[len - 1] != '\n')
@@ -1958,7 +1958,7 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
     }
     if (from == NULL && slurp(path, &data, &len) != 0)
         return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, strerror(errno));
-    if ((rc = open_mem_embed(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = cli_mem_open(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
         free(data);
         return rc;
     }
@@ -1970,14 +1970,14 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         cli_busy_end(busy);
         free(data); /* before the close, which may write the memory index */
         data = NULL;
-        rc = r == CAIRN_OK ? CLI_EXIT_OK : mem_fail(ctx, mem, r);
+        rc = r == CAIRN_OK ? CLI_EXIT_OK : cli_mem_fail(ctx, mem, r);
         if (rc == CLI_EXIT_OK)
             printf(json ? "{\"imported\":%llu,\"skipped\":%llu}\n"
                         : "imported: %llu\nskipped: %llu\n",
                    (unsigned long long)imported, (unsigned long long)skipped);
     }
     free(data);
-    return close_mem(ctx, db, mem, rc);
+    return cli_mem_close(ctx, db, mem, rc);
 }
 
 const char cmd_remember_help[] =
@@ -2093,7 +2093,7 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (slurp(file, &msgs, &len) != 0)
         return cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", file, strerror(errno));
-    if ((rc = open_mem_embed(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
+    if ((rc = cli_mem_open(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
         free(msgs);
         return rc;
     }
@@ -2103,7 +2103,7 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
     r = cairn_mem_remember(mem, lc.cmd ? &llm : NULL, msgs, len, &ro, &items, &n);
     free(msgs);
     if (r != CAIRN_OK)
-        return close_mem(ctx, db, mem, mem_fail(ctx, mem, r));
+        return cli_mem_close(ctx, db, mem, cli_mem_fail(ctx, mem, r));
     for (size_t i = 0; i < n; i++)
         stored += items[i].stored != 0;
     if (json) {
@@ -2139,5 +2139,5 @@ int cmd_remember(cli_ctx *ctx, int argc, char **argv)
             printf("pruned: %llu (maxMemories)\n", (unsigned long long)pruned);
     }
     cairn_remember_free(items, n);
-    return close_mem(ctx, db, mem, CLI_EXIT_OK);
+    return cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
 }
