@@ -76,6 +76,11 @@ static const command commands[] = {
     {"causal", "the causal graph: node, edge, path, update, status", cmd_causal_help,
      cmd_causal, 1},
     {"pattern", "patterns and anti-patterns: add, list, anti", cmd_pattern_help, cmd_pattern, 1},
+    {"stream", "the memory stream of cycles and roles: add, list, search", cmd_stream_help,
+     cmd_stream, 1},
+    {"core", "core memory sections: show, set, append, remove", cmd_core_help, cmd_core, 1},
+    {"tiers", "the cognitive tiers: stats, reflect", cmd_tiers_help, cmd_tiers, 1},
+    {"tokens", "the token estimate of a text", cmd_tokens_help, cmd_tokens, 0},
     {"mcp", "serve the store to MCP clients over stdio", cmd_mcp_help, cmd_mcp, 0},
     {"help", "print the help of a command", help_help, cmd_help, 0},
 };

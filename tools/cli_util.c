@@ -55,9 +55,37 @@ int cli_json_errors(void)
     return json_errors;
 }
 
+/* The kind of an error as the cognitive memory design's MemoryError names
+ * it, and whether the caller may recover (the same call may succeed after
+ * it changes its input or waits): from the status name. */
+static const char *error_kind(const char *code, int *recoverable)
+{
+    static const struct {
+        const char *code, *kind;
+        int recoverable;
+    } kinds[] = {
+        {"usage", "INVALID_QUERY", 1},         {"CAIRN_EINVAL", "INVALID_QUERY", 1},
+        {"CAIRN_EQUERY", "INVALID_QUERY", 1},  {"CAIRN_ETOOBIG", "INVALID_QUERY", 1},
+        {"CAIRN_ENOTFOUND", "INVALID_QUERY", 1}, {"CAIRN_EEXIST", "INVALID_QUERY", 1},
+        {"CAIRN_EPERM", "PERMISSION_DENIED", 0}, {"CAIRN_ELOCKED", "DB_UNAVAILABLE", 1},
+        {"CAIRN_EIO", "DB_UNAVAILABLE", 1},    {"CAIRN_EFULL", "DB_UNAVAILABLE", 1},
+        {"CAIRN_ENOMEM", "DB_UNAVAILABLE", 1}, {"CAIRN_EUNAVAIL", "DB_UNAVAILABLE", 1},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].code, code) == 0) {
+            *recoverable = kinds[i].recoverable;
+            return kinds[i].kind;
+        }
+    *recoverable = 0; /* corrupt, checksum, version, a dead handle */
+    return "DB_UNAVAILABLE";
+}
+
+/* Set by cli_fail_kind for the one report it makes. */
+static const char *kind_override;
+
 /* One error on stderr: "cairn: CMD: message (CODE)" (usage errors without
  * the code), or with JSON asked for, one line
- * {"error":{"command","code","message","exit"}}. */
+ * {"error":{"command","code","kind","recoverable","message","exit"}}. */
 static int report(const char *cmd, const char *code, int exit_code, const char *fmt, va_list ap)
 {
     char msg[2048];
@@ -67,7 +95,11 @@ static int report(const char *cmd, const char *code, int exit_code, const char *
         cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
         char *s;
         cJSON_AddStringToObject(e, "command", cmd);
+        int recoverable;
+        const char *kind = error_kind(code, &recoverable);
         cJSON_AddStringToObject(e, "code", code);
+        cJSON_AddStringToObject(e, "kind", kind_override ? kind_override : kind);
+        cJSON_AddBoolToObject(e, "recoverable", recoverable);
         cJSON_AddStringToObject(e, "message", msg);
         cJSON_AddNumberToObject(e, "exit", exit_code);
         if ((s = cJSON_PrintUnformatted(o)) != NULL)
@@ -99,6 +131,19 @@ int cli_fail(const char *cmd, int code, const char *fmt, ...)
     int rc;
     va_start(ap, fmt);
     rc = report(cmd, cli_code_name(code, name, sizeof name), CLI_EXIT_FAIL, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int cli_fail_kind(const char *cmd, int code, const char *kind, const char *fmt, ...)
+{
+    char name[32];
+    va_list ap;
+    int rc;
+    va_start(ap, fmt);
+    kind_override = kind;
+    rc = report(cmd, cli_code_name(code, name, sizeof name), CLI_EXIT_FAIL, fmt, ap);
+    kind_override = NULL;
     va_end(ap);
     return rc;
 }

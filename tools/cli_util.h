@@ -54,6 +54,10 @@ int cli_json_errors(void);
 
 int cli_fail(const char *cmd, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* As cli_fail, with the JSON error's "kind" given (CYCLE_NOT_FOUND) instead
+ * of the one the code implies. */
+int cli_fail_kind(const char *cmd, int code, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* "cairn: <cmd>: [<prefix>: ]<cairn_errmsg(db)> (CAIRN_EXXX)"; prefix may be
  * NULL. Falls back to cairn_strerror's sentence when the handle has no
  * message. Returns CLI_EXIT_FAIL. */

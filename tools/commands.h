@@ -93,6 +93,16 @@ int cmd_causal(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_pattern_help[];
 int cmd_pattern(cli_ctx *ctx, int argc, char **argv);
 
+/* cmd_tiers.c: the cognitive tiers (stream, core, tiers are groups). */
+extern const char cmd_stream_help[];
+int cmd_stream(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_core_help[];
+int cmd_core(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_tiers_help[];
+int cmd_tiers(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_tokens_help[];
+int cmd_tokens(cli_ctx *ctx, int argc, char **argv);
+
 /* `cairn import --from episodes DIR`: every *.json file of DIR (in name
  * order) through cairn_episode_put(); sessions that have an episode are
  * skipped unless force; files that are not valid episodes are counted and
