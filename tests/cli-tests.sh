@@ -17,6 +17,7 @@ if [ -z "$CAIRN" ] || [ ! -x "$CAIRN" ]; then
 fi
 case $CAIRN in /*) ;; *) CAIRN=$(pwd)/$CAIRN ;; esac
 
+HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/cairn-cli.XXXXXX") || exit 1
 BG=""
 cleanup() {
@@ -1402,6 +1403,71 @@ run $A compact
 check "under retain all compact drops nothing and says how to change it" sh -c "[ $rc -eq 0 ] && grep -q 'every record is kept' out && grep -q '^dropped: 0 records' out"
 run $A restore "$all_id"
 check "and restore still brings it back" rc_is 0
+
+# ---- recall's metadata filters ---------------------------------------------
+W="--store $T/where"
+run $W init
+for i in 1 2 3; do "$CAIRN" $W add "deploy step $i" --meta "{\"cycle\":$i,\"refs\":[$i,9]}" >/dev/null 2>&1; done
+run $W recall deploy --where 'cycle>=2' --where refs=9 --format json
+check "recall --where keeps the memories whose metadata passes every filter" jq_ok '[.[].content] | sort == ["deploy step 2","deploy step 3"]'
+run $W recall deploy --where 'cycle>x'
+check "recall --where with a lone > is a usage error" sh -c "[ $rc -eq 64 ] && grep -q 'no operator' err"
+run $W recall deploy --where 'cycle>=x'
+check "recall --where >= wants a number" sh -c "[ $rc -eq 1 ] && grep -q 'not a number' err"
+
+# ---- the cognitive tiers --------------------------------------------------------
+TS="--store $T/tiers"
+run $TS init
+run $TS stream add "Fixed the headless mode test" --cycle 281 --role engineering --importance 8 --issue 84 --tags ci
+check "stream add prints the entry's id" sh -c "[ $rc -eq 0 ] && grep -q '^added .* (cycle 281, engineering)' out"
+run $TS stream add "Fixed the headless mode test" --cycle 282 --role qa --format json
+check "stream add keeps a text repeated in another cycle" jq_ok '.existed == false and .entry.cycle == 282 and .entry.importance == 5 and .entry.tokenEstimate == 7'
+run $TS stream add "x" --cycle 1 --role qa --importance 11
+check "stream add refuses importance 11 (usage)" rc_is 64
+run $TS stream list --cycles 281..282 --format json
+check "stream list gives every entry of the range by cycle" jq_ok '[.[].cycle] == [281,282]'
+run $TS stream list --cycles 5..9 --format json
+check "stream list of a range without cycles is CYCLE_NOT_FOUND, and says what there is" sh -c "[ $rc -eq 1 ] && jq -e '.error.kind == \"CYCLE_NOT_FOUND\" and .error.recoverable == true' err >/dev/null && grep -q '281..282' err"
+run $TS stream list --cycles 9..5 --format json
+check "stream list of an inverted range is INVALID_QUERY" sh -c "[ $rc -eq 1 ] && jq -e '.error.kind == \"INVALID_QUERY\" and .error.code == \"CAIRN_EQUERY\"' err >/dev/null"
+run $TS stream list --cycles 9-5
+check "stream list of a malformed range is INVALID_QUERY" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EQUERY err"
+run $TS stream search headless --issue 84 --format json
+check "stream search filters by issue" jq_ok 'length == 1 and .[0].role == "engineering" and (.[0].score > 0)'
+run $TS stream search headless --role qa --min-importance 6 --format json
+check "stream search filters by role and importance" jq_ok 'length == 0'
+run $TS core set sprint '{"goal":"demo"}'
+check "core set sprint" sh -c "[ $rc -eq 0 ] && grep -q '^set sprint' out"
+run $TS core set roleState "merging #145" --role qa
+check "core set roleState of a role" rc_is 0
+run $TS core set roleState "merging"
+check "core set roleState without --role is INVALID_QUERY" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EQUERY err"
+run $TS core append lessons "L1: compress early" --format json
+lesson=$(jq -r '.item.id' out 2>/dev/null)
+check "core append gives the item's id" sh -c "[ $rc -eq 0 ] && [ -n '$lesson' ]"
+run $TS core show --format json
+check "core show holds the sections" jq_ok '.sections.sprint.goal == "demo" and .sections.roleState.qa == "merging #145" and (.sections.lessons | length) == 1 and .tokens.budget == 8000'
+run $TS core remove lessons "$lesson"
+check "core remove takes the item out" sh -c "[ $rc -eq 0 ] && grep -q '^removed' out"
+run $TS restore "$lesson"
+check "a removed core item comes back with restore" rc_is 0
+run $TS tiers reflect "headless tests pay off" --cycle 282 --outcome success
+check "tiers reflect records a reflection" sh -c "[ $rc -eq 0 ] && grep -q '^recorded reflection' out"
+run $TS tiers stats --format json
+check "tiers stats reports the stream, core and last reflection" jq_ok '.recall.entryCount == 2 and .recall.oldestCycle == 281 and .recall.newestCycle == 282 and .lastReflection.cycle == 282 and .lastReflection.importanceAccumulated == 0 and .core.tokenUsage > 0'
+run $TS tokens "hello world!"
+check "tokens prints the estimate" out_is 3
+run $TS import --from ada "$HERE/data/ada" --json
+check "import --from ada takes bank.md, stream.jsonl and rotation.json" jq_ok '.core.changed == 17 and .stream.added == 4 and .reflections.added == 3'
+check "import --from ada names each part no tier takes" sh -c "grep -q 'Project Metrics' err && grep -q 'history\\[3\\]: no reflection in it; skipped' err"
+run $TS import --from ada "$HERE/data/ada" --json
+check "a second import --from ada adds nothing" jq_ok '.core.changed == 0 and .stream.added == 0 and .reflections.added == 0 and .stream.existed == 4'
+run $TS stream list --cycles 281..284 --role qa --format json
+check "the imported stream keeps ids and cycles" jq_ok 'length == 2 and .[1].id == "b43d808b-1537-4ac3-9972-7c7ef666613b" and .[1].cycle == 282'
+run $TS stream search "Coordinator" --scope repo:acme/api --format json
+check "a repo's stream search sees the global stream" jq_ok 'length == 1 and .[0].scope == "global"'
+run $TS stream search "Coordinator" --scope repo:acme/api --only-scope --format json
+check "--only-scope keeps to the repo" jq_ok 'length == 0'
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

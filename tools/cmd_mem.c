@@ -1406,6 +1406,7 @@ const char cmd_import_help[] =
     "                    [--json]\n"
     "       cairn import --from episodes DIR [--force] [--json]\n"
     "       cairn import --from causal-graph FILE|- [--json]\n"
+    "       cairn import --from ada DIR [--scope S] [--json]\n"
     "\n"
     "First form: import what `cairn export` wrote (FILE, or - for stdin; jsonl:\n"
     "one memory object a line, blank lines passed over, as a log pipeline\n"
@@ -1474,6 +1475,18 @@ const char cmd_import_help[] =
     "Output: \"nodes: N\", \"merged: M (...)\" when M > 0, \"edges: N\",\n"
     "\"patterns: N\", \"skipped: N\"; --json: {\"nodes\",\"merged\",\"edges\",\"patterns\",\n"
     "\"skipped\"}. See `cairn causal status`.\n"
+    "\n"
+    "Fifth form: an ADA agent team's cognitive memory, DIR/bank.md,\n"
+    "DIR/stream.jsonl and DIR/rotation.json (a missing one is said), into the\n"
+    "tiers of scope S (default global; README \"Importing an ADA team's\n"
+    "memory\"): bank.md's sprint, role states, threads, blockers and lessons\n"
+    "into core memory, the stream's entries with their ids, cycles and times,\n"
+    "rotation.json's reflections. A second import adds nothing. What no tier\n"
+    "takes (a section such as Critical Path, a value past a budget, an entry\n"
+    "that is not valid) is named on stderr, \"PLACE: why; skipped\". Output:\n"
+    "\"core: N changed, M unchanged\", \"stream: N added, M there already\",\n"
+    "\"reflections: ...\", \"skipped: K\"; --json: the report {core, stream,\n"
+    "reflections, skipped: [{where, why}]}.\n"
     "\n"
     "Exit status: 0 success; 1 invalid input, unreadable file, I/O error, and\n"
     "(episodes, markdown) any file that failed, the others being imported\n"
@@ -1895,9 +1908,9 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
 {
     static const cli_optspec spec[] = {{"format", 1}, {"from", 1}, {"category", 1},
                                        {"namespace", 1}, {"json", 0}, {"force", 0},
-                                       {"recursive", 0}, {NULL, 0}};
+                                       {"recursive", 0}, {"scope", 1}, {NULL, 0}};
     cairn_mem_format f = CAIRN_MEM_JSON;
-    const char *name, *val, *path = NULL, *from = NULL, *cat = NULL, *ns = NULL;
+    const char *name, *val, *path = NULL, *from = NULL, *cat = NULL, *ns = NULL, *scope = NULL;
     int have_format = 0, json = 0, force = 0, recursive = 0;
     cairn_db *db = NULL;
     cairn_mem *mem = NULL;
@@ -1922,9 +1935,9 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
             have_format = 1;
         } else if (strcmp(name, "from") == 0) {
             if (strcmp(val, "markdown") != 0 && strcmp(val, "episodes") != 0 &&
-                strcmp(val, "causal-graph") != 0)
+                strcmp(val, "causal-graph") != 0 && strcmp(val, "ada") != 0)
                 return cli_usage_error(ctx->cmd,
-                                       "--from takes markdown, episodes or causal-graph");
+                                       "--from takes markdown, episodes, causal-graph or ada");
             from = val;
         } else if (strcmp(name, "category") == 0) {
             cat = val;
@@ -1936,6 +1949,8 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
             force = 1;
         } else if (strcmp(name, "recursive") == 0) {
             recursive = 1;
+        } else if (strcmp(name, "scope") == 0) {
+            scope = val;
         }
     }
     if (rc >= 0)
@@ -1949,6 +1964,13 @@ int cmd_import(cli_ctx *ctx, int argc, char **argv)
         return cli_usage_error(ctx->cmd, "--force is for --from episodes");
     if (recursive && (from == NULL || strcmp(from, "markdown") != 0))
         return cli_usage_error(ctx->cmd, "--recursive is for --from markdown");
+    if (scope != NULL && (from == NULL || strcmp(from, "ada") != 0))
+        return cli_usage_error(ctx->cmd, "--scope is for --from ada");
+    if (from != NULL && strcmp(from, "ada") == 0) {
+        if (cat != NULL || ns != NULL)
+            return cli_usage_error(ctx->cmd, "--category and --namespace are for memories");
+        return cli_import_ada(ctx, path, scope, json);
+    }
     if (from != NULL && strcmp(from, "markdown") != 0) {
         /* reflexion: episodes and the causal graph (cmd_episode.c, cmd_causal.c) */
         if (cat != NULL || ns != NULL)

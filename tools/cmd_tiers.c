@@ -823,3 +823,73 @@ int cmd_tokens(cli_ctx *ctx, int argc, char **argv)
     free(buf);
     return CLI_EXIT_OK;
 }
+
+/* ---- import --from ada ------------------------------------------------------------- */
+
+/* DIR/name into *data (NULL when there is none: said on stderr). -1: an
+ * error, printed. */
+static int read_ada_file(cli_ctx *ctx, const char *dir, const char *name, char **data, size_t *len)
+{
+    char path[4096];
+    const char *kind = NULL;
+    int rc;
+    *data = NULL;
+    *len = 0;
+    snprintf(path, sizeof path, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+    rc = cli_read_regular(path, data, len, &kind);
+    if (rc == ENOENT) {
+        fprintf(stderr, "cairn: %s: %s: not there; skipped\n", ctx->cmd, path);
+        return 0;
+    }
+    if (rc != 0) {
+        cli_fail(ctx->cmd, CAIRN_EIO, "%s: %s", path, kind ? kind : strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int cli_import_ada(cli_ctx *ctx, const char *dir, const char *scope, int json)
+{
+    static const char *const names[3] = {"bank.md", "stream.jsonl", "rotation.json"};
+    char *data[3] = {NULL, NULL, NULL}, *out = NULL;
+    size_t len[3] = {0, 0, 0};
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    int rc = CLI_EXIT_OK, x;
+
+    for (int i = 0; i < 3 && rc == CLI_EXIT_OK; i++)
+        if (read_ada_file(ctx, dir, names[i], &data[i], &len[i]) != 0)
+            rc = CLI_EXIT_FAIL;
+    if (rc == CLI_EXIT_OK && data[0] == NULL && data[1] == NULL && data[2] == NULL)
+        rc = cli_fail(ctx->cmd, CAIRN_ENOTFOUND, "%s holds none of bank.md, stream.jsonl, rotation.json", dir);
+    if (rc == CLI_EXIT_OK && (rc = cli_mem_open(ctx, 1, &db, &mem)) == CLI_EXIT_OK) {
+        x = cairn_tiers_import_ada(mem, scope, data[0], len[0], data[1], len[1], data[2], len[2], &out);
+        if (out != NULL) {
+            cJSON *o = cJSON_Parse(out), *s;
+            cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(o, "skipped"))
+                fprintf(stderr, "cairn: %s: %s: %s; skipped\n", ctx->cmd,
+                        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "where")),
+                        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "why")));
+            if (json) {
+                print_compact(out);
+            } else {
+                const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "core"),
+                            *st = cJSON_GetObjectItemCaseSensitive(o, "stream"),
+                            *r = cJSON_GetObjectItemCaseSensitive(o, "reflections");
+#define N(obj, k) ((long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(obj, k)))
+                printf("core: %lld changed, %lld unchanged\n", N(c, "changed"), N(c, "unchanged"));
+                printf("stream: %lld added, %lld there already\n", N(st, "added"), N(st, "existed"));
+                printf("reflections: %lld added, %lld there already\n", N(r, "added"), N(r, "existed"));
+#undef N
+                printf("skipped: %d\n", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "skipped")));
+            }
+            cJSON_Delete(o);
+            cairn_free(out);
+        }
+        rc = x == CAIRN_OK ? CLI_EXIT_OK : tier_fail(ctx, mem, x, 0);
+        rc = cli_mem_close(ctx, db, mem, rc);
+    }
+    for (int i = 0; i < 3; i++)
+        free(data[i]);
+    return rc;
+}

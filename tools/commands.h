@@ -102,6 +102,9 @@ extern const char cmd_tiers_help[];
 int cmd_tiers(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_tokens_help[];
 int cmd_tokens(cli_ctx *ctx, int argc, char **argv);
+/* `cairn import --from ada DIR`: bank.md, stream.jsonl and rotation.json of
+ * DIR into the tiers of scope (NULL: global). json: print the report. */
+int cli_import_ada(cli_ctx *ctx, const char *dir, const char *scope, int json);
 
 /* `cairn import --from episodes DIR`: every *.json file of DIR (in name
  * order) through cairn_episode_put(); sessions that have an episode are

@@ -1453,6 +1453,21 @@ int cairn_core_remove(cairn_mem *m, const char *scope, const char *section, cons
 int cairn_reflection_add(cairn_mem *m, const char *scope, const char *reflection_json,
                          char **out_json);
 
+/* Import an ADA agent team's cognitive memory into scope's tiers (README
+ * "Importing an ADA team's memory" has the mapping): bank.md (core
+ * sections and lessons), stream.jsonl (stream entries, ids, cycles and
+ * times kept) and rotation.json (reflections from its history); any may
+ * be NULL. Everything is keyed, so a second import adds nothing. A value
+ * the tiers refuse (a budget, a bad entry) is skipped and named, as is
+ * every part of the files no tier takes. *report_json gets {"core":
+ * {"changed", "unchanged"}, "stream": {"added", "existed"}, "reflections":
+ * {"added", "existed"}, "skipped": [{"where", "why"}]}, also when the
+ * store fails midway (what was imported stays). Errors: CAIRN_EQUERY
+ * (scope), CAIRN_EPERM, CAIRN_ENOMEM, the store's write errors. */
+int cairn_tiers_import_ada(cairn_mem *m, const char *scope, const char *bank_md, size_t bank_len,
+                           const char *stream_jsonl, size_t stream_len, const char *rotation_json,
+                           size_t rotation_len, char **report_json);
+
 /* The statistics of scope's tiers (memoryStats): {"scope", "recall":
  * {"entryCount", "oldestCycle", "newestCycle", "totalTokens"}, "archival":
  * {"entryCount", "indexedDocs", "lastIndexed"}, "core": {"tokenUsage",
