@@ -71,7 +71,7 @@ deps:
 test: deps
 	$(MAKE) check
 	$(MAKE) check BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
-	$(MAKE) build/tsan/tests/test_concurrency build/tsan/tests/test_memory build/tsan/tests/test_memindex build/tsan/tests/test_memvec build/tsan/tests/test_store build/tsan/tests/test_reflex build/tsan/tests/test_compact build/tsan/tests/test_session BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
+	$(MAKE) build/tsan/tests/test_concurrency build/tsan/tests/test_memory build/tsan/tests/test_memindex build/tsan/tests/test_memvec build/tsan/tests/test_store build/tsan/tests/test_reflex build/tsan/tests/test_compact build/tsan/tests/test_session build/tsan/tests/test_tiers BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
 	./build/tsan/tests/test_concurrency
 	./build/tsan/tests/test_store
 	./build/tsan/tests/test_memory
@@ -80,6 +80,7 @@ test: deps
 	./build/tsan/tests/test_reflex
 	./build/tsan/tests/test_compact
 	./build/tsan/tests/test_session
+	./build/tsan/tests/test_tiers
 	@echo "make test: all suites passed (plain, address+undefined, thread)"
 
 check: all $(TEST_BIN) $(FUZZ_REPLAY)

@@ -1469,5 +1469,25 @@ check "a repo's stream search sees the global stream" jq_ok 'length == 1 and .[0
 run $TS stream search "Coordinator" --scope repo:acme/api --only-scope --format json
 check "--only-scope keeps to the repo" jq_ok 'length == 0'
 
+# ---- archival memory ---------------------------------------------------------------
+AR="--store $T/arch"
+run $AR init
+run $AR archival insert "ADR-001 type authority chain" --type adr --date 2026-01-10 --id adr-1 --format json
+check "archival insert without an embedder stores the entry unembedded" jq_ok '.entry.id == "adr-1" and .entry.indexed == false and .queued == false'
+run $AR --embed-builtin archival insert "retro of sprint 2: compress early" --type retro --date 2026-02-14 --later --format json
+check "archival insert --later stores at once and embeds before it exits" jq_ok '.queued == true'
+run $AR --embed-builtin archival index --format json
+check "archival index embeds what was stored without a vector" jq_ok '.indexed == 1'
+run $AR archival insert "ADR-001 type authority chain" --id adr-1 --format json
+check "archival insert of an id there already adds nothing" jq_ok '.existed == true and .entry.indexed == true'
+run $AR archival search "retro compress" --type retro --since 2026-02-01 --until 2026-02-28 --format json
+check "archival search by type and date" jq_ok 'length == 1 and .[0].type == "retro" and .[0].date == "2026-02-14"'
+run $AR archival search "retro" --since 2026-03-01 --format json
+check "archival search past every date finds none" jq_ok 'length == 0'
+run $AR tiers stats --format json
+check "tiers stats counts archival entries and the embedded ones" jq_ok '.archival.entryCount == 2 and .archival.indexedDocs == 2 and (.archival.lastIndexed | type) == "string"'
+run $AR archival search x --since soon
+check "archival search with a bad date is INVALID_QUERY" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EQUERY err"
+
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -15,6 +15,7 @@
 
 #include "cairn.h"
 #include "testutil.h"
+#include "tiers.h"
 
 typedef struct fx {
     char *dir;
@@ -524,6 +525,106 @@ static void reflection_trigger_and_stats(void **state)
     assert_int_equal(cairn_reflection_add(f->mem, NULL, "{\"content\":\"x\"}", NULL), CAIRN_EQUERY);
 }
 
+static int64_t day_ms(int y, int m, int d)
+{
+    char buf[32];
+    int64_t ms = 0;
+    snprintf(buf, sizeof buf, "%04d-%02d-%02dT00:00:00Z", y, m, d);
+    (void)cairn__tier_parse_time(buf, &ms);
+    return ms;
+}
+
+/* Archival entries: stored at once, embedded on the handle's thread (each
+ * entry found once meanwhile), or embedded before the store; searched by
+ * words, type and date; added once per id; without an embedder found by
+ * their words and indexed later. */
+static void archival_insert_embed_search(void **state)
+{
+    fx *f = *state;
+    cairn_embedder e;
+    cairn_archival_query q = CAIRN_ARCHIVAL_QUERY_INIT;
+    char *out = NULL, meta[256], text[128];
+    uint64_t n = 0;
+    cJSON *j, *x;
+
+    /* no embedder: stored, not queued, not indexed */
+    assert_int_equal(cairn_archival_insert(f->mem, NULL, "ADR-001: type authority chain",
+                                           "{\"type\":\"adr\",\"date\":\"2026-01-10\",\"id\":\"adr-1\"}", 0, &out),
+                     CAIRN_OK);
+    j = parsed(out);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "queued")));
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "entry"), "indexed")));
+    cJSON_Delete(j);
+    assert_int_equal(cairn_archival_index(f->mem, NULL, &n), CAIRN_EUNAVAIL);
+
+    assert_int_equal(cairn_hash_embedder(&e, 64), CAIRN_OK);
+    assert_int_equal(cairn_mem_set_embedder(f->mem, &e), CAIRN_OK);
+    for (int i = 0; i < 20; i++) {
+        snprintf(text, sizeof text, "retro notes of sprint %d: compression pays", i);
+        snprintf(meta, sizeof meta, "{\"type\":\"%s\",\"source\":\"docs/retro-%d.md\",\"date\":\"2026-02-%02d\"}",
+                 i % 2 ? "retro" : "spec", i, 1 + i);
+        assert_int_equal(cairn_archival_insert(f->mem, NULL, text, meta, 0, &out), CAIRN_OK);
+        j = parsed(out);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "queued")));
+        cJSON_Delete(j);
+    }
+    /* while the thread works, every entry is found once */
+    q.limit = 100;
+    assert_int_equal(cairn_archival_search(f->mem, "retro notes compression", &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 20);
+    cJSON_Delete(j);
+    assert_int_equal(cairn_archival_wait(f->mem), CAIRN_OK);
+    assert_int_equal(cairn_tiers_stats(f->mem, NULL, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal((int)num(j, "archival.entryCount"), 21);
+    assert_int_equal((int)num(j, "archival.indexedDocs"), 20);
+    cJSON_Delete(j);
+    /* the one stored before there was an embedder, now */
+    assert_int_equal(cairn_archival_index(f->mem, NULL, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(cairn_archival_insert(f->mem, NULL, "ADR-001: type authority chain",
+                                           "{\"id\":\"adr-1\"}", 0, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "existed")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "entry"), "indexed")));
+    cJSON_Delete(j);
+    /* type and date filters */
+    q.type = "retro";
+    q.since = day_ms(2026, 2, 5);
+    q.until = day_ms(2026, 2, 10);
+    assert_int_equal(cairn_archival_search(f->mem, "notes", &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 3); /* Feb 6, 8, 10: i = 5, 7, 9 */
+    cJSON_ArrayForEach(x, j) {
+        assert_string_equal(str(x, "type"), "retro");
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "indexed")));
+    }
+    cJSON_Delete(j);
+    q.since = day_ms(2026, 3, 1);
+    q.until = day_ms(2026, 2, 1);
+    assert_int_equal(cairn_archival_search(f->mem, "notes", &q, &out), CAIRN_EQUERY);
+    /* waiting: embedded before the store */
+    assert_int_equal(cairn_archival_insert(f->mem, NULL, "postmortem of the outage", NULL,
+                                           CAIRN_ARCHIVAL_WAIT, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "entry"), "indexed")));
+    assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(j, "entry"), "type"), "document");
+    cJSON_Delete(j);
+    assert_int_equal(cairn_archival_insert(f->mem, NULL, "x", "{\"date\":\"soon\"}", 0, NULL), CAIRN_EQUERY);
+    assert_int_equal(cairn_archival_insert(f->mem, NULL, "x", "{\"tags\":[1]}", 0, NULL), CAIRN_EQUERY);
+    /* a close works the queue off */
+    assert_int_equal(cairn_archival_insert(f->mem, NULL, "queued at close", NULL, 0, NULL), CAIRN_OK);
+    close_all(f);
+    open_all(f);
+    assert_int_equal(cairn_tiers_stats(f->mem, NULL, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal((int)num(j, "archival.entryCount"), 23);
+    assert_int_equal((int)num(j, "archival.indexedDocs"), 23);
+    cJSON_Delete(j);
+    cairn_hash_embedder_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +636,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(core_sections_replace_append_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(core_budgets_refuse, setup, teardown),
         cmocka_unit_test_setup_teardown(reflection_trigger_and_stats, setup, teardown),
+        cmocka_unit_test_setup_teardown(archival_insert_embed_search, setup, teardown),
     };
     return cmocka_run_group_tests_name("tiers", tests, NULL, NULL);
 }

@@ -80,6 +80,7 @@ static const command commands[] = {
      cmd_stream, 1},
     {"core", "core memory sections: show, set, append, remove", cmd_core_help, cmd_core, 1},
     {"tiers", "the cognitive tiers: stats, reflect", cmd_tiers_help, cmd_tiers, 1},
+    {"archival", "archival memory: insert, search, index", cmd_archival_help, cmd_archival, 1},
     {"tokens", "the token estimate of a text", cmd_tokens_help, cmd_tokens, 0},
     {"mcp", "serve the store to MCP clients over stdio", cmd_mcp_help, cmd_mcp, 0},
     {"help", "print the help of a command", help_help, cmd_help, 0},

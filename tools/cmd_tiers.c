@@ -752,6 +752,208 @@ int cmd_tiers(cli_ctx *ctx, int argc, char **argv)
     return cli_subcommand(ctx, cmd_tiers_help, subs, argc, argv);
 }
 
+/* ---- archival ------------------------------------------------------------------------ */
+
+const char cmd_archival_help[] =
+    "usage: cairn archival insert TEXT [--type T] [--source S] [--date D] [--tags a,b]\n"
+    "                              [--id ID] [--later] [--scope S] [--format text|json]\n"
+    "       cairn archival search QUERY [--type T] [--since D] [--until D] [--limit N]\n"
+    "                              [--scope S] [--only-scope] [--format text|json]\n"
+    "       cairn archival index [--scope S]\n"
+    "\n"
+    "Archival memory: documents (specs, retros, decisions) kept for later search,\n"
+    "by words and, with an embedder (--embed-builtin, --embed-cmd, or the one the\n"
+    "store's vectors name), by meaning.\n"
+    "  insert  store TEXT. It is embedded before it is stored; with --later it is\n"
+    "          stored and printed at once and embedded before the command exits\n"
+    "          (a library handle embeds on a thread of its own while the caller\n"
+    "          goes on). An entry of an --id there already is not added again.\n"
+    "  search  the entries that best match QUERY (archivalSearch), ranked as\n"
+    "          `cairn recall` ranks memories; --type, and --since/--until on the\n"
+    "          entry's date (YYYY-MM-DD or ISO 8601); --limit N (default 5).\n"
+    "          Read-only.\n"
+    "  index   embed every entry stored without a vector (one stored with no\n"
+    "          embedder at hand, or whose embedding did not finish).\n"
+    "\n"
+    "Options:\n"
+    "  --type T      what it is (default: document)\n"
+    "  --source S    where it comes from (a path, a URL)\n"
+    "  --date D      its date: YYYY-MM-DD or an ISO 8601 UTC time\n"
+    "  --tags a,b    tags\n"
+    SCOPE_HELP
+    "  --only-scope  search the scope alone, not the wider ones\n"
+    "  --format F    text (default) or json (the entry, or an array with \"score\")\n"
+    "\n"
+    "Exit status: 0 success; 1 an invalid value (INVALID_QUERY), no embedder for\n"
+    "index, I/O error; 64 usage error.\n";
+
+static int archival_insert(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"type", 1}, {"source", 1}, {"date", 1}, {"tags", 1},
+                                       {"id", 1},   {"later", 0},  {"scope", 1}, {"format", 1},
+                                       {NULL, 0}};
+    const char *name, *val, *scope = NULL, *text = NULL;
+    cJSON *meta = cJSON_CreateObject();
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    char *in = NULL, *out = NULL;
+    unsigned flags = CAIRN_ARCHIVAL_WAIT;
+    cli_args a;
+    int rc = -1, x, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (x = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (tier_arg(ctx, x, name, val, cmd_archival_help, &scope, &json, &rc))
+            continue;
+        if (x == CLI_ARG_POS) {
+            if (text != NULL)
+                rc = cli_usage_error(ctx->cmd, "one TEXT only (quote it)");
+            text = val;
+        } else if (strcmp(name, "later") == 0) {
+            flags = 0;
+        } else if (strcmp(name, "tags") == 0) {
+            cJSON *t = cJSON_CreateArray();
+            char *copy = strdup(val), *save = NULL, *tok;
+            for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save))
+                if (*tok)
+                    cJSON_AddItemToArray(t, cJSON_CreateString(tok));
+            free(copy);
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "tags");
+            cJSON_AddItemToObject(meta, "tags", t);
+        } else {
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, name);
+            cJSON_AddStringToObject(meta, name, val);
+        }
+    }
+    if (rc < 0 && text == NULL)
+        rc = cli_usage_error(ctx->cmd, "missing TEXT");
+    if (rc < 0)
+        in = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
+    if (rc >= 0 || (rc = cli_mem_open(ctx, 1, &db, &mem)) != CLI_EXIT_OK) {
+        free(in);
+        return rc;
+    }
+    x = in ? cairn_archival_insert(mem, scope, text, in, flags, &out) : CAIRN_ENOMEM;
+    free(in);
+    if (x != CAIRN_OK)
+        return cli_mem_close(ctx, db, mem, tier_fail(ctx, mem, x, 0));
+    if (json) {
+        print_compact(out);
+    } else {
+        cJSON *o = cJSON_Parse(out), *e = cJSON_GetObjectItemCaseSensitive(o, "entry");
+        printf("%s %s (%s)\n",
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "existed")) ? "exists:" : "inserted",
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "id")),
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "indexed")) ? "embedded"
+               : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "queued")) ? "embedding before exit"
+                                                                               : "no embedder: found by its words");
+        cJSON_Delete(o);
+    }
+    fflush(stdout);
+    cairn_free(out);
+    x = cairn_archival_wait(mem);
+    return cli_mem_close(ctx, db, mem, x == CAIRN_OK ? CLI_EXIT_OK : tier_fail(ctx, mem, x, 0));
+}
+
+static int archival_search(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"type", 1},  {"since", 1}, {"until", 1}, {"limit", 1},
+                                       {"scope", 1}, {"only-scope", 0}, {"format", 1}, {NULL, 0}};
+    cairn_archival_query q = CAIRN_ARCHIVAL_QUERY_INIT;
+    const char *name, *val, *query = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    char *out = NULL;
+    uint64_t u;
+    cli_args a;
+    int rc = -1, x, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (x = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (tier_arg(ctx, x, name, val, cmd_archival_help, &q.scope, &json, &rc))
+            continue;
+        if (x == CLI_ARG_POS) {
+            if (query != NULL)
+                rc = cli_usage_error(ctx->cmd, "one QUERY only (quote it)");
+            query = val;
+        } else if (strcmp(name, "type") == 0) {
+            rc = cli_opt_nonempty(ctx->cmd, name, q.type = val);
+        } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
+            char buf[40];
+            int64_t ms = 0;
+            snprintf(buf, sizeof buf, strlen(val) == 10 ? "%sT00:00:00Z" : "%s", val);
+            if (cli_parse_time(buf, cli_now_ms(), &ms) != 0)
+                rc = cli_fail(ctx->cmd, CAIRN_EQUERY, "--%s: YYYY-MM-DD or ISO 8601, not '%s'", name, val);
+            else if (name[0] == 's')
+                q.since = ms;
+            else
+                q.until = ms;
+        } else if (strcmp(name, "limit") == 0) {
+            if ((rc = cli_opt_uint(ctx->cmd, name, val, 1, 1000, &u)) < 0)
+                q.limit = (size_t)u;
+        } else if (strcmp(name, "only-scope") == 0) {
+            q.only_scope = 1;
+        }
+    }
+    if (rc < 0 && query == NULL)
+        rc = cli_usage_error(ctx->cmd, "missing QUERY");
+    if (rc >= 0 || (rc = cli_mem_open(ctx, 0, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    if ((x = cairn_archival_search(mem, query, &q, &out)) != CAIRN_OK)
+        return cli_mem_close(ctx, db, mem, tier_fail(ctx, mem, x, 0));
+    if (json) {
+        print_compact(out);
+    } else {
+        cJSON *arr = cJSON_Parse(out), *e;
+        cJSON_ArrayForEach(e, arr) {
+            const char *c = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "content"));
+            const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "date"));
+            int w = c ? (int)strcspn(c, "\r\n") : 0;
+            printf("%.4f  [%s] %s%s%.*s%s  (%s)\n",
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "score")),
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "type")), d ? d : "",
+                   d ? "  " : "", w > 100 ? 100 : w, c ? c : "", w > 100 ? " ..." : "",
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "id")));
+        }
+        cJSON_Delete(arr);
+    }
+    cairn_free(out);
+    return cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
+}
+
+static int archival_index(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_optspec spec[] = {{"scope", 1}, {"format", 1}, {NULL, 0}};
+    const char *name, *val, *scope = NULL;
+    cairn_db *db = NULL;
+    cairn_mem *mem = NULL;
+    uint64_t n = 0;
+    cli_args a;
+    int rc = -1, x, json = 0;
+
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while (rc < 0 && (x = cli_args_next(&a, &name, &val)) != CLI_ARG_END)
+        if (!tier_arg(ctx, x, name, val, cmd_archival_help, &scope, &json, &rc))
+            rc = cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+    if (rc >= 0 || (rc = cli_mem_open(ctx, 1, &db, &mem)) != CLI_EXIT_OK)
+        return rc;
+    if ((x = cairn_archival_index(mem, scope, &n)) != CAIRN_OK)
+        return cli_mem_close(ctx, db, mem, tier_fail(ctx, mem, x, 0));
+    printf(json ? "{\"indexed\":%llu}\n" : "indexed: %llu\n", (unsigned long long)n);
+    return cli_mem_close(ctx, db, mem, CLI_EXIT_OK);
+}
+
+int cmd_archival(cli_ctx *ctx, int argc, char **argv)
+{
+    static const cli_subcmd subs[] = {
+        {"insert", "archival insert", cmd_archival_help, archival_insert},
+        {"search", "archival search", cmd_archival_help, archival_search},
+        {"index", "archival index", cmd_archival_help, archival_index},
+        {NULL, NULL, NULL, NULL}};
+    return cli_subcommand(ctx, cmd_archival_help, subs, argc, argv);
+}
+
 /* ---- tokens --------------------------------------------------------------------------- */
 
 int cmd_tokens(cli_ctx *ctx, int argc, char **argv)

@@ -100,6 +100,8 @@ extern const char cmd_core_help[];
 int cmd_core(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_tiers_help[];
 int cmd_tiers(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_archival_help[];
+int cmd_archival(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_tokens_help[];
 int cmd_tokens(cli_ctx *ctx, int argc, char **argv);
 /* `cairn import --from ada DIR`: bank.md, stream.jsonl and rotation.json of

@@ -719,9 +719,11 @@ typedef struct cairn_mem_store_opts {
                                   new one. A live memory of this id with the same
                                   namespace and content: nothing is written, *existed
                                   = 1; with another: CAIRN_EEXIST */
+    int no_embed;              /* 1: store it without a vector even when the handle
+                                  has an embedder (one is made later: archival) */
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0, NULL }
+#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0, NULL, 0 }
 
 /* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
  * text field here, README "Text"). If the same content is already
@@ -1452,6 +1454,55 @@ int cairn_core_remove(cairn_mem *m, const char *scope, const char *section, cons
  * Errors: CAIRN_EQUERY, CAIRN_EPERM, cairn_mem_store's. */
 int cairn_reflection_add(cairn_mem *m, const char *scope, const char *reflection_json,
                          char **out_json);
+
+/* Archival memory, per scope: documents kept for later search. An entry
+ * has content and metadata meta_json (may be NULL): "type" (1..64 bytes,
+ * default "document"), "source", "date" (YYYY-MM-DD or ISO 8601 UTC),
+ * "tags" (strings), "id" (an imported one's: an entry is added once).
+ * Without CAIRN_ARCHIVAL_WAIT the entry is stored at once without a vector
+ * (found by its words from then on) and, when the handle has an embedder,
+ * its embedding is queued on the handle's archival thread, which stores a
+ * copy with the vector and removes the first (reason "archival.indexed"):
+ * the call returns without waiting for the embedder. With it, the entry is
+ * embedded first and stored once. cairn_mem_close works the queue off
+ * first. *out_json (may be NULL): {"entry": {"id", "content", "type",
+ * "source", "date", "tags", "indexed", "scope", "memoryId"}, "existed",
+ * "queued"}. Errors: CAIRN_EQUERY (a field), CAIRN_EEXIST (the id holds
+ * other content), CAIRN_EPERM, cairn_mem_store's (and the embedder's,
+ * waiting). */
+#define CAIRN_ARCHIVAL_WAIT 1u
+int cairn_archival_insert(cairn_mem *m, const char *scope, const char *content,
+                          const char *meta_json, unsigned flags, char **out_json);
+
+/* Wait until every embedding queued on m is done. Returns the first
+ * failure of the thread since the last call (the entry stays stored
+ * without a vector), or CAIRN_OK. */
+int cairn_archival_wait(cairn_mem *m);
+
+/* Embed every entry of scope stored without a vector (the handle closed
+ * before its thread got to it, or had no embedder); *indexed (may be NULL)
+ * gets how many. Errors: CAIRN_EUNAVAIL (no embedder), the embedder's and
+ * the store's. */
+int cairn_archival_index(cairn_mem *m, const char *scope, uint64_t *indexed);
+
+#define CAIRN_ARCHIVAL_QUERY_VERSION 1
+typedef struct cairn_archival_query {
+    unsigned version;          /* CAIRN_ARCHIVAL_QUERY_VERSION */
+    const char *scope;         /* NULL = "global" */
+    int only_scope;            /* 1: this scope alone */
+    const char *type;          /* NULL = every type */
+    int64_t since, until;      /* the entry's date within [since, until], ms; 0 = open
+                                  (an entry without a date passes neither bound) */
+    size_t limit;              /* 0 = 5; at most 1000 */
+} cairn_archival_query;
+
+#define CAIRN_ARCHIVAL_QUERY_INIT { CAIRN_ARCHIVAL_QUERY_VERSION, NULL, 0, NULL, 0, 0, 0 }
+
+/* The archival entries that best match query (archivalSearch), ranked as
+ * cairn_mem_recall ranks memories, with q's filters. *out_json: an array
+ * of entries with "score". Errors: CAIRN_EQUERY, cairn_mem_recall's. */
+int cairn_archival_search(cairn_mem *m, const char *query, const cairn_archival_query *q,
+                          char **out_json);
 
 /* Import an ADA agent team's cognitive memory into scope's tiers (README
  * "Importing an ADA team's memory" has the mapping): bank.md (core

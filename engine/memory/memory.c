@@ -1456,6 +1456,10 @@ void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
         return;
+    /* A layer above (the archival tier's embedding thread) finishes
+     * first: it calls the handle. */
+    if (m->on_close != NULL)
+        m->on_close(m);
     /* A merge under way is given up (its temp file removed): a close
      * writes what changed, never more. */
     cairn__merger_free(m->merger);
@@ -1866,7 +1870,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     int64_t now = cairn__mem_wall_ms();
     float *vec = NULL;
     uint64_t vec_gen = 0;
-    int rc, dup = 0, turn = 0, keep_dup;
+    int rc, dup = 0, turn = 0, keep_dup, no_embed;
     const char *want_id;
 
     if (o == NULL)
@@ -1875,6 +1879,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         return rc;
     keep_dup = o->version >= 2 && o->keep_duplicate;
     want_id = o->version >= 2 ? o->id : NULL;
+    no_embed = o->version >= 2 && o->no_embed;
     if (out != NULL)
         *out = NULL;
     if (existed != NULL)
@@ -1941,7 +1946,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
      * before the turn, so that other processes' writers do not wait for it.
      * The duplicate check inside the turn decides; a vector made for what
      * turned out to be a duplicate is dropped. */
-    if (o->vector == NULL && m->emb.dim != 0 && (m->emb.embed || m->emb.embed_batch)) {
+    if (o->vector == NULL && !no_embed && m->emb.dim != 0 && (m->emb.embed || m->emb.embed_batch)) {
         if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
             goto out;
         nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
@@ -1982,7 +1987,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
         goto out;
     }
-    if (o->vector != NULL || (m->emb.dim != 0 && (m->emb.embed || m->emb.embed_batch))) {
+    if (o->vector != NULL || (!no_embed && m->emb.dim != 0 && (m->emb.embed || m->emb.embed_batch))) {
         if (m->emb.dim == 0) {
             rc = cairn__mem_fail(m, CAIRN_EINVAL, "a vector needs the embedder that made it "
                                  "(cairn_mem_set_embedder)");

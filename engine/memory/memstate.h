@@ -192,6 +192,10 @@ struct cairn_mem {
         int64_t acc, refl_cycle, refl_time;
         int has_refl, valid, told;
     } tier_sum;
+    /* The archival tier's embedding thread (tiers/archival.c), or NULL;
+     * on_close stops it before the handle goes. */
+    struct tier_archiver *archiver;
+    void (*on_close)(cairn_mem *m);
     /* its error detail: per thread, cairn__errbuf(m) */
 };
 
