@@ -82,6 +82,7 @@ struct api_call {
 extern const api_tool cairn__api_mem_tools[];
 extern const api_tool cairn__api_reflex_tools[];
 extern const api_tool cairn__api_log_tools[];
+extern const api_tool cairn__api_tier_tools[];
 
 /* The tool named name, NULL if none. */
 const api_tool *cairn__api_find(const char *name);

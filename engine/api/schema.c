@@ -11,7 +11,7 @@
 #include "api.h"
 
 static const api_tool *const parts[] = {cairn__api_mem_tools, cairn__api_log_tools,
-                                        cairn__api_reflex_tools};
+                                        cairn__api_reflex_tools, cairn__api_tier_tools};
 
 const api_tool *cairn__api_find(const char *name)
 {

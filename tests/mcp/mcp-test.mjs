@@ -7,7 +7,7 @@
 //
 // Each group spawns its servers on a fresh store in its own temp directory:
 //   1. initialize and tools/list (names, descriptions, schemas)
-//   2. every one of the 24 tools with valid arguments
+//   2. every one of the 35 tools with valid arguments
 //   3. bad arguments (isError, CAIRN_EINVAL naming the argument), unknown tool
 //   4. two servers on one store at once
 //   5. clients that go away mid-call, SIGTERM: the server exits 0 by itself,
@@ -40,7 +40,9 @@ const TOOLS = [
     'memory_list', 'memory_update', 'memory_remove', 'memory_restore', 'memory_forget',
     'memory_stats', 'memory_history', 'log_append', 'log_query', 'episode_new',
     'episode_get', 'episode_list', 'causal_node', 'causal_edge', 'causal_path',
-    'causal_status', 'pattern_add', 'pattern_list', 'pattern_anti'
+    'causal_status', 'pattern_add', 'pattern_list', 'pattern_anti',
+    'stream_add', 'stream_list', 'stream_search', 'core_show', 'core_set', 'core_append',
+    'core_remove', 'archival_insert', 'archival_search', 'reflection_add', 'tiers_stats'
 ];
 
 // ---- helpers ------------------------------------------------------------------
@@ -181,10 +183,10 @@ describe('initialize and tools/list', () => {
         assert.deepEqual(await s.client.ping(), {});
     });
 
-    test('tools/list: all 24 tools, described, object schemas', async () => {
+    test('tools/list: all 35 tools, described, object schemas', async () => {
         ({ tools } = await s.client.listTools());
         assert.deepEqual(tools.map(t => t.name).sort(), [...TOOLS].sort());
-        assert.equal(tools.length, 24);
+        assert.equal(tools.length, 35);
         for (const t of tools) {
             assert.equal(typeof t.description, 'string', t.name);
             assert.ok(t.description.length > 10, `${t.name} has a description`);
@@ -513,6 +515,41 @@ describe('every tool with valid arguments', () => {
         assert.deepEqual(two.patterns.map(p => p.id), [p1.pattern.id]);
         const st = await call(c, 'causal_status');
         assert.equal(st.patterns, 2);
+    });
+
+    test('the tiers: stream, core, archival, reflections, stats', async () => {
+        const a = await call(c, 'stream_add', { content: 'fixed the flaky CI job', cycle: 12, role: 'ops', importance: 9, issue_refs: [84], tags: ['ci'] });
+        assert.equal(a.existed, false);
+        assert.equal(a.entry.cycle, 12);
+        assert.deepEqual(a.entry.issueRefs, [84]);
+        await call(c, 'stream_add', { content: 'reviewed the release notes', cycle: 13, role: 'qa', scope: 'repo:acme/api' });
+        const l = await call(c, 'stream_list', { cycle_from: 10, cycle_to: 20, scope: 'repo:acme/api' });
+        assert.deepEqual(l.entries.map(e => [e.cycle, e.scope]), [[12, 'global'], [13, 'repo:acme/api']]);
+        const none = await callFails(c, 'stream_list', { cycle_from: 50, cycle_to: 60 }, 'CAIRN_ENOTFOUND');
+        assert.match(none.message, /12\.\.12/);
+        await callFails(c, 'stream_list', { cycle_from: 20, cycle_to: 10 }, 'CAIRN_EQUERY');
+        const f = await call(c, 'stream_search', { query: 'flaky CI', issue: 84 });
+        assert.equal(f.entries.length, 1);
+        assert.equal(f.entries[0].role, 'ops');
+
+        await call(c, 'core_set', { section: 'roleState', role: 'qa', value: '{"workingOn":"#145"}' });
+        const ap = await call(c, 'core_append', { section: 'lessons', value: 'compress early' });
+        const core = await call(c, 'core_show', {});
+        assert.deepEqual(core.sections.roleState.qa, { workingOn: '#145' });
+        assert.equal(core.sections.lessons[0].value, 'compress early');
+        const rm = await call(c, 'core_remove', { section: 'lessons', item_id: ap.item.id });
+        assert.equal(rm.removed, ap.item.id);
+
+        const ins = await call(c, 'archival_insert', { content: 'ADR-7: segments are sealed with zstd', type: 'adr', date: '2026-02-01', wait: true });
+        assert.equal(ins.entry.type, 'adr');
+        const as = await call(c, 'archival_search', { query: 'zstd segments', type: 'adr', since: '2026-01-01T00:00:00Z' });
+        assert.equal(as.entries.length, 1);
+
+        await call(c, 'reflection_add', { content: 'CI flakes come from shared runners', cycle: 13, outcome: 'success' });
+        const st = await call(c, 'tiers_stats', {});
+        assert.equal(st.recall.entryCount, 1, 'the global stream');
+        assert.equal(st.lastReflection.cycle, 13);
+        assert.equal(st.archival.entryCount, 1);
     });
 
     test('every tool was called', () => {
