@@ -574,9 +574,9 @@ L=$T/limit
 run --store "$L" init --max-memories 3 --format json
 check "init --max-memories sets the limit (json)" jq_ok '.max_memories == 3 and .durability == "batch"'
 run --store "$L" config
-check "config lists every setting, one per line" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 5 ] && grep -qx 'durability: batch' out && grep -qx 'batch-ms: 50' out && grep -qx 'segment-size: 67108864' out && grep -qx 'max-memories: 3' out && grep -qx 'retain: all' out"
+check "config lists every setting, one per line" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 9 ] && grep -qx 'durability: batch' out && grep -qx 'batch-ms: 50' out && grep -qx 'segment-size: 67108864' out && grep -qx 'max-memories: 3' out && grep -qx 'retain: all' out && grep -qx 'labels: case-insensitive' out && grep -qx 'reflect-threshold: 150' out && grep -qx 'core-budget: 8000' out && grep -qx 'core-section-budget: 2000' out"
 run --store "$L" config --format json
-check "config --format json is one object of every setting" jq_ok '. == {"durability": "batch", "batch_ms": 50, "segment_size": 67108864, "max_memories": 3, "retain": "all"}'
+check "config --format json is one object of every setting" jq_ok '. == {"durability": "batch", "batch_ms": 50, "segment_size": 67108864, "max_memories": 3, "retain": "all", "labels": "case-insensitive", "reflect_threshold": 150, "core_budget": 8000, "core_section_budget": 2000}'
 run --store "$L" config max-memories
 check "config KEY prints its value alone" out_is 3
 run --store "$L" config durability full
@@ -1488,6 +1488,24 @@ run $AR tiers stats --format json
 check "tiers stats counts archival entries and the embedded ones" jq_ok '.archival.entryCount == 2 and .archival.indexedDocs == 2 and (.archival.lastIndexed | type) == "string"'
 run $AR archival search x --since soon
 check "archival search with a bad date is INVALID_QUERY" sh -c "[ $rc -eq 1 ] && grep -q CAIRN_EQUERY err"
+
+# ---- the tier settings ------------------------------------------------------------
+TC="--store $T/tierset"
+run $TC init
+run $TC config reflect-threshold 20
+check "config reflect-threshold sets the threshold" rc_is 0
+run $TC config reflect-threshold
+check "config reflect-threshold shows it" out_is 20
+run $TC stream add "a" --cycle 1 --role qa --importance 10
+run $TC stream add "b" --cycle 2 --role qa --importance 10 --format json
+check "a reflection is due at the store's threshold" sh -c "[ $rc -eq 0 ] && jq -e '.reflection.due == true and .reflection.threshold == 20' out >/dev/null && grep -q 'a reflection is due' err"
+run $TC config core-section-budget 5
+run $TC core append lessons "a lesson longer than twenty characters"
+check "core append past a lowered section budget is refused, naming it" sh -c "[ $rc -eq 1 ] && grep -q 'budget of 5' err"
+run $TC config core-section-budget 9000
+check "config refuses a section budget above the core's" sh -c "[ $rc -eq 1 ] && grep -q 'at most the core' err"
+run $TC config labels exact
+check "config labels cannot change" rc_is 64
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -88,7 +88,7 @@ static const struct {
 };
 #define SEGL_N (sizeof segl_recs / sizeof segl_recs[0])
 
-/* The manifest goldens (manifest-v1.bin .. -v5): sealed (version 4:
+/* The manifest goldens (manifest-v1.bin .. -v6): sealed (version 4:
  * compacted twice, rev 2), closed, active. */
 static const manifest_entry man_entries[] = {
     {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll, 2},
@@ -108,6 +108,9 @@ static const manifest_entry man_entries[] = {
 #define MAN_EVENTS_AGE 2592000000ull  /* version 4: events:30d */
 #define MAN_EVENTS_BYTES (10ull << 30) /* version 4: events:10GiB */
 #define MAN_DEATHS_DROPPED 17u         /* version 5 */
+#define MAN_REFLECT 120u               /* version 6: not the defaults */
+#define MAN_CORE 6000u
+#define MAN_SECTION 1500u
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -263,6 +266,10 @@ static uint8_t *make_manifest(size_t *len)
     m.retain.events_max_bytes = MAN_EVENTS_BYTES;
     m.dropped_upto = MAN_DROPPED_UPTO;
     m.deaths_dropped = MAN_DEATHS_DROPPED;
+    m.label_rule = MAN_LABELS_FOLDED;
+    m.reflect_threshold = MAN_REFLECT;
+    m.core_budget = MAN_CORE;
+    m.core_section_budget = MAN_SECTION;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -688,7 +695,7 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v5.bin", make_manifest);
+    matches_golden("manifest-v6.bin", make_manifest);
 }
 
 /* Version 5 (deaths_dropped), version 4 (retention, compacted segments), version 3 (the store block
@@ -698,7 +705,8 @@ static void test_manifest_encoding_matches_golden(void **state)
 static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
-    size_t block = version >= 5   ? 88
+    size_t block = version >= 6   ? 104
+                   : version == 5 ? 88
                    : version == 4 ? 80
                    : version == 3 ? 40
                    : version == 2 ? 32
@@ -762,6 +770,21 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
     } else {
         assert_int_equal(m.deaths_dropped, 0); /* none known */
     }
+    if (version >= 6) {
+        assert_int_equal(get_le32(g + 152), MAN_LABELS_FOLDED);
+        assert_int_equal(m.label_rule, MAN_LABELS_FOLDED);
+        assert_int_equal(get_le32(g + 156), MAN_REFLECT);
+        assert_int_equal(m.reflect_threshold, MAN_REFLECT);
+        assert_int_equal(get_le32(g + 160), MAN_CORE);
+        assert_int_equal(m.core_budget, MAN_CORE);
+        assert_int_equal(get_le32(g + 164), MAN_SECTION);
+        assert_int_equal(m.core_section_budget, MAN_SECTION);
+    } else { /* labels as they were compared, the tiers' defaults */
+        assert_int_equal(m.label_rule, MAN_LABELS_EXACT);
+        assert_int_equal(m.reflect_threshold, 150);
+        assert_int_equal(m.core_budget, 8000);
+        assert_int_equal(m.core_section_budget, 2000);
+    }
     assert_int_equal(m.n, n);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(m.e[i].id, man_entries[i].id);
@@ -778,6 +801,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v6.bin", 6);
+}
+
+static void test_manifest_v5_golden_still_decodes_with_exact_labels(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v5.bin", 5);
@@ -1913,7 +1942,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v5.bin", b, len);
+    regen_one(dir, "manifest-v6.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -1970,7 +1999,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
-            cmocka_unit_test(test_manifest_v4_golden_still_decodes_without_deaths_dropped),
+            cmocka_unit_test(test_manifest_v5_golden_still_decodes_with_exact_labels),
+        cmocka_unit_test(test_manifest_v4_golden_still_decodes_without_deaths_dropped),
             cmocka_unit_test(test_manifest_v3_golden_still_decodes_keeping_everything),
             cmocka_unit_test(test_manifest_v2_golden_still_decodes_with_the_old_limit),
             cmocka_unit_test(test_manifest_v1_golden_still_decodes),

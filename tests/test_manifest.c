@@ -40,7 +40,7 @@
 #define H_COUNT 48
 #define H_ESIZE 52
 #define E_KIND 8
-/* The store block follows the header (version 5: 88 bytes, 4: 80, 3: 40, 2: 32);
+/* The store block follows the header (version 6: 104 bytes, 5: 88, 4: 80, 3: 40, 2: 32);
  * the entries follow it. */
 #define ENTRIES_OFF (FILEHDR_SIZE + MAN_STORE_BLOCK)
 
@@ -55,7 +55,7 @@ static void good_manifest(manifest *m)
         {10, SEG_ACTIVE, 151, 0, 0, 0, 0, 0},
     };
     memcpy(good_entries, init, sizeof init);
-    memset(m, 0, sizeof *m);
+    cairn__manifest_init(m);
     m->generation = 0x1122334455667788ull;
     m->next_id = 11;
     m->segment_size = 1ull << 20;
@@ -225,7 +225,7 @@ static void test_round_trip_of_a_lone_active_entry_and_extreme_values(void **sta
     uint8_t *b;
     cairn__err e;
     (void)state;
-    memset(&m, 0, sizeof m);
+    cairn__manifest_init(&m);
     m.generation = UINT64_MAX;
     m.next_id = UINT64_MAX;
     m.segment_size = 4096;
@@ -834,6 +834,44 @@ static void test_max_memories_is_stored_at_its_offset(void **state)
 /* A rev on an entry that is not sealed, a policy past LIVE, a grace past
  * 2^53 or with ALL, reserved bytes of the retention, a dropped_upto or
  * deaths_dropped of 2^62: each is CAIRN_ECORRUPT. */
+/* Version 6's label rule and tier settings: kept by a round trip; a rule
+ * or a setting out of range is corruption. */
+static void test_label_rule_and_tier_settings(void **state)
+{
+    manifest m, got;
+    size_t len;
+    uint8_t *b, *orig;
+    const size_t blk = FILEHDR_SIZE;
+    static const struct {
+        size_t off;
+        uint32_t v;
+    } bad[] = {{88, 0}, {88, 3}, {92, 0}, {96, 0}, {100, 0}, {100, 9001}, {92, MAN_TIER_MAX + 1}};
+    cairn__err e;
+    (void)state;
+    good_manifest(&m);
+    m.label_rule = MAN_LABELS_EXACT;
+    m.reflect_threshold = 40;
+    m.core_budget = 9000;
+    m.core_section_budget = 3000;
+    orig = encode(&m, &len);
+    assert_int_equal(cairn__manifest_decode(orig, len, NULL, &got, &e), CAIRN_OK);
+    assert_int_equal(got.label_rule, MAN_LABELS_EXACT);
+    assert_int_equal(got.reflect_threshold, 40);
+    assert_int_equal(got.core_budget, 9000);
+    assert_int_equal(got.core_section_budget, 3000);
+    cairn__manifest_free(NULL, &got);
+    b = malloc(len);
+    assert_non_null(b);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memcpy(b, orig, len);
+        put_le32(b + blk + bad[i].off, bad[i].v);
+        reseal(b, len);
+        assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    }
+    free(b);
+    free(orig);
+}
+
 static void test_bad_retention_and_rev_are_corrupt(void **state)
 {
     manifest m;
@@ -890,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_a_zero_store_id_is_corrupt),
         cmocka_unit_test(test_a_version_1_manifest_still_decodes),
         cmocka_unit_test(test_bad_retention_and_rev_are_corrupt),
+        cmocka_unit_test(test_label_rule_and_tier_settings),
         cmocka_unit_test(test_a_version_2_manifest_decodes_with_the_old_limit),
         cmocka_unit_test(test_a_version_4_manifest_decodes_without_deaths_dropped),
         cmocka_unit_test(test_max_memories_is_stored_at_its_offset),

@@ -223,7 +223,8 @@ int tu_wait_child(int pid, long timeout_ms)
 uint8_t *tu_manifest_as_version(const uint8_t *b, size_t len, unsigned version,
                                 size_t *out_len)
 {
-    size_t block = version >= 5   ? MAN_STORE_BLOCK
+    size_t block = version >= 6   ? MAN_STORE_BLOCK
+                   : version == 5 ? MAN_STORE_BLOCK_V5
                    : version == 4 ? MAN_STORE_BLOCK_V4
                    : version == 3 ? MAN_STORE_BLOCK_V3
                    : version == 2 ? MAN_STORE_BLOCK_V2

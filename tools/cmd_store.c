@@ -58,6 +58,7 @@ const char cmd_config_help[] =
     "usage: cairn config [KEY] [--format text|json]\n"
     "       cairn config max-memories N\n"
     "       cairn config retain all|live[:GRACE][,events:AGE][,events:SIZE]\n"
+    "       cairn config reflect-threshold|core-budget|core-section-budget N\n"
     "\n"
     "Without KEY: list every setting of the store, one per line, \"KEY: VALUE\":\n"
     "  durability    none, batch or full (chosen by `cairn init`)\n"
@@ -70,13 +71,22 @@ const char cmd_config_help[] =
     "                or live:GRACE (the records of memories no longer live go\n"
     "                once they went more than GRACE ago), and event limits\n"
     "                (,events:30d ,events:10GiB); see cairn compact\n"
+    "  labels        how causal node and pattern labels are compared:\n"
+    "                case-insensitive (a store made by this release) or exact\n"
+    "                (a store made before); fixed at creation\n"
+    "  reflect-threshold    the stream importance since the last reflection\n"
+    "                at which one is due (150)\n"
+    "  core-budget   the tokens core memory holds at most (8000)\n"
+    "  core-section-budget  the tokens a core section holds at most (2000;\n"
+    "                not above core-budget)\n"
     "With --format json: {\"durability\",\"batch_ms\",\"segment_size\",\n"
-    "\"max_memories\",\"retain\"}. With KEY: its value alone (json: that member\n"
+    "\"max_memories\",\"retain\",\"labels\",\"reflect_threshold\",\"core_budget\",\n"
+    "\"core_section_budget\"}. With KEY: its value alone (json: that member\n"
     "alone).\n"
     "\n"
-    "With KEY and a value: change the setting (max-memories and retain are the\n"
-    "ones that change after `cairn init`); prints nothing (json: the member\n"
-    "set). It holds from the next command on. A new retain policy drops\n"
+    "With KEY and a value: change the setting (max-memories, retain and the\n"
+    "tier settings change after `cairn init`); prints nothing (json: the member\n"
+    "set). Budgets hold for changes from then on. It holds from the next command on. A new retain policy drops\n"
     "nothing by itself: the next `cairn compact` applies it. Lowering\n"
     "max-memories prunes nothing by itself: the next\n"
     "`cairn add` to a namespace holding more prunes it back to N and says so\n"
@@ -283,10 +293,15 @@ int cmd_init(cli_ctx *ctx, int argc, char **argv)
 /* ---- config --------------------------------------------------------------- */
 
 /* The settings `cairn config` names, in the order it lists them. */
-static const char *const config_keys[] = {"durability", "batch-ms", "segment-size",
-                                          "max-memories", "retain"};
+static const char *const config_keys[] = {"durability",  "batch-ms",          "segment-size",
+                                          "max-memories", "retain",           "labels",
+                                          "reflect-threshold", "core-budget", "core-section-budget"};
 #define KEY_MAX_MEMORIES 3
 #define KEY_RETAIN 4
+#define KEY_LABELS 5
+#define KEY_REFLECT 6
+#define KEY_CORE 7
+#define KEY_SECTION 8
 #define N_CONFIG_KEYS (sizeof config_keys / sizeof config_keys[0])
 
 /* Setting k of c: its JSON name and its value as text (a JSON string for
@@ -295,7 +310,9 @@ static const char *config_value(const cairn_config *c, size_t k, char *buf, size
                                 const char **json_name)
 {
     static const char *const json_names[] = {"durability", "batch_ms", "segment_size",
-                                             "max_memories", "retain"};
+                                             "max_memories", "retain", "labels",
+                                             "reflect_threshold", "core_budget",
+                                             "core_section_budget"};
     *json_name = json_names[k];
     switch (k) {
     case 0:
@@ -308,6 +325,17 @@ static const char *config_value(const cairn_config *c, size_t k, char *buf, size
         return buf;
     case KEY_RETAIN:
         cairn_retain_format(&c->retain, buf, len);
+        return buf;
+    case KEY_LABELS:
+        return c->labels_fold_case ? "case-insensitive" : "exact";
+    case KEY_REFLECT:
+        snprintf(buf, len, "%u", (unsigned)c->reflect_threshold);
+        return buf;
+    case KEY_CORE:
+        snprintf(buf, len, "%u", (unsigned)c->core_budget);
+        return buf;
+    case KEY_SECTION:
+        snprintf(buf, len, "%u", (unsigned)c->core_section_budget);
         return buf;
     default:
         snprintf(buf, len, "%llu", (unsigned long long)c->max_memories);
@@ -324,10 +352,16 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     cairn_retention retain;
     int rc;
 
-    if (k != KEY_MAX_MEMORIES && k != KEY_RETAIN)
+    if (k == KEY_LABELS)
+        return cli_usage_error(ctx->cmd, "labels is fixed when the store is created (node ids "
+                               "come from the labels); a new store compares them case-insensitively");
+    if (k < KEY_MAX_MEMORIES)
         return cli_usage_error(ctx->cmd, "%s is chosen when the store is created (cairn init "
-                               "--%s) and cannot change; only max-memories and retain can",
+                               "--%s) and cannot change; max-memories, retain, "
+                               "reflect-threshold, core-budget and core-section-budget can",
                                config_keys[k], config_keys[k]);
+    if (k >= KEY_REFLECT && (cli_parse_u64(val, 100000000, &n) != 0 || n == 0))
+        return cli_usage_error(ctx->cmd, "invalid %s '%s' (1..100000000)", config_keys[k], val);
     if (k == KEY_MAX_MEMORIES && cli_parse_u64(val, UINT64_MAX, &n) != 0)
         return cli_usage_error(ctx->cmd, "invalid max-memories '%s' (0 = no limit, or a count)",
                                val);
@@ -343,8 +377,11 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
     if (rc != CAIRN_OK)
         return cli_fail(ctx->cmd, rc, "%s", err[0] ? err : ctx->store);
     cli_warn_recovery(ctx, db);
-    rc = k == KEY_RETAIN ? cairn_config_set_retain(db, &retain)
-                         : cairn_config_set_max_memories(db, n);
+    rc = k == KEY_RETAIN    ? cairn_config_set_retain(db, &retain)
+         : k == KEY_REFLECT ? cairn_config_set_tiers(db, (uint32_t)n, 0, 0)
+         : k == KEY_CORE    ? cairn_config_set_tiers(db, 0, (uint32_t)n, 0)
+         : k == KEY_SECTION ? cairn_config_set_tiers(db, 0, 0, (uint32_t)n)
+                            : cairn_config_set_max_memories(db, n);
     if (rc != CAIRN_OK) {
         cli_fail_db(ctx->cmd, db, rc, NULL);
         cairn_close(db);
@@ -358,7 +395,9 @@ static int config_set(cli_ctx *ctx, size_t k, const char *val, int json)
         cairn_retain_format(&retain, pol, sizeof pol);
         printf("{\"retain\":\"%s\"}\n", pol);
     } else if (json) {
-        printf("{\"max_memories\":%llu}\n", (unsigned long long)n);
+        static const char *const jn[] = {"", "", "", "max_memories", "", "", "reflect_threshold",
+                                         "core_budget", "core_section_budget"};
+        printf("{\"%s\":%llu}\n", jn[k], (unsigned long long)n);
     }
     return CLI_EXIT_OK;
 }
@@ -396,7 +435,8 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
             ;
         if (k == N_CONFIG_KEYS)
             return cli_usage_error(ctx->cmd, "unknown setting '%s' (durability, batch-ms, "
-                                   "segment-size, max-memories or retain)", key);
+                                   "segment-size, max-memories, retain, labels, "
+                                   "reflect-threshold, core-budget or core-section-budget)", key);
     }
     if (value != NULL)
         return config_set(ctx, k, value, json);
@@ -415,7 +455,7 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
         text = config_value(&c, i, buf, sizeof buf, &jname);
         if (json) {
             printf("%s\"%s\":", key != NULL || i == 0 ? "{" : ",", jname);
-            if (i == 0 || i == KEY_RETAIN)
+            if (i == 0 || i == KEY_RETAIN || i == KEY_LABELS)
                 printf("\"%s\"", text);
             else
                 fputs(text, stdout);

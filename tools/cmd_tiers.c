@@ -352,9 +352,9 @@ static int stream_add(cli_ctx *ctx, int argc, char **argv)
                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ent, "role")));
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "due")))
             fprintf(stderr, "cairn: %s: a reflection is due: importance %lld since the last one "
-                    "(threshold %d; record one with `cairn tiers reflect`)\n", ctx->cmd,
+                    "(threshold %lld; record one with `cairn tiers reflect`)\n", ctx->cmd,
                     (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "importanceSinceReflection")),
-                    CAIRN_REFLECTION_THRESHOLD);
+                    (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "threshold")));
         cJSON_Delete(o);
     }
     cairn_free(out);

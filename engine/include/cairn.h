@@ -480,6 +480,15 @@ typedef struct cairn_config {
                                     store whose MANIFEST predates the setting */
     cairn_retention retain;      /* what compaction keeps (all, in a new store
                                     and one whose MANIFEST predates it) */
+    int labels_fold_case;        /* 1: causal node and pattern labels that differ
+                                    only in case are one (a store made by this
+                                    release); 0: byte for byte (a store whose
+                                    MANIFEST predates the setting). Fixed at
+                                    creation: node ids come from the labels */
+    uint32_t reflect_threshold;  /* the cognitive tiers: importance summed since
+                                    the last reflection at which one is due (150) */
+    uint32_t core_budget;        /* tokens the core memory holds at most (8000) */
+    uint32_t core_section_budget; /* tokens a core section holds at most (2000) */
 } cairn_config;
 
 
@@ -489,6 +498,16 @@ typedef struct cairn_config {
  * Errors: CAIRN_EIO, CAIRN_ECORRUPT, CAIRN_ENOMEM (from that re-read; *out
  * then holds the settings the handle saw before). */
 int cairn_config_get(cairn_db *db, cairn_config *out);
+
+/* Change the cognitive tiers' settings (0 leaves one as it is): the
+ * reflection threshold and the core and section token budgets, each
+ * 1..100000000, a section's budget at most the core's. A new MANIFEST is
+ * written in the writer's turn; other handles see it at their next call.
+ * Budgets apply to changes from then on (a core already past a lowered
+ * budget stays, and takes no more). Errors: CAIRN_EINVAL, CAIRN_EPERM,
+ * the MANIFEST write's. */
+int cairn_config_set_tiers(cairn_db *db, uint32_t reflect_threshold, uint32_t core_budget,
+                           uint32_t core_section_budget);
 
 /* Change the store's max_memories (0 = no limit): a new MANIFEST is
  * written (nothing when it holds n already). It applies from the next

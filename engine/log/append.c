@@ -673,6 +673,39 @@ int cairn__set_max_memories(cairn_db *db, uint64_t n)
     return change_manifest(db, &c, n);
 }
 
+/* The settings' address is the change's value: {reflect, core, section},
+ * 0 = unchanged. */
+static int tiers_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t v)
+{
+    const uint32_t *t = (const uint32_t *)(uintptr_t)v;
+    uint32_t r = t[0] ? t[0] : cur->reflect_threshold, c = t[1] ? t[1] : cur->core_budget,
+             s = t[2] ? t[2] : cur->core_section_budget;
+    if (!cairn__tier_settings_ok(r, c, s))
+        return cairn__db_failf(db, CAIRN_EINVAL, "tier settings: the reflection threshold and "
+                               "the budgets are 1..%u, a section's budget at most the core's "
+                               "(%u > %u)", MAN_TIER_MAX, s, c);
+    if (r == cur->reflect_threshold && c == cur->core_budget && s == cur->core_section_budget)
+        return 0;
+    m->reflect_threshold = r;
+    m->core_budget = c;
+    m->core_section_budget = s;
+    return 1;
+}
+
+static void tiers_undo(manifest *m, const manifest *cur)
+{
+    m->reflect_threshold = cur->reflect_threshold;
+    m->core_budget = cur->core_budget;
+    m->core_section_budget = cur->core_section_budget;
+}
+
+int cairn__set_tiers(cairn_db *db, uint32_t reflect, uint32_t core, uint32_t section)
+{
+    static const manifest_change c = {tiers_apply, tiers_undo};
+    uint32_t t[3] = {reflect, core, section};
+    return change_manifest(db, &c, (uint64_t)(uintptr_t)t);
+}
+
 /* The policy's address is the change's value. */
 static int retain_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t v)
 {

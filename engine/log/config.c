@@ -29,8 +29,27 @@ int cairn_config_get(cairn_db *db, cairn_config *out)
     out->segment_size = db->view->m.segment_size;
     out->max_memories = db->view->m.max_memories;
     out->retain = db->view->m.retain;
+    out->labels_fold_case = db->view->m.label_rule == MAN_LABELS_FOLDED;
+    out->reflect_threshold = db->view->m.reflect_threshold;
+    out->core_budget = db->view->m.core_budget;
+    out->core_section_budget = db->view->m.core_section_budget;
     pthread_mutex_unlock(&db->mu);
     return rc;
+}
+
+int cairn_config_set_tiers(cairn_db *db, uint32_t reflect_threshold, uint32_t core_budget,
+                           uint32_t core_section_budget)
+{
+    return cairn__set_tiers(db, reflect_threshold, core_budget, core_section_budget);
+}
+
+uint32_t cairn__label_rule(cairn_db *db)
+{
+    uint32_t r;
+    pthread_mutex_lock(&db->mu);
+    r = db->view->m.label_rule;
+    pthread_mutex_unlock(&db->mu);
+    return r;
 }
 
 int cairn_config_set_retain(cairn_db *db, const cairn_retention *r)

@@ -17,6 +17,22 @@
 #include "filehdr.h"
 #include "io.h"
 
+void cairn__manifest_init(manifest *m)
+{
+    memset(m, 0, sizeof *m);
+    m->max_memories = MAN_DEFAULT_MAX_MEMORIES;
+    m->label_rule = MAN_LABELS_FOLDED;
+    m->reflect_threshold = MAN_DEFAULT_REFLECT;
+    m->core_budget = MAN_DEFAULT_CORE_BUDGET;
+    m->core_section_budget = MAN_DEFAULT_SECTION_BUDGET;
+}
+
+int cairn__tier_settings_ok(uint32_t reflect, uint32_t core, uint32_t section)
+{
+    return reflect >= 1 && reflect <= MAN_TIER_MAX && core >= 1 && core <= MAN_TIER_MAX &&
+           section >= 1 && section <= core;
+}
+
 int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t **out,
                            size_t *len)
 {
@@ -47,6 +63,10 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le64(p + 64, m->retain.events_max_age_ms);
     put_le64(p + 72, m->retain.events_max_bytes);
     put_le64(p + 80, m->deaths_dropped);
+    put_le32(p + 88, m->label_rule);
+    put_le32(p + 92, m->reflect_threshold);
+    put_le32(p + 96, m->core_budget);
+    put_le32(p + 100, m->core_section_budget);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -120,13 +140,19 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         return rc;
     m->version = get_le16(buf + 8);
     /* version 1 has no store block; version 2's has no max_memories,
-     * version 3's no retention, version 4's no deaths_dropped */
-    block = m->version >= 5   ? MAN_STORE_BLOCK
+     * version 3's no retention, version 4's no deaths_dropped, version 5's
+     * no tier settings */
+    block = m->version >= 6   ? MAN_STORE_BLOCK
+            : m->version == 5 ? MAN_STORE_BLOCK_V5
             : m->version == 4 ? MAN_STORE_BLOCK_V4
             : m->version == 3 ? MAN_STORE_BLOCK_V3
             : m->version == 2 ? MAN_STORE_BLOCK_V2
                               : 0;
     m->max_memories = MAN_DEFAULT_MAX_MEMORIES;
+    m->label_rule = MAN_LABELS_EXACT;
+    m->reflect_threshold = MAN_DEFAULT_REFLECT;
+    m->core_budget = MAN_DEFAULT_CORE_BUDGET;
+    m->core_section_budget = MAN_DEFAULT_SECTION_BUDGET;
     count = get_le32(buf + 48);
     if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
         buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
@@ -156,6 +182,16 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
                                    FILEHDR_SIZE + 40);
         }
         if (block >= MAN_STORE_BLOCK) {
+            m->label_rule = get_le32(p + 88);
+            m->reflect_threshold = get_le32(p + 92);
+            m->core_budget = get_le32(p + 96);
+            m->core_section_budget = get_le32(p + 100);
+            if ((m->label_rule != MAN_LABELS_EXACT && m->label_rule != MAN_LABELS_FOLDED) ||
+                !cairn__tier_settings_ok(m->reflect_threshold, m->core_budget, m->core_section_budget))
+                return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad label rule or tier settings "
+                                   "at offset %u", FILEHDR_SIZE + 88);
+        }
+        if (block >= MAN_STORE_BLOCK_V5) {
             m->deaths_dropped = get_le64(p + 80);
             if (m->deaths_dropped >= MAN_SEQ_MAX)
                 return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: deaths_dropped at offset %u "

@@ -11,7 +11,8 @@
  * (version 3) 32 u64 max_memories, (version 4) 40 u32 retain, 44 u32
  * reserved, 48 u64 retain_grace_ms, 56 u64 dropped_upto, 64 u64
  * events_max_age_ms, 72 u64 events_max_bytes, (version 5) 80 u64
- * deaths_dropped.
+ * deaths_dropped, (version 6) 88 u32 label_rule, 92 u32 reflect_threshold,
+ * 96 u32 core_budget, 100 u32 core_section_budget.
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..11 reserved, (version 4) 12 u32
  * rev (compactions of a sealed segment), 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
@@ -30,15 +31,26 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 88u /* version 5: store id, synced seq, lost records,
+#define MAN_STORE_BLOCK 104u /* version 6: store id, synced seq, lost records,
                                 max_memories, retention, dropped_upto,
-                                deaths_dropped */
+                                deaths_dropped, the tier settings */
+#define MAN_STORE_BLOCK_V5 88u /* version 5: the same without the tier settings */
 #define MAN_STORE_BLOCK_V4 80u /* version 4: the same without deaths_dropped */
 #define MAN_STORE_BLOCK_V3 40u /* version 3: the same without the retention */
 #define MAN_STORE_BLOCK_V2 32u /* version 2: the same without max_memories */
 /* The memory limit of a store whose MANIFEST predates the setting (versions
  * 1 and 2), and of a new store: what the memory engine always applied. */
 #define MAN_DEFAULT_MAX_MEMORIES 10000u
+/* How causal labels are compared (version 6): byte for byte (every store
+ * made before the setting: its node ids come from the exact label), or
+ * after Unicode case folding (a store made since). */
+#define MAN_LABELS_EXACT 1u
+#define MAN_LABELS_FOLDED 2u
+/* The tier settings of a store whose MANIFEST predates them, and of a new one. */
+#define MAN_DEFAULT_REFLECT 150u
+#define MAN_DEFAULT_CORE_BUDGET 8000u
+#define MAN_DEFAULT_SECTION_BUDGET 2000u
+#define MAN_TIER_MAX 100000000u /* a budget or threshold is 1..this */
 #define MAN_SEQ_MAX (1ull << 62) /* synced_seq and lost_total are below it */
 #define MAN_STORE_ID_LEN 16u
 
@@ -87,9 +99,22 @@ typedef struct manifest {
                               dropped, over the store's life (the records of
                               those gone still in the log are the others:
                               what a compaction could free) */
+    uint32_t label_rule;   /* version 6: MAN_LABELS_*; EXACT when read from an
+                              earlier version */
+    uint32_t reflect_threshold, core_budget, core_section_budget; /* version 6:
+                              the cognitive tiers' settings (MAN_DEFAULT_* when
+                              read from an earlier version) */
     manifest_entry *e;
     size_t n;
 } manifest;
+
+/* A manifest of nothing with the settings of a new store: no entries, the
+ * default limit, labels case-folded, the tiers' defaults. */
+void cairn__manifest_init(manifest *m);
+
+/* Are these tier settings valid? 1..MAN_TIER_MAX each, a section's budget
+ * not above the core's. */
+int cairn__tier_settings_ok(uint32_t reflect, uint32_t core, uint32_t section);
 
 /* Encode into a new buffer (*out, *len; free with cairn__free), always in
  * the newest version. CAIRN_EINVAL: the store id is zero (a version 1

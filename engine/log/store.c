@@ -885,6 +885,10 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
                       : db->create_max_memories == CAIRN_NO_LIMIT ? 0
                                                                 : db->create_max_memories;
     m->retain = db->create_retain;
+    m->label_rule = MAN_LABELS_FOLDED; /* a new store compares labels case-folded */
+    m->reflect_threshold = MAN_DEFAULT_REFLECT;
+    m->core_budget = MAN_DEFAULT_CORE_BUDGET;
+    m->core_section_budget = MAN_DEFAULT_SECTION_BUDGET;
     new_store_id(m->store_id);
     m->e = &x;
     m->n = 1;

@@ -313,6 +313,14 @@ int cairn__set_max_memories(cairn_db *db, uint64_t n);
  * one). */
 int cairn__set_retain(cairn_db *db, const cairn_retention *r);
 
+/* Change the tier settings (0 = unchanged): a new MANIFEST. Errors:
+ * CAIRN_EINVAL (out of range: cairn__tier_settings_ok), CAIRN_EPERM,
+ * the MANIFEST write's. */
+int cairn__set_tiers(cairn_db *db, uint32_t reflect, uint32_t core, uint32_t section);
+
+/* The store's label rule (MAN_LABELS_EXACT or _FOLDED). */
+uint32_t cairn__label_rule(cairn_db *db);
+
 /* The highest seq compaction ever dropped, as this handle's view has it
  * (takes mu; 0: none). An engine whose fold stopped before it folds again
  * from its index file: records it never read may be gone. */

@@ -198,6 +198,7 @@ static int check_section(cairn_mem *m, const char *section, int *si)
 int cairn_core_show(cairn_mem *m, const char *scope, const char *section, char **out_json)
 {
     tier_scope sc;
+    tier_settings ts = cairn__tier_settings(m);
     core_read c;
     cJSON *o, *t;
     int rc, si = -1;
@@ -220,18 +221,18 @@ int cairn_core_show(cairn_mem *m, const char *scope, const char *section, char *
                               cJSON_DetachItemFromObjectCaseSensitive(tmp, sections[si]));
         cJSON_Delete(tmp);
         cJSON_AddNumberToObject(o, "tokens", (double)c.tokens[si]);
-        cJSON_AddNumberToObject(o, "budget", CAIRN_CORE_SECTION_BUDGET);
+        cJSON_AddNumberToObject(o, "budget", (double)ts.section);
     } else {
-        cJSON *s = cJSON_AddObjectToObject(o, "sections"), *ts;
+        cJSON *s = cJSON_AddObjectToObject(o, "sections"), *per;
         for (int i = 0; i < N_SECTIONS; i++)
             add_section(s, &c, i);
         t = cJSON_AddObjectToObject(o, "tokens");
         cJSON_AddNumberToObject(t, "total", (double)c.total);
-        cJSON_AddNumberToObject(t, "budget", CAIRN_CORE_BUDGET);
-        cJSON_AddNumberToObject(t, "sectionBudget", CAIRN_CORE_SECTION_BUDGET);
-        ts = cJSON_AddObjectToObject(t, "sections");
+        cJSON_AddNumberToObject(t, "budget", (double)ts.core);
+        cJSON_AddNumberToObject(t, "sectionBudget", (double)ts.section);
+        per = cJSON_AddObjectToObject(t, "sections");
         for (int i = 0; i < N_SECTIONS; i++)
-            cJSON_AddNumberToObject(ts, sections[i], (double)c.tokens[i]);
+            cJSON_AddNumberToObject(per, sections[i], (double)c.tokens[i]);
     }
     core_free(&c);
     return cairn__tier_emit(m, o, out_json);
@@ -241,14 +242,15 @@ int cairn_core_show(cairn_mem *m, const char *scope, const char *section, char *
  * stay within the budgets? */
 static int check_budget(cairn_mem *m, const core_read *c, int si, size_t minus, size_t plus)
 {
+    tier_settings ts = cairn__tier_settings(m);
     size_t sec = c->tokens[si] - minus + plus, all = c->total - minus + plus;
-    if (sec > CAIRN_CORE_SECTION_BUDGET)
+    if ((int64_t)sec > ts.section)
         return cairn__mem_fail(m, CAIRN_EINVAL, "core section %s would hold %zu tokens, over its "
-                               "budget of %d (it holds %zu): remove items first", sections[si], sec,
-                               CAIRN_CORE_SECTION_BUDGET, c->tokens[si]);
-    if (all > CAIRN_CORE_BUDGET)
+                               "budget of %lld (it holds %zu): remove items first", sections[si], sec,
+                               (long long)ts.section, c->tokens[si]);
+    if ((int64_t)all > ts.core)
         return cairn__mem_fail(m, CAIRN_EINVAL, "the core would hold %zu tokens, over its budget "
-                               "of %d (it holds %zu): remove items first", all, CAIRN_CORE_BUDGET,
+                               "of %lld (it holds %zu): remove items first", all, (long long)ts.core,
                                c->total);
     return CAIRN_OK;
 }

@@ -120,6 +120,7 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
     cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
     tier_scope sc;
     tier_reflect_state before, after;
+    tier_settings set;
     cJSON *in = NULL, *meta = NULL, *tags = NULL, *issues = NULL, *prs = NULL, *o, *r;
     cairn_memory *mem = NULL;
     const char *role, *content, *action, *type, *eid, *ts;
@@ -221,15 +222,15 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
     held = 0;
     if ((rc = cairn__mem_turn_release(m, rc)) != CAIRN_OK)
         goto out;
-    due_now = !existed && before.accumulated < CAIRN_REFLECTION_THRESHOLD &&
-              after.accumulated >= CAIRN_REFLECTION_THRESHOLD;
+    set = cairn__tier_settings(m);
+    due_now = !existed && before.accumulated < set.reflect && after.accumulated >= set.reflect;
     if (due_now) {
         cairn_mem_event ev;
         memset(&ev, 0, sizeof ev);
         ev.kind = CAIRN_EVENT_REFLECTION_DUE;
         ev.memory = mem;
         ev.kept = (uint64_t)after.accumulated;
-        ev.pruned = CAIRN_REFLECTION_THRESHOLD;
+        ev.pruned = (uint64_t)set.reflect;
         ev.reason = "reflectionDue";
         cairn__mem_emit(m, &ev);
     }
@@ -246,8 +247,8 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
         cJSON_AddBoolToObject(o, "existed", existed);
         r = cJSON_AddObjectToObject(o, "reflection");
         cJSON_AddNumberToObject(r, "importanceSinceReflection", (double)after.accumulated);
-        cJSON_AddNumberToObject(r, "threshold", CAIRN_REFLECTION_THRESHOLD);
-        cJSON_AddBoolToObject(r, "due", after.accumulated >= CAIRN_REFLECTION_THRESHOLD);
+        cJSON_AddNumberToObject(r, "threshold", (double)set.reflect);
+        cJSON_AddBoolToObject(r, "due", after.accumulated >= set.reflect);
         rc = cairn__tier_emit(m, o, out_json);
     }
 out:

@@ -198,6 +198,19 @@ void cairn__tier_mem_id(const char *ns, const char *eid, char *out)
     out[17] = 0;
 }
 
+tier_settings cairn__tier_settings(cairn_mem *m)
+{
+    cairn_config c;
+    tier_settings t = {CAIRN_REFLECTION_THRESHOLD, CAIRN_CORE_BUDGET, CAIRN_CORE_SECTION_BUDGET};
+    memset(&c, 0, sizeof c);
+    if (cairn_config_get(m->db, &c) == CAIRN_OK && c.reflect_threshold != 0) {
+        t.reflect = c.reflect_threshold;
+        t.core = c.core_budget;
+        t.section = c.core_section_budget;
+    }
+    return t;
+}
+
 int cairn__tier_emit(cairn_mem *m, cJSON *o, char **out)
 {
     char *s;
@@ -482,6 +495,7 @@ int cairn_tiers_stats(cairn_mem *m, const char *scope, char **out_json)
     tier_scope sc;
     stats_scan s;
     tier_reflect_state rs;
+    tier_settings ts;
     char ns[CAIRN_SCOPE_MAX + 16];
     const char *one[1] = {ns};
     cJSON *o, *r;
@@ -503,6 +517,7 @@ int cairn_tiers_stats(cairn_mem *m, const char *scope, char **out_json)
         rc = cairn__tier_reflect_state(m, sc.name, &rs);
     if (rc != CAIRN_OK)
         return rc;
+    ts = cairn__tier_settings(m);
     o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "scope", sc.name);
     r = cJSON_AddObjectToObject(o, "recall");
@@ -521,7 +536,7 @@ int cairn_tiers_stats(cairn_mem *m, const char *scope, char **out_json)
     add_time(r, "lastIndexed", s.last_indexed, s.indexed > 0);
     r = cJSON_AddObjectToObject(o, "core");
     cJSON_AddNumberToObject(r, "tokenUsage", (double)s.core_tokens);
-    cJSON_AddNumberToObject(r, "tokenBudget", CAIRN_CORE_BUDGET);
+    cJSON_AddNumberToObject(r, "tokenBudget", (double)ts.core);
     cJSON_AddNumberToObject(r, "threadCount", (double)s.threads);
     cJSON_AddNumberToObject(r, "blockerCount", (double)s.blockers);
     r = cJSON_AddObjectToObject(o, "lastReflection");
@@ -531,7 +546,7 @@ int cairn_tiers_stats(cairn_mem *m, const char *scope, char **out_json)
         cJSON_AddNullToObject(r, "cycle");
     add_time(r, "timestamp", rs.last_time, rs.has_last);
     cJSON_AddNumberToObject(r, "importanceAccumulated", (double)rs.accumulated);
-    cJSON_AddNumberToObject(r, "threshold", CAIRN_REFLECTION_THRESHOLD);
-    cJSON_AddBoolToObject(r, "due", rs.accumulated >= CAIRN_REFLECTION_THRESHOLD);
+    cJSON_AddNumberToObject(r, "threshold", (double)ts.reflect);
+    cJSON_AddBoolToObject(r, "due", rs.accumulated >= ts.reflect);
     return cairn__tier_emit(m, o, out_json);
 }

@@ -63,6 +63,13 @@ void cairn__tier_uuid(char *buf);
  * its hash with the namespace, so that adding it again finds it. */
 void cairn__tier_mem_id(const char *ns, const char *eid, char *out);
 
+/* The store's tier settings (cairn_config): the reflection threshold, the
+ * core's and a section's token budgets. */
+typedef struct tier_settings {
+    int64_t reflect, core, section;
+} tier_settings;
+tier_settings cairn__tier_settings(cairn_mem *m);
+
 /* Print o (which it frees) into *out unless out is NULL. CAIRN_ENOMEM. */
 int cairn__tier_emit(cairn_mem *m, cJSON *o, char **out);
 
