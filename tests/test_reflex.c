@@ -99,7 +99,7 @@ static void test_node_dedup(void **state)
 {
     fx *f = *state;
     cairn_causal_node n, m;
-    char other[CAIRN_NODE_ID_MAX + 1];
+    char other[CAIRN_NODE_ID_MAX + 1], id0[CAIRN_NODE_ID_MAX + 1];
 
     assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_DECISION, "Choose routing", "episode-1", &n),
                      CAIRN_OK);
@@ -120,8 +120,13 @@ static void test_node_dedup(void **state)
     assert_int_equal(m.frequency, 3);
     assert_int_equal(m.n_episodes, 2);
     cairn_causal_node_clear(&m);
-    /* Labels are exact for dedup: another case is another node. */
-    node(f, CAIRN_NODE_DECISION, "choose routing", NULL, other);
+    /* A store made by this release folds case: another case is the same
+     * node, as ReflexionMemory's -ieq compares them. */
+    node(f, CAIRN_NODE_DECISION, "choose ROUTING", NULL, other);
+    assert_string_equal(other, n.id);
+    assert_int_equal(cairn_causal_node_id(f->r, "CHOOSE routing", id0), CAIRN_OK);
+    assert_string_equal(id0, n.id);
+    node(f, CAIRN_NODE_DECISION, "Choose routes", NULL, other);
     assert_string_not_equal(other, n.id);
     /* The id is the label's, whatever came before. */
     char id[CAIRN_NODE_ID_MAX + 1];
@@ -133,6 +138,57 @@ static void test_node_dedup(void **state)
     assert_non_null(strstr(cairn_reflex_errmsg(f->r), "label"));
     assert_int_equal(cairn_causal_add_node(f->r, CAIRN_NODE_EVENT, "bad \xff utf8", NULL, NULL),
                      CAIRN_EINVAL);
+}
+
+/* A new store folds the case of pattern names too; a store whose MANIFEST
+ * predates the label rule compares labels and names byte for byte, as it
+ * always did: its node ids were made so. */
+static void test_label_rule_of_an_older_store(void **state)
+{
+    fx *f = *state;
+    char a[CAIRN_NODE_ID_MAX + 1], b[CAIRN_NODE_ID_MAX + 1];
+    cairn_pattern_spec ps = CAIRN_PATTERN_SPEC_INIT;
+    cairn_pattern *p = NULL;
+    size_t n = 0;
+    cairn_config c;
+
+    ps.name = "Run Pester tests";
+    ps.trigger = "a change";
+    ps.action = "run them";
+    assert_int_equal(cairn_pattern_add(f->r, &ps, NULL), CAIRN_OK);
+    ps.name = "run pester TESTS";
+    assert_int_equal(cairn_pattern_add(f->r, &ps, NULL), CAIRN_OK);
+    assert_int_equal(cairn_pattern_list(f->r, 0.0, 1, &p, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(p[0].occurrences, 2);
+    assert_string_equal(p[0].name, "Run Pester tests"); /* the first spelling stays */
+    cairn_patterns_free(p, n);
+
+    /* the same store as one made before the rule (an empty one) */
+    close_all(f);
+    tu_rmrf(f->dir);
+    open_all(f);
+    close_all(f);
+    tu_manifest_file_as_version(f->dir, 5);
+    open_all(f);
+    assert_int_equal(cairn_config_get(f->db, &c), CAIRN_OK);
+    assert_int_equal(c.labels_fold_case, 0);
+    node(f, CAIRN_NODE_EVENT, "Deploy to staging", NULL, a);
+    node(f, CAIRN_NODE_EVENT, "deploy to staging", NULL, b);
+    assert_string_not_equal(a, b);
+    node(f, CAIRN_NODE_EVENT, "Deploy to staging", NULL, b);
+    assert_string_equal(a, b);
+    ps.name = "Run Pester tests";
+    assert_int_equal(cairn_pattern_add(f->r, &ps, NULL), CAIRN_OK);
+    ps.name = "RUN PESTER TESTS";
+    assert_int_equal(cairn_pattern_add(f->r, &ps, NULL), CAIRN_OK);
+    assert_int_equal(cairn_pattern_list(f->r, 0.0, 1, &p, &n), CAIRN_OK);
+    assert_int_equal(n, 2);
+    cairn_patterns_free(p, n);
+    /* and after a reopen, from its log and graph file, the same */
+    reopen(f);
+    node(f, CAIRN_NODE_EVENT, "deploy to staging", NULL, a);
+    assert_string_not_equal(a, b);
 }
 
 static void test_edge_running_average(void **state)
@@ -1246,6 +1302,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_node_dedup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_label_rule_of_an_older_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edge_running_average, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths_file_and_delta, setup, teardown),

@@ -120,7 +120,9 @@ static void t_tools_are_described_by_json_schemas(void **state)
         "memory_list",   "memory_update", "memory_remove",  "memory_restore", "memory_forget",
         "memory_stats",  "memory_history", "log_append",    "log_query",     "episode_new",
         "episode_get",   "episode_list",  "causal_node",    "causal_edge",   "causal_path",
-        "causal_status", "pattern_add",   "pattern_list",   "pattern_anti"};
+        "causal_status", "pattern_add",   "pattern_list",   "pattern_anti",  "stream_add",
+        "stream_list",   "stream_search", "core_show",      "core_set",      "core_append",
+        "core_remove",   "archival_insert", "archival_search", "reflection_add", "tiers_stats"};
     cJSON *tools = cJSON_Parse(cairn_session_tools()), *t;
     size_t found = 0;
     (void)state;

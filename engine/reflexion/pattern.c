@@ -112,7 +112,7 @@ int cairn_pattern_add(cairn_reflex *r, const cairn_pattern_spec *spec, cairn_pat
     if (rc == CAIRN_OK && out != NULL) {
         size_t i = r->n_pat;
         for (size_t j = 0; j < r->n_pat; j++)
-            if (strcmp(r->pat[j].name, spec->name) == 0)
+            if (cairn__rx_same_name(r, r->pat[j].name, spec->name))
                 i = j;
         rc = i == r->n_pat ? cairn__rx_fail(r, CAIRN_ENOTFOUND, "the pattern was not folded")
                            : cairn__rx_copy_pattern(r, i, out);

@@ -181,6 +181,7 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
     if ((r = calloc(1, sizeof *r)) == NULL)
         return CAIRN_ENOMEM;
     r->db = db;
+    r->fold_labels = cairn__label_rule(db) == MAN_LABELS_FOLDED;
     cairn__errbuf_drop(r); /* a handle that lived here before */
     pthread_mutex_init(&r->mu, NULL);
     rc = cairn_stats_get(db, &st);

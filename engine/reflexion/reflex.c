@@ -273,24 +273,67 @@ uint32_t cairn__rx_find_key(const cairn_reflex *r, uint64_t key)
 uint32_t cairn__rx_find_label(const cairn_reflex *r, const char *label, size_t len,
                               uint64_t *key_out)
 {
-    /* A label's key is its hash; a label whose hash another label took
-     * first gets the hash with seed 1, 2, ...: deterministic in log order. */
+    /* A label's key is the hash of the label, or of its case fold in a
+     * store that folds (format-spec/manifest.md, label_rule); a label
+     * whose hash another label took first gets the hash with seed 1, 2,
+     * ...: deterministic in log order. */
+    char *fold = NULL;
+    size_t fl = 0;
+    const char *k = label;
+    size_t kl = len;
+    uint32_t found = R_NONE;
+    uint64_t key = 0;
+    if (r->fold_labels && cairn__rx_fold(label, len, &fold, &fl) == CAIRN_OK) {
+        k = fold;
+        kl = fl;
+    }
     for (uint64_t seed = 0;; seed++) {
-        uint64_t key = XXH3_64bits_withSeed(label, len, seed);
-        uint32_t i = cairn__rx_find_key(r, key);
+        uint32_t i;
         gi_node n;
-        if (i == R_NONE) {
-            if (key_out != NULL)
-                *key_out = key;
-            return R_NONE;
-        }
+        key = XXH3_64bits_withSeed(k, kl, seed);
+        if ((i = cairn__rx_find_key(r, key)) == R_NONE)
+            break;
         cairn__rx_node(r, i, &n);
-        if (n.label_len == len && memcmp(n.label, label, len) == 0) {
-            if (key_out != NULL)
-                *key_out = key;
-            return i;
+        if (k == fold ? n.fold_len == kl && memcmp(n.fold, k, kl) == 0
+                      : n.label_len == kl && memcmp(n.label, k, kl) == 0) {
+            found = i;
+            break;
         }
     }
+    free(fold);
+    if (key_out != NULL)
+        *key_out = key;
+    return found;
+}
+
+int cairn__rx_same_name(const cairn_reflex *r, const char *a, const char *b)
+{
+    char *fa = NULL, *fb = NULL;
+    size_t la = 0, lb = 0;
+    int same;
+    if (strcmp(a, b) == 0 || !r->fold_labels)
+        return strcmp(a, b) == 0;
+    if (cairn__rx_fold(a, strlen(a), &fa, &la) != CAIRN_OK ||
+        cairn__rx_fold(b, strlen(b), &fb, &lb) != CAIRN_OK)
+        same = 0; /* not foldable: only the same bytes are the same name */
+    else
+        same = la == lb && memcmp(fa, fb, la) == 0;
+    free(fa);
+    free(fb);
+    return same;
+}
+
+uint64_t cairn__rx_name_key(const cairn_reflex *r, const char *name)
+{
+    char *f = NULL;
+    size_t fl = 0;
+    uint64_t key;
+    if (r->fold_labels && cairn__rx_fold(name, strlen(name), &f, &fl) == CAIRN_OK) {
+        key = XXH3_64bits(f, fl);
+        free(f);
+        return key;
+    }
+    return XXH3_64bits(name, strlen(name));
 }
 
 static int table_grow(uint32_t **tab, size_t *cap, size_t used, uint64_t (*key_of)(const void *, uint32_t),
@@ -706,7 +749,7 @@ static char *dup_str(const char *s)
 int cairn__rx_apply_pattern(cairn_reflex *r, const cairn_pattern_spec *s, int64_t ts,
                             size_t *idx_out)
 {
-    uint64_t key = XXH3_64bits(s->name, strlen(s->name));
+    uint64_t key = cairn__rx_name_key(r, s->name);
     uint32_t name = R_NONE;
     rpat *p;
     size_t i;
@@ -717,7 +760,7 @@ int cairn__rx_apply_pattern(cairn_reflex *r, const cairn_pattern_spec *s, int64_
         (name = cairn__rx_name(r, s->episode, strlen(s->episode), 1)) == R_NONE)
         return CAIRN_ENOMEM;
     for (i = 0; i < r->n_pat; i++)
-        if (r->pat[i].key == key && strcmp(r->pat[i].name, s->name) == 0)
+        if (r->pat[i].key == key && cairn__rx_same_name(r, r->pat[i].name, s->name))
             break;
     if (i < r->n_pat) {
         p = &r->pat[i];

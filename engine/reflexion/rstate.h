@@ -98,6 +98,9 @@ typedef struct rchain {
 
 struct cairn_reflex {
     cairn_db *db;
+    int fold_labels;          /* the store's label rule is MAN_LABELS_FOLDED: node
+                                 labels and pattern names that differ only in
+                                 case are one */
     pthread_mutex_t mu;
     gimage gi;                /* gi.map NULL: no graph file in use */
     uint32_t base_n, base_m;
@@ -165,6 +168,12 @@ void cairn__rx_edge(const cairn_reflex *r, uint32_t i, gi_edge *out);
 /* The node with this key / exactly this label, or R_NONE; *key_out (may be
  * NULL) gets the key the label has or would get. */
 uint32_t cairn__rx_find_key(const cairn_reflex *r, uint64_t key);
+/* Are two pattern names (or labels) one under the store's rule? */
+int cairn__rx_same_name(const cairn_reflex *r, const char *a, const char *b);
+
+/* A pattern's key under the store's rule. */
+uint64_t cairn__rx_name_key(const cairn_reflex *r, const char *name);
+
 uint32_t cairn__rx_find_label(const cairn_reflex *r, const char *label, size_t len,
                               uint64_t *key_out);
 

@@ -185,7 +185,7 @@ static void plan_pattern(plan *p, cairn_reflex *r, const char *name, const char 
     int exists = 0;
     if (p->once && episode != NULL)
         for (size_t i = 0; i < r->n_pat; i++)
-            if (strcmp(r->pat[i].name, name) == 0 &&
+            if (cairn__rx_same_name(r, r->pat[i].name, name) &&
                 lists(r, r->pat[i].eps, r->pat[i].n_eps, episode))
                 return; /* this episode's occurrence is in it already */
     if ((c = add(p)) == NULL)
@@ -198,9 +198,9 @@ static void plan_pattern(plan *p, cairn_reflex *r, const char *name, const char 
     c->pat.success_rate = success;
     c->pat.episode = episode;
     for (size_t i = 0; i < r->n_pat && !exists; i++)
-        exists = strcmp(r->pat[i].name, name) == 0;
+        exists = cairn__rx_same_name(r, r->pat[i].name, name);
     for (size_t i = 0; i < p->n_new_pats && !exists; i++)
-        exists = strcmp(p->new_pats[i], name) == 0;
+        exists = cairn__rx_same_name(r, p->new_pats[i], name);
     if (!exists) {
         if (cairn__grow(NULL, (void **)&p->new_pats, &p->cap_np, p->n_new_pats + 1,
                         sizeof *p->new_pats) != 0)
