@@ -16,6 +16,7 @@
 #include "cairn.h"
 #include "testutil.h"
 #include "tiers.h"
+#include "cycles.h"
 
 typedef struct fx {
     char *dir;
@@ -625,12 +626,106 @@ static void archival_insert_embed_search(void **state)
     cairn_hash_embedder_free(&e);
 }
 
+/* The stream's JSON writer escapes what JSON needs, eight bytes at a time
+ * where none needs it: every string of random bytes of the rule for text
+ * (with quotes, backslashes, controls, UTF-8) reads back the same. */
+static void json_strings_round_trip(void **state)
+{
+    static const char *const pieces[] = {"a", "\"", "\\", "\n", "\t", "\x01", "\x1f", " ",
+                                         "\xc3\xa9", "\xe2\x80\x94", "abcdefgh", "/", "\x7f"};
+    uint64_t rng = 7;
+    (void)state;
+    for (int round = 0; round < 2000; round++) {
+        char in[256];
+        size_t n = 0;
+        tbuf b = {NULL, 0, 0, 0};
+        cJSON *j;
+        int parts = (int)(tu_splitmix64(&rng) % 40);
+        for (int k = 0; k < parts; k++) {
+            const char *p = pieces[tu_splitmix64(&rng) % (sizeof pieces / sizeof pieces[0])];
+            size_t l = strlen(p);
+            if (n + l >= sizeof in)
+                break;
+            memcpy(in + n, p, l);
+            n += l;
+        }
+        in[n] = 0;
+        cairn__tbuf_str(&b, in, n);
+        assert_false(b.oom);
+        j = cJSON_Parse(b.p);
+        assert_non_null(j);
+        assert_true(cJSON_IsString(j));
+        assert_string_equal(j->valuestring, in);
+        cJSON_Delete(j);
+        free(b.p);
+    }
+}
+
+/* The cycle index follows the state: entries no count prunes, a removed
+ * entry leaves the list, a metadata update moves an entry to its new
+ * cycle, another handle's entries show at the next list. */
+static void stream_list_follows_the_state(void **state)
+{
+    fx *f = *state;
+    cairn_stream_query q = CAIRN_STREAM_QUERY_INIT;
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    cairn_mem *other = NULL;
+    char *out = NULL, buf[128], mid3[64];
+    cJSON *j, *e;
+    assert_int_equal(cairn_config_set_max_memories(f->db, 3), CAIRN_OK);
+    for (int c = 1; c <= 6; c++) {
+        snprintf(buf, sizeof buf, "{\"cycle\":%d,\"role\":\"qa\",\"content\":\"step %d\"}", c, c);
+        add(f, NULL, buf);
+    }
+    q.has_cycles = 1;
+    q.cycle_from = 1;
+    q.cycle_to = 100;
+    assert_int_equal(cairn_stream_list(f->mem, &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 6); /* max-memories 3 prunes no entry */
+    snprintf(mid3, sizeof mid3, "%s", str(cJSON_GetArrayItem(j, 2), "memoryId"));
+    cJSON_Delete(j);
+    assert_int_equal(cairn_mem_delete(f->mem, mid3, "test"), CAIRN_OK);
+    assert_int_equal(cairn_stream_list(f->mem, &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 5);
+    cJSON_ArrayForEach(e, j)
+        assert_int_not_equal((int)num(e, "cycle"), 3);
+    snprintf(mid3, sizeof mid3, "%s", str(cJSON_GetArrayItem(j, 0), "memoryId"));
+    cJSON_Delete(j);
+    /* cycle 1 becomes cycle 50 */
+    u.metadata = "{\"tier\":\"stream\",\"cycle\":50,\"role\":\"qa\",\"importance\":5}";
+    assert_int_equal(cairn_mem_update(f->mem, mid3, &u), CAIRN_OK);
+    q.cycle_from = q.cycle_to = 50;
+    assert_int_equal(cairn_stream_list(f->mem, &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 1);
+    assert_string_equal(str(cJSON_GetArrayItem(j, 0), "content"), "step 1");
+    cJSON_Delete(j);
+    q.cycle_from = q.cycle_to = 1;
+    assert_int_equal(cairn_stream_list(f->mem, &q, &out), CAIRN_ENOTFOUND);
+    /* another handle of the store adds; this one sees it */
+    assert_int_equal(cairn_mem_open(f->db, NULL, &other), CAIRN_OK);
+    assert_int_equal(cairn_stream_add(other, NULL, "{\"cycle\":7,\"role\":\"ops\",\"content\":\"late\"}", NULL),
+                     CAIRN_OK);
+    cairn_mem_close(other);
+    q.cycle_from = 7;
+    q.cycle_to = 7;
+    assert_int_equal(cairn_stream_list(f->mem, &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 1);
+    assert_string_equal(str(cJSON_GetArrayItem(j, 0), "role"), "ops");
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tokens_are_characters_over_four),
+        cmocka_unit_test(json_strings_round_trip),
         cmocka_unit_test_setup_teardown(stream_add_keeps_fields_and_repeats, setup, teardown),
         cmocka_unit_test_setup_teardown(stream_list_by_cycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(stream_list_follows_the_state, setup, teardown),
         cmocka_unit_test_setup_teardown(stream_search_with_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(scopes_isolate_and_widen, setup, teardown),
         cmocka_unit_test_setup_teardown(core_sections_replace_append_remove, setup, teardown),

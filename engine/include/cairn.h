@@ -740,9 +740,12 @@ typedef struct cairn_mem_store_opts {
                                   = 1; with another: CAIRN_EEXIST */
     int no_embed;              /* 1: store it without a vector even when the handle
                                   has an embedder (one is made later: archival) */
+    int no_limit;              /* 1: this store prunes nothing: the max_memories
+                                  limit is not applied (the cognitive tiers, whose
+                                  entries no count may prune; budgets govern them) */
 } cairn_mem_store_opts;
 
-#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0, NULL, 0 }
+#define CAIRN_MEM_STORE_OPTS_INIT { CAIRN_MEM_STORE_OPTS_VERSION, NULL, NULL, -1.0, 0, NULL, NULL, NULL, 0, NULL, 0, 0 }
 
 /* Store content (1 byte..1 MiB of text: valid UTF-8 without NUL, as every
  * text field here, README "Text"). If the same content is already

@@ -177,13 +177,12 @@ int cairn__mem_scan(cairn_mem *m, const char *const *ns, size_t n_ns, uint64_t f
 {
     int64_t now = cairn__mem_wall_ms();
     uint8_t *want = NULL; /* by namespace number: listed */
-    size_t first = 0;
+    size_t first = 0, total;
     int rc;
 
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;
-    if ((rc = cairn__mem_catch_up(m)) == CAIRN_OK)
-        rc = cairn__mem_read_all(m);
+    rc = cairn__mem_catch_up(m);
     if (rc == CAIRN_OK && ns != NULL) {
         if ((want = calloc(m->nns ? m->nns : 1, 1)) == NULL)
             rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
@@ -195,18 +194,25 @@ int cairn__mem_scan(cairn_mem *m, const char *const *ns, size_t n_ns, uint64_t f
     }
     if (rc == CAIRN_OK)
         cairn__access_refresh(m);
+    total = cairn__mem_total(m);
     if (rc == CAIRN_OK && from_seq > 1) { /* the entries are in seq order */
-        size_t hi = cairn__mem_total(m);
+        size_t hi = total;
         while (first < hi) {
             size_t mid = first + (hi - first) / 2;
-            if (cairn__mem_at(m, mid)->seq < from_seq)
+            if (cairn__mem_seq_at(m, mid) < from_seq)
                 first = mid + 1;
             else
                 hi = mid;
         }
     }
-    for (size_t i = first; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
-        const ment *x = cairn__mem_at(m, i);
+    /* rows of the index files are read as the walk reaches them: a walk
+     * from a seq costs what lies after it */
+    for (size_t i = first; i < total && rc == CAIRN_OK; i++) {
+        const ment *x = cairn__mem_at_loaded(m, i);
+        if (x == NULL) {
+            rc = CAIRN_ECORRUPT; /* cairn__errbuf(m) names the file */
+            break;
+        }
         if (!x->live || cairn__mem_expired(x, now) || (want != NULL && !want[x->nsi]))
             continue;
         rc = fn(user, m, x);

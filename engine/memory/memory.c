@@ -374,6 +374,26 @@ ment *cairn__mem_at(cairn_mem *m, size_t i)
     return &m->gen[g].be[i - m->gen[g].at + m->gen[g].mx.n_shadow];
 }
 
+ment *cairn__mem_at_loaded(cairn_mem *m, size_t i)
+{
+    size_t g = m->ng;
+    if (i >= gen_rows(m))
+        return &m->e[i - gen_rows(m)];
+    while (g-- > 0 && m->gen[g].at > i)
+        ;
+    return cairn__mem_row(m, g, i - m->gen[g].at + (size_t)m->gen[g].mx.n_shadow);
+}
+
+uint64_t cairn__mem_seq_at(const cairn_mem *m, size_t i)
+{
+    size_t g = m->ng;
+    if (i >= gen_rows(m))
+        return m->e[i - gen_rows(m)].seq;
+    while (g-- > 0 && m->gen[g].at > i)
+        ;
+    return cairn__mx_row_seq(&m->gen[g].mx, i - m->gen[g].at + (size_t)m->gen[g].mx.n_shadow);
+}
+
 /* The row of file g holding the memory stored at seq, or -1. The rows
  * are in seq order and their seqs spread about evenly (memories are most
  * of the records), so the search interpolates while the range is wide: a
@@ -650,6 +670,7 @@ static void apply_update(cairn_mem *m, ment *x, const memrec *r)
     }
     if (r->has & MEMREC_HAS_METADATA) {
         char *c = r->metadata ? dup_str(r->metadata, strlen(r->metadata)) : NULL;
+        m->meta_changes++;
         if (c != NULL || r->metadata == NULL) {
             if (x->owns & OWN_METADATA)
                 free(x->metadata);
@@ -1480,6 +1501,8 @@ void cairn_mem_close(cairn_mem *m)
     }
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
+    if (m->cycles_free != NULL)
+        m->cycles_free(m->cycles);
     cairn__access_free(m);
     free_all(m);
     cairn__tok_free(m->tok);
@@ -2038,7 +2061,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         goto out;
     x = cairn__mem_find_seq(m, seq);
     /* The memory is stored: a failed prune is reported, not undone. */
-    rc = enforce_limit(m, x->nsi, x, &pruned, &kept, &limit);
+    rc = o->version >= 2 && o->no_limit ? CAIRN_OK : enforce_limit(m, x->nsi, x, &pruned, &kept, &limit);
     if (o->prune != NULL) {
         o->prune->pruned = pruned;
         o->prune->kept = kept;
@@ -2433,6 +2456,7 @@ static void free_all(cairn_mem *m)
 /* Free the state (entries, namespaces, the file) but not the handle. */
 static void free_state(cairn_mem *m)
 {
+    m->meta_changes++; /* what a layer above derived from the state is stale */
     m->n_lazy = 0; /* nothing will read these indexes any more */
     (void)cairn__mem_index_settle(m); /* the thread reads texts and indexes freed below */
     for (size_t i = 0; i < m->n; i++)

@@ -195,6 +195,11 @@ struct cairn_mem {
     /* The archival tier's embedding thread (tiers/archival.c), or NULL;
      * on_close stops it before the handle goes. */
     struct tier_archiver *archiver;
+    void *cycles;                 /* the stream's cycle index (tiers/cycles.c), */
+    void (*cycles_free)(void *);  /* freed at close by this */
+    uint64_t meta_changes;        /* metadata updates applied, and state rebuilds:
+                                     a layer's cache of metadata is stale when
+                                     it changes */
     void (*on_close)(cairn_mem *m);
     /* its error detail: per thread, cairn__errbuf(m) */
 };
@@ -254,6 +259,11 @@ int cairn__mem_read_all(cairn_mem *m);
  * cairn__mem_read_all. */
 size_t cairn__mem_total(const cairn_mem *m);
 ment *cairn__mem_at(cairn_mem *m, size_t i);
+/* Entry i read from its file if it was not (NULL: the file is damaged,
+ * cairn__errbuf(m) says where); no cairn__mem_read_all needed. */
+ment *cairn__mem_at_loaded(cairn_mem *m, size_t i);
+/* The seq of entry i, without reading the rest of it. */
+uint64_t cairn__mem_seq_at(const cairn_mem *m, size_t i);
 
 /* The entry whose store record is seq, or NULL. */
 ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq);
@@ -262,6 +272,13 @@ ment *cairn__mem_find_seq(cairn_mem *m, uint64_t seq);
 long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create);
 
 int cairn__mem_expired(const ment *x, int64_t now);
+
+/* cairn_mem_recall with a filter of the caller's besides o's: pred(user,
+ * x) is asked, with m->mu held, of each memory the other filters let
+ * through (it reads x and nothing else of m); 0 leaves x out. */
+int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_opts *o,
+                           int (*pred)(void *user, const ment *x), void *pred_user,
+                           cairn_recall_hit **hits, size_t *n_hits);
 
 /* Every live, unexpired memory of the namespaces ns[0..n_ns) (NULL: all)
  * stored at from_seq or later, oldest first, to fn with the handle's lock

@@ -52,6 +52,8 @@ typedef struct rfilter {
     size_t n_tags;
     mwant *w;
     size_t n_where;
+    int (*pred)(void *user, const ment *x); /* a caller's own filter, or NULL */
+    void *pred_user;
 } rfilter;
 
 /* Does the metadata satisfy the tag and metadata filters? Parsed only for
@@ -91,6 +93,8 @@ static int passes(const ment *x, const rfilter *f, int64_t now)
         if (i == o->n_categories)
             return 0;
     }
+    if (f->pred != NULL && !f->pred(f->pred_user, x))
+        return 0;
     return (f->tags == NULL && f->n_where == 0) || meta_passes(x, f);
 }
 
@@ -377,6 +381,13 @@ static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, s
 int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o,
                      cairn_recall_hit **hits, size_t *n_hits)
 {
+    return cairn__mem_recall_pred(m, query, o, NULL, NULL, hits, n_hits);
+}
+
+int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_opts *o,
+                           int (*pred)(void *user, const ment *x), void *pred_user,
+                           cairn_recall_hit **hits, size_t *n_hits)
+{
     cairn_recall_opts def = CAIRN_RECALL_OPTS_INIT;
     static const char *const default_ns[] = {""};
     const char *const *nss;
@@ -412,6 +423,8 @@ int cairn_mem_recall(cairn_mem *m, const char *query, const cairn_recall_opts *o
     cairn__errbuf(m)[0] = 0;
     if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK || (rc = filter_init(m, o, &flt)) != CAIRN_OK)
         goto out;
+    flt.pred = pred;
+    flt.pred_user = pred_user;
     if (o->min_importance < 0 || o->min_importance > 1 || k > 100000) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, o->min_importance < 0 || o->min_importance > 1
                                        ? "minImportance must be between 0 and 1"

@@ -80,6 +80,7 @@ static int index_one(cairn_mem *m, const char *id)
     so.importance = mem->importance;
     so.metadata = mem->metadata;
     so.keep_duplicate = 1;
+    so.no_limit = 1;
     so.id = nid;
     if ((rc = cairn__mem_turn_hold(m)) == CAIRN_OK) {
         rc = cairn_mem_store(m, mem->content, &so, NULL, NULL);
@@ -331,6 +332,7 @@ int cairn_archival_insert(cairn_mem *m, const char *scope, const char *content,
         so.category = "archival";
         so.metadata = meta_text;
         so.keep_duplicate = 1;
+        so.no_limit = 1;
         /* with its vector now (waiting), or without one, embedded on the
          * thread or by cairn_archival_index */
         so.id = wait && has_emb ? xid : mid;

@@ -287,6 +287,7 @@ static int store_value(cairn_mem *m, const char *scope, int si, const char *role
     so.importance = 1.0; /* core memory is always in the prompt */
     so.metadata = meta_text;
     so.keep_duplicate = 1; /* the same text may be in two sections */
+    so.no_limit = 1;
     rc = cairn_mem_store(m, value, &so, out, NULL);
     free(meta_text);
     return rc;

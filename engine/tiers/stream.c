@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "civil.h"
+#include "alloc.h"
+#include "cycles.h"
 #include "tiers.h"
 #include "utf8.h"
 
@@ -35,9 +37,9 @@
 static cJSON *entry_from(const char *scope, const char *mid, const char *content, size_t len,
                          const char *meta_text)
 {
-    static const char *const keys[] = {"cycle",      "timestamp", "role",   "action",
-                                       NULL,         "importance", "type",  "tags",
-                                       "issueRefs",  "prRefs",   "tokenEstimate"};
+    static const char *const keys[] = {"cycle",     "timestamp", "role",   "action",
+                                       "importance", "type",     "tags",   "issueRefs",
+                                       "prRefs",    "tokenEstimate", NULL};
     ment probe;
     cJSON *meta, *o;
     const char *eid;
@@ -68,11 +70,6 @@ static cJSON *entry_from(const char *scope, const char *mid, const char *content
     cJSON_AddStringToObject(o, "memoryId", mid);
     cJSON_Delete(meta);
     return o;
-}
-
-static cJSON *entry_json(const cairn_mem *m, const ment *x)
-{
-    return entry_from(cairn__tier_ns_scope(m, x), x->id, x->content, x->content_len, x->metadata);
 }
 
 /* The scope of a memory returned by the API (its namespace "stream@S"). */
@@ -212,6 +209,7 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
     so.importance = (double)importance / 10.0;
     so.metadata = meta_text;
     so.keep_duplicate = 1;
+    so.no_limit = 1;
     so.id = mid;
     if ((rc = cairn_mem_store(m, content, &so, &mem, &existed)) != CAIRN_OK) {
         if (rc == CAIRN_EEXIST) /* the id is an entry of other content */
@@ -292,8 +290,20 @@ static int check_query(cairn_mem *m, const cairn_stream_query *q, tier_scope *sc
     return CAIRN_OK;
 }
 
-/* Does the entry's metadata pass q (its cycle range included)? */
-static int entry_passes(const cJSON *meta, const cairn_stream_query *q)
+/* Does the entry pass q's filters (its cycle range included)? From the
+ * fast read of its metadata, else from the parsed metadata. */
+static int passes_fast(const stream_meta *sm, const cairn_stream_query *q)
+{
+    if (q->has_cycles && (sm->cycle < q->cycle_from || sm->cycle > q->cycle_to))
+        return 0;
+    if (q->role != NULL && !(sm->role_len == strlen(q->role) && memcmp(sm->role, q->role, sm->role_len) == 0))
+        return 0;
+    if (q->min_importance > 0 && sm->importance < q->min_importance)
+        return 0;
+    return q->issue <= 0 || cairn__stream_has_issue(sm->issues, sm->issues_len, q->issue);
+}
+
+static int passes_json(const cJSON *meta, const cairn_stream_query *q)
 {
     int64_t c = get_i(meta, "cycle");
     if (q->has_cycles && (c < q->cycle_from || c > q->cycle_to))
@@ -316,73 +326,56 @@ static int entry_passes(const cJSON *meta, const cairn_stream_query *q)
     return 1;
 }
 
+/* Is memory x (with metadata text) an entry that passes q? */
+static int entry_passes(const ment *x, const cairn_stream_query *q)
+{
+    stream_meta sm;
+    cJSON *meta;
+    int ok;
+    if (cairn__stream_meta(x->metadata, &sm) == 0)
+        return passes_fast(&sm, q);
+    if ((meta = cairn__tier_meta(x, TIER_STREAM)) == NULL)
+        return 0;
+    ok = passes_json(meta, q);
+    cJSON_Delete(meta);
+    return ok;
+}
+
+/* Entry (memory id mid, content, metadata, scope) as JSON into b. */
+static void write_entry(tbuf *b, const char *scope, const char *mid, const char *content,
+                        size_t len, const char *meta_text, int with_score, double score)
+{
+    stream_meta sm;
+    cJSON *e;
+    char *t;
+    if (cairn__stream_meta_light(meta_text, &sm) == 0) {
+        cairn__stream_entry_write(b, &sm, mid, content, len, scope, with_score, score);
+        return;
+    }
+    if ((e = entry_from(scope, mid, content, len, meta_text)) == NULL) {
+        b->oom = 1; /* a memory that is an entry (checked before): only memory fails */
+        return;
+    }
+    if (with_score)
+        cJSON_AddNumberToObject(e, "score", score);
+    if ((t = cJSON_PrintUnformatted(e)) == NULL)
+        b->oom = 1;
+    else
+        cairn__tbuf_put(b, t, strlen(t));
+    free(t);
+    cJSON_Delete(e);
+}
+
 /* ---- list by cycle ----------------------------------------------------------- */
 
 typedef struct lrow {
     int64_t cycle, created;
     int rank;        /* scope precedence: 0 the scope itself */
     uint64_t seq;
-    cJSON *entry;
+    const ment *x;
+    int fast;        /* sm holds the light read of its metadata */
+    stream_meta sm;
 } lrow;
-
-typedef struct list_scan {
-    const cairn_stream_query *q;
-    const tier_scope *sc;
-    lrow *rows;
-    size_t n, cap;
-    int64_t lo, hi;  /* the cycles the scopes' stream holds */
-    int any, in_range;
-} list_scan;
-
-static int scope_rank(const tier_scope *sc, const char *scope)
-{
-    for (size_t i = 0; i < sc->n_chain; i++)
-        if (strcmp(sc->chain[i], scope) == 0)
-            return (int)i;
-    return (int)sc->n_chain;
-}
-
-static int on_list(void *user, cairn_mem *m, const ment *x)
-{
-    list_scan *s = user;
-    cJSON *meta = cairn__tier_meta(x, TIER_STREAM);
-    int64_t c;
-    if (meta == NULL)
-        return 0;
-    c = get_i(meta, "cycle");
-    if (!s->any || c < s->lo)
-        s->lo = c;
-    if (!s->any || c > s->hi)
-        s->hi = c;
-    s->any = 1;
-    if (c >= s->q->cycle_from && c <= s->q->cycle_to)
-        s->in_range = 1;
-    if (entry_passes(meta, s->q)) {
-        lrow *r;
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 64;
-            lrow *p = realloc(s->rows, cap * sizeof *p);
-            if (p == NULL) {
-                cJSON_Delete(meta);
-                return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-            }
-            s->rows = p;
-            s->cap = cap;
-        }
-        r = &s->rows[s->n];
-        r->cycle = c;
-        r->created = x->created;
-        r->seq = x->seq;
-        r->rank = scope_rank(s->sc, cairn__tier_ns_scope(m, x));
-        if ((r->entry = entry_json(m, x)) == NULL) {
-            cJSON_Delete(meta);
-            return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-        }
-        s->n++;
-    }
-    cJSON_Delete(meta);
-    return 0;
-}
 
 static int by_cycle(const void *a, const void *b)
 {
@@ -396,15 +389,132 @@ static int by_cycle(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The live, unexpired entry of row r, or NULL. */
+static const ment *row_entry(cairn_mem *m, const crow *r, int64_t now)
+{
+    const ment *x = cairn__mem_find_seq(m, r->seq);
+    return x != NULL && x->live && !cairn__mem_expired(x, now) ? x : NULL;
+}
+
+/* The list, with m->mu held: the cycle index read over the range. */
+static int list_locked(cairn_mem *m, const cairn_stream_query *q, const tier_scope *sc, size_t n_ns,
+                       tbuf *b)
+{
+    int64_t now = cairn__mem_wall_ms(), lo = 0, hi = 0;
+    lrow *rows = NULL;
+    size_t n = 0, cap = 0, take;
+    int rc, in_range = 0, any = 0, filtered = q->role != NULL || q->min_importance > 0 || q->issue > 0;
+
+    if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK)
+        return rc;
+    if ((rc = cairn__cycles_refresh(m)) != CAIRN_OK)
+        return rc == CAIRN_ENOMEM ? cairn__mem_fail(m, rc, "no memory for the cycle index") : rc;
+    for (size_t k = 0; k < n_ns; k++) {
+        char name[CAIRN_SCOPE_MAX + 16];
+        const crow *cr;
+        size_t nr, i = 0, j;
+        long nsi;
+        cairn__tier_ns(name, sizeof name, TIER_STREAM, sc->chain[k]);
+        if ((nsi = cairn__mem_ns_index(m, name, strlen(name), 0)) < 0)
+            continue;
+        cr = cairn__cycles_rows(m, (uint32_t)nsi, &nr);
+        /* the cycles it holds, for a range that holds none */
+        for (j = 0; j < nr && row_entry(m, &cr[j], now) == NULL; j++)
+            ;
+        if (j < nr) {
+            size_t e = nr;
+            while (e > j && row_entry(m, &cr[e - 1], now) == NULL)
+                e--;
+            if (!any || cr[j].cycle < lo)
+                lo = cr[j].cycle;
+            if (!any || cr[e - 1].cycle > hi)
+                hi = cr[e - 1].cycle;
+            any = 1;
+        }
+        { /* the first row of the range */
+            size_t h = nr;
+            while (i < h) {
+                size_t mid = i + (h - i) / 2;
+                if (cr[mid].cycle < q->cycle_from)
+                    i = mid + 1;
+                else
+                    h = mid;
+            }
+        }
+        for (; i < nr && cr[i].cycle <= q->cycle_to; i++) {
+            const ment *x = row_entry(m, &cr[i], now);
+            stream_meta sm;
+            int fast;
+            if (x == NULL)
+                continue;
+            in_range = 1;
+            /* the cycle is the index's: the rest of the filters, read as
+             * little of the metadata as they need */
+            fast = filtered ? cairn__stream_meta(x->metadata, &sm) == 0
+                            : cairn__stream_meta_row(&cr[i], x->metadata, &sm) == 0;
+            if (fast ? filtered && !passes_fast(&sm, q) : !entry_passes(x, q))
+                continue;
+            if (n == cap && cairn__grow(NULL, (void **)&rows, &cap, n + 1, sizeof *rows) != CAIRN_OK) {
+                free(rows);
+                return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+            }
+            rows[n].fast = fast;
+            rows[n].sm = sm;
+            rows[n].cycle = cr[i].cycle;
+            rows[n].created = x->created;
+            rows[n].rank = (int)k;
+            rows[n].seq = x->seq;
+            rows[n].x = x;
+            n++;
+        }
+    }
+    if (!in_range) {
+        free(rows);
+        if (any)
+            return cairn__mem_fail(m, CAIRN_ENOTFOUND, "no cycle in %" PRId64 "..%" PRId64
+                                   ": the stream holds cycles %" PRId64 "..%" PRId64,
+                                   q->cycle_from, q->cycle_to, lo, hi);
+        return cairn__mem_fail(m, CAIRN_ENOTFOUND, "no cycle in %" PRId64 "..%" PRId64
+                               ": the stream of %s is empty", q->cycle_from, q->cycle_to, sc->name);
+    }
+    { /* one namespace gives them in order already: sort only if not */
+        size_t i = 1;
+        while (i < n && by_cycle(&rows[i - 1], &rows[i]) <= 0)
+            i++;
+        if (i < n)
+            qsort(rows, n, sizeof *rows, by_cycle);
+    }
+    take = q->limit > 0 && q->limit < n ? q->limit : n;
+    /* room for all of it at once: an entry is its metadata, its content
+     * and about 80 bytes more (escapes may ask for more: it grows then) */
+    {
+        size_t want = 16;
+        for (size_t i = 0; i < take; i++)
+            want += rows[i].x->content_len + (rows[i].fast ? rows[i].sm.rest_len : 512) + 96;
+        cairn__tbuf_reserve(b, want);
+    }
+    cairn__tbuf_put(b, "[", 1);
+    for (size_t i = 0; i < take; i++) {
+        const ment *x = rows[i].x;
+        if (i > 0)
+            cairn__tbuf_put(b, ",", 1);
+        if (rows[i].fast)
+            cairn__stream_entry_write(b, &rows[i].sm, x->id, x->content, x->content_len,
+                                      sc->chain[rows[i].rank], 0, 0);
+        else
+            write_entry(b, sc->chain[rows[i].rank], x->id, x->content, x->content_len,
+                        x->metadata, 0, 0);
+    }
+    cairn__tbuf_put(b, "]", 1);
+    free(rows);
+    return b->oom ? cairn__mem_fail(m, CAIRN_ENOMEM, "no memory") : CAIRN_OK;
+}
+
 int cairn_stream_list(cairn_mem *m, const cairn_stream_query *q, char **out_json)
 {
     cairn_stream_query def = CAIRN_STREAM_QUERY_INIT;
     tier_scope sc;
-    list_scan s;
-    char nsbuf[3][CAIRN_SCOPE_MAX + 16];
-    const char *nss[3];
-    size_t n_ns, take;
-    cJSON *arr;
+    tbuf b = {NULL, 0, 0, 0};
     int rc;
 
     *out_json = NULL;
@@ -412,58 +522,36 @@ int cairn_stream_list(cairn_mem *m, const cairn_stream_query *q, char **out_json
         q = &def;
     if ((rc = check_query(m, q, &sc, 1)) != CAIRN_OK)
         return rc;
-    n_ns = q->only_scope ? 1 : sc.n_chain;
-    for (size_t i = 0; i < n_ns; i++) {
-        cairn__tier_ns(nsbuf[i], sizeof nsbuf[i], TIER_STREAM, sc.chain[i]);
-        nss[i] = nsbuf[i];
+    pthread_mutex_lock(&m->mu);
+    cairn__errbuf(m)[0] = 0;
+    rc = list_locked(m, q, &sc, q->only_scope ? 1 : sc.n_chain, &b);
+    pthread_mutex_unlock(&m->mu);
+    if (rc != CAIRN_OK) {
+        free(b.p);
+        return rc;
     }
-    memset(&s, 0, sizeof s);
-    s.q = q;
-    s.sc = &sc;
-    rc = cairn__mem_scan(m, nss, n_ns, 0, on_list, &s);
-    if (rc == CAIRN_OK && !s.in_range) {
-        if (s.any)
-            rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no cycle in %" PRId64 "..%" PRId64
-                                 ": the stream holds cycles %" PRId64 "..%" PRId64,
-                                 q->cycle_from, q->cycle_to, s.lo, s.hi);
-        else
-            rc = cairn__mem_fail(m, CAIRN_ENOTFOUND, "no cycle in %" PRId64 "..%" PRId64
-                                 ": the stream of %s is empty", q->cycle_from, q->cycle_to, sc.name);
-    }
-    if (rc == CAIRN_OK) {
-        if (s.n > 1)
-            qsort(s.rows, s.n, sizeof *s.rows, by_cycle);
-        take = q->limit > 0 && q->limit < s.n ? q->limit : s.n;
-        if ((arr = cJSON_CreateArray()) == NULL)
-            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-        for (size_t i = 0; rc == CAIRN_OK && i < take; i++) {
-            cJSON_AddItemToArray(arr, s.rows[i].entry);
-            s.rows[i].entry = NULL;
-        }
-        if (rc == CAIRN_OK)
-            rc = cairn__tier_emit(m, arr, out_json);
-    }
-    for (size_t i = 0; i < s.n; i++)
-        cJSON_Delete(s.rows[i].entry);
-    free(s.rows);
-    return rc;
+    *out_json = b.p;
+    return CAIRN_OK;
 }
 
 /* ---- search -------------------------------------------------------------------- */
+
+static int search_pred(void *user, const ment *x)
+{
+    return entry_passes(x, user);
+}
 
 int cairn_stream_search(cairn_mem *m, const char *query, const cairn_stream_query *q,
                         char **out_json)
 {
     cairn_stream_query def = CAIRN_STREAM_QUERY_INIT;
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
-    cairn_where w[6];
-    char nsbuf[3][CAIRN_SCOPE_MAX + 16], from[24], to[24], issue[24], imp[16];
+    char nsbuf[3][CAIRN_SCOPE_MAX + 16];
     const char *nss[3];
     cairn_recall_hit *h = NULL;
-    char *role_json = NULL;
-    size_t nh = 0, nw = 0;
+    tbuf b = {NULL, 0, 0, 0};
+    size_t nh = 0;
     tier_scope sc;
-    cJSON *arr;
     int rc;
 
     *out_json = NULL;
@@ -478,44 +566,22 @@ int cairn_stream_search(cairn_mem *m, const char *query, const cairn_stream_quer
     }
     ro.ns = nss;
     ro.k = q->limit ? q->limit : 5;
-    w[nw++] = (cairn_where){"tier", CAIRN_WHERE_EQ, TIER_STREAM};
-    if (q->has_cycles) {
-        snprintf(from, sizeof from, "%" PRId64, q->cycle_from);
-        snprintf(to, sizeof to, "%" PRId64, q->cycle_to);
-        w[nw++] = (cairn_where){"cycle", CAIRN_WHERE_GE, from};
-        w[nw++] = (cairn_where){"cycle", CAIRN_WHERE_LE, to};
-    }
-    if (q->role != NULL) { /* as a JSON string: "7" is a role, not a number */
-        cJSON *js = cJSON_CreateString(q->role);
-        role_json = js ? cJSON_PrintUnformatted(js) : NULL;
-        cJSON_Delete(js);
-        if (role_json == NULL)
-            return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-        w[nw++] = (cairn_where){"role", CAIRN_WHERE_EQ, role_json};
-    }
-    if (q->issue > 0) {
-        snprintf(issue, sizeof issue, "%" PRId64, q->issue);
-        w[nw++] = (cairn_where){"issueRefs", CAIRN_WHERE_EQ, issue};
-    }
-    if (q->min_importance > 0) {
-        snprintf(imp, sizeof imp, "%d", q->min_importance);
-        w[nw++] = (cairn_where){"importance", CAIRN_WHERE_GE, imp};
-    }
-    ro.where = w;
-    ro.n_where = nw;
-    rc = cairn_mem_recall(m, query ? query : "", &ro, &h, &nh);
-    free(role_json);
-    if (rc != CAIRN_OK)
+    if ((rc = cairn__mem_recall_pred(m, query ? query : "", &ro, search_pred, (void *)(uintptr_t)q,
+                                     &h, &nh)) != CAIRN_OK)
         return rc;
-    arr = cJSON_CreateArray();
-    for (size_t i = 0; arr != NULL && i < nh; i++) {
-        cJSON *e = entry_from(mem_scope(&h[i].mem), h[i].mem.id, h[i].mem.content,
-                              strlen(h[i].mem.content), h[i].mem.metadata);
-        if (e != NULL) {
-            cJSON_AddNumberToObject(e, "score", h[i].score);
-            cJSON_AddItemToArray(arr, e);
-        }
+    cairn__tbuf_put(&b, "[", 1);
+    for (size_t i = 0; i < nh; i++) {
+        if (i > 0)
+            cairn__tbuf_put(&b, ",", 1);
+        write_entry(&b, mem_scope(&h[i].mem), h[i].mem.id, h[i].mem.content,
+                    strlen(h[i].mem.content), h[i].mem.metadata, 1, h[i].score);
     }
+    cairn__tbuf_put(&b, "]", 1);
     cairn_recall_free(h, nh);
-    return cairn__tier_emit(m, arr, out_json);
+    if (b.oom) {
+        free(b.p);
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    }
+    *out_json = b.p;
+    return CAIRN_OK;
 }

@@ -393,6 +393,7 @@ int cairn_reflection_add(cairn_mem *m, const char *scope, const char *reflection
     so.category = "reflection";
     so.metadata = meta_text;
     so.keep_duplicate = 1;
+    so.no_limit = 1;
     so.id = mid;
     if ((rc = cairn_mem_store(m, content, &so, &mem, &existed)) != CAIRN_OK) {
         if (rc == CAIRN_EEXIST)
