@@ -141,8 +141,8 @@ run $S log ''
 check "an empty argument is invalid" sh -c "[ $rc -eq 1 ] && grep -q 'empty' err"
 run $S log --type 32769 '"user type"'
 check "log --type with a number" rc_is 0
-run $S log --type nosuchtype '{}'
-check "log --type with an unknown name exits 64" rc_is 64
+run $S log --type 'no such' '{}'
+check "log --type with a name that is no type name exits 1 and appends nothing" sh -c "[ $rc -eq 1 ] && grep -q 'a letter first' err"
 printf '{"x":"%s"}\n' "$(head -c 20000 /dev/zero | tr '\0' 'x')" | "$CAIRN" $S log >out 2>err
 rc=$?
 check "a 20 KB line is one record" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ]"
@@ -1506,6 +1506,25 @@ run $TC config core-section-budget 9000
 check "config refuses a section budget above the core's" sh -c "[ $rc -eq 1 ] && grep -q 'at most the core' err"
 run $TC config labels exact
 check "config labels cannot change" rc_is 64
+
+# ---- named record types ------------------------------------------------------------
+NT="--store $T/named"
+run $NT init
+run $NT log --type tool_call '{"tool":"grep","ms":12}' '{"tool":"rg","ms":3}'
+check "log --type NAME registers the name and appends" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 2 ]"
+run $NT log '{"x":1}'
+run $NT dump
+check "dump prints a named type by its name" sh -c "[ $rc -eq 0 ] && [ \$(grep -c '\"type\":\"tool_call\"' out) -eq 2 ] && grep -q '\"type\":\"event\"' out"
+run $NT dump --type tool_call --where tool=rg
+check "dump --type NAME keeps that type" sh -c "[ $rc -eq 0 ] && [ \$(wc -l <out) -eq 1 ] && grep -q '\"rg\"' out"
+run $NT dump --type 32768 --format csv
+check "a named type is the number it was given" sh -c "[ $rc -eq 0 ] && [ \$(grep -c ',tool_call,' out) -eq 2 ]"
+run $NT dump --type nosuch
+check "dump --type of a name never registered exits 1, saying how to register one" sh -c "[ $rc -eq 1 ] && grep -q 'log --type NAME' err"
+run $NT log --type Bad '{}'
+check "log --type with a name that is not valid exits 1, naming the rule" sh -c "[ $rc -eq 1 ] && grep -q 'a letter first' err"
+run $NT verify
+check "a store with named types verifies" rc_is 0
 
 echo "# $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -381,6 +381,52 @@ static void test_the_retention_policy_is_a_store_setting(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* Named record types: registered once, numbered from 0x8000 in order,
+ * kept by every MANIFEST written after (a setting change, a reopen), seen
+ * by a reader, never taken for an engine type; bad names refused. */
+static void test_named_record_types(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_store(f->path, 1, 0, NULL), *ro = open_store(f->path, 0, 1, NULL);
+    uint16_t a = 0, b = 0, again = 0, t = 0;
+    char name[CAIRN_TYPE_NAME_MAX + 1];
+    static const char *const bad[] = {"", "Tool", "1tool", "tool call", "memory", "event",
+                                      "x2345678901234567890123456789012345678901234567890123456789012345"};
+    assert_int_equal(cairn_type_register(db, "tool_call", &a), CAIRN_OK);
+    assert_int_equal(a, 0x8000);
+    assert_int_equal(cairn_type_register(db, "commit.pushed", &b), CAIRN_OK);
+    assert_int_equal(b, 0x8001);
+    assert_int_equal(cairn_type_register(db, "tool_call", &again), CAIRN_OK);
+    assert_int_equal(again, a);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(cairn_type_register(db, bad[i], &t), CAIRN_EINVAL);
+    assert_int_equal(cairn_type_register(ro, "other", &t), CAIRN_EPERM);
+    /* the reader sees them; names and numbers both ways */
+    assert_int_equal(cairn_type_lookup(ro, "commit.pushed", &t), CAIRN_OK);
+    assert_int_equal(t, b);
+    assert_int_equal(cairn_type_lookup(ro, "event", &t), CAIRN_OK);
+    assert_int_equal(t, CAIRN_REC_EVENT);
+    assert_int_equal(cairn_type_lookup(ro, "40000", &t), CAIRN_OK);
+    assert_int_equal(t, 40000);
+    assert_int_equal(cairn_type_lookup(ro, "nosuch", &t), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_type_name(ro, a, name, sizeof name), 1);
+    assert_string_equal(name, "tool_call");
+    assert_int_equal(cairn_type_name(ro, 0x9000, name, sizeof name), 0);
+    assert_string_equal(name, "36864");
+    assert_int_equal(cairn_type_name(ro, CAIRN_REC_MEMORY, name, sizeof name), 1);
+    assert_string_equal(name, "memory");
+    /* another MANIFEST write keeps them, and so does a reopen */
+    assert_int_equal(cairn_config_set_max_memories(db, 7), CAIRN_OK);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_store(f->path, 0, 0, NULL);
+    assert_int_equal(cairn_type_lookup(db, "tool_call", &t), CAIRN_OK);
+    assert_int_equal(t, a);
+    assert_int_equal(cairn_type_register(db, "third", &t), CAIRN_OK);
+    assert_int_equal(t, 0x8002);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -394,6 +440,7 @@ int main(void)
         T(test_a_version_2_store_opens_with_limit_10000),
         T(test_retention_policies_parse_and_format_back),
         T(test_the_retention_policy_is_a_store_setting),
+        T(test_named_record_types),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,6 +111,8 @@ static const manifest_entry man_entries[] = {
 #define MAN_REFLECT 120u               /* version 6: not the defaults */
 #define MAN_CORE 6000u
 #define MAN_SECTION 1500u
+/* version 7: two named record types */
+static const manifest_type man_types[] = {{0x8000, "tool_call"}, {0x8001, "commit.pushed"}};
 static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x04, 0x05,
                                          0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0xd0};
 /* The binding block of the derived-file goldens (logbind.h). */
@@ -270,6 +272,8 @@ static uint8_t *make_manifest(size_t *len)
     m.reflect_threshold = MAN_REFLECT;
     m.core_budget = MAN_CORE;
     m.core_section_budget = MAN_SECTION;
+    m.types = (manifest_type *)(uintptr_t)man_types;
+    m.n_types = 2;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
@@ -695,7 +699,7 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v6.bin", make_manifest);
+    matches_golden("manifest-v7.bin", make_manifest);
 }
 
 /* Version 5 (deaths_dropped), version 4 (retention, compacted segments), version 3 (the store block
@@ -705,7 +709,8 @@ static void test_manifest_encoding_matches_golden(void **state)
 static void manifest_golden_decodes(const char *golden, unsigned version)
 {
     size_t glen, n = sizeof man_entries / sizeof man_entries[0];
-    size_t block = version >= 6   ? 104
+    size_t block = version >= 7   ? 112
+                   : version == 6 ? 104
                    : version == 5 ? 88
                    : version == 4 ? 80
                    : version == 3 ? 40
@@ -715,7 +720,7 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
     manifest m;
     cairn__err e;
     g = read_golden(golden, &glen);
-    assert_int_equal(glen, 64 + block + n * 56 + 8);
+    assert_int_equal(glen, 64 + block + n * 56 + (version >= 7 ? 2 * 72 : 0) + 8);
     assert_memory_equal(g, "CAIRNMAN", 8);
     assert_int_equal(get_le16(g + 8), version);
     assert_int_equal(get_le32(g + 48), n);
@@ -779,6 +784,18 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_int_equal(m.core_budget, MAN_CORE);
         assert_int_equal(get_le32(g + 164), MAN_SECTION);
         assert_int_equal(m.core_section_budget, MAN_SECTION);
+        if (version >= 7) {
+            size_t t0 = 64 + block + n * 56;
+            assert_int_equal(get_le32(g + 168), 2);
+            assert_int_equal(m.n_types, 2);
+            assert_int_equal(get_le16(g + t0), 0x8000);
+            assert_int_equal(g[t0 + 2], 9);
+            assert_memory_equal(g + t0 + 8, "tool_call", 9);
+            assert_string_equal(m.types[1].name, "commit.pushed");
+            assert_int_equal(m.types[1].type, 0x8001);
+        } else {
+            assert_int_equal(m.n_types, 0);
+        }
     } else { /* labels as they were compared, the tiers' defaults */
         assert_int_equal(m.label_rule, MAN_LABELS_EXACT);
         assert_int_equal(m.reflect_threshold, 150);
@@ -801,6 +818,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v7.bin", 7);
+}
+
+static void test_manifest_v6_golden_still_decodes_without_named_types(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v6.bin", 6);
@@ -1942,7 +1965,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v6.bin", b, len);
+    regen_one(dir, "manifest-v7.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -1999,6 +2022,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v6_golden_still_decodes_without_named_types),
             cmocka_unit_test(test_manifest_v5_golden_still_decodes_with_exact_labels),
         cmocka_unit_test(test_manifest_v4_golden_still_decodes_without_deaths_dropped),
             cmocka_unit_test(test_manifest_v3_golden_still_decodes_keeping_everything),

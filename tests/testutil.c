@@ -223,13 +223,16 @@ int tu_wait_child(int pid, long timeout_ms)
 uint8_t *tu_manifest_as_version(const uint8_t *b, size_t len, unsigned version,
                                 size_t *out_len)
 {
-    size_t block = version >= 6   ? MAN_STORE_BLOCK
+    size_t block = version >= 7   ? MAN_STORE_BLOCK
+                   : version == 6 ? MAN_STORE_BLOCK_V6
                    : version == 5 ? MAN_STORE_BLOCK_V5
                    : version == 4 ? MAN_STORE_BLOCK_V4
                    : version == 3 ? MAN_STORE_BLOCK_V3
                    : version == 2 ? MAN_STORE_BLOCK_V2
                                   : 0;
-    size_t entries = len - FILEHDR_SIZE - MAN_STORE_BLOCK - 8, n;
+    /* the entries; the named types after them (version 7) are left out */
+    size_t entries = (size_t)get_le32(b + 48) * MAN_ENTRY_SIZE, n;
+    (void)len;
     uint8_t *v;
 
     n = FILEHDR_SIZE + block + entries + 8;

@@ -46,7 +46,11 @@ const char cmd_log_help[] =
     "Options:\n"
     "  --namespace NS  namespace of the records (default: the empty one, as for\n"
     "                  memories; <= 255 bytes)\n"
-    "  --type T        record type: a name or a number 1..65535 (default: event)\n"
+    "  --type T        record type (default: event): a name of the engine's, a\n"
+    "                  number 1..65535, or a name of your own (tool_call: 1..64\n"
+    "                  of a-z 0-9 _ . -, a letter first), registered in the\n"
+    "                  store's MANIFEST at its first use and numbered from 32768;\n"
+    "                  dump prints it by that name\n"
     "  --quiet         print only the number of records appended, at the end\n"
     "  --format F      text (default): one sequence number a line; json: one\n"
     "                  {\"seq\":N} object a line, and {\"count\":N} for --quiet\n"
@@ -86,7 +90,8 @@ const char cmd_dump_help[] =
     "  --until TIME    records committed at or before TIME\n"
     "  --from-seq N    records with sequence number >= N\n"
     "  --to-seq N      records with sequence number <= N\n"
-    "  --type T        records of type T: a name (event) or a number 1..65535\n"
+    "  --type T        records of type T: a name (event, or one `log --type`\n"
+    "                  registered) or a number 1..65535\n"
     "  --namespace NS  records of namespace NS (\"\" is the default one)\n"
     "  --where PATH=VALUE  records whose JSON payload holds VALUE at PATH; may\n"
     "                  be given again (all must hold). PATH: member names\n"
@@ -423,7 +428,7 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
     char err[CAIRN_ERRMSG_MAX];
     log_state st;
     cli_args a;
-    const char *name, *val;
+    const char *name, *val, *type_arg = NULL;
     const char **pos;
     int npos = 0, r, rc;
 
@@ -452,10 +457,7 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
             }
             st.ns = val;
         } else if (strcmp(name, "type") == 0) {
-            if (cairn_record_type_parse(val, &st.type) != CAIRN_OK) {
-                cli_usage_error(ctx->cmd, "unknown record type '%s'", val);
-                goto done;
-            }
+            type_arg = val; /* a name of the store's is registered once it is open */
         } else if (strcmp(name, "quiet") == 0) {
             st.quiet = 1;
         } else if (strcmp(name, "format") == 0) {
@@ -482,6 +484,12 @@ int cmd_log(cli_ctx *ctx, int argc, char **argv)
         goto done;
     }
     cli_warn_recovery(ctx, st.db);
+    if (type_arg != NULL && cairn_record_type_parse(type_arg, &st.type) != CAIRN_OK &&
+        (r = cairn_type_register(st.db, type_arg, &st.type)) != CAIRN_OK) {
+        rc = cli_fail_db(ctx->cmd, st.db, r, "--type");
+        cairn_close(st.db);
+        goto done;
+    }
     install_signals();
 
     if (npos > 0) {
@@ -568,24 +576,24 @@ static int matches(const cairn_record *r, const where *w, size_t nw)
     return ok;
 }
 
-static void type_name(const cairn_record *r, char *buf, size_t cap)
+/* The store whose type names dump prints. */
+static cairn_db *names_db;
+
+/* The record's type name (the engine's or the store's), else its number;
+ * returns whether it has a name. */
+static int type_name(const cairn_record *r, char *buf, size_t cap)
 {
-    const char *tname = cairn_record_type_name(r->type);
-    if (tname != NULL)
-        snprintf(buf, cap, "%s", tname);
-    else
-        snprintf(buf, cap, "%u", (unsigned)r->type);
+    return cairn_type_name(names_db, r->type, buf, cap);
 }
 
 static void dump_record(const cairn_record *r)
 {
-    const char *tname = cairn_record_type_name(r->type);
-    char ts[48];
+    char ts[48], tname[CAIRN_TYPE_NAME_MAX + 1];
     size_t off;
 
     cli_format_time(r->ts_ms, ts, sizeof ts);
     printf("{\"seq\":%llu,\"ts\":\"%s\",\"type\":", (unsigned long long)r->seq, ts);
-    if (tname != NULL)
+    if (type_name(r, tname, sizeof tname))
         cli_json_put_string(stdout, tname, strlen(tname));
     else
         printf("%u", (unsigned)r->type);
@@ -688,7 +696,7 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
     cairn_follow *fo = NULL;
     cairn_record rec;
     cli_args a;
-    const char *name, *val, *ns = NULL;
+    const char *name, *val, *ns = NULL, *type_arg = NULL;
     where *w = NULL;
     size_t nw = 0;
     uint16_t type;
@@ -725,9 +733,7 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
             else
                 range.seq_to = v;
         } else if (strcmp(name, "type") == 0) {
-            if (cairn_record_type_parse(val, &type) != CAIRN_OK)
-                return cli_usage_error(ctx->cmd, "unknown record type '%s'", val);
-            range.type = type;
+            type_arg = val; /* a name of the store's is looked up once it is open */
         } else if (strcmp(name, "namespace") == 0) {
             ns = val;
         } else if (strcmp(name, "format") == 0) {
@@ -756,6 +762,15 @@ int cmd_dump(cli_ctx *ctx, int argc, char **argv)
     if (rc != CAIRN_OK) {
         rc = CLI_EXIT_FAIL;
         goto done;
+    }
+    names_db = db;
+    if (type_arg != NULL) {
+        if ((rc = cairn_type_lookup(db, type_arg, &type)) != CAIRN_OK) {
+            rc = rc == CAIRN_EINVAL ? cli_usage_error(ctx->cmd, "unknown record type '%s'", type_arg)
+                                    : cli_fail_db(ctx->cmd, db, rc, "--type");
+            goto out;
+        }
+        range.type = type;
     }
     if (follow) {
         /* The stop signals are blocked but in the wait (ppoll), so one that

@@ -17,7 +17,8 @@ static const api_param append_params[] = {
      "The event: any JSON value (usually an object), stored as given."},
     {"namespace", API_STRING, 0, 0, CAIRN_NS_MAX, NULL, "Namespace of the record (default \"\")."},
     {"type", API_STRING, 0, 0, 64, NULL,
-     "Record type: a name the engine knows (default event) or a number 1-65535."},
+     "Record type: a name the engine knows (default event), a number 1-65535, or a name of "
+     "your own (tool_call): registered in the store at its first use."},
     END};
 
 static int fail_db(api_call *c, int rc)
@@ -25,13 +26,16 @@ static int fail_db(api_call *c, int rc)
     return cairn__api_fail_msg(c, rc, cairn_errmsg(c->s->db));
 }
 
-static int parse_type(api_call *c, uint16_t *type)
+/* The type argument: the engine's name or a number, or a name of the
+ * store's (register: appending registers a new one; a query looks it up). */
+static int parse_type(api_call *c, uint16_t *type, int register_new)
 {
     const char *t = cairn__api_str(c, "type", NULL);
-    if (t != NULL && cairn_record_type_parse(t, type) != CAIRN_OK)
-        return cairn__api_fail(c, CAIRN_EINVAL,
-                               "type: \"%.64s\" is not a record type name or a number 1-65535", t);
-    return CAIRN_OK;
+    int rc;
+    if (t == NULL || cairn_record_type_parse(t, type) == CAIRN_OK)
+        return CAIRN_OK;
+    rc = register_new ? cairn_type_register(c->s->db, t, type) : cairn_type_lookup(c->s->db, t, type);
+    return rc == CAIRN_OK ? CAIRN_OK : fail_db(c, rc);
 }
 
 static int log_append(api_call *c)
@@ -42,7 +46,7 @@ static int log_append(api_call *c)
     char *payload;
     int rc;
 
-    if ((rc = parse_type(c, &type)) != CAIRN_OK)
+    if ((rc = parse_type(c, &type, 1)) != CAIRN_OK)
         return rc;
     /* the value as given: null is a payload too */
     if ((payload = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(c->args, "payload"))) ==
@@ -74,16 +78,15 @@ static const api_param query_params[] = {
     {"limit", API_INTEGER, 0, 1, 1000, NULL, "At most this many, oldest first (default 100)."},
     END};
 
-static cJSON *record_json(const cairn_record *r)
+static cJSON *record_json(cairn_db *db, const cairn_record *r)
 {
     cJSON *o = cJSON_CreateObject(), *p;
-    const char *tn = cairn_record_type_name(r->type);
-    char t[40], *ns = malloc(r->ns_len + 1);
+    char t[40], tn[CAIRN_TYPE_NAME_MAX + 1], *ns = malloc(r->ns_len + 1);
 
     cairn__json_add_int(o, "seq", (int64_t)r->seq);
     cairn__iso_time(r->ts_ms, t, sizeof t);
     cJSON_AddStringToObject(o, "ts", t);
-    if (tn != NULL)
+    if (cairn_type_name(db, r->type, tn, sizeof tn))
         cJSON_AddStringToObject(o, "type", tn);
     else
         cJSON_AddNumberToObject(o, "type", r->type);
@@ -125,7 +128,7 @@ static int log_query(api_call *c)
         (rc = cairn__api_time(c, "until", &range.ts_to)) != CAIRN_OK)
         return rc;
     if (cairn__api_arg(c, "type") != NULL) {
-        if ((rc = parse_type(c, &type)) != CAIRN_OK)
+        if ((rc = parse_type(c, &type, 0)) != CAIRN_OK)
             return rc;
         range.type = type;
     }
@@ -139,7 +142,7 @@ static int log_query(api_call *c)
             cairn__json_add_int(c->out, "next_seq", (int64_t)rec.seq);
             break;
         }
-        cJSON_AddItemToArray(arr, record_json(&rec));
+        cJSON_AddItemToArray(arr, record_json(c->s->db, &rec));
         n++;
     }
     cairn_iter_close(it);

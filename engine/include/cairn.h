@@ -247,8 +247,30 @@ const char *cairn_errmsg(const cairn_db *db);
 #define CAIRN_REC_MEMORY_PURGE 13u /* "memory.purge": a memory's records purged */
 #define CAIRN_REC_USER_MIN 0x8000u
 
+#define CAIRN_TYPE_NAME_MAX 64
+
 /* Name of a record type ("event", ...) or NULL if the engine does not know it. */
 const char *cairn_record_type_name(uint16_t type);
+
+/* Named record types of the store (an embedder's: `cairn log --type
+ * tool_call`), kept in the MANIFEST. Register name (1..64 of [a-z0-9_.-],
+ * a letter first; not a name of the engine's types): *type gets its
+ * number, 0x8000 and up in the order names were registered; a name
+ * registered before gets the same number again. Numbers are never reused
+ * or renamed. Errors: CAIRN_EINVAL (a bad name, or 4096 names already),
+ * CAIRN_EPERM (read-only), the MANIFEST write's. */
+int cairn_type_register(cairn_db *db, const char *name, uint16_t *type);
+
+/* The number of a type name: the engine's (cairn_record_type_parse) or
+ * one registered in the store (read-only handles see those registered by
+ * then). Errors: CAIRN_ENOTFOUND (no such name), CAIRN_EINVAL (not a name
+ * or a number). A decimal number 1..65535 is taken as is. */
+int cairn_type_lookup(cairn_db *db, const char *name, uint16_t *type);
+
+/* The name of type into buf (cap bytes; CAIRN_TYPE_NAME_MAX + 1 suffice):
+ * the engine's or the store's. Returns 1, or 0 when the type has no name
+ * (buf gets its number). */
+int cairn_type_name(cairn_db *db, uint16_t type, char *buf, size_t cap);
 /* Parse a type name or a decimal number (1..65535) into *type.
  * Errors: CAIRN_EINVAL. */
 int cairn_record_type_parse(const char *name, uint16_t *type);

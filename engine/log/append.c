@@ -673,6 +673,58 @@ int cairn__set_max_memories(cairn_db *db, uint64_t n)
     return change_manifest(db, &c, n);
 }
 
+/* The name's address is the change's value; *out (a static of the call
+ * below, under the turn) gets its number. */
+typedef struct type_change {
+    const char *name;
+    uint16_t type;
+} type_change;
+
+static int type_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t v)
+{
+    type_change *tc = (type_change *)(uintptr_t)v;
+    manifest_type *t;
+    uint32_t next = CAIRN_REC_USER_MIN;
+    for (size_t i = 0; i < cur->n_types; i++) {
+        if (strcmp(cur->types[i].name, tc->name) == 0) {
+            tc->type = cur->types[i].type;
+            return 0; /* registered before */
+        }
+        next = (uint32_t)cur->types[i].type + 1;
+    }
+    if (cur->n_types >= MAN_TYPES_MAX || next > 0xffffu)
+        return cairn__db_failf(db, CAIRN_EINVAL, "the store holds %u named types, the most it "
+                               "takes", MAN_TYPES_MAX);
+    if (m->types == NULL && (m->types = cairn__calloc(db->a, 1, sizeof *m->types)) == NULL)
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory");
+    t = &m->types[m->n_types]; /* the copy has room for one more */
+    t->type = (uint16_t)next;
+    snprintf(t->name, sizeof t->name, "%s", tc->name);
+    m->n_types++;
+    tc->type = t->type;
+    return 1;
+}
+
+static void type_undo(manifest *m, const manifest *cur)
+{
+    m->n_types = cur->n_types; /* the added slot is freed with the copy */
+}
+
+int cairn__register_type(cairn_db *db, const char *name, uint16_t *type)
+{
+    static const manifest_change c = {type_apply, type_undo};
+    type_change tc = {name, 0};
+    int rc;
+    if (name == NULL || !cairn__type_name_ok(name, strlen(name)))
+        return cairn__db_failf(db, CAIRN_EINVAL, "type name '%.64s': 1..%d of a-z 0-9 _ . -, a "
+                               "letter first, not a name of the engine's types",
+                               name ? name : "", CAIRN_TYPE_NAME_MAX);
+    rc = change_manifest(db, &c, (uint64_t)(uintptr_t)&tc);
+    if (rc == CAIRN_OK)
+        *type = tc.type;
+    return rc;
+}
+
 /* The settings' address is the change's value: {reflect, core, section},
  * 0 = unchanged. */
 static int tiers_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t v)

@@ -43,6 +43,65 @@ int cairn_config_set_tiers(cairn_db *db, uint32_t reflect_threshold, uint32_t co
     return cairn__set_tiers(db, reflect_threshold, core_budget, core_section_budget);
 }
 
+int cairn_type_register(cairn_db *db, const char *name, uint16_t *type)
+{
+    return cairn__register_type(db, name, type);
+}
+
+int cairn_type_lookup(cairn_db *db, const char *name, uint16_t *type)
+{
+    int rc = CAIRN_ENOTFOUND;
+    if (name == NULL || name[0] == 0)
+        return cairn__db_failf(db, CAIRN_EINVAL, "no type name");
+    if (cairn_record_type_parse(name, type) == CAIRN_OK)
+        return CAIRN_OK;
+    if (!cairn__type_name_ok(name, strlen(name)))
+        return cairn__db_failf(db, CAIRN_EINVAL, "type '%.64s': not a record type name (1..%d of "
+                               "a-z 0-9 _ . -, a letter first) or a number 1-65535", name,
+                               CAIRN_TYPE_NAME_MAX);
+    pthread_mutex_lock(&db->mu);
+    if (db->read_only)
+        (void)cairn__refresh(db); /* names registered since */
+    for (size_t i = 0; i < db->view->m.n_types; i++)
+        if (strcmp(db->view->m.types[i].name, name) == 0) {
+            *type = db->view->m.types[i].type;
+            rc = CAIRN_OK;
+            break;
+        }
+    pthread_mutex_unlock(&db->mu);
+    if (rc != CAIRN_OK)
+        return cairn__db_failf(db, CAIRN_ENOTFOUND, "no record type named '%.64s' (`cairn log "
+                               "--type NAME` registers one)", name);
+    return CAIRN_OK;
+}
+
+int cairn_type_name(cairn_db *db, uint16_t type, char *buf, size_t cap)
+{
+    const char *n = cairn_record_type_name(type);
+    int found = 0;
+    if (n != NULL) {
+        snprintf(buf, cap, "%s", n);
+        return 1;
+    }
+    pthread_mutex_lock(&db->mu);
+    for (int again = 0; !found && again < 2 && type >= CAIRN_REC_USER_MIN; again++) {
+        /* a reader that meets a type it has no name for looks at the
+         * MANIFEST once more: a writer may have named it since */
+        if (again == 1 && (!db->read_only || cairn__refresh(db) != CAIRN_OK))
+            break;
+        for (size_t i = 0; i < db->view->m.n_types; i++)
+            if (db->view->m.types[i].type == type) {
+                snprintf(buf, cap, "%s", db->view->m.types[i].name);
+                found = 1;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&db->mu);
+    if (!found)
+        snprintf(buf, cap, "%u", (unsigned)type);
+    return found;
+}
+
 uint32_t cairn__label_rule(cairn_db *db)
 {
     uint32_t r;

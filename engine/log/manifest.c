@@ -36,7 +36,8 @@ int cairn__tier_settings_ok(uint32_t reflect, uint32_t core, uint32_t section)
 int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t **out,
                            size_t *len)
 {
-    size_t n = FILEHDR_SIZE + MAN_STORE_BLOCK + m->n * MAN_ENTRY_SIZE + 8;
+    size_t n = FILEHDR_SIZE + MAN_STORE_BLOCK + m->n * MAN_ENTRY_SIZE +
+               m->n_types * MAN_TYPE_SIZE + 8;
     uint8_t *b, *p;
 
     if (cairn__store_id_is_zero(m->store_id))
@@ -67,6 +68,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le32(p + 92, m->reflect_threshold);
     put_le32(p + 96, m->core_budget);
     put_le32(p + 100, m->core_section_budget);
+    put_le32(p + 104, (uint32_t)m->n_types);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -78,6 +80,12 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
         put_le64(p + 32, x->count);
         put_le64(p + 40, (uint64_t)x->first_ts);
         put_le64(p + 48, (uint64_t)x->last_ts);
+    }
+    for (size_t i = 0; i < m->n_types; i++, p += MAN_TYPE_SIZE) {
+        size_t l = strlen(m->types[i].name);
+        put_le16(p, m->types[i].type);
+        p[2] = (uint8_t)l;
+        memcpy(p + 8, m->types[i].name, l); /* the rest stays zero (calloc) */
     }
     put_le64(p, XXH3_64bits(b, n - 8));
     *out = b;
@@ -129,7 +137,7 @@ static int check_entries(const manifest *m, cairn__err *e)
 int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator *a,
                            manifest *m, cairn__err *e)
 {
-    uint32_t count;
+    uint32_t count, n_types = 0;
     const uint8_t *p;
     size_t block, want;
     int rc;
@@ -142,7 +150,8 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     /* version 1 has no store block; version 2's has no max_memories,
      * version 3's no retention, version 4's no deaths_dropped, version 5's
      * no tier settings */
-    block = m->version >= 6   ? MAN_STORE_BLOCK
+    block = m->version >= 7   ? MAN_STORE_BLOCK
+            : m->version == 6 ? MAN_STORE_BLOCK_V6
             : m->version == 5 ? MAN_STORE_BLOCK_V5
             : m->version == 4 ? MAN_STORE_BLOCK_V4
             : m->version == 3 ? MAN_STORE_BLOCK_V3
@@ -157,7 +166,22 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
         buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad entry size, count or settings");
-    want = FILEHDR_SIZE + block + (size_t)count * MAN_ENTRY_SIZE + 8;
+    if (block >= MAN_STORE_BLOCK) {
+        /* n_types sizes the file: a length that fits some count of types
+         * is checked by the trailer's sum before n_types is believed */
+        size_t base = FILEHDR_SIZE + block + (size_t)count * MAN_ENTRY_SIZE + 8;
+        if (len < base || (len - base) % MAN_TYPE_SIZE != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, not a size of its "
+                               "entries and named types", len);
+        if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
+            return cairn__fail(e, CAIRN_ECHECKSUM, "MANIFEST: checksum mismatch at offset %zu",
+                               len - 8);
+        n_types = get_le32(buf + FILEHDR_SIZE + 104);
+        if (n_types > MAN_TYPES_MAX || get_le32(buf + FILEHDR_SIZE + 108) != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %u named types, or reserved bytes "
+                               "at offset %u", n_types, FILEHDR_SIZE + 104);
+    }
+    want = FILEHDR_SIZE + block + (size_t)count * MAN_ENTRY_SIZE + (size_t)n_types * MAN_TYPE_SIZE + 8;
     if (len != want)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, expected %zu", len, want);
     if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
@@ -181,7 +205,7 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
                 return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad retention at offset %u",
                                    FILEHDR_SIZE + 40);
         }
-        if (block >= MAN_STORE_BLOCK) {
+        if (block >= MAN_STORE_BLOCK_V6) {
             m->label_rule = get_le32(p + 88);
             m->reflect_threshold = get_le32(p + 92);
             m->core_budget = get_le32(p + 96);
@@ -233,6 +257,31 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         x->count = get_le64(p + 32);
         x->first_ts = (int64_t)get_le64(p + 40);
         x->last_ts = (int64_t)get_le64(p + 48);
+    }
+    if (n_types > 0 && (m->types = cairn__calloc(a, n_types, sizeof *m->types)) == NULL) {
+        rc = cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n_types; i++, p += MAN_TYPE_SIZE) {
+        manifest_type *t = &m->types[i];
+        uint8_t l = p[2], z = p[3] | p[4] | p[5] | p[6] | p[7];
+        for (size_t k = 8u + l; k < MAN_TYPE_SIZE; k++)
+            z |= p[k];
+        t->type = get_le16(p);
+        if (l == 0 || l > CAIRN_TYPE_NAME_MAX || z != 0 || t->type < CAIRN_REC_USER_MIN ||
+            (i > 0 && t->type <= m->types[i - 1].type) || !cairn__type_name_ok((const char *)p + 8, l)) {
+            rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: named type %u at offset %zu is not "
+                             "valid", i, (size_t)(p - buf));
+            goto fail;
+        }
+        memcpy(t->name, p + 8, l);
+        t->name[l] = 0;
+        for (uint32_t k = 0; k < i; k++)
+            if (strcmp(m->types[k].name, t->name) == 0) {
+                rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: type name %s twice", t->name);
+                goto fail;
+            }
+        m->n_types = i + 1;
     }
     rc = check_entries(m, e);
     if (rc == CAIRN_OK)
@@ -316,17 +365,46 @@ int cairn__store_id_is_zero(const uint8_t *id)
 int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest *dst)
 {
     *dst = *src;
+    dst->types = NULL;
     dst->e = cairn__calloc(a, src->n ? src->n : 1, sizeof *dst->e);
     if (dst->e == NULL)
         return CAIRN_ENOMEM;
     if (src->n)
         memcpy(dst->e, src->e, src->n * sizeof *dst->e);
+    if (src->n_types > 0) {
+        /* one more slot: a registration adds to a copy */
+        if ((dst->types = cairn__calloc(a, src->n_types + 1, sizeof *dst->types)) == NULL) {
+            cairn__free(a, dst->e);
+            dst->e = NULL;
+            return CAIRN_ENOMEM;
+        }
+        memcpy(dst->types, src->types, src->n_types * sizeof *dst->types);
+    }
     return CAIRN_OK;
 }
 
 void cairn__manifest_free(const cairn_allocator *a, manifest *m)
 {
     cairn__free(a, m->e);
+    cairn__free(a, m->types);
     m->e = NULL;
+    m->types = NULL;
     m->n = 0;
+    m->n_types = 0;
+}
+
+int cairn__type_name_ok(const char *name, size_t len)
+{
+    uint16_t t;
+    char buf[CAIRN_TYPE_NAME_MAX + 1];
+    if (len == 0 || len > CAIRN_TYPE_NAME_MAX || !(name[0] >= 'a' && name[0] <= 'z'))
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    return cairn_record_type_parse(buf, &t) != CAIRN_OK; /* not the engine's */
 }

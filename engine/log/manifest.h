@@ -12,7 +12,10 @@
  * reserved, 48 u64 retain_grace_ms, 56 u64 dropped_upto, 64 u64
  * events_max_age_ms, 72 u64 events_max_bytes, (version 5) 80 u64
  * deaths_dropped, (version 6) 88 u32 label_rule, 92 u32 reflect_threshold,
- * 96 u32 core_budget, 100 u32 core_section_budget.
+ * 96 u32 core_budget, 100 u32 core_section_budget, (version 7) 104 u32
+ * n_types, 108 u32 reserved. After the entries (version 7): n_types named
+ * record types of 72 bytes: 0 u16 type, 2 u8 name length, 3..7 reserved,
+ * 8 name[64] (zero after the name).
  * Entry: 0 u64 segment_id, 8 u8 kind, 9..11 reserved, (version 4) 12 u32
  * rev (compactions of a sealed segment), 16 u64 base_seq,
  * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
@@ -31,9 +34,10 @@
 #define MANIFEST_TMP "MANIFEST.tmp"
 #define MAN_ENTRY_SIZE 56u
 #define MAN_MAX_ENTRIES (1u << 20)
-#define MAN_STORE_BLOCK 104u /* version 6: store id, synced seq, lost records,
+#define MAN_STORE_BLOCK 112u /* version 7: store id, synced seq, lost records,
                                 max_memories, retention, dropped_upto,
-                                deaths_dropped, the tier settings */
+                                deaths_dropped, the tier settings, n_types */
+#define MAN_STORE_BLOCK_V6 104u /* version 6: the same without the named types */
 #define MAN_STORE_BLOCK_V5 88u /* version 5: the same without the tier settings */
 #define MAN_STORE_BLOCK_V4 80u /* version 4: the same without deaths_dropped */
 #define MAN_STORE_BLOCK_V3 40u /* version 3: the same without the retention */
@@ -51,6 +55,8 @@
 #define MAN_DEFAULT_CORE_BUDGET 8000u
 #define MAN_DEFAULT_SECTION_BUDGET 2000u
 #define MAN_TIER_MAX 100000000u /* a budget or threshold is 1..this */
+#define MAN_TYPE_SIZE 72u   /* a named record type (version 7) */
+#define MAN_TYPES_MAX 4096u /* named record types a store holds at most */
 #define MAN_SEQ_MAX (1ull << 62) /* synced_seq and lost_total are below it */
 #define MAN_STORE_ID_LEN 16u
 
@@ -72,6 +78,16 @@ typedef struct manifest_entry {
     uint32_t rev;          /* SEALED: times compacted; the file is <id>.seg
                               for 0, <id>-<rev as 8 hex>.seg after */
 } manifest_entry;
+
+/* A record type an embedder named (cairn_type_register). */
+typedef struct manifest_type {
+    uint16_t type;         /* CAIRN_REC_USER_MIN.. */
+    char name[CAIRN_TYPE_NAME_MAX + 1];
+} manifest_type;
+
+/* Is name[0..len) a valid type name: 1..64 of [a-z0-9_.-], a letter first,
+ * and not the name of one of the engine's types? */
+int cairn__type_name_ok(const char *name, size_t len);
 
 typedef struct manifest {
     uint64_t generation;
@@ -104,6 +120,8 @@ typedef struct manifest {
     uint32_t reflect_threshold, core_budget, core_section_budget; /* version 6:
                               the cognitive tiers' settings (MAN_DEFAULT_* when
                               read from an earlier version) */
+    manifest_type *types;  /* version 7: named record types, by type */
+    size_t n_types;
     manifest_entry *e;
     size_t n;
 } manifest;

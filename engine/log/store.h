@@ -318,6 +318,9 @@ int cairn__set_retain(cairn_db *db, const cairn_retention *r);
  * the MANIFEST write's. */
 int cairn__set_tiers(cairn_db *db, uint32_t reflect, uint32_t core, uint32_t section);
 
+/* Register a named record type in the MANIFEST (cairn_type_register). */
+int cairn__register_type(cairn_db *db, const char *name, uint16_t *type);
+
 /* The store's label rule (MAN_LABELS_EXACT or _FOLDED). */
 uint32_t cairn__label_rule(cairn_db *db);
 
