@@ -210,6 +210,19 @@ bad:
     return cli_fail(ctx->cmd, CAIRN_EQUERY, "--cycles: A..B (two cycles, 0 or more) or N, not '%s'", v);
 }
 
+/* --tags a,b into o's "tags" (the empty ones left out). */
+static void set_tags(cJSON *o, const char *val)
+{
+    cJSON *t = cJSON_CreateArray();
+    char *copy = strdup(val), *save = NULL, *tok;
+    for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save))
+        if (*tok)
+            cJSON_AddItemToArray(t, cJSON_CreateString(tok));
+    free(copy);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "tags");
+    cJSON_AddItemToObject(o, "tags", t);
+}
+
 static void print_compact(const char *json)
 {
     printf("%s\n", json);
@@ -297,14 +310,7 @@ static int stream_add(cli_ctx *ctx, int argc, char **argv)
             if ((rc = cli_opt_uint(ctx->cmd, name, val, 1, 9007199254740992ull, &u)) < 0)
                 cJSON_AddItemToArray(name[0] == 'i' ? issues : prs, cJSON_CreateNumber((double)u));
         } else if (strcmp(name, "tags") == 0) {
-            cJSON *t = cJSON_CreateArray();
-            char *copy = strdup(val), *save = NULL, *tok;
-            for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save))
-                if (*tok)
-                    cJSON_AddItemToArray(t, cJSON_CreateString(tok));
-            free(copy);
-            cJSON_DeleteItemFromObjectCaseSensitive(e, "tags");
-            cJSON_AddItemToObject(e, "tags", t);
+            set_tags(e, val);
         } else { /* role, action, type */
             have_role |= strcmp(name, "role") == 0;
             cJSON_DeleteItemFromObjectCaseSensitive(e, name);
@@ -812,14 +818,7 @@ static int archival_insert(cli_ctx *ctx, int argc, char **argv)
         } else if (strcmp(name, "later") == 0) {
             flags = 0;
         } else if (strcmp(name, "tags") == 0) {
-            cJSON *t = cJSON_CreateArray();
-            char *copy = strdup(val), *save = NULL, *tok;
-            for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save))
-                if (*tok)
-                    cJSON_AddItemToArray(t, cJSON_CreateString(tok));
-            free(copy);
-            cJSON_DeleteItemFromObjectCaseSensitive(meta, "tags");
-            cJSON_AddItemToObject(meta, "tags", t);
+            set_tags(meta, val);
         } else {
             cJSON_DeleteItemFromObjectCaseSensitive(meta, name);
             cJSON_AddStringToObject(meta, name, val);
