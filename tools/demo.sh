@@ -4,8 +4,9 @@
 # memories, recall with explanations, a context block for a prompt, a
 # search, forget (dry run); then reflexion: episodes extracted from two
 # session logs, the causal graph built from them, a path across the two
-# sessions, the patterns; write the memory index and graph files, verify,
-# stats. Every step says what it runs; the script stops with a non-zero
+# sessions, the patterns; the cognitive tiers of an agent team (core
+# memory, the stream by cycle, their statistics); write the memory index
+# and graph files, verify, stats. Every step says what it runs; the script stops with a non-zero
 # exit at the first failure.
 #
 # usage: sh tools/demo.sh PATH/TO/cairn      (what `make demo` runs)
@@ -97,6 +98,23 @@ step "cairn --store $STORE causal path --from-label 'flaky parser test' --to-lab
 
 step "cairn --store $STORE pattern list"
 "$CAIRN" --store "$STORE" pattern list || fail "pattern list"
+
+ADA=$(dirname "$0")/../tests/data/ada
+step "cairn --store $STORE import --from ada $ADA   # an agent team's core memory, stream, reflections"
+"$CAIRN" --store "$STORE" import --from ada "$ADA" || fail "import --from ada"
+
+step "cairn --store $STORE core show blockers"
+"$CAIRN" --store "$STORE" core show blockers || fail "core show"
+
+step "cairn --store $STORE stream add 'Demo run: the tiers answer' --cycle 285 --role ops --importance 7"
+"$CAIRN" --store "$STORE" stream add "Demo run: the tiers answer" --cycle 285 --role ops \
+    --importance 7 || fail "stream add"
+
+step "cairn --store $STORE stream list --cycles 283..285"
+"$CAIRN" --store "$STORE" stream list --cycles 283..285 || fail "stream list"
+
+step "cairn --store $STORE tiers stats"
+"$CAIRN" --store "$STORE" tiers stats || fail "tiers stats"
 
 step "cairn --store $STORE checkpoint   # memory index and graph files: later opens replay nothing"
 "$CAIRN" --store "$STORE" checkpoint || fail "checkpoint"
