@@ -1140,7 +1140,9 @@ static void recall_filters_by_metadata(void **state)
     w[0] = (cairn_where){"cycle", CAIRN_WHERE_GE, "many"};
     assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_EINVAL);
     assert_non_null(strstr(cairn_mem_errmsg(f->mem), "not a number"));
-    w[0] = (cairn_where){"a=b", CAIRN_WHERE_EQ, "1"};
+    w[0] = (cairn_where){"cycle", CAIRN_WHERE_LE, "true"}; /* JSON, not a number: freed */
+    assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_EINVAL);
+        w[0] = (cairn_where){"a=b", CAIRN_WHERE_EQ, "1"};
     assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_EINVAL);
     ro.version = 1; /* an older caller's struct: no filters read */
     assert_int_equal(cairn_mem_recall(f->mem, "note", &ro, &h, &n), CAIRN_OK);

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -718,6 +719,125 @@ static void stream_list_follows_the_state(void **state)
     cJSON_Delete(j);
 }
 
+/* Threads of one handle: a tier's read-check-write is one at a time, so
+ * budgets hold, an updatable section keeps one value and the reflection
+ * trigger fires once. */
+typedef struct tw {
+    fx *f;
+    int op;
+    int rc;
+    char value[2600];
+} tw;
+
+static void *tier_writer(void *arg)
+{
+    tw *w = arg;
+    if (w->op == 0)
+        w->rc = cairn_core_append(w->f->mem, NULL, "blockers", w->value, NULL);
+    else if (w->op == 1)
+        w->rc = cairn_core_set(w->f->mem, NULL, "sprint", NULL, w->value, NULL);
+    else
+        w->rc = cairn_stream_add(w->f->mem, NULL, w->value, NULL);
+    return NULL;
+}
+
+static void tier_writes_of_threads_take_turns(void **state)
+{
+    fx *f = *state;
+    tw w[8];
+    pthread_t th[8];
+    due_seen d = {0, 0};
+    char *out = NULL;
+    cJSON *j;
+    int ok = 0;
+    for (int op = 0; op < 3; op++) {
+        for (int i = 0; i < 8; i++) {
+            w[i].f = f;
+            w[i].op = op;
+            if (op == 0) { /* 600 tokens each: the section takes 3 */
+                memset(w[i].value, 'a' + i, 2400);
+                w[i].value[2400] = 0;
+            } else if (op == 1) {
+                snprintf(w[i].value, sizeof w[i].value, "{\"goal\":%d}", i);
+            } else {
+                snprintf(w[i].value, sizeof w[i].value,
+                         "{\"cycle\":%d,\"role\":\"qa\",\"content\":\"step %d\",\"importance\":10}", i, i);
+            }
+        }
+        if (op == 2) {
+            char buf[128];
+            assert_int_equal(cairn_mem_on(f->mem, on_event, &d), CAIRN_OK);
+            for (int i = 0; i < 14; i++) { /* 140: the next one crosses 150 */
+                snprintf(buf, sizeof buf, "{\"cycle\":%d,\"role\":\"qa\",\"content\":\"pre %d\",\"importance\":10}",
+                         100 + i, i);
+                add(f, NULL, buf);
+            }
+        }
+        for (int i = 0; i < 8; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, tier_writer, &w[i]), 0);
+        for (int i = 0; i < 8; i++)
+            assert_int_equal(pthread_join(th[i], NULL), 0);
+        for (int i = 0; i < 8; i++) {
+            if (op == 0)
+                assert_true(w[i].rc == CAIRN_OK || w[i].rc == CAIRN_EINVAL);
+            else
+                assert_int_equal(w[i].rc, CAIRN_OK);
+            ok += op == 0 && w[i].rc == CAIRN_OK;
+        }
+    }
+    assert_int_equal(ok, 3);
+    assert_int_equal(cairn_core_show(f->mem, NULL, NULL, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_true(num(j, "tokens.sections.blockers") <= 2000);
+    cJSON_Delete(j);
+    {
+        cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+        static const char *const ns[] = {"core@global"};
+        cairn_where wh = {"section", CAIRN_WHERE_EQ, "sprint"};
+        cairn_recall_hit *h = NULL;
+        size_t n = 0;
+        ro.ns = ns;
+        ro.n_ns = 1;
+        ro.k = 100;
+        ro.where = &wh;
+        ro.n_where = 1;
+        ro.no_access = 1;
+        assert_int_equal(cairn_mem_recall(f->mem, "", &ro, &h, &n), CAIRN_OK);
+        assert_int_equal(n, 1); /* one live sprint value */
+        cairn_recall_free(h, n);
+    }
+    assert_int_equal(d.n, 1); /* due once */
+}
+
+/* An issue number cJSON prints in exponent form is read by the parser: the
+ * fast filter never takes 1e+15 for the issues 1 and 15. */
+static void large_issue_numbers_filter_exactly(void **state)
+{
+    fx *f = *state;
+    cairn_stream_query q = CAIRN_STREAM_QUERY_INIT;
+    char *out = NULL;
+    cJSON *j;
+    add(f, NULL, "{\"cycle\":1,\"role\":\"qa\",\"content\":\"big ref\",\"issueRefs\":[1000000000000000]}");
+    q.issue = 15;
+    assert_int_equal(cairn_stream_search(f->mem, "", &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 0);
+    cJSON_Delete(j);
+    q.issue = 1000000000000000ll;
+    assert_int_equal(cairn_stream_search(f->mem, "", &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 1);
+    cJSON_Delete(j);
+    q.has_cycles = 1;
+    q.cycle_from = 0;
+    q.cycle_to = 5;
+    q.issue = 1;
+    assert_int_equal(cairn_stream_list(f->mem, &q, &out), CAIRN_OK);
+    j = parsed(out);
+    assert_int_equal(cJSON_GetArraySize(j), 0);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -732,6 +852,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(core_budgets_refuse, setup, teardown),
         cmocka_unit_test_setup_teardown(reflection_trigger_and_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(archival_insert_embed_search, setup, teardown),
+        cmocka_unit_test_setup_teardown(tier_writes_of_threads_take_turns, setup, teardown),
+        cmocka_unit_test_setup_teardown(large_issue_numbers_filter_exactly, setup, teardown),
     };
     return cmocka_run_group_tests_name("tiers", tests, NULL, NULL);
 }

@@ -331,7 +331,7 @@ const api_tool cairn__api_tier_tools[] = {
      core_remove_params, core_remove, API_DESTRUCTIVE | API_IDEMPOTENT},
     {"archival_insert", "Archive a document",
      "Keep a document for later search; it is embedded in the background unless wait is true.",
-     archival_insert_params, archival_insert, API_IDEMPOTENT},
+     archival_insert_params, archival_insert, 0},
     {"archival_search", "Search archival memory",
      "The archived documents that best match a query, by type and date.",
      archival_search_params, archival_search, 0},

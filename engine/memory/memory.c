@@ -1076,16 +1076,49 @@ int cairn__mem_turn_begin(cairn_mem *m)
 
 int cairn__mem_turn_hold(cairn_mem *m)
 {
-    int rc = cairn__turn_begin(m->db);
-    return rc == CAIRN_OK ? CAIRN_OK : cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    int rc;
+    pthread_mutex_lock(&m->tier_write_mu);
+    if ((rc = cairn__turn_begin(m->db)) == CAIRN_OK)
+        return CAIRN_OK;
+    pthread_mutex_unlock(&m->tier_write_mu);
+    return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
 }
 
 int cairn__mem_turn_release(cairn_mem *m, int rc)
 {
     int erc = cairn__turn_end(m->db);
+    pthread_mutex_unlock(&m->tier_write_mu);
     if (rc == CAIRN_OK && erc != CAIRN_OK)
         rc = cairn__mem_fail(m, erc, "%s", cairn_errmsg(m->db));
     return rc;
+}
+
+int cairn__mem_embed_one(cairn_mem *m, const char *text, float **out, uint64_t *gen)
+{
+    size_t len = strlen(text);
+    int rc = CAIRN_OK;
+    *out = NULL;
+    pthread_mutex_lock(&m->mu);
+    *gen = m->emb_gen;
+    if (m->emb.dim != 0 && (m->emb.embed != NULL || m->emb.embed_batch != NULL)) {
+        if ((*out = malloc((size_t)m->emb.dim * sizeof **out)) == NULL)
+            rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+        else if ((rc = cairn__mem_embed(m, &text, &len, 1, *out)) != CAIRN_OK) {
+            free(*out);
+            *out = NULL;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int cairn__mem_embedder_is(cairn_mem *m, uint64_t gen)
+{
+    int same;
+    pthread_mutex_lock(&m->mu);
+    same = m->emb_gen == gen;
+    pthread_mutex_unlock(&m->mu);
+    return same;
 }
 
 int cairn__mem_turn_end(cairn_mem *m, int rc)
@@ -1396,6 +1429,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     }
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->tier_mu, NULL);
+    pthread_mutex_init(&m->tier_write_mu, NULL);
     m->kern = cairn__vkernel_best();
     rc = cairn__tok_new(&m->tok, NULL, m->stemmer);
     if (rc == CAIRN_OK && tables_grow(m) != CAIRN_OK)
@@ -1509,6 +1543,7 @@ void cairn_mem_close(cairn_mem *m)
     cairn__memscan_free(&m->scan);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->tier_mu);
+    pthread_mutex_destroy(&m->tier_write_mu);
     cairn__errbuf_drop(m);
     free(m);
 }

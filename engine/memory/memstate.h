@@ -186,6 +186,9 @@ struct cairn_mem {
      * reflection of one scope (tiers.c), taken up to memory seq `upto`;
      * tier_mu orders it (taken before mu, never inside it). */
     pthread_mutex_t tier_mu;
+    pthread_mutex_t tier_write_mu; /* a tier's read-check-write (cairn__mem_turn_hold):
+                                      one thread of the handle at a time; taken
+                                      before the turn, tier_mu and mu */
     struct tier_sum {
         char scope[CAIRN_SCOPE_MAX + 1];
         uint64_t upto, limit, refl_seq;
@@ -212,10 +215,19 @@ int cairn__mem_catch_up(cairn_mem *m);
 
 /* Hold the writer's turn across several calls of the API (a read, a check,
  * then writes: the tiers' budgets and replacements), without m->mu held;
- * the calls inside take it again (turns nest). Release with the call's
- * status; returns it, or the release's error. */
+ * the calls inside take it again (turns nest). Other processes wait for
+ * the turn, other threads of the handle for tier_write_mu. Release with
+ * the call's status; returns it, or the release's error. */
 int cairn__mem_turn_hold(cairn_mem *m);
 int cairn__mem_turn_release(cairn_mem *m, int rc);
+
+/* text's vector made with the handle's embedder (*out malloc'd; NULL when
+ * the handle has none), and *gen the embedder's generation: a tier embeds
+ * before it holds the turn, so that no writer of another process waits
+ * for the embedder. cairn__mem_embedder_is says whether that embedder is
+ * still the handle's. Errors: the embedder's, CAIRN_ENOMEM. */
+int cairn__mem_embed_one(cairn_mem *m, const char *text, float **out, uint64_t *gen);
+int cairn__mem_embedder_is(cairn_mem *m, uint64_t gen);
 /* A commit that reads the state and writes records (mu held): begin takes
  * the store's writer lock, releasing mu while it waits, then catches up,
  * so that nothing of another process comes between the checks and the

@@ -120,7 +120,7 @@ static int filter_init(cairn_mem *m, const cairn_recall_opts *o, rfilter *f)
                                o->where == NULL ? "n_where > 0 with no filters" : "more than 64 filters");
     if ((f->w = calloc(o->n_where, sizeof *f->w)) == NULL)
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
-    for (size_t i = 0; i < o->n_where; i++, f->n_where++) {
+    for (size_t i = 0; i < o->n_where; i++) {
         const cairn_where *w = &o->where[i];
         mwant *t = &f->w[i];
         if (w->path == NULL || w->path[0] == 0 || w->value == NULL ||
@@ -138,6 +138,7 @@ static int filter_init(cairn_mem *m, const cairn_recall_opts *o, rfilter *f)
                 : w->op == CAIRN_WHERE_LE ? CAIRN__JPATH_LE : CAIRN__JPATH_EQ;
         t->text = w->value;
         t->json = cJSON_Parse(w->value);
+        f->n_where = i + 1; /* filter_free frees what was parsed, if it fails below */
         if (t->op != CAIRN__JPATH_EQ && !cJSON_IsNumber(t->json))
             return cairn__mem_fail(m, CAIRN_EINVAL, "where filter %zu (%s): '%s' is not a number",
                                    i + 1, w->path, w->value);

@@ -57,6 +57,8 @@ static int index_one(cairn_mem *m, const char *id)
     cJSON *meta;
     const char *eid;
     char nid[CAIRN_MEM_ID_MAX + 1];
+    float *vec = NULL;
+    uint64_t gen = 0;
     int rc = cairn_mem_get(m, id, &mem);
     if (rc == CAIRN_ENOTFOUND)
         return CAIRN_OK; /* removed meanwhile */
@@ -82,12 +84,16 @@ static int index_one(cairn_mem *m, const char *id)
     so.keep_duplicate = 1;
     so.no_limit = 1;
     so.id = nid;
-    if ((rc = cairn__mem_turn_hold(m)) == CAIRN_OK) {
+    /* the vector first: no writer of another process waits for the embedder */
+    if ((rc = cairn__mem_embed_one(m, mem->content, &vec, &gen)) == CAIRN_OK &&
+        (rc = cairn__mem_turn_hold(m)) == CAIRN_OK) {
+        so.vector = vec != NULL && cairn__mem_embedder_is(m, gen) ? vec : NULL;
         rc = cairn_mem_store(m, mem->content, &so, NULL, NULL);
         if (rc == CAIRN_OK)
             rc = cairn_mem_delete(m, id, "archival.indexed");
         rc = cairn__mem_turn_release(m, rc);
     }
+    free(vec);
     cJSON_Delete(meta);
     cairn_mem_free(mem);
     return rc;
@@ -197,8 +203,12 @@ int cairn_archival_wait(cairn_mem *m)
 {
     struct tier_archiver *a;
     int rc = CAIRN_OK;
+    /* The thread, once started, lives until the handle closes: it is
+     * waited for without tier_mu, which a tier write holding the turn may
+     * need while the thread waits for that turn. */
     pthread_mutex_lock(&m->tier_mu);
     a = m->archiver;
+    pthread_mutex_unlock(&m->tier_mu);
     if (a != NULL) {
         pthread_mutex_lock(&a->mu);
         while (a->n > 0 || a->busy)
@@ -208,7 +218,6 @@ int cairn_archival_wait(cairn_mem *m)
         a->err = CAIRN_OK;
         pthread_mutex_unlock(&a->mu);
     }
-    pthread_mutex_unlock(&m->tier_mu);
     return rc;
 }
 

@@ -267,7 +267,7 @@ static int check_value(cairn_mem *m, const char *value)
 }
 
 static int store_value(cairn_mem *m, const char *scope, int si, const char *role,
-                       const char *value, cairn_memory **out)
+                       const char *value, const float *vec, cairn_memory **out)
 {
     cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
     char ns[CAIRN_SCOPE_MAX + 16], *meta_text;
@@ -288,6 +288,7 @@ static int store_value(cairn_mem *m, const char *scope, int si, const char *role
     so.metadata = meta_text;
     so.keep_duplicate = 1; /* the same text may be in two sections */
     so.no_limit = 1;
+    so.vector = vec;
     rc = cairn_mem_store(m, value, &so, out, NULL);
     free(meta_text);
     return rc;
@@ -301,6 +302,8 @@ int cairn_core_set(cairn_mem *m, const char *scope, const char *section, const c
     cairn_memory *mem = NULL;
     size_t old_tokens = 0, tokens;
     const citem *cur = NULL;
+    float *vec = NULL;
+    uint64_t vec_gen = 0;
     cairn__err e;
     cJSON *o;
     int rc, si;
@@ -318,8 +321,13 @@ int cairn_core_set(cairn_mem *m, const char *scope, const char *section, const c
         return cairn__mem_fail(m, CAIRN_EQUERY, "roleState needs a role (1..%d bytes of text)", ROLE_MAX);
     if (si == 0 && role != NULL)
         return cairn__mem_fail(m, CAIRN_EQUERY, "sprint has no roles");
-    if ((rc = cairn__mem_turn_hold(m)) != CAIRN_OK)
+    /* the vector first: no writer of another process waits for the embedder */
+    if ((rc = cairn__mem_embed_one(m, value, &vec, &vec_gen)) != CAIRN_OK)
         return rc;
+    if ((rc = cairn__mem_turn_hold(m)) != CAIRN_OK) {
+        free(vec);
+        return rc;
+    }
     if ((rc = core_load(m, sc.name, &c)) != CAIRN_OK)
         goto out;
     for (size_t i = 0; i < c.n; i++)
@@ -330,7 +338,8 @@ int cairn_core_set(cairn_mem *m, const char *scope, const char *section, const c
     old_tokens = cur ? cur->tokens : 0;
     if (cur == NULL || strcmp(cur->value, value) != 0) {
         if ((rc = check_budget(m, &c, si, old_tokens, tokens)) != CAIRN_OK ||
-            (rc = store_value(m, sc.name, si, si == 1 ? role : NULL, value, &mem)) != CAIRN_OK)
+            (rc = store_value(m, sc.name, si, si == 1 ? role : NULL, value,
+                              cairn__mem_embedder_is(m, vec_gen) ? vec : NULL, &mem)) != CAIRN_OK)
             goto out;
         /* the values it replaces: the current one, and any left over */
         for (size_t i = 0; i < c.n && rc == CAIRN_OK; i++)
@@ -357,6 +366,7 @@ int cairn_core_set(cairn_mem *m, const char *scope, const char *section, const c
     }
 out:
     rc = cairn__mem_turn_release(m, rc);
+    free(vec);
     cairn_mem_free(mem);
     core_free(&c);
     return rc;
@@ -370,6 +380,8 @@ int cairn_core_append(cairn_mem *m, const char *scope, const char *section, cons
     cairn_memory *mem = NULL;
     const citem *same = NULL;
     size_t tokens, count = 0;
+    float *vec = NULL;
+    uint64_t vec_gen = 0;
     cJSON *o, *removed;
     int rc, si;
 
@@ -381,8 +393,12 @@ int cairn_core_append(cairn_mem *m, const char *scope, const char *section, cons
         return rc;
     if (updatable(si))
         return cairn__mem_fail(m, CAIRN_EQUERY, "section %s is replaced whole: set it", sections[si]);
-    if ((rc = cairn__mem_turn_hold(m)) != CAIRN_OK)
+    if ((rc = cairn__mem_embed_one(m, value, &vec, &vec_gen)) != CAIRN_OK)
         return rc;
+    if ((rc = cairn__mem_turn_hold(m)) != CAIRN_OK) {
+        free(vec);
+        return rc;
+    }
     if ((rc = core_load(m, sc.name, &c)) != CAIRN_OK)
         goto out;
     for (size_t i = 0; i < c.n; i++)
@@ -409,7 +425,8 @@ int cairn_core_append(cairn_mem *m, const char *scope, const char *section, cons
                 k++;
             }
         if ((rc = check_budget(m, &c, si, freed, tokens)) != CAIRN_OK ||
-            (rc = store_value(m, sc.name, si, NULL, value, &mem)) != CAIRN_OK) {
+            (rc = store_value(m, sc.name, si, NULL, value,
+                              cairn__mem_embedder_is(m, vec_gen) ? vec : NULL, &mem)) != CAIRN_OK) {
             cJSON_Delete(removed);
             goto out;
         }
@@ -447,6 +464,7 @@ int cairn_core_append(cairn_mem *m, const char *scope, const char *section, cons
     }
 out:
     rc = cairn__mem_turn_release(m, rc);
+    free(vec);
     cairn_mem_free(mem);
     core_free(&c);
     return rc;

@@ -115,6 +115,11 @@ int cairn__stream_meta(const char *meta, stream_meta *out)
         return -1;
     out->issues = r + 13;
     out->issues_len = (size_t)(e - out->issues + 1);
+    /* plain integers only: a number printed in exponent form (1e+15) is
+     * read by the parser */
+    for (size_t i = 1; i + 1 < out->issues_len; i++)
+        if (!((out->issues[i] >= '0' && out->issues[i] <= '9') || out->issues[i] == ','))
+            return -1;
     return 0;
 }
 
@@ -289,6 +294,15 @@ static cns *ns_of(cycles *c, uint32_t nsi, int create)
     return &c->ns[c->nns++];
 }
 
+/* Drop every row: the next refresh reads the state from its start. */
+static void reset(cycles *c)
+{
+    for (size_t i = 0; i < c->nns; i++)
+        free(c->ns[i].rows);
+    c->nns = 0;
+    c->upto = 0;
+}
+
 static int by_cycle_seq(const void *a, const void *b)
 {
     const crow *x = a, *y = b;
@@ -327,10 +341,7 @@ int cairn__cycles_refresh(cairn_mem *m)
         c->meta_changes = m->meta_changes;
     }
     if (c->meta_changes != m->meta_changes) { /* start again */
-        for (size_t i = 0; i < c->nns; i++)
-            free(c->ns[i].rows);
-        c->nns = 0;
-        c->upto = 0;
+        reset(c);
         c->meta_changes = m->meta_changes;
     }
     if (c->upto >= m->folded)
@@ -352,16 +363,20 @@ int cairn__cycles_refresh(cairn_mem *m)
         stream_meta sm;
         int64_t cyc;
         cns *s;
-        if (x == NULL)
+        if (x == NULL) {
+            reset(c);
             return CAIRN_ECORRUPT;
+        }
         if (!x->live)
             continue;
         name = m->ns[x->nsi].name;
         if (strncmp(name, TIER_STREAM "@", sizeof TIER_STREAM) != 0 || (cyc = cycle_of(x, &sm)) < 0)
             continue;
         if ((s = ns_of(c, x->nsi, 1)) == NULL ||
-            cairn__grow(NULL, (void **)&s->rows, &s->cap, s->n + 1, sizeof *s->rows) != CAIRN_OK)
+            cairn__grow(NULL, (void **)&s->rows, &s->cap, s->n + 1, sizeof *s->rows) != CAIRN_OK) {
+            reset(c); /* rows past upto added: the next refresh starts over */
             return CAIRN_ENOMEM;
+        }
         if (s->n > 0 && cyc < s->rows[s->n - 1].cycle)
             s->sorted = 0;
         s->rows[s->n].cycle = cyc;

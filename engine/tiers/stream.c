@@ -118,6 +118,8 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
     tier_scope sc;
     tier_reflect_state before, after;
     tier_settings set;
+    float *vec = NULL;
+    uint64_t vec_gen = 0;
     cJSON *in = NULL, *meta = NULL, *tags = NULL, *issues = NULL, *prs = NULL, *o, *r;
     cairn_memory *mem = NULL;
     const char *role, *content, *action, *type, *eid, *ts;
@@ -199,6 +201,9 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
     }
     /* The sum before, to tell the entry that reaches the threshold: in one
      * turn with the store, so that of many processes one tells it. */
+    /* the vector first: no writer of another process waits for the embedder */
+    if ((rc = cairn__mem_embed_one(m, content, &vec, &vec_gen)) != CAIRN_OK)
+        goto out;
     if ((rc = cairn__mem_turn_hold(m)) != CAIRN_OK)
         goto out;
     held = 1;
@@ -211,6 +216,7 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
     so.keep_duplicate = 1;
     so.no_limit = 1;
     so.id = mid;
+    so.vector = vec != NULL && cairn__mem_embedder_is(m, vec_gen) ? vec : NULL;
     if ((rc = cairn_mem_store(m, content, &so, &mem, &existed)) != CAIRN_OK) {
         if (rc == CAIRN_EEXIST) /* the id is an entry of other content */
             rc = cairn__mem_fail(m, CAIRN_EEXIST, "entry %.128s is in the stream with other content", eid);
@@ -252,6 +258,7 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
 out:
     if (held)
         rc = cairn__mem_turn_release(m, rc);
+    free(vec);
     cairn_mem_free(mem);
     free(meta_text);
     cJSON_Delete(meta);
