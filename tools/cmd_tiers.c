@@ -4,9 +4,9 @@
  * `cairn tokens`, over cairn_stream_*, cairn_core_*, cairn_reflection_add,
  * cairn_tiers_stats and cairn_tokens_estimate.
  *
- * --format json prints what the library returns (the seed's field names);
+ * --format json prints what the library returns (the design's field names);
  * text prints one line per entry or item. A failed call's JSON error
- * carries the seed's MemoryError kind: INVALID_QUERY for a bad argument or
+ * carries the design's MemoryError kind: INVALID_QUERY for a bad argument or
  * range, CYCLE_NOT_FOUND for a cycle range the stream does not reach,
  * PERMISSION_DENIED, DB_UNAVAILABLE; and "recoverable".
  */

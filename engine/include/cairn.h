@@ -1380,8 +1380,9 @@ const char *cairn_mem_errmsg(const cairn_mem *m);
  * org:O and global (in that order of precedence for equal scores and
  * cycles), one in org:O also global, unless only_scope says not to.
  *
- * Entries travel as JSON objects with the field names of the seed's
- * TypeScript types (MemoryEntry, CoreMemory, MemoryStats). Every function
+ * Entries travel as JSON objects with the field names of the cognitive
+ * memory design's TypeScript types (MemoryEntry, CoreMemory, MemoryStats,
+ * README "Cognitive tiers"). Every function
  * here returns a cairn status; the detail is cairn_mem_errmsg(m). What
  * they return through out_json is a NUL-terminated JSON text the caller
  * frees with cairn_free().

@@ -32,7 +32,7 @@
 /* ---- entries as JSON ------------------------------------------------------- */
 
 /* The entry a stream memory holds (memory id mid, content, metadata text
- * meta_text, namespace scope), as the seed's MemoryEntry plus "scope" and
+ * meta_text, namespace scope), as the design's MemoryEntry plus "scope" and
  * "memoryId"; NULL when it is no entry or memory ran out. */
 static cJSON *entry_from(const char *scope, const char *mid, const char *content, size_t len,
                          const char *meta_text)
@@ -53,7 +53,7 @@ static cJSON *entry_from(const char *scope, const char *mid, const char *content
     cJSON_AddStringToObject(o, "id", eid ? eid : mid);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         cJSON *v;
-        if (keys[i] == NULL) { /* the content, in the seed's order */
+        if (keys[i] == NULL) { /* the content, last 
             char *c = malloc(len + 1);
             if (c != NULL) {
                 memcpy(c, content, len);
