@@ -53,7 +53,7 @@ static cJSON *entry_from(const char *scope, const char *mid, const char *content
     cJSON_AddStringToObject(o, "id", eid ? eid : mid);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         cJSON *v;
-        if (keys[i] == NULL) { /* the content, last 
+        if (keys[i] == NULL) { /* the content, last */
             char *c = malloc(len + 1);
             if (c != NULL) {
                 memcpy(c, content, len);
