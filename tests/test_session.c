@@ -401,7 +401,17 @@ static void t_log_append_and_query_page_through_next_seq(void **state)
         assert_true(num_at(o, "seq", NULL) >= 1);
         cJSON_Delete(o);
     }
-    fails(f->s, "log_append", "{\"payload\":1,\"type\":\"no.such.type\"}", CAIRN_EINVAL, "type");
+    fails(f->s, "log_append", "{\"payload\":1,\"type\":\"No Such\"}", CAIRN_EINVAL, "type");
+    fails(f->s, "log_query", "{\"type\":\"never.named\"}", CAIRN_ENOTFOUND, "never.named");
+    /* a name of the caller's is registered at its first use, then queried by */
+    o = ok(f->s, "log_append", "{\"payload\":{\"tool\":\"rg\"},\"type\":\"tool_call\",\"namespace\":\"named\"}");
+    cJSON_Delete(o);
+    o = ok(f->s, "log_query", "{\"type\":\"tool_call\"}");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "records")), 1);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(
+                            cJSON_GetArrayItem(cJSON_GetObjectItem(o, "records"), 0), "type")),
+                        "tool_call");
+    cJSON_Delete(o);
     fails(f->s, "log_append", "{}", CAIRN_EINVAL, "payload");
     o = ok(f->s, "log_append", "{\"payload\":null,\"namespace\":\"nulls\"}"); /* null is a value */
     cJSON_Delete(o);
