@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,9 +420,54 @@ static void test_a_long_lived_reflexion_handle_sees_another_process_s_node(void 
     close_db(db, mem);
 }
 
+/* Of two writers that hold the same memories, the first to flush writes
+ * them into a memory index file; the second takes that file rather than
+ * writing the same memories again (the flush of a long ingest, at 32,768
+ * memories in RAM). */
+static void test_a_second_writer_takes_the_first_writers_flush(void **state)
+{
+    const char *dir = *state;
+    cairn_db *a = NULL, *b = NULL;
+    cairn_mem *ma = NULL, *mb = NULL;
+    char text[64], *newest, *path;
+    long long biggest = 0, last;
+    DIR *d;
+    struct dirent *de;
+    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
+    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &b, &mb), CAIRN_OK);
+    assert_int_equal(cairn_config_set_max_memories(a, 0), CAIRN_OK);
+    for (int i = 0; i < 32768 + 100; i++) { /* a flushes once, at 32,768 */
+        snprintf(text, sizeof text, "memory %d of the first writer", i);
+        assert_int_equal(cairn_mem_store(ma, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+    /* b's turn folds all of them: its flush is due, and a's file is there */
+    assert_int_equal(cairn_mem_store(mb, "one memory of the second writer", NULL, NULL, NULL), CAIRN_OK);
+    assert_non_null(d = opendir(dir));
+    while ((de = readdir(d)) != NULL) {
+        long long sz;
+        if (strncmp(de->d_name, "mem-", 4) != 0)
+            continue;
+        path = tu_join(dir, de->d_name);
+        sz = tu_file_size(path);
+        if (sz > biggest)
+            biggest = sz;
+        free(path);
+    }
+    closedir(d);
+    assert_non_null(newest = tu_find_last(dir, ".cmx"));
+    last = tu_file_size(newest);
+    /* b wrote at most the tail after a's file, not the 32,869 memories */
+    assert_true(biggest > 0 && last * 10 < biggest);
+    free(newest);
+    close_db(b, mb);
+    close_db(a, ma);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_second_writer_takes_the_first_writers_flush, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_twenty_processes_store_at_once_and_all_are_found,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(

@@ -2748,6 +2748,13 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* Everything the file will cover must be durable first. */
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    /* Another process wrote a file newer than the chain in use (of many
+     * writers, the first to flush writes the memories all of them hold):
+     * take it rather than write the same memories again. */
+    if (mode != CKPT_WHOLE && !m->index_outdated &&
+        cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd) > cairn__mem_index_covered(m) &&
+        (rc = reload(m)) != CAIRN_OK)
+        return rc;
     for (int again = 0;; again = 1) {
         if (mode == CKPT_WHOLE || m->index_outdated) {
             j = 0;
