@@ -222,9 +222,14 @@ int cairn_stream_add(cairn_mem *m, const char *scope, const char *entry_json_tex
             rc = cairn__mem_fail(m, CAIRN_EEXIST, "entry %.128s is in the stream with other content", eid);
         goto out;
     }
-    rc = cairn__tier_reflect_state(m, sc.name, &after);
+    /* In the turn no other process wrote: the sum is the one before and
+     * this entry's importance (the next read of the sum counts it too, from
+     * the log, as it reads what came after its last look) */
+    after = before;
+    if (!existed)
+        after.accumulated += importance;
     held = 0;
-    if ((rc = cairn__mem_turn_release(m, rc)) != CAIRN_OK)
+    if ((rc = cairn__mem_turn_release(m, CAIRN_OK)) != CAIRN_OK)
         goto out;
     set = cairn__tier_settings(m);
     due_now = !existed && before.accumulated < set.reflect && after.accumulated >= set.reflect;
