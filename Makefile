@@ -17,7 +17,7 @@ INCS    := -Iengine/include -Iengine/common -Iengine/log -Iengine/text -Iengine/
            -Iengine/graph -Iengine/reflexion -Iengine/api
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 ALL_CFLAGS := $(CSTD) $(WARN) $(CFLAGS) $(SANFLAGS) $(INCS) -fPIC -pthread -MMD -MP
-LIBS    := -lzstd -lxxhash -lutf8proc -lstemmer -lcjson -lm -pthread
+LIBS    := -lzstd -lxxhash -lutf8proc -lstemmer -lcjson -lcrypto -lm -pthread
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 

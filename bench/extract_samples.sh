@@ -173,5 +173,5 @@ int main(int argc, char **argv)
 EOF
 ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -Iengine/include \
   -o "$TMP/drv" "$TMP/drv.c" "$BUILD/libcairn.a" \
-  -lzstd -lxxhash -lutf8proc -lstemmer -lcjson -lm -pthread
+  -lzstd -lxxhash -lutf8proc -lstemmer -lcjson -lcrypto -lm -pthread
 if [ -d "$EPIS" ]; then "$TMP/drv" "$SESS" "$EPIS"; else "$TMP/drv" "$SESS" ""; fi

@@ -277,7 +277,7 @@ static void gen_manifest(void)
 
     /* One entry: a new store (only the active segment), no memory limit. */
     {
-        manifest_entry one = {1, SEG_ACTIVE, 1, 0, 0, 0, 0};
+        manifest_entry one = {1, SEG_ACTIVE, 1, 0, 0, 0, 0, 0, 0, {0}};
         manifest m1 = {.generation = 1, .next_id = 2, .segment_size = 4096, .batch_ms = 0,
                        .durability = CAIRN_DURABILITY_NONE, .store_id = {STORE_ID}, .e = &one,
                        .n = 1};
@@ -530,7 +530,7 @@ static uint8_t *make_sealed(const char *dir, int dfd, uint64_t id, unsigned n, s
         seg.raw_bytes += b.n;
         free(b.p);
     }
-    if (cairn__seal_write(io, NULL, dfd, &seg, &fsize, &e) != CAIRN_OK) {
+    if (cairn__seal_write(io, NULL, dfd, &seg, NULL, &fsize, &e) != CAIRN_OK) {
         fprintf(stderr, "gen_corpus: seal: %s\n", e.msg);
         exit(1);
     }

@@ -88,12 +88,15 @@ static const struct {
 };
 #define SEGL_N (sizeof segl_recs / sizeof segl_recs[0])
 
-/* The manifest goldens (manifest-v1.bin .. -v6): sealed (version 4:
- * compacted twice, rev 2), closed, active. */
+/* The manifest goldens (manifest-v1.bin .. -v8): sealed (version 4:
+ * compacted twice, rev 2; version 8: its hash chain kept), closed, active. */
 static const manifest_entry man_entries[] = {
-    {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll, 2},
-    {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0},
-    {3, SEG_ACTIVE, 151, 0, 0, 0, 0, 0},
+    {1, SEG_SEALED, 1, 100, 100, 1700000000001ll, 1700000060000ll, 2, 1,
+     {0xc0, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
+      0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d,
+      0x1e, 0xc1}},
+    {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0, 0, {0}},
+    {3, SEG_ACTIVE, 151, 0, 0, 0, 0, 0, 0, {0}},
 };
 #define MAN_GEN 7u
 #define MAN_NEXT_ID 4u
@@ -404,7 +407,7 @@ static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
                      CAIRN_OK);
     assert_int_equal(seg.n, SEALS_N);
     assert_int_equal(stop.why, REC_END);
-    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, &fsize, &e),
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, &fsize, &e),
                      CAIRN_OK);
     cairn__logseg_free(cairn_io_default(), NULL, &seg);
     close(dfd);
@@ -699,7 +702,7 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v7.bin", make_manifest);
+    matches_golden("manifest-v8.bin", make_manifest);
 }
 
 /* Version 5 (deaths_dropped), version 4 (retention, compacted segments), version 3 (the store block
@@ -720,11 +723,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
     manifest m;
     cairn__err e;
     g = read_golden(golden, &glen);
-    assert_int_equal(glen, 64 + block + n * 56 + (version >= 7 ? 2 * 72 : 0) + 8);
+    assert_int_equal(glen, 64 + block + n * (version >= 8 ? 88 : 56) +
+                               (version >= 7 ? 2 * 72 : 0) + 8);
     assert_memory_equal(g, "CAIRNMAN", 8);
     assert_int_equal(get_le16(g + 8), version);
     assert_int_equal(get_le32(g + 48), n);
-    assert_int_equal(get_le32(g + 52), 56);
+    assert_int_equal(get_le32(g + 52), version >= 8 ? 88 : 56);
     assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
     assert_int_equal(get_le64(g + glen - 8), XXH3_64bits(g, glen - 8));
     assert_int_equal(cairn__manifest_decode(g, glen, NULL, &m, &e), CAIRN_OK);
@@ -785,7 +789,7 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_int_equal(get_le32(g + 164), MAN_SECTION);
         assert_int_equal(m.core_section_budget, MAN_SECTION);
         if (version >= 7) {
-            size_t t0 = 64 + block + n * 56;
+            size_t t0 = 64 + block + n * (version >= 8 ? 88 : 56);
             assert_int_equal(get_le32(g + 168), 2);
             assert_int_equal(m.n_types, 2);
             assert_int_equal(get_le16(g + t0), 0x8000);
@@ -812,12 +816,25 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         assert_int_equal(m.e[i].first_ts, man_entries[i].first_ts);
         assert_int_equal(m.e[i].last_ts, man_entries[i].last_ts);
         assert_int_equal(m.e[i].rev, version >= 4 ? man_entries[i].rev : 0);
+        assert_int_equal(m.e[i].chained, version >= 8 ? man_entries[i].chained : 0);
+        if (version >= 8) {
+            const uint8_t *x = g + 64 + block + i * 88;
+            assert_int_equal(x[9], man_entries[i].chained);
+            assert_memory_equal(x + 56, man_entries[i].chain, 32);
+            assert_memory_equal(m.e[i].chain, man_entries[i].chain, 32);
+        }
     }
     cairn__manifest_free(NULL, &m);
     free(g);
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v8.bin", 8);
+}
+
+static void test_manifest_v7_golden_still_decodes_without_chain_values(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v7.bin", 7);
@@ -1965,7 +1982,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v7.bin", b, len);
+    regen_one(dir, "manifest-v8.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -2022,6 +2039,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v7_golden_still_decodes_without_chain_values),
             cmocka_unit_test(test_manifest_v6_golden_still_decodes_without_named_types),
             cmocka_unit_test(test_manifest_v5_golden_still_decodes_with_exact_labels),
         cmocka_unit_test(test_manifest_v4_golden_still_decodes_without_deaths_dropped),

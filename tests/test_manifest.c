@@ -50,9 +50,11 @@ static manifest_entry good_entries[3];
 static void good_manifest(manifest *m)
 {
     static const manifest_entry init[3] = {
-        {4, SEG_SEALED, 1, 100, 100, -5, 1700000060000ll, 3},
-        {9, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0},
-        {10, SEG_ACTIVE, 151, 0, 0, 0, 0, 0},
+        {4, SEG_SEALED, 1, 100, 100, -5, 1700000060000ll, 3, 1,
+         {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+          19, 20, 21, 22, 23, 24, 25, 26, 27, 0xff}},
+        {9, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0, 0, {0}},
+        {10, SEG_ACTIVE, 151, 0, 0, 0, 0, 0, 0, {0}},
     };
     memcpy(good_entries, init, sizeof init);
     cairn__manifest_init(m);
@@ -152,7 +154,9 @@ static void assert_same_manifest(const manifest *a, const manifest *b)
         assert_int_equal(a->e[i].base_seq, b->e[i].base_seq);
         assert_int_equal(a->e[i].last_seq, b->e[i].last_seq);
         assert_int_equal(a->e[i].count, b->e[i].count);
-        assert_true(a->e[i].first_ts == b->e[i].first_ts);
+        assert_int_equal(a->e[i].rev, b->e[i].rev);
+        assert_int_equal(a->e[i].chained, b->e[i].chained);
+        assert_memory_equal(a->e[i].chain, b->e[i].chain, 32);
         assert_true(a->e[i].last_ts == b->e[i].last_ts);
         assert_int_equal(a->e[i].rev, b->e[i].rev);
     }
@@ -220,7 +224,7 @@ static void test_round_trip_keeps_every_field(void **state)
 static void test_round_trip_of_a_lone_active_entry_and_extreme_values(void **state)
 {
     manifest m, got;
-    manifest_entry act = {UINT64_MAX - 1, SEG_ACTIVE, UINT64_MAX, 0, 0, 0, 0, 0};
+    manifest_entry act = {UINT64_MAX - 1, SEG_ACTIVE, UINT64_MAX, 0, 0, 0, 0, 0, 0, {0}};
     size_t len;
     uint8_t *b;
     cairn__err e;
@@ -463,6 +467,44 @@ static void test_bad_settings_are_corrupt(void **state)
     put_le32(b + H_COUNT, UINT32_MAX);
     reseal(b, len);
     assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    free(b);
+    free(orig);
+}
+
+/* Version 8: an entry's chain flag is for a sealed entry only, no other
+ * bit is known, and an entry without the flag holds no chain bytes. */
+static void test_chain_flag_and_value_are_checked(void **state)
+{
+    manifest m;
+    size_t len;
+    uint8_t *b, *orig;
+    const size_t e0 = ENTRIES_OFF, e1 = ENTRIES_OFF + MAN_ENTRY_SIZE;
+    (void)state;
+    good_manifest(&m);
+    orig = encode(&m, &len);
+    b = malloc(len);
+    assert_non_null(b);
+    assert_int_equal(orig[e0 + 9], MAN_ENTRY_CHAINED);
+    assert_memory_equal(orig + e0 + 56, good_entries[0].chain, 32);
+    memcpy(b, orig, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
+    memcpy(b, orig, len); /* an unknown flag */
+    b[e0 + 9] |= 2;
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len); /* chain bytes without the flag */
+    b[e0 + 9] = 0;
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len); /* a chain value on a closed segment */
+    b[e1 + 9] = MAN_ENTRY_CHAINED;
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_ECORRUPT);
+    memcpy(b, orig, len); /* no flag, no chain: valid (not computed yet) */
+    b[e0 + 9] = 0;
+    memset(b + e0 + 56, 0, 32);
+    reseal(b, len);
+    assert_int_equal(decode_exact(b, len, NULL), CAIRN_OK);
     free(b);
     free(orig);
 }
@@ -725,6 +767,15 @@ static void test_a_zero_store_id_is_corrupt(void **state)
     assert_null(out);
 }
 
+/* What a MANIFEST before version 8 cannot say: no chain values. */
+static void as_before_version_8(manifest *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        m->e[i].chained = 0;
+        memset(m->e[i].chain, 0, sizeof m->e[i].chain);
+    }
+}
+
 /* A version 1 MANIFEST (no store block) still decodes: no id, no synced
  * seq; the entries right after the header. */
 static void test_a_version_1_manifest_still_decodes(void **state)
@@ -737,7 +788,8 @@ static void test_a_version_1_manifest_still_decodes(void **state)
     good_manifest(&m);
     b = encode(&m, &len);
     v1 = tu_manifest_as_version(b, len, 1, &len1);
-    assert_int_equal(len1, len - MAN_STORE_BLOCK);
+    assert_int_equal(len1, len - MAN_STORE_BLOCK - m.n * (MAN_ENTRY_SIZE - MAN_ENTRY_SIZE_V7));
+    as_before_version_8(&m);
     as_before_version_4(&m);
     assert_int_equal(cairn__manifest_decode(v1, len1, NULL, &got, &e), CAIRN_OK);
     assert_int_equal(got.version, 1);
@@ -771,7 +823,9 @@ static void test_a_version_2_manifest_decodes_with_the_old_limit(void **state)
     m.max_memories = 0; /* "no limit" must not survive into version 2 */
     b = encode(&m, &len);
     v2 = tu_manifest_as_version(b, len, 2, &len2);
-    assert_int_equal(len2, len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V2));
+    assert_int_equal(len2, len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V2) -
+                               m.n * (MAN_ENTRY_SIZE - MAN_ENTRY_SIZE_V7));
+    as_before_version_8(&m);
     as_before_version_4(&m);
     assert_int_equal(cairn__manifest_decode(v2, len2, NULL, &got, &e), CAIRN_OK);
     assert_int_equal(got.version, 2);
@@ -801,7 +855,9 @@ static void test_a_version_4_manifest_decodes_without_deaths_dropped(void **stat
     good_manifest(&m);
     b = encode(&m, &len);
     v4 = tu_manifest_as_version(b, len, 4, &len4);
-    assert_int_equal(len4, len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V4));
+    assert_int_equal(len4, len - (MAN_STORE_BLOCK - MAN_STORE_BLOCK_V4) -
+                               m.n * (MAN_ENTRY_SIZE - MAN_ENTRY_SIZE_V7));
+    as_before_version_8(&m);
     assert_int_equal(cairn__manifest_decode(v4, len4, NULL, &got, &e), CAIRN_OK);
     assert_int_equal(got.version, 4);
     m.deaths_dropped = 0;
@@ -927,6 +983,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_zero_store_id_is_corrupt),
         cmocka_unit_test(test_a_version_1_manifest_still_decodes),
+        cmocka_unit_test(test_chain_flag_and_value_are_checked),
         cmocka_unit_test(test_bad_retention_and_rev_are_corrupt),
         cmocka_unit_test(test_label_rule_and_tier_settings),
         cmocka_unit_test(test_a_version_2_manifest_decodes_with_the_old_limit),

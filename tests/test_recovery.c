@@ -1214,7 +1214,7 @@ static void test_corrupt_manifest_fails_open_and_touches_nothing(void **state)
 
     img_load(&img, dir);
     man = img_file(&img, "MANIFEST");
-    assert_int_equal(man->len, 64 + 112 + 3 * 56 + 8);
+    assert_int_equal(man->len, 64 + 112 + 3 * 88 + 8);
     buf = malloc(man->len + 1);
     assert_non_null(buf);
 

@@ -230,23 +230,30 @@ uint8_t *tu_manifest_as_version(const uint8_t *b, size_t len, unsigned version,
                    : version == 3 ? MAN_STORE_BLOCK_V3
                    : version == 2 ? MAN_STORE_BLOCK_V2
                                   : 0;
-    /* the entries; the named types after them (version 7) are left out */
-    size_t entries = (size_t)get_le32(b + 48) * MAN_ENTRY_SIZE, n;
-    (void)len;
+    /* the entries (56 bytes before version 8: no chain value); the named
+     * types after them are kept in version 7 and left out before it */
+    size_t count = get_le32(b + 48), esize = version >= 8 ? MAN_ENTRY_SIZE : MAN_ENTRY_SIZE_V7;
+    size_t from = FILEHDR_SIZE + MAN_STORE_BLOCK + count * MAN_ENTRY_SIZE;
+    size_t types = version >= 7 ? len - 8 - from : 0, n;
     uint8_t *v;
 
-    n = FILEHDR_SIZE + block + entries + 8;
+    n = FILEHDR_SIZE + block + count * esize + types + 8;
     v = calloc(1, n);
     if (get_le16(b + 8) != MAN_VERSION || v == NULL) {
         fprintf(stderr, "tu_manifest_as_version: not a version %u MANIFEST\n", MAN_VERSION);
         abort();
     }
     memcpy(v, b, FILEHDR_SIZE + block);
-    memcpy(v + FILEHDR_SIZE + block, b + FILEHDR_SIZE + MAN_STORE_BLOCK, entries);
-    if (version < 4)
-        for (size_t at = FILEHDR_SIZE + block; at < FILEHDR_SIZE + block + entries;
-             at += MAN_ENTRY_SIZE)
-            memset(v + at + 12, 0, 4); /* no rev before version 4 */
+    put_le32(v + 52, (uint32_t)esize);
+    for (size_t i = 0; i < count; i++) {
+        uint8_t *at = v + FILEHDR_SIZE + block + i * esize;
+        memcpy(at, b + FILEHDR_SIZE + MAN_STORE_BLOCK + i * MAN_ENTRY_SIZE, esize);
+        if (version < 8)
+            at[9] = 0; /* no chain flag before version 8 */
+        if (version < 4)
+            memset(at + 12, 0, 4); /* no rev before version 4 */
+    }
+    memcpy(v + FILEHDR_SIZE + block + count * esize, b + from, types);
     put_le16(v + 8, (uint16_t)version);
     put_le64(v + 56, XXH3_64bits(v, 56));
     put_le64(v + n - 8, XXH3_64bits(v, n - 8));

@@ -560,6 +560,31 @@ typedef void (*cairn_verify_fn)(void *user, const char *file, uint64_t offset, i
  * bytes may be in flight). */
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out);
 
+/* The log's hash chain (format-spec/chain.md): a SHA-256 value every
+ * record folds into, in seq order. The head names a history: kept
+ * elsewhere (a ticket, a transparency log, a signed note), it lets
+ * cairn_verify_head prove later that the store still holds exactly that
+ * history up to its seq. */
+#define CAIRN_HASH_LEN 32
+typedef struct cairn_head {
+    uint64_t seq;                 /* the last seq the chain covers; 0: no record */
+    uint8_t hash[CAIRN_HASH_LEN]; /* the chain's value after it */
+} cairn_head;
+
+/* The head now: every record the log holds (a writer's handle writes its
+ * buffered records first). Reads the segments not sealed yet, whose
+ * values the MANIFEST does not keep, not the whole log. CAIRN_ECORRUPT
+ * when a segment does not read as the MANIFEST says (run cairn_verify). */
+int cairn_head_get(cairn_db *db, cairn_head *out);
+
+/* cairn_verify, and the hash chain recomputed from the first record:
+ * compared with the value the MANIFEST keeps for each sealed segment and,
+ * when want is not NULL, with want->hash at want->seq (the log must reach
+ * want->seq: a log cut before it is a problem). *first_bad_out (may be
+ * NULL) gets the first seq known to differ (0: none found, or not known). */
+int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, void *user,
+                      uint64_t *problems_out, uint64_t *first_bad_out);
+
 /* Called by cairn_temp_files() once per temporary file. `file` is relative
  * to the store directory, `bytes` its size; `in_flight` is 1 when a writer
  * holds the lock (it may be writing the file right now), 0 when none does

@@ -42,6 +42,7 @@
 
 #include "alloc.h"
 #include "bytes.h"
+#include "head.h"
 #include "io.h"
 #include "record.h"
 
@@ -445,8 +446,10 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     cairn__err e;
     manifest m;
     view *nv = NULL;
-    size_t idx = 0;
-    int rc;
+    size_t idx = 0, n_fill = 0;
+    cairn__chain_fill *fill = NULL;
+    uint8_t chain[CHAIN_LEN];
+    int chained, rc;
 
     for (size_t i = 0; i < v->m.n; i++)
         if (v->m.e[i].id == id && v->m.e[i].kind == SEG_CLOSED) {
@@ -464,12 +467,22 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
                                src->log.name, src->log.n,
                                (unsigned long long)v->m.e[idx].count);
     }
-    rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, &size, &e);
+    /* The hash chain before it (the entries before were chained when they
+     * were sealed; a store sealed before the chain gets theirs now, once).
+     * A segment it cannot be computed for is sealed without it: cairn
+     * verify names the damage that stops it. */
+    fill = idx > 0 ? cairn__calloc(db->a, idx, sizeof *fill) : NULL;
+    chained = (idx == 0 || fill != NULL) &&
+              cairn__chain_before(db, v, idx, chain, fill, &n_fill, &e) == CAIRN_OK;
+    rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, chained ? chain : NULL, &size,
+                           &e);
     if (rc == CAIRN_OK)
         rc = cairn__seg_open_sealed(db, id, 0, &sealed, &e);
     cairn__view_release(db, v);
-    if (rc != CAIRN_OK)
+    if (rc != CAIRN_OK) {
+        cairn__free(db->a, fill);
         return cairn__db_fail(db, rc, &e);
+    }
 
     pthread_mutex_lock(&db->mu);
     v = db->view;
@@ -481,10 +494,16 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
             cairn__manifest_free(db->a, &m);
             pthread_mutex_unlock(&db->mu);
             cairn__seg_release(db, sealed);
+            cairn__free(db->a, fill);
             return cairn__db_failf(db, CAIRN_ECORRUPT, "segment %llu vanished while sealing",
                                    (unsigned long long)id);
         }
         m.e[idx].kind = SEG_SEALED;
+        if (chained) {
+            cairn__chain_apply_fill(&m, fill, n_fill);
+            m.e[idx].chained = 1;
+            memcpy(m.e[idx].chain, chain, CHAIN_LEN);
+        }
         m.generation++;
         rc = cairn__db_manifest_write(db, &m, &e);
         if (rc != CAIRN_OK) {
@@ -507,6 +526,7 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     }
     pthread_mutex_unlock(&db->mu);
     cairn__seg_release(db, sealed);
+    cairn__free(db->a, fill);
     if (rc == CAIRN_OK) {
         char name[LOGSEG_NAME_MAX];
         cairn__logseg_name(name, id, "log");

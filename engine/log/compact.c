@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "bytes.h"
+#include "chain.h"
 #include "hole.h"
 #include "io.h"
 #include "record.h"
@@ -148,6 +149,9 @@ typedef struct writer {
     const char *why;
     const int *stop;
     cairn__err e;
+    cairn__chain ch;      /* the hash chain through the records (chain.h), */
+    uint8_t h[CHAIN_LEN]; /* when the MANIFEST keeps the segment's: each new */
+    int chain_on;         /* hole carries the value after its records */
 } writer;
 
 static int stopped(const int *stop)
@@ -164,11 +168,29 @@ static int flush_hole(writer *w)
     int rc;
     if (w->hb.h.records == 0)
         return CAIRN_OK;
+    w->hb.has_chain = w->chain_on;
+    memcpy(w->hb.chain, w->h, CHAIN_LEN);
     if ((rc = cairn__holeb_emit(&w->hb, w->p->s->s.salt, w->why, &rec, &len)) != CAIRN_OK)
         return cairn__fail(&w->e, rc, "%s: no memory to compact", w->p->s->log.name);
     rc = cairn__sealw_add(&w->w, rec, len, seq, upto, ts, &w->e);
     cairn__free(w->db->a, rec);
     return rc;
+}
+
+/* Fold a record into the writer's chain. */
+static int chain_one(writer *w, const cairn_record *rec, size_t len, const uint8_t *raw)
+{
+    int rc;
+    if (!w->chain_on)
+        return CAIRN_OK;
+    rc = cairn__chain_record(&w->ch, w->h, rec, raw, len, w->p->s->s.version >= 2, NULL);
+    if (rc == CAIRN_ECORRUPT)
+        return cairn__fail(&w->e, rc, "%s: the hole at seq %llu has an invalid chain value; "
+                           "not compacting it (run cairn verify)", w->p->s->log.name,
+                           (unsigned long long)rec->seq);
+    if (rc != CAIRN_OK)
+        return cairn__fail(&w->e, rc, "no memory to compact");
+    return CAIRN_OK;
 }
 
 static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t *raw)
@@ -188,6 +210,8 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
             rc = cairn__holeb_anchor(&w->hb, rec->seq, get_le64(raw + len - 8));
         if (rc != CAIRN_OK)
             return cairn__fail(&w->e, rc, "no memory to compact");
+        if ((rc = chain_one(w, rec, len, raw)) != CAIRN_OK)
+            return rc;
         /* A hole ends at a derived file's covered seq: a reader of the file
          * folds from the next one, and must meet every hole after it whole.
          * And a hole stays far below the largest record. */
@@ -195,7 +219,7 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
             return flush_hole(w);
         return CAIRN_OK;
     }
-    if ((rc = flush_hole(w)) != CAIRN_OK)
+    if ((rc = flush_hole(w)) != CAIRN_OK || (rc = chain_one(w, rec, len, raw)) != CAIRN_OK)
         return rc;
     if (v == V_HOLE) {
         cairn__hole h;
@@ -206,15 +230,24 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
     return cairn__sealw_add(&w->w, raw, len, rec->seq, rec->seq, rec->ts_ms, &w->e);
 }
 
-/* Write segment p anew as its next rev and open it. */
+/* Write segment p anew as its next rev and open it. chain_in: the hash
+ * chain before it, and chain_out the value after it, as the MANIFEST keeps
+ * them (NULL when it keeps none: the new holes carry no chain either). */
 static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *anchors,
-                   size_t n_anchors, const int *stop, uint8_t **buf, size_t *cap)
+                   size_t n_anchors, const int *stop, const uint8_t *chain_in,
+                   const uint8_t *chain_out, uint8_t **buf, size_t *cap)
 {
     char fin[LOGSEG_NAME_MAX];
     writer w;
     int rc;
 
     memset(&w, 0, sizeof w);
+    if (chain_in != NULL && chain_out != NULL) {
+        if (cairn__chain_init(&w.ch) != CAIRN_OK)
+            return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
+        memcpy(w.h, chain_in, CHAIN_LEN);
+        w.chain_on = 1;
+    }
     w.db = db;
     w.p = p;
     w.anchors = anchors;
@@ -232,6 +265,12 @@ static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *a
     }
     if (rc == CAIRN_OK)
         rc = flush_hole(&w);
+    if (rc == CAIRN_OK && w.chain_on && memcmp(w.h, chain_out, CHAIN_LEN) != 0)
+        rc = cairn__fail(&w.e, CAIRN_ECORRUPT, "%s: its records do not give the hash chain the "
+                         "MANIFEST keeps for it; not compacting it (run cairn verify)",
+                         p->s->log.name);
+    if (w.chain_on)
+        cairn__chain_free(&w.ch);
     cairn__holeb_free(&w.hb);
     if (rc == CAIRN_OK)
         rc = cairn__sealw_finish(&w.w, &p->fresh_size, &w.e);
@@ -400,8 +439,13 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
     for (size_t k = 0; k < np && rc == CAIRN_OK && !dry_run; k++) {
         if (stopped(stop))
             rc = cairn__db_failf(db, CAIRN_ELOCKED, "compaction given up");
-        else if (ps[k].drops > 0)
-            rc = rewrite(db, &ps[k], why, anchors, n_anchors, stop, &buf, &cap);
+        else if (ps[k].drops > 0) {
+            static const uint8_t zero[CHAIN_LEN];
+            const manifest_entry *x = &v->m.e[k];
+            const uint8_t *in = k == 0 ? zero : v->m.e[k - 1].chained ? v->m.e[k - 1].chain : NULL;
+            rc = rewrite(db, &ps[k], why, anchors, n_anchors, stop, in,
+                         x->chained ? x->chain : NULL, &buf, &cap);
+        }
     }
     if (rc != CAIRN_OK && !dry_run) {
         /* Files no MANIFEST names: away with them. */

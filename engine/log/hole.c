@@ -96,10 +96,30 @@ static int each_anchor(const cJSON *anchors, const cairn__hole *h, uint64_t want
     return 1;
 }
 
+/* "chain": 64 lowercase hex digits; 1 and out when valid. */
+static int chain_hex(const cJSON *v, uint8_t out[32])
+{
+    static const char d[] = "0123456789abcdef";
+    const char *s;
+    if (!cJSON_IsString(v) || (s = v->valuestring) == NULL || strlen(s) != 64)
+        return 0;
+    for (size_t i = 0; i < 64; i++) {
+        const char *p = s[i] ? strchr(d, s[i]) : NULL;
+        if (p == NULL)
+            return 0;
+        if (i % 2 == 0)
+            out[i / 2] = (uint8_t)((p - d) << 4);
+        else
+            out[i / 2] |= (uint8_t)(p - d);
+    }
+    return 1;
+}
+
 static int parse(const char *json, size_t len, uint64_t seq, cairn__hole *h, cJSON **root_out)
 {
     cJSON *root = cJSON_ParseWithLength(json, len);
-    const cJSON *why;
+    const cJSON *why, *chain;
+    uint8_t h32[32];
     int ok = cJSON_IsObject(root);
 
     memset(h, 0, sizeof *h);
@@ -109,7 +129,8 @@ static int parse(const char *json, size_t len, uint64_t seq, cairn__hole *h, cJS
     ok = ok && h->upto >= seq && h->records >= 1 && h->records - 1 <= h->upto - seq &&
          h->bytes >= h->records * REC_OVERHEAD;
     why = ok ? cJSON_GetObjectItemCaseSensitive(root, "why") : NULL;
-    ok = ok && (why == NULL || cJSON_IsString(why)) &&
+    chain = ok ? cJSON_GetObjectItemCaseSensitive(root, "chain") : NULL;
+    ok = ok && (why == NULL || cJSON_IsString(why)) && (chain == NULL || chain_hex(chain, h32)) &&
          each_end(cJSON_GetObjectItemCaseSensitive(root, "ends"), h, NULL, NULL) &&
          each_anchor(cJSON_GetObjectItemCaseSensitive(root, "anchors"), h, 0, NULL, NULL);
     if (!ok) {
@@ -166,6 +187,15 @@ int cairn__hole_anchor(const char *json, size_t len, uint64_t seq, uint64_t *sum
     each_anchor(cJSON_GetObjectItemCaseSensitive(root, "anchors"), &h, seq, sum, &found);
     cJSON_Delete(root);
     return found;
+}
+
+int cairn__hole_chain(const char *json, size_t len, uint8_t chain[32])
+{
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    const cJSON *v = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "chain") : NULL;
+    int r = v == NULL ? 0 : chain_hex(v, chain) ? 1 : -1;
+    cJSON_Delete(root);
+    return r;
 }
 
 int cairn__holeb_anchor(cairn__holeb *b, uint64_t seq, uint64_t sum)
@@ -278,6 +308,17 @@ int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t *
                 !cJSON_AddItemToArray(pair, cJSON_CreateString(hex)))
                 goto done;
         }
+    }
+    if (b->has_chain) {
+        static const char d[] = "0123456789abcdef";
+        char hex[65];
+        for (size_t i = 0; i < 32; i++) {
+            hex[2 * i] = d[b->chain[i] >> 4];
+            hex[2 * i + 1] = d[b->chain[i] & 15];
+        }
+        hex[64] = '\0';
+        if (!cJSON_AddStringToObject(root, "chain", hex))
+            goto done;
     }
     if (why != NULL && !cJSON_AddStringToObject(root, "why", why))
         goto done;

@@ -6,7 +6,7 @@
  * payload how far it reaches and what it stood for:
  *
  *   {"upto":U,"records":R,"bytes":B,"deaths":D,"ends":[[S,N],...],
- *    "anchors":[[S,"checksum"],...],"why":W}
+ *    "anchors":[[S,"checksum"],...],"chain":"hex","why":W}
  *
  * upto: the last seq it stands for (>= its own); records: how many records
  * it stands for (1 .. upto - seq + 1); bytes: their encoded bytes; deaths
@@ -16,7 +16,8 @@
  * a reader still finds the commit whole; anchors (optional): the
  * checksums (16 hex digits) of dropped records that a derived file of the
  * store is bound to (format-spec/README.md, "Binding of derived files"),
- * so the binding still holds; why: what dropped them
+ * so the binding still holds; chain: the log's hash chain after the
+ * records it stands for (chain.h); why: what dropped them
  * ("retain live:7d", "purge m12...").
  */
 #ifndef CAIRN_HOLE_H
@@ -43,6 +44,12 @@ int cairn__hole_has_end(const char *json, size_t len, uint64_t end, uint64_t n);
 /* 1 and *sum if the hole keeps the checksum of the dropped record seq. */
 int cairn__hole_anchor(const char *json, size_t len, uint64_t seq, uint64_t *sum);
 
+/* The hash chain's value after the records the hole stands for
+ * (format-spec/chain.md): 1 and chain[32] when the payload has "chain", 0
+ * when it has none (a hole written before the chain), -1 when the member
+ * is there but not 64 lowercase hex digits. */
+int cairn__hole_chain(const char *json, size_t len, uint8_t chain[32]);
+
 /* A hole being gathered from dropped records, in seq order. */
 typedef struct cairn__holeb {
     const cairn_allocator *a;
@@ -52,6 +59,8 @@ typedef struct cairn__holeb {
     size_t n_ends, ends_cap;
     uint64_t (*anchors)[2];
     size_t n_anchors, anchors_cap;
+    uint8_t chain[32];    /* the hash chain after its last record */
+    int has_chain;        /* emit writes "chain" */
 } cairn__holeb;
 
 /* Add a dropped record: its seq, ts, encoded length, payload (for its

@@ -74,12 +74,15 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
         const manifest_entry *x = &m->e[i];
         put_le64(p, x->id);
         p[8] = x->kind;
+        p[9] = x->chained ? MAN_ENTRY_CHAINED : 0;
         put_le32(p + 12, x->rev);
         put_le64(p + 16, x->base_seq);
         put_le64(p + 24, x->last_seq);
         put_le64(p + 32, x->count);
         put_le64(p + 40, (uint64_t)x->first_ts);
         put_le64(p + 48, (uint64_t)x->last_ts);
+        if (x->chained)
+            memcpy(p + 56, x->chain, sizeof x->chain);
     }
     for (size_t i = 0; i < m->n_types; i++, p += MAN_TYPE_SIZE) {
         size_t l = strlen(m->types[i].name);
@@ -139,7 +142,7 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
 {
     uint32_t count, n_types = 0;
     const uint8_t *p;
-    size_t block, want;
+    size_t block, want, esize;
     int rc;
 
     memset(m, 0, sizeof *m);
@@ -163,13 +166,14 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
     m->core_budget = MAN_DEFAULT_CORE_BUDGET;
     m->core_section_budget = MAN_DEFAULT_SECTION_BUDGET;
     count = get_le32(buf + 48);
-    if (get_le32(buf + 52) != MAN_ENTRY_SIZE || count > MAN_MAX_ENTRIES ||
+    esize = m->version >= 8 ? MAN_ENTRY_SIZE : MAN_ENTRY_SIZE_V7;
+    if (get_le32(buf + 52) != esize || count > MAN_MAX_ENTRIES ||
         buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad entry size, count or settings");
     if (block >= MAN_STORE_BLOCK) {
         /* n_types sizes the file: a length that fits some count of types
          * is checked by the trailer's sum before n_types is believed */
-        size_t base = FILEHDR_SIZE + block + (size_t)count * MAN_ENTRY_SIZE + 8;
+        size_t base = FILEHDR_SIZE + block + (size_t)count * esize + 8;
         if (len < base || (len - base) % MAN_TYPE_SIZE != 0)
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, not a size of its "
                                "entries and named types", len);
@@ -181,7 +185,7 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %u named types, or reserved bytes "
                                "at offset %u", n_types, FILEHDR_SIZE + 104);
     }
-    want = FILEHDR_SIZE + block + (size_t)count * MAN_ENTRY_SIZE + (size_t)n_types * MAN_TYPE_SIZE + 8;
+    want = FILEHDR_SIZE + block + (size_t)count * esize + (size_t)n_types * MAN_TYPE_SIZE + 8;
     if (len != want)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, expected %zu", len, want);
     if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
@@ -243,9 +247,16 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         return cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
     m->n = count;
     p = buf + FILEHDR_SIZE + block;
-    for (uint32_t i = 0; i < count; i++, p += MAN_ENTRY_SIZE) {
+    for (uint32_t i = 0; i < count; i++, p += esize) {
         manifest_entry *x = &m->e[i];
-        if (p[9] | p[10] | p[11] | (m->version < 4 ? p[12] | p[13] | p[14] | p[15] : 0)) {
+        uint8_t flags = m->version >= 8 ? p[9] : 0;
+        int zero_chain = 1;
+        for (size_t k = 56; k < esize; k++)
+            zero_chain &= p[k] == 0;
+        if ((m->version >= 8 ? flags & ~MAN_ENTRY_CHAINED : p[9]) | p[10] | p[11] |
+            (m->version < 4 ? p[12] | p[13] | p[14] | p[15] : 0) ||
+            (!(flags & MAN_ENTRY_CHAINED) && !zero_chain) ||
+            ((flags & MAN_ENTRY_CHAINED) && p[8] != SEG_SEALED)) {
             rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: entry %u: reserved bytes not zero", i);
             goto fail;
         }
@@ -257,6 +268,9 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         x->count = get_le64(p + 32);
         x->first_ts = (int64_t)get_le64(p + 40);
         x->last_ts = (int64_t)get_le64(p + 48);
+        x->chained = (flags & MAN_ENTRY_CHAINED) != 0;
+        if (x->chained)
+            memcpy(x->chain, p + 56, sizeof x->chain);
     }
     if (n_types > 0 && (m->types = cairn__calloc(a, n_types, sizeof *m->types)) == NULL) {
         rc = cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
@@ -326,8 +340,10 @@ int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a
     rc = cairn__io_open(io, "manifest.read", dirfd, MANIFEST_NAME, O_RDONLY, 0, &fd, e);
     if (rc != CAIRN_OK)
         return rc;
-    if (fstat(fd, &st) != 0 || st.st_size > (off_t)(FILEHDR_SIZE + MAN_STORE_BLOCK + 8 +
-                                                     (uint64_t)MAN_MAX_ENTRIES * MAN_ENTRY_SIZE)) {
+    if (fstat(fd, &st) != 0 ||
+        st.st_size > (off_t)(FILEHDR_SIZE + MAN_STORE_BLOCK + 8 +
+                             (uint64_t)MAN_MAX_ENTRIES * MAN_ENTRY_SIZE +
+                             (uint64_t)MAN_TYPES_MAX * MAN_TYPE_SIZE)) {
         rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: unreadable size");
         goto cleanup;
     }

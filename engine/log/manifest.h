@@ -16,9 +16,12 @@
  * n_types, 108 u32 reserved. After the entries (version 7): n_types named
  * record types of 72 bytes: 0 u16 type, 2 u8 name length, 3..7 reserved,
  * 8 name[64] (zero after the name).
- * Entry: 0 u64 segment_id, 8 u8 kind, 9..11 reserved, (version 4) 12 u32
+ * Entry (88 bytes; 56 before version 8): 0 u64 segment_id, 8 u8 kind,
+ * (version 8) 9 u8 flags (1: chained), 10..11 reserved, (version 4) 12 u32
  * rev (compactions of a sealed segment), 16 u64 base_seq,
- * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts.
+ * 24 u64 last_seq, 32 u64 record_count, 40 i64 first_ts, 48 i64 last_ts,
+ * (version 8) 56 chain[32]: the hash chain after the segment's last record
+ * (zero unless chained).
  */
 #ifndef CAIRN_MANIFEST_H
 #define CAIRN_MANIFEST_H
@@ -32,7 +35,9 @@
 
 #define MANIFEST_NAME "MANIFEST"
 #define MANIFEST_TMP "MANIFEST.tmp"
-#define MAN_ENTRY_SIZE 56u
+#define MAN_ENTRY_SIZE 88u    /* version 8: the hash chain at the segment's end */
+#define MAN_ENTRY_SIZE_V7 56u /* versions 1 to 7 */
+#define MAN_ENTRY_CHAINED 1u  /* entry flags (offset 9): `chain` holds the value */
 #define MAN_MAX_ENTRIES (1u << 20)
 #define MAN_STORE_BLOCK 112u /* version 7: store id, synced seq, lost records,
                                 max_memories, retention, dropped_upto,
@@ -77,6 +82,9 @@ typedef struct manifest_entry {
     int64_t first_ts, last_ts;
     uint32_t rev;          /* SEALED: times compacted; the file is <id>.seg
                               for 0, <id>-<rev as 8 hex>.seg after */
+    int chained;           /* version 8, SEALED: chain is known */
+    uint8_t chain[32];     /* the log's hash chain after the segment's last
+                              record (chain.h) */
 } manifest_entry;
 
 /* A record type an embedder named (cairn_type_register). */
@@ -95,7 +103,7 @@ typedef struct manifest {
     uint64_t segment_size;
     uint32_t batch_ms;
     uint8_t durability;
-    uint16_t version;      /* as read (1 to 5); a write is always the newest */
+    uint16_t version;      /* as read (1 to 8); a write is always the newest */
     uint8_t store_id[MAN_STORE_ID_LEN]; /* random at creation; all zero in
                                            version 1 (a writer's open gives one) */
     uint64_t synced_seq;   /* every record up to this seq was on stable storage

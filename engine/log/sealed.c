@@ -24,6 +24,7 @@
 
 #include "alloc.h"
 #include "bytes.h"
+#include "chain.h"
 #include "filehdr.h"
 #include "hole.h"
 #include "io.h"
@@ -263,15 +264,31 @@ void cairn__sealw_abort(cairn__sealw *w)
     w->g = w->comp = w->index = NULL;
 }
 
+/* Fold the records of a checked block into the hash chain. */
+static int chain_block(cairn__chain *c, uint8_t *chain, const uint8_t *raw, size_t raw_len)
+{
+    for (size_t pos = 0; pos < raw_len;) {
+        size_t len = (size_t)get_le32(raw + pos);
+        int rc = cairn__chain_step(c, chain, raw + pos, len);
+        if (rc != CAIRN_OK)
+            return rc;
+        pos += len;
+    }
+    return CAIRN_OK;
+}
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
-                      const logseg *src, uint64_t *file_size, cairn__err *e)
+                      const logseg *src, uint8_t *chain, uint64_t *file_size, cairn__err *e)
 {
     char fin[LOGSEG_NAME_MAX];
     uint8_t *raw = NULL;
     size_t raw_cap = 0, i = 0;
+    cairn__chain c = {NULL, NULL};
     cairn__sealw w;
     int rc;
 
+    if (chain != NULL && cairn__chain_init(&c) != CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
     cairn__logseg_name(fin, src->id, "seg");
     rc = cairn__sealw_begin(&w, io, a, dirfd, fin, src->id, src->salt, src->base_seq,
                             src->created_ms, 1, e);
@@ -293,6 +310,8 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                              src->name, (unsigned long long)start);
         if (rc == CAIRN_OK)
             rc = check_block_records(raw, raw_len, src, src->base_seq + i, e);
+        if (rc == CAIRN_OK && chain != NULL && chain_block(&c, chain, raw, raw_len) != CAIRN_OK)
+            rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to hash it", src->name);
         if (rc == CAIRN_OK)
             rc = cairn__sealw_block(&w, raw, raw_len, src->base_seq + i, src->base_seq + j - 1,
                                     src->ts[i], src->ts[j - 1], (uint32_t)(j - i), e);
@@ -303,6 +322,8 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
     else
         cairn__sealw_abort(&w);
     cairn__free(a, raw);
+    if (chain != NULL)
+        cairn__chain_free(&c);
     return rc;
 }
 

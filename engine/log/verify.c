@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "head.h"
 #include "io.h"
 
 typedef struct vctx {
@@ -145,12 +146,20 @@ static void report_lost_tail(cairn_db *db, vctx *c, view *v)
 
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out)
 {
+    return cairn_verify_head(db, NULL, fn, user, problems_out, NULL);
+}
+
+int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, void *user,
+                      uint64_t *problems_out, uint64_t *first_bad_out)
+{
     vctx c = {fn, user, NULL, 0};
     manifest m;
     cairn__err e;
     view *v;
     int live, rc;
 
+    if (first_bad_out != NULL)
+        *first_bad_out = 0;
     /* The manifest on disk, as a fresh reader would see it. */
     rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, &e);
     if (rc != CAIRN_OK) {
@@ -184,6 +193,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
             verify_log(db, &c, x, s, live);
         }
     }
+    c.problems += cairn__verify_chain(db, v, want, fn, user, first_bad_out);
     cairn__view_release(db, v);
     report_set_aside(db, &c);
     if (problems_out)

@@ -1,0 +1,593 @@
+/*
+ * test_chain.c - the log's hash chain (format-spec/chain.md): the head,
+ * the values the MANIFEST keeps for sealed segments, and verify finding
+ * every kind of tampering: a record rewritten with a valid checksum (in
+ * the active segment and in a sealed one), the last record cut off, a
+ * segment dropped, records reordered; and the chain kept whole through
+ * sealing, compaction, purge and a store sealed before the chain existed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "bytes.h"
+#include "cairn.h"
+#include "chain.h"
+#include "filehdr.h"
+#include "manifest.h"
+#include "record.h"
+#include "sealed.h"
+#include "testutil.h"
+
+typedef struct fx {
+    char *dir;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->dir = tu_mkdtemp("chain");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static cairn_db *open_db(const char *dir, int ro, const char *retain)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db = NULL;
+    int rc;
+    o.create = !ro;
+    o.read_only = ro;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 4096; /* many segments, sealed as they fill */
+    o.retain = retain;
+    rc = cairn_open(&db, dir, &o, err, sizeof err);
+    if (rc != CAIRN_OK)
+        fail_msg("open %s: %s (%s)", dir, cairn_strerror(rc), err);
+    return db;
+}
+
+/* n events of about 100 bytes, numbered from k0. */
+static void fill(cairn_db *db, int k0, int n)
+{
+    for (int k = k0; k < k0 + n; k++) {
+        char json[128];
+        cairn_entry en;
+        memset(&en, 0, sizeof en);
+        snprintf(json, sizeof json, "{\"k\":%d,\"pad\":\"%060d\"}", k, k);
+        en.type = CAIRN_REC_EVENT;
+        en.ns = "agent";
+        en.ns_len = 5;
+        en.json = json;
+        en.json_len = strlen(json);
+        assert_int_equal(cairn_append(db, &en, NULL), CAIRN_OK);
+    }
+}
+
+static cairn_head head_of(const char *dir)
+{
+    cairn_db *db = open_db(dir, 1, NULL);
+    cairn_head h;
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    cairn_close(db);
+    return h;
+}
+
+typedef struct seen {
+    uint64_t n;
+    char last[CAIRN_ERRMSG_MAX];
+} seen;
+
+static void on_problem(void *user, const char *file, uint64_t off, int code, const char *msg)
+{
+    seen *s = user;
+    (void)file;
+    (void)off;
+    (void)code;
+    s->n++;
+    snprintf(s->last, sizeof s->last, "%s", msg);
+}
+
+/* Problems verify finds, with want (may be NULL); *first_bad. */
+static uint64_t verify(const char *dir, const cairn_head *want, uint64_t *first_bad, seen *s)
+{
+    cairn_db *db = open_db(dir, 1, NULL);
+    uint64_t problems = 0, fb = 0;
+    seen local = {0, ""};
+    if (s == NULL)
+        s = &local;
+    assert_int_equal(cairn_verify_head(db, want, on_problem, s, &problems, &fb), CAIRN_OK);
+    assert_int_equal(problems, s->n);
+    cairn_close(db);
+    if (first_bad != NULL)
+        *first_bad = fb;
+    return problems;
+}
+
+static manifest read_manifest(const char *dir)
+{
+    char *p = tu_join(dir, "MANIFEST");
+    size_t len;
+    uint8_t *b = tu_read_file(p, &len);
+    manifest m;
+    cairn__err e;
+    assert_non_null(b);
+    assert_int_equal(cairn__manifest_decode(b, len, NULL, &m, &e), CAIRN_OK);
+    free(b);
+    free(p);
+    return m;
+}
+
+/* A store of 200 events: several sealed segments and an active one. */
+static void make_store(const char *dir)
+{
+    cairn_db *db = open_db(dir, 0, NULL);
+    fill(db, 0, 200);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* The record at seq in a log-form segment file: its offset and length. */
+static int find_in_log(const uint8_t *b, size_t len, uint64_t seq, size_t *off, size_t *rlen)
+{
+    for (size_t p = 64; p + 40 <= len;) {
+        size_t l = get_le32(b + p);
+        if (l < 40 || p + l > len)
+            return 0;
+        if (get_le64(b + p + 8) == seq) {
+            *off = p;
+            *rlen = l;
+            return 1;
+        }
+        p += l;
+    }
+    return 0;
+}
+
+/* Set a record's checksum right again, as a forger would. */
+static void reseal_record(uint8_t *rec, size_t len, uint64_t salt)
+{
+    put_le64(rec + len - 8, XXH3_64bits_withSeed(rec, len - 8, salt));
+}
+
+/* Change a payload byte of record seq in the active segment and give it a
+ * valid checksum. */
+static void forge_active(const char *dir, uint64_t seq)
+{
+    char *p = tu_find_last(dir, ".log");
+    size_t len, off, rlen;
+    uint8_t *b;
+    assert_non_null(p);
+    b = tu_read_file(p, &len);
+    assert_true(find_in_log(b, len, seq, &off, &rlen));
+    b[off + rlen - 10] ^= 0x01; /* a digit of the padding */
+    reseal_record(b + off, rlen, get_le64(b + 24));
+    assert_int_equal(tu_write_file(p, b, len), 0);
+    free(b);
+    free(p);
+}
+
+/* ---- the definition ------------------------------------------------------ */
+
+static void test_step_is_sha256_of_the_previous_value_and_the_record(void **state)
+{
+    /* Expected values from Python's hashlib, an independent SHA-256. */
+    static const char *abc = "365aa7d8f7f9402c4b9434502b4cc89ddb09fe50d7cd95b493b834c62d5a5370";
+    static const char *one = "1cb20dbc1f300c65c300e7a3a57ee4c59881ac7b09d5969edb9d2efc980aa7ba";
+    static const char *two = "93c4b6c9e1831a757e8a43c2251f77e64a050bcb81d2c01de24d762de7e1bae8";
+    uint8_t h[CHAIN_LEN] = {0};
+    char hex[2 * CHAIN_LEN + 1];
+    cairn__chain c;
+    size_t len;
+    const char *gd = getenv("CAIRN_GOLDEN_DIR");
+    char *path = tu_join(gd && *gd ? gd : "tests/golden", "record-v1.bin");
+    uint8_t *rec = tu_read_file(path, &len);
+    (void)state;
+    assert_non_null(rec);
+    assert_int_equal(cairn__chain_init(&c), CAIRN_OK);
+    assert_int_equal(cairn__chain_step(&c, h, (const uint8_t *)"abc", 3), CAIRN_OK);
+    cairn__chain_hex(h, hex);
+    assert_string_equal(hex, abc);
+    memset(h, 0, sizeof h);
+    assert_int_equal(cairn__chain_step(&c, h, rec, len), CAIRN_OK);
+    cairn__chain_hex(h, hex);
+    assert_string_equal(hex, one);
+    assert_int_equal(cairn__chain_step(&c, h, rec, len), CAIRN_OK);
+    cairn__chain_hex(h, hex);
+    assert_string_equal(hex, two);
+    /* hex parses back, in either case, and nothing else does */
+    assert_true(cairn__chain_unhex(two, 64, h));
+    cairn__chain_hex(h, hex);
+    assert_string_equal(hex, two);
+    assert_false(cairn__chain_unhex(two, 63, h));
+    assert_false(cairn__chain_unhex("zz", 2, h));
+    cairn__chain_free(&c);
+    free(rec);
+    free(path);
+}
+
+/* ---- the head and the MANIFEST's values ---------------------------------- */
+
+static void test_head_covers_every_record_and_sealing_keeps_it(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_head h1, h2, h3;
+    manifest m;
+    size_t chained = 0;
+
+    fill(db, 0, 200);
+    assert_int_equal(cairn_head_get(db, &h1), CAIRN_OK); /* the writer's own */
+    assert_int_equal(h1.seq, 200);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    h2 = head_of(f->dir); /* a reader's, after the close sealed what was closed */
+    assert_int_equal(h2.seq, 200);
+    assert_memory_equal(h1.hash, h2.hash, CAIRN_HASH_LEN);
+    m = read_manifest(f->dir);
+    assert_true(m.n > 3);
+    for (size_t i = 0; i < m.n; i++) {
+        if (m.e[i].kind != SEG_SEALED)
+            continue;
+        /* each value the MANIFEST keeps is a head of the store */
+        cairn_head at = {m.e[i].last_seq, {0}};
+        assert_true(m.e[i].chained);
+        memcpy(at.hash, m.e[i].chain, CAIRN_HASH_LEN);
+        assert_int_equal(verify(f->dir, &at, NULL, NULL), 0);
+        chained++;
+    }
+    assert_true(chained >= 3);
+    cairn__manifest_free(NULL, &m);
+    assert_int_equal(verify(f->dir, &h2, NULL, NULL), 0);
+    /* one more record: a new head, and the old one still proven */
+    db = open_db(f->dir, 0, NULL);
+    fill(db, 200, 1);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    h3 = head_of(f->dir);
+    assert_int_equal(h3.seq, 201);
+    assert_memory_not_equal(h3.hash, h2.hash, CAIRN_HASH_LEN);
+    assert_int_equal(verify(f->dir, &h2, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, &h3, NULL, NULL), 0);
+}
+
+static void test_an_empty_log_has_head_zero(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    static const uint8_t zero[CAIRN_HASH_LEN];
+    cairn_head h;
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    assert_int_equal(h.seq, 0);
+    assert_memory_equal(h.hash, zero, CAIRN_HASH_LEN);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* ---- tampering ----------------------------------------------------------- */
+
+static void test_a_head_of_another_history_is_not_proven(void **state)
+{
+    fx *f = *state;
+    cairn_head h, bad;
+    uint64_t first_bad;
+    seen s = {0, ""};
+    make_store(f->dir);
+    h = head_of(f->dir);
+    bad = h;
+    bad.hash[7] ^= 0x40;
+    assert_int_equal(verify(f->dir, &bad, &first_bad, &s), 1);
+    assert_non_null(strstr(s.last, "not the one that head names"));
+    assert_true(first_bad >= 1 && first_bad <= h.seq);
+    /* a head past the end: the records after the log's end are missing */
+    bad = h;
+    bad.seq = h.seq + 3;
+    s.n = 0;
+    assert_int_equal(verify(f->dir, &bad, &first_bad, &s), 1);
+    assert_int_equal(first_bad, h.seq + 1);
+    assert_non_null(strstr(s.last, "missing"));
+}
+
+static void test_the_last_record_cut_off_is_found_with_the_head(void **state)
+{
+    fx *f = *state;
+    char *p;
+    size_t len, off, rlen;
+    uint8_t *b;
+    cairn_head h;
+    uint64_t first_bad;
+    make_store(f->dir);
+    h = head_of(f->dir);
+    p = tu_find_last(f->dir, ".log");
+    b = tu_read_file(p, &len);
+    assert_true(find_in_log(b, len, h.seq, &off, &rlen));
+    assert_int_equal(off + rlen, len); /* the last whole record */
+    assert_int_equal(tu_write_file(p, b, off), 0);
+    assert_int_equal(verify(f->dir, &h, &first_bad, NULL), 1);
+    assert_int_equal(first_bad, h.seq);
+    free(b);
+    free(p);
+}
+
+static void test_a_record_rewritten_with_its_checksum_is_found(void **state)
+{
+    fx *f = *state;
+    cairn_head h;
+    uint64_t first_bad;
+    manifest m;
+    make_store(f->dir);
+    h = head_of(f->dir);
+    forge_active(f->dir, h.seq - 1);
+    /* the record checksums all hold: only the chain tells */
+    assert_int_equal(verify(f->dir, &h, &first_bad, NULL), 1);
+    m = read_manifest(f->dir);
+    /* the first seq that may differ: after the MANIFEST's last value */
+    assert_int_equal(first_bad, m.e[m.n - 2].last_seq + 1);
+    assert_true(first_bad <= h.seq - 1);
+    cairn__manifest_free(NULL, &m);
+}
+
+/* Rewrite the sealed segment holding seq with one record changed and every
+ * checksum of the file (records, frames, index, footer) right again. */
+static void forge_sealed(const char *dir, const manifest_entry *x, uint64_t seq)
+{
+    char name[64], *p;
+    sealed_seg s;
+    cairn__sealw w;
+    cairn__err e;
+    size_t len, cap = 0, raw_len;
+    uint8_t *b, *raw = NULL;
+    uint64_t size;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    snprintf(name, sizeof name, "%016llx.seg", (unsigned long long)x->id);
+    p = tu_join(dir, name);
+    b = tu_read_file(p, &len);
+    assert_non_null(b);
+    assert_int_equal(cairn__sealed_open(b, len, &s, name, &e), CAIRN_OK);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, name, s.id, s.salt,
+                                        s.base_seq, s.created_ms, 1, &e),
+                     CAIRN_OK);
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        sealed_block blk;
+        cairn__sealed_block(&s, i, &blk);
+        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, name, &e),
+                         CAIRN_OK);
+        for (size_t pos = 0; pos < raw_len;) {
+            size_t l = get_le32(raw + pos);
+            if (get_le64(raw + pos + 8) == seq) {
+                raw[pos + l - 10] ^= 0x01;
+                reseal_record(raw + pos, l, s.salt);
+            }
+            pos += l;
+        }
+        assert_int_equal(cairn__sealw_block(&w, raw, raw_len, blk.first_seq, blk.last_seq,
+                                            blk.first_ts, blk.last_ts, blk.count, &e),
+                         CAIRN_OK);
+    }
+    assert_int_equal(cairn__sealw_finish(&w, &size, &e), CAIRN_OK);
+    free(raw);
+    free(b);
+    free(p);
+    close(dfd);
+}
+
+static void test_a_sealed_record_rewritten_whole_file_is_found_by_the_manifest(void **state)
+{
+    fx *f = *state;
+    cairn_head h;
+    uint64_t first_bad;
+    seen s = {0, ""};
+    manifest m;
+    size_t k;
+    make_store(f->dir);
+    h = head_of(f->dir);
+    m = read_manifest(f->dir);
+    k = 1; /* the second sealed segment */
+    assert_int_equal(m.e[k].kind, SEG_SEALED);
+    forge_sealed(f->dir, &m.e[k], m.e[k].base_seq + 2);
+    /* no head needed: the MANIFEST's value for that segment differs */
+    assert_int_equal(verify(f->dir, NULL, &first_bad, &s), 1);
+    assert_int_equal(first_bad, m.e[k].base_seq);
+    assert_non_null(strstr(s.last, "MANIFEST kept"));
+    /* and with the head: that, and the head not proven */
+    assert_int_equal(verify(f->dir, &h, &first_bad, NULL), 2);
+    assert_int_equal(first_bad, m.e[k].base_seq);
+    cairn__manifest_free(NULL, &m);
+}
+
+static void test_a_dropped_segment_is_found(void **state)
+{
+    fx *f = *state;
+    cairn_head h;
+    uint64_t first_bad;
+    manifest m;
+    char name[64], *p;
+    const cairn__err *unused = NULL;
+    (void)unused;
+    make_store(f->dir);
+    h = head_of(f->dir);
+    m = read_manifest(f->dir);
+    assert_int_equal(m.e[1].kind, SEG_SEALED);
+    assert_int_equal(m.e[2].kind, SEG_SEALED);
+    /* segment 1 goes, file and entry: the numbers read as retired ones */
+    snprintf(name, sizeof name, "%016llx.seg", (unsigned long long)m.e[1].id);
+    p = tu_join(f->dir, name);
+    assert_int_equal(unlink(p), 0);
+    free(p);
+    {
+        uint64_t dropped_base = m.e[1].base_seq;
+        int dfd = open(f->dir, O_RDONLY | O_DIRECTORY);
+        cairn__err e;
+        memmove(&m.e[1], &m.e[2], (m.n - 2) * sizeof *m.e);
+        m.n--;
+        assert_int_equal(cairn__manifest_write(cairn_io_default(), dfd, &m, NULL, &e), CAIRN_OK);
+        close(dfd);
+        assert_true(verify(f->dir, NULL, &first_bad, NULL) >= 1);
+        assert_int_equal(first_bad, m.e[1].base_seq); /* the segment after the gap */
+        assert_true(first_bad > dropped_base);
+        assert_true(verify(f->dir, &h, &first_bad, NULL) >= 2);
+    }
+    cairn__manifest_free(NULL, &m);
+}
+
+static void test_reordered_records_are_found(void **state)
+{
+    fx *f = *state;
+    cairn_head h;
+    uint64_t first_bad;
+    char *p;
+    size_t len, o1, l1, o2, l2;
+    uint8_t *b, tmp[256];
+    make_store(f->dir);
+    h = head_of(f->dir);
+    p = tu_find_last(f->dir, ".log");
+    b = tu_read_file(p, &len);
+    /* two records of one length swap their payloads: each keeps its seq
+     * and gets a valid checksum, the history's order changes */
+    assert_true(find_in_log(b, len, h.seq - 3, &o1, &l1));
+    assert_true(find_in_log(b, len, h.seq - 2, &o2, &l2));
+    assert_int_equal(l1, l2);
+    assert_true(l1 - 32 <= sizeof tmp);
+    memcpy(tmp, b + o1 + 32, l1 - 40);
+    memcpy(b + o1 + 32, b + o2 + 32, l1 - 40);
+    memcpy(b + o2 + 32, tmp, l1 - 40);
+    reseal_record(b + o1, l1, get_le64(b + 24));
+    reseal_record(b + o2, l2, get_le64(b + 24));
+    assert_int_equal(tu_write_file(p, b, len), 0);
+    assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0); /* every checksum holds */
+    assert_int_equal(verify(f->dir, &h, &first_bad, NULL), 1);
+    assert_true(first_bad <= h.seq - 3);
+    free(b);
+    free(p);
+}
+
+/* ---- compaction, purge, old stores ---------------------------------------- */
+
+static void store_mem(cairn_mem *m, const char *content, char id[CAIRN_MEM_ID_MAX + 1])
+{
+    cairn_mem_store_opts o = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *mem = NULL;
+    assert_int_equal(cairn_mem_store(m, content, &o, &mem, NULL), CAIRN_OK);
+    snprintf(id, CAIRN_MEM_ID_MAX + 1, "%s", mem->id);
+    cairn_mem_free(mem);
+}
+
+static void test_compaction_and_purge_keep_every_head_proven(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = NULL;
+    char ids[120][CAIRN_MEM_ID_MAX + 1], text[160];
+    cairn_head h_before, h_mid, h_after;
+    cairn_compact_report rep;
+    cairn_purge_report pr;
+
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    for (int i = 0; i < 120; i++) {
+        snprintf(text, sizeof text, "memory %d about the build cache, padded %040d", i, i);
+        store_mem(m, text, ids[i]);
+    }
+    assert_int_equal(cairn_head_get(db, &h_mid), CAIRN_OK);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(cairn_mem_delete(m, ids[i], "test"), CAIRN_OK);
+    fill(db, 0, 60);
+    assert_int_equal(cairn_head_get(db, &h_before), CAIRN_OK);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_true(rep.rewritten > 0);
+    assert_true(rep.dropped >= 100);
+    assert_int_equal(cairn_mem_purge(m, ids[110], &pr), CAIRN_OK);
+    assert_true(pr.records >= 1);
+    assert_int_equal(cairn_head_get(db, &h_after), CAIRN_OK);
+    assert_true(h_after.seq > h_before.seq); /* the purge's own record */
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    /* the holes carry the chain: every head before still holds */
+    assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, &h_before, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, &h_after, NULL, NULL), 0);
+    {
+        cairn_head now = head_of(f->dir);
+        assert_int_equal(now.seq, h_after.seq);
+        assert_memory_equal(now.hash, h_after.hash, CAIRN_HASH_LEN);
+    }
+    /* h_mid's seq now lies in a hole or at a kept record: proven or named */
+    {
+        seen s = {0, ""};
+        uint64_t n = verify(f->dir, &h_mid, NULL, &s);
+        assert_true(n == 0 || strstr(s.last, "lies in a hole") != NULL);
+    }
+}
+
+static void test_a_store_sealed_before_the_chain_gets_its_values(void **state)
+{
+    fx *f = *state;
+    cairn_head h1, h2;
+    manifest m;
+    cairn_db *db;
+    make_store(f->dir);
+    h1 = head_of(f->dir);
+    tu_manifest_file_as_version(f->dir, 7); /* no chain values */
+    m = read_manifest(f->dir);
+    for (size_t i = 0; i < m.n; i++)
+        assert_false(m.e[i].chained);
+    cairn__manifest_free(NULL, &m);
+    h2 = head_of(f->dir); /* computed from the first record */
+    assert_int_equal(h2.seq, h1.seq);
+    assert_memory_equal(h2.hash, h1.hash, CAIRN_HASH_LEN);
+    assert_int_equal(verify(f->dir, &h1, NULL, NULL), 0);
+    /* the next seal computes the values of the ones before it */
+    db = open_db(f->dir, 0, NULL);
+    fill(db, 1000, 100);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    m = read_manifest(f->dir);
+    assert_int_equal(m.version, MAN_VERSION);
+    for (size_t i = 0; i < m.n; i++)
+        assert_int_equal(m.e[i].chained, m.e[i].kind == SEG_SEALED);
+    cairn__manifest_free(NULL, &m);
+    assert_int_equal(verify(f->dir, &h1, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_is_sha256_of_the_previous_value_and_the_record),
+        cmocka_unit_test_setup_teardown(test_head_covers_every_record_and_sealing_keeps_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_empty_log_has_head_zero, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_head_of_another_history_is_not_proven, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_the_last_record_cut_off_is_found_with_the_head,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_record_rewritten_with_its_checksum_is_found,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_sealed_record_rewritten_whole_file_is_found_by_the_manifest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_dropped_segment_is_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reordered_records_are_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_and_purge_keep_every_head_proven, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_store_sealed_before_the_chain_gets_its_values,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
