@@ -40,6 +40,8 @@ static const command commands[] = {
     {"dump", "print records as JSON lines", cmd_dump_help, cmd_dump, 0},
     {"verify", "check every checksum and structure of the store", cmd_verify_help, cmd_verify,
      0},
+    {"head", "the head of the log's hash chain, to keep elsewhere (optionally signed)",
+     cmd_head_help, cmd_head, 0},
     {"stats", "print the store's statistics", cmd_stats_help, cmd_stats, 0},
     {"config", "list the store's settings, or change max-memories or retain", cmd_config_help,
      cmd_config, 0},

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_audit.h"
 #include "cli_json.h"
 #include "commands.h"
 
@@ -103,10 +104,14 @@ const char cmd_config_help[] =
     "(an unknown KEY, a bad N, or a setting that cannot change after init).\n";
 
 const char cmd_verify_help[] =
-    "usage: cairn verify [--format text|json]\n"
+    "usage: cairn verify [--format text|json] [--head SEQ:HASH\n"
+    "                    [--signature HEX --pubkey KEYFILE]]\n"
     "\n"
     "Read every file of the store and check every checksum and structure: the\n"
-    "log's segments and manifest, the memory index file (mem-*.cmx: every\n"
+    "log's segments and manifest, the log's hash chain (recomputed from the\n"
+    "first record and compared with the value the MANIFEST keeps at the end of\n"
+    "every sealed segment: a record changed together with its checksum, a\n"
+    "segment dropped, swapped or replaced; format-spec/chain.md), the memory index file (mem-*.cmx: every\n"
     "row, hash table, text index and posting; format-spec/memindex.md), the\n"
     "newest causal graph file and the generations on it (every byte;\n"
     "format-spec/graph.md), and the\n"
@@ -134,9 +139,21 @@ const char cmd_verify_help[] =
     "[{\"file\", \"bytes\", \"in_flight\" (true: a writer is live and may be\n"
     "writing it)}]}.\n"
     "\n"
+    "With --head SEQ:HASH (as `cairn head` printed it), verify also proves\n"
+    "that the store holds exactly the history that head names: the chain at\n"
+    "SEQ must be HASH, and the log must reach SEQ (a log cut before it is a\n"
+    "problem naming the missing records). Each problem names the first seq\n"
+    "that differs, or the range it is in; the JSON gets \"first_bad_seq\" (0:\n"
+    "none found) and \"head\": \"proven\" or \"not proven\". A head signed by\n"
+    "`cairn head --sign` is checked with --signature and --pubkey first.\n"
+    "What this proves and what it does not: README, \"Auditing\".\n"
+    "\n"
     "Options:\n"
-    "  --format F    text (default) or json\n"
-    "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    "  --format F        text (default) or json\n"
+    "  --head SEQ:HASH   a head kept elsewhere: prove the store still holds it\n"
+    "  --signature HEX   the head's Ed25519 signature (cairn head --sign)\n"
+    "  --pubkey KEYFILE  the public key (PEM) the signature is checked with\n"
+    "  --store DIR       the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
     "\n"
     "Exit status: 0 no problems; 1 the check could not run (no store, I/O\n"
     "error); 2 problems found, or the store is too damaged to open; 64 usage\n"
@@ -570,17 +587,55 @@ static void verify_problem(void *user, const char *file, uint64_t offset, int co
 
 int cmd_verify(cli_ctx *ctx, int argc, char **argv)
 {
-    static const cli_optspec spec[] = {{"format", 1}, {NULL, 0}};
+    static const cli_optspec spec[] = {{"format", 1}, {"json", 0}, {"head", 1},
+                                       {"signature", 1}, {"pubkey", 1}, {NULL, 0}};
     cairn_db *db = NULL;
     cairn_stats s;
     temp_list tl = {NULL, 0, 0, 0};
-    uint64_t problems = 0, mx_problems = 0, g_problems = 0, a_problems = 0;
+    uint64_t problems = 0, mx_problems = 0, g_problems = 0, a_problems = 0, first_bad = 0;
     verify_out v = {0, 0};
-    int checked = 0, g_checked = 0, a_checked = 0;
-    int rc = cli_output_args(ctx, spec, argc, argv, cmd_verify_help, &v.json);
+    int checked = 0, g_checked = 0, a_checked = 0, have_head = 0;
+    const char *name, *val, *sig = NULL, *pubkey = NULL;
+    cairn_head want;
+    cli_args a;
+    int r, rc;
 
-    if (rc >= 0)
-        return rc;
+    cli_args_init(&a, ctx, spec, argc, argv);
+    while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
+        if (r == CLI_ARG_ERR)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_ARG_HELP)
+            return cli_help(cmd_verify_help);
+        if (r == CLI_ARG_POS)
+            return cli_usage_error(ctx->cmd, "unexpected argument '%s'", val);
+        if (strcmp(name, "json") == 0)
+            v.json = 1;
+        else if (strcmp(name, "head") == 0) {
+            if (!cli_parse_head(val, &want))
+                return cli_usage_error(ctx->cmd, "--head takes SEQ:HASH (a decimal seq, 64 hex "
+                                       "digits), as `cairn head` prints it; got '%s'", val);
+            have_head = 1;
+        } else if (strcmp(name, "signature") == 0)
+            sig = val;
+        else if (strcmp(name, "pubkey") == 0)
+            pubkey = val;
+        else if ((r = cli_parse_format(ctx->cmd, val, &v.json)) >= 0)
+            return r;
+    }
+    if ((sig != NULL) != (pubkey != NULL) || (sig != NULL && !have_head))
+        return cli_usage_error(ctx->cmd, "--signature and --pubkey go together, with --head");
+    if (sig != NULL) {
+        r = cli_verify_signature(ctx->cmd, &want, sig, pubkey);
+        if (r > 0)
+            return r;
+        if (r < 0) {
+            char hex[2 * CAIRN_HASH_LEN + 1];
+            cli_hex(want.hash, CAIRN_HASH_LEN, hex);
+            fprintf(stderr, "cairn: verify: the signature of head %llu:%s does not hold with "
+                    "the key %s\n", (unsigned long long)want.seq, hex, pubkey);
+            return CLI_EXIT_PROBLEMS;
+        }
+    }
     rc = cli_open_read(ctx, &db);
     if (rc != CAIRN_OK)
         /* A store too damaged to open is what verify is for finding. */
@@ -589,7 +644,8 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
                    : CLI_EXIT_FAIL;
     if (v.json)
         printf("{\"problems\":[");
-    rc = cairn_verify(db, verify_problem, &v, &problems);
+    rc = cairn_verify_head(db, have_head ? &want : NULL, verify_problem, &v, &problems,
+                           &first_bad);
     if (rc == CAIRN_OK)
         rc = cairn_mem_verify_index(db, verify_problem, &v, &mx_problems, &checked);
     if (rc == CAIRN_OK)
@@ -617,26 +673,35 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
         temp_json(&tl);
     }
     temp_free(&tl);
+    if (v.json && have_head)
+        printf(",\"head\":\"%s\"", problems ? "not proven" : "proven");
     if (v.json)
-        printf(",\"ok\":%s,\"records\":%llu,\"segments\":%llu,\"memory_index\":%s,"
-               "\"graph\":%s,\"access\":%s}\n",
-               problems ? "false" : "true", (unsigned long long)s.records,
+        printf(",\"first_bad_seq\":%llu,\"ok\":%s,\"records\":%llu,\"segments\":%llu,"
+               "\"memory_index\":%s,\"graph\":%s,\"access\":%s}\n",
+               (unsigned long long)first_bad, problems ? "false" : "true",
+               (unsigned long long)s.records,
                (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
                checked ? (mx_problems ? "\"damaged\"" : "\"verified\"") : "null",
                g_checked ? (g_problems ? "\"damaged\"" : "\"verified\"") : "null",
                a_checked ? (a_problems ? "\"damaged\"" : "\"verified\"") : "null");
     if (problems > 0) {
         fflush(stdout);
-        fprintf(stderr, "cairn: verify: %llu problem(s)\n", (unsigned long long)problems);
+        fprintf(stderr, "cairn: verify: %llu problem(s)", (unsigned long long)problems);
+        if (first_bad != 0)
+            fprintf(stderr, "; the first seq that differs: %llu", (unsigned long long)first_bad);
+        if (have_head)
+            fprintf(stderr, "; head %llu not proven", (unsigned long long)want.seq);
+        fputc('\n', stderr);
         rc = CLI_EXIT_PROBLEMS;
     } else {
         if (!v.json)
-            printf("ok: %llu records in %llu segments verified%s%s%s\n",
+            printf("ok: %llu records in %llu segments verified%s%s%s%s\n",
                    (unsigned long long)s.records,
                    (unsigned long long)(s.segments_active + s.segments_closed + s.segments_sealed),
                    checked ? ", memory index verified" : "",
                    g_checked ? ", graph file verified" : "",
-                   a_checked ? ", access file verified" : "");
+                   a_checked ? ", access file verified" : "",
+                   have_head ? ", head proven" : "");
         rc = CLI_EXIT_OK;
     }
     cairn_close(db);
