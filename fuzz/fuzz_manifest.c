@@ -13,7 +13,9 @@
  * grace, event limits), dropped_upto and each entry's rev: read as 0 from an
  * older version, carried over by encode and copy; a success obeys their
  * rules (a policy known, a grace only under "live" and at most 2^53,
- * dropped_upto below 2^62, a rev only on a sealed entry).
+ * dropped_upto below 2^62, a rev only on a sealed entry). Version 8 adds
+ * each entry's hash chain value: only on a sealed entry, carried over by
+ * encode and copy.
  */
 #include "fuzz.h"
 
@@ -38,6 +40,7 @@ static void same_manifest(const manifest *a, const manifest *b)
         FUZZ_CHECK(x->id == y->id && x->kind == y->kind && x->base_seq == y->base_seq &&
                    x->last_seq == y->last_seq && x->count == y->count &&
                    x->first_ts == y->first_ts && x->last_ts == y->last_ts && x->rev == y->rev);
+        FUZZ_CHECK(x->chained == y->chained && memcmp(x->chain, y->chain, sizeof x->chain) == 0);
     }
 }
 
@@ -58,6 +61,8 @@ static void check_rules(const manifest *m)
     for (size_t i = 0; i < m->n; i++) {
         const manifest_entry *x = &m->e[i];
         FUZZ_CHECK(x->rev == 0 || (m->version >= 4 && x->kind == SEG_SEALED));
+        /* version 8: a chain value only on a sealed entry */
+        FUZZ_CHECK(!x->chained || (m->version >= 8 && x->kind == SEG_SEALED));
         FUZZ_CHECK(x->id != 0 && x->id < m->next_id && (i == 0 || x->id > m->e[i - 1].id));
         if (x->kind != SEG_ACTIVE)
             FUZZ_CHECK(x->count == x->last_seq + 1 - x->base_seq);
