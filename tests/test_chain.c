@@ -567,6 +567,101 @@ static void test_a_store_sealed_before_the_chain_gets_its_values(void **state)
     assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
 }
 
+/* ---- replay ---------------------------------------------------------------- */
+
+/* Every record of a up to seq `to` is in b, the same, and b has no more. */
+static void same_records_upto(const char *a_dir, const char *b_dir, uint64_t to)
+{
+    cairn_db *a = open_db(a_dir, 1, NULL), *b = open_db(b_dir, 1, NULL);
+    cairn_range rg = CAIRN_RANGE_INIT;
+    cairn_iter *ia = NULL, *ib = NULL;
+    cairn_record ra, rb;
+    uint64_t n = 0;
+    rg.seq_to = to;
+    assert_int_equal(cairn_iter_open(a, &rg, &ia), CAIRN_OK);
+    assert_int_equal(cairn_iter_open(b, NULL, &ib), CAIRN_OK);
+    while (cairn_iter_next(ia, &ra) == CAIRN_OK) {
+        assert_int_equal(cairn_iter_next(ib, &rb), CAIRN_OK);
+        assert_int_equal(ra.seq, rb.seq);
+        assert_int_equal(ra.ts_ms, rb.ts_ms);
+        assert_int_equal(ra.type, rb.type);
+        assert_int_equal(ra.json_len, rb.json_len);
+        assert_memory_equal(ra.json, rb.json, ra.json_len);
+        assert_int_equal(ra.ns_len, rb.ns_len);
+        n++;
+    }
+    assert_int_not_equal(cairn_iter_next(ib, &rb), CAIRN_OK);
+    assert_true(n > 0);
+    cairn_iter_close(ia);
+    cairn_iter_close(ib);
+    cairn_close(a);
+    cairn_close(b);
+}
+
+static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, "live:0");
+    cairn_mem *m = NULL;
+    char ids[40][CAIRN_MEM_ID_MAX + 1], text[160], *copy;
+    cairn_compact_report rep;
+    cairn_replay_report rr;
+    uint64_t seed = 7;
+    cairn_head h;
+    int done = 0;
+
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    fill(db, 0, 50);
+    for (int i = 0; i < 40; i++) {
+        snprintf(text, sizeof text, "replayed memory %d, padded %040d", i, i);
+        store_mem(m, text, ids[i]);
+    }
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(cairn_mem_delete(m, ids[i], "test"), CAIRN_OK);
+    fill(db, 50, 50);
+    assert_int_equal(cairn_mem_compact(m, 0, &rep), CAIRN_OK);
+    assert_true(rep.dropped > 0);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    /* seqs at random, through sealed, compacted and active segments; a
+     * seq inside a hole is refused and names the hole */
+    for (int k = 0; k < 12; k++) {
+        uint64_t to = 1 + tu_splitmix64(&seed) % h.seq;
+        int rc;
+        copy = tu_join(f->dir, "copy");
+        tu_rmrf(copy);
+        rc = cairn_replay(db, to, copy, &rr);
+        if (rc == CAIRN_ENOTFOUND) {
+            assert_non_null(strstr(cairn_errmsg(db), "lies in a hole"));
+            assert_non_null(strstr(cairn_errmsg(db), "live:0"));
+            free(copy);
+            continue;
+        }
+        assert_int_equal(rc, CAIRN_OK);
+        assert_int_equal(rr.seq, to);
+        assert_int_equal(rr.head.seq, to);
+        /* the copy's head is a head of the source */
+        assert_int_equal(verify(f->dir, &rr.head, NULL, NULL), 0);
+        assert_int_equal(verify(copy, &rr.head, NULL, NULL), 0);
+        same_records_upto(f->dir, copy, to);
+        done++;
+        free(copy);
+    }
+    assert_true(done >= 3);
+    /* the whole log: the same head */
+    copy = tu_join(f->dir, "copy");
+    tu_rmrf(copy);
+    assert_int_equal(cairn_replay(db, h.seq, copy, &rr), CAIRN_OK);
+    assert_memory_equal(rr.head.hash, h.hash, CAIRN_HASH_LEN);
+    /* errors: a directory not empty, a seq past the end */
+    assert_int_equal(cairn_replay(db, 2, copy, &rr), CAIRN_EEXIST);
+    tu_rmrf(copy);
+    assert_int_equal(cairn_replay(db, h.seq + 1, copy, &rr), CAIRN_ENOTFOUND);
+    assert_int_equal(cairn_replay(db, 0, copy, &rr), CAIRN_EINVAL);
+    free(copy);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -587,6 +682,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compaction_and_purge_keep_every_head_proven, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_store_sealed_before_the_chain_gets_its_values,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_copies_the_log_up_to_a_seq_and_checks_it,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,8 @@ static const command commands[] = {
      0},
     {"head", "the head of the log's hash chain, to keep elsewhere (optionally signed)",
      cmd_head_help, cmd_head, 0},
+    {"replay", "a new store holding the log up to a seq, for offline analysis, verified",
+     cmd_replay_help, cmd_replay, 0},
     {"stats", "print the store's statistics", cmd_stats_help, cmd_stats, 0},
     {"config", "list the store's settings, or change max-memories or retain", cmd_config_help,
      cmd_config, 0},

@@ -22,6 +22,8 @@ extern const char cmd_verify_help[];
 int cmd_verify(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_head_help[];
 int cmd_head(cli_ctx *ctx, int argc, char **argv);
+extern const char cmd_replay_help[];
+int cmd_replay(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_checkpoint_help[];
 int cmd_checkpoint(cli_ctx *ctx, int argc, char **argv);
 extern const char cmd_stats_help[];

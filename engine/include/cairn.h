@@ -585,6 +585,25 @@ int cairn_head_get(cairn_db *db, cairn_head *out);
 int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, void *user,
                       uint64_t *problems_out, uint64_t *first_bad_out);
 
+/* What cairn_replay wrote. */
+typedef struct cairn_replay_report {
+    uint64_t seq;        /* the copy's last seq */
+    uint64_t segments;   /* segment files copied or cut */
+    uint64_t bytes;      /* bytes of records in them */
+    cairn_head head;     /* the copy's head: the source's chain at seq */
+} cairn_replay_report;
+
+/* Write a new store in dir (made, or empty) holding this store's log up to
+ * seq to_seq, byte for byte (seqs, times, salts: the same hash chain), then
+ * check it: its head must be this store's chain at to_seq. Derived files
+ * are not copied (the copy's first open folds them from its log), nor
+ * ACCESS (access counts no record holds). Errors: CAIRN_EINVAL (to_seq 0),
+ * CAIRN_EEXIST (dir not empty), CAIRN_ENOTFOUND (to_seq past the log's end,
+ * a retired number, or inside a hole a compaction left: the message says
+ * which seqs the hole stands for), CAIRN_ECORRUPT (the copy does not check;
+ * it is left for inspection), CAIRN_EIO. */
+int cairn_replay(cairn_db *db, uint64_t to_seq, const char *dir, cairn_replay_report *out);
+
 /* Called by cairn_temp_files() once per temporary file. `file` is relative
  * to the store directory, `bytes` its size; `in_flight` is 1 when a writer
  * holds the lock (it may be writing the file right now), 0 when none does

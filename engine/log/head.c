@@ -175,6 +175,82 @@ void cairn__chain_apply_fill(manifest *m, const cairn__chain_fill *fill, size_t 
             }
 }
 
+/* ---- the value at one seq ---------------------------------------------- */
+
+typedef struct at_seq {
+    uint64_t seq;
+    int found;          /* 1: the value at seq; -1: seq lies inside a hole */
+    uint64_t hole_from, hole_upto;
+    uint8_t h[CHAIN_LEN];
+} at_seq;
+
+#define STOP_WALK 1 /* not a status: at_seq's way to end a walk */
+
+static int at_seq_fn(void *u, uint64_t seq, uint64_t upto, const uint8_t h[CHAIN_LEN])
+{
+    at_seq *a = u;
+    if (upto < a->seq)
+        return CAIRN_OK;
+    if (seq <= a->seq && upto == a->seq) {
+        a->found = 1;
+        memcpy(a->h, h, CHAIN_LEN);
+    } else if (seq <= a->seq) {
+        a->found = -1;
+        a->hole_from = seq;
+        a->hole_upto = upto;
+    }
+    return STOP_WALK;
+}
+
+int cairn__chain_at(cairn_db *db, const view *v, uint64_t seq, uint8_t h[CHAIN_LEN],
+                    cairn__err *e)
+{
+    at_seq a;
+    cairn__chain c;
+    size_t idx;
+    int rc;
+
+    for (idx = 0; idx < v->m.n; idx++) {
+        const manifest_entry *x = &v->m.e[idx];
+        if (x->kind == SEG_ACTIVE || x->last_seq >= seq)
+            break;
+    }
+    if (idx == v->m.n || seq < v->m.e[idx].base_seq)
+        return cairn__fail(e, CAIRN_ENOTFOUND, "seq %llu is not in the log (a number recovery "
+                           "retired)", (unsigned long long)seq);
+    rc = cairn__chain_before(db, v, idx, h, NULL, &(size_t){0}, e);
+    if (rc != CAIRN_OK)
+        return rc;
+    if (cairn__chain_init(&c) != CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "no memory to hash the log");
+    memset(&a, 0, sizeof a);
+    a.seq = seq;
+    {
+        seg_walk w = {0, 0, at_seq_fn, &a};
+        rc = walk_seg(db, &c, v, idx, h, &w, e);
+    }
+    cairn__chain_free(&c);
+    if (rc == STOP_WALK)
+        rc = CAIRN_OK;
+    if (rc != CAIRN_OK)
+        return rc;
+    if (a.found == -1) {
+        char pol[96];
+        cairn_retain_format(&v->m.retain, pol, sizeof pol);
+        return cairn__fail(e, CAIRN_ENOTFOUND, "seq %llu lies in a hole: seqs %llu..%llu were "
+                           "dropped by a compaction or a purge (the store's retention policy "
+                           "is %s); the log holds seq %llu and seq %llu", (unsigned long long)seq,
+                           (unsigned long long)a.hole_from, (unsigned long long)a.hole_upto, pol,
+                           (unsigned long long)(a.hole_from - 1),
+                           (unsigned long long)a.hole_upto);
+    }
+    if (a.found == 0)
+        return cairn__fail(e, CAIRN_ENOTFOUND, "seq %llu is past the end of the log",
+                           (unsigned long long)seq);
+    memcpy(h, a.h, CHAIN_LEN);
+    return CAIRN_OK;
+}
+
 /* Pin the current view, with every record this handle or another process
  * wrote before the call. */
 static int pin_view(cairn_db *db, view **out)

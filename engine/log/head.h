@@ -24,6 +24,12 @@ typedef struct cairn__chain_fill {
 int cairn__chain_before(cairn_db *db, const view *v, size_t idx, uint8_t h[CHAIN_LEN],
                         cairn__chain_fill *fill, size_t *n_fill, cairn__err *e);
 
+/* The chain's value at seq (after the record at seq, or a hole ending
+ * there). CAIRN_ENOTFOUND, with why in e, when seq has none: past the
+ * log's end, a retired number, inside a hole. */
+int cairn__chain_at(cairn_db *db, const view *v, uint64_t seq, uint8_t h[CHAIN_LEN],
+                    cairn__err *e);
+
 /* Put the computed values into m's entries still without one. */
 void cairn__chain_apply_fill(manifest *m, const cairn__chain_fill *fill, size_t n_fill);
 

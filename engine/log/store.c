@@ -835,7 +835,7 @@ uint64_t cairn__random_salt(void)
  * another store copied in is never taken for one of this store's. Without
  * /dev/urandom the halves still differ (a counter) and so do two stores
  * made by one process in one millisecond. */
-static void new_store_id(uint8_t *id)
+void cairn__store_id_new(uint8_t *id)
 {
     static _Atomic uint64_t made;
     uint64_t n = atomic_fetch_add(&made, 1) + 1, a, b;
@@ -851,7 +851,7 @@ static int give_store_id(cairn_db *db, view *v, cairn__err *e)
 {
     if (!cairn__store_id_is_zero(v->m.store_id))
         return CAIRN_OK;
-    new_store_id(v->m.store_id);
+    cairn__store_id_new(v->m.store_id);
     v->m.generation++;
     return cairn__db_manifest_write(db, &v->m, e);
 }
@@ -889,7 +889,7 @@ static int create_store(cairn_db *db, manifest *m, cairn__err *e)
     m->reflect_threshold = MAN_DEFAULT_REFLECT;
     m->core_budget = MAN_DEFAULT_CORE_BUDGET;
     m->core_section_budget = MAN_DEFAULT_SECTION_BUDGET;
-    new_store_id(m->store_id);
+    cairn__store_id_new(m->store_id);
     m->e = &x;
     m->n = 1;
     rc = cairn__db_manifest_write(db, m, e);

@@ -191,6 +191,8 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
                            uint64_t *first_seq_out, int64_t *ts_out);
 /* A fresh, random per-segment salt (never 0). */
 uint64_t cairn__random_salt(void);
+/* 128 random bits for a new store's id (never all zero). */
+void cairn__store_id_new(uint8_t *id);
 /* Every record with seq in from..to, in order, through fn; stops at the
  * first non-OK it returns and returns that. CAIRN_OK at the end; an
  * iterator error as cairn_iter_open/next give it (message in the db). */

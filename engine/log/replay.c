@@ -1,0 +1,310 @@
+/*
+ * replay.c - cairn_replay(): a new store holding this store's log up to a
+ * seq, for offline analysis (format-spec/chain.md, "Replay").
+ *
+ * The copy keeps every record byte for byte, with its seq, time and
+ * segment salt: the segments before the one holding the seq are copied
+ * whole, that one is cut after the seq (a sealed one written anew with its
+ * blocks up to there), and an empty active segment follows. So the copy's
+ * hash chain at the seq is the source's, and the copy is checked against
+ * it before the call returns. Derived files (index, graph, ACCESS) are not
+ * copied: the copy's first open folds them from its log.
+ */
+#include "head.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "bytes.h"
+#include "filehdr.h"
+#include "hole.h"
+#include "io.h"
+#include "record.h"
+
+/* Write len bytes to a new file `name` in dirfd, fsynced. */
+static int write_file(const cairn_io *io, int dirfd, const char *name, const uint8_t *b,
+                      size_t len, cairn__err *e)
+{
+    int fd = -1, rc;
+    rc = cairn__io_open(io, "replay.write", dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd,
+                        e);
+    if (rc != CAIRN_OK)
+        return rc;
+    rc = cairn__io_write(io, "replay.write", fd, b, len, 0, name, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__io_fsync(io, "replay.write", fd, name, e);
+    cairn__io_close(io, "replay.write", fd);
+    return rc;
+}
+
+/* Bytes [0, len) of a log-form segment, read through its fd. */
+static int copy_log(cairn_db *db, int dirfd, const seg_ref *s, uint64_t len, cairn__err *e)
+{
+    uint8_t *b = cairn__malloc(db->a, len ? len : 1);
+    size_t got;
+    int rc;
+    if (b == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to copy it", s->log.name);
+    rc = cairn__io_read(db->io, "replay.read", s->log.fd, b, (size_t)len, 0, &got, s->log.name,
+                        e);
+    if (rc == CAIRN_OK && got != len)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: short read while copying it", s->log.name);
+    if (rc == CAIRN_OK)
+        rc = write_file(db->io, dirfd, s->log.name, b, (size_t)len, e);
+    cairn__free(db->a, b);
+    return rc;
+}
+
+/* A sealed segment cut after seq `to`: blocks before the one holding it
+ * as they are, that one's records up to `to`. *last_ts gets the time of
+ * the last record kept. A hole reaching past `to` refuses the cut. */
+static int cut_sealed(cairn_db *db, int dirfd, const seg_ref *s, uint64_t to, int64_t *last_ts,
+                      uint64_t *bytes, cairn__err *e)
+{
+    char name[LOGSEG_NAME_MAX];
+    cairn__sealw w;
+    uint8_t *raw = NULL;
+    size_t cap = 0, raw_len;
+    uint64_t size;
+    uint32_t k = cairn__sealed_find_seq(&s->s, to);
+    int rc;
+
+    if (k == s->s.block_count)
+        return cairn__fail(e, CAIRN_ENOTFOUND, "%s: no block holds seq %llu", s->log.name,
+                           (unsigned long long)to);
+    cairn__logseg_name(name, s->id, "seg");
+    rc = cairn__sealw_begin(&w, db->io, db->a, dirfd, name, s->id, s->s.salt, s->s.base_seq,
+                            s->s.created_ms, s->s.version, e);
+    for (uint32_t i = 0; i <= k && rc == CAIRN_OK; i++) {
+        sealed_block b;
+        size_t pos = 0;
+        cairn__sealed_block(&s->s, i, &b);
+        rc = cairn__sealed_read_block(&s->s, i, db->a, &raw, &cap, &raw_len, s->log.name, e);
+        if (rc != CAIRN_OK)
+            break;
+        if (i < k) {
+            rc = cairn__sealw_block(&w, raw, raw_len, b.first_seq, b.last_seq, b.first_ts,
+                                    b.last_ts, b.count, e);
+            *last_ts = b.last_ts;
+            *bytes += raw_len;
+            continue;
+        }
+        while (pos < raw_len && rc == CAIRN_OK) {
+            cairn_record rec;
+            size_t len;
+            uint64_t upto;
+            if (cairn__record_decode(raw + pos, raw_len - pos, s->s.salt, &rec, &len) != REC_OK) {
+                rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: block %u does not read (run cairn "
+                                 "verify)", s->log.name, i);
+                break;
+            }
+            if (rec.seq > to)
+                break;
+            upto = rec.seq;
+            if (s->s.version >= 2 && rec.type == CAIRN_REC_COMPACTED) {
+                cairn__hole h;
+                if (cairn__hole_decode(rec.json, rec.json_len, rec.seq, &h, e) != CAIRN_OK) {
+                    rc = CAIRN_ECORRUPT;
+                    break;
+                }
+                upto = h.upto;
+                if (upto > to) {
+                    rc = cairn__fail(e, CAIRN_ENOTFOUND, "seq %llu lies in a hole: seqs "
+                                     "%llu..%llu were dropped by a compaction (the store's "
+                                     "retention policy); replay to %llu or to %llu",
+                                     (unsigned long long)to, (unsigned long long)rec.seq,
+                                     (unsigned long long)upto,
+                                     (unsigned long long)(rec.seq - 1), (unsigned long long)upto);
+                    break;
+                }
+            }
+            rc = cairn__sealw_add(&w, raw + pos, len, rec.seq, upto, rec.ts_ms, e);
+            *last_ts = rec.ts_ms;
+            *bytes += len;
+            pos += len;
+        }
+    }
+    cairn__free(db->a, raw);
+    if (rc == CAIRN_OK)
+        return cairn__sealw_finish(&w, &size, e);
+    cairn__sealw_abort(&w);
+    return rc;
+}
+
+/* The directory for the copy: made, or empty. */
+static int open_target(const char *dir, int *dirfd, cairn__err *e)
+{
+    int fd;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return cairn__fail(e, CAIRN_EIO, "%s: cannot make it: %s", dir, strerror(errno));
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return cairn__fail(e, CAIRN_EIO, "%s: cannot open it: %s", dir, strerror(errno));
+    {
+        DIR *d = cairn__io_opendir(fd);
+        struct dirent *de;
+        int empty = 1;
+        if (d == NULL) {
+            close(fd);
+            return cairn__fail(e, CAIRN_EIO, "%s: cannot list it", dir);
+        }
+        while ((de = readdir(d)) != NULL)
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                empty = 0;
+        closedir(d);
+        if (!empty) {
+            close(fd);
+            return cairn__fail(e, CAIRN_EEXIST, "%s is not empty: replay writes a new store",
+                               dir);
+        }
+    }
+    *dirfd = fd;
+    return CAIRN_OK;
+}
+
+int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report *out)
+{
+    cairn__err e;
+    view *v;
+    manifest m;
+    logseg act;
+    uint8_t want[CHAIN_LEN];
+    size_t idx;
+    int dirfd = -1, whole = 0, rc;
+    uint64_t next_id;
+
+    if (db == NULL || dir == NULL || out == NULL || to == 0)
+        return CAIRN_EINVAL;
+    memset(out, 0, sizeof *out);
+    memset(&m, 0, sizeof m);
+    pthread_mutex_lock(&db->mu);
+    rc = db->dead ? CAIRN_OK : cairn__refresh(db);
+    v = db->view;
+    atomic_fetch_add(&v->refs, 1);
+    pthread_mutex_unlock(&db->mu);
+    if (rc != CAIRN_OK) {
+        cairn__view_release(db, v);
+        return rc;
+    }
+    /* The source's chain at `to`: what the copy must give. */
+    rc = cairn__chain_at(db, v, to, want, &e);
+    for (idx = 0; rc == CAIRN_OK && idx < v->m.n; idx++)
+        if (v->m.e[idx].kind == SEG_ACTIVE || v->m.e[idx].last_seq >= to)
+            break;
+    /* A sealed segment that ends at `to` is copied whole, as those before. */
+    whole = rc == CAIRN_OK && v->segs[idx]->sealed && v->m.e[idx].last_seq == to;
+    if (rc == CAIRN_OK)
+        rc = open_target(dir, &dirfd, &e);
+    if (rc == CAIRN_OK)
+        rc = cairn__manifest_copy(&v->m, db->a, &m) == CAIRN_OK ? CAIRN_OK
+                                                                : cairn__fail(&e, CAIRN_ENOMEM,
+                                                                              "no memory");
+    for (size_t i = 0; i < idx + (size_t)whole && rc == CAIRN_OK; i++) {
+        const seg_ref *s = v->segs[i];
+        char name[LOGSEG_NAME_MAX];
+        if (s->sealed) {
+            cairn__seg_file_name(name, s->id, s->rev);
+            rc = write_file(db->io, dirfd, name, s->map, s->map_len, &e);
+            out->bytes += s->s.raw_bytes;
+        } else {
+            rc = copy_log(db, dirfd, s, s->log.end, &e);
+            out->bytes += s->log.end - FILEHDR_SIZE;
+        }
+        out->segments++;
+    }
+    if (rc == CAIRN_OK && !whole) {
+        const seg_ref *s = v->segs[idx];
+        manifest_entry *x = &m.e[idx];
+        int64_t last_ts = 0;
+        if (s->sealed) {
+            rc = cut_sealed(db, dirfd, s, to, &last_ts, &out->bytes, &e);
+            x->rev = 0;
+            x->chained = 1; /* the value at `to`, checked below */
+            memcpy(x->chain, want, CHAIN_LEN);
+        } else {
+            uint64_t end, n;
+            pthread_mutex_lock(&db->mu); /* the active segment's index */
+            n = to - s->log.base_seq + 1;
+            end = n < s->log.n ? s->log.off[n] : s->log.end;
+            last_ts = s->log.ts[n - 1];
+            x->first_ts = s->log.ts[0];
+            pthread_mutex_unlock(&db->mu);
+            rc = copy_log(db, dirfd, s, end, &e);
+            x->kind = SEG_CLOSED;
+            x->chained = 0;
+            out->bytes += end - FILEHDR_SIZE;
+        }
+        x->last_seq = to;
+        x->count = to - x->base_seq + 1;
+        x->last_ts = last_ts;
+        out->segments++;
+    }
+    cairn__view_release(db, v);
+    /* An empty active segment after it, and the MANIFEST naming them. */
+    next_id = m.n > 0 ? m.e[m.n - 1].id + 1 : 1;
+    if (rc == CAIRN_OK)
+        rc = cairn__logseg_create(db->io, dirfd, &act, next_id, cairn__random_salt(), to + 1,
+                                  cairn__now_ms(), &e);
+    if (rc == CAIRN_OK) {
+        manifest_entry *grown = cairn__realloc(db->a, m.e, (idx + 2) * sizeof *m.e);
+        cairn__logseg_free(db->io, db->a, &act);
+        if (grown == NULL) {
+            rc = cairn__fail(&e, CAIRN_ENOMEM, "no memory for the copy's MANIFEST");
+            goto written;
+        }
+        m.e = grown;
+        m.n = idx + 2;
+        memset(&m.e[idx + 1], 0, sizeof m.e[idx + 1]);
+        m.e[idx + 1].id = next_id;
+        m.e[idx + 1].kind = SEG_ACTIVE;
+        m.e[idx + 1].base_seq = to + 1;
+        m.next_id = next_id + 1;
+        m.generation = 1;
+        cairn__store_id_new(m.store_id);
+        m.synced_seq = to; /* every record of the copy is on disk now */
+        m.lost_total = 0;
+        if (m.dropped_upto > to)
+            m.dropped_upto = to;
+        m.deaths_dropped = 0; /* recounted by the copy's first compaction */
+        rc = cairn__manifest_write(db->io, dirfd, &m, db->a, &e);
+    }
+written:
+    if (m.e != NULL)
+        cairn__manifest_free(db->a, &m);
+    if (dirfd >= 0)
+        close(dirfd);
+    if (rc != CAIRN_OK)
+        return cairn__db_fail(db, rc, &e);
+
+    /* The copy must hold exactly the source's history up to `to`. */
+    {
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        char err[CAIRN_ERRMSG_MAX] = "";
+        cairn_db *copy = NULL;
+        cairn_head wh;
+        uint64_t problems = 0, first_bad = 0;
+        wh.seq = to;
+        memcpy(wh.hash, want, CHAIN_LEN);
+        o.read_only = 1;
+        rc = cairn_open(&copy, dir, &o, err, sizeof err);
+        if (rc != CAIRN_OK)
+            return cairn__db_failf(db, rc, "%s: the copy does not open: %s", dir, err);
+        rc = cairn_verify_head(copy, &wh, NULL, NULL, &problems, &first_bad);
+        if (rc == CAIRN_OK)
+            rc = cairn_head_get(copy, &out->head);
+        cairn_close(copy);
+        if (rc != CAIRN_OK)
+            return cairn__db_failf(db, rc, "%s: the copy could not be checked", dir);
+        if (problems != 0 || out->head.seq != to || memcmp(out->head.hash, want, CHAIN_LEN) != 0)
+            return cairn__db_failf(db, CAIRN_ECORRUPT, "%s: the copy does not hold the history "
+                                   "up to seq %llu (%llu problems; run cairn verify on it)",
+                                   dir, (unsigned long long)to, (unsigned long long)problems);
+    }
+    out->seq = to;
+    return CAIRN_OK;
+}
