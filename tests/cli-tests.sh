@@ -1560,7 +1560,7 @@ check "chaincheck proves the head taken before the compaction" python3 "$HERE/..
 BAD=$(echo "$H0" | sed 's/:\(.\)/:f\1/; s/:\(.\{64\}\).*/:\1/')
 [ "$BAD" = "$H0" ] && BAD=$(echo "$H0" | sed 's/:./:0/')
 run $HC verify --head "$BAD"
-check "verify --head of another history exits 2, naming the seq" sh -c "[ $rc -eq 2 ] && grep -q 'not the one that head names' out && grep -q 'not proven' err"
+check "verify --head of another history exits 2, naming the seq" sh -c "[ $rc -eq 2 ] && grep -q 'not the history that head names' out && grep -q 'not proven' err"
 run $HC verify --head 12:abc
 check "verify --head that is not SEQ:HASH exits 64" rc_is 64
 if command -v openssl >/dev/null 2>&1; then

@@ -24,10 +24,14 @@
 #include "bytes.h"
 #include "cairn.h"
 #include "chain.h"
+#include "compact.h"
 #include "filehdr.h"
+#include "hole.h"
+#include "logseg.h"
 #include "manifest.h"
 #include "record.h"
 #include "sealed.h"
+#include "store.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -114,16 +118,20 @@ static void on_problem(void *user, const char *file, uint64_t off, int code, con
 static uint64_t verify(const char *dir, const cairn_head *want, uint64_t *first_bad, seen *s)
 {
     cairn_db *db = open_db(dir, 1, NULL);
-    uint64_t problems = 0, fb = 0;
+    cairn_verify_report r;
     seen local = {0, ""};
     if (s == NULL)
         s = &local;
-    assert_int_equal(cairn_verify_head(db, want, on_problem, s, &problems, &fb), CAIRN_OK);
-    assert_int_equal(problems, s->n);
+    assert_int_equal(cairn_verify_head(db, want, on_problem, s, &r), CAIRN_OK);
+    assert_int_equal(r.problems, s->n);
+    /* a head is proven exactly when the chain found nothing (these stores
+     * have no index files to find problems in) */
+    if (want != NULL)
+        assert_int_equal(r.head_proven, r.problems == 0);
     cairn_close(db);
     if (first_bad != NULL)
-        *first_bad = fb;
-    return problems;
+        *first_bad = r.first_bad;
+    return r.problems;
 }
 
 static manifest read_manifest(const char *dir)
@@ -193,9 +201,10 @@ static void forge_active(const char *dir, uint64_t seq)
 static void test_step_is_sha256_of_the_previous_value_and_the_record(void **state)
 {
     /* Expected values from Python's hashlib, an independent SHA-256. */
-    static const char *abc = "365aa7d8f7f9402c4b9434502b4cc89ddb09fe50d7cd95b493b834c62d5a5370";
-    static const char *one = "1cb20dbc1f300c65c300e7a3a57ee4c59881ac7b09d5969edb9d2efc980aa7ba";
-    static const char *two = "93c4b6c9e1831a757e8a43c2251f77e64a050bcb81d2c01de24d762de7e1bae8";
+    static const char *abc = "589f9ffed4c477966bfb8d41f37895b08c69047df8f911d6f3b57fbe08faee8d";
+    static const char *leaf = "a2c21e8a98ed6ea5b0ce98bbaf291553eda8ee653257ec5df955a50567222f67";
+    static const char *one = "bc87292f920aa7566271aea8ca007710e6a6ea2c01855a7264a2b317c645e55b";
+    static const char *two = "da3eba2a758f930da90495782b6e44cafd2e3900f10d1e7f55b8e774f22f3d20";
     uint8_t h[CHAIN_LEN] = {0};
     char hex[2 * CHAIN_LEN + 1];
     cairn__chain c;
@@ -209,6 +218,9 @@ static void test_step_is_sha256_of_the_previous_value_and_the_record(void **stat
     assert_int_equal(cairn__chain_step(&c, h, (const uint8_t *)"abc", 3), CAIRN_OK);
     cairn__chain_hex(h, hex);
     assert_string_equal(hex, abc);
+    assert_int_equal(cairn__chain_leaf(&c, rec, len, h), CAIRN_OK);
+    cairn__chain_hex(h, hex);
+    assert_string_equal(hex, leaf);
     memset(h, 0, sizeof h);
     assert_int_equal(cairn__chain_step(&c, h, rec, len), CAIRN_OK);
     cairn__chain_hex(h, hex);
@@ -295,8 +307,8 @@ static void test_a_head_of_another_history_is_not_proven(void **state)
     bad = h;
     bad.hash[7] ^= 0x40;
     assert_int_equal(verify(f->dir, &bad, &first_bad, &s), 1);
-    assert_non_null(strstr(s.last, "not the one that head names"));
-    assert_true(first_bad >= 1 && first_bad <= h.seq);
+    assert_non_null(strstr(s.last, "not the history that head names"));
+    assert_int_equal(first_bad, 0); /* where is not known: the head is all there is */
     /* a head past the end: the records after the log's end are missing */
     bad = h;
     bad.seq = h.seq + 3;
@@ -336,13 +348,19 @@ static void test_a_record_rewritten_with_its_checksum_is_found(void **state)
     make_store(f->dir);
     h = head_of(f->dir);
     forge_active(f->dir, h.seq - 1);
-    /* the record checksums all hold: only the chain tells */
-    assert_int_equal(verify(f->dir, &h, &first_bad, NULL), 1);
-    m = read_manifest(f->dir);
-    /* the first seq that may differ: after the MANIFEST's last value */
-    assert_int_equal(first_bad, m.e[m.n - 2].last_seq + 1);
-    assert_true(first_bad <= h.seq - 1);
-    cairn__manifest_free(NULL, &m);
+    /* the record checksums all hold: only the chain tells, and says the
+     * MANIFEST's values hold up to the last sealed segment */
+    {
+        seen s = {0, ""};
+        char up_to[64];
+        assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
+        assert_int_equal(verify(f->dir, &h, &first_bad, &s), 1);
+        m = read_manifest(f->dir);
+        snprintf(up_to, sizeof up_to, "up to %llu:",
+                 (unsigned long long)m.e[m.n - 2].last_seq);
+        assert_non_null(strstr(s.last, up_to));
+        cairn__manifest_free(NULL, &m);
+    }
 }
 
 /* Rewrite the sealed segment holding seq with one record changed and every
@@ -567,6 +585,347 @@ static void test_a_store_sealed_before_the_chain_gets_its_values(void **state)
     assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
 }
 
+
+/* ---- holes, old stores, retired numbers ----------------------------------- */
+
+static int g_run; /* 1: drop k in 40..49 (one long hole) instead of k % 4 == 1 */
+
+/* Compaction's judge for events: drop those whose "k" is 1 mod 4. */
+static int drop_some(void *u, const cairn_record *rec, int *verdict)
+{
+    int k = -1;
+    (void)u;
+    *verdict = CAIRN__KEEP;
+    if (rec->type == CAIRN_REC_EVENT && sscanf(rec->json, "{\"k\":%d", &k) == 1 &&
+        (g_run ? (k >= 40 && k < 50) : k % 4 == 1))
+        *verdict = CAIRN__DROP_UNREAD;
+    return CAIRN_OK;
+}
+
+static void compact_now(cairn_db *db, cairn__compact_check_fn before, void *user)
+{
+    cairn__compact_result out;
+    assert_int_equal(cairn__compact_lock(db, 1), CAIRN_OK);
+    assert_int_equal(cairn__compact(db, "test", 0, NULL, 0, drop_some, before, NULL, user, NULL,
+                                    &out),
+                     CAIRN_OK);
+    (void)cairn__compact_lock(db, 0);
+    assert_true(out.rewritten > 0);
+}
+
+/* Rewrite a compacted sealed file with record seq changed (every checksum
+ * right again), its holes as they are. */
+static void forge_compacted(const char *dir, const manifest_entry *x, uint64_t seq)
+{
+    char name[64], *p;
+    sealed_seg s;
+    cairn__sealw w;
+    cairn__err e;
+    size_t len, cap = 0, raw_len;
+    uint8_t *b, *raw = NULL;
+    uint64_t size;
+    int found = 0, dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    snprintf(name, sizeof name, "%016llx-%08x.seg", (unsigned long long)x->id, x->rev);
+    p = tu_join(dir, name);
+    b = tu_read_file(p, &len);
+    assert_non_null(b);
+    assert_int_equal(cairn__sealed_open(b, len, &s, name, &e), CAIRN_OK);
+    assert_int_equal(s.version, 2);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, name, s.id, s.salt,
+                                        s.base_seq, s.created_ms, 2, &e),
+                     CAIRN_OK);
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, name, &e),
+                         CAIRN_OK);
+        for (size_t pos = 0; pos < raw_len;) {
+            size_t l = get_le32(raw + pos), rl;
+            cairn_record rec;
+            uint64_t upto;
+            assert_int_equal(cairn__record_decode(raw + pos, raw_len - pos, s.salt, &rec, &rl),
+                             REC_OK);
+            upto = rec.seq;
+            if (rec.type == CAIRN_REC_COMPACTED) {
+                cairn__hole h;
+                assert_int_equal(cairn__hole_decode(rec.json, rec.json_len, rec.seq, &h, &e),
+                                 CAIRN_OK);
+                upto = h.upto;
+            }
+            if (rec.seq == seq) {
+                raw[pos + l - 14] ^= 0x01; /* a padding digit */
+                reseal_record(raw + pos, l, s.salt);
+                found = 1;
+            }
+            assert_int_equal(cairn__sealw_add(&w, raw + pos, l, rec.seq, upto, rec.ts_ms, &e),
+                             CAIRN_OK);
+            pos += l;
+        }
+    }
+    assert_true(found);
+    assert_int_equal(cairn__sealw_finish(&w, &size, &e), CAIRN_OK);
+    free(raw);
+    free(b);
+    free(p);
+    close(dfd);
+}
+
+/* A kept record before a hole, changed with a valid checksum: the hole's
+ * chain_in no longer follows, with or without a head kept elsewhere. */
+static void test_a_change_before_a_hole_is_found(void **state)
+{
+    fx *f = *state;
+    cairn_db *db;
+    cairn_head h0, h1;
+    manifest m;
+    seen s = {0, ""};
+    uint64_t fb = 0, seq;
+    make_store(f->dir);
+    h0 = head_of(f->dir);
+    db = open_db(f->dir, 0, NULL);
+    compact_now(db, NULL, NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    h1 = head_of(f->dir);
+    assert_int_equal(h1.seq, h0.seq);
+    assert_memory_equal(h1.hash, h0.hash, CAIRN_HASH_LEN);
+    assert_int_equal(verify(f->dir, &h0, NULL, NULL), 0);
+    m = read_manifest(f->dir);
+    assert_true(m.e[1].kind == SEG_SEALED && m.e[1].rev == 1 && m.e[1].chained);
+    /* seq s holds k = s - 1: a kept one (k % 4 != 1), a hole after it */
+    for (seq = m.e[1].base_seq; (seq - 1) % 4 == 1; seq++)
+        ;
+    forge_compacted(f->dir, &m.e[1], seq);
+    assert_int_equal(verify(f->dir, NULL, &fb, &s), 1);
+    assert_non_null(strstr(s.last, "does not follow the hash chain before it"));
+    assert_true(fb >= m.e[1].base_seq && fb <= seq);
+    s.n = 0;
+    assert_int_equal(verify(f->dir, &h0, &fb, &s), 1);
+    assert_true(fb >= m.e[1].base_seq && fb <= seq);
+    cairn__manifest_free(NULL, &m);
+}
+
+/* A purge's holes list their records' leaves: the chain goes through them
+ * (not on trust), and a changed leaf is found. */
+static void test_a_purge_hole_is_checked_through_its_leaves(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_mem *m = NULL;
+    cairn_purge_report pr;
+    cairn_verify_report vr;
+    cairn_iter *it = NULL;
+    cairn_record r;
+    cairn_head h;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    int holes = 0;
+
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    store_mem(m, "a secret that must go, padded to be long enough to matter", id);
+    fill(db, 0, 80);
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    assert_int_equal(cairn_mem_purge(m, id, &pr), CAIRN_OK);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->dir, 1, NULL);
+    {
+        cairn_range rg = CAIRN_RANGE_INIT;
+        rg.type = CAIRN_REC_COMPACTED;
+        assert_int_equal(cairn_iter_open(db, &rg, &it), CAIRN_OK);
+        while (cairn_iter_next(it, &r) == CAIRN_OK) {
+            char *json = strndup(r.json, r.json_len);
+            assert_non_null(strstr(json, "\"leaves\":[\""));
+            assert_non_null(strstr(json, "\"chain_in\":\""));
+            free(json);
+            holes++;
+        }
+        cairn_iter_close(it);
+    }
+    assert_true(holes >= 1);
+    assert_int_equal(cairn_verify_head(db, &h, NULL, NULL, &vr), CAIRN_OK);
+    assert_int_equal(vr.problems, 0);
+    assert_true(vr.head_proven);
+    assert_int_equal(vr.holes, 0); /* nothing taken on trust */
+    cairn_close(db);
+}
+
+/* Everything rewritten, the MANIFEST's values too: the head kept elsewhere
+ * finds it, and no first seq is claimed that could be wrong. */
+static void test_a_full_rewrite_is_found_by_the_head_alone(void **state)
+{
+    fx *f = *state;
+    cairn_db *db;
+    cairn_head h;
+    manifest m;
+    uint64_t fb = 1;
+    seen s = {0, ""};
+    make_store(f->dir);
+    h = head_of(f->dir);
+    m = read_manifest(f->dir);
+    forge_sealed(f->dir, &m.e[1], m.e[1].base_seq + 2);
+    cairn__manifest_free(NULL, &m);
+    tu_manifest_file_as_version(f->dir, 7); /* the next seal recomputes every value */
+    db = open_db(f->dir, 0, NULL);
+    fill(db, 1000, 100);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, &h, &fb, &s), 1);
+    assert_int_equal(fb, 0);
+    assert_non_null(strstr(s.last, "or they were rewritten too"));
+}
+
+/* A store without values (version 7) compacted while a seal fills them in,
+ * and one compacted before any seal: every hole carries the chain, so the
+ * store verifies and a head taken before stays proven. */
+static int seal_meanwhile(void *u)
+{
+    cairn_db *db = u;
+    fill(db, 5000, 60);
+    return cairn_seal(db);
+}
+
+static void test_an_old_store_compacted_keeps_its_chain(void **state)
+{
+    fx *f = *state;
+    cairn_db *db;
+    cairn_head h;
+    make_store(f->dir);
+    tu_manifest_file_as_version(f->dir, 7);
+    h = head_of(f->dir);
+    db = open_db(f->dir, 0, NULL);
+    compact_now(db, NULL, NULL);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 0);
+    tu_rmrf(f->dir);
+    make_store(f->dir);
+    tu_manifest_file_as_version(f->dir, 7);
+    h = head_of(f->dir);
+    db = open_db(f->dir, 0, NULL);
+    compact_now(db, seal_meanwhile, db);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 0);
+}
+
+/* A seq inside a hole has no value; its ends have. */
+static void test_a_head_inside_a_hole_is_refused(void **state)
+{
+    fx *f = *state;
+    cairn_db *db;
+    cairn_head h;
+    seen s = {0, ""};
+    make_store(f->dir);
+    db = open_db(f->dir, 0, NULL);
+    g_run = 1; /* k 40..49: seqs 41..50 */
+    compact_now(db, NULL, NULL);
+    g_run = 0;
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_db(f->dir, 1, NULL);
+    {
+        cairn_replay_report rr;
+        char *copy = tu_join(f->dir, "copy");
+        assert_int_equal(cairn_replay(db, 50, copy, &rr), CAIRN_OK);
+        h = rr.head; /* the value at 50, the hole's end */
+        tu_rmrf(copy);
+        assert_int_equal(cairn_replay(db, 45, copy, &rr), CAIRN_ENOTFOUND);
+        free(copy);
+    }
+    cairn_close(db);
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 0);
+    h.seq = 41; /* the hole's first seq: the same hash is not its value */
+    assert_int_equal(verify(f->dir, &h, NULL, &s), 1);
+    assert_non_null(strstr(s.last, "lies in a hole"));
+}
+
+/* An empty segment after retired numbers: the head's seq is the last
+ * record's, not a retired number. */
+static void build_gap_then_empty(const char *dir)
+{
+    const cairn_io *io = cairn_io_default();
+    cairn_db *db = open_db(dir, 0, NULL);
+    manifest man;
+    manifest_entry *x;
+    logseg seg;
+    cairn__err e;
+    char *p;
+    size_t len, off, rlen;
+    uint8_t *b;
+    int dfd;
+    int64_t ts;
+    fill(db, 0, 10); /* seqs 1..10 in segment 1 (active) */
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_int_equal(cairn__manifest_read(io, dfd, NULL, &man, &e), CAIRN_OK);
+    assert_int_equal(man.n, 1);
+    p = tu_join(dir, "0000000000000001.log");
+    b = tu_read_file(p, &len);
+    assert_true(find_in_log(b, len, 10, &off, &rlen));
+    ts = (int64_t)get_le64(b + off + 16);
+    x = realloc(man.e, 3 * sizeof *x);
+    assert_non_null(x);
+    man.e = x;
+    x[0].kind = SEG_CLOSED;
+    x[0].count = 10;
+    x[0].last_seq = 10;
+    x[0].first_ts = ts;
+    x[0].last_ts = ts;
+    memset(&x[1], 0, sizeof x[1]);
+    x[1].id = 2;
+    x[1].kind = SEG_CLOSED;
+    x[1].base_seq = 11;
+    x[1].last_seq = 15;
+    x[1].count = 5;
+    x[1].first_ts = ts;
+    x[1].last_ts = ts;
+    memset(&x[2], 0, sizeof x[2]);
+    x[2].id = 3;
+    x[2].kind = SEG_ACTIVE;
+    x[2].base_seq = 16;
+    man.n = 3;
+    man.next_id = 4;
+    man.generation++;
+    assert_int_equal(cairn__logseg_create(io, dfd, &seg, 2, 0x1234567, 11, ts, &e), CAIRN_OK);
+    cairn__logseg_free(io, NULL, &seg);
+    assert_int_equal(cairn__logseg_create(io, dfd, &seg, 3, 0x7654321, 16, ts, &e), CAIRN_OK);
+    cairn__logseg_free(io, NULL, &seg);
+    assert_int_equal(cairn__manifest_write(io, dfd, &man, NULL, &e), CAIRN_OK);
+    cairn__manifest_free(NULL, &man);
+    /* segment 1 torn inside seq 6: 6..10 retired; segment 2 empty */
+    assert_true(find_in_log(b, len, 6, &off, &rlen));
+    assert_int_equal(truncate(p, (off_t)(off + 5)), 0);
+    free(b);
+    free(p);
+    close(dfd);
+    db = open_db(dir, 0, NULL); /* recovery, then the seals */
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+static void test_the_head_after_retired_numbers_is_the_last_record(void **state)
+{
+    fx *f = *state;
+    cairn_head h;
+    build_gap_then_empty(f->dir);
+    h = head_of(f->dir);
+    assert_int_equal(h.seq, 5);
+    assert_int_equal(verify(f->dir, NULL, NULL, NULL), 0);
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 0);
+}
+
+/* The empty history's head, 0 and the zero hash, is a head of every store. */
+static void test_the_empty_head_is_proven(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_head h;
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    assert_int_equal(h.seq, 0);
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 0);
+    make_store(f->dir);
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 0);
+    h.hash[0] = 1;
+    assert_int_equal(verify(f->dir, &h, NULL, NULL), 1);
+}
+
 /* ---- replay ---------------------------------------------------------------- */
 
 /* Every record of a up to seq `to` is in b, the same, and b has no more. */
@@ -685,6 +1044,17 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_copies_the_log_up_to_a_seq_and_checks_it,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_change_before_a_hole_is_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_purge_hole_is_checked_through_its_leaves, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_full_rewrite_is_found_by_the_head_alone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_an_old_store_compacted_keeps_its_chain, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_head_inside_a_hole_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_head_after_retired_numbers_is_the_last_record,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_empty_head_is_proven, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

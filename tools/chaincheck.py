@@ -14,10 +14,9 @@ history that head names.
 Exit status: 0 the chain holds (and the head, if given, is proven);
 2 a difference was found (each on stderr); 1 the store could not be read.
 
-It checks the chain, not every structure: record checksums (XXH3) are left
-to `cairn verify`. A record is taken when its length, epoch and seq fit
-the segment; a torn tail of the active segment ends the scan as it ends
-cairn's.
+It checks the chain, not every structure. A record of a log segment is
+taken when its length, epoch, seq and XXH3 checksum (the system's
+libxxhash) are right, so a torn tail ends the scan where cairn's ends.
 """
 import ctypes
 import ctypes.util
@@ -46,6 +45,14 @@ def u32(b, o):
 
 def u64(b, o):
     return struct.unpack_from("<Q", b, o)[0]
+
+
+def load_xxhash():
+    name = ctypes.util.find_library("xxhash") or "libxxhash.so.0"
+    lib = ctypes.CDLL(name)
+    lib.XXH3_64bits_withSeed.restype = ctypes.c_uint64
+    lib.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return lib
 
 
 def load_zstd():
@@ -78,8 +85,8 @@ def read_manifest(store):
     return entries
 
 
-def log_records(path):
-    """Records of a log segment, from offset 64 while they fit."""
+def log_records(path, xxh):
+    """Records of a log segment, from offset 64 while they are whole and valid."""
     with open(path, "rb") as f:
         b = f.read()
     salt, base = u64(b, 24), u64(b, 32)
@@ -87,7 +94,8 @@ def log_records(path):
     while p + 40 <= len(b):
         n = u32(b, p)
         if n < 40 or p + n > len(b) or u32(b, p + 4) != salt & 0xffffffff \
-                or u64(b, p + 8) != base + i:
+                or u64(b, p + 8) != base + i \
+                or xxh.XXH3_64bits_withSeed(b[p:p + n - 8], n - 8, salt) != u64(b, p + n - 8):
             break
         yield b[p:p + n], False
         p, i = p + n, i + 1
@@ -119,17 +127,34 @@ def sealed_records(path, zstd):
             p += n
 
 
+def hexval(v, seq):
+    if not isinstance(v, str) or len(v) != 64 or any(c not in "0123456789abcdef" for c in v):
+        raise Bad("seq %d: a hole with an invalid chain value" % seq)
+    return bytes.fromhex(v)
+
+
 def hole_chain(rec):
-    """(upto, chain bytes or None) of a hole record."""
+    """(upto, chain_in, chain, leaves) of a hole; chain_in None when it has none."""
+    seq = u64(rec, 8)
     ns_len, json_len = u16(rec, 26), u32(rec, 28)
     payload = json.loads(rec[32 + ns_len:32 + ns_len + json_len])
-    chain = payload.get("chain")
-    if chain is not None:
-        if not isinstance(chain, str) or len(chain) != 64 or \
-                any(c not in "0123456789abcdef" for c in chain):
-            raise Bad("seq %d: a hole with an invalid chain value" % u64(rec, 8))
-        chain = bytes.fromhex(chain)
-    return payload["upto"], chain
+    if "chain" not in payload and "chain_in" not in payload:
+        return payload["upto"], None, None, None
+    leaves = payload.get("leaves")
+    if leaves is not None:
+        if not isinstance(leaves, list) or len(leaves) != payload["records"]:
+            raise Bad("seq %d: a hole whose leaves are not one per record" % seq)
+        leaves = [hexval(x, seq) for x in leaves]
+    return payload["upto"], hexval(payload.get("chain_in"), seq), \
+        hexval(payload.get("chain"), seq), leaves
+
+
+def fold(h, d):
+    return hashlib.sha256(h + d).digest()
+
+
+def leaf(rec):
+    return hashlib.sha256(rec).digest()
 
 
 def main(argv):
@@ -145,10 +170,14 @@ def main(argv):
         return 64
     problems = []
     try:
-        zstd = load_zstd()
+        zstd, xxh = load_zstd(), load_xxhash()
         entries = read_manifest(store)
-        h, seq, local = bytes(32), 0, bytes(32)
+        h, seq, local, verified = bytes(32), 0, bytes(32), 0
         proven = None
+        if want is not None and want[0] == 0:
+            proven = want[1] == bytes(32)
+            if not proven:
+                problems.append("a head at seq 0 has the zero hash")
         for e in entries:
             if e["kind"] == 1:
                 name = "%016x.seg" % e["id"] if e["rev"] == 0 else \
@@ -156,23 +185,36 @@ def main(argv):
                 recs = sealed_records(os.path.join(store, name), zstd)
             else:
                 name = "%016x.log" % e["id"]
-                recs = log_records(os.path.join(store, name))
+                recs = log_records(os.path.join(store, name), xxh)
             own = local  # this segment alone, from the MANIFEST's value before it
             for rec, compacted in recs:
                 s = upto = u64(rec, 8)
-                chain = None
+                cin = None
                 if compacted and u16(rec, 24) == HOLE_TYPE:
-                    upto, chain = hole_chain(rec)
-                if chain is not None:
-                    h = own = chain
+                    upto, cin, cout, leaves = hole_chain(rec)
+                if cin is not None:
+                    ok = h == cin
+                    if ok and leaves is not None:
+                        x = h
+                        for d in leaves:
+                            x = fold(x, d)
+                        ok = x == cout
+                    if not ok:
+                        problems.append("the hole at seq %d does not follow the chain before "
+                                        "it: a record of seqs %d..%d changed" % (s, verified + 1,
+                                                                                 s - 1))
+                        if want is not None and s <= want[0]:
+                            proven = False
+                    verified = upto
+                    h = own = cout
                 else:
-                    h = hashlib.sha256(h + rec).digest()
-                    own = hashlib.sha256(own + rec).digest()
+                    d = leaf(rec)
+                    h, own = fold(h, d), fold(own, d)
                 seq = upto
                 if want is not None and proven is None and upto >= want[0]:
-                    if s != want[0] and upto != want[0]:
-                        problems.append("the head's seq %d has no value (a hole or a retired "
-                                        "number)" % want[0])
+                    if upto != want[0]:
+                        problems.append("the head's seq %d has no value (inside a hole, or a "
+                                        "retired number)" % want[0])
                         proven = False
                     else:
                         proven = h == want[1]
@@ -185,6 +227,8 @@ def main(argv):
                                     "(a record of seqs %d..%d differs)"
                                     % (name, e["last"], own.hex(), e["chain"].hex(),
                                        e["base"], e["last"]))
+                else:
+                    verified = e["last"]
                 local = e["chain"]
             else:
                 local = own

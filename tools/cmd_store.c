@@ -597,9 +597,11 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     int checked = 0, g_checked = 0, a_checked = 0, have_head = 0;
     const char *name, *val, *sig = NULL, *pubkey = NULL;
     cairn_head want;
+    cairn_verify_report vr;
     cli_args a;
     int r, rc;
 
+    memset(&vr, 0, sizeof vr);
     cli_args_init(&a, ctx, spec, argc, argv);
     while ((r = cli_args_next(&a, &name, &val)) != CLI_ARG_END) {
         if (r == CLI_ARG_ERR)
@@ -644,8 +646,9 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
                    : CLI_EXIT_FAIL;
     if (v.json)
         printf("{\"problems\":[");
-    rc = cairn_verify_head(db, have_head ? &want : NULL, verify_problem, &v, &problems,
-                           &first_bad);
+    rc = cairn_verify_head(db, have_head ? &want : NULL, verify_problem, &v, &vr);
+    problems = vr.problems;
+    first_bad = vr.first_bad;
     if (rc == CAIRN_OK)
         rc = cairn_mem_verify_index(db, verify_problem, &v, &mx_problems, &checked);
     if (rc == CAIRN_OK)
@@ -674,7 +677,9 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
     }
     temp_free(&tl);
     if (v.json && have_head)
-        printf(",\"head\":\"%s\"", problems ? "not proven" : "proven");
+        printf(",\"head\":\"%s\",\"holes\":%llu,\"hole_seqs\":%llu",
+               vr.head_proven ? "proven" : "not proven", (unsigned long long)vr.holes,
+               (unsigned long long)vr.hole_seqs);
     if (v.json)
         printf(",\"first_bad_seq\":%llu,\"ok\":%s,\"records\":%llu,\"segments\":%llu,"
                "\"memory_index\":%s,\"graph\":%s,\"access\":%s}\n",
@@ -689,8 +694,10 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "cairn: verify: %llu problem(s)", (unsigned long long)problems);
         if (first_bad != 0)
             fprintf(stderr, "; the first seq that differs: %llu", (unsigned long long)first_bad);
-        if (have_head)
+        if (have_head && !vr.head_proven)
             fprintf(stderr, "; head %llu not proven", (unsigned long long)want.seq);
+        else if (have_head)
+            fprintf(stderr, "; head %llu proven", (unsigned long long)want.seq);
         fputc('\n', stderr);
         rc = CLI_EXIT_PROBLEMS;
     } else {
@@ -702,6 +709,11 @@ int cmd_verify(cli_ctx *ctx, int argc, char **argv)
                    g_checked ? ", graph file verified" : "",
                    a_checked ? ", access file verified" : "",
                    have_head ? ", head proven" : "");
+        if (have_head && vr.holes > 0)
+            printf("note: the chain went across %llu hole(s) of compactions (%llu seqs) as "
+                   "they say: the records they stand for are gone, the chain before and after "
+                   "each holds (README, \"Auditing\")\n",
+                   (unsigned long long)vr.holes, (unsigned long long)vr.hole_seqs);
         rc = CLI_EXIT_OK;
     }
     cairn_close(db);

@@ -577,13 +577,26 @@ typedef struct cairn_head {
  * when a segment does not read as the MANIFEST says (run cairn_verify). */
 int cairn_head_get(cairn_db *db, cairn_head *out);
 
+/* What cairn_verify_head found. */
+typedef struct cairn_verify_report {
+    uint64_t problems;   /* every problem (fn got each one) */
+    uint64_t first_bad;  /* the first seq known to differ; 0: none found, or not known */
+    int head_proven;     /* want given: the chain at want->seq is want->hash, the log
+                            reaches it, and no hole before it broke the chain */
+    uint64_t holes;      /* holes of compactions (at or before want->seq) the chain went
+                            across as they say: their chain_in held, and the records
+                            they stand for are gone (a purge's holes are checked
+                            through their records' digests and are not counted) */
+    uint64_t hole_seqs;  /* the seqs those holes stand for */
+} cairn_verify_report;
+
 /* cairn_verify, and the hash chain recomputed from the first record:
- * compared with the value the MANIFEST keeps for each sealed segment and,
- * when want is not NULL, with want->hash at want->seq (the log must reach
- * want->seq: a log cut before it is a problem). *first_bad_out (may be
- * NULL) gets the first seq known to differ (0: none found, or not known). */
+ * compared with the value the MANIFEST keeps for each sealed segment, with
+ * every hole's chain_in and, when want is not NULL, with want->hash at
+ * want->seq (the log must reach want->seq: a log cut before it is a
+ * problem; seq 0 with the zero hash is the empty history). */
 int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, void *user,
-                      uint64_t *problems_out, uint64_t *first_bad_out);
+                      cairn_verify_report *out);
 
 /* What cairn_replay wrote. */
 typedef struct cairn_replay_report {

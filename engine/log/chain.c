@@ -30,28 +30,60 @@ void cairn__chain_free(cairn__chain *c)
     c->md = NULL;
 }
 
-int cairn__chain_step(cairn__chain *c, uint8_t h[CHAIN_LEN], const uint8_t *rec, size_t len)
+static int sha256(cairn__chain *c, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
+                  uint8_t out[CHAIN_LEN])
 {
     unsigned int n = 0;
-    if (EVP_DigestInit_ex(c->ctx, c->md, NULL) != 1 ||
-        EVP_DigestUpdate(c->ctx, h, CHAIN_LEN) != 1 || EVP_DigestUpdate(c->ctx, rec, len) != 1 ||
-        EVP_DigestFinal_ex(c->ctx, h, &n) != 1 || n != CHAIN_LEN)
+    if (EVP_DigestInit_ex(c->ctx, c->md, NULL) != 1 || EVP_DigestUpdate(c->ctx, a, alen) != 1 ||
+        (blen && EVP_DigestUpdate(c->ctx, b, blen) != 1) ||
+        EVP_DigestFinal_ex(c->ctx, out, &n) != 1 || n != CHAIN_LEN)
         return CAIRN_ENOMEM; /* OpenSSL fails SHA-256 only when it cannot allocate */
     return CAIRN_OK;
 }
 
-int cairn__chain_record(cairn__chain *c, uint8_t h[CHAIN_LEN], const cairn_record *rec,
-                        const uint8_t *raw, size_t len, int compacted, int *set)
+int cairn__chain_leaf(cairn__chain *c, const uint8_t *rec, size_t len, uint8_t d[CHAIN_LEN])
 {
-    if (set != NULL)
-        *set = 0;
+    return sha256(c, rec, len, NULL, 0, d);
+}
+
+int cairn__chain_fold(cairn__chain *c, uint8_t h[CHAIN_LEN], const uint8_t d[CHAIN_LEN])
+{
+    return sha256(c, h, CHAIN_LEN, d, CHAIN_LEN, h);
+}
+
+int cairn__chain_step(cairn__chain *c, uint8_t h[CHAIN_LEN], const uint8_t *rec, size_t len)
+{
+    uint8_t d[CHAIN_LEN];
+    int rc = cairn__chain_leaf(c, rec, len, d);
+    return rc == CAIRN_OK ? cairn__chain_fold(c, h, d) : rc;
+}
+
+int cairn__chain_record(cairn__chain *c, uint8_t h[CHAIN_LEN], const cairn_record *rec,
+                        const uint8_t *raw, size_t len, int compacted, int *how)
+{
+    if (how != NULL)
+        *how = CHAIN_STEPPED;
     if (compacted && rec->type == CAIRN_REC_COMPACTED) {
-        int r = cairn__hole_chain(rec->json, rec->json_len, h);
+        cairn__hole_chain hc;
+        int r = cairn__hole_chain_read(rec->json, rec->json_len, &hc);
         if (r < 0)
             return CAIRN_ECORRUPT;
         if (r > 0) {
-            if (set != NULL)
-                *set = 1;
+            int ok = memcmp(h, hc.in, CHAIN_LEN) == 0, rc = CAIRN_OK, k = CHAIN_BRIDGED;
+            if (ok && hc.n_leaves > 0) {
+                uint8_t x[CHAIN_LEN];
+                memcpy(x, h, CHAIN_LEN);
+                for (size_t i = 0; i < hc.n_leaves && rc == CAIRN_OK; i++)
+                    rc = cairn__chain_fold(c, x, hc.leaves + CHAIN_LEN * i);
+                ok = rc == CAIRN_OK && memcmp(x, hc.out, CHAIN_LEN) == 0;
+                k = CHAIN_THROUGH;
+            }
+            memcpy(h, hc.out, CHAIN_LEN);
+            cairn__hole_chain_free(&hc);
+            if (rc != CAIRN_OK)
+                return rc;
+            if (how != NULL)
+                *how = ok ? k : CHAIN_BROKEN;
             return CAIRN_OK;
         }
     }

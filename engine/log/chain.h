@@ -4,11 +4,13 @@
  * Every record of the log folds, in seq order, into one SHA-256 value:
  *
  *   h = 32 zero bytes before the first record
- *   h = SHA-256(h || the record's bytes, from its length field to its checksum)
+ *   d = SHA-256(the record's bytes, from its length field to its checksum)
+ *   h = SHA-256(h || d)
  *
- * except a hole of a compacted segment carrying "chain": it stands for
- * records compaction dropped, and h becomes the value it carries (the one
- * those records gave). The MANIFEST keeps h at the end of every sealed
+ * A hole of a compacted segment carrying "chain_in" and "chain" stands for
+ * records compaction dropped: h must be chain_in there, and becomes chain;
+ * a purge's hole also lists the dropped records' d ("leaves"), and h is
+ * folded through them. The MANIFEST keeps h at the end of every sealed
  * segment (the sealer computes it); the head is h after the newest record.
  * The record checksum finds accidents; the chain, compared with a head kept
  * elsewhere, finds a changed, dropped, reordered or cut history.
@@ -34,16 +36,30 @@ typedef struct cairn__chain {
 int cairn__chain_init(cairn__chain *c);     /* CAIRN_ENOMEM */
 void cairn__chain_free(cairn__chain *c);
 
-/* h = SHA-256(h || rec[0, len)). */
+/* d = SHA-256(rec[0, len)): a record's leaf. */
+int cairn__chain_leaf(cairn__chain *c, const uint8_t *rec, size_t len, uint8_t d[CHAIN_LEN]);
+/* h = SHA-256(h || d). */
+int cairn__chain_fold(cairn__chain *c, uint8_t h[CHAIN_LEN], const uint8_t d[CHAIN_LEN]);
+/* Both: fold the record rec[0, len) into h. */
 int cairn__chain_step(cairn__chain *c, uint8_t h[CHAIN_LEN], const uint8_t *rec, size_t len);
+
+/* How a record went into the chain (cairn__chain_record). */
+enum {
+    CHAIN_STEPPED = 0, /* a record, folded */
+    CHAIN_BRIDGED = 1, /* a hole: h was its chain_in, and is its chain now */
+    CHAIN_THROUGH = 2, /* a hole listing its leaves: h folded through them to its chain */
+    CHAIN_BROKEN = 3   /* a hole whose chain_in is not h, or whose leaves do not give its
+                          chain: the history before it changed. h is its chain now */
+};
 
 /* Fold one record (raw bytes, len; decoded as rec) into h. compacted: it is
  * in a sealed segment of version 2, where a type-12 record is a hole; a
- * hole with a "chain" member sets h to it. CAIRN_ECORRUPT when that member
- * is there but not 64 lowercase hex digits. *set (may be NULL) is 1 when
- * the hole set h. */
+ * hole with chain members is applied as above, one without them (written
+ * before the chain) is folded as a record. *how (may be NULL) gets a
+ * CHAIN_* value. CAIRN_ECORRUPT when the hole's chain members are there
+ * but malformed; CAIRN_ENOMEM. */
 int cairn__chain_record(cairn__chain *c, uint8_t h[CHAIN_LEN], const cairn_record *rec,
-                        const uint8_t *raw, size_t len, int compacted, int *set);
+                        const uint8_t *raw, size_t len, int compacted, int *how);
 
 /* Fold every valid record of a log-form segment, from offset 64 to end,
  * into h (the records of a log segment are contiguous, no hole). The last

@@ -8,7 +8,7 @@
 
 #include "alloc.h"
 #include "bytes.h"
-#include "chain.h"
+#include "head.h"
 #include "hole.h"
 #include "io.h"
 #include "record.h"
@@ -168,7 +168,6 @@ static int flush_hole(writer *w)
     int rc;
     if (w->hb.h.records == 0)
         return CAIRN_OK;
-    w->hb.has_chain = w->chain_on;
     memcpy(w->hb.chain, w->h, CHAIN_LEN);
     if ((rc = cairn__holeb_emit(&w->hb, w->p->s->s.salt, w->why, &rec, &len)) != CAIRN_OK)
         return cairn__fail(&w->e, rc, "%s: no memory to compact", w->p->s->log.name);
@@ -177,20 +176,39 @@ static int flush_hole(writer *w)
     return rc;
 }
 
-/* Fold a record into the writer's chain. */
+/* Fold a record into the writer's chain: a kept one, or an earlier hole,
+ * whose chain_in must be the chain here. */
 static int chain_one(writer *w, const cairn_record *rec, size_t len, const uint8_t *raw)
 {
-    int rc;
+    int rc, how;
     if (!w->chain_on)
         return CAIRN_OK;
-    rc = cairn__chain_record(&w->ch, w->h, rec, raw, len, w->p->s->s.version >= 2, NULL);
-    if (rc == CAIRN_ECORRUPT)
-        return cairn__fail(&w->e, rc, "%s: the hole at seq %llu has an invalid chain value; "
-                           "not compacting it (run cairn verify)", w->p->s->log.name,
-                           (unsigned long long)rec->seq);
+    rc = cairn__chain_record(&w->ch, w->h, rec, raw, len, w->p->s->s.version >= 2, &how);
+    if (rc == CAIRN_ECORRUPT || how == CHAIN_BROKEN)
+        return cairn__fail(&w->e, CAIRN_ECORRUPT, "%s: the hole at seq %llu does not follow "
+                           "the hash chain before it; not compacting it (run cairn verify)",
+                           w->p->s->log.name, (unsigned long long)rec->seq);
     if (rc != CAIRN_OK)
         return cairn__fail(&w->e, rc, "no memory to compact");
     return CAIRN_OK;
+}
+
+/* A dropped record into the writer's chain: its leaf, kept for a purge's
+ * hole; the hole's chain_in when it is the hole's first. */
+static int chain_dropped(writer *w, const uint8_t *raw, size_t len)
+{
+    uint8_t d[CHAIN_LEN];
+    int rc;
+    if (!w->chain_on)
+        return CAIRN_OK;
+    if (w->hb.h.records == 1) /* just added: the first of its hole */
+        memcpy(w->hb.chain_in, w->h, CHAIN_LEN);
+    rc = cairn__chain_leaf(&w->ch, raw, len, d);
+    if (rc == CAIRN_OK)
+        rc = cairn__chain_fold(&w->ch, w->h, d);
+    if (rc == CAIRN_OK && w->hb.leaves_on)
+        rc = cairn__holeb_leaf(&w->hb, d);
+    return rc == CAIRN_OK ? CAIRN_OK : cairn__fail(&w->e, rc, "no memory to compact");
 }
 
 static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t *raw)
@@ -210,7 +228,7 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
             rc = cairn__holeb_anchor(&w->hb, rec->seq, get_le64(raw + len - 8));
         if (rc != CAIRN_OK)
             return cairn__fail(&w->e, rc, "no memory to compact");
-        if ((rc = chain_one(w, rec, len, raw)) != CAIRN_OK)
+        if ((rc = chain_dropped(w, raw, len)) != CAIRN_OK)
             return rc;
         /* A hole ends at a derived file's covered seq: a reader of the file
          * folds from the next one, and must meet every hole after it whole.
@@ -231,8 +249,9 @@ static int write_one(void *u, const cairn_record *rec, size_t len, const uint8_t
 }
 
 /* Write segment p anew as its next rev and open it. chain_in: the hash
- * chain before it, and chain_out the value after it, as the MANIFEST keeps
- * them (NULL when it keeps none: the new holes carry no chain either). */
+ * chain before it; chain_out (NULL when the MANIFEST keeps none yet) the
+ * value after it, which the records must give. A purge's holes list their
+ * records' leaves, so the chain is checked through them. */
 static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *anchors,
                    size_t n_anchors, const int *stop, const uint8_t *chain_in,
                    const uint8_t *chain_out, uint8_t **buf, size_t *cap)
@@ -242,12 +261,12 @@ static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *a
     int rc;
 
     memset(&w, 0, sizeof w);
-    if (chain_in != NULL && chain_out != NULL) {
-        if (cairn__chain_init(&w.ch) != CAIRN_OK)
-            return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
-        memcpy(w.h, chain_in, CHAIN_LEN);
-        w.chain_on = 1;
-    }
+    if (cairn__chain_init(&w.ch) != CAIRN_OK)
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
+    memcpy(w.h, chain_in, CHAIN_LEN);
+    w.chain_on = 1;
+    w.hb.has_chain = 1;
+    w.hb.leaves_on = why != NULL && strncmp(why, "purge ", 6) == 0;
     w.db = db;
     w.p = p;
     w.anchors = anchors;
@@ -265,12 +284,11 @@ static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *a
     }
     if (rc == CAIRN_OK)
         rc = flush_hole(&w);
-    if (rc == CAIRN_OK && w.chain_on && memcmp(w.h, chain_out, CHAIN_LEN) != 0)
+    if (rc == CAIRN_OK && chain_out != NULL && memcmp(w.h, chain_out, CHAIN_LEN) != 0)
         rc = cairn__fail(&w.e, CAIRN_ECORRUPT, "%s: its records do not give the hash chain the "
                          "MANIFEST keeps for it; not compacting it (run cairn verify)",
                          p->s->log.name);
-    if (w.chain_on)
-        cairn__chain_free(&w.ch);
+    cairn__chain_free(&w.ch);
     cairn__holeb_free(&w.hb);
     if (rc == CAIRN_OK)
         rc = cairn__sealw_finish(&w.w, &p->fresh_size, &w.e);
@@ -399,7 +417,8 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
 {
     view *v;
     plan_seg *ps = NULL;
-    size_t np = 0;
+    size_t np = 0, n_fill = 0;
+    cairn__chain_fill *fill = NULL; /* the chain of a prefix sealed before it */
     uint8_t *buf = NULL;
     size_t cap = 0;
     int rc = CAIRN_OK;
@@ -440,11 +459,31 @@ int cairn__compact(cairn_db *db, const char *why, int dry_run, const uint64_t *a
         if (stopped(stop))
             rc = cairn__db_failf(db, CAIRN_ELOCKED, "compaction given up");
         else if (ps[k].drops > 0) {
+            /* The chain before it: the MANIFEST's value, or computed once
+             * for the whole prefix (a store sealed before the chain):
+             * every hole carries it. */
             static const uint8_t zero[CHAIN_LEN];
-            const manifest_entry *x = &v->m.e[k];
             const uint8_t *in = k == 0 ? zero : v->m.e[k - 1].chained ? v->m.e[k - 1].chain : NULL;
-            rc = rewrite(db, &ps[k], why, anchors, n_anchors, stop, in,
-                         x->chained ? x->chain : NULL, &buf, &cap);
+            if (in == NULL && fill == NULL) {
+                uint8_t end[CHAIN_LEN];
+                cairn__err e;
+                fill = cairn__calloc(db->a, np, sizeof *fill);
+                if (fill == NULL)
+                    rc = cairn__db_failf(db, CAIRN_ENOMEM, "no memory to compact");
+                else if ((rc = cairn__chain_before(db, v, np, end, fill, &n_fill, &e)) !=
+                         CAIRN_OK)
+                    rc = cairn__db_fail(db, rc, &e);
+            }
+            for (size_t i = 0; in == NULL && i < n_fill; i++)
+                if (fill[i].id == v->m.e[k - 1].id)
+                    in = fill[i].chain;
+            if (rc == CAIRN_OK && in == NULL)
+                rc = cairn__db_failf(db, CAIRN_ECORRUPT, "the hash chain before segment %llu "
+                                     "cannot be computed; not compacting (run cairn verify)",
+                                     (unsigned long long)ps[k].id);
+            if (rc == CAIRN_OK)
+                rc = rewrite(db, &ps[k], why, anchors, n_anchors, stop, in,
+                             v->m.e[k].chained ? v->m.e[k].chain : NULL, &buf, &cap);
         }
     }
     if (rc != CAIRN_OK && !dry_run) {
@@ -523,6 +562,7 @@ done:
     }
     cairn__free(db->a, ps);
     cairn__free(db->a, buf);
+    cairn__free(db->a, fill);
     cairn__view_release(db, v);
     return rc;
 }

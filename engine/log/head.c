@@ -22,6 +22,8 @@ typedef struct seg_walk {
     uint64_t bad_seq;  /* a record or block that does not read */
     int (*at)(void *u, uint64_t seq, uint64_t upto, const uint8_t h[CHAIN_LEN]);
     void *u;           /* at: called after each record (may stop the walk) */
+    void (*hole)(void *u, uint64_t seq, uint64_t upto, int how); /* after each hole
+                          with chain members (how: CHAIN_BRIDGED, _THROUGH, _BROKEN) */
 } seg_walk;
 
 static int walk_sealed(cairn_db *db, cairn__chain *c, const seg_ref *s, uint8_t h[CHAIN_LEN],
@@ -44,6 +46,7 @@ static int walk_sealed(cairn_db *db, cairn__chain *c, const seg_ref *s, uint8_t 
             cairn_record rec;
             size_t len;
             uint64_t upto;
+            int how;
             rec_result r = cairn__record_decode(buf + pos, raw_len - pos, s->s.salt, &rec, &len);
             if (r != REC_OK) {
                 w->bad_seq = blk.first_seq;
@@ -58,7 +61,9 @@ static int walk_sealed(cairn_db *db, cairn__chain *c, const seg_ref *s, uint8_t 
                 if (cairn__hole_decode(rec.json, rec.json_len, rec.seq, &hole, &he) == CAIRN_OK)
                     upto = hole.upto;
             }
-            rc = cairn__chain_record(c, h, &rec, buf + pos, len, s->s.version >= 2, NULL);
+            rc = cairn__chain_record(c, h, &rec, buf + pos, len, s->s.version >= 2, &how);
+            if (rc == CAIRN_OK && how != CHAIN_STEPPED && w->hole != NULL)
+                w->hole(w->u, rec.seq, upto, how);
             if (rc == CAIRN_ECORRUPT) {
                 w->bad_seq = rec.seq;
                 rc = cairn__fail(e, rc, "%s: the hole at seq %llu has an invalid chain value",
@@ -151,7 +156,7 @@ int cairn__chain_before(cairn_db *db, const view *v, size_t idx, uint8_t h[CHAIN
         return cairn__fail(e, CAIRN_ENOMEM, "no memory to hash the log");
     rc = CAIRN_OK;
     for (size_t i = from; i < idx && rc == CAIRN_OK; i++) {
-        seg_walk w = {0, 0, NULL, NULL};
+        seg_walk w = {0, 0, NULL, NULL, NULL};
         rc = walk_seg(db, &c, v, i, h, &w, e);
         if (rc == CAIRN_OK && v->m.e[i].kind == SEG_SEALED && fill != NULL) {
             fill[*n_fill].id = v->m.e[i].id;
@@ -226,7 +231,7 @@ int cairn__chain_at(cairn_db *db, const view *v, uint64_t seq, uint8_t h[CHAIN_L
     memset(&a, 0, sizeof a);
     a.seq = seq;
     {
-        seg_walk w = {0, 0, at_seq_fn, &a};
+        seg_walk w = {0, 0, at_seq_fn, &a, NULL};
         rc = walk_seg(db, &c, v, idx, h, &w, e);
     }
     cairn__chain_free(&c);
@@ -284,7 +289,11 @@ int cairn_head_get(cairn_db *db, cairn_head *out)
         ;
     if (from > 0) {
         memcpy(out->hash, v->m.e[from - 1].chain, CHAIN_LEN);
-        out->seq = v->m.e[from - 1].last_seq;
+        /* the newest seq a record stands for: an empty segment (recovery
+         * closes one) holds none, and the numbers before it may be retired */
+        for (size_t k = from; k > 0 && out->seq == 0; k--)
+            if (v->m.e[k - 1].count > 0)
+                out->seq = v->m.e[k - 1].last_seq;
     }
     if (cairn__chain_init(&c) != CAIRN_OK) {
         cairn__view_release(db, v);
@@ -292,7 +301,7 @@ int cairn_head_get(cairn_db *db, cairn_head *out)
     }
     rc = CAIRN_OK;
     for (size_t i = from; i < v->m.n && rc == CAIRN_OK; i++) {
-        seg_walk w = {out->seq, 0, NULL, NULL};
+        seg_walk w = {out->seq, 0, NULL, NULL, NULL};
         rc = walk_seg(db, &c, v, i, out->hash, &w, &e);
         out->seq = w.last;
         if (rc == CAIRN_OK && w.bad_seq == 0 && !v->segs[i]->sealed && i + 1 < v->m.n &&
@@ -312,11 +321,12 @@ int cairn_head_get(cairn_db *db, cairn_head *out)
 typedef struct vchain {
     cairn_verify_fn fn;
     void *user;
-    uint64_t problems;
-    uint64_t first_bad;
+    cairn_verify_report *out;
     const cairn_head *want;
     int want_seen;           /* the walk passed want->seq */
-    uint64_t verified;       /* the last seq a MANIFEST value vouched for */
+    int want_matched;        /* and the chain there was want->hash */
+    int broken_before_want;  /* a hole at or before want->seq broke the chain */
+    uint64_t verified;       /* the last seq a MANIFEST value or a hole vouched for */
     const char *file;
     uint8_t *truth;          /* the chain from the records alone */
 } vchain;
@@ -331,11 +341,34 @@ static void vproblem(vchain *c, const char *file, uint64_t bad, int code, const 
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    c->problems++;
-    if (bad != 0 && (c->first_bad == 0 || bad < c->first_bad))
-        c->first_bad = bad;
+    c->out->problems++;
+    if (bad != 0 && (c->out->first_bad == 0 || bad < c->out->first_bad))
+        c->out->first_bad = bad;
     if (c->fn != NULL)
         c->fn(c->user, file, 0, code, m);
+}
+
+/* After each hole with chain members. */
+static void at_hole(void *u, uint64_t seq, uint64_t upto, int how)
+{
+    vchain *c = u;
+    int before_want = c->want == NULL || seq <= c->want->seq;
+    if (how == CHAIN_BROKEN) {
+        uint64_t from = c->verified + 1 < seq ? c->verified + 1 : seq;
+        vproblem(c, c->file, from, CAIRN_ECORRUPT, "the hole at seq %llu (seqs %llu..%llu "
+                 "compacted) does not follow the hash chain before it: a record of seqs "
+                 "%llu..%llu was changed, dropped or added, or the hole was",
+                 (unsigned long long)seq, (unsigned long long)seq, (unsigned long long)upto,
+                 (unsigned long long)from, (unsigned long long)(seq - 1));
+        if (c->want != NULL && seq <= c->want->seq)
+            c->broken_before_want = 1;
+        return;
+    }
+    c->verified = upto;
+    if (how == CHAIN_BRIDGED && before_want) {
+        c->out->holes++;
+        c->out->hole_seqs += upto - seq + 1;
+    }
 }
 
 /* After each record: is it the one the head given names? */
@@ -354,7 +387,7 @@ static int at_want(void *u, uint64_t seq, uint64_t upto, const uint8_t h[CHAIN_L
                  (unsigned long long)ws, (unsigned long long)seq);
         return CAIRN_OK;
     }
-    if (upto > ws) {
+    if (seq != upto && upto != ws) {
         vproblem(c, c->file, 0, CAIRN_ECORRUPT, "the head's seq %llu lies in a hole (seqs "
                  "%llu..%llu compacted): the chain is known at seq %llu and %llu only",
                  (unsigned long long)ws, (unsigned long long)seq, (unsigned long long)upto,
@@ -362,39 +395,54 @@ static int at_want(void *u, uint64_t seq, uint64_t upto, const uint8_t h[CHAIN_L
         return CAIRN_OK;
     }
     if (memcmp(c->truth, c->want->hash, CHAIN_LEN) != 0) {
-        /* The MANIFEST's values vouch for the records up to c->verified:
-         * unless it was rewritten too, the change is after them. */
-        uint64_t from = c->verified < ws ? c->verified + 1 : 1;
+        /* Where: after the last value that vouched for the records, unless
+         * that value was rewritten with them; so no first seq is claimed. */
         cairn__chain_hex(c->truth, have);
         cairn__chain_hex(c->want->hash, want);
-        vproblem(c, c->file, from, CAIRN_ECORRUPT, "the hash chain at seq %llu is %s, the head "
-                 "given says %s: the history up to seq %llu is not the one that head names "
-                 "(a record of seqs %llu..%llu differs)", (unsigned long long)ws, have, want,
-                 (unsigned long long)ws, (unsigned long long)from, (unsigned long long)ws);
+        vproblem(c, c->file, 0, CAIRN_ECORRUPT, "seq %llu: the chain is %.16s..., the head says "
+                 "%.16s...: not the history that head names (the MANIFEST and holes vouch for "
+                 "seqs up to %llu: the change is after, or they were rewritten too)",
+                 (unsigned long long)ws, have, want, (unsigned long long)c->verified);
+        return CAIRN_OK;
     }
+    c->want_matched = 1;
     return CAIRN_OK;
 }
 
-uint64_t cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want,
-                             cairn_verify_fn fn, void *user, uint64_t *first_bad)
+void cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want,
+                         cairn_verify_fn fn, void *user, cairn_verify_report *out)
 {
-    vchain c = {fn, user, 0, 0, want, 0, 0, NULL, NULL};
+    static const uint8_t zero[CHAIN_LEN];
+    vchain c;
     uint8_t truth[CHAIN_LEN], local[CHAIN_LEN];
     uint64_t last = 0;
     cairn__chain ch;
     int broken = 0;
 
+    memset(&c, 0, sizeof c);
+    c.fn = fn;
+    c.user = user;
+    c.out = out;
+    c.want = want;
     memset(truth, 0, sizeof truth);
     memset(local, 0, sizeof local);
     c.truth = truth;
+    if (want != NULL && want->seq == 0) {
+        /* The empty history: the zero value, which every log begins with. */
+        c.want_seen = 1;
+        c.want_matched = memcmp(want->hash, zero, CHAIN_LEN) == 0;
+        if (!c.want_matched)
+            vproblem(&c, MANIFEST_NAME, 0, CAIRN_ECORRUPT, "a head at seq 0 has the zero "
+                     "hash: this one is not a head of any store");
+    }
     if (cairn__chain_init(&ch) != CAIRN_OK) {
         vproblem(&c, MANIFEST_NAME, 0, CAIRN_ENOMEM, "no memory to hash the log");
-        goto out;
+        return;
     }
     for (size_t i = 0; i < v->m.n && !broken; i++) {
         const manifest_entry *x = &v->m.e[i];
         const seg_ref *s = v->segs[i];
-        seg_walk w = {last, 0, want != NULL ? at_want : NULL, &c};
+        seg_walk w = {last, 0, want != NULL ? at_want : NULL, &c, at_hole};
         uint8_t before[CHAIN_LEN];
         cairn__err e;
         int rc;
@@ -405,8 +453,9 @@ uint64_t cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want
             /* The damage itself is reported by the structural check; the
              * chain cannot be followed past it. */
             broken = 1;
-            if (want != NULL && want->seq > last)
-                vproblem(&c, s->log.name, w.bad_seq ? w.bad_seq : last + 1, rc ? rc : CAIRN_ECORRUPT,
+            if (want != NULL && !c.want_seen)
+                vproblem(&c, s->log.name, w.bad_seq ? w.bad_seq : last + 1,
+                         rc ? rc : CAIRN_ECORRUPT,
                          "the hash chain cannot be followed past seq %llu (%s): the head's seq "
                          "%llu is not proven", (unsigned long long)w.last,
                          rc ? e.msg : "a damaged record", (unsigned long long)want->seq);
@@ -422,9 +471,9 @@ uint64_t cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want
                     cairn__chain_hex(truth, have);
                     cairn__chain_hex(x->chain, kept);
                     vproblem(&c, s->log.name, first, CAIRN_ECORRUPT,
-                             "the hash chain after seq %llu is %s, the MANIFEST kept %s: a record "
-                             "of seqs %llu..%llu was changed, dropped or added, or a segment "
-                             "before it was", (unsigned long long)x->last_seq, have, kept,
+                             "the chain after seq %llu is %.16s..., the MANIFEST kept %.16s...: "
+                             "a record of seqs %llu..%llu was changed, dropped or added, or the "
+                             "MANIFEST's value was", (unsigned long long)x->last_seq, have, kept,
                              (unsigned long long)first, (unsigned long long)x->last_seq);
                 } else {
                     c.verified = x->last_seq;
@@ -433,7 +482,7 @@ uint64_t cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want
                 /* An earlier difference: recompute this segment alone from
                  * the MANIFEST's value before it. */
                 uint8_t own[CHAIN_LEN];
-                seg_walk w2 = {last, 0, NULL, NULL};
+                seg_walk w2 = {last, 0, NULL, NULL, NULL};
                 memcpy(own, local, CHAIN_LEN);
                 if (walk_seg(db, &ch, v, i, own, &w2, &e) == CAIRN_OK &&
                     memcmp(own, x->chain, CHAIN_LEN) != 0)
@@ -455,9 +504,6 @@ uint64_t cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want
                  (unsigned long long)want->seq, (unsigned long long)(last + 1),
                  (unsigned long long)want->seq);
     }
+    out->head_proven = want != NULL && c.want_matched && !c.broken_before_want;
     cairn__chain_free(&ch);
-out:
-    if (first_bad != NULL)
-        *first_bad = c.first_bad;
-    return c.problems;
 }

@@ -34,10 +34,10 @@ int cairn__chain_at(cairn_db *db, const view *v, uint64_t seq, uint8_t h[CHAIN_L
 void cairn__chain_apply_fill(manifest *m, const cairn__chain_fill *fill, size_t n_fill);
 
 /* Recompute the chain from the first record of v: compare it with every
- * value the MANIFEST keeps and, when want is not NULL, with want at its
- * seq. fn gets each problem; returns their count; *first_bad the first seq
- * known to differ (0: none, or not known). */
-uint64_t cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want,
-                             cairn_verify_fn fn, void *user, uint64_t *first_bad);
+ * value the MANIFEST keeps, check every hole's chain_in (and leaves) and,
+ * when want is not NULL, compare with want at its seq. fn gets each
+ * problem; out (zeroed by the caller) counts them and says what held. */
+void cairn__verify_chain(cairn_db *db, const view *v, const cairn_head *want,
+                         cairn_verify_fn fn, void *user, cairn_verify_report *out);
 
 #endif /* CAIRN_HEAD_H */

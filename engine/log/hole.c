@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,11 +116,49 @@ static int chain_hex(const cJSON *v, uint8_t out[32])
     return 1;
 }
 
+/* The chain members of a parsed hole: 1 (and *hc when not NULL, its
+ * leaves malloc'd), 0 none, -1 malformed. h: its numbers, for the count of
+ * leaves. */
+static int chain_members(const cJSON *root, const cairn__hole *h, cairn__hole_chain *hc)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "chain_in");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(root, "chain");
+    const cJSON *leaves = cJSON_GetObjectItemCaseSensitive(root, "leaves"), *x;
+    cairn__hole_chain tmp;
+    size_t i = 0;
+
+    if (hc == NULL)
+        hc = &tmp;
+    memset(hc, 0, sizeof *hc);
+    if (in == NULL && out == NULL && leaves == NULL)
+        return 0;
+    if (!chain_hex(in, hc->in) || !chain_hex(out, hc->out))
+        return -1;
+    if (leaves == NULL)
+        return 1;
+    if (!cJSON_IsArray(leaves) || (uint64_t)cJSON_GetArraySize(leaves) != h->records)
+        return -1;
+    if (hc != &tmp && (hc->leaves = malloc(32 * h->records)) == NULL)
+        return -1;
+    cJSON_ArrayForEach(x, leaves)
+    {
+        uint8_t d[32];
+        if (!chain_hex(x, d)) {
+            cairn__hole_chain_free(hc);
+            return -1;
+        }
+        if (hc->leaves != NULL)
+            memcpy(hc->leaves + 32 * i, d, 32);
+        i++;
+    }
+    hc->n_leaves = i;
+    return 1;
+}
+
 static int parse(const char *json, size_t len, uint64_t seq, cairn__hole *h, cJSON **root_out)
 {
     cJSON *root = cJSON_ParseWithLength(json, len);
-    const cJSON *why, *chain;
-    uint8_t h32[32];
+    const cJSON *why;
     int ok = cJSON_IsObject(root);
 
     memset(h, 0, sizeof *h);
@@ -129,8 +168,7 @@ static int parse(const char *json, size_t len, uint64_t seq, cairn__hole *h, cJS
     ok = ok && h->upto >= seq && h->records >= 1 && h->records - 1 <= h->upto - seq &&
          h->bytes >= h->records * REC_OVERHEAD;
     why = ok ? cJSON_GetObjectItemCaseSensitive(root, "why") : NULL;
-    chain = ok ? cJSON_GetObjectItemCaseSensitive(root, "chain") : NULL;
-    ok = ok && (why == NULL || cJSON_IsString(why)) && (chain == NULL || chain_hex(chain, h32)) &&
+    ok = ok && (why == NULL || cJSON_IsString(why)) && chain_members(root, h, NULL) >= 0 &&
          each_end(cJSON_GetObjectItemCaseSensitive(root, "ends"), h, NULL, NULL) &&
          each_anchor(cJSON_GetObjectItemCaseSensitive(root, "anchors"), h, 0, NULL, NULL);
     if (!ok) {
@@ -189,13 +227,38 @@ int cairn__hole_anchor(const char *json, size_t len, uint64_t seq, uint64_t *sum
     return found;
 }
 
-int cairn__hole_chain(const char *json, size_t len, uint8_t chain[32])
+int cairn__hole_chain_read(const char *json, size_t len, cairn__hole_chain *hc)
 {
-    cJSON *root = cJSON_ParseWithLength(json, len);
-    const cJSON *v = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "chain") : NULL;
-    int r = v == NULL ? 0 : chain_hex(v, chain) ? 1 : -1;
+    cairn__hole h;
+    cJSON *root = NULL;
+    int r;
+    memset(hc, 0, sizeof *hc);
+    if (!parse(json, len, 0, &h, &root))
+        return -1;
+    r = chain_members(root, &h, hc);
     cJSON_Delete(root);
     return r;
+}
+
+void cairn__hole_chain_free(cairn__hole_chain *hc)
+{
+    free(hc->leaves);
+    hc->leaves = NULL;
+    hc->n_leaves = 0;
+}
+
+int cairn__holeb_leaf(cairn__holeb *b, const uint8_t d[32])
+{
+    if (b->n_leaves == b->leaves_cap) {
+        size_t cap = b->leaves_cap ? 2 * b->leaves_cap : 16;
+        uint8_t *p = cairn__realloc(b->a, b->leaves, 32 * cap);
+        if (p == NULL)
+            return CAIRN_ENOMEM;
+        b->leaves = p;
+        b->leaves_cap = cap;
+    }
+    memcpy(b->leaves + 32 * b->n_leaves++, d, 32);
+    return CAIRN_OK;
 }
 
 int cairn__holeb_anchor(cairn__holeb *b, uint64_t seq, uint64_t sum)
@@ -253,6 +316,16 @@ int cairn__holeb_add(cairn__holeb *b, const cairn_record *rec, size_t len, int d
 /* An integer as its exact digits (cJSON prints some above 2^52 1 or 2
  * off: it keeps 15 significant digits when they read back within a
  * relative epsilon). */
+static void to_hex(const uint8_t d[32], char hex[65])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < 32; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
+    }
+    hex[64] = '\0';
+}
+
 static cJSON *exact(uint64_t v)
 {
     char d[24];
@@ -310,15 +383,23 @@ int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t *
         }
     }
     if (b->has_chain) {
-        static const char d[] = "0123456789abcdef";
         char hex[65];
-        for (size_t i = 0; i < 32; i++) {
-            hex[2 * i] = d[b->chain[i] >> 4];
-            hex[2 * i + 1] = d[b->chain[i] & 15];
-        }
-        hex[64] = '\0';
+        cJSON *lv;
+        to_hex(b->chain_in, hex);
+        if (!cJSON_AddStringToObject(root, "chain_in", hex))
+            goto done;
+        to_hex(b->chain, hex);
         if (!cJSON_AddStringToObject(root, "chain", hex))
             goto done;
+        if (b->leaves_on && b->n_leaves == b->h.records) {
+            if ((lv = cJSON_AddArrayToObject(root, "leaves")) == NULL)
+                goto done;
+            for (size_t i = 0; i < b->n_leaves; i++) {
+                to_hex(b->leaves + 32 * i, hex);
+                if (!cJSON_AddItemToArray(lv, cJSON_CreateString(hex)))
+                    goto done;
+            }
+        }
     }
     if (why != NULL && !cJSON_AddStringToObject(root, "why", why))
         goto done;
@@ -338,6 +419,7 @@ int cairn__holeb_emit(cairn__holeb *b, uint64_t salt, const char *why, uint8_t *
     memset(&b->h, 0, sizeof b->h);
     b->n_ends = 0;
     b->n_anchors = 0;
+    b->n_leaves = 0;
     rc = CAIRN_OK;
 done:
     cJSON_free(json);
@@ -349,7 +431,10 @@ void cairn__holeb_free(cairn__holeb *b)
 {
     cairn__free(b->a, b->ends);
     cairn__free(b->a, b->anchors);
+    cairn__free(b->a, b->leaves);
     b->ends = NULL;
     b->anchors = NULL;
+    b->leaves = NULL;
     b->n_ends = b->ends_cap = b->n_anchors = b->anchors_cap = 0;
+    b->n_leaves = b->leaves_cap = 0;
 }

@@ -6,7 +6,8 @@
  * payload how far it reaches and what it stood for:
  *
  *   {"upto":U,"records":R,"bytes":B,"deaths":D,"ends":[[S,N],...],
- *    "anchors":[[S,"checksum"],...],"chain":"hex","why":W}
+ *    "anchors":[[S,"checksum"],...],"chain_in":"hex","chain":"hex",
+ *    "leaves":["hex",...],"why":W}
  *
  * upto: the last seq it stands for (>= its own); records: how many records
  * it stands for (1 .. upto - seq + 1); bytes: their encoded bytes; deaths
@@ -16,8 +17,9 @@
  * a reader still finds the commit whole; anchors (optional): the
  * checksums (16 hex digits) of dropped records that a derived file of the
  * store is bound to (format-spec/README.md, "Binding of derived files"),
- * so the binding still holds; chain: the log's hash chain after the
- * records it stands for (chain.h); why: what dropped them
+ * so the binding still holds; chain_in, chain: the log's hash chain
+ * before and after the records it stands for, leaves (a purge's hole): each
+ * one's leaf digest (chain.h); why: what dropped them
  * ("retain live:7d", "purge m12...").
  */
 #ifndef CAIRN_HOLE_H
@@ -44,11 +46,22 @@ int cairn__hole_has_end(const char *json, size_t len, uint64_t end, uint64_t n);
 /* 1 and *sum if the hole keeps the checksum of the dropped record seq. */
 int cairn__hole_anchor(const char *json, size_t len, uint64_t seq, uint64_t *sum);
 
-/* The hash chain's value after the records the hole stands for
- * (format-spec/chain.md): 1 and chain[32] when the payload has "chain", 0
- * when it has none (a hole written before the chain), -1 when the member
- * is there but not 64 lowercase hex digits. */
-int cairn__hole_chain(const char *json, size_t len, uint8_t chain[32]);
+/* The hole's hash chain members (format-spec/chain.md): the chain before
+ * the records it stands for (in), after them (out), and, for a purge's
+ * hole, each record's leaf digest (n_leaves == the hole's records, 32
+ * bytes each, malloc'd; NULL when none). */
+typedef struct cairn__hole_chain {
+    uint8_t in[32], out[32];
+    uint8_t *leaves;
+    size_t n_leaves;
+} cairn__hole_chain;
+
+/* 1 and *hc when the payload has chain_in and chain (and leaves); 0 when it
+ * has none (a hole written before the chain); -1 when they are malformed:
+ * one without the other, not 64 lowercase hex digits, leaves without them
+ * or not one per record. Free with cairn__hole_chain_free. */
+int cairn__hole_chain_read(const char *json, size_t len, cairn__hole_chain *hc);
+void cairn__hole_chain_free(cairn__hole_chain *hc);
 
 /* A hole being gathered from dropped records, in seq order. */
 typedef struct cairn__holeb {
@@ -59,13 +72,19 @@ typedef struct cairn__holeb {
     size_t n_ends, ends_cap;
     uint64_t (*anchors)[2];
     size_t n_anchors, anchors_cap;
-    uint8_t chain[32];    /* the hash chain after its last record */
-    int has_chain;        /* emit writes "chain" */
+    int has_chain;        /* emit writes "chain_in" and "chain" */
+    uint8_t chain_in[32]; /* the hash chain before its first record */
+    uint8_t chain[32];    /* and after its last */
+    uint8_t *leaves;      /* with leaves_on: each record's leaf digest */
+    size_t n_leaves, leaves_cap;
+    int leaves_on;        /* emit writes "leaves" (a purge's holes) */
 } cairn__holeb;
 
 /* Add a dropped record: its seq, ts, encoded length, payload (for its
  * commit mark) and whether it recorded a memory's going. */
 int cairn__holeb_add(cairn__holeb *b, const cairn_record *rec, size_t len, int death);
+/* Keep the leaf digest of the record just added (leaves_on). */
+int cairn__holeb_leaf(cairn__holeb *b, const uint8_t d[32]);
 /* Keep the checksum of the record just added (a derived file's anchor). */
 int cairn__holeb_anchor(cairn__holeb *b, uint64_t seq, uint64_t sum);
 /* The gathered hole as a record encoded with salt (*out, *len: freed by

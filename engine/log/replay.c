@@ -287,23 +287,24 @@ written:
         char err[CAIRN_ERRMSG_MAX] = "";
         cairn_db *copy = NULL;
         cairn_head wh;
-        uint64_t problems = 0, first_bad = 0;
+        cairn_verify_report vr;
         wh.seq = to;
         memcpy(wh.hash, want, CHAIN_LEN);
         o.read_only = 1;
         rc = cairn_open(&copy, dir, &o, err, sizeof err);
         if (rc != CAIRN_OK)
             return cairn__db_failf(db, rc, "%s: the copy does not open: %s", dir, err);
-        rc = cairn_verify_head(copy, &wh, NULL, NULL, &problems, &first_bad);
+        rc = cairn_verify_head(copy, &wh, NULL, NULL, &vr);
         if (rc == CAIRN_OK)
             rc = cairn_head_get(copy, &out->head);
         cairn_close(copy);
         if (rc != CAIRN_OK)
             return cairn__db_failf(db, rc, "%s: the copy could not be checked", dir);
-        if (problems != 0 || out->head.seq != to || memcmp(out->head.hash, want, CHAIN_LEN) != 0)
+        if (vr.problems != 0 || !vr.head_proven || out->head.seq != to ||
+            memcmp(out->head.hash, want, CHAIN_LEN) != 0)
             return cairn__db_failf(db, CAIRN_ECORRUPT, "%s: the copy does not hold the history "
                                    "up to seq %llu (%llu problems; run cairn verify on it)",
-                                   dir, (unsigned long long)to, (unsigned long long)problems);
+                                   dir, (unsigned long long)to, (unsigned long long)vr.problems);
     }
     out->seq = to;
     return CAIRN_OK;

@@ -146,20 +146,28 @@ static void report_lost_tail(cairn_db *db, vctx *c, view *v)
 
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out)
 {
-    return cairn_verify_head(db, NULL, fn, user, problems_out, NULL);
+    cairn_verify_report r;
+    int rc = cairn_verify_head(db, NULL, fn, user, &r);
+    if (problems_out != NULL)
+        *problems_out = rc == CAIRN_OK ? r.problems : 0;
+    return rc;
 }
 
 int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, void *user,
-                      uint64_t *problems_out, uint64_t *first_bad_out)
+                      cairn_verify_report *out)
 {
     vctx c = {fn, user, NULL, 0};
+    cairn_verify_report local;
+    uint64_t *problems_out;
     manifest m;
     cairn__err e;
     view *v;
     int live, rc;
 
-    if (first_bad_out != NULL)
-        *first_bad_out = 0;
+    if (out == NULL)
+        out = &local;
+    memset(out, 0, sizeof *out);
+    problems_out = &out->problems;
     /* The manifest on disk, as a fresh reader would see it. */
     rc = cairn__manifest_read(db->io, db->dirfd, db->a, &m, &e);
     if (rc != CAIRN_OK) {
@@ -193,7 +201,13 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
             verify_log(db, &c, x, s, live);
         }
     }
-    c.problems += cairn__verify_chain(db, v, want, fn, user, first_bad_out);
+    {
+        cairn_verify_report chain;
+        memset(&chain, 0, sizeof chain);
+        cairn__verify_chain(db, v, want, fn, user, &chain);
+        c.problems += chain.problems;
+        *out = chain;
+    }
     cairn__view_release(db, v);
     report_set_aside(db, &c);
     if (problems_out)
