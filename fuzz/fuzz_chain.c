@@ -4,8 +4,9 @@
  *
  * Once per process, a template store is made in a temp directory: events
  * in 4 KiB segments, so several are sealed (their chain values in the
- * MANIFEST) and one is active; its head H = (S, hash) is taken and its
- * records 1..S are kept. Each input is a list of edits, applied to a fresh
+ * MANIFEST) and one is active, and a compaction drops every fourth event
+ * (holes carrying the chain before and after them); its head H = (S, hash)
+ * is taken and its records 1..S are kept. Each input is a list of edits, applied to a fresh
  * copy of the store, 8 bytes each:
  *
  *   byte 0  op % 6: 0 flip a byte, 1 forge a record of a log segment (a
@@ -19,13 +20,18 @@
  *
  * Invariant: when the copy opens and cairn_verify_head(H) says the head
  * is proven, the copy holds exactly the template's records 1..S (seq,
- * timestamp, type, namespace, payload, binary trailer).
+ * timestamp, type, namespace, payload, binary trailer), and its holes stand
+ * for the same seqs. (A hole's other members, its why and counts, are
+ * covered by its checksum, not by the chain: format-spec/chain.md.)
  */
 #include "fuzz.h"
 
 #include <sys/stat.h>
 
+#include "compact.h"
+#include "hole.h"
 #include "sealed.h"
+#include "store.h"
 
 #define MAX_FILES 64
 #define N_EVENTS 90
@@ -66,6 +72,8 @@ static void read_all(const char *dir, tfile *f)
     FILE *fp;
     snprintf(path, sizeof path, "%s/%.255s", dir, f->name);
     fp = fopen(path, "rb");
+    if (fp == NULL)
+        fprintf(stderr, "fuzz_chain: cannot read %s\n", path);
     FUZZ_CHECK(fp != NULL);
     fseek(fp, 0, SEEK_END);
     f->len = (size_t)ftell(fp);
@@ -98,6 +106,17 @@ static void cleanup(void)
 {
     rm_dir(g_work);
     rm_dir(g_tmpl);
+}
+
+/* The template's compaction: every fourth event goes. */
+static int drop_some(void *u, const cairn_record *rec, int *verdict)
+{
+    int k = -1;
+    (void)u;
+    *verdict = CAIRN__KEEP;
+    if (rec->type == CAIRN_REC_EVENT && sscanf(rec->json, "{\"k\":%d", &k) == 1 && k % 4 == 1)
+        *verdict = CAIRN__DROP_UNREAD;
+    return CAIRN_OK;
 }
 
 static void make_template(void)
@@ -133,6 +152,14 @@ static void make_template(void)
         en.bin_len = k % 3 == 0 ? 4 : 0;
         FUZZ_CHECK(cairn_append(db, &en, NULL) == CAIRN_OK);
     }
+    {
+        cairn__compact_result cr;
+        FUZZ_CHECK(cairn_seal(db) == CAIRN_OK);
+        FUZZ_CHECK(cairn__compact_lock(db, 1) == CAIRN_OK);
+        FUZZ_CHECK(cairn__compact(db, "fuzz", 0, NULL, 0, drop_some, NULL, NULL, NULL, NULL,
+                                  &cr) == CAIRN_OK && cr.rewritten > 0);
+        (void)cairn__compact_lock(db, 0);
+    }
     FUZZ_CHECK(cairn_close(db) == CAIRN_OK);
     o.create = 0;
     o.read_only = 1;
@@ -150,7 +177,12 @@ static void make_template(void)
     }
     cairn_iter_close(it);
     cairn_close(db);
-    FUZZ_CHECK(g_nrecs == N_EVENTS);
+    {
+        size_t holes = 0;
+        for (size_t i = 0; i < g_nrecs; i++)
+            holes += g_recs[i].type == CAIRN_REC_COMPACTED;
+        FUZZ_CHECK(holes > 10 && g_nrecs <= N_EVENTS);
+    }
     d = opendir(g_tmpl);
     FUZZ_CHECK(d != NULL);
     while ((de = readdir(d)) != NULL && g_nfiles < MAX_FILES) {
@@ -206,7 +238,7 @@ static void forge_sealed(tfile *f, uint32_t k, uint16_t val)
     k %= (uint32_t)s.record_count;
     dfd = open(g_work, O_RDONLY | O_DIRECTORY);
     FUZZ_CHECK(dfd >= 0);
-    snprintf(tmpname, sizeof tmpname, "forge-%.40s", f->name);
+    snprintf(tmpname, sizeof tmpname, "forged.seg"); /* within LOGSEG_NAME_MAX */
     if (cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, tmpname, s.id, s.salt, s.base_seq,
                            s.created_ms, s.version, &e) != CAIRN_OK) {
         close(dfd);
@@ -266,6 +298,24 @@ static void write_copy(tfile *files, size_t n)
     }
 }
 
+/* The last seq a hole stands for (0 when it does not read). */
+static uint64_t hole_upto(const cairn_record *r)
+{
+    cairn__hole h;
+    cairn__err e;
+    return cairn__hole_decode(r->json, r->json_len, r->seq, &h, &e) == CAIRN_OK ? h.upto : 0;
+}
+
+static uint64_t hole_upto_of(const trec *t)
+{
+    cairn_record r;
+    memset(&r, 0, sizeof r);
+    r.seq = t->seq;
+    r.json = t->json;
+    r.json_len = t->json_len;
+    return hole_upto(&r);
+}
+
 static int same_history(cairn_db *db)
 {
     cairn_range rg = CAIRN_RANGE_INIT;
@@ -278,10 +328,14 @@ static int same_history(cairn_db *db)
         return 0;
     while ((rc = cairn_iter_next(it, &r)) == CAIRN_OK) {
         const trec *t = i < g_nrecs ? &g_recs[i] : NULL;
-        if (t == NULL || r.seq != t->seq || r.ts_ms != t->ts || r.type != t->type ||
-            r.ns_len != t->ns_len || r.json_len != t->json_len || r.bin_len != t->bin_len ||
-            memcmp(r.ns, t->ns, r.ns_len) != 0 || memcmp(r.json, t->json, r.json_len) != 0 ||
-            (r.bin_len && memcmp(r.bin, t->bin, r.bin_len) != 0))
+        if (t == NULL || r.seq != t->seq || r.type != t->type)
+            same = 0;
+        else if (r.type == CAIRN_REC_COMPACTED)
+            same &= hole_upto(&r) == hole_upto_of(t);
+        else if (r.ts_ms != t->ts || r.ns_len != t->ns_len || r.json_len != t->json_len ||
+                 r.bin_len != t->bin_len || memcmp(r.ns, t->ns, r.ns_len) != 0 ||
+                 memcmp(r.json, t->json, r.json_len) != 0 ||
+                 (r.bin_len && memcmp(r.bin, t->bin, r.bin_len) != 0))
             same = 0;
         i++;
     }

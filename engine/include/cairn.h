@@ -582,7 +582,9 @@ typedef struct cairn_verify_report {
     uint64_t problems;   /* every problem (fn got each one) */
     uint64_t first_bad;  /* the first seq known to differ; 0: none found, or not known */
     int head_proven;     /* want given: the chain at want->seq is want->hash, the log
-                            reaches it, and no hole before it broke the chain */
+                            reaches it, no hole before it broke the chain, and the
+                            log has no other problem (a damaged structure can read
+                            as another history than the one hashed) */
     uint64_t holes;      /* holes of compactions (at or before want->seq) the chain went
                             across as they say: their chain_in held, and the records
                             they stand for are gone (a purge's holes are checked

@@ -201,15 +201,18 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
             verify_log(db, &c, x, s, live);
         }
     }
+    report_set_aside(db, &c);
     {
+        /* A head is proven only on a log whose structure holds: a damaged
+         * block or hole can read as another history than the one hashed. */
         cairn_verify_report chain;
         memset(&chain, 0, sizeof chain);
         cairn__verify_chain(db, v, want, fn, user, &chain);
+        chain.head_proven = chain.head_proven && c.problems == 0;
         c.problems += chain.problems;
         *out = chain;
     }
     cairn__view_release(db, v);
-    report_set_aside(db, &c);
     if (problems_out)
         *problems_out = c.problems;
     return CAIRN_OK;
