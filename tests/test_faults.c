@@ -1361,7 +1361,7 @@ static void test_explicit_seal_reports_each_failing_sealing_call(void **state)
     } sites[] = {
         {OP_OPENAT, "seal.open"},   {OP_PREAD, "seal.read"},      {OP_PWRITE, "seal.write"},
         {OP_FSYNC, "seal.fsync"},   {OP_RENAME, "seal.rename"},   {OP_FSYNC, "seal.dirsync"},
-        {OP_OPENAT, "sealed.open"}, {OP_UNLINK, "seal.unlink"},
+        {OP_OPENAT, "sealed.open"}, {OP_UNLINK, "seal.unlink"},   {OP_PREAD, "seal.chain"},
     };
     static pair must[TPL_RECORDS];
     char why[WHY_MAX];

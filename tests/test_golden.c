@@ -407,7 +407,7 @@ static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
                      CAIRN_OK);
     assert_int_equal(seg.n, SEALS_N);
     assert_int_equal(stop.why, REC_END);
-    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, &fsize, &e),
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, &fsize, &e),
                      CAIRN_OK);
     cairn__logseg_free(cairn_io_default(), NULL, &seg);
     close(dfd);

@@ -173,7 +173,7 @@ static void seal_log(fx *f)
                      CAIRN_OK);
     assert_int_equal(seg.n, f->n);
     assert_int_equal(stop.why, REC_END);
-    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, &f->file_size, &e),
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, &f->file_size, &e),
                      CAIRN_OK);
     cairn__logseg_free(cairn_io_default(), NULL, &seg);
     close(dfd);
@@ -666,7 +666,7 @@ static void test_seal_refuses_a_log_that_rotted_after_its_scan(void **state)
     assert_int_equal(pwrite(fd, &byte, 1, (off_t)seg.off[10] + 40), 1);
     close(fd);
     free(path);
-    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, &fsize, &e),
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, &fsize, &e),
                      CAIRN_ECHECKSUM);
     /* Neither a sealed file nor its temp file is left behind. */
     path = seg_path(f, "seg");

@@ -469,17 +469,26 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     }
     /* The hash chain before it (the entries before were chained when they
      * were sealed; a store sealed before the chain gets theirs now, once).
-     * A segment it cannot be computed for is sealed without it: cairn
-     * verify names the damage that stops it. */
+     * Damage before it that stops the chain leaves it sealed without one:
+     * cairn verify names the damage. */
 #ifdef CAIRN_NO_CHAIN
     chained = 0; /* bench/bench_chain's peer: the engine without the chain */
 #else
     fill = idx > 0 ? cairn__calloc(db->a, idx, sizeof *fill) : NULL;
-    chained = (idx == 0 || fill != NULL) &&
-              cairn__chain_before(db, v, idx, chain, fill, &n_fill, &e) == CAIRN_OK;
+    if (idx > 0 && fill == NULL) {
+        cairn__view_release(db, v);
+        return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to seal");
+    }
+    rc = cairn__chain_before(db, v, idx, chain, fill, &n_fill, &e);
+    if (rc != CAIRN_OK && rc != CAIRN_ECORRUPT && rc != CAIRN_ECHECKSUM) {
+        cairn__view_release(db, v);
+        cairn__free(db->a, fill);
+        return cairn__db_fail(db, rc, &e); /* an I/O error: the seal fails, as any */
+    }
+    chained = rc == CAIRN_OK;
 #endif
-    rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, chained ? chain : NULL, &size,
-                           &e);
+    rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, chained ? chain : NULL,
+                           db->background, &size, &e);
     if (rc == CAIRN_OK)
         rc = cairn__seg_open_sealed(db, id, 0, &sealed, &e);
     cairn__view_release(db, v);

@@ -90,9 +90,9 @@ int cairn__chain_record(cairn__chain *c, uint8_t h[CHAIN_LEN], const cairn_recor
     return cairn__chain_step(c, h, raw, len);
 }
 
-int cairn__chain_logseg(cairn__chain *c, const cairn_io *io, const cairn_allocator *a, int fd,
-                        const char *name, uint64_t salt, uint64_t end, uint8_t h[CHAIN_LEN],
-                        uint64_t *last, cairn__err *e)
+int cairn__chain_logseg(cairn__chain *c, const cairn_io *io, const char *site,
+                        const cairn_allocator *a, int fd, const char *name, uint64_t salt,
+                        uint64_t end, uint8_t h[CHAIN_LEN], uint64_t *last, cairn__err *e)
 {
     size_t cap = 1u << 20, have = 0, pos = 0;
     uint64_t off = 64; /* the file offset of buf[0] */
@@ -133,8 +133,7 @@ int cairn__chain_logseg(cairn__chain *c, const cairn_io *io, const cairn_allocat
             size_t want = cap - have;
             if (want > end - off - have)
                 want = (size_t)(end - off - have);
-            rc = cairn__io_read(io, "chain.read", fd, buf + have, want, off + have, &got, name,
-                                e);
+            rc = cairn__io_read(io, site, fd, buf + have, want, off + have, &got, name, e);
             if (rc == CAIRN_OK && got == 0)
                 break;
             have += got;

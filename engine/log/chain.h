@@ -63,10 +63,11 @@ int cairn__chain_record(cairn__chain *c, uint8_t h[CHAIN_LEN], const cairn_recor
 
 /* Fold every valid record of a log-form segment, from offset 64 to end,
  * into h (the records of a log segment are contiguous, no hole). The last
- * seq folded goes to *last (unchanged when none). */
-int cairn__chain_logseg(cairn__chain *c, const cairn_io *io, const cairn_allocator *a, int fd,
-                        const char *name, uint64_t salt, uint64_t end, uint8_t h[CHAIN_LEN],
-                        uint64_t *last, cairn__err *e);
+ * seq folded goes to *last (unchanged when none). site names the reads
+ * (cairn_sys.h). */
+int cairn__chain_logseg(cairn__chain *c, const cairn_io *io, const char *site,
+                        const cairn_allocator *a, int fd, const char *name, uint64_t salt,
+                        uint64_t end, uint8_t h[CHAIN_LEN], uint64_t *last, cairn__err *e);
 
 /* 64 lowercase hex digits and a NUL. */
 void cairn__chain_hex(const uint8_t h[CHAIN_LEN], char out[2 * CHAIN_LEN + 1]);

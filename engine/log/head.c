@@ -99,8 +99,8 @@ static int walk_seg(cairn_db *db, cairn__chain *c, const view *v, size_t i, uint
     end = s->log.end;
     pthread_mutex_unlock(&db->mu);
     if (w->at == NULL)
-        return cairn__chain_logseg(c, db->io, db->a, s->log.fd, s->log.name, s->log.salt, end,
-                                   h, &w->last, e);
+        return cairn__chain_logseg(c, db->io, "chain.read", db->a, s->log.fd, s->log.name,
+                                   s->log.salt, end, h, &w->last, e);
     /* A walk that looks at each record: one record at a time. */
     {
         uint64_t off = 64;

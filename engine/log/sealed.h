@@ -69,9 +69,11 @@ static inline uint64_t cairn__sealed_span(const sealed_seg *s)
 /* Write <id>.seg from the records of `src` (a scanned log segment): to
  * <id>.seg.tmp, fsync, rename, fsync the directory. *file_size gets the
  * size of the sealed file. chain (may be NULL): the hash chain before the
- * segment, folded on through its records (chain.h). */
+ * segment, folded on through its records (chain.h): on a thread of its own
+ * beside the sealing when parallel, else first. */
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
-                      const logseg *src, uint8_t *chain, uint64_t *file_size, cairn__err *e);
+                      const logseg *src, uint8_t *chain, int parallel, uint64_t *file_size,
+                      cairn__err *e);
 
 /* A sealed file being written (sealing, compaction): begin writes the
  * header to <fin>.tmp; blocks follow, given whole (block) or gathered
