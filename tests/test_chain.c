@@ -1021,6 +1021,88 @@ static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* A view for --as-of: hard links of what it takes whole, this store's id,
+ * the index files that cover at most its seq; and the seq at a time. */
+static void test_a_view_links_its_files_and_finds_the_seq_at_a_time(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_mem *m = NULL;
+    cairn_replay_report rr;
+    cairn_stats a, b;
+    cairn_head h;
+    char id[CAIRN_MEM_ID_MAX + 1], text[128], *vdir, *p;
+    struct stat st;
+    uint64_t seq = 0, covered;
+    int linked_index = 0;
+
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    for (int i = 0; i < 60; i++) {
+        snprintf(text, sizeof text, "viewed memory %d, padded %040d", i, i);
+        store_mem(m, text, id);
+    }
+    assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK); /* mem-<covered>.cmx */
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    covered = h.seq;
+    fill(db, 0, 40);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    vdir = tu_join(f->dir, ".as-of-test");
+    assert_int_equal(mkdir(vdir, 0755), 0);
+    assert_int_equal(cairn_replay_ex(db, h.seq - 5, vdir, CAIRN_REPLAY_VIEW, &rr), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(db, &a), CAIRN_OK);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    p = tu_join(vdir, "0000000000000001.seg"); /* a sealed segment: the same file */
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_nlink, 2);
+    free(p);
+    {
+        char name[64];
+        snprintf(name, sizeof name, "mem-%016llx.cmx", (unsigned long long)covered);
+        p = tu_join(vdir, name);
+        linked_index = stat(p, &st) == 0 && st.st_nlink == 2;
+        free(p);
+    }
+    assert_true(linked_index);
+    db = open_db(vdir, 1, NULL);
+    assert_int_equal(cairn_stats_get(db, &b), CAIRN_OK);
+    assert_memory_equal(a.store_id, b.store_id, sizeof a.store_id);
+    assert_int_equal(b.last_seq, h.seq - 5);
+    cairn_close(db);
+    tu_rmrf(vdir);
+    free(vdir);
+    /* the newest seq at or before a time: each record's own, and the last
+     * of records sharing a millisecond */
+    db = open_db(f->dir, 1, NULL);
+    {
+        cairn_iter *it = NULL;
+        cairn_record r;
+        int checked = 0;
+        assert_int_equal(cairn_iter_open(db, NULL, &it), CAIRN_OK);
+        while (cairn_iter_next(it, &r) == CAIRN_OK) {
+            cairn_range rg = CAIRN_RANGE_INIT;
+            cairn_iter *j = NULL;
+            cairn_record n;
+            uint64_t want = r.seq;
+            rg.seq_from = r.seq + 1;
+            assert_int_equal(cairn_iter_open(db, &rg, &j), CAIRN_OK);
+            while (cairn_iter_next(j, &n) == CAIRN_OK && n.ts_ms == r.ts_ms)
+                want = n.seq;
+            cairn_iter_close(j);
+            assert_int_equal(cairn_seq_at_time(db, r.ts_ms, &seq), CAIRN_OK);
+            assert_int_equal(seq, want);
+            if (++checked == 25)
+                break;
+        }
+        cairn_iter_close(it);
+        assert_int_equal(cairn_seq_at_time(db, INT64_MIN + 1, &seq), CAIRN_OK);
+        assert_int_equal(seq, 0);
+        assert_int_equal(cairn_seq_at_time(db, INT64_MAX, &seq), CAIRN_OK);
+        assert_int_equal(seq, h.seq);
+    }
+    cairn_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1055,6 +1137,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_the_head_after_retired_numbers_is_the_last_record,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_empty_head_is_proven, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_view_links_its_files_and_finds_the_seq_at_a_time,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_asof.h"
 #include "commands.h"
 
 typedef struct command {
@@ -320,6 +321,15 @@ int main(int argc, char **argv)
              (strcmp(argv[k], "--format=json") == 0 ||
               (strcmp(argv[k], "--format") == 0 && k + 1 < argc && strcmp(argv[k + 1], "json") == 0))))
             cli_set_json_errors(1);
-    rc = c->run(&ctx, argc - i - 1, argv + i + 1);
+    {
+        /* --as-of TIME|SEQ: the command runs on a view of the log up to then */
+        static char view[4096];
+        int n = argc - i - 1;
+        rc = cli_as_of_setup(&ctx, &n, argv + i + 1, view, sizeof view);
+        if (rc >= 0 && rc != CLI_EXIT_OK)
+            return finish(c->name, rc);
+        rc = c->run(&ctx, n, argv + i + 1);
+        cli_as_of_cleanup(view);
+    }
     return finish(c->name, rc);
 }

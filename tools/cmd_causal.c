@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_asof.h"
 #include "cli_json.h"
 #include "cli_reflex.h"
 #include "render.h"
@@ -107,6 +108,7 @@ static const char path_help[] =
     "  --format F       text (default): found, depth (or error), then one line\n"
     "                   per node on the path; json: {found, path: [nodes], depth}\n"
     "                   or {found, path: [], error}\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 searched (found or not); 1 no store, I/O error; 64 usage\n"
     "error.\n";
@@ -145,6 +147,7 @@ static const char status_help[] =
     "what import reads); Updated the time of the last graph change (null if\n"
     "none); EpisodesProcessed the episodes folded in by updates; Skipped the\n"
     "records that could not be applied. Text: the same as \"key: value\" lines.\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success; 1 no store, I/O error; 64 usage error.\n";
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_asof.h"
 #include "cli_json.h"
 #include "cli_progress.h"
 #include "cli_reflex.h"
@@ -98,6 +99,7 @@ static const char get_help[] =
     "Options:\n"
     "  --session-id S   the session (required)\n"
     "  --format F       text (default: \"key: value\" lines) or json (the episode)\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 found or not; 1 no store, I/O error; 64 usage error.\n";
 
@@ -116,6 +118,7 @@ static const char list_help[] =
     "  --max-results N  at most N, 1-100 (default 20)\n"
     "  --format F       text (default): \"TIMESTAMP  OUTCOME  SESSION  TASK\" lines;\n"
     "                   json: an array of the episodes\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success (also when none matches); 1 no store, I/O error;\n"
     "64 usage error.\n";

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_asof.h"
 #include "cli_json.h"
 #include "cli_progress.h"
 #include "cli_embed.h"
@@ -103,6 +104,7 @@ const char cmd_list_help[] =
     "  --format F          text: \"created  [category] content  (id)\" lines, the\n"
     "                      content's first line cut at 100 bytes; json: an array\n"
     "                      of the whole memories, as get prints them\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success (also when none matches); 1 I/O error; 64 usage\n"
     "error.\n";
@@ -111,6 +113,7 @@ const char cmd_get_help[] =
     "usage: cairn get ID [--format text|json]\n"
     "\n"
     "Print a memory. Deleted and expired memories are not found.\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 found; 1 not found or I/O error; 64 usage error.\n";
 
@@ -188,6 +191,7 @@ const char cmd_recall_help[] =
     "                      content's first line cut at 100 bytes (\" ...\" when\n"
     "                      cut); json: an array of the whole memories with\n"
     "                      \"score\" (and \"explain\" with --explain)\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success (also when nothing matches); 1 I/O error; 64 usage\n"
     "error.\n";
@@ -949,6 +953,7 @@ const char cmd_context_help[] =
     "With --max-tokens, memories are added best first while the whole block's\n"
     "estimate (characters / 4, rounded up) stays within N. Prints nothing when\n"
     "no memory is included. Counts as a recall (access statistics).\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success; 1 I/O error; 64 usage error.\n";
 

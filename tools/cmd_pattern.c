@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
+#include "cli_asof.h"
 #include "cli_json.h"
 #include "cli_reflex.h"
 #include "render.h"
@@ -70,6 +71,7 @@ static const char pattern_list_help[] =
     "  --min-occurrences N   1-1000 (default 1)\n"
     "  --format F            text (default): \"SUCCESS_RATE  OCCURRENCES  NAME:\n"
     "                        TRIGGER -> ACTION  (ID)\" lines; json: an array\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success (also when none matches); 1 no store, I/O error; 64\n"
     "usage error.\n";

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_asof.h"
 #include "cli_audit.h"
 #include "cli_json.h"
 #include "commands.h"
@@ -198,6 +199,7 @@ const char cmd_stats_help[] =
     "                sizes in bytes, compression_ratio null when nothing is sealed\n"
     "  --json        the same as --format json\n"
     "  --store DIR   the store (default: $CAIRN_STORE if set, else ./.cairn)\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success; 1 no store or I/O error; 64 usage error.\n";
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_asof.h"
 #include "cli_mem.h"
 #include "cli_reflex.h"
 #include "commands.h"
@@ -87,6 +88,7 @@ static const char stream_list_help[] =
     "  --only-scope       the scope alone, not the wider ones\n"
     "  --format F         text (default): \"C<cycle>  ROLE  TYPE  IMPORTANCE\n"
     "                     CONTENT  (ID)\" lines; json: an array of entries\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success (also when the filters leave none); 1 an inverted or\n"
     "malformed range (INVALID_QUERY), a range holding no cycle of the stream\n"
@@ -580,6 +582,9 @@ static const char core_show_help[] =
     "The core memory of the scope, or one SECTION of it (sprint, roleState,\n"
     "threads, recentlyShipped, blockers, lessons), with its token use. Opens the\n"
     "store read-only.\n"
+    "\n"
+    "Options:\n"
+    AS_OF_HELP
     "\n"
     "Exit status: 0 success; 1 an unknown section, I/O error; 64 usage error.\n";
 static const char core_set_help[] =

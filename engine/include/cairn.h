@@ -619,6 +619,20 @@ typedef struct cairn_replay_report {
  * it is left for inspection), CAIRN_EIO. */
 int cairn_replay(cairn_db *db, uint64_t to_seq, const char *dir, cairn_replay_report *out);
 
+/* cairn_replay with flags. CAIRN_REPLAY_VIEW: a view for reading the store
+ * as it was at to_seq (`--as-of`), thrown away after: the files it takes
+ * whole are hard links where dir is on the same file system (sealed and
+ * closed segments, and the index files that cover at most to_seq, so its
+ * first open folds from them), it keeps this store's id, and it is not
+ * checked whole. */
+#define CAIRN_REPLAY_VIEW 1u
+int cairn_replay_ex(cairn_db *db, uint64_t to_seq, const char *dir, unsigned flags,
+                    cairn_replay_report *out);
+
+/* The newest seq whose record's time is at or before ts_ms: *seq_out (0
+ * when the log's first record is later). CAIRN_ENOMEM, CAIRN_EIO. */
+int cairn_seq_at_time(cairn_db *db, int64_t ts_ms, uint64_t *seq_out);
+
 /* Called by cairn_temp_files() once per temporary file. `file` is relative
  * to the store directory, `bytes` its size; `in_flight` is 1 when a writer
  * holds the lock (it may be writing the file right now), 0 when none does

@@ -25,6 +25,7 @@
 #include "hole.h"
 #include "io.h"
 #include "record.h"
+#include "seqfile.h"
 
 /* Write len bytes to a new file `name` in dirfd, fsynced. */
 static int write_file(const cairn_io *io, int dirfd, const char *name, const uint8_t *b,
@@ -42,9 +43,24 @@ static int write_file(const cairn_io *io, int dirfd, const char *name, const uin
     return rc;
 }
 
-/* Bytes [0, len) of a log-form segment, read through its fd. */
-static int copy_log(cairn_db *db, int dirfd, const seg_ref *s, uint64_t len, cairn__err *e)
+/* A file the copy takes whole and nobody changes in place (a sealed or
+ * closed segment, an index file): a hard link when views may share it,
+ * else (or across file systems) a copy. */
+static int take_whole(cairn_db *db, int dirfd, const char *name, const uint8_t *b, size_t len,
+                      int link_ok, cairn__err *e)
 {
+    if (link_ok && linkat(db->dirfd, name, dirfd, name, 0) == 0)
+        return CAIRN_OK;
+    return write_file(db->io, dirfd, name, b, len, e);
+}
+
+/* Bytes [0, len) of a log-form segment, read through its fd. */
+static int copy_log(cairn_db *db, int dirfd, const seg_ref *s, uint64_t len, int link_ok,
+                    cairn__err *e)
+{
+    if (link_ok && len == s->log_file_size && linkat(db->dirfd, s->log.name, dirfd, s->log.name,
+                                                     0) == 0)
+        return CAIRN_OK; /* a closed segment, whole */
     uint8_t *b = cairn__malloc(db->a, len ? len : 1);
     size_t got;
     int rc;
@@ -167,8 +183,34 @@ static int open_target(const char *dir, int *dirfd, cairn__err *e)
     return CAIRN_OK;
 }
 
+/* The index files covering at most `to` (and the chains they lie on),
+ * linked into the view: its first open folds from them, not from seq 1. */
+static void link_index_files(cairn_db *db, int dirfd, uint64_t to)
+{
+    static const cairn__seqfile_kind *const kinds[] = {
+        &cairn__seqfile_memindex, &cairn__seqfile_graph, &cairn__seqfile_graphgen};
+    DIR *d = cairn__io_opendir(db->dirfd);
+    struct dirent *de;
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL)
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+            uint64_t seq;
+            if (cairn__seqfile_parse(kinds[k], de->d_name, &seq) && seq > 0 && seq <= to)
+                (void)linkat(db->dirfd, de->d_name, dirfd, de->d_name, 0); /* a miss costs a fold */
+        }
+    closedir(d);
+}
+
 int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report *out)
 {
+    return cairn_replay_ex(db, to, dir, 0, out);
+}
+
+int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
+                    cairn_replay_report *out)
+{
+    int as_view = (flags & CAIRN_REPLAY_VIEW) != 0;
     cairn__err e;
     view *v;
     manifest m;
@@ -209,10 +251,10 @@ int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report
         char name[LOGSEG_NAME_MAX];
         if (s->sealed) {
             cairn__seg_file_name(name, s->id, s->rev);
-            rc = write_file(db->io, dirfd, name, s->map, s->map_len, &e);
+            rc = take_whole(db, dirfd, name, s->map, s->map_len, as_view, &e);
             out->bytes += s->s.raw_bytes;
         } else {
-            rc = copy_log(db, dirfd, s, s->log.end, &e);
+            rc = copy_log(db, dirfd, s, s->log.end, as_view, &e);
             out->bytes += s->log.end - FILEHDR_SIZE;
         }
         out->segments++;
@@ -234,7 +276,7 @@ int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report
             last_ts = s->log.ts[n - 1];
             x->first_ts = s->log.ts[0];
             pthread_mutex_unlock(&db->mu);
-            rc = copy_log(db, dirfd, s, end, &e);
+            rc = copy_log(db, dirfd, s, end, 0, &e);
             x->kind = SEG_CLOSED;
             x->chained = 0;
             out->bytes += end - FILEHDR_SIZE;
@@ -265,7 +307,8 @@ int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report
         m.e[idx + 1].base_seq = to + 1;
         m.next_id = next_id + 1;
         m.generation = 1;
-        cairn__store_id_new(m.store_id);
+        if (!as_view)
+            cairn__store_id_new(m.store_id); /* a view keeps it: its index files bind to it */
         m.synced_seq = to; /* every record of the copy is on disk now */
         m.lost_total = 0;
         if (m.dropped_upto > to)
@@ -274,12 +317,20 @@ int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report
         rc = cairn__manifest_write(db->io, dirfd, &m, db->a, &e);
     }
 written:
+    if (rc == CAIRN_OK && as_view)
+        link_index_files(db, dirfd, to);
     if (m.e != NULL)
         cairn__manifest_free(db->a, &m);
     if (dirfd >= 0)
         close(dirfd);
     if (rc != CAIRN_OK)
         return cairn__db_fail(db, rc, &e);
+    if (as_view) { /* taken for one read and thrown away: not checked whole */
+        out->seq = to;
+        out->head.seq = to;
+        memcpy(out->head.hash, want, CHAIN_LEN);
+        return CAIRN_OK;
+    }
 
     /* The copy must hold exactly the source's history up to `to`. */
     {
@@ -308,4 +359,32 @@ written:
     }
     out->seq = to;
     return CAIRN_OK;
+}
+
+int cairn_seq_at_time(cairn_db *db, int64_t ts_ms, uint64_t *seq_out)
+{
+    cairn_range r = CAIRN_RANGE_INIT;
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    int rc;
+
+    if (db == NULL || seq_out == NULL)
+        return CAIRN_EINVAL;
+    *seq_out = 0;
+    if (ts_ms == INT64_MAX) {
+        *seq_out = cairn__handed_seq(db);
+        return CAIRN_OK;
+    }
+    /* The first record after ts_ms (found by time, block by block): the
+     * seq before it is the newest at or before ts_ms. */
+    r.ts_from = ts_ms + 1;
+    if ((rc = cairn_iter_open(db, &r, &it)) != CAIRN_OK)
+        return rc;
+    rc = cairn_iter_next(it, &rec);
+    if (rc == CAIRN_OK)
+        *seq_out = rec.seq - 1;
+    else if (rc == CAIRN_ENOTFOUND)
+        *seq_out = cairn__iter_limit(it);
+    cairn_iter_close(it);
+    return rc == CAIRN_ENOTFOUND ? CAIRN_OK : rc;
 }
