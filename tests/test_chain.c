@@ -512,6 +512,34 @@ static void test_reordered_records_are_found(void **state)
     free(p);
 }
 
+/* A torn tail after the head's seq (what a crash leaves until the next
+ * writer's open) is a problem, but the head's history is whole. */
+static void test_a_torn_tail_after_the_head_leaves_it_proven(void **state)
+{
+    fx *f = *state;
+    cairn_verify_report r;
+    cairn_db *db;
+    cairn_head h;
+    char *p;
+    FILE *fp;
+    make_store(f->dir);
+    h = head_of(f->dir);
+    p = tu_find_last(f->dir, ".log");
+    fp = fopen(p, "ab");
+    assert_non_null(fp);
+    fputs("\x50\x00\x00\x00torn", fp); /* a record's start, cut short */
+    fclose(fp);
+    free(p);
+    db = open_db(f->dir, 1, NULL);
+    assert_int_equal(cairn_verify_head(db, &h, NULL, NULL, &r), CAIRN_OK);
+    assert_int_equal(r.problems, 1);
+    assert_true(r.head_proven);
+    h.seq -= 1; /* the tail is after this head too... */
+    assert_int_equal(cairn_verify_head(db, &h, NULL, NULL, &r), CAIRN_OK);
+    assert_false(r.head_proven); /* ...whose hash is another one */
+    cairn_close(db);
+}
+
 /* ---- compaction, purge, old stores ---------------------------------------- */
 
 static void store_mem(cairn_mem *m, const char *content, char id[CAIRN_MEM_ID_MAX + 1])
@@ -925,7 +953,7 @@ static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
     cairn_replay_report rr;
     uint64_t seed = 7;
     cairn_head h;
-    int done = 0;
+    int done = 0, refused = 0;
 
     assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
     fill(db, 0, 50);
@@ -949,8 +977,12 @@ static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
         tu_rmrf(copy);
         rc = cairn_replay(db, to, copy, &rr);
         if (rc == CAIRN_ENOTFOUND) {
-            assert_non_null(strstr(cairn_errmsg(db), "lies in a hole"));
+            /* inside a hole, or before what the compaction dropped: the
+             * state then is not in the log any more */
+            assert_true(strstr(cairn_errmsg(db), "lies in a hole") != NULL ||
+                        strstr(cairn_errmsg(db), "cannot be rebuilt") != NULL);
             assert_non_null(strstr(cairn_errmsg(db), "live:0"));
+            refused++;
             free(copy);
             continue;
         }
@@ -965,13 +997,14 @@ static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
         free(copy);
     }
     assert_true(done >= 3);
+    assert_true(refused >= 1);
     /* the whole log: the same head */
     copy = tu_join(f->dir, "copy");
     tu_rmrf(copy);
     assert_int_equal(cairn_replay(db, h.seq, copy, &rr), CAIRN_OK);
     assert_memory_equal(rr.head.hash, h.hash, CAIRN_HASH_LEN);
     /* errors: a directory not empty, a seq past the end */
-    assert_int_equal(cairn_replay(db, 2, copy, &rr), CAIRN_EEXIST);
+    assert_int_equal(cairn_replay(db, h.seq - 1, copy, &rr), CAIRN_EEXIST);
     tu_rmrf(copy);
     assert_int_equal(cairn_replay(db, h.seq + 1, copy, &rr), CAIRN_ENOTFOUND);
     assert_int_equal(cairn_replay(db, 0, copy, &rr), CAIRN_EINVAL);
@@ -1078,6 +1111,8 @@ int main(void)
             test_a_sealed_record_rewritten_whole_file_is_found_by_the_manifest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_dropped_segment_is_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reordered_records_are_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_torn_tail_after_the_head_leaves_it_proven, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_compaction_and_purge_keep_every_head_proven, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_store_sealed_before_the_chain_gets_its_values,

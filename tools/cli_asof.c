@@ -121,10 +121,10 @@ int cli_as_of_setup(cli_ctx *ctx, int *argc, char **argv, char *view, size_t cap
     }
     /* The view beside the store (hard links need its file system), else
      * in $TMPDIR (copies). */
-    snprintf(view, cap, "%s/.as-of-XXXXXX", ctx->store);
+    snprintf(view, cap, "%s/.as-of-%ld-XXXXXX", ctx->store, (long)getpid());
     if (mkdtemp(view) == NULL) {
         const char *t = getenv("TMPDIR");
-        snprintf(view, cap, "%s/cairn-as-of-XXXXXX", t && t[0] ? t : "/tmp");
+        snprintf(view, cap, "%s/cairn-as-of-%ld-XXXXXX", t && t[0] ? t : "/tmp", (long)getpid());
         if (mkdtemp(view) == NULL) {
             view[0] = '\0';
             cairn_close(db);

@@ -582,9 +582,10 @@ typedef struct cairn_verify_report {
     uint64_t problems;   /* every problem (fn got each one) */
     uint64_t first_bad;  /* the first seq known to differ; 0: none found, or not known */
     int head_proven;     /* want given: the chain at want->seq is want->hash, the log
-                            reaches it, no hole before it broke the chain, and the
-                            log has no other problem (a damaged structure can read
-                            as another history than the one hashed) */
+                            reaches it, no hole before it broke the chain, and no
+                            segment holding seqs up to it has another problem (a
+                            damaged structure can read as another history than the
+                            one hashed; a torn tail after want->seq cannot) */
     uint64_t holes;      /* holes of compactions (at or before want->seq) the chain went
                             across as they say: their chain_in held, and the records
                             they stand for are gone (a purge's holes are checked
@@ -612,19 +613,23 @@ typedef struct cairn_replay_report {
  * seq to_seq, byte for byte (seqs, times, salts: the same hash chain), then
  * check it: its head must be this store's chain at to_seq. Derived files
  * are not copied (the copy's first open folds them from its log), nor
- * ACCESS (access counts no record holds). Errors: CAIRN_EINVAL (to_seq 0),
- * CAIRN_EEXIST (dir not empty), CAIRN_ENOTFOUND (to_seq past the log's end,
- * a retired number, or inside a hole a compaction left: the message says
- * which seqs the hole stands for), CAIRN_ECORRUPT (the copy does not check;
- * it is left for inspection), CAIRN_EIO. */
+ * ACCESS (access counts no record holds). Settings and named types are the
+ * store's now. Errors: CAIRN_EINVAL (to_seq 0), CAIRN_EEXIST (dir not
+ * empty), CAIRN_ENOTFOUND (to_seq past the log's end, a retired number,
+ * inside a hole a compaction left, or before what a compaction dropped:
+ * the message says which), CAIRN_ECORRUPT (the copy does not check; it is
+ * left for inspection), CAIRN_EIO (what was written is removed). */
 int cairn_replay(cairn_db *db, uint64_t to_seq, const char *dir, cairn_replay_report *out);
 
 /* cairn_replay with flags. CAIRN_REPLAY_VIEW: a view for reading the store
  * as it was at to_seq (`--as-of`), thrown away after: the files it takes
  * whole are hard links where dir is on the same file system (sealed and
  * closed segments, and the index files that cover at most to_seq, so its
- * first open folds from them), it keeps this store's id, and it is not
- * checked whole. */
+ * first open folds from them), it keeps this store's id, it is not checked
+ * whole and its report has no head. Both refuse (CAIRN_ENOTFOUND) a to_seq
+ * below the highest seq a compaction dropped of records folds read (the
+ * records of memories gone since, and their going): the log no longer
+ * tells that state. */
 #define CAIRN_REPLAY_VIEW 1u
 int cairn_replay_ex(cairn_db *db, uint64_t to_seq, const char *dir, unsigned flags,
                     cairn_replay_report *out);

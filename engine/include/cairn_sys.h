@@ -7,6 +7,11 @@
  * Each function follows its POSIX namesake: it returns -1 and sets errno on
  * failure. `site` names the call site ("segment.append", "manifest.rename",
  * ...) so an injector can target one place; the real table ignores it.
+ * A handle with background threads calls the table from them too; one
+ * without (cairn_options.background 0) given a table makes every call from
+ * the thread that called the API, in an order that repeats run after run
+ * (with the real calls it may hash a segment on a thread of its own while
+ * it seals it).
  */
 #ifndef CAIRN_SYS_H
 #define CAIRN_SYS_H

@@ -488,7 +488,7 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     chained = rc == CAIRN_OK;
 #endif
     rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, chained ? chain : NULL,
-                           db->background, &size, &e);
+                           db->background || !db->caller_io, &size, &e);
     if (rc == CAIRN_OK)
         rc = cairn__seg_open_sealed(db, id, 0, &sealed, &e);
     cairn__view_release(db, v);

@@ -14,6 +14,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,9 +29,10 @@
 #include "record.h"
 #include "seqfile.h"
 
-/* Write len bytes to a new file `name` in dirfd, fsynced. */
+/* Write len bytes to a new file `name` in dirfd, fsynced when durable (a
+ * view, thrown away after one read, is not). */
 static int write_file(const cairn_io *io, int dirfd, const char *name, const uint8_t *b,
-                      size_t len, cairn__err *e)
+                      size_t len, int durable, cairn__err *e)
 {
     int fd = -1, rc;
     rc = cairn__io_open(io, "replay.write", dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd,
@@ -37,7 +40,7 @@ static int write_file(const cairn_io *io, int dirfd, const char *name, const uin
     if (rc != CAIRN_OK)
         return rc;
     rc = cairn__io_write(io, "replay.write", fd, b, len, 0, name, e);
-    if (rc == CAIRN_OK)
+    if (rc == CAIRN_OK && durable)
         rc = cairn__io_fsync(io, "replay.write", fd, name, e);
     cairn__io_close(io, "replay.write", fd);
     return rc;
@@ -51,12 +54,12 @@ static int take_whole(cairn_db *db, int dirfd, const char *name, const uint8_t *
 {
     if (link_ok && linkat(db->dirfd, name, dirfd, name, 0) == 0)
         return CAIRN_OK;
-    return write_file(db->io, dirfd, name, b, len, e);
+    return write_file(db->io, dirfd, name, b, len, !link_ok, e);
 }
 
 /* Bytes [0, len) of a log-form segment, read through its fd. */
 static int copy_log(cairn_db *db, int dirfd, const seg_ref *s, uint64_t len, int link_ok,
-                    cairn__err *e)
+                    int durable, cairn__err *e)
 {
     if (link_ok && len == s->log_file_size && linkat(db->dirfd, s->log.name, dirfd, s->log.name,
                                                      0) == 0)
@@ -71,7 +74,7 @@ static int copy_log(cairn_db *db, int dirfd, const seg_ref *s, uint64_t len, int
     if (rc == CAIRN_OK && got != len)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: short read while copying it", s->log.name);
     if (rc == CAIRN_OK)
-        rc = write_file(db->io, dirfd, s->log.name, b, (size_t)len, e);
+        rc = write_file(db->io, dirfd, s->log.name, b, (size_t)len, durable, e);
     cairn__free(db->a, b);
     return rc;
 }
@@ -152,11 +155,28 @@ static int cut_sealed(cairn_db *db, int dirfd, const seg_ref *s, uint64_t to, in
     return rc;
 }
 
-/* The directory for the copy: made, or empty. */
-static int open_target(const char *dir, int *dirfd, cairn__err *e)
+/* A failed copy: what it wrote goes (the directory was empty), and the
+ * directory too when it made it. */
+static void remove_written(int dirfd, const char *dir, int made)
+{
+    DIR *d = cairn__io_opendir(dirfd);
+    struct dirent *de;
+    if (d != NULL) {
+        while ((de = readdir(d)) != NULL)
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                unlinkat(dirfd, de->d_name, 0);
+        closedir(d);
+    }
+    if (made)
+        rmdir(dir);
+}
+
+/* The directory for the copy: made (*made), or empty. */
+static int open_target(const char *dir, int *dirfd, int *made, cairn__err *e)
 {
     int fd;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    *made = mkdir(dir, 0755) == 0;
+    if (!*made && errno != EEXIST)
         return cairn__fail(e, CAIRN_EIO, "%s: cannot make it: %s", dir, strerror(errno));
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -215,9 +235,9 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
     view *v;
     manifest m;
     logseg act;
-    uint8_t want[CHAIN_LEN];
+    uint8_t want[CHAIN_LEN] = {0};
     size_t idx;
-    int dirfd = -1, whole = 0, rc;
+    int dirfd = -1, whole = 0, made = 0, rc;
     uint64_t next_id;
 
     if (db == NULL || dir == NULL || out == NULL || to == 0)
@@ -233,15 +253,29 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
         cairn__view_release(db, v);
         return rc;
     }
-    /* The source's chain at `to`: what the copy must give. */
-    rc = cairn__chain_at(db, v, to, want, &e);
+    /* A compaction dropped records of the state before dropped_upto (the
+     * records of memories gone later, and their going): below it the log
+     * no longer tells what was live then. */
+    if (to < v->m.dropped_upto) {
+        char pol[96];
+        cairn_retain_format(&v->m.retain, pol, sizeof pol);
+        cairn__view_release(db, v);
+        return cairn__db_failf(db, CAIRN_ENOTFOUND, "the state at seq %llu cannot be rebuilt: a "
+                               "compaction under the retention policy %s dropped records up to "
+                               "seq %llu; choose seq %llu or later",
+                               (unsigned long long)to, pol, (unsigned long long)v->m.dropped_upto,
+                               (unsigned long long)v->m.dropped_upto);
+    }
+    /* The source's chain at `to`: what the copy must give (a view, not
+     * checked, takes none). */
+    rc = as_view ? CAIRN_OK : cairn__chain_at(db, v, to, want, &e);
     for (idx = 0; rc == CAIRN_OK && idx < v->m.n; idx++)
         if (v->m.e[idx].kind == SEG_ACTIVE || v->m.e[idx].last_seq >= to)
             break;
     /* A sealed segment that ends at `to` is copied whole, as those before. */
     whole = rc == CAIRN_OK && v->segs[idx]->sealed && v->m.e[idx].last_seq == to;
     if (rc == CAIRN_OK)
-        rc = open_target(dir, &dirfd, &e);
+        rc = open_target(dir, &dirfd, &made, &e);
     if (rc == CAIRN_OK)
         rc = cairn__manifest_copy(&v->m, db->a, &m) == CAIRN_OK ? CAIRN_OK
                                                                 : cairn__fail(&e, CAIRN_ENOMEM,
@@ -254,7 +288,7 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
             rc = take_whole(db, dirfd, name, s->map, s->map_len, as_view, &e);
             out->bytes += s->s.raw_bytes;
         } else {
-            rc = copy_log(db, dirfd, s, s->log.end, as_view, &e);
+            rc = copy_log(db, dirfd, s, s->log.end, as_view, !as_view, &e);
             out->bytes += s->log.end - FILEHDR_SIZE;
         }
         out->segments++;
@@ -266,7 +300,7 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
         if (s->sealed) {
             rc = cut_sealed(db, dirfd, s, to, &last_ts, &out->bytes, &e);
             x->rev = 0;
-            x->chained = 1; /* the value at `to`, checked below */
+            x->chained = !as_view; /* the value at `to`, checked below */
             memcpy(x->chain, want, CHAIN_LEN);
         } else {
             uint64_t end, n;
@@ -276,7 +310,7 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
             last_ts = s->log.ts[n - 1];
             x->first_ts = s->log.ts[0];
             pthread_mutex_unlock(&db->mu);
-            rc = copy_log(db, dirfd, s, end, 0, &e);
+            rc = copy_log(db, dirfd, s, end, 0, !as_view, &e);
             x->kind = SEG_CLOSED;
             x->chained = 0;
             out->bytes += end - FILEHDR_SIZE;
@@ -321,14 +355,14 @@ written:
         link_index_files(db, dirfd, to);
     if (m.e != NULL)
         cairn__manifest_free(db->a, &m);
+    if (dirfd >= 0 && rc != CAIRN_OK)
+        remove_written(dirfd, dir, made);
     if (dirfd >= 0)
         close(dirfd);
     if (rc != CAIRN_OK)
         return cairn__db_fail(db, rc, &e);
     if (as_view) { /* taken for one read and thrown away: not checked whole */
         out->seq = to;
-        out->head.seq = to;
-        memcpy(out->head.hash, want, CHAIN_LEN);
         return CAIRN_OK;
     }
 
@@ -366,25 +400,65 @@ int cairn_seq_at_time(cairn_db *db, int64_t ts_ms, uint64_t *seq_out)
     cairn_range r = CAIRN_RANGE_INIT;
     cairn_iter *it = NULL;
     cairn_record rec;
-    int rc;
+    uint64_t before = 0, sum;
+    int rc, sealed;
 
     if (db == NULL || seq_out == NULL)
         return CAIRN_EINVAL;
     *seq_out = 0;
-    if (ts_ms == INT64_MAX) {
-        *seq_out = cairn__handed_seq(db);
-        return CAIRN_OK;
-    }
     /* The first record after ts_ms (found by time, block by block): the
-     * seq before it is the newest at or before ts_ms. */
-    r.ts_from = ts_ms + 1;
-    if ((rc = cairn_iter_open(db, &r, &it)) != CAIRN_OK)
-        return rc;
-    rc = cairn_iter_next(it, &rec);
-    if (rc == CAIRN_OK)
-        *seq_out = rec.seq - 1;
-    else if (rc == CAIRN_ENOTFOUND)
-        *seq_out = cairn__iter_limit(it);
-    cairn_iter_close(it);
-    return rc == CAIRN_ENOTFOUND ? CAIRN_OK : rc;
+     * newest record before it is the one; numbers recovery retired in
+     * between are passed over. */
+    if (ts_ms != INT64_MAX) {
+        r.ts_from = ts_ms + 1;
+        if ((rc = cairn_iter_open(db, &r, &it)) != CAIRN_OK)
+            return rc;
+        rc = cairn_iter_next(it, &rec);
+        if (rc == CAIRN_OK)
+            before = rec.seq - 1;
+        else if (rc == CAIRN_ENOTFOUND)
+            before = cairn__iter_limit(it);
+        cairn_iter_close(it);
+        if (rc != CAIRN_OK && rc != CAIRN_ENOTFOUND)
+            return rc;
+    } else {
+        before = cairn__handed_seq(db);
+    }
+    return cairn__record_at_or_before(db, before, seq_out, &sum, &sealed);
+}
+
+/* ".as-of-<pid>-XXXXXX": the pid of the process a view is for. */
+static int view_pid(const char *name, long *pid)
+{
+    char *end;
+    if (strncmp(name, CAIRN_VIEW_PREFIX, sizeof CAIRN_VIEW_PREFIX - 1) != 0)
+        return 0;
+    *pid = strtol(name + sizeof CAIRN_VIEW_PREFIX - 1, &end, 10);
+    return *pid > 0 && *end == '-';
+}
+
+uint64_t cairn__views_sweep(cairn_db *db, int all)
+{
+    DIR *d = cairn__io_opendir(db->dirfd);
+    struct dirent *de;
+    uint64_t n = 0;
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL) {
+        long pid;
+        int fd;
+        if (!view_pid(de->d_name, &pid))
+            continue;
+        if (!all && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue; /* its process may still read it */
+        fd = openat(db->dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        remove_written(fd, NULL, 0);
+        close(fd);
+        if (unlinkat(db->dirfd, de->d_name, AT_REMOVEDIR) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
 }

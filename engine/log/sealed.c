@@ -292,6 +292,19 @@ static void *chain_main(void *arg)
     return NULL;
 }
 
+/* The hash job's outcome: its error, or a chain that stopped short. */
+static int chain_done(const chain_job *job, const logseg *src, cairn__err *e)
+{
+    if (job->rc != CAIRN_OK) {
+        *e = job->e;
+        return job->rc;
+    }
+    if (src->n > 0 && job->last != src->base_seq + src->n - 1)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: the hash chain stopped at seq %llu, before "
+                           "its end", src->name, (unsigned long long)job->last);
+    return CAIRN_OK;
+}
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                       const logseg *src, uint8_t *chain, int parallel, uint64_t *file_size,
                       cairn__err *e)
@@ -311,8 +324,11 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
         job.src = src;
         job.chain = chain;
         threaded = parallel && pthread_create(&th, NULL, chain_main, &job) == 0;
-        if (!threaded)
+        if (!threaded) {
             chain_main(&job); /* here, first (and its I/O in a fixed order) */
+            if ((rc = chain_done(&job, src, e)) != CAIRN_OK)
+                return rc;
+        }
     }
     cairn__logseg_name(fin, src->id, "seg");
     rc = cairn__sealw_begin(&w, io, a, dirfd, fin, src->id, src->salt, src->base_seq,
@@ -340,20 +356,18 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                                     src->ts[i], src->ts[j - 1], (uint32_t)(j - i), e);
         i = j;
     }
+    /* The hash before the file is put in place: a seal whose chain failed
+     * publishes nothing. */
+    if (threaded) {
+        pthread_join(th, NULL);
+        if (rc == CAIRN_OK)
+            rc = chain_done(&job, src, e);
+    }
     if (rc == CAIRN_OK)
         rc = cairn__sealw_finish(&w, file_size, e);
     else
         cairn__sealw_abort(&w);
     cairn__free(a, raw);
-    if (threaded)
-        pthread_join(th, NULL);
-    if (rc == CAIRN_OK && chain != NULL && job.rc != CAIRN_OK) {
-        *e = job.e;
-        rc = job.rc;
-    }
-    if (rc == CAIRN_OK && chain != NULL && src->n > 0 && job.last != src->base_seq + src->n - 1)
-        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: the hash chain stopped at seq %llu, before its "
-                         "end", src->name, (unsigned long long)job.last);
     return rc;
 }
 

@@ -939,6 +939,8 @@ static int open_store(cairn_db *db, const cairn_options *o, cairn__err *e)
         return rc;
     if (!db->read_only)
         rc = remove_orphans(db, &m, 0, e);
+    if (rc == CAIRN_OK && !db->read_only)
+        (void)cairn__views_sweep(db, 0); /* views of processes gone (a killed --as-of) */
     /* Settings: stored unless this handle overrides them. */
     if (db->durability == CAIRN_DURABILITY_STORED)
         db->durability = (cairn_durability)m.durability;
@@ -1042,6 +1044,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         db->io_copy = *o->io;
     }
     db->io = &db->io_copy;
+    db->caller_io = o->io != NULL;
     db->read_only = o->read_only;
     db->background = o->background && !o->read_only;
     db->busy_ms = o->version >= 3 && o->busy_timeout_ms ? o->busy_timeout_ms

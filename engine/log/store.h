@@ -66,6 +66,8 @@ struct cairn_db {
     cairn_allocator a_copy;
     cairn_io io_copy;
     int read_only;
+    int caller_io;            /* cairn_options.io given: without background threads,
+                                 every I/O call is the calling thread's, in order */
     int background;
     cairn_durability durability; /* in force for this handle */
     uint32_t batch_ms;
@@ -191,6 +193,12 @@ int cairn__append_batch_ts(cairn_db *db, const cairn_entry *entries, size_t n,
                            uint64_t *first_seq_out, int64_t *ts_out);
 /* A fresh, random per-segment salt (never 0). */
 uint64_t cairn__random_salt(void);
+/* Views for --as-of live in the store as CAIRN_VIEW_PREFIX<pid>-XXXXXX
+ * (cli_asof.c), their segments hard links of the store's. Remove those
+ * whose process is gone (all: every one); returns how many. A writer's
+ * open and a purge (whose bytes a view's links would keep) call it. */
+#define CAIRN_VIEW_PREFIX ".as-of-"
+uint64_t cairn__views_sweep(cairn_db *db, int all);
 /* 128 random bits for a new store's id (never all zero). */
 void cairn__store_id_new(uint8_t *id);
 /* Every record with seq in from..to, in order, through fn; stops at the

@@ -28,11 +28,15 @@ typedef struct vctx {
     void *user;
     const char *file;
     uint64_t problems;
+    const cairn_head *want; /* verify --head: which problems bear on it */
+    int for_head;           /* the segment being checked holds seqs up to want's */
+    uint64_t head_problems; /* problems in such segments */
 } vctx;
 
 static void problem(vctx *c, const char *file, uint64_t off, int code, const char *msg)
 {
     c->problems++;
+    c->head_problems += c->for_head;
     if (c->fn != NULL)
         c->fn(c->user, file, off, code, msg);
 }
@@ -87,6 +91,11 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg
             problem(c, seg.name, stop.offset,
                     stop.why == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
         } else if (x->kind != SEG_ACTIVE || !live) {
+            /* a torn tail after the head's seq leaves its history whole */
+            int keep = c->for_head;
+            if (x->kind == SEG_ACTIVE && c->want != NULL && seg.n > 0 &&
+                seg.base_seq + seg.n - 1 >= c->want->seq)
+                c->for_head = 0;
             snprintf(m, sizeof m, "%s after record %llu; %llu bytes follow%s",
                      stop.why == REC_END ? "unreadable bytes" : cairn__record_result_str(stop.why),
                      (unsigned long long)(seg.base_seq + seg.n - 1),
@@ -95,6 +104,7 @@ static void verify_log(cairn_db *db, vctx *c, const manifest_entry *x, const seg
                                            : "");
             problem(c, seg.name, stop.offset,
                     stop.why == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT, m);
+            c->for_head = keep;
         }
     }
     if (x->kind == SEG_CLOSED && seg.n != x->count) {
@@ -156,7 +166,7 @@ int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problem
 int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, void *user,
                       cairn_verify_report *out)
 {
-    vctx c = {fn, user, NULL, 0};
+    vctx c = {fn, user, NULL, 0, want, 0, 0};
     cairn_verify_report local;
     uint64_t *problems_out;
     manifest m;
@@ -190,6 +200,7 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
     for (size_t i = 0; i < v->m.n; i++) {
         const manifest_entry *x = &v->m.e[i];
         seg_ref *s = v->segs[i];
+        c.for_head = want != NULL && x->base_seq <= want->seq;
         if (x->kind == SEG_SEALED) {
             c.file = s->log.name;
             cairn__sealed_verify(s->map, s->map_len, db->a, s->log.name, sealed_problem, &c);
@@ -201,14 +212,16 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
             verify_log(db, &c, x, s, live);
         }
     }
+    c.for_head = 0; /* set-aside files: records not in the log, which the chain finds */
     report_set_aside(db, &c);
     {
-        /* A head is proven only on a log whose structure holds: a damaged
-         * block or hole can read as another history than the one hashed. */
+        /* A head is proven only where the log's structure holds up to its
+         * seq: a damaged block or hole can read as another history than the
+         * one hashed (a torn tail after it cannot). */
         cairn_verify_report chain;
         memset(&chain, 0, sizeof chain);
         cairn__verify_chain(db, v, want, fn, user, &chain);
-        chain.head_proven = chain.head_proven && c.problems == 0;
+        chain.head_proven = chain.head_proven && c.head_problems == 0;
         c.problems += chain.problems;
         *out = chain;
     }

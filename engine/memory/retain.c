@@ -1047,6 +1047,9 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     cairn__merger_hold(m->merger); /* the handle's own compaction gives way */
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;
+    /* views left by --as-of processes that are gone keep the bytes as hard
+     * links: away with them (a live one's goes when its command ends) */
+    (void)cairn__views_sweep(m->db, 0);
     if ((rc = cairn__compact_lock(m->db, 1)) != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
         pthread_mutex_unlock(&m->mu);
