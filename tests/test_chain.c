@@ -1094,6 +1094,139 @@ static void test_a_view_links_its_files_and_finds_the_seq_at_a_time(void **state
     cairn_close(db);
 }
 
+/* ---- --as-of against a store rebuilt from the log cut at the seq --------- */
+
+typedef struct digest {
+    char *text; /* every live memory, one line each, sorted */
+    size_t len, cap;
+} digest;
+
+static int digest_one(void *user, cairn_memory *mem)
+{
+    digest *d = user;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%s|%s|%s|%.6f|%s\n", mem->id, mem->ns, mem->content,
+                     mem->importance, mem->metadata);
+    if (d->len + (size_t)n + 1 > d->cap) {
+        d->cap = (d->len + (size_t)n + 1) * 2;
+        d->text = realloc(d->text, d->cap);
+        assert_non_null(d->text);
+    }
+    memcpy(d->text + d->len, line, (size_t)n + 1);
+    d->len += (size_t)n;
+    cairn_mem_free(mem);
+    return 0;
+}
+
+/* The live memories of the store in dir, as text (ids first: the order of
+ * cairn_mem_each is by creation, the same in both). */
+static char *memories_of(const char *dir)
+{
+    cairn_db *db = open_db(dir, 0, NULL);
+    cairn_mem *m = NULL;
+    digest d = {NULL, 0, 0};
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    assert_int_equal(cairn_mem_each(m, NULL, 0, digest_one, &d), CAIRN_OK);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    return d.text != NULL ? d.text : strdup("");
+}
+
+/* A store rebuilt by appending the source's records 1..to again, one by
+ * one, into a new store (seqs the same: the source has no gap). */
+static void rebuild(const char *src, const char *dst, uint64_t to)
+{
+    cairn_db *a = open_db(src, 1, NULL), *b = open_db(dst, 0, NULL);
+    cairn_range rg = CAIRN_RANGE_INIT;
+    cairn_iter *it = NULL;
+    cairn_record r;
+    rg.seq_to = to;
+    assert_int_equal(cairn_iter_open(a, &rg, &it), CAIRN_OK);
+    while (cairn_iter_next(it, &r) == CAIRN_OK) {
+        cairn_entry en;
+        uint64_t seq;
+        memset(&en, 0, sizeof en);
+        en.type = r.type;
+        en.ns = r.ns;
+        en.ns_len = r.ns_len;
+        en.json = r.json;
+        en.json_len = r.json_len;
+        en.bin = r.bin;
+        en.bin_len = r.bin_len;
+        assert_int_equal(cairn_append(b, &en, &seq), CAIRN_OK);
+        assert_int_equal(seq, r.seq);
+    }
+    cairn_iter_close(it);
+    cairn_close(a);
+    assert_int_equal(cairn_close(b), CAIRN_OK);
+}
+
+static void test_as_of_answers_as_a_store_rebuilt_from_the_log_cut_there(void **state)
+{
+    fx *f = *state;
+    static const char *words[] = {"deploy", "rollback", "cache", "flaky", "docker", "token",
+                                  "release", "index", "audit", "merge"};
+    cairn_db *db = open_db(f->dir, 0, NULL);
+    cairn_mem *m = NULL;
+    char ids[200][CAIRN_MEM_ID_MAX + 1], text[256];
+    size_t n_ids = 0;
+    uint64_t seed = 2026, last;
+    cairn_head h;
+    int compared = 0;
+
+    /* A random history: stores, updates, deletes, restores, checkpoints
+     * (index files the views link and fold from) */
+    assert_int_equal(cairn_mem_open(db, NULL, &m), CAIRN_OK);
+    for (int op = 0; op < 400; op++) {
+        uint64_t r = tu_splitmix64(&seed) % 100;
+        if (r < 50 || n_ids == 0) {
+            int k = snprintf(text, sizeof text, "memory %d:", op);
+            for (int w = 0; w < 6; w++)
+                k += snprintf(text + k, sizeof text - (size_t)k, " %s",
+                              words[tu_splitmix64(&seed) % 10]);
+            if (n_ids < 200)
+                store_mem(m, text, ids[n_ids++]);
+        } else if (r < 70) {
+            cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+            u.importance = (double)(tu_splitmix64(&seed) % 100) / 100.0;
+            (void)cairn_mem_update(m, ids[tu_splitmix64(&seed) % n_ids], &u);
+        } else if (r < 85) {
+            (void)cairn_mem_delete(m, ids[tu_splitmix64(&seed) % n_ids], "test");
+        } else if (r < 95) {
+            cairn_memory *back = NULL;
+            if (cairn_mem_restore(m, ids[tu_splitmix64(&seed) % n_ids], &back) == CAIRN_OK)
+                cairn_mem_free(back);
+        } else {
+            assert_int_equal(cairn_mem_checkpoint(m), CAIRN_OK);
+        }
+    }
+    cairn_mem_close(m);
+    assert_int_equal(cairn_head_get(db, &h), CAIRN_OK);
+    last = h.seq;
+    for (int k = 0; k < 8; k++) {
+        uint64_t to = 1 + tu_splitmix64(&seed) % last;
+        char *vdir = tu_join(f->dir, ".as-of-1-test"), *rdir = tu_join(f->dir, "rebuilt");
+        char *va, *vb;
+        cairn_replay_report rr;
+        tu_rmrf(vdir);
+        tu_rmrf(rdir);
+        assert_int_equal(cairn_replay_ex(db, to, vdir, CAIRN_REPLAY_VIEW, &rr), CAIRN_OK);
+        rebuild(f->dir, rdir, to);
+        va = memories_of(vdir);
+        vb = memories_of(rdir);
+        assert_string_equal(va, vb);
+        compared += va[0] != '\0';
+        free(va);
+        free(vb);
+        tu_rmrf(vdir);
+        tu_rmrf(rdir);
+        free(vdir);
+        free(rdir);
+    }
+    assert_true(compared >= 6);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1132,6 +1265,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_the_empty_head_is_proven, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_view_links_its_files_and_finds_the_seq_at_a_time,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_as_of_answers_as_a_store_rebuilt_from_the_log_cut_there, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
