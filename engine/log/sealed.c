@@ -265,6 +265,8 @@ void cairn__sealw_abort(cairn__sealw *w)
     w->g = w->comp = w->index = NULL;
 }
 
+#define SEAL_CHAIN_THREAD_MIN (1u << 20) /* bytes of log */
+
 /* The hash chain of a log segment, on a thread of its own beside the
  * sealing: SHA-256 and zstd take about as long as each other, and a close
  * waiting for its seals then has both cores at work. */
@@ -323,7 +325,10 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
         job.a = a;
         job.src = src;
         job.chain = chain;
-        threaded = parallel && pthread_create(&th, NULL, chain_main, &job) == 0;
+        /* a thread pays off for a segment of some size; a small one is
+         * hashed first, here */
+        threaded = parallel && src->end >= SEAL_CHAIN_THREAD_MIN &&
+                   pthread_create(&th, NULL, chain_main, &job) == 0;
         if (!threaded) {
             chain_main(&job); /* here, first (and its I/O in a fixed order) */
             if ((rc = chain_done(&job, src, e)) != CAIRN_OK)

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -154,6 +155,54 @@ static void report_lost_tail(cairn_db *db, vctx *c, view *v)
     problem(c, act->log.name, act->sealed ? act->map_len : act->log.end, CAIRN_ECORRUPT, m);
 }
 
+/* The chain's check runs on a thread of its own beside the structure's
+ * (each reads every sealed block): its problems are kept and handed to the
+ * caller's fn after, in order, from the calling thread. */
+typedef struct kept_problem {
+    char file[64];
+    uint64_t off;
+    int code;
+    char msg[CAIRN_ERRMSG_MAX];
+} kept_problem;
+
+typedef struct chain_run {
+    cairn_db *db;
+    const view *v;
+    const cairn_head *want;
+    cairn_verify_report rep;
+    kept_problem *kept;
+    size_t n_kept, cap_kept;
+    int lost;                /* a problem that could not be kept (no memory) */
+} chain_run;
+
+static void keep_problem(void *user, const char *file, uint64_t off, int code, const char *msg)
+{
+    chain_run *r = user;
+    kept_problem *k;
+    if (r->n_kept == r->cap_kept) {
+        size_t cap = r->cap_kept ? 2 * r->cap_kept : 16;
+        kept_problem *p = cairn__realloc(r->db->a, r->kept, cap * sizeof *p);
+        if (p == NULL) {
+            r->lost++;
+            return;
+        }
+        r->kept = p;
+        r->cap_kept = cap;
+    }
+    k = &r->kept[r->n_kept++];
+    snprintf(k->file, sizeof k->file, "%s", file ? file : "-");
+    k->off = off;
+    k->code = code;
+    snprintf(k->msg, sizeof k->msg, "%s", msg ? msg : "");
+}
+
+static void *chain_main(void *arg)
+{
+    chain_run *r = arg;
+    cairn__verify_chain(r->db, r->v, r->want, keep_problem, r, &r->rep);
+    return NULL;
+}
+
 int cairn_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems_out)
 {
     cairn_verify_report r;
@@ -172,7 +221,9 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
     manifest m;
     cairn__err e;
     view *v;
-    int live, rc;
+    chain_run run;
+    pthread_t th;
+    int live, threaded, rc;
 
     if (out == NULL)
         out = &local;
@@ -196,6 +247,13 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
     if (rc != CAIRN_OK)
         problem(&c, MANIFEST_NAME, 0, rc, cairn_errmsg(db));
     live = cairn__writer_live(db);
+    memset(&run, 0, sizeof run);
+    run.db = db;
+    run.v = v;
+    run.want = want;
+    /* beside the structure's check, but never with a caller's I/O table
+     * (it may not expect two threads) */
+    threaded = !db->caller_io && pthread_create(&th, NULL, chain_main, &run) == 0;
     report_lost_tail(db, &c, v);
     for (size_t i = 0; i < v->m.n; i++) {
         const manifest_entry *x = &v->m.e[i];
@@ -219,9 +277,19 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
          * seq: a damaged block or hole can read as another history than the
          * one hashed (a torn tail after it cannot). */
         cairn_verify_report chain;
-        memset(&chain, 0, sizeof chain);
-        cairn__verify_chain(db, v, want, fn, user, &chain);
-        chain.head_proven = chain.head_proven && c.head_problems == 0;
+        if (threaded)
+            pthread_join(th, NULL);
+        else
+            chain_main(&run);
+        for (size_t k = 0; k < run.n_kept; k++)
+            if (fn != NULL)
+                fn(user, run.kept[k].file, run.kept[k].off, run.kept[k].code, run.kept[k].msg);
+        if (run.lost > 0 && fn != NULL)
+            fn(user, MANIFEST_NAME, 0, CAIRN_ENOMEM, "no memory to keep the hash chain's problems");
+        cairn__free(db->a, run.kept);
+        chain = run.rep;
+        chain.problems += (uint64_t)run.lost;
+        chain.head_proven = chain.head_proven && c.head_problems == 0 && run.lost == 0;
         c.problems += chain.problems;
         *out = chain;
     }
