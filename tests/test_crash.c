@@ -23,8 +23,8 @@
  * of a late kill followed, without a check in between, by a kill 0-30 ms
  * after the next child starts, which lands in its open (recovery: orphans of
  * an interrupted roll or seal, a torn tail when a kill tore a write) or in
- * its background sealing of the segments the first child left closed. More
- * than 200 kills in all. (A torn tail is rare here: a kill mostly lands in an
+ * its background sealing of the segments the first child left closed. 190
+ * kills in all (each check verifies the whole store, hash chain included). (A torn tail is rare here: a kill mostly lands in an
  * fdatasync, not inside a write; test_recovery cuts tails at every byte.)
  */
 #include <setjmp.h>
@@ -426,13 +426,13 @@ static void test_kill9_while_appending_never_loses_an_acknowledged_record(void *
     crash_state cs;
 
     crash_init(&cs, *state, 0x5eed0001ull);
-    for (int round = 0; round < 140; round++) {
+    for (int round = 0; round < 110; round++) {
         kill_round(&cs, round % 3 == 2, 1);
         check_round(&cs);
     }
     /* Every round acknowledged something, and the rounds rolled segments
      * (about one record in twelve is 12-40 KiB; 64 KiB segments). */
-    assert_true(cs.max_acked >= 140);
+    assert_true(cs.max_acked >= 110);
     assert_true(cs.rolled >= 3);
     crash_done(&cs, "appending");
 }
