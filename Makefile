@@ -67,11 +67,19 @@ deps:
 	@sh tools/install-deps.sh
 
 # The suite: unit tests, corpus replay, crash tests; then all of it again under
-# ASan+UBSan in a separate build directory.
+# ASan+UBSan in a separate build directory; then the threaded suites under
+# TSan. Each build compiles on every core; the suites run one at a time.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+SAN_VARS := BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
+TSAN_VARS := BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
+TSAN_TESTS := test_concurrency test_memory test_memindex test_memvec test_store test_reflex \
+              test_compact test_session test_tiers
 test: deps
+	$(MAKE) -j$(JOBS) all $(TEST_BIN) $(FUZZ_REPLAY)
 	$(MAKE) check
-	$(MAKE) check BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
-	$(MAKE) build/tsan/tests/test_concurrency build/tsan/tests/test_memory build/tsan/tests/test_memindex build/tsan/tests/test_memvec build/tsan/tests/test_store build/tsan/tests/test_reflex build/tsan/tests/test_compact build/tsan/tests/test_session build/tsan/tests/test_tiers BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
+	$(MAKE) -j$(JOBS) all $(TEST_BIN:$(BUILD)/%=build/san/%) $(FUZZ_REPLAY:$(BUILD)/%=build/san/%) $(SAN_VARS)
+	$(MAKE) check $(SAN_VARS)
+	$(MAKE) -j$(JOBS) $(TSAN_TESTS:%=build/tsan/tests/%) $(TSAN_VARS)
 	./build/tsan/tests/test_concurrency
 	./build/tsan/tests/test_store
 	./build/tsan/tests/test_memory
