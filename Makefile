@@ -74,12 +74,18 @@ SAN_VARS := BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
 TSAN_VARS := BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
 TSAN_TESTS := test_concurrency test_memory test_memindex test_memvec test_store test_reflex \
               test_compact test_session test_tiers
+SAN_BINS := all $(TEST_BIN:$(BUILD)/%=build/san/%) $(FUZZ_REPLAY:$(BUILD)/%=build/san/%)
 test: deps
 	$(MAKE) -j$(JOBS) all $(TEST_BIN) $(FUZZ_REPLAY)
-	$(MAKE) check
-	$(MAKE) -j$(JOBS) all $(TEST_BIN:$(BUILD)/%=build/san/%) $(FUZZ_REPLAY:$(BUILD)/%=build/san/%) $(SAN_VARS)
+	@# the sanitizer builds compile on one core while the plain suites run
+	@mkdir -p build
+	@( $(MAKE) $(SAN_BINS) $(SAN_VARS) && $(MAKE) $(TSAN_TESTS:%=build/tsan/tests/%) $(TSAN_VARS); \
+	   echo $$? >build/sanitizer-build.rc ) >build/sanitizer-build.log 2>&1 & \
+	$(MAKE) check; rc=$$?; wait; \
+	if [ "$$(cat build/sanitizer-build.rc 2>/dev/null)" != 0 ]; then \
+	  cat build/sanitizer-build.log; echo "make test: the sanitizer builds failed"; exit 1; fi; \
+	exit $$rc
 	$(MAKE) check $(SAN_VARS)
-	$(MAKE) -j$(JOBS) $(TSAN_TESTS:%=build/tsan/tests/%) $(TSAN_VARS)
 	./build/tsan/tests/test_concurrency
 	./build/tsan/tests/test_store
 	./build/tsan/tests/test_memory
