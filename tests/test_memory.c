@@ -284,7 +284,18 @@ static void the_flat_record_scan_decodes_as_cjson_does(void **state)
         {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\","
                            "\"metadata\":{\"k\":[1,2.50]}}", 0},
         {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"id\":\"m2\",\"content\":\"x\",\"category\":\"f\"}", 0},
-        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[0,2]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[0,2]}", 1},
+        {CAIRN_REC_MEMORY_DELETE, "{\"id\":\"m1\",\"batch\": [ 6 , 7 ] ,\"reason\":\"r\"}", 1},
+        {CAIRN_REC_MEMORY_UPDATE, "{\"batch\":[0,1],\"id\":\"m1\",\"importance\":1}", 1},
+        /* a mark cJSON must judge: refused, or a second one */
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[2,2]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[0.5,2]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[-1,2]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[0,2,3]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[0]}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":\"0,2\"}", 0},
+        {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"batch\":[1,2],"
+                           "\"batch\":[0,2]}", 0},
         {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\"} trailing", 0},
         {CAIRN_REC_MEMORY, "\f{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\"}", 0},
         {CAIRN_REC_MEMORY, "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"f\",\"importance\":01}", 0},

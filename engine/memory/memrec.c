@@ -78,6 +78,8 @@ static const struct {
 
 typedef struct flat {
     jval v[FLAT_N];
+    int batch;           /* a commit's mark [i,n] was there */
+    uint64_t batch_i, batch_n;
 } flat;
 
 /* Where fields come from: exactly one of root and fl. */
@@ -483,6 +485,43 @@ static int flat_number(char **pp, const char *end, double *out)
  * escapes, no nesting, no repeated field this decoder reads) in s, a
  * private copy it NUL-terminates strings in. 0 to decline: the record
  * then goes to cJSON, which decides. */
+/* An exact count as cairn__batch_get takes one: a number, integral, in
+ * 0..CAIRN_BATCH_MAX. */
+static int flat_count(char **pp, const char *end, uint64_t *out)
+{
+    double d;
+    if (!flat_number(pp, end, &d) || !(d >= 0) || d > CAIRN_BATCH_MAX || d != floor(d))
+        return 0;
+    *out = (uint64_t)d;
+    return 1;
+}
+
+/* A commit's mark at *pp: '[' i ',' n ']' with i < n. 0 to decline. */
+static int flat_mark(char **pp, const char *end, uint64_t *i, uint64_t *n)
+{
+    char *p = *pp;
+    if (p >= end || *p++ != '[')
+        return 0;
+    while (p < end && is_ws(*p))
+        p++;
+    if (!flat_count(&p, end, i))
+        return 0;
+    while (p < end && is_ws(*p))
+        p++;
+    if (p >= end || *p++ != ',')
+        return 0;
+    while (p < end && is_ws(*p))
+        p++;
+    if (!flat_count(&p, end, n))
+        return 0;
+    while (p < end && is_ws(*p))
+        p++;
+    if (p >= end || *p++ != ']' || *i >= *n)
+        return 0;
+    *pp = p;
+    return 1;
+}
+
 static int scan_flat(char *s, size_t len, flat *fl)
 {
     char *p = s, *end = s + len;
@@ -490,6 +529,8 @@ static int scan_flat(char *s, size_t len, flat *fl)
 
     for (size_t i = 0; i < FLAT_N; i++)
         fl->v[i].kind = JV_NONE;
+    fl->batch = 0;
+    fl->batch_i = fl->batch_n = 0;
     while (p < end && is_ws(*p))
         p++;
     if (p >= end || *p++ != '{')
@@ -513,8 +554,6 @@ static int scan_flat(char *s, size_t len, flat *fl)
         for (size_t i = 0; i < FLAT_N; i++)
             if (fnames[i].len == klen && memcmp(fnames[i].name, k, klen) == 0)
                 slot = i;
-        if (klen == 5 && memcmp(k, "batch", 5) == 0)
-            return 0; /* a commit's mark: an array */
         p = q + 1;
         while (p < end && is_ws(*p))
             p++;
@@ -524,7 +563,14 @@ static int scan_flat(char *s, size_t len, flat *fl)
             p++;
         if (p >= end)
             return 0;
-        if (*p == '"') {
+        if (klen == 5 && memcmp(k, "batch", 5) == 0) {
+            /* A commit's mark (batch.h): [i,n], both exact counts, i < n.
+             * Anything else, or a second one, is cJSON's to judge. */
+            if (fl->batch || !flat_mark(&p, end, &fl->batch_i, &fl->batch_n))
+                return 0;
+            fl->batch = 1;
+            v.kind = JV_OTHER;
+        } else if (*p == '"') {
             if ((q = flat_string(p + 1, end)) == NULL)
                 return 0;
             *q = 0;
@@ -592,8 +638,11 @@ int cairn__memrec_decode_scan(cairn__memscan *sc, uint16_t type, const char *jso
     out->type = type;
     src.root = NULL;
     src.fl = &fl;
-    if (scan_flat(sc->buf, len, &fl) && decode_rest(&src, bin, bin_len, out, NULL) == CAIRN_OK)
+    if (scan_flat(sc->buf, len, &fl) && decode_rest(&src, bin, bin_len, out, NULL) == CAIRN_OK) {
+        out->batch_i = fl.batch_i;
+        out->batch_n = fl.batch_n;
         return CAIRN_OK;
+    }
     /* Declined, or a rule failed: cJSON decides, and words the error. */
     cairn__memrec_done(out);
     return cairn__memrec_decode_bin(type, json, len, bin, bin_len, out, e);
