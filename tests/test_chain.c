@@ -1012,6 +1012,50 @@ static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* A cut inside a sealed segment of many blocks: the blocks before the one
+ * holding the seq are copied as they are (compressed), that one record by
+ * record; the copy holds the same records and proves the same head. */
+static void test_replay_cuts_a_sealed_segment_of_many_blocks(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db = NULL;
+    cairn_replay_report rr;
+    manifest m;
+    uint64_t sealed_last = 0;
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 1u << 20; /* about 16 blocks of 64 KiB, sealed at the roll */
+    if (cairn_open(&db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("open: %s", err);
+    fill(db, 0, 12000);
+    assert_int_equal(cairn_seal(db), CAIRN_OK);
+    m = read_manifest(f->dir);
+    for (size_t i = 0; i < m.n; i++)
+        if (m.e[i].kind == SEG_SEALED && sealed_last == 0)
+            sealed_last = m.e[i].last_seq;
+    cairn__manifest_free(NULL, &m);
+    assert_true(sealed_last > 4000); /* far past its first block */
+    {
+        /* the first block, one in the middle, the last record of the file */
+        uint64_t tos[3] = {7, sealed_last / 2 + 3, sealed_last};
+        for (int k = 0; k < 3; k++) {
+            char *copy = tu_join(f->dir, "copy");
+            tu_rmrf(copy);
+            assert_int_equal(cairn_replay(db, tos[k], copy, &rr), CAIRN_OK);
+            assert_int_equal(rr.seq, tos[k]);
+            assert_int_equal(verify(f->dir, &rr.head, NULL, NULL), 0);
+            assert_int_equal(verify(copy, &rr.head, NULL, NULL), 0);
+            same_records_upto(f->dir, copy, tos[k]);
+            tu_rmrf(copy);
+            free(copy);
+        }
+    }
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 /* A view for --as-of: hard links of what it takes whole, this store's id,
  * the index files that cover at most its seq; and the seq at a time. */
 static void test_a_view_links_its_files_and_finds_the_seq_at_a_time(void **state)
@@ -1263,6 +1307,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_the_head_after_retired_numbers_is_the_last_record,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_empty_head_is_proven, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_cuts_a_sealed_segment_of_many_blocks, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_view_links_its_files_and_finds_the_seq_at_a_time,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(

@@ -103,16 +103,15 @@ static int cut_sealed(cairn_db *db, int dirfd, const seg_ref *s, uint64_t to, in
         sealed_block b;
         size_t pos = 0;
         cairn__sealed_block(&s->s, i, &b);
+        if (i < k) { /* whole: copied as compressed */
+            rc = cairn__sealw_copy_block(&w, &s->s, i, e);
+            *last_ts = b.last_ts;
+            *bytes += b.raw_len;
+            continue;
+        }
         rc = cairn__sealed_read_block(&s->s, i, db->a, &raw, &cap, &raw_len, s->log.name, e);
         if (rc != CAIRN_OK)
             break;
-        if (i < k) {
-            rc = cairn__sealw_block(&w, raw, raw_len, b.first_seq, b.last_seq, b.first_ts,
-                                    b.last_ts, b.count, e);
-            *last_ts = b.last_ts;
-            *bytes += raw_len;
-            continue;
-        }
         while (pos < raw_len && rc == CAIRN_OK) {
             cairn_record rec;
             size_t len;

@@ -186,6 +186,33 @@ static int gathered_flush(cairn__sealw *w, cairn__err *e)
     return rc;
 }
 
+int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, cairn__err *e)
+{
+    sealed_block b;
+    const uint8_t *comp;
+    int rc;
+
+    cairn__sealed_block(src, i, &b);
+    comp = src->data + b.offset;
+    if (XXH3_64bits(comp, b.comp_len) != b.sum)
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: block %u at offset %llu has bad checksum",
+                           w->fin, i, (unsigned long long)b.offset);
+    if (cairn__grow(w->a, (void **)&w->index, &w->index_cap, (w->nblocks + 1) * SEAL_INDEX_ENTRY,
+                    1) != CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);
+    if ((rc = gathered_flush(w, e)) != CAIRN_OK)
+        return rc;
+    b.offset = w->pos; /* its place in this file; every other field stays */
+    if ((rc = out_write(w, comp, b.comp_len, e)) != CAIRN_OK)
+        return rc;
+    put_block(w->index + w->nblocks * SEAL_INDEX_ENTRY, &b);
+    w->nblocks++;
+    w->raw_total += b.raw_len;
+    w->records += b.count;
+    w->next_seq = b.last_seq + 1;
+    return CAIRN_OK;
+}
+
 int cairn__sealw_add(cairn__sealw *w, const uint8_t *rec, size_t len, uint64_t seq,
                      uint64_t last, int64_t ts, cairn__err *e)
 {
