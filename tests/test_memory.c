@@ -2152,6 +2152,66 @@ static void a_recall_with_no_access_records_none(void **state)
     cairn_mem_free(m);
 }
 
+/* A read-only handle that may run a thread indexes a long fold on one
+ * (past INDEXER_AFTER texts); it answers as one that indexes inline. */
+static void a_read_only_handle_indexes_a_long_fold_on_a_thread(void **state)
+{
+    static const char *const words[] = {"deploy", "rollback", "cache", "flaky", "docker",
+                                        "token", "agent", "index", "audit", "vector"};
+    static const char *const queries[] = {"deploy cache", "flaky docker token", "memory 4711",
+                                          "audit"};
+    fx *f = *state;
+    cairn_db *ro[2];
+    cairn_mem *rm[2];
+    uint64_t seed = 11;
+    char text[160];
+
+    for (int i = 0; i < 5000; i++) {
+        size_t len = 0;
+        for (int w = 0; w < 6; w++)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s ",
+                                    words[tu_splitmix64(&seed) % 10]);
+        snprintf(text + len, sizeof text - len, "memory %d", i);
+        assert_int_equal(cairn_mem_store(f->mem, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+    assert_int_equal(cairn_flush(f->db), CAIRN_OK);
+    for (int t = 0; t < 2; t++) {
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        char err[CAIRN_ERRMSG_MAX] = "";
+        o.read_only = 1;
+        o.background = t;
+        if (cairn_open(&ro[t], f->dir, &o, err, sizeof err) != CAIRN_OK)
+            fail_msg("open: %s", err);
+        assert_int_equal(cairn_mem_open(ro[t], NULL, &rm[t]), CAIRN_OK);
+    }
+    assert_null(rm[0]->ix); /* background 0: inline */
+    assert_non_null(rm[1]->ix); /* the fold of 5,000 texts started the thread */
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+        cairn_recall_hit *h[3];
+        size_t n[3];
+        cairn_recall_opts ro_opts = CAIRN_RECALL_OPTS_INIT;
+        ro_opts.k = 20;
+        ro_opts.no_access = 1; /* the three rank on the same statistics */
+        assert_int_equal(cairn_mem_recall(rm[0], queries[q], &ro_opts, &h[0], &n[0]), CAIRN_OK);
+        assert_int_equal(cairn_mem_recall(rm[1], queries[q], &ro_opts, &h[1], &n[1]), CAIRN_OK);
+        assert_int_equal(cairn_mem_recall(f->mem, queries[q], &ro_opts, &h[2], &n[2]), CAIRN_OK);
+        assert_true(n[0] > 0);
+        for (int k = 1; k < 3; k++) {
+            assert_int_equal(n[k], n[0]);
+            for (size_t i = 0; i < n[0]; i++) {
+                assert_string_equal(h[k][i].mem.id, h[0][i].mem.id);
+                assert_true(h[k][i].bm25 == h[0][i].bm25);
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            cairn_recall_free(h[k], n[k]);
+    }
+    for (int t = 0; t < 2; t++) {
+        cairn_mem_close(rm[t]);
+        assert_int_equal(cairn_close(ro[t]), CAIRN_OK);
+    }
+}
+
 int main(void)
 {
 #define MEMORY_TESTS(T) \
@@ -2198,7 +2258,8 @@ int main(void)
     T(a_waiting_writer_folds_what_the_holder_appends) \
     T(long_contents_do_not_waste_the_shared_chunk) \
     T(recall_filters_by_metadata) \
-    T(keep_duplicate_and_a_chosen_id)
+    T(keep_duplicate_and_a_chosen_id) \
+    T(a_read_only_handle_indexes_a_long_fold_on_a_thread)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {

@@ -303,7 +303,7 @@ int cli_open_read(const cli_ctx *ctx, cairn_db **out)
 
     cli_options(ctx, &o);
     o.read_only = 1;
-    o.background = 0;
+    o.background = 1; /* read-only: only lets a long fold index text on a thread */
     err[0] = '\0';
     rc = cairn_open(out, ctx->store, &o, err, sizeof err);
     if (rc == CAIRN_ENOTFOUND)

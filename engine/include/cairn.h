@@ -166,7 +166,9 @@ typedef struct cairn_options {
                                     (cairn_io.reserve) and gives back the rest at roll/close */
     int background;              /* 1: two background threads, one flushes and syncs,
                                     one seals (at nice 10 on Linux);
-                                    0: all of it happens inline in the calling thread */
+                                    0: all of it happens inline in the calling thread;
+                                    read-only: 1 lets a long fold (thousands of memories
+                                    past the newest index file) index text on one thread */
     const cairn_allocator *allocator; /* NULL = malloc/realloc/free */
     const struct cairn_io *io;        /* NULL = real system calls (tests inject faults) */
     /* Since version 3. How long a write waits for the writer lock while

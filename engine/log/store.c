@@ -1047,6 +1047,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     db->caller_io = o->io != NULL;
     db->read_only = o->read_only;
     db->background = o->background && !o->read_only;
+    db->may_thread = o->background;
     db->busy_ms = o->version >= 3 && o->busy_timeout_ms ? o->busy_timeout_ms
                                                         : CAIRN_BUSY_TIMEOUT_DEFAULT;
     db->durability = o->durability;

@@ -69,6 +69,8 @@ struct cairn_db {
     int caller_io;            /* cairn_options.io given: without background threads,
                                  every I/O call is the calling thread's, in order */
     int background;
+    int may_thread;           /* cairn_options.background as asked: a read-only
+                                 handle indexes a long fold on one more thread */
     cairn_durability durability; /* in force for this handle */
     uint32_t batch_ms;
     uint64_t segment_size;

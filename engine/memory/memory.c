@@ -535,6 +535,9 @@ static int indexed_text(const ment *x, const char **text, size_t *len, char **bu
     return CAIRN_OK;
 }
 
+/* Texts a read-only handle indexes inline before it starts a thread. */
+#define INDEXER_AFTER 4096
+
 static int index_text(cairn_mem *m, const ment *x)
 {
     cairn__ramidx *idx = m->ns[x->nsi].idx;
@@ -544,6 +547,15 @@ static int index_text(cairn_mem *m, const ment *x)
     int rc = indexed_text(x, &text, &len, &buf);
     if (rc != CAIRN_OK)
         return rc;
+    /* A read-only handle that may run a thread starts one when a fold
+     * turns out long (an open far past the newest index file, a view):
+     * texts are indexed beside the decoding. Failing to start: inline. */
+    if (m->ix == NULL && m->db->read_only && m->db->may_thread && !m->ix_tried &&
+        ++m->inline_texts > INDEXER_AFTER) {
+        m->ix_tried = 1;
+        if (cairn__indexer_new(&m->ix) != CAIRN_OK)
+            m->ix = NULL;
+    }
     if (m->ix != NULL)
         return cairn__indexer_add(m->ix, idx, x->seq, text, len, buf); /* it frees buf */
     rc = cairn__ramidx_add(idx, x->seq, (const uint8_t *)text, len);

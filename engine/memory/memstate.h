@@ -118,6 +118,8 @@ struct cairn_mem {
     int check_only;          /* a scratch state of verify: removes no file */
     int stale;               /* a record was appended but not applied: the
                                 state is no longer a fold of the log */
+    size_t inline_texts;       /* texts indexed inline (read-only handles) */
+    int ix_tried;              /* a read-only handle started its indexer, or failed to */
     struct cairn__indexer *ix; /* adds stored texts to the index on a thread
                                 of its own (indexer.h), or NULL: inline */
     struct cairn__merger *merger; /* merges index files on a thread of its
