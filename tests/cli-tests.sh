@@ -1545,7 +1545,8 @@ check "get --as-of SEQ finds it as it was then" sh -c "[ $rc -eq 0 ] && grep -q 
 asof_norm='if type == "array" then map(del(.accessedAt, .accessCount, .score)) else del(.accessedAt, .accessCount) end'
 asof_same() { # COMMAND... : its output with --as-of $S1 is its output on a replay to $S1
     # (access times and counts aside: each read of either counts one now;
-    # and recall's scores, whose recency is reckoned from the time now)
+    # and recall's scores: the replay's recency is reckoned from now,
+    # --as-of's from the moment)
     "$CAIRN" $AO "$@" --as-of "$S1" >asof.a 2>&1
     "$CAIRN" --store "$T/asof-at" "$@" >asof.b 2>&1
     if jq -e . asof.a >/dev/null 2>&1; then
@@ -1568,6 +1569,16 @@ run $AO list --as-of 2000-01-01
 check "--as-of a time before the first record exits 1, saying so" sh -c "[ $rc -eq 1 ] && grep -q 'first record is later' err"
 run $AO list --as-of now --format json
 check "--as-of now is the store now" jq_ok 'length == 29'
+EXP_AT=$(($(date +%s%3N) + 2000))
+"$CAIRN" $AO add "an expiring memory of the as-of test" --expires "@$EXP_AT" >asof-exp.id 2>/dev/null
+S4=$("$CAIRN" $AO head 2>/dev/null | cut -d: -f1)
+while [ "$(date +%s%3N)" -le $((EXP_AT + 50)) ]; do sleep 0.2; done
+run $AO get "$(cat asof-exp.id)"
+check "a memory past its expiry is not returned now" rc_is 1
+run $AO get "$(cat asof-exp.id)" --as-of "$S4"
+check "get --as-of a seq before its expiry returns it: now is the moment's time" sh -c "[ $rc -eq 0 ] && grep -q 'an expiring memory' out"
+run $AO recall "expiring memory" --as-of "$S4" --format json
+check "recall --as-of reckons expiry at the moment too" jq_ok 'any(.[]; .content | test("an expiring memory"))'
 run $AO add "x" --as-of 3
 check "--as-of on a command that writes exits 64, naming those that take it" sh -c "[ $rc -eq 64 ] && grep -q 'recall, get, list' err"
 run $AO list --as-of

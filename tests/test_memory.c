@@ -2212,6 +2212,49 @@ static void a_read_only_handle_indexes_a_long_fold_on_a_thread(void **state)
     }
 }
 
+/* A handle's clock (cairn_mem_set_clock) is its now for reading: recency
+ * and expiry as they are at that time; 0 is the wall clock again. */
+static void a_handle_reads_recency_and_expiry_at_its_clock(void **state)
+{
+    fx *f = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_memory *a = NULL, *b = NULL, *g = NULL;
+    cairn_recall_hit *h;
+    size_t n;
+    const int64_t day = 86400000;
+
+    assert_int_equal(cairn_mem_store(f->mem, "clock reading alpha", NULL, &a, NULL), CAIRN_OK);
+    so.expires_at = a->created_at + 3600000; /* an hour after */
+    assert_int_equal(cairn_mem_store(f->mem, "clock reading beta", &so, &b, NULL), CAIRN_OK);
+    ro.no_access = 1;
+    ro.k = 10;
+    /* now: both, fresh */
+    assert_int_equal(cairn_mem_recall(f->mem, "clock reading", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2);
+    assert_true(h[0].recency > 0.99 && h[1].recency > 0.99);
+    cairn_recall_free(h, n);
+    /* thirty days on: alpha's recency at 0.5^(30 / half-life), beta expired */
+    cairn_mem_set_clock(f->mem, a->created_at + 30 * day);
+    assert_int_equal(cairn_mem_recall(f->mem, "clock reading", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].mem.id, a->id);
+    assert_true(fabs(h[0].recency - pow(0.5, 30.0 / f->mem->half_life)) < 1e-9);
+    cairn_recall_free(h, n);
+    assert_int_equal(cairn_mem_get(f->mem, b->id, &g), CAIRN_ENOTFOUND);
+    /* half an hour on: beta not expired yet */
+    cairn_mem_set_clock(f->mem, a->created_at + 1800000);
+    assert_int_equal(cairn_mem_get(f->mem, b->id, &g), CAIRN_OK);
+    cairn_mem_free(g);
+    /* the wall clock again */
+    cairn_mem_set_clock(f->mem, 0);
+    assert_int_equal(cairn_mem_recall(f->mem, "clock reading", &ro, &h, &n), CAIRN_OK);
+    assert_int_equal(n, 2);
+    cairn_recall_free(h, n);
+    cairn_mem_free(a);
+    cairn_mem_free(b);
+}
+
 int main(void)
 {
 #define MEMORY_TESTS(T) \
@@ -2259,7 +2302,8 @@ int main(void)
     T(long_contents_do_not_waste_the_shared_chunk) \
     T(recall_filters_by_metadata) \
     T(keep_duplicate_and_a_chosen_id) \
-    T(a_read_only_handle_indexes_a_long_fold_on_a_thread)
+    T(a_read_only_handle_indexes_a_long_fold_on_a_thread) \
+    T(a_handle_reads_recency_and_expiry_at_its_clock)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown),
 #define TT(name) cmocka_unit_test_setup_teardown(name, setup_threads, teardown),
     const struct CMUnitTest tests[] = {

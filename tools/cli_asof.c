@@ -33,6 +33,34 @@ static int may_take(const char *cmd, const char *sub)
     return 0;
 }
 
+/* The moment's time: the TIME given, else that of the record at seq (a
+ * seq a hole stands for: the hole's). */
+static int moment_time(cairn_db *db, uint64_t seq, const char *when, int64_t *out)
+{
+    cairn_range rg = CAIRN_RANGE_INIT;
+    cairn_iter *it = NULL;
+    cairn_record rec;
+    int64_t ts;
+    int rc;
+
+    if (!(when[0] >= '0' && when[0] <= '9' && strspn(when, "0123456789") == strlen(when)) &&
+        cli_parse_time(when, cli_now_ms(), &ts) == 0) {
+        *out = ts;
+        return CAIRN_OK;
+    }
+    rg.seq_from = seq;
+    rg.seq_to = seq;
+    if ((rc = cairn_iter_open(db, &rg, &it)) != CAIRN_OK)
+        return rc;
+    rc = cairn_iter_next(it, &rec);
+    if (rc == CAIRN_OK)
+        *out = rec.ts_ms > 0 ? rec.ts_ms : 1;
+    else if (rc == CAIRN_ENOTFOUND) /* no record stands for it: the replay says why */
+        rc = CAIRN_OK, *out = 0;
+    cairn_iter_close(it);
+    return rc;
+}
+
 void cli_as_of_cleanup(const char *dir)
 {
     DIR *d;
@@ -115,6 +143,8 @@ int cli_as_of_setup(cli_ctx *ctx, int *argc, char **argv, char *view, size_t cap
             rc = cli_fail(ctx->cmd, CAIRN_ENOTFOUND, "--as-of %s: the log's first record is "
                           "later", when);
     }
+    if (rc == CAIRN_OK && (rc = moment_time(db, seq, when, &ctx->as_of_ms)) != CAIRN_OK)
+        rc = cli_fail_db(ctx->cmd, db, rc, "--as-of");
     if (rc != CAIRN_OK) {
         cairn_close(db);
         return rc;

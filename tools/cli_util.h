@@ -35,6 +35,8 @@ typedef struct cli_ctx {
     int no_embed;
     unsigned busy_timeout_ms; /* --busy-timeout MS: how long a write waits for
                                  another process's turn; 0 = 5000 */
+    int64_t as_of_ms;         /* --as-of: the moment's time (the TIME given, or the
+                                 seq's record's), now for the memory engine; 0: none */
 } cli_ctx;
 
 /* ---- errors: exactly one line on stderr, "cairn: <cmd>: <detail>" ---- */

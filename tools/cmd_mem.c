@@ -241,6 +241,8 @@ static int open_mem(cli_ctx *ctx, int write, cairn_db **db, cairn_mem **mem)
         *db = NULL;
         return r;
     }
+    if (ctx->as_of_ms != 0) /* recency and expiry as they were then */
+        cairn_mem_set_clock(*mem, ctx->as_of_ms);
     if (cairn_mem_index_note(*mem)[0] != 0)
         fprintf(stderr, "cairn: %s: warning: memory index: %s\n", ctx->cmd,
                 cairn_mem_index_note(*mem));

@@ -1409,6 +1409,14 @@ typedef struct cairn_mem_hooks {
 /* Replace the hooks (NULL: none). */
 void cairn_mem_set_hooks(cairn_mem *m, const cairn_mem_hooks *hooks);
 
+/* The time this handle reads as now, in ms since 1970 (0: the wall clock,
+ * the default): recall's recency and importance decay, and which memories
+ * have expired, in recall, context, get, list, export and stats, and the
+ * stream's relative times. For a store as it was at a moment (a view of
+ * `--as-of`, a copy from cairn_replay): that moment. What the handle
+ * writes is stamped with the wall clock all the same. */
+void cairn_mem_set_clock(cairn_mem *m, int64_t now_ms);
+
 typedef enum cairn_mem_event_kind {
     CAIRN_EVENT_STORED = 0,    /* memory */
     CAIRN_EVENT_RECALLED = 1,  /* hits, n_hits */

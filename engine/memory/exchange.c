@@ -175,7 +175,7 @@ static char *value_text(const cJSON *o, const char *name, int bare_strings)
 int cairn__mem_scan(cairn_mem *m, const char *const *ns, size_t n_ns, uint64_t from_seq,
                     int (*fn)(void *user, cairn_mem *m, const ment *x), void *user)
 {
-    int64_t now = cairn__mem_wall_ms();
+    int64_t now = cairn__mem_now(m);
     uint8_t *want = NULL; /* by namespace number: listed */
     size_t first = 0, total;
     int rc;
@@ -247,7 +247,7 @@ int cairn_mem_each(cairn_mem *m, const char *const *ns, size_t n_ns,
 
 int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
 {
-    int64_t now = cairn__mem_wall_ms();
+    int64_t now = cairn__mem_now(m);
     sbuf b = {NULL, 0, 0, 0};
     cJSON *arr = NULL;
     int rc = CAIRN_OK;

@@ -156,7 +156,7 @@ int cairn_mem_count(cairn_mem *m, uint64_t *live)
 
 int cairn_mem_stats_get(cairn_mem *m, cairn_mem_stats *s)
 {
-    int64_t now = cairn__mem_wall_ms();
+    int64_t now = cairn__mem_now(m);
     double sum = 0;
     int rc = CAIRN_OK;
 

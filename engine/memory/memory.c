@@ -59,6 +59,18 @@ int64_t cairn__mem_wall_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* The clock is read without m->mu (some readers take it before). */
+int64_t cairn__mem_now(const cairn_mem *m)
+{
+    int64_t c = __atomic_load_n(&m->clock_ms, __ATOMIC_RELAXED);
+    return c != 0 ? c : cairn__mem_wall_ms();
+}
+
+void cairn_mem_set_clock(cairn_mem *m, int64_t now_ms)
+{
+    __atomic_store_n(&m->clock_ms, now_ms, __ATOMIC_RELAXED);
+}
+
 static char *dup_str(const char *s, size_t n)
 {
     char *p = malloc(n + 1);
@@ -2224,7 +2236,7 @@ int cairn_mem_get(cairn_mem *m, const char *id, cairn_memory **out)
     }
     cairn__access_refresh(m); /* its access statistics as ACCESS has them now */
     x = id ? cairn__mem_find_id(m, id) : NULL;
-    if (x == NULL || cairn__mem_expired(x, cairn__mem_wall_ms()))
+    if (x == NULL || cairn__mem_expired(x, cairn__mem_now(m)))
         rc = not_found(m, id);
     else
         rc = copy_new(m, x, out);

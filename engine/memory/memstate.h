@@ -158,6 +158,7 @@ struct cairn_mem {
     uint64_t acc_fold_file;  /* the last fold record applied: the ACCESS file it */
     uint64_t acc_fold_upto;  /* folded, and the bytes of it folded (0: none) */
     uint64_t id_counter;
+    int64_t clock_ms;        /* cairn_mem_set_clock: now for reads; 0: the wall clock */
     double max_retention;    /* days */
     uint64_t max_memories;   /* this handle's own limit per namespace
                                 (cairn_mem_options); 0: the store's setting
@@ -245,6 +246,9 @@ int cairn__mem_turn_end(cairn_mem *m, int rc);
  * is an error, once. */
 int cairn__mem_index_settle(cairn_mem *m);
 int64_t cairn__mem_wall_ms(void);
+/* Now as this handle reads it: its clock (cairn_mem_set_clock), else the
+ * wall clock. */
+int64_t cairn__mem_now(const cairn_mem *m);
 
 /* The index file failed a check (rc) at `what`: remove it (a writer), mark
  * the handle damaged, say so in m->err. Returns CAIRN_ECORRUPT. */

@@ -400,7 +400,7 @@ int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_o
     cairn_mem_hooks hooks = cairn__mem_hooks(m);
     double best_fused = 0, most = 0;
     norms z;
-    int64_t now = cairn__mem_wall_ms();
+    int64_t now;
     vec_query vq;
     float *qbuf = NULL;
     rfilter flt;
@@ -422,6 +422,7 @@ int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_o
     n_ns = o->ns ? o->n_ns : 1;
     pthread_mutex_lock(&m->mu);
     cairn__errbuf(m)[0] = 0;
+    now = cairn__mem_now(m);
     if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK || (rc = filter_init(m, o, &flt)) != CAIRN_OK)
         goto out;
     flt.pred = pred;
@@ -561,7 +562,8 @@ int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_o
         hooks.after_recall(hooks.user, out, take, keep);
         pthread_mutex_lock(&m->mu);
     }
-    rc = record_access(m, out, keep, take, now, o->no_access, &kept_n);
+    /* an access happens now, whatever the handle's clock */
+    rc = record_access(m, out, keep, take, cairn__mem_wall_ms(), o->no_access, &kept_n);
     if (rc != CAIRN_OK) {
         take = kept_n; /* what is left in out after compaction */
         goto out;

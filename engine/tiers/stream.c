@@ -412,7 +412,7 @@ static const ment *row_entry(cairn_mem *m, const crow *r, int64_t now)
 static int list_locked(cairn_mem *m, const cairn_stream_query *q, const tier_scope *sc, size_t n_ns,
                        tbuf *b)
 {
-    int64_t now = cairn__mem_wall_ms(), lo = 0, hi = 0;
+    int64_t now = cairn__mem_now(m), lo = 0, hi = 0;
     lrow *rows = NULL;
     size_t n = 0, cap = 0, take;
     int rc, in_range = 0, any = 0, filtered = q->role != NULL || q->min_importance > 0 || q->issue > 0;
