@@ -33,6 +33,13 @@ while [ $p -lt 10 ]; do
     p=$((p + 1))
 done
 LAST=$("$CAIRN" head --store "$S" | cut -d: -f1)
+# The index files the imports left: each import writes one, and a writer's
+# merger folds small ones into bigger ones in the background, so how many
+# there are (and how far the oldest reaches) depends on timing. A moment
+# before the oldest file's seq is folded from the first record.
+FILES=$(ls "$S" | grep -c '^mem-.*\.cmx$' || true)
+OLDEST=$(ls "$S" | grep '^mem-.*\.cmx$' | head -1 | sed 's/^mem-\([0-9a-f]*\)\.cmx$/\1/')
+echo "{\"name\":\"layout\",\"memories\":$N,\"index_files\":$FILES,\"oldest_file_covers\":$(printf '%d' "0x${OLDEST:-0}")}"
 median_ms() {
     for k in 1 2 3 4 5; do
         s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N)
