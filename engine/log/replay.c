@@ -104,7 +104,7 @@ static int cut_sealed(cairn_db *db, int dirfd, const seg_ref *s, uint64_t to, in
         size_t pos = 0;
         cairn__sealed_block(&s->s, i, &b);
         if (i < k) { /* whole: copied as compressed */
-            rc = cairn__sealw_copy_block(&w, &s->s, i, e);
+            rc = cairn__sealw_copy_block(&w, &s->s, i, s->log.name, e);
             *last_ts = b.last_ts;
             *bytes += b.raw_len;
             continue;

@@ -186,7 +186,8 @@ static int gathered_flush(cairn__sealw *w, cairn__err *e)
     return rc;
 }
 
-int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, cairn__err *e)
+int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, const char *what,
+                            cairn__err *e)
 {
     sealed_block b;
     const uint8_t *comp;
@@ -196,7 +197,7 @@ int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, 
     comp = src->data + b.offset;
     if (XXH3_64bits(comp, b.comp_len) != b.sum)
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: block %u at offset %llu has bad checksum",
-                           w->fin, i, (unsigned long long)b.offset);
+                           what, i, (unsigned long long)b.offset);
     if (cairn__grow(w->a, (void **)&w->index, &w->index_cap, (w->nblocks + 1) * SEAL_INDEX_ENTRY,
                     1) != CAIRN_OK)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);

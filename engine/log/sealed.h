@@ -113,8 +113,9 @@ int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint
                        cairn__err *e);
 /* Block i of `src` as it is, compressed bytes and all (its checksum
  * checked first): the writer must have the same salt and come to the
- * block's first seq. */
-int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, cairn__err *e);
+ * block's first seq. `what` names src in messages. */
+int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, const char *what,
+                            cairn__err *e);
 /* One record (len bytes, encoded with the file's salt) standing for
  * seq..last (last > seq: a hole). */
 int cairn__sealw_add(cairn__sealw *w, const uint8_t *rec, size_t len, uint64_t seq,
