@@ -1007,6 +1007,10 @@ static void test_replay_copies_the_log_up_to_a_seq_and_checks_it(void **state)
     assert_int_equal(cairn_replay(db, h.seq - 1, copy, &rr), CAIRN_EEXIST);
     tu_rmrf(copy);
     assert_int_equal(cairn_replay(db, h.seq + 1, copy, &rr), CAIRN_ENOTFOUND);
+    /* a view takes no chain value: the end is checked all the same */
+    assert_int_equal(cairn_replay_ex(db, h.seq + 5, copy, CAIRN_REPLAY_VIEW, &rr),
+                     CAIRN_ENOTFOUND);
+    assert_non_null(strstr(cairn_errmsg(db), "past the end of the log"));
     assert_int_equal(cairn_replay(db, 0, copy, &rr), CAIRN_EINVAL);
     free(copy);
     assert_int_equal(cairn_close(db), CAIRN_OK);

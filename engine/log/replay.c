@@ -271,6 +271,19 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
     for (idx = 0; rc == CAIRN_OK && idx < v->m.n; idx++)
         if (v->m.e[idx].kind == SEG_ACTIVE || v->m.e[idx].last_seq >= to)
             break;
+    /* Past the newest record (a view takes no chain value, which would
+     * have said so): nothing to cut at. */
+    if (rc == CAIRN_OK && !v->segs[idx]->sealed) {
+        const seg_ref *s = v->segs[idx];
+        uint64_t have;
+        pthread_mutex_lock(&db->mu); /* the active segment's index grows */
+        have = s->log.n;
+        pthread_mutex_unlock(&db->mu);
+        if (to < s->log.base_seq || to - s->log.base_seq >= have)
+            rc = cairn__fail(&e, CAIRN_ENOTFOUND, "seq %llu is past the end of the log (its "
+                             "newest record is seq %llu)", (unsigned long long)to,
+                             (unsigned long long)(s->log.base_seq + have - 1));
+    }
     /* A sealed segment that ends at `to` is copied whole, as those before. */
     whole = rc == CAIRN_OK && v->segs[idx]->sealed && v->m.e[idx].last_seq == to;
     if (rc == CAIRN_OK)
