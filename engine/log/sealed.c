@@ -198,11 +198,11 @@ int cairn__sealw_copy_block(cairn__sealw *w, const sealed_seg *src, uint32_t i, 
     if (XXH3_64bits(comp, b.comp_len) != b.sum)
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: block %u at offset %llu has bad checksum",
                            what, i, (unsigned long long)b.offset);
+    if ((rc = gathered_flush(w, e)) != CAIRN_OK) /* it may add a block */
+        return rc;
     if (cairn__grow(w->a, (void **)&w->index, &w->index_cap, (w->nblocks + 1) * SEAL_INDEX_ENTRY,
                     1) != CAIRN_OK)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);
-    if ((rc = gathered_flush(w, e)) != CAIRN_OK)
-        return rc;
     b.offset = w->pos; /* its place in this file; every other field stays */
     if ((rc = out_write(w, comp, b.comp_len, e)) != CAIRN_OK)
         return rc;
