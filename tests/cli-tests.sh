@@ -1579,6 +1579,10 @@ run $AO get "$(cat asof-exp.id)" --as-of "$S4"
 check "get --as-of a seq before its expiry returns it: now is the moment's time" sh -c "[ $rc -eq 0 ] && grep -q 'an expiring memory' out"
 run $AO recall "expiring memory" --as-of "$S4" --format json
 check "recall --as-of reckons expiry at the moment too" jq_ok 'any(.[]; .content | test("an expiring memory"))'
+run $AO stats --format json --as-of "$S4"
+check "stats --as-of counts a memory that had not expired then" jq_ok '.memories.total == 30'
+run $AO recall "release" --as-of 999999
+check "--as-of a seq past the end exits 1, saying so" sh -c "[ $rc -eq 1 ] && grep -q 'past the end of the log' err"
 run $AO add "x" --as-of 3
 check "--as-of on a command that writes exits 64, naming those that take it" sh -c "[ $rc -eq 64 ] && grep -q 'recall, get, list' err"
 run $AO list --as-of

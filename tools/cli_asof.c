@@ -33,8 +33,10 @@ static int may_take(const char *cmd, const char *sub)
     return 0;
 }
 
-/* The moment's time: the TIME given, else that of the record at seq (a
- * seq a hole stands for: the hole's). */
+/* The moment's time: the TIME given, else that of the record at seq. A
+ * seq a compaction's hole stands for (its last: a replay refuses the
+ * others) takes the hole's time, that of the first record it replaced:
+ * the records' own times are gone with them. */
 static int moment_time(cairn_db *db, uint64_t seq, const char *when, int64_t *out)
 {
     cairn_range rg = CAIRN_RANGE_INIT;

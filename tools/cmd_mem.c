@@ -370,11 +370,12 @@ static int parse_expires(const char *cmd, const char *v, int64_t *out)
     return -1;
 }
 
-/* --since / --until TIME (as dump takes times) into *out. */
-static int parse_bound(const char *cmd, const char *opt, const char *v, int64_t *out)
+/* --since / --until TIME (as dump takes times) into *out; a duration
+ * (3h) back from now, or with --as-of from the moment. */
+static int parse_bound(const cli_ctx *ctx, const char *opt, const char *v, int64_t *out)
 {
-    if (cli_parse_time(v, cli_now_ms(), out) != 0 || *out <= 0)
-        return cli_usage_error(cmd, "bad time '%s' for --%s", v, opt);
+    if (cli_parse_time(v, ctx->as_of_ms ? ctx->as_of_ms : cli_now_ms(), out) != 0 || *out <= 0)
+        return cli_usage_error(ctx->cmd, "bad time '%s' for --%s", v, opt);
     return -1;
 }
 
@@ -758,7 +759,7 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
             free(cats);
             cats = strdup(val);
         } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
-            rc = parse_bound(ctx->cmd, name, val, name[0] == 's' ? &l.since : &l.until);
+            rc = parse_bound(ctx, name, val, name[0] == 's' ? &l.since : &l.until);
         } else if (strcmp(name, "limit") == 0) {
             if (cli_parse_u64(val, 100000000, &limit) != 0)
                 rc = cli_usage_error(ctx->cmd, "--limit must be a number, not '%s'", val);
@@ -866,7 +867,7 @@ int cmd_recall(cli_ctx *ctx, int argc, char **argv)
                                            &wh[ro.n_where])) < 0)
                 ro.where = wh, ro.n_where++;
         } else if (strcmp(name, "since") == 0 || strcmp(name, "until") == 0) {
-            rc = parse_bound(ctx->cmd, name, val, name[0] == 's' ? &ro.since : &ro.until);
+            rc = parse_bound(ctx, name, val, name[0] == 's' ? &ro.since : &ro.until);
         } else if (strcmp(name, "format") == 0) {
             rc = cli_parse_format(ctx->cmd, val, &json);
         } else if (strcmp(name, "approximate") == 0) {

@@ -769,6 +769,8 @@ int cmd_stats(cli_ctx *ctx, int argc, char **argv)
         rc = temp_list_get(db, &tl);
     if (rc == CAIRN_OK)
         rc = cairn_mem_open(db, NULL, &mem);
+    if (rc == CAIRN_OK && ctx->as_of_ms != 0) /* expiry as it was then */
+        cairn_mem_set_clock(mem, ctx->as_of_ms);
     if (rc == CAIRN_OK)
         rc = cairn_mem_stats_get(mem, &ms);
     if (rc == CAIRN_OK) {
