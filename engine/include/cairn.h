@@ -1413,8 +1413,10 @@ void cairn_mem_set_hooks(cairn_mem *m, const cairn_mem_hooks *hooks);
  * the default): recall's recency and importance decay, and which memories
  * have expired, in recall, context, get, list, export and stats, and the
  * stream's relative times. For a store as it was at a moment (a view of
- * `--as-of`, a copy from cairn_replay): that moment. What the handle
- * writes is stamped with the wall clock all the same. */
+ * `--as-of`, a copy from cairn_replay): that moment. Meant for a handle
+ * that reads: what it writes is stamped with the wall clock all the same,
+ * but the writes that pick memories by expiry (the tiers' reflect, the
+ * archival tier's embedding) pick them as of the clock. */
 void cairn_mem_set_clock(cairn_mem *m, int64_t now_ms);
 
 typedef enum cairn_mem_event_kind {
