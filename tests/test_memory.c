@@ -2166,6 +2166,20 @@ static void a_read_only_handle_indexes_a_long_fold_on_a_thread(void **state)
     uint64_t seed = 11;
     char text[160];
 
+    /* segments of the default size: the fixture's 4 KiB ones would seal
+     * (and fsync) every few stores */
+    close_all(f);
+    {
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        char err[CAIRN_ERRMSG_MAX] = "";
+        o.create = 1;
+        o.background = with_threads;
+        o.durability = CAIRN_DURABILITY_NONE;
+        o.segment_size = 64u << 20; /* for this handle, over the stored 4 KiB */
+        if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+            fail_msg("open: %s", err);
+        assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    }
     for (int i = 0; i < 5000; i++) {
         size_t len = 0;
         for (int w = 0; w < 6; w++)
