@@ -417,6 +417,14 @@ static int is_ws(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* p past JSON whitespace, at most to end. */
+static char *skip_ws(char *p, const char *end)
+{
+    while (p < end && is_ws(*p))
+        p++;
+    return p;
+}
+
 /* A string at p (after its opening quote) without escapes or control
  * bytes: its closing quote, or NULL to decline. */
 static char *flat_string(char *p, const char *end)
@@ -502,20 +510,16 @@ static int flat_mark(char **pp, const char *end, uint64_t *i, uint64_t *n)
     char *p = *pp;
     if (p >= end || *p++ != '[')
         return 0;
-    while (p < end && is_ws(*p))
-        p++;
+    p = skip_ws(p, end);
     if (!flat_count(&p, end, i))
         return 0;
-    while (p < end && is_ws(*p))
-        p++;
+    p = skip_ws(p, end);
     if (p >= end || *p++ != ',')
         return 0;
-    while (p < end && is_ws(*p))
-        p++;
+    p = skip_ws(p, end);
     if (!flat_count(&p, end, n))
         return 0;
-    while (p < end && is_ws(*p))
-        p++;
+    p = skip_ws(p, end);
     if (p >= end || *p++ != ']' || *i >= *n)
         return 0;
     *pp = p;
@@ -531,8 +535,7 @@ static int scan_flat(char *s, size_t len, flat *fl)
         fl->v[i].kind = JV_NONE;
     fl->batch = 0;
     fl->batch_i = fl->batch_n = 0;
-    while (p < end && is_ws(*p))
-        p++;
+    p = skip_ws(p, end);
     if (p >= end || *p++ != '{')
         return 0;
     for (;;) {
@@ -540,8 +543,7 @@ static int scan_flat(char *s, size_t len, flat *fl)
         jval v = {JV_NONE, NULL, 0, NULL};
         size_t klen, slot = FLAT_N;
 
-        while (p < end && is_ws(*p))
-            p++;
+        p = skip_ws(p, end);
         if (first && p < end && *p == '}') {
             p++;
             break;
@@ -555,12 +557,10 @@ static int scan_flat(char *s, size_t len, flat *fl)
             if (fnames[i].len == klen && memcmp(fnames[i].name, k, klen) == 0)
                 slot = i;
         p = q + 1;
-        while (p < end && is_ws(*p))
-            p++;
+        p = skip_ws(p, end);
         if (p >= end || *p++ != ':')
             return 0;
-        while (p < end && is_ws(*p))
-            p++;
+        p = skip_ws(p, end);
         if (p >= end)
             return 0;
         if (klen == 5 && memcmp(k, "batch", 5) == 0) {
@@ -598,8 +598,7 @@ static int scan_flat(char *s, size_t len, flat *fl)
                 return 0; /* repeated: cJSON's first one wins; let it say */
             fl->v[slot] = v;
         }
-        while (p < end && is_ws(*p))
-            p++;
+        p = skip_ws(p, end);
         if (p < end && *p == ',') {
             p++;
             continue;
@@ -610,8 +609,7 @@ static int scan_flat(char *s, size_t len, flat *fl)
         }
         return 0;
     }
-    while (p < end && is_ws(*p))
-        p++;
+    p = skip_ws(p, end);
     return p == end;
 }
 
