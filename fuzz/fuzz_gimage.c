@@ -86,14 +86,22 @@ static void one(const uint8_t *data, size_t size)
 }
 
 /* The sums of a graph file recomputed where its version keeps them:
- * version 3 has a 160-byte header (the binding block at 120, its sum at
- * 152), versions 1 and 2 a 128-byte one (the sum at 120). */
+ * version 4 has the common file header and a 176-byte header in all (the
+ * graph header's sum at 48, the common one at 56), version 3 a 160-byte
+ * header (its sum at 152), versions 1 and 2 a 128-byte one (at 120). The
+ * section table follows the header; its last sum slot covers all before. */
 static void repair(uint8_t *p, size_t size)
 {
-    size_t head;
-    if (size < 160 + 16 * 24)
+    size_t head, blob_sum;
+    if (size < 176 + 16 * 24)
         return;
-    head = get_le32(p + 8) >= 3 ? 160 : 128;
+    if (get_le16(p + 10) == 64) {
+        head = 176;
+        blob_sum = 128;
+    } else {
+        head = get_le32(p + 8) >= 3 ? 160 : 128;
+        blob_sum = 112;
+    }
     for (int s = 0; s < 16; s++) {
         uint8_t *t = p + head + 24 * s;
         uint64_t off = get_le64(t), len = get_le64(t + 8);
@@ -101,14 +109,18 @@ static void repair(uint8_t *p, size_t size)
             continue;
         uint64_t sum = XXH3_64bits(p + off, (size_t)len);
         if (s == 15)
-            put_le64(p + 112, sum);
+            put_le64(p + blob_sum, sum);
         else
             put_le64(t + 16, sum);
     }
-    if (head == 160)
+    if (head == 176) {
+        put_le64(p + 48, XXH3_64bits(p + 64, 176 - 64));
+        put_le64(p + 56, XXH3_64bits(p, 56));
+    } else if (head == 160) {
         put_le64(p + 152, XXH3_64bits(p, 152));
-    else
+    } else {
         put_le64(p + 120, XXH3_64bits(p, 120));
+    }
     put_le64(p + head + 16 * 24 - 8, XXH3_64bits(p, head + 16 * 24 - 8));
 }
 

@@ -55,27 +55,28 @@ static void wr64(uint8_t *p, uint64_t v)
 }
 
 /* Recompute the sums a reader checks before it looks further, where the
- * bytes say where they are. */
+ * bytes say where they are (format-spec/memindex.md, version 7: the common
+ * file header, then the memory index header, MX_HEAD_LEN bytes). */
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
-    if (len < 176)
+    if (len < MX_HEAD_LEN)
         return;
-    n_ns = rd64(b + 12) & 0xffffffffu;
-    nrows = rd64(b + 24);
-    tcap = rd64(b + 48);
+    n_ns = rd64(b + 64) & 0xffffffffu;
+    nrows = rd64(b + 40);
+    tcap = rd64(b + 96);
     if (n_ns > len / 64 || tcap > len / 8 || nrows > len / 96)
         goto header;
-    ro = 176 + n_ns * 64 + 2 * tcap * 8;
+    ro = MX_HEAD_LEN + n_ns * 64 + 2 * tcap * 8;
     if (ro > len)
         goto header;
     for (uint64_t i = 0; i < n_ns; i++) {
-        const uint8_t *ns = b + 176 + i * 64;
+        const uint8_t *ns = b + MX_HEAD_LEN + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
         if (toff < len && tlen >= 72 && tlen <= len - toff)
             wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
     }
-    wr64(b + 104, XXH3_64bits(b + 176, (size_t)(n_ns * 64)));
+    wr64(b + MX_NS_SUM, XXH3_64bits(b + MX_HEAD_LEN, (size_t)(n_ns * 64)));
     heap = ro + nrows * 96;
     for (uint64_t i = 0; heap <= len && i < nrows; i++) {
         uint8_t *r = b + ro + i * 96;
@@ -96,8 +97,9 @@ static void repair(uint8_t *b, size_t len)
         wr64(r + 88, XXH3_64bits_digest(&st));
     }
 header:
-    wr64(b + 64, len); /* file_len */
-    wr64(b + 168, XXH3_64bits(b, 168));
+    wr64(b + 32, len); /* file_len */
+    wr64(b + 48, XXH3_64bits(b + 64, MX_HEAD_LEN - 64));
+    wr64(b + 56, XXH3_64bits(b, 56));
 }
 
 static void exercise(uint8_t *b, size_t len)

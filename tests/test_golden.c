@@ -1129,13 +1129,13 @@ static void test_sealed_golden_verifies_clean(void **state)
 static void test_memindex_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v6.cmx", make_memindex);
+    matches_golden("memindex-v7.cmx", make_memindex);
 }
 
 /* Read the memory index golden back. */
 static void test_memindex_golden_reads_back(void **state)
 {
-    const char *golden = "memindex-v6.cmx";
+    const char *golden = "memindex-v7.cmx";
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
     size_t glen;
     uint8_t *g = read_golden(golden, &glen);
@@ -1158,14 +1158,26 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
-    assert_int_equal(mx.version, 6);
+    assert_int_equal(mx.version, 7);
     assert_int_equal(mx.base, 0);
     assert_int_equal(mx.n_shadow, 0);
-    assert_memory_equal(g + 120, man_store_id, 16);
+    assert_memory_equal(g + MX_BIND_OFF, man_store_id, 16);
     assert_memory_equal(mx.bind.store_id, man_store_id, 16);
     assert_int_equal(mx.bind.anchor_seq, MX_COVERED);
     assert_int_equal(mx.bind.anchor_sum, GOLD_ANCHOR_SUM);
-    assert_int_equal(get_le64(g + 168), XXH3_64bits(g, 168));
+    /* the common file header: its fields, its sum, then the memory index
+     * header's sum */
+    assert_memory_equal(g, "CAIRNMX1", 8);
+    assert_int_equal(get_le16(g + 8), 7);
+    assert_int_equal(get_le16(g + 10), 64);
+    assert_int_equal(get_le32(g + 12), 0);
+    assert_int_equal(get_le64(g + 16), MX_COVERED);
+    assert_int_equal(get_le64(g + 24), 0);
+    assert_int_equal(get_le64(g + 32), glen);
+    assert_int_equal(get_le64(g + 40), 3);
+    assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
+    assert_int_equal(get_le64(g + 48), XXH3_64bits(g + 64, MX_HEAD_LEN - 64));
+    assert_int_equal(cairn__filehdr_check(g, glen, "CAIRNMX1", 7, "golden", &e), CAIRN_OK);
     for (size_t i = 0; i < 3; i++) {
         mx_row r;
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
@@ -1300,7 +1312,7 @@ static uint8_t *make_memindex_gen(size_t *len)
 static void test_memindex_generation_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v6-gen.cmx", make_memindex_gen);
+    matches_golden("memindex-v7-gen.cmx", make_memindex_gen);
 }
 
 /* Read the generation golden back: its base, its shadow rows (content not
@@ -1309,7 +1321,7 @@ static void test_memindex_generation_golden_reads_back(void **state)
 {
     char *dir = tu_mkdtemp("golden-mxg-read"), *path = tu_join(dir, MXG_GOLDEN);
     size_t glen;
-    uint8_t *g = read_golden("memindex-v6-gen.cmx", &glen);
+    uint8_t *g = read_golden("memindex-v7-gen.cmx", &glen);
     memindex mx;
     cairn__err e;
     uint64_t off = 0;
@@ -1325,11 +1337,12 @@ static void test_memindex_generation_golden_reads_back(void **state)
                      CAIRN_ENOTFOUND);
     if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MXG_COVERED, 1, &e) != CAIRN_OK)
         fail_msg("cairn__mx_open: %s", e.msg);
-    assert_int_equal(mx.version, 6);
+    assert_int_equal(mx.version, 7);
     assert_int_equal(mx.base, MX_COVERED);
     assert_int_equal(mx.n_shadow, 2);
-    assert_int_equal(get_le64(g + 152), MX_COVERED);
-    assert_int_equal(get_le64(g + 160), 2);
+    assert_int_equal(get_le64(g + 16), MXG_COVERED);
+    assert_int_equal(get_le64(g + 24), MX_COVERED);
+    assert_int_equal(get_le64(g + 72), 2);
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.deleted, 5);
     for (size_t i = 0; i < 3; i++) {
@@ -1390,17 +1403,17 @@ static void test_memindex_generation_golden_reads_back(void **state)
 }
 
 /* Files of versions 1..3 are bound to no log, of version 4 lie on no
- * other, of version 5 index the content alone (not the name): recognised
- * as older (their header sum checked where those versions keep it), never
- * used; the memory layer rebuilds from the log (test_memindex.c). A
- * damaged one is damage. */
+ * other, of version 5 index the content alone (not the name), of version
+ * 6 have no common file header: recognised as older (their header sum
+ * checked where those versions keep it), never used; the memory layer
+ * rebuilds from the log (test_memindex.c). A damaged one is damage. */
 static void test_memindex_older_goldens_are_recognised_and_not_used(void **state)
 {
     static const char *const goldens[] = {"memindex-v1.cmx", "memindex-v2.cmx",
                                           "memindex-v3.cmx", "memindex-v4.cmx",
-                                          "memindex-v5.cmx"};
+                                          "memindex-v5.cmx", "memindex-v6.cmx"};
     (void)state;
-    for (unsigned i = 0; i < 5; i++) {
+    for (unsigned i = 0; i < 6; i++) {
         char *dir = tu_mkdtemp("golden-mx-old"), *path = tu_join(dir, MX_GOLDEN);
         size_t glen;
         uint8_t *g = read_golden(goldens[i], &glen);
@@ -1486,14 +1499,14 @@ static uint8_t *make_graph(size_t *len)
 static void test_graph_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("graph-v3.cgx", make_graph);
+    matches_golden("graph-v4.cgx", make_graph);
 }
 
 static void test_graph_golden_reads_back(void **state)
 {
     char *dir = tu_mkdtemp("golden-gx-read"), *path = tu_join(dir, GX_GOLDEN);
     size_t glen;
-    uint8_t *gb = read_golden("graph-v3.cgx", &glen);
+    uint8_t *gb = read_golden("graph-v4.cgx", &glen);
     gimage g;
     cairn__err e;
     uint32_t first, n;
@@ -1510,12 +1523,21 @@ static void test_graph_golden_reads_back(void **state)
     if (cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e) != CAIRN_OK)
         fail_msg("cairn__gi_open: %s", e.msg);
     assert_int_equal(g.covered, GX_COVERED);
-    assert_int_equal(g.version, 3);
-    assert_memory_equal(gb + 120, man_store_id, 16);
+    assert_int_equal(g.version, 4);
+    assert_memory_equal(gb + GI_BIND_OFF, man_store_id, 16);
     assert_memory_equal(g.bind.store_id, man_store_id, 16);
     assert_int_equal(g.bind.anchor_seq, GX_COVERED);
     assert_int_equal(g.bind.anchor_sum, GOLD_ANCHOR_SUM);
-    assert_int_equal(get_le64(gb + 152), XXH3_64bits(gb, 152));
+    /* the common file header, the graph header's sum, the table's */
+    assert_memory_equal(gb, "CAIRNGX1", 8);
+    assert_int_equal(get_le16(gb + 8), 4);
+    assert_int_equal(get_le16(gb + 10), 64);
+    assert_int_equal(get_le64(gb + 16), GX_COVERED);
+    assert_int_equal(get_le64(gb + 24), glen);
+    assert_int_equal(get_le64(gb + 56), XXH3_64bits(gb, 56));
+    assert_int_equal(get_le64(gb + 48), XXH3_64bits(gb + 64, 176 - 64));
+    assert_int_equal(get_le64(gb + 176 + 384 - 8), XXH3_64bits(gb, 176 + 384 - 8));
+    assert_int_equal(cairn__filehdr_check(gb, glen, "CAIRNGX1", 4, "golden", &e), CAIRN_OK);
     assert_int_equal(g.skipped, 1);
     assert_int_equal(g.updated, 1700000005000);
     assert_int_equal(g.n_nodes, 3);
@@ -1588,19 +1610,18 @@ static void test_graph_golden_reads_back(void **state)
 static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
 {
     size_t glen;
-    uint8_t *b = read_golden("graph-v3.cgx", &glen), *t, *off;
+    uint8_t *b = read_golden("graph-v4.cgx", &glen), *t, *off;
     uint64_t *copy;
     gimage g;
     cairn__err e;
     (void)state;
-    t = b + 160 + 24 * GI_GRAM_OFF;
+    t = b + 176 + 24 * GI_GRAM_OFF;
     off = b + get_le64(t);
-    uint64_t n_gram = get_le64(b + 72), n_post = get_le64(b + 80);
+    uint64_t n_gram = get_le64(b + 104), n_post = get_le64(b + 112);
     assert_true(n_gram > 1);
     put_le32(off + 4 * (n_gram - 1), (uint32_t)n_post); /* the last key: empty */
     put_le64(t + 16, XXH3_64bits(off, (size_t)get_le64(t + 8)));
-    put_le64(b + 152, XXH3_64bits(b, 152));
-    put_le64(b + 536, XXH3_64bits(b, 536));
+    put_le64(b + 176 + 384 - 8, XXH3_64bits(b, 176 + 384 - 8));
     copy = malloc((glen + 7) & ~(size_t)7); /* 8-byte aligned, as a mapping */
     assert_non_null(copy);
     memcpy(copy, b, glen);
@@ -1810,32 +1831,38 @@ static void test_graph_gen_golden_reads_back(void **state)
     free(gb);
 }
 
-/* A graph file of version 2 is bound to no log: recognised as older (its
- * sums checked where version 2 keeps them), never used. */
-static void test_graph_v2_golden_is_recognised_and_not_used(void **state)
+/* A graph file of version 2 is bound to no log, of version 3 has no
+ * common file header: recognised as older (its sums checked where that
+ * version keeps them), never used. */
+static void test_graph_older_goldens_are_recognised_and_not_used(void **state)
 {
-    char *dir = tu_mkdtemp("golden-gx-old"), *path = tu_join(dir, GX_GOLDEN);
-    size_t glen;
-    uint8_t *gb = read_golden("graph-v2.cgx", &glen);
-    gimage g;
-    cairn__err e;
-    int dirfd;
+    static const char *const goldens[] = {"graph-v2.cgx", "graph-v3.cgx"};
     (void)state;
+    for (unsigned i = 0; i < 2; i++) {
+        char *dir = tu_mkdtemp("golden-gx-old"), *path = tu_join(dir, GX_GOLDEN);
+        size_t glen;
+        uint8_t *gb = read_golden(goldens[i], &glen);
+        gimage g;
+        cairn__err e;
+        int dirfd;
 
-    assert_int_equal(tu_write_file(path, gb, glen), 0);
-    dirfd = open(dir, O_RDONLY | O_DIRECTORY);
-    assert_true(dirfd >= 0);
-    assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e), CAIRN_EVERSION);
-    assert_int_equal(g.version, 2);
-    assert_null(g.map);
-    gb[100] ^= 1;
-    assert_int_equal(tu_write_file(path, gb, glen), 0);
-    assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e), CAIRN_ECHECKSUM);
-    close(dirfd);
-    tu_rmrf(dir);
-    free(dir);
-    free(path);
-    free(gb);
+        assert_int_equal(tu_write_file(path, gb, glen), 0);
+        dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+        assert_true(dirfd >= 0);
+        assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e),
+                         CAIRN_EVERSION);
+        assert_int_equal(g.version, i + 2);
+        assert_null(g.map);
+        gb[100] ^= 1;
+        assert_int_equal(tu_write_file(path, gb, glen), 0);
+        assert_int_equal(cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e),
+                         CAIRN_ECHECKSUM);
+        close(dirfd);
+        tu_rmrf(dir);
+        free(dir);
+        free(path);
+        free(gb);
+    }
 }
 
 /* LOCK (format-spec/lock.md): pid 4096 written over the "140411\n" an
@@ -1991,13 +2018,13 @@ static void regen(void **state)
     regen_one(dir, "sealed-v2.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v6.cmx", b, len);
+    regen_one(dir, "memindex-v7.cmx", b, len);
     free(b);
     b = make_memindex_gen(&len);
-    regen_one(dir, "memindex-v6-gen.cmx", b, len);
+    regen_one(dir, "memindex-v7-gen.cmx", b, len);
     free(b);
     b = make_graph(&len);
-    regen_one(dir, "graph-v3.cgx", b, len);
+    regen_one(dir, "graph-v4.cgx", b, len);
     free(b);
     b = make_graph_gen(&len);
     regen_one(dir, "graph-gen-v1.cgg", b, len);
@@ -2059,7 +2086,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_graph_gen_encoding_matches_golden),
             cmocka_unit_test(test_graph_gen_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
-            cmocka_unit_test(test_graph_v2_golden_is_recognised_and_not_used),
+            cmocka_unit_test(test_graph_older_goldens_are_recognised_and_not_used),
             cmocka_unit_test(test_lock_content_matches_golden_and_reads_back),
             cmocka_unit_test(test_access_encoding_matches_golden),
             cmocka_unit_test(test_access_golden_reads_back),

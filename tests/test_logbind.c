@@ -32,6 +32,7 @@
 #include "cairn.h"
 #include "cairn_sys.h"
 #include "filehdr.h"
+#include "memindex.h"
 #include "testutil.h"
 
 typedef struct fx {
@@ -698,9 +699,9 @@ static void verify_names_the_offset_of_a_damaged_index_row(void **state)
     name = only_file(f->dir, "mem-");
     path = tu_join(f->dir, name);
     b = tu_read_file(path, &len);
-    n_ns = get_le32(b + 12);
-    tcap = get_le64(b + 48);
-    rows = 176 + 64 * n_ns + 2 * tcap * 8; /* format-spec/memindex.md */
+    n_ns = get_le32(b + 64);
+    tcap = get_le64(b + 96);
+    rows = MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8; /* format-spec/memindex.md */
     want = rows + 5 * 96;
     b[want + 8] ^= 1; /* row 5's importance, under its row sum */
     assert_int_equal(tu_write_file(path, b, len), 0);

@@ -26,7 +26,18 @@
 
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "filehdr.h"
+#include "memindex.h"
 #include "testutil.h"
+
+/* Header fields (format-spec/memindex.md, "Header"). */
+#define H_COVERED 16
+#define H_BASE 24
+#define H_NROWS 40
+#define H_EXT_SUM 48
+#define H_NNS 64
+#define H_SHADOW 72
+#define H_TCAP 96
 
 #include <xxhash.h>
 
@@ -413,8 +424,9 @@ static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > 176 && b[8] == 6);
+    assert_true(len > MX_HEAD_LEN && b[8] == 7);
     b[8] = 3;
+    b[10] = 0; /* a u32 version at 8, no common header */
     {
         uint64_t sum = XXH3_64bits(b, 120);
         for (int i = 0; i < 8; i++)
@@ -515,11 +527,11 @@ static void a_damaged_term_is_not_written_on(void **state)
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     close_all(f);
     path = index_file(f->dir);
-    nrows = header_u64(path, 24);
+    nrows = header_u64(path, H_NROWS);
     b = tu_read_file(path, &len);
     /* namespace 0's text image; its last term record's "off" field (the
      * last: a merge meets no sound term after it) */
-    memcpy(&tix_off, b + 176 + 24, 8);
+    memcpy(&tix_off, b + MX_HEAD_LEN + 24, 8);
     memcpy(&nterms, b + tix_off + 16, 8);
     memcpy(b + tix_off + 72 + (nterms - 1) * 40, &bad, 4);
     assert_int_equal(tu_write_file(path, b, len), 0);
@@ -567,22 +579,24 @@ static void a_lying_live_count_cannot_overflow_the_prune(void **state)
     close_all(f);
     path = index_file(f->dir);
     b = tu_read_file(path, &len);
-    memcpy(&n_ns, b + 12, 4);
+    memcpy(&n_ns, b + H_NNS, 4);
     for (uint32_t i = 0; i < n_ns; i++) {
         uint64_t tix, ndocs, lie;
-        memcpy(&tix, b + 176 + 64 * i + 24, 8);
+        memcpy(&tix, b + MX_HEAD_LEN + 64 * i + 24, 8);
         memcpy(&ndocs, b + tix + 8, 8);
         lie = ndocs < five ? ndocs : five;
-        memcpy(b + 176 + 64 * i + 16, &lie, 8);
+        memcpy(b + MX_HEAD_LEN + 64 * i + 16, &lie, 8);
         /* and the text image's own count, which the open compares it with */
         memcpy(b + tix + 48, &lie, 8);
         sum = XXH3_64bits(b + tix, 64);
         memcpy(b + tix + 64, &sum, 8);
     }
-    sum = XXH3_64bits(b + 176, 64 * (size_t)n_ns);
-    memcpy(b + 104, &sum, 8);
-    sum = XXH3_64bits(b, 168);
-    memcpy(b + 168, &sum, 8);
+    sum = XXH3_64bits(b + MX_HEAD_LEN, 64 * (size_t)n_ns);
+    memcpy(b + MX_NS_SUM, &sum, 8);
+    sum = XXH3_64bits(b + FILEHDR_SIZE, MX_HEAD_LEN - FILEHDR_SIZE);
+    memcpy(b + H_EXT_SUM, &sum, 8);
+    sum = XXH3_64bits(b, FILEHDR_OFF_SUM);
+    memcpy(b + FILEHDR_OFF_SUM, &sum, 8);
     assert_int_equal(tu_write_file(path, b, len), 0);
     free(b);
     free(path);
@@ -1022,15 +1036,15 @@ static void a_close_writes_a_generation_of_what_changed(void **state)
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     first = index_file(f->dir);
     assert_non_null(first);
-    assert_int_equal(header_u64(first, 152), 0); /* a whole file */
-    assert_int_equal(header_u64(first, 24), 5000);
+    assert_int_equal(header_u64(first, H_BASE), 0); /* a whole file */
+    assert_int_equal(header_u64(first, H_NROWS), 5000);
     store_plain(f, 5000, 6000);
     close_all(f);
     now = index_file(f->dir);
     assert_string_not_equal(now, first);
     assert_int_equal(access(first, F_OK), 0);        /* the whole file stays */
-    assert_int_equal(header_u64(now, 152), header_u64(first, 16)); /* on it */
-    assert_int_equal(header_u64(now, 24), 1000);     /* the new memories only */
+    assert_int_equal(header_u64(now, H_BASE), header_u64(first, H_COVERED)); /* on it */
+    assert_int_equal(header_u64(now, H_NROWS), 1000);     /* the new memories only */
     assert_int_equal(index_files(f->dir), 2);
     free(now);
     open_all(f, 0);
@@ -1283,7 +1297,7 @@ static void rebuilt_then_one_whole_file(fx *f, const char *want, const char *not
     close_all(f);
     assert_int_equal(index_files(f->dir), 1);
     top = index_file(f->dir);
-    assert_int_equal(header_u64(top, 152), 0);
+    assert_int_equal(header_u64(top, H_BASE), 0);
     free(top);
     open_all(f, 0);
     got = export_all(f);
@@ -1311,7 +1325,7 @@ static void a_missing_file_under_the_newest_is_rebuilt_from_the_log(void **state
     close_all(f);
     assert_int_equal(index_files(f->dir), 2);
     top = index_file(f->dir);
-    snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, 152));
+    snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, H_BASE));
     assert_int_equal(remove(base), 0);
     free(top);
     /* the close writes a whole file; the one left without its base goes */
@@ -1338,10 +1352,10 @@ static void a_damaged_shadow_row_sets_the_chain_aside(void **state)
     want = export_all(f);
     close_all(f);
     top = index_file(f->dir);
-    assert_true(header_u64(top, 160) > 0); /* it has shadow rows */
-    n_ns = header_u64(top, 12) & 0xffffffffu;
-    tcap = header_u64(top, 48);
-    rows = 176 + 64 * n_ns + 2 * tcap * 8;
+    assert_true(header_u64(top, H_SHADOW) > 0); /* it has shadow rows */
+    n_ns = header_u64(top, H_NNS) & 0xffffffffu;
+    tcap = header_u64(top, H_TCAP);
+    rows = MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8;
     {
         size_t len = 0;
         uint8_t *b = tu_read_file(top, &len);
@@ -1380,7 +1394,7 @@ static void the_merge_policy_bounds_files_and_rewrites(void **state)
                 known = strcmp(seen[i], de->d_name) == 0;
             if (!known) { /* written by this checkpoint */
                 char *p = tu_join(f->dir, de->d_name);
-                written += header_u64(p, 24);
+                written += header_u64(p, H_NROWS);
                 free(p);
                 if (n_seen < 64)
                     strcpy(seen[n_seen++], de->d_name);
@@ -1523,8 +1537,8 @@ static void the_merger_thread_merges_in_the_background(void **state)
     assert_int_equal(index_files(f->dir), 1);
     merged = index_file(f->dir);
     assert_string_equal(merged, top); /* in place of the newest */
-    assert_int_equal(header_u64(merged, 152), 0); /* a whole file */
-    assert_int_equal(header_u64(merged, 24), 7500);
+    assert_int_equal(header_u64(merged, H_BASE), 0); /* a whole file */
+    assert_int_equal(header_u64(merged, H_NROWS), 7500);
     got = export_all(f); /* this handle's files are unlinked, still mapped */
     assert_string_equal(got, want);
     free(got);
@@ -1567,7 +1581,7 @@ static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
     cairn_mem_stats_free(&st);
     top = index_file(f->dir);
     assert_non_null(top);
-    assert_true(header_u64(top, 24) >= 32768);
+    assert_true(header_u64(top, H_NROWS) >= 32768);
     free(top);
     close_all(f);
     open_all(f, 0);
@@ -1601,11 +1615,11 @@ static void rewrite_row(const char *path, size_t i, size_t off, const void *v, s
     uint64_t n_ns, tcap, rows, nrows, sum, str_off;
     uint32_t clen, mlen;
     uint16_t il, cl;
-    memcpy(&n_ns, b + 12, 8);
+    memcpy(&n_ns, b + H_NNS, 8);
     n_ns &= 0xffffffffu;
-    memcpy(&tcap, b + 48, 8);
-    memcpy(&nrows, b + 24, 8);
-    rows = 176 + 64 * n_ns + 2 * tcap * 8;
+    memcpy(&tcap, b + H_TCAP, 8);
+    memcpy(&nrows, b + H_NROWS, 8);
+    rows = MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8;
     p = b + rows + 96 * i;
     memcpy(p + off, v, len);
     memcpy(&str_off, p + 56, 8);
@@ -1683,7 +1697,7 @@ static void a_damaged_base_takes_its_generations_with_it(void **state)
     top = two_file_chain(f, ids);
     want = export_all(f);
     close_all(f);
-    snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, 152));
+    snprintf(base, sizeof base, "%s/mem-%016" PRIx64 ".cmx", f->dir, header_u64(top, H_BASE));
     flip_byte(base, 20); /* its header */
     open_all(f, 1);     /* a reader: it sets them aside too */
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
@@ -1720,12 +1734,12 @@ static void verify_checks_that_a_chain_folds(void **state)
     top = two_file_chain(f, ids);
     want = export_all(f);
     close_all(f);
-    assert_true(header_u64(top, 160) > 0);
+    assert_true(header_u64(top, H_SHADOW) > 0);
     {
         size_t flen = 0;
         uint8_t *b = tu_read_file(top, &flen);
-        uint64_t n_ns = header_u64(top, 12) & 0xffffffffu, tcap = header_u64(top, 48);
-        memcpy(&nsi, b + 176 + 64 * n_ns + 2 * tcap * 8 + 72, 4);
+        uint64_t n_ns = header_u64(top, H_NNS) & 0xffffffffu, tcap = header_u64(top, H_TCAP);
+        memcpy(&nsi, b + MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8 + 72, 4);
         free(b);
     }
     nsi = nsi == 0 ? 1 : 0; /* another namespace */

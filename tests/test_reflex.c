@@ -1034,13 +1034,13 @@ static void test_verify_names_damage(void **state)
     buf[600] ^= 1;
     assert_int_equal(tu_write_file(path, buf, len), 0);
     /* The problem is reported at the start of the section holding byte
-     * 600 (the section table: 16 x (offset, length, sum) from byte 160). */
+     * 600 (the section table: 16 x (offset, length, sum) from byte 176). */
     uint64_t want = UINT64_MAX;
     for (int s = 0; s < 16; s++) {
         uint64_t off = 0, n = 0;
         for (int k = 7; k >= 0; k--) {
-            off = off << 8 | buf[160 + 24 * s + k];
-            n = n << 8 | buf[160 + 24 * s + 8 + k];
+            off = off << 8 | buf[176 + 24 * s + k];
+            n = n << 8 | buf[176 + 24 * s + 8 + k];
         }
         if (off <= 600 && 600 < off + n)
             want = off;
@@ -1060,11 +1060,21 @@ static void test_verify_names_damage(void **state)
  * verify passes over it, and the next writer replaces it. */
 #define GI_TEST_NEWER 99
 
-/* The header's version, with both header sums (format-spec/graph.md)
- * redone as a file of that version would have them. */
+/* The header's version, with the header sums (format-spec/graph.md)
+ * redone as a file of that version would have them: versions 1 and 2 kept
+ * a u32 at 8 and sums at 120 and 504; from version 4 on, the common file
+ * header holds a u16 and its sum at 56. */
 static void set_version(uint8_t *buf, uint32_t v)
 {
     uint64_t h;
+    if (v >= 4) {
+        buf[8] = (uint8_t)v;
+        buf[9] = (uint8_t)(v >> 8);
+        h = XXH3_64bits(buf, 56);
+        for (int k = 0; k < 8; k++)
+            buf[56 + k] = (uint8_t)(h >> (8 * k));
+        return;
+    }
     for (int k = 0; k < 4; k++)
         buf[8 + k] = (uint8_t)(v >> (8 * k));
     h = XXH3_64bits(buf, 120);

@@ -2,9 +2,10 @@
  * gimage.c - see gimage.h; the bytes are format-spec/graph.md.
  *
  * Layout, all little-endian, every section 8-byte aligned:
- *   header (128) | section table (16 x 24) | the 16 sections in order
+ *   common file header (64) | graph header (112) | section table (16 x 24) |
+ *   the 16 sections in order
  * Each section table entry is (offset, length, XXH3-64 of the section);
- * the header's sum covers the header and the table.
+ * the table's last sum slot covers everything before it.
  */
 #include "gimage.h"
 
@@ -19,12 +20,15 @@
 #include <xxhash.h>
 
 #include "bytes.h"
+#include "filehdr.h"
 #include "io.h"
 #include "seqfile.h"
 
 #define GI_MAGIC "CAIRNGX1"
-#define GI_HEAD 160
-#define GI_HEAD_SUM 152 /* XXH3-64 of the header before it */
+#define GI_HEAD 176    /* the common file header, then the graph header */
+#define GI_EXT_SUM 48  /* XXH3-64 of the graph header, bytes [64, GI_HEAD) */
+#define GI_BLOB_SUM 128
+#define GI_V3_HEAD 160 /* version 3: the header's own sum at 152 */
 #define GI_OLD_HEAD 128 /* versions 1 and 2: no binding, the sum at 120 */
 #define GI_TABLE (GI_SECTIONS * 24)
 #define GI_NODE 64
@@ -205,53 +209,65 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
 {
     const uint8_t *h = g->map;
     uint64_t want[GI_SECTIONS], at = GI_HEAD + GI_TABLE;
+    int rc;
 
     if (((uintptr_t)g->map & 7) != 0)
         return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", g->name);
     if (g->len < GI_OLD_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
         return bad(g, e, NULL, "not a graph file");
-    g->version = get_le32(h + 8);
-    /* The sums first, where the version keeps them: a damaged version byte
-     * is damage, not another build's file. */
-    if (g->version >= 1 && g->version < GI_VERSION) {
-        if (XXH3_64bits(h, GI_OLD_HEAD + GI_TABLE - 8) !=
-                get_le64(h + GI_OLD_HEAD + GI_TABLE - 8) ||
-            XXH3_64bits(h, 120) != get_le64(h + 120))
+    /* Versions 1..3 kept a u32 version at 8 (so 0 at 10, where the common
+     * header keeps its length). Their sums first, where the version keeps
+     * them: a damaged version byte is damage, not another build's file. */
+    if (get_le16(h + 10) == 0 && get_le32(h + 8) >= 1 && get_le32(h + 8) < GI_VERSION) {
+        size_t head = get_le32(h + 8) < 3 ? GI_OLD_HEAD : GI_V3_HEAD;
+        g->version = get_le32(h + 8);
+        if (g->len < head + GI_TABLE ||
+            XXH3_64bits(h, head + GI_TABLE - 8) != get_le64(h + head + GI_TABLE - 8) ||
+            XXH3_64bits(h, head - 8) != get_le64(h + head - 8)) {
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
-    } else if (g->version == GI_VERSION &&
-               (g->len < GI_HEAD + GI_TABLE ||
-                XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8) ||
-                XXH3_64bits(h, GI_HEAD_SUM) != get_le64(h + GI_HEAD_SUM))) {
-        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
-    }
-    if (g->version != GI_VERSION) {
+        }
         g->bad_off = 8;
-        return cairn__fail(e, g->version == 0 ? CAIRN_ECORRUPT : CAIRN_EVERSION,
-                           "%s: version %" PRIu32 ", this build reads %d%s", g->name, g->version,
-                           GI_VERSION, g->version && g->version < GI_VERSION
-                                           ? " (an older file is not bound to its log)"
-                                           : "");
+        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 ", this build reads %d%s",
+                           g->name, g->version, GI_VERSION,
+                           g->version < 3 ? " (an older file is not bound to its log)"
+                                          : " (an older file has no common file header)");
     }
+    g->version = get_le16(h + 8);
+    if ((rc = cairn__filehdr_check(h, g->len, GI_MAGIC, GI_VERSION, g->name, e)) != CAIRN_OK) {
+        g->bad_off = rc == CAIRN_EVERSION ? 8 : 0;
+        return rc;
+    }
+    if (g->version != GI_VERSION) { /* 1..3 with a common header was never written */
+        g->bad_off = 8;
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 " with a common header",
+                           g->name, g->version);
+    }
+    if (g->len < GI_HEAD + GI_TABLE ||
+        XXH3_64bits(h + FILEHDR_SIZE, GI_HEAD - FILEHDR_SIZE) != get_le64(h + GI_EXT_SUM) ||
+        XXH3_64bits(h, GI_HEAD + GI_TABLE - 8) != get_le64(h + GI_HEAD + GI_TABLE - 8))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
     cairn__logbind_get(h + GI_BIND_OFF, &g->bind);
     g->covered = get_le64(h + 16);
-    g->updated = (int64_t)get_le64(h + 24);
-    g->n_nodes = get_le64(h + 32);
-    g->n_edges = get_le64(h + 40);
-    g->n_patterns = get_le64(h + 48);
-    g->n_names = get_le64(h + 56);
-    g->n_episodes = get_le64(h + 64);
-    g->n_gram = get_le64(h + 72);
-    g->n_post = get_le64(h + 80);
-    g->skipped = get_le64(h + 88);
-    g->tcap = get_le64(h + 96);
-    if (get_le64(h + 104) != g->len)
-        return bad(g, e, h + 104, "length differs from the header's");
+    g->updated = (int64_t)get_le64(h + 32);
+    g->skipped = get_le64(h + 40);
+    g->n_nodes = get_le64(h + 64);
+    g->n_edges = get_le64(h + 72);
+    g->n_patterns = get_le64(h + 80);
+    g->n_names = get_le64(h + 88);
+    g->n_episodes = get_le64(h + 96);
+    g->n_gram = get_le64(h + 104);
+    g->n_post = get_le64(h + 112);
+    g->tcap = get_le64(h + 120);
+    if (get_le64(h + 168) != 0)
+        return bad(g, e, h + 168, "reserved header bytes are not zero");
+    if (get_le64(h + 24) != g->len)
+        return bad(g, e, h + 24, "length differs from the header's");
     /* Bounded by the file before any product. */
     if (g->n_nodes > GI_LIMIT || g->n_edges > GI_LIMIT || g->n_patterns > GI_LIMIT ||
         g->n_names > GI_LIMIT || g->n_episodes > GI_LIMIT || g->n_gram > GI_LIMIT ||
         g->n_post > GI_LIMIT || g->tcap > GI_LIMIT || (g->tcap & (g->tcap - 1)) != 0 ||
         g->tcap < 16 || g->tcap < 2 * g->n_nodes)
-        return bad(g, e, h + 32, "header counts out of range");
+        return bad(g, e, h + 64, "header counts out of range");
     want[GI_NODES] = g->n_nodes * GI_NODE;
     want[GI_EDGES] = g->n_edges * GI_EDGE;
     want[GI_OUT_OFF] = want[GI_IN_OFF] = (g->n_nodes + 1) * 4;
@@ -280,7 +296,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
         return bad(g, e, h + GI_HEAD, "sections do not fill the file");
     for (int s = 0; s < GI_SECTIONS; s++) {
         const uint8_t *t = h + GI_HEAD + 24 * s;
-        uint64_t sum = s == GI_SECTIONS - 1 ? get_le64(h + 112) : get_le64(t + 16);
+        uint64_t sum = s == GI_SECTIONS - 1 ? get_le64(h + GI_BLOB_SUM) : get_le64(t + 16);
         if (XXH3_64bits(g->sec[s], (size_t)g->sec_len[s]) != sum) {
             g->bad_off = (uint64_t)(g->sec[s] - h);
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: section %d checksum mismatch at offset %" PRIu64,
@@ -907,19 +923,18 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
                                                                        : "no memory");
         goto out;
     }
-    memcpy(h, GI_MAGIC, 8);
-    put_le32(h + 8, GI_VERSION);
+    cairn__filehdr_init(h, GI_MAGIC, GI_VERSION);
     put_le64(h + 16, in->covered);
-    put_le64(h + 24, (uint64_t)in->updated);
-    put_le64(h + 32, in->n_nodes);
-    put_le64(h + 40, in->n_edges);
-    put_le64(h + 48, in->n_patterns);
-    put_le64(h + 56, in->n_names);
-    put_le64(h + 64, in->n_episodes);
-    put_le64(h + 72, x.s[GI_GRAM_KEY].len / 4);
-    put_le64(h + 80, x.s[GI_GRAM_POST].len / 4);
-    put_le64(h + 88, in->skipped);
-    put_le64(h + 96, tcap);
+    put_le64(h + 32, (uint64_t)in->updated);
+    put_le64(h + 40, in->skipped);
+    put_le64(h + 64, in->n_nodes);
+    put_le64(h + 72, in->n_edges);
+    put_le64(h + 80, in->n_patterns);
+    put_le64(h + 88, in->n_names);
+    put_le64(h + 96, in->n_episodes);
+    put_le64(h + 104, x.s[GI_GRAM_KEY].len / 4);
+    put_le64(h + 112, x.s[GI_GRAM_POST].len / 4);
+    put_le64(h + 120, tcap);
     for (int s = 0; s < GI_SECTIONS; s++) {
         uint8_t *t = h + GI_HEAD + 24 * s;
         uint64_t sum = XXH3_64bits(x.s[s].p ? x.s[s].p : zeros, x.s[s].len);
@@ -928,14 +943,15 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
         /* The last entry's sum slot holds the table's own sum; the blob's
          * sum goes in the header. */
         if (s == GI_SECTIONS - 1)
-            put_le64(h + 112, sum);
+            put_le64(h + GI_BLOB_SUM, sum);
         else
             put_le64(t + 16, sum);
         at += pad8(x.s[s].len);
     }
-    put_le64(h + 104, at);
+    put_le64(h + 24, at);
     cairn__logbind_put(h + GI_BIND_OFF, &in->bind);
-    put_le64(h + GI_HEAD_SUM, XXH3_64bits(h, GI_HEAD_SUM));
+    put_le64(h + GI_EXT_SUM, XXH3_64bits(h + FILEHDR_SIZE, GI_HEAD - FILEHDR_SIZE));
+    cairn__filehdr_seal(h);
     put_le64(h + GI_HEAD + GI_TABLE - 8, XXH3_64bits(h, GI_HEAD + GI_TABLE - 8));
     cairn__seqfile_name(&cairn__seqfile_graph, in->covered, name, sizeof name);
     snprintf(tmp, sizeof tmp, "%s.tmp", name);

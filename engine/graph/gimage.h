@@ -23,8 +23,10 @@
 #include "status.h"
 
 #define GI_NAME_MAX 48
-#define GI_BIND_OFF 120 /* the binding block in the header (logbind.h) */
-#define GI_VERSION 3 /* 3: the header binds the file to its log (logbind.h) */
+#define GI_BIND_OFF 136 /* the binding block in the header (logbind.h) */
+/* 3: the header binds the file to its log (logbind.h); 4: the common file
+ * header (filehdr.h) at 0 */
+#define GI_VERSION 4
 #define GI_NONE UINT32_MAX
 
 enum {

@@ -2,8 +2,9 @@
  * memindex.c - see memindex.h; the bytes are format-spec/memindex.md.
  *
  * Layout, all little-endian, every section 8-byte aligned:
- *   header (128) | namespaces (64 each) | id table | content table |
- *   rows (96 each) | string heap | one text index image per namespace
+ *   common file header (64) | memory index header (136) | namespaces
+ *   (64 each) | id table | content table | rows (96 each) | string heap |
+ *   one text index image (and vector image) per namespace
  */
 #include "memindex.h"
 #include "tokenize.h"
@@ -21,21 +22,26 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
+#include "filehdr.h"
 #include "io.h"
 #include "seqfile.h"
 
 #define MX_MAGIC "CAIRNMX1"
 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2;
- * 4: the header binds the file to its log (logbind.h). Files of versions
- * 1..3 are not bound to any log, so none is used: they are rebuilt. */
-#define MX_VERSION 6
+ * 4: the header binds the file to its log (logbind.h); 5: generations;
+ * 6: a memory's name is in its text; 7: the common file header. Only the
+ * newest is used: an older file is rebuilt from the log. */
+#define MX_VERSION 7
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
-#define MX_HEAD 176
-#define MX_HEAD_SUM 168 /* XXH3-64 of the header before it */
-#define MX_OLD_HEAD_SUM 120 /* where versions 1..3 keep it */
-#define MX_V4_HEAD_SUM 152 /* and version 4 */
+/* The common file header (filehdr.h) holds covered, base, file_len, nrows
+ * and the sum of the memory index header that follows it, up to MX_HEAD. */
+#define MX_HEAD MX_HEAD_LEN
+#define MX_EXT_SUM 48 /* XXH3-64 of bytes [64, MX_HEAD) */
+#define MX_OLD_HEAD_SUM 120 /* where versions 1..3 keep theirs */
+#define MX_V4_HEAD_SUM 152 /* version 4 */
+#define MX_V5_HEAD_SUM 168 /* versions 5 and 6 */
 #define MX_NS 64
 #define MX_ROW 96
 #define MX_ROW_SUMMED 88 /* row bytes under its sum */
@@ -76,45 +82,55 @@ static int check_header(memindex *mx, cairn__err *e)
 {
     const uint8_t *h = mx->map;
     uint64_t ro, need;
+    int rc;
 
     if (mx->len < MX_OLD_HEAD_SUM + 8 || memcmp(h, MX_MAGIC, 8) != 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: not a memory index file", mx->name);
-    mx->version = get32(h + 8);
-    if (mx->version >= 1 && mx->version < MX_VERSION) {
+    /* Versions 1..6 kept a u32 version at 8 (so 0 at 10, where the common
+     * header keeps its length) and their own header sum. */
+    if (get16(h + 10) == 0 && get32(h + 8) >= 1 && get32(h + 8) < MX_VERSION) {
+        size_t at;
+        mx->version = get32(h + 8);
         /* An older file's own sum first: a damaged version is damage. */
-        size_t at = mx->version < 4 ? MX_OLD_HEAD_SUM : mx->version == 4 ? MX_V4_HEAD_SUM
-                                                                          : MX_HEAD_SUM;
+        at = mx->version < 4 ? MX_OLD_HEAD_SUM : mx->version == 4 ? MX_V4_HEAD_SUM
+                                                                   : MX_V5_HEAD_SUM;
         if (mx->len < at + 8 || XXH3_64bits(h, at) != get64(h + at))
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
         return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " %s (this build writes "
                            "version %d)", mx->name, mx->version,
                            mx->version < 4   ? "is not bound to a log"
                            : mx->version == 4 ? "has no generations"
-                                              : "indexes no memory names",
+                           : mx->version == 5 ? "indexes no memory names"
+                                              : "has no common file header",
                            MX_VERSION);
     }
-    if (mx->version != MX_VERSION)
-        return cairn__fail(e, mx->version == 0 ? CAIRN_ECORRUPT : CAIRN_EVERSION,
-                           "%s: version %" PRIu32 ", this build reads %d", mx->name, mx->version,
-                           MX_VERSION);
-    if (mx->len < MX_HEAD || XXH3_64bits(h, MX_HEAD_SUM) != get64(h + MX_HEAD_SUM))
-        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", mx->name);
+    mx->version = get16(h + 8);
+    if ((rc = cairn__filehdr_check(h, mx->len, MX_MAGIC, MX_VERSION, mx->name, e)) != CAIRN_OK)
+        return rc;
+    if (mx->version != MX_VERSION) /* 1..6 with a common header was never written */
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 " with a common header",
+                           mx->name, mx->version);
+    if (mx->len < MX_HEAD || XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE) !=
+                                 get64(h + MX_EXT_SUM))
+        return cairn__fail(e, CAIRN_ECHECKSUM, "%s: memory index header checksum mismatch",
+                           mx->name);
     cairn__logbind_get(h + MX_BIND_OFF, &mx->bind);
-    mx->n_ns = get32(h + 12);
     mx->covered = get64(h + 16);
-    mx->nrows = get64(h + 24);
-    mx->skipped = get64(h + 32);
-    mx->deleted = get64(h + 40);
-    mx->tcap = get64(h + 48);
-    mx->heap_len = get64(h + 56);
-    mx->base = get64(h + 152);
-    mx->n_shadow = get64(h + 160);
-    memcpy(mx->stemmer, h + 72, 32);
-    if (get64(h + 64) != mx->len)
+    mx->base = get64(h + 24);
+    mx->nrows = get64(h + 40);
+    mx->n_ns = get32(h + 64);
+    mx->n_shadow = get64(h + 72);
+    mx->skipped = get64(h + 80);
+    mx->deleted = get64(h + 88);
+    mx->tcap = get64(h + 96);
+    mx->heap_len = get64(h + 104);
+    memcpy(mx->stemmer, h + 112, 32);
+    if (get64(h + 32) != mx->len)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: %zu bytes, the header says %" PRIu64, mx->name,
-                           mx->len, get64(h + 64));
+                           mx->len, get64(h + 32));
     /* Bounded by the file before any product. */
-    if (mx->stemmer[31] != 0 || mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
+    if (get32(h + 68) != 0 || get64(h + 192) != 0 || mx->stemmer[31] != 0 ||
+        mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
         mx->tcap > mx->len / 8 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 16 ||
         mx->tcap < 2 * mx->nrows ||
         mx->heap_len > mx->len || mx->n_shadow > mx->nrows || (mx->base != 0 && mx->base >= mx->covered) ||
@@ -124,7 +140,7 @@ static int check_header(memindex *mx, cairn__err *e)
     need = ro + mx->nrows * MX_ROW + pad8(mx->heap_len);
     if (need > mx->len)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: sections run past the end", mx->name);
-    if (XXH3_64bits(h + MX_HEAD, mx->n_ns * MX_NS) != get64(h + 104))
+    if (XXH3_64bits(h + MX_HEAD, mx->n_ns * MX_NS) != get64(h + MX_NS_SUM))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: namespace table checksum mismatch", mx->name);
     mx->nstab = h + MX_HEAD;
     mx->idtab = (const uint64_t *)(const void *)(h + MX_HEAD + mx->n_ns * MX_NS);
@@ -141,7 +157,7 @@ static int check_tables(const memindex *mx, uint64_t *off, cairn__err *e)
 {
     const uint8_t *h = mx->map;
     *off = (uint64_t)((const uint8_t *)mx->idtab - h);
-    if (XXH3_64bits(mx->idtab, (size_t)(2 * mx->tcap * 8)) != get64(h + 112))
+    if (XXH3_64bits(mx->idtab, (size_t)(2 * mx->tcap * 8)) != get64(h + MX_TABLES_SUM))
         return cairn__fail(e, CAIRN_ECHECKSUM, "%s: hash table checksum mismatch", mx->name);
     for (int t = 0; t < 2; t++) {
         const uint64_t *tab = t ? mx->ctab : mx->idtab;
@@ -628,24 +644,24 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     if (rc == CAIRN_OK)
         rc = cairn__io_write(io, "memindex.write", w.fd, head, (size_t)(ro - MX_HEAD), MX_HEAD, tmp, e);
     if (rc == CAIRN_OK) {
-        memset(h, 0, sizeof h);
-        memcpy(h, MX_MAGIC, 8);
-        put32(h + 8, MX_VERSION);
-        put32(h + 12, (uint32_t)in->n_ns);
+        cairn__filehdr_init(h, MX_MAGIC, MX_VERSION);
+        memset(h + FILEHDR_SIZE, 0, sizeof h - FILEHDR_SIZE);
         put64(h + 16, in->covered);
-        put64(h + 24, in->nrows);
-        put64(h + 32, in->skipped);
-        put64(h + 40, in->deleted);
-        put64(h + 48, tcap);
-        put64(h + 56, heap_len);
-        put64(h + 64, w.off);
-        memcpy(h + 72, in->stemmer, strlen(in->stemmer));
-        put64(h + 152, in->base);
-        put64(h + 160, in->n_shadow);
-        put64(h + 104, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
-        put64(h + 112, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * tcap * 8)));
+        put64(h + 24, in->base);
+        put64(h + 32, w.off);
+        put64(h + 40, in->nrows);
+        put32(h + 64, (uint32_t)in->n_ns);
+        put64(h + 72, in->n_shadow);
+        put64(h + 80, in->skipped);
+        put64(h + 88, in->deleted);
+        put64(h + 96, tcap);
+        put64(h + 104, heap_len);
+        memcpy(h + 112, in->stemmer, strlen(in->stemmer));
+        put64(h + MX_NS_SUM, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
+        put64(h + MX_TABLES_SUM, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * tcap * 8)));
         cairn__logbind_put(h + MX_BIND_OFF, &in->bind);
-        put64(h + MX_HEAD_SUM, XXH3_64bits(h, MX_HEAD_SUM));
+        put64(h + MX_EXT_SUM, XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE));
+        cairn__filehdr_seal(h);
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
     }
     if (rc == CAIRN_OK && in->gate != NULL) {

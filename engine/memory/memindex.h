@@ -25,7 +25,12 @@
 #include "vecset.h"
 
 #define MX_NAME_MAX 48
-#define MX_BIND_OFF 120 /* the binding block in the header (logbind.h) */
+/* Offsets in the header (format-spec/memindex.md): the common file
+ * header, then the memory index header, MX_HEAD_LEN bytes in all. */
+#define MX_HEAD_LEN 200
+#define MX_NS_SUM 144     /* XXH3-64 of the namespace table */
+#define MX_TABLES_SUM 152 /* XXH3-64 of the two hash tables */
+#define MX_BIND_OFF 160   /* the binding block (logbind.h) */
 
 /* A row's flags: a row that changes a memory of a file below (a shadow
  * row, at the front of a generation file) may say the memory died. */

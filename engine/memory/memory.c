@@ -2867,7 +2867,7 @@ typedef struct merge_job {
 /* A header as it is on disk, compared with the one mapped. */
 static int same_file(cairn_mem *m, const memindex *mx)
 {
-    uint8_t h[176];
+    uint8_t h[MX_HEAD_LEN];
     int fd = -1, same = 0;
     cairn__err e;
     if (cairn__io_open(m->db->io, "memindex.open", m->db->dirfd, mx->name, O_RDONLY, 0, &fd, &e) !=
