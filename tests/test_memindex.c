@@ -1507,6 +1507,63 @@ static void kill_9_during_generations_and_merges_loses_nothing(void **state)
  * files of about one size lie on one another, the next handle's merger
  * thread merges them in the background, the merged file named as the
  * newest it replaces; the answers never change. */
+/* The log's fdatasyncs while a merge runs (an io table's counter). */
+static int log_syncs;
+
+static int count_fdatasync(void *user, const char *site, int fd)
+{
+    (void)user;
+    if (strcmp(site, "segment.fdatasync") == 0)
+        __atomic_add_fetch(&log_syncs, 1, __ATOMIC_RELAXED);
+    return cairn_io_default()->fdatasync(cairn_io_default()->user, site, fd);
+}
+
+/* A merge covers what the files it merges covered, which were durable when
+ * they were written: it syncs nothing of the log, however much a writer
+ * adds meanwhile (a close that stops the merger would wait for that sync). */
+static void a_merge_syncs_nothing_of_the_log(void **state)
+{
+    fx *f = *state;
+    cairn_io io = *cairn_io_default();
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    long long t0;
+    int stored = 0;
+
+    store_plain(f, 0, 3000);
+    close_all(f);
+    for (int round = 0; round < 3; round++) { /* 4 files of about one size */
+        open_all(f, 0);
+        store_plain(f, 3000 + 1500 * round, 4500 + 1500 * round);
+        close_all(f);
+    }
+    assert_int_equal(index_files(f->dir), 4);
+    io.fdatasync = count_fdatasync;
+    o.io = &io;
+    o.durability = CAIRN_DURABILITY_NONE; /* nobody syncs the log but a sync asked for */
+    o.segment_size = 64 * 1024;
+    log_syncs = 0;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+    /* the merger, kicked at open, merges while this handle stores */
+    t0 = tu_now_ms();
+    while (index_files(f->dir) > 1 && tu_now_ms() - t0 < 10000) {
+        char text[64];
+        snprintf(text, sizeof text, "written while the merge runs %d", stored++);
+        assert_int_equal(cairn_mem_store(f->mem, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+    assert_int_equal(index_files(f->dir), 1);
+    assert_true(stored > 0);
+    assert_int_equal(__atomic_load_n(&log_syncs, __ATOMIC_RELAXED), 0);
+    cairn_mem_close(f->mem); /* few records past the files: no file, no sync */
+    f->mem = NULL;
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+    open_all(f, 0);
+}
+
 static void the_merger_thread_merges_in_the_background(void **state)
 {
     fx *f = *state;
@@ -1794,6 +1851,7 @@ int main(void)
         T(the_merge_policy_bounds_files_and_rewrites),
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
+        T(a_merge_syncs_nothing_of_the_log),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
         T(a_damaged_generation_goes_alone),
         T(a_damaged_base_takes_its_generations_with_it),

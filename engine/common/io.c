@@ -250,6 +250,17 @@ int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off
     return errno == EOPNOTSUPP || errno == ENOSYS ? 1 : -1;
 }
 
+void cairn__io_writeback(int fd, uint64_t off, uint64_t len)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+    (void)sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd;
+    (void)off;
+    (void)len;
+#endif
+}
+
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
                      const char *to, cairn__err *e)
 {

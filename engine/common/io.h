@@ -53,6 +53,13 @@ int cairn__io_truncate(const cairn_io *io, const char *site, int fd, uint64_t le
  * table, len 0, EOPNOTSUPP or ENOSYS); -1: it failed and may have
  * reserved part of it. Never an error. */
 int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off, uint64_t len);
+/* Best effort: start writing [off, off + len) of fd back to the disk now,
+ * without waiting (Linux sync_file_range). A file written in one go and
+ * then fsynced has its fsync wait only for the last part, not for all of
+ * it: a close that waits for a merge's fsync waits less. Not a durability
+ * step (the fsync still is), so it bypasses the io table; a failure is
+ * ignored. */
+void cairn__io_writeback(int fd, uint64_t off, uint64_t len);
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
                      const char *to, cairn__err *e);
 int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char *name,

@@ -262,6 +262,16 @@ uint64_t cairn__dropped_upto(cairn_db *db)
     return n;
 }
 
+uint64_t cairn__synced_seq(cairn_db *db)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&db->mu);
+    n = db->view->m.synced_seq;
+    pthread_mutex_unlock(&db->mu);
+    return n;
+}
+
 uint64_t cairn__deaths_dropped(cairn_db *db)
 {
     uint64_t n;

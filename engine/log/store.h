@@ -340,6 +340,9 @@ uint32_t cairn__label_rule(cairn_db *db);
  * (takes mu; 0: none). An engine whose fold stopped before it folds again
  * from its index file: records it never read may be gone. */
 uint64_t cairn__dropped_upto(cairn_db *db);
+/* The MANIFEST's synced_seq as this handle last read it: every record up
+ * to it was durable when it was recorded. */
+uint64_t cairn__synced_seq(cairn_db *db);
 /* Memories whose going compaction dropped, over the store's life
  * (MANIFEST deaths_dropped, as of the handle's view). */
 uint64_t cairn__deaths_dropped(cairn_db *db);

@@ -46,6 +46,7 @@ _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
 #define MX_ROW 96
 #define MX_ROW_SUMMED 88 /* row bytes under its sum */
 #define MX_BUF (1u << 20)
+#define MX_WRITEBACK (8u << 20) /* written bytes handed to writeback at once */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the memory index file is little-endian and read in place"
@@ -406,6 +407,7 @@ typedef struct wbuf {
     uint64_t off;          /* file offset of b[0] */
     cairn__err *e;
     const int *stop;
+    uint64_t wb_off;       /* bytes below it are handed to writeback */
     /* the text image being written: its head's sum */
     int in_head;
     XXH3_state_t head;
@@ -421,6 +423,10 @@ static int flush(wbuf *w)
                   : CAIRN_OK;
     w->off += w->n;
     w->n = 0;
+    if (rc == CAIRN_OK && w->off - w->wb_off >= MX_WRITEBACK) {
+        cairn__io_writeback(w->fd, w->wb_off, w->off - w->wb_off);
+        w->wb_off = w->off;
+    }
     return rc;
 }
 
@@ -549,6 +555,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     for (size_t i = 0; i < in->n_ns; i++)
         heap_len += strlen(in->ns[i].name) + 1;
     w.off = ro;
+    w.wb_off = ro;
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
         mx_row tmp_row;
         const mx_row *r = row_of(in, i, &tmp_row);
@@ -665,8 +672,12 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
     }
     if (rc == CAIRN_OK && in->gate != NULL) {
-        /* synced before the gate, which may hold others up while it is open */
-        rc = cairn__io_fsync(io, "memindex.fsync", w.fd, tmp, e);
+        /* synced before the gate, which may hold others up while it is open;
+         * not at all when the write was given up meanwhile (a close waits) */
+        if (in->stop != NULL && __atomic_load_n(in->stop, __ATOMIC_ACQUIRE))
+            rc = cairn__fail(e, CAIRN_ELOCKED, "memory index: the write was given up");
+        if (rc == CAIRN_OK)
+            rc = cairn__io_fsync(io, "memindex.fsync", w.fd, tmp, e);
         if (rc == CAIRN_OK && (rc = in->gate(in->gate_user)) != CAIRN_OK)
             (void)cairn__fail(e, rc, "memory index: %s not put in place", name);
     }
