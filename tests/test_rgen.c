@@ -272,6 +272,72 @@ static void test_a_close_writes_a_generation_not_the_whole_file(void **state)
     free(path);
 }
 
+/* A handle with background threads (a merger). */
+static void open_bg(fx *f)
+{
+    char err[CAIRN_ERRMSG_MAX] = "";
+    if (tu_open_small(f->dir, 1, &f->db, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_reflex_open(f->db, &f->r), CAIRN_OK);
+}
+
+/* With background threads a close never writes the whole file while the
+ * generations hold less than half its rows: handles closed at once (before
+ * their merger starts) write generations; a handle that stays open has
+ * its merger fold the chain into one whole file, and its close then
+ * writes only what changed since. */
+static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
+{
+    fx *f = *state;
+    char whole[64] = "", now[64] = "", merged[64] = "";
+    cairn_reflex_status st;
+    uint64_t nodes, edges;
+    long long t0;
+    int due = 0, rounds = 0;
+
+    seed_nodes(f, 2000);
+    changes(f, 2000, 2000, 2000);
+    assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
+    assert_int_equal(count_files(f->dir, ".cgx", whole, sizeof whole), 1);
+    close_all(f);
+    while (!due && rounds < 20) {
+        open_bg(f);
+        changes(f, 1000, 2000, 2100 + 100 * (unsigned)rounds);
+        close_all(f);
+        rounds++;
+        open_all(f);
+        due = cairn__rg_merge_due(f->r);
+        close_all(f);
+    }
+    assert_true(due);
+    assert_int_equal(count_files(f->dir, ".cgx", now, sizeof now), 1);
+    assert_string_equal(now, whole); /* no close wrote it */
+    assert_true(count_files(f->dir, ".cgg", NULL, 0) >= 1);
+
+    open_bg(f);
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    nodes = st.nodes;
+    edges = st.edges;
+    t0 = tu_now_ms();
+    while (count_files(f->dir, ".cgg", NULL, 0) > 0 && tu_now_ms() - t0 < 10000)
+        tu_sleep_ms(10);
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 0);
+    assert_int_equal(count_files(f->dir, ".cgx", merged, sizeof merged), 1);
+    assert_string_not_equal(merged, whole);
+    /* the handle reads on (its files unlinked, still mapped) */
+    assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
+    assert_int_equal(st.nodes, nodes);
+    assert_int_equal(st.edges, edges);
+    changes(f, 1000, 2000, 2400);
+    close_all(f);
+    /* the close read the merged file and wrote what changed since it */
+    assert_int_equal(count_files(f->dir, ".cgx", now, sizeof now), 1);
+    assert_string_equal(now, merged);
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 1);
+    open_all(f);
+    same_as_rebuild(f);
+}
+
 /* A whole file of about 9,000 rows and a session on it, closed: the path
  * of the one generation, its name in gen. */
 static char *closed_with_a_generation(fx *f, char *gen, size_t cap)
@@ -468,9 +534,17 @@ static void test_two_writers_take_turns_with_their_files(void **state)
     changes(f, 1000, 8000, 8400);
     assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK); /* a newer whole file under g */
     assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 0);
+    assert_int_equal(count_files(f->dir, ".cgx", name, sizeof name), 1);
     changes(&g, 1000, 8000, 8500);
     close_all(&g);
-    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 0); /* a whole file again */
+    /* g read the newer whole file and wrote what changed since it, with
+     * its own changes, as a generation on it */
+    assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 1);
+    {
+        char after[64] = "";
+        assert_int_equal(count_files(f->dir, ".cgx", after, sizeof after), 1);
+        assert_string_equal(after, name);
+    }
     same_as_rebuild(f);
 }
 
@@ -622,6 +696,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_close_writes_a_generation_not_the_whole_file, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_damaged_generation_is_set_aside, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_merger_writes_the_whole_file_in_the_background,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_chain_stays_short_and_the_whole_file_is_rare,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_writers_take_turns_with_their_files, setup,

@@ -968,6 +968,12 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
                                  at + x.s[s].len, tmp, e);
         at += pad8(x.s[s].len);
     }
+    if (rc == CAIRN_OK && in->gate != NULL) {
+        /* synced before the gate, which may hold others up while it is open */
+        rc = cairn__io_fsync(io, "graph.fsync", fd, tmp, e);
+        if (rc == CAIRN_OK && (rc = in->gate(in->gate_user)) != CAIRN_OK)
+            (void)cairn__fail(e, rc, "graph file: %s not put in place", name);
+    }
     rc = cairn__io_publish(io, &sites, rc, fd, dirfd, tmp, name, e);
     fd = -1;
     if (rc == CAIRN_OK)

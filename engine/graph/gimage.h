@@ -168,12 +168,17 @@ typedef struct gi_in {
     uint64_t n_names;
     const gi_episode *episodes;
     uint64_t n_episodes;
+    /* Optional: called once the temp file is written and fsynced, just
+     * before it is renamed into place; a nonzero return gives the write up
+     * (the temp file removed, that status returned). */
+    int (*gate)(void *user);
+    void *gate_user;
 } gi_in;
 
-/* Write the file for `in` (temp file, fsync, rename, fsync the
- * directory), then remove older graph files. The bytes are a function of
- * `in` alone. Errors: CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM, CAIRN_EINVAL
- * (past the format's limits). */
+/* Write the file for `in` (temp file, fsync, the gate if any, rename,
+ * fsync the directory), then remove older graph files. The bytes are a
+ * function of `in` alone. Errors: CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM,
+ * CAIRN_EINVAL (past the format's limits), or the gate's. */
 int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *e);
 
 /* The 4-gram keys (b0<<24 | b1<<16 | b2<<8 | b3) of a folded text,

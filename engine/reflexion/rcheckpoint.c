@@ -169,6 +169,8 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
     return CAIRN_OK;
 }
 
+static void merger_start(cairn_reflex *r);
+
 int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
 {
     cairn_stats st;
@@ -182,8 +184,11 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
         return CAIRN_ENOMEM;
     r->db = db;
     r->fold_labels = cairn__label_rule(db) == MAN_LABELS_FOLDED;
+    r->bg_merge = !db->read_only && db->background;
     cairn__errbuf_drop(r); /* a handle that lived here before */
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->m_mu, NULL);
+    pthread_cond_init(&r->m_cv, NULL);
     rc = cairn_stats_get(db, &st);
     if (rc == CAIRN_OK)
         rc = open_file(r, cairn__handed_seq(db));
@@ -195,10 +200,13 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
             snprintf(cairn__errbuf(db), CAIRN_ERRMSG_MAX, "%s", cairn__errbuf(r));
         cairn__errbuf_drop(r);
         cairn__rx_free_state(r);
+        pthread_cond_destroy(&r->m_cv);
+        pthread_mutex_destroy(&r->m_mu);
         pthread_mutex_destroy(&r->mu);
         free(r);
         return rc;
     }
+    merger_start(r);
     *out = r;
     return CAIRN_OK;
 }
@@ -216,6 +224,7 @@ static int cmp_edge(const void *a, const void *b)
 }
 
 static int checkpoint_turn(cairn_reflex *r, int closing);
+static int reread(cairn_reflex *r);
 
 /* At close: what changed since the newest graph file as a generation, or
  * the whole file when the policy says so (rgen.c). */
@@ -227,6 +236,13 @@ static int save_turn(cairn_reflex *r)
         return cairn__rx_fail(r, CAIRN_EINVAL, "this handle missed a record of the log: reopen "
                               "the store before writing the graph file");
     if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK)
+        return rc;
+    /* A whole file newer than the one the state lies on (the merger's, or
+     * another process's) holds the generations: read it, and write what
+     * changed since it. */
+    if (r->n_chain > 0 &&
+        cairn__seqfile_newest(&cairn__seqfile_graph, r->db->dirfd) > r->chain[0].seq &&
+        (rc = reread(r)) != CAIRN_OK)
         return rc;
     if (cairn__rg_policy(r, &j))
         return cairn__rg_write(r, j);
@@ -245,7 +261,10 @@ static int checkpoint_locked(cairn_reflex *r, int closing)
     return cairn__rx_turn_end(r, closing ? save_turn(r) : checkpoint_turn(r, 0));
 }
 
-static int checkpoint_turn(cairn_reflex *r, int closing)
+/* The whole graph file of r's state, covering r->folded; the gate (if
+ * any) runs just before the file is put in place; *stop (if given) set
+ * gives the write up (CAIRN_ELOCKED). */
+static int write_whole(cairn_reflex *r, int (*gate)(void *), void *gate_user, const int *stop)
 {
     cairn__err e;
     gi_in in;
@@ -257,15 +276,6 @@ static int checkpoint_turn(cairn_reflex *r, int closing)
     uint32_t n = rx_nodes(r), m = rx_edges(r);
     int rc;
 
-    if (r->db->read_only)
-        return cairn__rx_fail(r, CAIRN_EPERM, "a read-only handle cannot write the graph file");
-    if (r->stale)
-        return cairn__rx_fail(r, CAIRN_EINVAL, "this handle missed a record of the log: reopen "
-                              "the store before writing the graph file");
-    if ((rc = cairn_sync(r->db)) != CAIRN_OK)
-        return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
-    if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK)
-        return rc;
     nodes = malloc((n ? n : 1) * sizeof *nodes);
     edges = malloc((m ? m : 1) * sizeof *edges);
     pats = malloc((r->n_pat ? r->n_pat : 1) * sizeof *pats);
@@ -330,19 +340,57 @@ static int checkpoint_turn(cairn_reflex *r, int closing)
     in.n_names = r->n_names;
     in.episodes = eps;
     in.n_episodes = r->n_epi;
+    in.gate = gate;
+    in.gate_user = gate_user;
+    if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+        rc = CAIRN_ELOCKED; /* a merge given up before its longest step */
+        goto out;
+    }
     rc = cairn__gi_write(r->db->io, r->db->dirfd, &in, &e);
     if (rc != CAIRN_OK)
         rc = cairn__rx_fail(r, rc, "%s", e.msg);
-    else /* the whole file holds what every generation did */
-        cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd, NULL, 0);
 out:
     free(nodes);
     free(edges);
     free(pats);
     free(names);
     free(eps);
-    if (rc != CAIRN_OK || closing)
+    return rc;
+}
+
+/* Read the graph files again in place of the RAM state, then the log
+ * after them. */
+static int reread(cairn_reflex *r)
+{
+    int rc;
+    cairn__rx_free_state(r);
+    rc = open_file(r, UINT64_MAX);
+    if (rc == CAIRN_OK)
+        rc = cairn__rx_catch_up(r);
+    if (rc != CAIRN_OK)
+        r->stale = 1;
+    return rc;
+}
+
+static int checkpoint_turn(cairn_reflex *r, int closing)
+{
+    int rc;
+
+    if (r->db->read_only)
+        return cairn__rx_fail(r, CAIRN_EPERM, "a read-only handle cannot write the graph file");
+    if (r->stale)
+        return cairn__rx_fail(r, CAIRN_EINVAL, "this handle missed a record of the log: reopen "
+                              "the store before writing the graph file");
+    if ((rc = cairn_sync(r->db)) != CAIRN_OK)
+        return cairn__rx_fail(r, rc, "%s", cairn_errmsg(r->db));
+    if ((rc = cairn__rx_catch_up(r)) != CAIRN_OK)
         return rc;
+    if ((rc = write_whole(r, NULL, NULL, NULL)) != CAIRN_OK)
+        return rc;
+    /* the whole file holds what every generation did */
+    cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd, NULL, 0);
+    if (closing)
+        return CAIRN_OK;
     /* Read the new file in place of the RAM state: the handle's memory
      * drops back to what a fresh open needs. */
     cairn__rx_free_state(r);
@@ -356,6 +404,130 @@ out:
         r->stale = 1;
     r->delta_records = 0;
     return rc;
+}
+
+/* ---- the whole-file merge in the background ---- */
+
+/* A handle's merger waits this long before it starts: a short-lived
+ * handle (a CLI call) closes first and is never held up by a merge it
+ * would only give up. */
+#define RM_DELAY_MS 500
+
+typedef struct rmerge_job {
+    cairn_reflex *r;          /* the handle: its mutex and turn at the gate */
+    cairn_reflex *t;          /* the state of the files merged */
+    int held;                 /* the gate holds r->mu and the turn */
+} rmerge_job;
+
+static int merge_stopped(const cairn_reflex *r)
+{
+    return __atomic_load_n(&r->m_stop, __ATOMIC_ACQUIRE);
+}
+
+/* Just before the merged file is put in place: take the handle and the
+ * turn, and check that the files merged are still the newest on disk (no
+ * whole file or generation came meanwhile). Holds both on success. */
+static int merge_gate(void *user)
+{
+    rmerge_job *job = user;
+    cairn_reflex *r = job->r, *t = job->t;
+    int rc;
+
+    if (merge_stopped(r))
+        return CAIRN_ELOCKED;
+    pthread_mutex_lock(&r->mu);
+    if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK) {
+        pthread_mutex_unlock(&r->mu);
+        return rc;
+    }
+    if (cairn__seqfile_newest(&cairn__seqfile_graph, r->db->dirfd) != t->chain[0].seq ||
+        cairn__seqfile_newest(&cairn__seqfile_graphgen, r->db->dirfd) !=
+            t->chain[t->n_chain - 1].seq) {
+        (void)cairn__rx_turn_end(r, CAIRN_OK);
+        pthread_mutex_unlock(&r->mu);
+        return CAIRN_ELOCKED; /* changed meanwhile: given up */
+    }
+    job->held = 1;
+    return CAIRN_OK;
+}
+
+/* Fold the newest chain on disk (the whole file and its generations) into
+ * a state of its own and write it as one whole file covering the newest
+ * generation's seq, in place of them all. The log is not read: the files
+ * hold the state, and the records after them stay the handles' own. */
+static int merge_files(cairn_reflex *r)
+{
+    cairn_reflex *t = calloc(1, sizeof *t);
+    rmerge_job job;
+    int rc;
+
+    if (t == NULL)
+        return CAIRN_ENOMEM;
+    t->db = r->db;
+    t->fold_labels = r->fold_labels;
+    pthread_mutex_init(&t->mu, NULL);
+    memset(&job, 0, sizeof job);
+    job.r = r;
+    job.t = t;
+    rc = open_file(t, cairn__handed_seq(r->db));
+    if (rc == CAIRN_OK && t->n_chain >= 2 && !merge_stopped(r))
+        rc = write_whole(t, merge_gate, &job, &r->m_stop);
+    if (job.held) {
+        if (rc == CAIRN_OK) /* the whole file holds what every generation did */
+            cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd,
+                                         NULL, 0);
+        (void)cairn__rx_turn_end(r, CAIRN_OK);
+        pthread_mutex_unlock(&r->mu);
+    }
+    cairn__rx_free_state(t);
+    pthread_mutex_destroy(&t->mu);
+    cairn__errbuf_drop(t);
+    free(t);
+    return rc;
+}
+
+static void *merger_main(void *arg)
+{
+    cairn_reflex *r = arg;
+    struct timespec until;
+    int stop;
+
+    (void)cairn__deferred_begin(); /* nobody is told of what this thread meets */
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(RM_DELAY_MS % 1000) * 1000000L;
+    until.tv_sec += RM_DELAY_MS / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&r->m_mu);
+    while (!merge_stopped(r))
+        if (pthread_cond_timedwait(&r->m_cv, &r->m_mu, &until) != 0)
+            break;
+    stop = merge_stopped(r);
+    pthread_mutex_unlock(&r->m_mu);
+    if (!stop)
+        (void)merge_files(r); /* a failure leaves the files as they were */
+    return NULL;
+}
+
+/* At open: a merger when the generations are due for a whole file. */
+static void merger_start(cairn_reflex *r)
+{
+    if (!r->bg_merge || !cairn__rg_merge_due(r))
+        return;
+    if (pthread_create(&r->m_thread, NULL, merger_main, r) == 0)
+        r->m_started = 1; /* else: the close writes the whole file when due */
+}
+
+/* Ask the merger to give up, and wait for it. */
+static void merger_stop(cairn_reflex *r)
+{
+    if (!r->m_started)
+        return;
+    pthread_mutex_lock(&r->m_mu);
+    __atomic_store_n(&r->m_stop, 1, __ATOMIC_RELEASE);
+    pthread_cond_signal(&r->m_cv);
+    pthread_mutex_unlock(&r->m_mu);
+    pthread_join(r->m_thread, NULL);
+    r->m_started = 0;
 }
 
 int cairn_reflex_checkpoint(cairn_reflex *r)
@@ -372,6 +544,7 @@ void cairn_reflex_close(cairn_reflex *r)
 {
     if (r == NULL)
         return;
+    merger_stop(r); /* a merge under way is given up: a close writes what changed */
     if (!r->db->read_only && !r->stale && r->delta_records >= R_CHECKPOINT_MIN) {
         /* A failure costs a longer replay next time; one that kills the
          * handle is reported by cairn_close (deferred). */
@@ -382,6 +555,8 @@ void cairn_reflex_close(cairn_reflex *r)
         cairn__deferred_end(was);
     }
     cairn__rx_free_state(r);
+    pthread_cond_destroy(&r->m_cv);
+    pthread_mutex_destroy(&r->m_mu);
     pthread_mutex_destroy(&r->mu);
     cairn__errbuf_drop(r);
     free(r);

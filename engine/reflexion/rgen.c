@@ -9,7 +9,10 @@
  * have gathered so far, so a row is rewritten about log2(chain) times
  * before a whole file takes it, the chain stays short, and the largest
  * generation is never more than the whole file's quarter: once the
- * generations hold that much, the whole file is written instead.
+ * generations hold that much, the whole file is written instead. With
+ * background threads the whole file is written by a merger thread
+ * (rcheckpoint.c) and a close writes it only once the generations hold
+ * half as many rows as it does.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include "store.h"
 
 #define RG_WHOLE_SHARE 4 /* a whole file once the generations hold 1/4 of its rows */
+#define RG_WHOLE_SHARE_BG 2 /* with a merger: a close writes it only at 1/2 */
 
 static uint64_t rows_of(const uint32_t *count)
 {
@@ -72,6 +76,16 @@ static int chain_on_disk(const cairn_reflex *r)
     return 1;
 }
 
+int cairn__rg_merge_due(const cairn_reflex *r)
+{
+    uint64_t total = 0;
+    if (r->n_chain < 2)
+        return 0;
+    for (size_t p = 1; p < r->n_chain; p++)
+        total += r->chain[p].rows;
+    return total * RG_WHOLE_SHARE >= r->chain[0].rows;
+}
+
 int cairn__rg_policy(const cairn_reflex *r, size_t *jout)
 {
     uint64_t acc = r->delta_records ? r->delta_records : 1, total = acc;
@@ -80,7 +94,10 @@ int cairn__rg_policy(const cairn_reflex *r, size_t *jout)
         return 0;
     for (size_t p = 1; p < r->n_chain; p++)
         total += r->chain[p].rows;
-    if (total * RG_WHOLE_SHARE >= r->chain[0].rows)
+    /* With a merger, the whole file is its to write (due at 1/4); a close
+     * writes it only when no merger got to it before the generations grew
+     * to half of it (handles too short-lived for a merge: CLI calls). */
+    if (total * (r->bg_merge ? RG_WHOLE_SHARE_BG : RG_WHOLE_SHARE) >= r->chain[0].rows)
         return 0;
     j = r->n_chain - 1;
     while (j >= 1 && r->chain[j].rows <= acc)

@@ -102,6 +102,16 @@ struct cairn_reflex {
                                  labels and pattern names that differ only in
                                  case are one */
     pthread_mutex_t mu;
+    /* The whole-file merge in the background (rcheckpoint.c; kept by
+     * cairn__rx_free_state, which clears what follows): with it, a
+     * close writes a generation and leaves the whole file to the thread,
+     * until the generations hold half as many rows as the whole file. */
+    int bg_merge;             /* a writable handle with background threads */
+    int m_started;            /* m_thread runs (joined by the close) */
+    int m_stop;               /* atomic: the close asks it to give up */
+    pthread_t m_thread;
+    pthread_mutex_t m_mu;
+    pthread_cond_t m_cv;
     gimage gi;                /* gi.map NULL: no graph file in use */
     uint32_t base_n, base_m;
     rnode *bn;                /* base_n overlay slots */
@@ -271,8 +281,13 @@ int cairn__rx_load_tables(cairn_reflex *r);
 int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq);
 void cairn__rg_chain_reset(cairn_reflex *r);
 /* The policy: 1 and *j when a generation holding the changes since chain
- * position j is due, 0 when the whole file is. */
+ * position j is due, 0 when the whole file is: once the generations hold a
+ * quarter of the whole file's rows, or half of them with a merger in the
+ * background (r->bg_merge). */
 int cairn__rg_policy(const cairn_reflex *r, size_t *j);
+/* Do the generations hold a quarter of the whole file's rows (a whole
+ * merge is due)? */
+int cairn__rg_merge_due(const cairn_reflex *r);
 int cairn__rg_write(cairn_reflex *r, size_t j);
 /* Verify every generation of the newest chain (cairn_reflex_verify). */
 int cairn__rg_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *problems,
