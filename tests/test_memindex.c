@@ -28,6 +28,7 @@
 #include "cairn_sys.h"
 #include "filehdr.h"
 #include "memindex.h"
+#include "seqfile.h"
 #include "testutil.h"
 
 /* Header fields (format-spec/memindex.md, "Header"). */
@@ -1507,8 +1508,23 @@ static void kill_9_during_generations_and_merges_loses_nothing(void **state)
  * files of about one size lie on one another, the next handle's merger
  * thread merges them in the background, the merged file named as the
  * newest it replaces; the answers never change. */
-/* The log's fdatasyncs while a merge runs (an io table's counter). */
+/* The log's fdatasyncs while a merge runs (an io table's counter), and
+ * the last temp file a merge created. */
 static int log_syncs;
+static char merge_temp[128];
+static pthread_mutex_t merge_temp_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int note_create(void *user, const char *site, int dirfd, const char *path, int flags,
+                       int mode)
+{
+    (void)user;
+    if (strcmp(site, "memindex.create") == 0) {
+        pthread_mutex_lock(&merge_temp_mu);
+        snprintf(merge_temp, sizeof merge_temp, "%s", path);
+        pthread_mutex_unlock(&merge_temp_mu);
+    }
+    return cairn_io_default()->openat(cairn_io_default()->user, site, dirfd, path, flags, mode);
+}
 
 static int count_fdatasync(void *user, const char *site, int fd)
 {
@@ -1520,7 +1536,10 @@ static int count_fdatasync(void *user, const char *site, int fd)
 
 /* A merge covers what the files it merges covered, which were durable when
  * they were written: it syncs nothing of the log, however much a writer
- * adds meanwhile (a close that stops the merger would wait for that sync). */
+ * adds meanwhile (a close that stops the merger would wait for that sync).
+ * It writes outside the turn, so its temp file has a name of its own
+ * (two merging at once never write one file), which a writer's open
+ * still knows for a temp. */
 static void a_merge_syncs_nothing_of_the_log(void **state)
 {
     fx *f = *state;
@@ -1540,6 +1559,8 @@ static void a_merge_syncs_nothing_of_the_log(void **state)
     }
     assert_int_equal(index_files(f->dir), 4);
     io.fdatasync = count_fdatasync;
+    io.openat = note_create;
+    merge_temp[0] = 0;
     o.io = &io;
     o.durability = CAIRN_DURABILITY_NONE; /* nobody syncs the log but a sync asked for */
     o.segment_size = 64 * 1024;
@@ -1557,6 +1578,22 @@ static void a_merge_syncs_nothing_of_the_log(void **state)
     assert_int_equal(index_files(f->dir), 1);
     assert_true(stored > 0);
     assert_int_equal(__atomic_load_n(&log_syncs, __ATOMIC_RELAXED), 0);
+    pthread_mutex_lock(&merge_temp_mu);
+    {
+        size_t n = strlen(merge_temp);
+        /* mem-<16 hex>.cmx.<16 hex>.tmp */
+        assert_int_equal(n, 4 + 16 + 4 + 1 + 16 + 4);
+        assert_int_equal(strncmp(merge_temp, "mem-", 4), 0);
+        assert_int_equal(merge_temp[24], '.');
+        assert_string_equal(merge_temp + n - 4, ".tmp");
+        assert_true(cairn__seqfile_is_temp(merge_temp));
+    }
+    pthread_mutex_unlock(&merge_temp_mu);
+    assert_true(cairn__seqfile_is_temp("mem-00000000000186a0.cmx.tmp"));
+    assert_true(cairn__seqfile_is_temp("graph-00000000000186a0.cgx.0123456789abcdef.tmp"));
+    assert_false(cairn__seqfile_is_temp("graph-00000000000186a0.cgx.0123456789abcdeX.tmp"));
+    assert_false(cairn__seqfile_is_temp("mem-00000000000186a0.cmx.01234.tmp"));
+    assert_false(cairn__seqfile_is_temp("mem-00000000000186a0..0123456789abcdef.tmp"));
     cairn_mem_close(f->mem); /* few records past the files: no file, no sync */
     f->mem = NULL;
     assert_int_equal(cairn_close(f->db), CAIRN_OK);

@@ -56,12 +56,31 @@ int cairn__seqfile_is_temp(const char *n)
     for (j = i; j < i + 16; j++)
         if (j >= len || !((n[j] >= '0' && n[j] <= '9') || (n[j] >= 'a' && n[j] <= 'f')))
             return 0;
-    if (j >= len || n[j] != '.' || len - j - 1 < 1 || len - j - 1 > 8)
+    if (j >= len || n[j] != '.')
+        return 0;
+    /* a merger's: .<16 hex> before .tmp */
+    if (len - j > 18 && n[len - 17] == '.') {
+        for (size_t h = len - 16; h < len; h++)
+            if (!((n[h] >= '0' && n[h] <= '9') || (n[h] >= 'a' && n[h] <= 'f')))
+                return 0;
+        len -= 17;
+    }
+    if (len - j - 1 < 1 || len - j - 1 > 8)
         return 0;
     for (j++; j < len; j++)
         if (!lower(n[j]))
             return 0;
     return 1;
+}
+
+void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t salt, char *out,
+                         size_t cap)
+{
+    if (salt == 0)
+        snprintf(out, cap, "%s%016" PRIx64 "%s.tmp", k->prefix, seq, k->suffix);
+    else
+        snprintf(out, cap, "%s%016" PRIx64 "%s.%016" PRIx64 ".tmp", k->prefix, seq, k->suffix,
+                 salt);
 }
 
 void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, size_t cap)

@@ -30,14 +30,23 @@ extern const cairn__seqfile_kind cairn__seqfile_graphgen;
 /* The seq a file name of this kind carries; 0 if it is not one. */
 int cairn__seqfile_parse(const cairn__seqfile_kind *k, const char *name, uint64_t *seq);
 
-/* Is name the temp file (NAME.tmp, written and then renamed over NAME) of
- * a file of any kind? Every kind's prefix is lowercase letters ending in
- * '-' and its suffix '.' and 1..8 lowercase letters, so this needs no list
- * of the kinds: a kind added later is covered too. */
+/* Is name the temp file (NAME.tmp or NAME.<16 hex>.tmp, written and then
+ * renamed over NAME) of a file of any kind? Every kind's prefix is
+ * lowercase letters ending in '-' and its suffix '.' and 1..8 lowercase
+ * letters, so this needs no list of the kinds: a kind added later is
+ * covered too. */
 int cairn__seqfile_is_temp(const char *name);
 
 /* The file name of this kind for seq into out (cap bytes). */
 void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, size_t cap);
+
+/* The temp name a write of this file uses: NAME.tmp (salt 0: a write in
+ * the writer's turn, the only one there can be), or NAME.<salt as 16 hex>.tmp
+ * (a merger, which writes outside the turn and only renames inside it: two
+ * merging at once never write one file). cap: at least SEQFILE_TEMP_MAX. */
+#define SEQFILE_TEMP_MAX 72
+void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t salt, char *out,
+                         size_t cap);
 
 /* Map (read-only, shared) the newest file of this kind whose seq is at most
  * max_seq: its name into name (cap bytes), its seq, its bytes. A file

@@ -909,7 +909,7 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     sections x;
     uint8_t h[GI_HEAD + GI_TABLE];
     uint64_t tcap = 16, at = GI_HEAD + GI_TABLE;
-    char name[GI_NAME_MAX], tmp[GI_NAME_MAX + 8];
+    char name[GI_NAME_MAX], tmp[SEQFILE_TEMP_MAX];
     int fd = -1, rc = CAIRN_OK;
 
     if (in->n_nodes > GI_LIMIT / 2 || in->n_edges > GI_LIMIT || in->n_names > GI_LIMIT ||
@@ -954,7 +954,7 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     cairn__filehdr_seal(h);
     put_le64(h + GI_HEAD + GI_TABLE - 8, XXH3_64bits(h, GI_HEAD + GI_TABLE - 8));
     cairn__seqfile_name(&cairn__seqfile_graph, in->covered, name, sizeof name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    cairn__seqfile_temp(&cairn__seqfile_graph, in->covered, in->temp_salt, tmp, sizeof tmp);
     rc = cairn__io_open(io, "graph.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
     if (rc != CAIRN_OK)
         goto out;

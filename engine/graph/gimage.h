@@ -173,6 +173,7 @@ typedef struct gi_in {
      * (the temp file removed, that status returned). */
     int (*gate)(void *user);
     void *gate_user;
+    uint64_t temp_salt;       /* nonzero: the temp file's own name (seqfile.h) */
 } gi_in;
 
 /* Write the file for `in` (temp file, fsync, the gate if any, rename,

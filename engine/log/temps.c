@@ -8,9 +8,12 @@
  * One kind more is written by any handle: ACCESS.<hex>.tmp, the access side
  * file before it is linked or renamed into place (format-spec/access.md);
  * a writer open that removes one in flight only makes that recall record
- * nothing. Otherwise only a writer handle writes them, and only in a turn,
- * holding the LOCK flock (format-spec/lock.md). So when a writer opens (in a
- * turn), no temp is being written: any there was left by a crash (kill -9 during a
+ * nothing. And a merger thread writes its derived file as
+ * NAME.<16 hex>.tmp outside the turn, renaming it inside one: a writer
+ * open that removes one in flight makes that merge give up. Otherwise only
+ * a writer handle writes them, and only in a turn, holding the LOCK flock
+ * (format-spec/lock.md). So when a writer opens (in a turn), no other temp
+ * is being written: any there was left by a crash (kill -9 during a
  * checkpoint leaves one as large as the index) or by a failed write, and
  * the open removes it (store.c, remove_orphans, through cairn__temp_name).
  * Between writer opens they are only listed (cairn_temp_files, which

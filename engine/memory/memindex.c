@@ -520,7 +520,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     uint64_t tcap = 16, ro, heap_len = 0, at;
     uint8_t *head = NULL, h[MX_HEAD];
     uint64_t *idtab = NULL, *ctab = NULL;
-    char name[MX_NAME_MAX], tmp[MX_NAME_MAX + 8];
+    char name[MX_NAME_MAX], tmp[SEQFILE_TEMP_MAX];
     wbuf w;
     int rc = CAIRN_OK;
 
@@ -532,7 +532,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         tcap *= 2;
     ro = rows_off(in->n_ns, tcap);
     cairn__seqfile_name(&cairn__seqfile_memindex, in->covered, name, sizeof name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    cairn__seqfile_temp(&cairn__seqfile_memindex, in->covered, in->temp_salt, tmp, sizeof tmp);
     memset(&w, 0, sizeof w);
     w.io = io;
     w.name = tmp;

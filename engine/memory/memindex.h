@@ -144,6 +144,7 @@ typedef struct mx_in {
      * with CAIRN_ELOCKED (a merge given up; read with __atomic_load_n). */
     int (*gate)(void *user);
     void *gate_user;
+    uint64_t temp_salt;      /* nonzero: the temp file's own name (seqfile.h) */
     const int *stop;
     int *merge_damaged;      /* set to 1 (if not NULL) when the write failed
                                 because a text image merged from (mx_ns_in

@@ -2694,6 +2694,8 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.hash_id = hash_id;
     in.gate = gate;
     in.gate_user = gate_user;
+    /* a merger writes outside the turn: a temp name of its own */
+    in.temp_salt = gate != NULL ? cairn__random_salt() | 1 : 0;
     in.stop = stop;
     in.merge_damaged = &merge_damaged;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
