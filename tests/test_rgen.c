@@ -286,19 +286,18 @@ static void open_bg(fx *f)
  * their merger starts) write generations; a handle that stays open has
  * its merger fold the chain into one whole file, and its close then
  * writes only what changed since. */
-static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
+/* A whole file, then background handles closed at once (before their
+ * merger starts) until a whole merge is due: the closes wrote generations
+ * and left the whole file (its name in whole). */
+static void make_a_merge_due(fx *f, char *whole, size_t cap)
 {
-    fx *f = *state;
-    char whole[64] = "", now[64] = "", merged[64] = "";
-    cairn_reflex_status st;
-    uint64_t nodes, edges;
-    long long t0;
+    char now[64] = "";
     int due = 0, rounds = 0;
 
     seed_nodes(f, 2000);
     changes(f, 2000, 2000, 2000);
     assert_int_equal(cairn_reflex_checkpoint(f->r), CAIRN_OK);
-    assert_int_equal(count_files(f->dir, ".cgx", whole, sizeof whole), 1);
+    assert_int_equal(count_files(f->dir, ".cgx", whole, cap), 1);
     close_all(f);
     while (!due && rounds < 20) {
         open_bg(f);
@@ -313,7 +312,17 @@ static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
     assert_int_equal(count_files(f->dir, ".cgx", now, sizeof now), 1);
     assert_string_equal(now, whole); /* no close wrote it */
     assert_true(count_files(f->dir, ".cgg", NULL, 0) >= 1);
+}
 
+static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
+{
+    fx *f = *state;
+    char whole[64] = "", now[64] = "", merged[64] = "";
+    cairn_reflex_status st;
+    uint64_t nodes, edges;
+    long long t0;
+
+    make_a_merge_due(f, whole, sizeof whole);
     open_bg(f);
     assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
     nodes = st.nodes;
@@ -334,6 +343,26 @@ static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
     assert_int_equal(count_files(f->dir, ".cgx", now, sizeof now), 1);
     assert_string_equal(now, merged);
     assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 1);
+    open_all(f);
+    same_as_rebuild(f);
+}
+
+/* Closes around the moment the merger starts (half a second after the
+ * open): each gives the merge up or lets it end, leaves no temp file, and
+ * the store keeps the state its log gives. */
+static void test_a_close_during_a_merge_loses_nothing(void **state)
+{
+    fx *f = *state;
+    char whole[64] = "";
+
+    make_a_merge_due(f, whole, sizeof whole);
+    for (int i = 0; i < 3; i++) {
+        open_bg(f);
+        tu_sleep_ms(480 + 30 * i);
+        close_all(f);
+        assert_int_equal(count_files(f->dir, ".cgx", NULL, 0), 1);
+        assert_int_equal(count_files(f->dir, ".tmp", NULL, 0), 0);
+    }
     open_all(f);
     same_as_rebuild(f);
 }
@@ -698,6 +727,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_damaged_generation_is_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_merger_writes_the_whole_file_in_the_background,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_close_during_a_merge_loses_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_the_chain_stays_short_and_the_whole_file_is_rare,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_writers_take_turns_with_their_files, setup,
