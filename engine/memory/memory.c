@@ -2862,6 +2862,7 @@ typedef struct merge_job {
     cairn_mem *m;            /* the handle whose merger this is */
     cairn_mem *t;            /* the scratch state */
     size_t j;                /* the files j..t->ng-1 are merged */
+    const int *stop;         /* the merger's stop (a close asks it) */
     int held;                /* the gate took m->mu and the turn */
     char err[CAIRN_ERRMSG_MAX];
 } merge_job;
@@ -2890,6 +2891,10 @@ static int merge_gate(void *user)
     cairn_mem *m = job->m;
     int rc;
 
+    /* A close asked the merge to give up while its file was synced: not
+     * put in place (the close would wait for the rename and its sync). */
+    if (job->stop != NULL && __atomic_load_n(job->stop, __ATOMIC_ACQUIRE))
+        return CAIRN_ELOCKED;
     pthread_mutex_lock(&m->mu);
     memcpy(job->err, cairn__errbuf(m), sizeof job->err);
     if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK) {
@@ -3057,6 +3062,7 @@ static int merge_step(cairn_mem *m, const int *stop, int whole)
     }
     job.m = m;
     job.t = t;
+    job.stop = stop;
     rc = write_gen(t, job.j, merge_gate, &job, stop);
     if (job.held) {
         /* In place (named as the newest it merges, which it replaces): the
