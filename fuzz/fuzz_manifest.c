@@ -15,7 +15,10 @@
  * rules (a policy known, a grace only under "live" and at most 2^53,
  * dropped_upto below 2^62, a rev only on a sealed entry). Version 8 adds
  * each entry's hash chain value: only on a sealed entry, carried over by
- * encode and copy.
+ * encode and copy. Version 9 adds the list of derived files: ordered by
+ * kind then seq, known kinds, each at least a header long; none read from
+ * an older version (decode alone does not look at a directory); carried
+ * over by encode and copy.
  */
 #include "fuzz.h"
 
@@ -42,6 +45,10 @@ static void same_manifest(const manifest *a, const manifest *b)
                    x->first_ts == y->first_ts && x->last_ts == y->last_ts && x->rev == y->rev);
         FUZZ_CHECK(x->chained == y->chained && memcmp(x->chain, y->chain, sizeof x->chain) == 0);
     }
+    FUZZ_CHECK(a->n_files == b->n_files);
+    for (size_t i = 0; i < a->n_files; i++)
+        FUZZ_CHECK(a->files[i].kind == b->files[i].kind && a->files[i].seq == b->files[i].seq &&
+                   a->files[i].len == b->files[i].len && a->files[i].sum == b->files[i].sum);
 }
 
 /* The rules of what decoded, version 4's among them. */
@@ -67,6 +74,14 @@ static void check_rules(const manifest *m)
         if (x->kind != SEG_ACTIVE)
             FUZZ_CHECK(x->count == x->last_seq + 1 - x->base_seq);
     }
+    FUZZ_CHECK(m->n_files <= MAN_FILES_MAX && (m->version >= 9 || m->n_files == 0));
+    for (size_t i = 0; i < m->n_files; i++) {
+        const manifest_file *f = &m->files[i];
+        FUZZ_CHECK(f->kind >= MAN_FILE_MEMINDEX && f->kind <= MAN_FILE_GRAPHGEN);
+        FUZZ_CHECK(f->seq < MAN_SEQ_MAX && f->len >= FILEHDR_SIZE);
+        FUZZ_CHECK(i == 0 || f->kind > m->files[i - 1].kind ||
+                   (f->kind == m->files[i - 1].kind && f->seq > m->files[i - 1].seq));
+    }
 }
 
 static void one(const uint8_t *buf, size_t size)
@@ -80,7 +95,7 @@ static void one(const uint8_t *buf, size_t size)
     memset(e.msg, 'x', sizeof e.msg); /* a failure must leave a message */
     rc = cairn__manifest_decode(buf, size, NULL, &m, &e);
     if (rc != CAIRN_OK) {
-        FUZZ_CHECK(rc < 0 && m.e == NULL && m.n == 0);
+        FUZZ_CHECK(rc < 0 && m.e == NULL && m.n == 0 && m.files == NULL && m.n_files == 0);
         FUZZ_CHECK(memchr(e.msg, '\0', sizeof e.msg) != NULL);
         return;
     }

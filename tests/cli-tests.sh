@@ -1324,9 +1324,9 @@ for st in f1 f2; do
 done
 cp "$T/f2/mem-0000000000000003.cmx" "$T/f1/mem-0000000000000003.cmx"
 run --store "$T/f1" verify
-check "another store's index file copied in is named by verify (exit 2)" sh -c "[ $rc -eq 2 ] && grep -q 'mem-0000000000000003.cmx belongs to another store' out"
+check "another store's index file copied in is named by verify (exit 2)" sh -c "[ $rc -eq 2 ] && grep -q 'mem-0000000000000003.cmx is not the file the MANIFEST lists' out"
 run --store "$T/f1" recall f2
-check "and never answers: recall finds nothing of it" sh -c "[ $rc -eq 0 ] && ! grep -q 'f2 memory' out && grep -q 'another store' err"
+check "and never answers: recall finds nothing of it" sh -c "[ $rc -eq 0 ] && ! grep -q 'f2 memory' out && grep -q 'not the file the MANIFEST lists' err"
 run --store "$T/miss" init --segment-size 4096
 for i in $(seq 40); do "$CAIRN" --store "$T/miss" log '{"pad":"0123456789012345678901234567890123456789012345678901234567890123456789"}' >/dev/null 2>&1; done
 rm "$T/miss/0000000000000001.seg"

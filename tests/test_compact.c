@@ -182,6 +182,7 @@ static void remove_derived(const char *dir)
             free(p);
         }
     closedir(d);
+    assert_int_equal(tu_relist(dir), 0); /* a store without them */
 }
 
 static void count_problem(void *user, const char *file, uint64_t off, int code, const char *msg)

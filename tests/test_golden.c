@@ -98,6 +98,15 @@ static const manifest_entry man_entries[] = {
     {2, SEG_CLOSED, 101, 150, 50, 1700000060000ll, 1700000090000ll, 0, 0, {0}},
     {3, SEG_ACTIVE, 151, 0, 0, 0, 0, 0, 0, {0}},
 };
+/* Version 9: the derived files it lists (a whole memory index and one
+ * generation on it, a graph file and its generation). */
+static const manifest_file man_files[] = {
+    {MAN_FILE_MEMINDEX, 120, 4096, 0x1122334455667788ull},
+    {MAN_FILE_MEMINDEX, 140, 1024, 0x0102030405060708ull},
+    {MAN_FILE_GRAPH, 120, 2048, 0xa1a2a3a4a5a6a7a8ull},
+    {MAN_FILE_GRAPHGEN, 140, 512, 0xf0e0d0c0b0a09080ull},
+};
+#define MAN_N_FILES (sizeof man_files / sizeof man_files[0])
 #define MAN_GEN 7u
 #define MAN_NEXT_ID 4u
 #define MAN_SEGSIZE (64ull << 20)
@@ -279,6 +288,8 @@ static uint8_t *make_manifest(size_t *len)
     m.n_types = 2;
     m.e = (manifest_entry *)(uintptr_t)man_entries;
     m.n = sizeof man_entries / sizeof man_entries[0];
+    m.files = (manifest_file *)(uintptr_t)man_files;
+    m.n_files = MAN_N_FILES;
     assert_int_equal(cairn__manifest_encode(&m, NULL, &b, len), CAIRN_OK);
     /* Hand back a malloc'd copy: the engine buffer belongs to its allocator. */
     copy = malloc(*len);
@@ -702,7 +713,7 @@ static void test_segment_golden_scans_to_its_records(void **state)
 static void test_manifest_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("manifest-v8.bin", make_manifest);
+    matches_golden("manifest-v9.bin", make_manifest);
 }
 
 /* Version 5 (deaths_dropped), version 4 (retention, compacted segments), version 3 (the store block
@@ -724,7 +735,8 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
     cairn__err e;
     g = read_golden(golden, &glen);
     assert_int_equal(glen, 64 + block + n * (version >= 8 ? 88 : 56) +
-                               (version >= 7 ? 2 * 72 : 0) + 8);
+                               (version >= 7 ? 2 * 72 : 0) + (version >= 9 ? MAN_N_FILES * 32 : 0) +
+                               8);
     assert_memory_equal(g, "CAIRNMAN", 8);
     assert_int_equal(get_le16(g + 8), version);
     assert_int_equal(get_le32(g + 48), n);
@@ -800,6 +812,24 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
         } else {
             assert_int_equal(m.n_types, 0);
         }
+        if (version >= 9) { /* the derived files, after the named types */
+            const uint8_t *f = g + 64 + block + n * 88 + 2 * 72;
+            assert_int_equal(get_le32(g + 172), MAN_N_FILES);
+            assert_int_equal(m.n_files, MAN_N_FILES);
+            for (size_t i = 0; i < MAN_N_FILES; i++, f += 32) {
+                assert_int_equal(f[0], man_files[i].kind);
+                assert_int_equal(get_le64(f + 8), man_files[i].seq);
+                assert_int_equal(get_le64(f + 16), man_files[i].len);
+                assert_int_equal(get_le64(f + 24), man_files[i].sum);
+                assert_int_equal(m.files[i].kind, man_files[i].kind);
+                assert_int_equal(m.files[i].seq, man_files[i].seq);
+                assert_int_equal(m.files[i].len, man_files[i].len);
+                assert_int_equal(m.files[i].sum, man_files[i].sum);
+            }
+            assert_int_equal((size_t)(f + 8 - g), glen);
+        } else {
+            assert_int_equal(m.n_files, 0); /* the directory was the list */
+        }
     } else { /* labels as they were compared, the tiers' defaults */
         assert_int_equal(m.label_rule, MAN_LABELS_EXACT);
         assert_int_equal(m.reflect_threshold, 150);
@@ -829,6 +859,12 @@ static void manifest_golden_decodes(const char *golden, unsigned version)
 }
 
 static void test_manifest_golden_decodes_to_its_entries(void **state)
+{
+    (void)state;
+    manifest_golden_decodes("manifest-v9.bin", 9);
+}
+
+static void test_manifest_v8_golden_still_decodes_without_a_file_list(void **state)
 {
     (void)state;
     manifest_golden_decodes("manifest-v8.bin", 8);
@@ -2009,7 +2045,7 @@ static void regen(void **state)
     regen_one(dir, "segment-v1.log", b, len);
     free(b);
     b = make_manifest(&len);
-    regen_one(dir, "manifest-v8.bin", b, len);
+    regen_one(dir, "manifest-v9.bin", b, len);
     free(b);
     b = make_sealed(&len, NULL, NULL);
     regen_one(dir, "sealed-v1.seg", b, len);
@@ -2066,6 +2102,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
+            cmocka_unit_test(test_manifest_v8_golden_still_decodes_without_a_file_list),
             cmocka_unit_test(test_manifest_v7_golden_still_decodes_without_chain_values),
             cmocka_unit_test(test_manifest_v6_golden_still_decodes_without_named_types),
             cmocka_unit_test(test_manifest_v5_golden_still_decodes_with_exact_labels),

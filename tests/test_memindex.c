@@ -599,6 +599,7 @@ static void a_lying_live_count_cannot_overflow_the_prune(void **state)
     sum = XXH3_64bits(b, FILEHDR_OFF_SUM);
     memcpy(b + FILEHDR_OFF_SUM, &sum, 8);
     assert_int_equal(tu_write_file(path, b, len), 0);
+    assert_int_equal(tu_relist(f->dir), 0); /* the forged file is the listed one */
     free(b);
     free(path);
     o.durability = CAIRN_DURABILITY_NONE;
@@ -695,15 +696,17 @@ static void checkpoints_while_threads_store_and_recall(void **state)
 
 /* ---- a failing disk while the file is written --------------------------- */
 
-/* Fails call number `fail_at` (counting only calls at memindex.* sites)
- * with EIO; counts them otherwise. */
+/* Fails call number `fail_at` (counting only calls at memindex.* sites,
+ * and at manifest.* sites: the MANIFEST that lists a new file) with EIO;
+ * counts them otherwise. */
 static struct {
     int calls, fail_at, failed, err;
 } inj;
 
 static int hit(const char *site)
 {
-    if (strncmp(site, "memindex.", 9) != 0 || strcmp(site, "memindex.close") == 0)
+    if ((strncmp(site, "memindex.", 9) != 0 && strncmp(site, "manifest.", 9) != 0) ||
+        strcmp(site, "memindex.close") == 0 || strcmp(site, "manifest.close") == 0)
         return 0;
     if (++inj.calls == inj.fail_at) {
         inj.failed = 1;
@@ -1778,6 +1781,222 @@ static void a_damaged_generation_goes_alone(void **state)
     free(top);
 }
 
+/* ---- the MANIFEST's list of derived files ---------------------------- */
+
+/* The MANIFEST at dir, its bytes (malloc'd) and length. */
+static uint8_t *manifest_bytes(const char *dir, size_t *len)
+{
+    char *p = tu_join(dir, "MANIFEST");
+    uint8_t *b = tu_read_file(p, len);
+    assert_non_null(b);
+    free(p);
+    return b;
+}
+
+static void manifest_put(const char *dir, const uint8_t *b, size_t len)
+{
+    char *p = tu_join(dir, "MANIFEST");
+    assert_int_equal(tu_write_file(p, b, len), 0);
+    free(p);
+}
+
+/* The MANIFEST as it was before the list (version 8): its derived files
+ * cut off, n_files 0, the sums made again. No named types in these stores:
+ * the files are the last bytes before the trailer. */
+static void downgrade_manifest(const char *dir)
+{
+    size_t len;
+    uint8_t *b = manifest_bytes(dir, &len);
+    uint32_t n_files, zero = 0;
+    uint64_t sum;
+    memcpy(&n_files, b + 172, 4);
+    assert_int_equal(b[8], 9);
+    assert_int_equal(b[168] | b[169], 0); /* no named types */
+    len -= 32 * (size_t)n_files;
+    b[8] = 8;
+    memcpy(b + 172, &zero, 4);
+    sum = XXH3_64bits(b, 56);
+    memcpy(b + 56, &sum, 8);
+    sum = XXH3_64bits(b, len - 8);
+    memcpy(b + len - 8, &sum, 8);
+    manifest_put(dir, b, len);
+    free(b);
+}
+
+static uint32_t listed_files(const char *dir)
+{
+    size_t len;
+    uint8_t *b = manifest_bytes(dir, &len);
+    uint32_t n;
+    assert_int_equal(b[8], 9);
+    memcpy(&n, b + 172, 4);
+    free(b);
+    return n;
+}
+
+/* A file renamed into place whose MANIFEST was never written (a crash in
+ * between) is not read, and the next writer's open removes it. */
+static void an_index_file_the_manifest_does_not_list_is_never_read(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    cairn_mem_stats st;
+    char *want, *got, *top;
+    size_t len;
+    uint8_t *before;
+
+    rnd_state = 21;
+    store_some(f, 0, 300, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+    before = manifest_bytes(f->dir, &len); /* the list of one file */
+    open_all(f, 0);
+    store_some(f, 300, 360, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    want = export_all(f);
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 2);
+    assert_int_equal(listed_files(f->dir), 2);
+    manifest_put(f->dir, before, len); /* as if the MANIFEST write never came */
+    top = index_file(f->dir);
+
+    open_all(f, 1); /* a reader: the one listed file, then the log */
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 1);
+    assert_true(st.index_seq < header_u64(top, H_COVERED));
+    assert_string_equal(st.index_note, "");
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    assert_int_equal(access(top, F_OK), 0); /* a reader removes nothing */
+
+    open_all(f, 0); /* a writer's open: the leftover goes */
+    assert_int_equal(access(top, F_OK), -1);
+    assert_int_equal(index_files(f->dir), 1);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(before);
+    free(top);
+    free(want);
+}
+
+/* Another whole file renamed over a listed one a moment ago (a merge
+ * putting its file in place) is waited for until the list names it, here
+ * until the listed bytes are back; a file removed by hand is taken as not
+ * there, and verify does not count it. */
+typedef struct put_back {
+    char *path, *tmp;
+    uint8_t *bytes;
+    size_t len;
+} put_back;
+
+static void *put_back_later(void *arg)
+{
+    put_back *p = arg;
+    tu_sleep_ms(150);
+    assert_int_equal(tu_write_file(p->tmp, p->bytes, p->len), 0);
+    assert_int_equal(rename(p->tmp, p->path), 0);
+    return NULL;
+}
+
+static void a_file_put_in_place_under_a_listed_name_is_waited_for(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, base[64], *base_path;
+    cairn_mem_stats st;
+    put_back pb;
+    pthread_t th;
+    size_t blen;
+    uint8_t *other;
+    uint64_t problems = 9;
+    long long t0;
+
+    pb.path = two_file_chain(f, ids);
+    want = export_all(f);
+    close_all(f);
+    pb.tmp = tu_join(f->dir, "put-back.tmp");
+    pb.bytes = tu_read_file(pb.path, &pb.len);
+    snprintf(base, sizeof base, "mem-%016" PRIx64 ".cmx", header_u64(pb.path, H_BASE));
+    base_path = tu_join(f->dir, base);
+    other = tu_read_file(base_path, &blen); /* a whole file, its header sound */
+    assert_int_equal(tu_write_file(pb.tmp, other, blen), 0);
+    assert_int_equal(rename(pb.tmp, pb.path), 0);
+
+    assert_int_equal(pthread_create(&th, NULL, put_back_later, &pb), 0);
+    t0 = tu_now_ms();
+    open_all(f, 1);
+    assert_true(tu_now_ms() - t0 >= 100); /* it waited for the listed bytes */
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 2); /* then read the chain */
+    assert_string_equal(st.index_note, "");
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+
+    /* Another file under the name: verify names it, at once. */
+    assert_int_equal(tu_write_file(pb.tmp, other, blen), 0);
+    assert_int_equal(rename(pb.tmp, pb.path), 0);
+    assert_int_equal(cairn_verify(f->db, NULL, NULL, &problems), CAIRN_OK);
+    assert_int_equal(problems, 1);
+    /* Removed by hand: not there for readers, not a problem for verify. */
+    assert_int_equal(unlink(pb.path), 0);
+    assert_int_equal(cairn_verify(f->db, NULL, NULL, &problems), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    close_all(f);
+    open_all(f, 1);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 1); /* the whole file alone */
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    open_all(f, 0); /* a writer's open drops it from the list */
+    assert_int_equal(listed_files(f->dir), 1);
+    free(other);
+    free(base_path);
+    free(pb.bytes);
+    free(pb.tmp);
+    free(pb.path);
+    free(want);
+}
+
+/* A store whose MANIFEST predates the list: its files are read (the
+ * directory is the list), and the next MANIFEST a writer writes lists them. */
+static void a_manifest_before_the_list_reads_the_files_of_the_directory(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *top = two_file_chain(f, ids);
+    cairn_mem_stats st;
+
+    want = export_all(f);
+    close_all(f);
+    downgrade_manifest(f->dir);
+    open_all(f, 1);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 2);
+    assert_int_equal(st.index_seq, header_u64(top, H_COVERED));
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    open_all(f, 0);
+    store_some(f, 660, 700, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK); /* a generation on the two */
+    assert_int_equal(index_files(f->dir), 3);
+    assert_int_equal(listed_files(f->dir), 3);
+    free(top);
+    free(want);
+}
+
 /* Damage in the whole file under a generation: both go at open (the
  * generation is of no use without it), and the next opens do not look
  * for them again. */
@@ -1892,6 +2111,9 @@ int main(void)
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
         T(a_damaged_generation_goes_alone),
         T(a_damaged_base_takes_its_generations_with_it),
+        T(an_index_file_the_manifest_does_not_list_is_never_read),
+        T(a_file_put_in_place_under_a_listed_name_is_waited_for),
+        T(a_manifest_before_the_list_reads_the_files_of_the_directory),
         T(verify_checks_that_a_chain_folds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,23 @@ static int count_files(const char *dir, const char *suffix, char *last, size_t c
         }
     }
     closedir(d);
+    return n;
+}
+
+/* How many files of a kind (MAN_FILE_*) the MANIFEST lists. */
+static size_t listed(const char *dir, uint8_t kind)
+{
+    manifest m;
+    cairn__err e;
+    size_t n = 0;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    assert_int_equal(cairn__manifest_read(cairn_io_default(), dirfd, NULL, &m, &e), CAIRN_OK);
+    assert_int_equal(m.version, 9);
+    for (size_t i = 0; i < m.n_files; i++)
+        n += m.files[i].kind == kind;
+    cairn__manifest_free(NULL, &m);
+    close(dirfd);
     return n;
 }
 
@@ -333,6 +351,9 @@ static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
     assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 0);
     assert_int_equal(count_files(f->dir, ".cgx", merged, sizeof merged), 1);
     assert_string_not_equal(merged, whole);
+    /* listed in place of the file and the generations it merged */
+    assert_int_equal(listed(f->dir, MAN_FILE_GRAPH), 1);
+    assert_int_equal(listed(f->dir, MAN_FILE_GRAPHGEN), 0);
     /* the handle reads on (its files unlinked, still mapped) */
     assert_int_equal(cairn_reflex_status_get(f->r, &st), CAIRN_OK);
     assert_int_equal(st.nodes, nodes);
@@ -343,6 +364,8 @@ static void test_a_merger_writes_the_whole_file_in_the_background(void **state)
     assert_int_equal(count_files(f->dir, ".cgx", now, sizeof now), 1);
     assert_string_equal(now, merged);
     assert_int_equal(count_files(f->dir, ".cgg", NULL, 0), 1);
+    assert_int_equal(listed(f->dir, MAN_FILE_GRAPH), 1);
+    assert_int_equal(listed(f->dir, MAN_FILE_GRAPHGEN), 1);
     open_all(f);
     same_as_rebuild(f);
 }

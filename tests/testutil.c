@@ -19,6 +19,7 @@
 
 #include <xxhash.h>
 
+#include "alloc.h"
 #include "bytes.h"
 #include "filehdr.h"
 #include "manifest.h"
@@ -309,4 +310,24 @@ int tu_copy_dir(const char *src, const char *dst)
     }
     closedir(d);
     return rc;
+}
+
+int tu_relist(const char *dir)
+{
+    manifest m;
+    cairn__err e;
+    int rc, dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dirfd < 0)
+        return -1;
+    rc = cairn__manifest_read(cairn_io_default(), dirfd, NULL, &m, &e);
+    if (rc == CAIRN_OK) {
+        cairn__free(NULL, m.files);
+        rc = cairn__derived_scan(cairn_io_default(), dirfd, NULL, &m.files, &m.n_files, &e);
+        m.generation++;
+        if (rc == CAIRN_OK)
+            rc = cairn__manifest_write(cairn_io_default(), dirfd, &m, NULL, &e);
+        cairn__manifest_free(NULL, &m);
+    }
+    close(dirfd);
+    return rc == CAIRN_OK ? 0 : -1;
 }

@@ -25,6 +25,10 @@ char *tu_join(const char *dir, const char *name);
 uint8_t *tu_read_file(const char *path, size_t *len);
 /* Write bytes to a file (create/truncate); 0 on success. */
 int tu_write_file(const char *path, const void *buf, size_t len);
+/* The store at dir's MANIFEST listing the derived files its directory
+ * holds now, as they are (a test that forged or planted one, to reach the
+ * checks past the list's). 0 on success. */
+int tu_relist(const char *dir);
 /* Size of a file, or -1. */
 long long tu_file_size(const char *path);
 /* The name of the newest file in dir ending with ext (".log", ".seg"), malloc'd, or NULL. */

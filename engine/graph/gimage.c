@@ -976,9 +976,7 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     }
     rc = cairn__io_publish(io, &sites, rc, fd, dirfd, tmp, name, e);
     fd = -1;
-    if (rc == CAIRN_OK)
-        cairn__seqfile_remove_older(&cairn__seqfile_graph, io, dirfd, name);
-    else
+    if (rc != CAIRN_OK)
         (void)cairn__io_unlink(io, "graph.unlink", dirfd, tmp, NULL);
 out:
     for (int s = 0; s < GI_SECTIONS; s++)

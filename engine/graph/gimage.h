@@ -177,7 +177,8 @@ typedef struct gi_in {
 } gi_in;
 
 /* Write the file for `in` (temp file, fsync, the gate if any, rename,
- * fsync the directory), then remove older graph files. The bytes are a
+ * fsync the directory). The caller lists it in the MANIFEST (which drops
+ * the files it replaces: cairn__seqfile_change_apply). The bytes are a
  * function of `in` alone. Errors: CAIRN_EIO, CAIRN_EFULL, CAIRN_ENOMEM,
  * CAIRN_EINVAL (past the format's limits), or the gate's. */
 int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *e);

@@ -598,17 +598,8 @@ int cairn__sync_closed(cairn_db *db)
     return rc == CAIRN_OK ? CAIRN_OK : kill_handle(db, rc, &e);
 }
 
-/* One value of the MANIFEST's store block changed (mark_synced, a
- * setting). `apply` sets it in m, a copy of the view's cur, and returns 1,
- * or 0 when there is nothing to change, or an error it recorded on db;
- * `undo` puts cur's value back in m. */
-typedef struct manifest_change {
-    int (*apply)(cairn_db *db, manifest *m, const manifest *cur, uint64_t v);
-    void (*undo)(manifest *m, const manifest *cur);
-} manifest_change;
-
 /* Write the changed MANIFEST in a turn, over the MANIFEST as it is. */
-static int change_manifest(cairn_db *db, const manifest_change *c, uint64_t v)
+int cairn__change_manifest(cairn_db *db, const manifest_change *c, uint64_t v)
 {
     view *cur, *nv = NULL;
     manifest m;
@@ -664,28 +655,6 @@ static int change_manifest(cairn_db *db, const manifest_change *c, uint64_t v)
     return rc;
 }
 
-static int synced_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t seq)
-{
-    if (cur->synced_seq >= seq)
-        return 0;
-    if (seq >= db->next_seq) /* durability is the caller's: it ran cairn_sync */
-        return cairn__db_failf(db, CAIRN_EINVAL, "seq %llu has not been handed out",
-                               (unsigned long long)seq);
-    m->synced_seq = seq;
-    return 1;
-}
-
-static void synced_undo(manifest *m, const manifest *cur)
-{
-    m->synced_seq = cur->synced_seq;
-}
-
-int cairn__mark_synced(cairn_db *db, uint64_t seq)
-{
-    static const manifest_change c = {synced_apply, synced_undo};
-    return change_manifest(db, &c, seq);
-}
-
 static int max_apply(cairn_db *db, manifest *m, const manifest *cur, uint64_t n)
 {
     (void)db;
@@ -703,7 +672,7 @@ static void max_undo(manifest *m, const manifest *cur)
 int cairn__set_max_memories(cairn_db *db, uint64_t n)
 {
     static const manifest_change c = {max_apply, max_undo};
-    return change_manifest(db, &c, n);
+    return cairn__change_manifest(db, &c, n);
 }
 
 /* The name's address is the change's value; *out (a static of the call
@@ -752,7 +721,7 @@ int cairn__register_type(cairn_db *db, const char *name, uint16_t *type)
         return cairn__db_failf(db, CAIRN_EINVAL, "type name '%.64s': 1..%d of a-z 0-9 _ . -, a "
                                "letter first, not a name of the engine's types",
                                name ? name : "", CAIRN_TYPE_NAME_MAX);
-    rc = change_manifest(db, &c, (uint64_t)(uintptr_t)&tc);
+    rc = cairn__change_manifest(db, &c, (uint64_t)(uintptr_t)&tc);
     if (rc == CAIRN_OK)
         *type = tc.type;
     return rc;
@@ -788,7 +757,7 @@ int cairn__set_tiers(cairn_db *db, uint32_t reflect, uint32_t core, uint32_t sec
 {
     static const manifest_change c = {tiers_apply, tiers_undo};
     uint32_t t[3] = {reflect, core, section};
-    return change_manifest(db, &c, (uint64_t)(uintptr_t)t);
+    return cairn__change_manifest(db, &c, (uint64_t)(uintptr_t)t);
 }
 
 /* The policy's address is the change's value. */
@@ -814,7 +783,7 @@ int cairn__set_retain(cairn_db *db, const cairn_retention *r)
     static const manifest_change c = {retain_apply, retain_undo};
     if (r == NULL || !cairn__retention_ok(r))
         return cairn__db_failf(db, CAIRN_EINVAL, "invalid retention policy");
-    return change_manifest(db, &c, (uint64_t)(uintptr_t)r);
+    return cairn__change_manifest(db, &c, (uint64_t)(uintptr_t)r);
 }
 
 int cairn__kill(cairn_db *db, int rc, const cairn__err *e)

@@ -29,10 +29,11 @@
 
 #define LOG_VERSION 1u
 #define SEG_VERSION 2u /* 2: a compacted segment, with holes (v1 still written when it has none) */
-#define MAN_VERSION 8u /* 2: the store block (store id, synced seq); 3: max_memories;
+#define MAN_VERSION 9u /* 2: the store block (store id, synced seq); 3: max_memories;
                           4: retention, an entry's rev; 5: deaths_dropped;
                           6: the label rule and the tier settings;
-                          7: named record types; 8: an entry's hash chain */
+                          7: named record types; 8: an entry's hash chain;
+                          9: the list of derived files */
 
 /* Fill magic, version, header_len, flags; the caller fills the fields, then
  * calls cairn__filehdr_seal() to write the checksum. */

@@ -22,14 +22,13 @@ int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn
     int sealed, rc = CAIRN_OK;
 
     memset(b, 0, sizeof *b);
-    /* What the file folds is on disk first. A merge covers what an earlier
-     * file covered, recorded as durable then: no sync, which a close would
-     * wait for behind the merge (the log an ingest is writing). */
-    if (covered > cairn__synced_seq(db)) {
+    /* What the file folds is on disk first; the MANIFEST that lists the
+     * file records it (cairn__seqfile_publish raises synced_seq). A merge
+     * covers what an earlier file covered, recorded as durable then: no
+     * sync, which a close would wait for behind the merge (the log an
+     * ingest is writing). */
+    if (covered > cairn__synced_seq(db))
         rc = cairn_sync(db);
-        if (rc == CAIRN_OK)
-            rc = cairn__mark_synced(db, covered);
-    }
     if (rc == CAIRN_OK)
         rc = cairn__record_at_or_before(db, covered, &b->anchor_seq, &b->anchor_sum, &sealed);
     if (rc != CAIRN_OK)

@@ -35,10 +35,11 @@ typedef struct cairn__logbind {
 } cairn__logbind;
 
 /* The binding of a file that will fold every record up to `covered`: syncs
- * the log, records covered in the MANIFEST (cairn__mark_synced) so that a
- * log that later ends before it is noticed, reads the anchor. Writers
- * only. Errors: those of cairn_sync, cairn__mark_synced and of reading the
- * anchor record; the message in e. */
+ * the log (when covered is past the MANIFEST's synced_seq; the MANIFEST that
+ * lists the file records it: cairn__seqfile_publish, so that a log that
+ * later ends before it is noticed), reads the anchor. Writers only.
+ * Errors: those of cairn_sync and of reading the anchor record; the
+ * message in e. */
 int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn__err *e);
 
 /* CAIRN_OK when the file `name` covering `covered` with binding b belongs

@@ -7,7 +7,10 @@
  */
 #include "manifest.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <xxhash.h>
@@ -16,6 +19,7 @@
 #include "bytes.h"
 #include "filehdr.h"
 #include "io.h"
+#include "seqfile.h"
 
 void cairn__manifest_init(manifest *m)
 {
@@ -37,7 +41,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
                            size_t *len)
 {
     size_t n = FILEHDR_SIZE + MAN_STORE_BLOCK + m->n * MAN_ENTRY_SIZE +
-               m->n_types * MAN_TYPE_SIZE + 8;
+               m->n_types * MAN_TYPE_SIZE + m->n_files * MAN_FILE_SIZE + 8;
     uint8_t *b, *p;
 
     if (cairn__store_id_is_zero(m->store_id))
@@ -69,6 +73,7 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
     put_le32(p + 96, m->core_budget);
     put_le32(p + 100, m->core_section_budget);
     put_le32(p + 104, (uint32_t)m->n_types);
+    put_le32(p + 108, (uint32_t)m->n_files);
     p += MAN_STORE_BLOCK;
     for (size_t i = 0; i < m->n; i++, p += MAN_ENTRY_SIZE) {
         const manifest_entry *x = &m->e[i];
@@ -89,6 +94,12 @@ int cairn__manifest_encode(const manifest *m, const cairn_allocator *a, uint8_t 
         put_le16(p, m->types[i].type);
         p[2] = (uint8_t)l;
         memcpy(p + 8, m->types[i].name, l); /* the rest stays zero (calloc) */
+    }
+    for (size_t i = 0; i < m->n_files; i++, p += MAN_FILE_SIZE) {
+        p[0] = m->files[i].kind;
+        put_le64(p + 8, m->files[i].seq);
+        put_le64(p + 16, m->files[i].len);
+        put_le64(p + 24, m->files[i].sum);
     }
     put_le64(p, XXH3_64bits(b, n - 8));
     *out = b;
@@ -140,7 +151,7 @@ static int check_entries(const manifest *m, cairn__err *e)
 int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator *a,
                            manifest *m, cairn__err *e)
 {
-    uint32_t count, n_types = 0;
+    uint32_t count, n_types = 0, n_files = 0;
     const uint8_t *p;
     size_t block, want, esize;
     int rc;
@@ -171,21 +182,24 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
         buf[45] | buf[46] | buf[47] || buf[44] > CAIRN_DURABILITY_FULL)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: bad entry size, count or settings");
     if (block >= MAN_STORE_BLOCK) {
-        /* n_types sizes the file: a length that fits some count of types
-         * is checked by the trailer's sum before n_types is believed */
+        /* n_types (and n_files) size the file: the trailer's sum is
+         * checked before they are believed */
         size_t base = FILEHDR_SIZE + block + (size_t)count * esize + 8;
-        if (len < base || (len - base) % MAN_TYPE_SIZE != 0)
+        if (len < base || (len - base) % (m->version < 9 ? MAN_TYPE_SIZE : 8) != 0)
             return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, not a size of its "
                                "entries and named types", len);
         if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
             return cairn__fail(e, CAIRN_ECHECKSUM, "MANIFEST: checksum mismatch at offset %zu",
                                len - 8);
         n_types = get_le32(buf + FILEHDR_SIZE + 104);
-        if (n_types > MAN_TYPES_MAX || get_le32(buf + FILEHDR_SIZE + 108) != 0)
-            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %u named types, or reserved bytes "
-                               "at offset %u", n_types, FILEHDR_SIZE + 104);
+        n_files = get_le32(buf + FILEHDR_SIZE + 108);
+        if (n_types > MAN_TYPES_MAX || (m->version < 9 && n_files != 0) ||
+            n_files > MAN_FILES_MAX)
+            return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %u named types or %u derived files "
+                               "(offset %u)", n_types, n_files, FILEHDR_SIZE + 104);
     }
-    want = FILEHDR_SIZE + block + (size_t)count * esize + (size_t)n_types * MAN_TYPE_SIZE + 8;
+    want = FILEHDR_SIZE + block + (size_t)count * esize + (size_t)n_types * MAN_TYPE_SIZE +
+           (size_t)n_files * MAN_FILE_SIZE + 8;
     if (len != want)
         return cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: %zu bytes, expected %zu", len, want);
     if (get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
@@ -297,6 +311,27 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
             }
         m->n_types = i + 1;
     }
+    if (n_files > 0 && (m->files = cairn__calloc(a, n_files, sizeof *m->files)) == NULL) {
+        rc = cairn__fail(e, CAIRN_ENOMEM, "MANIFEST: no memory");
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n_files; i++, p += MAN_FILE_SIZE) {
+        manifest_file *f = &m->files[i];
+        f->kind = p[0];
+        f->seq = get_le64(p + 8);
+        f->len = get_le64(p + 16);
+        f->sum = get_le64(p + 24);
+        /* by kind then seq, each once; a file holds at least its header */
+        if (f->kind < MAN_FILE_MEMINDEX || f->kind > MAN_FILE_GRAPHGEN ||
+            (p[1] | p[2] | p[3] | p[4] | p[5] | p[6] | p[7]) != 0 || f->seq >= MAN_SEQ_MAX || f->len < FILEHDR_SIZE ||
+            (i > 0 && (f->kind < m->files[i - 1].kind ||
+                       (f->kind == m->files[i - 1].kind && f->seq <= m->files[i - 1].seq)))) {
+            rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: derived file %u at offset %zu is not "
+                             "valid", i, (size_t)(p - buf));
+            goto fail;
+        }
+        m->n_files = i + 1;
+    }
     rc = check_entries(m, e);
     if (rc == CAIRN_OK)
         return CAIRN_OK;
@@ -343,7 +378,8 @@ int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a
     if (fstat(fd, &st) != 0 ||
         st.st_size > (off_t)(FILEHDR_SIZE + MAN_STORE_BLOCK + 8 +
                              (uint64_t)MAN_MAX_ENTRIES * MAN_ENTRY_SIZE +
-                             (uint64_t)MAN_TYPES_MAX * MAN_TYPE_SIZE)) {
+                             (uint64_t)MAN_TYPES_MAX * MAN_TYPE_SIZE +
+                             (uint64_t)MAN_FILES_MAX * MAN_FILE_SIZE)) {
         rc = cairn__fail(e, CAIRN_ECORRUPT, "MANIFEST: unreadable size");
         goto cleanup;
     }
@@ -356,10 +392,94 @@ int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a
                         MANIFEST_NAME, e);
     if (rc == CAIRN_OK)
         rc = cairn__manifest_decode(buf, got, a, m, e);
+    /* Before version 9 the directory was the list of derived files. */
+    if (rc == CAIRN_OK && m->version < 9) {
+        rc = cairn__derived_scan(io, dirfd, a, &m->files, &m->n_files, e);
+        if (rc != CAIRN_OK)
+            cairn__manifest_free(a, m);
+    }
 cleanup:
     cairn__io_close(io, "manifest.close", fd);
     cairn__free(a, buf);
     return rc;
+}
+
+int cairn__manifest_file_cmp(const manifest_file *a, const manifest_file *b)
+{
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int file_order(const void *x, const void *y)
+{
+    return cairn__manifest_file_cmp(x, y);
+}
+
+int cairn__derived_scan(const cairn_io *io, int dirfd, const cairn_allocator *a,
+                        manifest_file **out, size_t *n, cairn__err *e)
+{
+    DIR *d = cairn__io_opendir(dirfd);
+    struct dirent *de;
+    manifest_file *f = NULL;
+    size_t have = 0, cap = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (d == NULL)
+        return cairn__fail(e, CAIRN_EIO, "read the store directory: %s", strerror(errno));
+    while ((de = readdir(d)) != NULL) {
+        for (size_t k = 0; k < SEQFILE_KINDS; k++) {
+            const cairn__seqfile_kind *kind = cairn__seqfile_kinds[k];
+            uint8_t h[FILEHDR_SIZE];
+            struct stat st;
+            size_t got = 0;
+            uint64_t seq;
+            int fd;
+            if (!cairn__seqfile_parse(kind, de->d_name, &seq) || seq >= MAN_SEQ_MAX ||
+                have >= MAN_FILES_MAX)
+                continue;
+            if (cairn__io_open(io, kind->site_open, dirfd, de->d_name, O_RDONLY, 0, &fd, NULL) !=
+                CAIRN_OK)
+                continue; /* gone meanwhile, or a symlink: not listed */
+            if (fstat(fd, &st) != 0 || st.st_size < (off_t)FILEHDR_SIZE ||
+                cairn__io_read(io, kind->site_open, fd, h, sizeof h, 0, &got, de->d_name, NULL) !=
+                    CAIRN_OK ||
+                got != sizeof h) {
+                cairn__io_close(io, kind->site_close, fd);
+                continue;
+            }
+            cairn__io_close(io, kind->site_close, fd);
+            if (have == cap) {
+                manifest_file *g = cairn__realloc(a, f, (cap = cap ? 2 * cap : 8) * sizeof *f);
+                if (g == NULL) {
+                    closedir(d);
+                    cairn__free(a, f);
+                    return cairn__fail(e, CAIRN_ENOMEM, "no memory to list the derived files");
+                }
+                f = g;
+            }
+            f[have].kind = kind->code;
+            f[have].seq = seq;
+            f[have].len = (uint64_t)st.st_size;
+            f[have].sum = get_le64(h + FILEHDR_OFF_SUM);
+            have++;
+        }
+    }
+    closedir(d);
+    if (have > 1)
+        qsort(f, have, sizeof *f, file_order);
+    *out = f;
+    *n = have;
+    return CAIRN_OK;
+}
+
+const manifest_file *cairn__manifest_file(const manifest *m, uint8_t kind, uint64_t seq)
+{
+    for (size_t i = 0; i < m->n_files; i++)
+        if (m->files[i].kind == kind && m->files[i].seq == seq)
+            return &m->files[i];
+    return NULL;
 }
 
 int cairn__retention_ok(const cairn_retention *r)
@@ -382,16 +502,27 @@ int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest
 {
     *dst = *src;
     dst->types = NULL;
+    dst->files = NULL;
     dst->e = cairn__calloc(a, src->n ? src->n : 1, sizeof *dst->e);
     if (dst->e == NULL)
         return CAIRN_ENOMEM;
+    /* one more slot: a publish adds to a copy */
+    if ((dst->files = cairn__calloc(a, src->n_files + 1, sizeof *dst->files)) == NULL) {
+        cairn__free(a, dst->e);
+        dst->e = NULL;
+        return CAIRN_ENOMEM;
+    }
+    if (src->n_files)
+        memcpy(dst->files, src->files, src->n_files * sizeof *dst->files);
     if (src->n)
         memcpy(dst->e, src->e, src->n * sizeof *dst->e);
     if (src->n_types > 0) {
         /* one more slot: a registration adds to a copy */
         if ((dst->types = cairn__calloc(a, src->n_types + 1, sizeof *dst->types)) == NULL) {
             cairn__free(a, dst->e);
+            cairn__free(a, dst->files);
             dst->e = NULL;
+            dst->files = NULL;
             return CAIRN_ENOMEM;
         }
         memcpy(dst->types, src->types, src->n_types * sizeof *dst->types);
@@ -403,10 +534,13 @@ void cairn__manifest_free(const cairn_allocator *a, manifest *m)
 {
     cairn__free(a, m->e);
     cairn__free(a, m->types);
+    cairn__free(a, m->files);
     m->e = NULL;
     m->types = NULL;
+    m->files = NULL;
     m->n = 0;
     m->n_types = 0;
+    m->n_files = 0;
 }
 
 int cairn__type_name_ok(const char *name, size_t len)

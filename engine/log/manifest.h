@@ -13,9 +13,11 @@
  * events_max_age_ms, 72 u64 events_max_bytes, (version 5) 80 u64
  * deaths_dropped, (version 6) 88 u32 label_rule, 92 u32 reflect_threshold,
  * 96 u32 core_budget, 100 u32 core_section_budget, (version 7) 104 u32
- * n_types, 108 u32 reserved. After the entries (version 7): n_types named
- * record types of 72 bytes: 0 u16 type, 2 u8 name length, 3..7 reserved,
- * 8 name[64] (zero after the name).
+ * n_types, (version 9) 108 u32 n_files. After the entries (version 7):
+ * n_types named record types of 72 bytes: 0 u16 type, 2 u8 name length,
+ * 3..7 reserved, 8 name[64] (zero after the name). After them (version 9):
+ * n_files derived files of 32 bytes: 0 u8 kind, 1..7 reserved, 8 u64 seq,
+ * 16 u64 length, 24 u64 header sum (the file's bytes 56..63).
  * Entry (88 bytes; 56 before version 8): 0 u64 segment_id, 8 u8 kind,
  * (version 8) 9 u8 flags (1: chained), 10..11 reserved, (version 4) 12 u32
  * rev (compactions of a sealed segment), 16 u64 base_seq,
@@ -62,6 +64,8 @@
 #define MAN_TIER_MAX 100000000u /* a budget or threshold is 1..this */
 #define MAN_TYPE_SIZE 72u   /* a named record type (version 7) */
 #define MAN_TYPES_MAX 4096u /* named record types a store holds at most */
+#define MAN_FILE_SIZE 32u   /* a derived file (version 9) */
+#define MAN_FILES_MAX 4096u /* derived files a MANIFEST lists at most */
 #define MAN_SEQ_MAX (1ull << 62) /* synced_seq and lost_total are below it */
 #define MAN_STORE_ID_LEN 16u
 
@@ -93,6 +97,23 @@ typedef struct manifest_type {
     char name[CAIRN_TYPE_NAME_MAX + 1];
 } manifest_type;
 
+/* A derived file the MANIFEST lists (version 9): the memory index, graph
+ * file and graph generation files a reader may use. Its name comes from
+ * kind and seq (seqfile.h); length and header sum bind the entry to the
+ * bytes of the one file written under that name. */
+enum {
+    MAN_FILE_MEMINDEX = 1, /* mem-<seq>.cmx */
+    MAN_FILE_GRAPH = 2,    /* graph-<seq>.cgx */
+    MAN_FILE_GRAPHGEN = 3  /* graph-<seq>.cgg */
+};
+
+typedef struct manifest_file {
+    uint8_t kind;          /* MAN_FILE_* */
+    uint64_t seq;          /* the seq it covers: its name */
+    uint64_t len;          /* its length in bytes */
+    uint64_t sum;          /* its common header's checksum (bytes 56..63) */
+} manifest_file;
+
 /* Is name[0..len) a valid type name: 1..64 of [a-z0-9_.-], a letter first,
  * and not the name of one of the engine's types? */
 int cairn__type_name_ok(const char *name, size_t len);
@@ -103,7 +124,7 @@ typedef struct manifest {
     uint64_t segment_size;
     uint32_t batch_ms;
     uint8_t durability;
-    uint16_t version;      /* as read (1 to 8); a write is always the newest */
+    uint16_t version;      /* as read (1 to 9); a write is always the newest */
     uint8_t store_id[MAN_STORE_ID_LEN]; /* random at creation; all zero in
                                            version 1 (a writer's open gives one) */
     uint64_t synced_seq;   /* every record up to this seq was on stable storage
@@ -130,6 +151,10 @@ typedef struct manifest {
                               read from an earlier version) */
     manifest_type *types;  /* version 7: named record types, by type */
     size_t n_types;
+    manifest_file *files;  /* version 9: the derived files, by kind then seq.
+                              Read from an earlier version (or a directory
+                              without MANIFEST): those the directory holds */
+    size_t n_files;
     manifest_entry *e;
     size_t n;
 } manifest;
@@ -158,7 +183,9 @@ int cairn__manifest_decode(const uint8_t *buf, size_t len, const cairn_allocator
 int cairn__manifest_write(const cairn_io *io, int dirfd, const manifest *m,
                           const cairn_allocator *a, cairn__err *e);
 
-/* Read and decode MANIFEST. CAIRN_ENOTFOUND when there is none. */
+/* Read and decode MANIFEST. CAIRN_ENOTFOUND when there is none. A MANIFEST
+ * before version 9 lists no derived file: m->files gets those the directory
+ * holds (cairn__derived_scan), which the next MANIFEST written keeps. */
 int cairn__manifest_read(const cairn_io *io, int dirfd, const cairn_allocator *a, manifest *m,
                          cairn__err *e);
 
@@ -168,6 +195,19 @@ int cairn__retention_ok(const cairn_retention *r);
 /* 1 if a store id is all zero: none given yet (a version 1 MANIFEST). */
 int cairn__store_id_is_zero(const uint8_t *id);
 
+/* The derived files the directory holds, by kind then seq, into *out (n;
+ * free with cairn__free): each one's length and header sum as they are
+ * now. A file shorter than a header is left out. CAIRN_EIO, CAIRN_ENOMEM. */
+int cairn__derived_scan(const cairn_io *io, int dirfd, const cairn_allocator *a,
+                        manifest_file **out, size_t *n, cairn__err *e);
+
+/* The list's order: by kind, then seq. */
+int cairn__manifest_file_cmp(const manifest_file *a, const manifest_file *b);
+
+/* The listed file of this kind and seq; NULL if none. */
+const manifest_file *cairn__manifest_file(const manifest *m, uint8_t kind, uint64_t seq);
+
+/* A copy has room for one more derived file (a publish adds one). */
 int cairn__manifest_copy(const manifest *src, const cairn_allocator *a, manifest *dst);
 void cairn__manifest_free(const cairn_allocator *a, manifest *m);
 

@@ -202,23 +202,23 @@ static int open_target(const char *dir, int *dirfd, int *made, cairn__err *e)
     return CAIRN_OK;
 }
 
-/* The index files covering at most `to` (and the chains they lie on),
- * linked into the view: its first open folds from them, not from seq 1. */
-static void link_index_files(cairn_db *db, int dirfd, uint64_t to)
+/* The listed index files covering at most `to` (and the chains they lie
+ * on), linked into the view and listed in its MANIFEST (m): its first open
+ * folds from them, not from seq 1. A copy lists none (its store id is new:
+ * no file of the source binds to it). */
+static void link_index_files(cairn_db *db, int dirfd, uint64_t to, int as_view, manifest *m)
 {
-    static const cairn__seqfile_kind *const kinds[] = {
-        &cairn__seqfile_memindex, &cairn__seqfile_graph, &cairn__seqfile_graphgen};
-    DIR *d = cairn__io_opendir(db->dirfd);
-    struct dirent *de;
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL)
-        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-            uint64_t seq;
-            if (cairn__seqfile_parse(kinds[k], de->d_name, &seq) && seq > 0 && seq <= to)
-                (void)linkat(db->dirfd, de->d_name, dirfd, de->d_name, 0); /* a miss costs a fold */
-        }
-    closedir(d);
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_files && as_view; i++) {
+        const manifest_file *f = &m->files[i];
+        char name[64];
+        if (f->seq > to)
+            continue;
+        cairn__seqfile_name(cairn__seqfile_kind_of(f->kind), f->seq, name, sizeof name);
+        if (linkat(db->dirfd, name, dirfd, name, 0) == 0) /* a miss costs a fold */
+            m->files[n++] = *f;
+    }
+    m->n_files = n;
 }
 
 int cairn_replay(cairn_db *db, uint64_t to, const char *dir, cairn_replay_report *out)
@@ -360,11 +360,10 @@ int cairn_replay_ex(cairn_db *db, uint64_t to, const char *dir, unsigned flags,
         if (m.dropped_upto > to)
             m.dropped_upto = to;
         m.deaths_dropped = 0; /* recounted by the copy's first compaction */
+        link_index_files(db, dirfd, to, as_view, &m);
         rc = cairn__manifest_write(db->io, dirfd, &m, db->a, &e);
     }
 written:
-    if (rc == CAIRN_OK && as_view)
-        link_index_files(db, dirfd, to);
     if (m.e != NULL)
         cairn__manifest_free(db->a, &m);
     if (dirfd >= 0 && rc != CAIRN_OK)

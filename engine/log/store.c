@@ -689,6 +689,17 @@ static int compaction_name(const char *n)
     return parse_sealed_name(n, &id, &rev) && rev != 0;
 }
 
+/* Is n a derived file's name (seqfile.h)? Its kind and seq if so. */
+static int derived_kind(const char *n, uint64_t *seq, uint8_t *kind)
+{
+    for (size_t k = 0; k < SEQFILE_KINDS; k++)
+        if (cairn__seqfile_parse(cairn__seqfile_kinds[k], n, seq)) {
+            *kind = cairn__seqfile_kinds[k]->code;
+            return 1;
+        }
+    return 0;
+}
+
 static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cairn__err *e)
 {
     int rc = CAIRN_OK, removed = 0;
@@ -709,11 +720,16 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
         const manifest_entry *x;
         uint64_t id;
         uint32_t rev;
+        uint8_t kind;
         int orphan = 0;
         if (compacting && compaction_name(n))
             continue;
         if (cairn__temp_name(n)) /* this writer's lock: nobody is writing it */
             orphan = !sealed_logs;
+        else if (derived_kind(n, &id, &kind))
+            /* renamed in by a write a crash cut short before the MANIFEST
+             * listed it: never read */
+            orphan = !sealed_logs && cairn__manifest_file(m, kind, id) == NULL;
         else if (parse_seg_name(n, "log", &id))
             orphan = (x = find_entry(m, id)) == NULL ? !sealed_logs
                                                      : x->kind == SEG_SEALED && sealed_logs;
@@ -1095,10 +1111,12 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
     /* Derived files folded over the lost records describe what the log no
      * longer holds (their binding refuses them too): remove them now. */
     if (rc == CAIRN_OK && !db->read_only && db->lost_first != 0) {
-        cairn__seqfile_remove_from(&cairn__seqfile_memindex, db->io, db->dirfd, db->lost_first);
-        cairn__seqfile_remove_from(&cairn__seqfile_graph, db->io, db->dirfd, db->lost_first);
-        cairn__seqfile_remove_from(&cairn__seqfile_graphgen, db->io, db->dirfd, db->lost_first);
+        cairn__seqfile_remove_from(db, &cairn__seqfile_memindex, db->lost_first);
+        cairn__seqfile_remove_from(db, &cairn__seqfile_graph, db->lost_first);
+        cairn__seqfile_remove_from(db, &cairn__seqfile_graphgen, db->lost_first);
     }
+    if (rc == CAIRN_OK && !db->read_only)
+        cairn__seqfile_drop_missing(db);
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);
     /* Closed segments left by an earlier handle: seal them now. A failure

@@ -303,15 +303,18 @@ int cairn__check_writable(cairn_db *db);
  * held). */
 int cairn__roll_past(cairn_db *db, uint64_t seq_floor);
 
-/* Record in the MANIFEST that every record up to seq is on stable storage
- * (the caller synced the log), so that a log found later to end before it
- * says it lost records and never hands their numbers out again. A derived
- * file covering seq is written only after this. Takes mu; writes a new
- * MANIFEST only when seq is past the one it holds. Errors: CAIRN_EINVAL (seq
- * not handed out yet), CAIRN_EPERM, CAIRN_EDEAD, CAIRN_EIO, CAIRN_EFULL,
- * CAIRN_ENOMEM (a failed MANIFEST write leaves the handle usable: either
- * MANIFEST is right about the segments). */
-int cairn__mark_synced(cairn_db *db, uint64_t seq);
+/* One change of the MANIFEST (a setting, the list of derived files).
+ * `apply` makes it in m, a copy of the view's cur, and returns 1,
+ * or 0 when there is nothing to change, or an error it recorded on db;
+ * `undo` puts cur's values back in m (the write failed). */
+typedef struct manifest_change {
+    int (*apply)(cairn_db *db, manifest *m, const manifest *cur, uint64_t v);
+    void (*undo)(manifest *m, const manifest *cur);
+} manifest_change;
+
+/* Write the changed MANIFEST in a turn, over the MANIFEST as it is: takes
+ * db->mu (the caller must not hold it) and the turn (it may hold that). */
+int cairn__change_manifest(cairn_db *db, const manifest_change *c, uint64_t v);
 
 /* Change the store setting max_memories (0 = no limit) the same way, in
  * a turn: a new MANIFEST (generation + 1) with it, then a view of it

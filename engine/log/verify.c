@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "head.h"
 #include "io.h"
+#include "seqfile.h"
 
 typedef struct vctx {
     cairn_verify_fn fn;
@@ -272,6 +273,8 @@ int cairn_verify_head(cairn_db *db, const cairn_head *want, cairn_verify_fn fn, 
     }
     c.for_head = 0; /* set-aside files: records not in the log, which the chain finds */
     report_set_aside(db, &c);
+    /* the derived files the MANIFEST lists: there, the bytes it names */
+    cairn__seqfile_verify(db, fn, user, &c.problems);
     {
         /* A head is proven only where the log's structure holds up to its
          * seq: a damaged block or hole can read as another history than the

@@ -286,7 +286,7 @@ long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq)
 static void set_aside_from(cairn_mem *m, size_t g)
 {
     for (; g < m->ng && !m->check_only; g++)
-        (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, m->gen[g].mx.name, NULL);
+        cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, m->gen[g].mx.name);
 }
 
 static int index_damaged_at(cairn_mem *m, size_t g, int rc, const char *what)
@@ -1348,7 +1348,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
          * or tokenizer: leave them be. */
         if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
             if (below[0] != 0 && !m->check_only)
-                (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd, below, NULL);
+                cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, below);
             m->damaged = 0;
             set_aside_from(m, below[0] != 0 ? 0 : bad);
             m->index_outdated = 1; /* the writer's close writes a good one */
@@ -1511,7 +1511,7 @@ static void free_entry(ment *x)
  * count. */
 static uint64_t records_after_newest_file(cairn_mem *m)
 {
-    uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd);
+    uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd);
     if (newest <= cairn__mem_index_covered(m))
         return m->tail_records;
     return m->folded > newest ? m->folded - newest : 0;
@@ -2722,7 +2722,7 @@ out:
  * handle's merger, may have changed them.) */
 static int chain_current(cairn_mem *m)
 {
-    return cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd) ==
+    return cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) ==
                cairn__mem_index_covered(m) &&
            chain_present(m);
 }
@@ -2731,7 +2731,7 @@ static int chain_current(cairn_mem *m)
  * the same state under its name, and changed what is below). */
 static int top_present(cairn_mem *m)
 {
-    return m->ng == 0 ? cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd) == 0
+    return m->ng == 0 ? cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) == 0
                       : faccessat(m->db->dirfd, m->gen[m->ng - 1].mx.name, F_OK, 0) == 0;
 }
 
@@ -2778,7 +2778,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
      * writers, the first to flush writes the memories all of them hold):
      * take it rather than write the same memories again. */
     if (mode != CKPT_WHOLE && !m->index_outdated &&
-        cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->dirfd) > cairn__mem_index_covered(m) &&
+        cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) > cairn__mem_index_covered(m) &&
         (rc = reload(m)) != CAIRN_OK)
         return rc;
     for (int again = 0;; again = 1) {
@@ -2811,12 +2811,17 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     if ((rc = write_gen(m, j, NULL, NULL, NULL)) != CAIRN_OK)
         return rc;
     m->index_outdated = 0;
-    /* The files the new one replaced go; readers that mapped them keep
-     * their pages, and one that was opening them reads the chain again. */
+    /* Listed in the MANIFEST; the files the new one replaced go. Readers
+     * that mapped them keep their pages, and one that was opening them
+     * reads the chain again. */
     for (size_t g = 0; g < j; g++)
         keep[g] = m->gen[g].mx.covered;
-    keep[j] = m->folded;
-    cairn__seqfile_remove_except(&cairn__seqfile_memindex, m->db->io, m->db->dirfd, keep, j + 1);
+    {
+        cairn__err e;
+        rc = cairn__seqfile_publish(m->db, &cairn__seqfile_memindex, m->folded, keep, j, &e);
+        if (rc != CAIRN_OK)
+            return cairn__mem_fail(m, rc, "memory index: %s", e.msg);
+    }
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */
     if (mode == CKPT_CLOSE)
@@ -3065,12 +3070,21 @@ static int merge_step(cairn_mem *m, const int *stop, int whole)
     job.stop = stop;
     rc = write_gen(t, job.j, merge_gate, &job, stop);
     if (job.held) {
-        /* In place (named as the newest it merges, which it replaces): the
-         * others it merged go. */
-        if (rc == CAIRN_OK)
+        /* In place (named as the newest it merges, which it replaces), and
+         * listed so: the others it merged go. */
+        if (rc == CAIRN_OK) {
+            uint64_t drop[MEM_GEN_MAX];
+            cairn__seqfile_change c;
+            cairn__err e;
+            memset(&c, 0, sizeof c);
             for (size_t g = job.j; g + 1 < t->ng; g++)
-                (void)cairn__io_unlink(m->db->io, "memindex.unlink", m->db->dirfd,
-                                       t->gen[g].mx.name, NULL);
+                drop[c.n_drop++] = t->gen[g].mx.covered;
+            c.k = &cairn__seqfile_memindex;
+            c.adding = 1;
+            c.add = t->gen[t->ng - 1].mx.covered;
+            c.drop = drop;
+            rc = cairn__seqfile_change_apply(m->db, &c, &e);
+        }
         (void)cairn__mem_turn_end(m, CAIRN_OK);
         memcpy(cairn__errbuf(m), job.err, sizeof job.err);
         pthread_mutex_unlock(&m->mu);

@@ -482,21 +482,33 @@ static int judge_dry(void *user, const cairn_record *rec)
  * is an anchor. */
 static int covered_seqs(cairn_mem *m, int graph, uint64_t **out, size_t *n)
 {
-    const cairn__seqfile_kind *kinds[3] = {&cairn__seqfile_memindex, &cairn__seqfile_graph,
-                                           &cairn__seqfile_graphgen};
+    const cairn__seqfile_kind *const *kinds = cairn__seqfile_kinds;
     size_t got = 0;
     *out = NULL;
     *n = 0;
     for (int k = 0; k < 1 + 2 * (graph != 0); k++) {
-        size_t want = cairn__seqfile_list(kinds[k], m->db->dirfd, NULL, 0), have;
-        uint64_t *p = realloc(*out, (got + want + 1) * sizeof *p);
+        size_t want, have;
+        cairn__err e;
+        uint64_t *p;
+        int rc = cairn__seqfile_list(kinds[k], m->db->io, m->db->dirfd, NULL, 0, &want, &e);
+        if (rc != CAIRN_OK) {
+            free(*out);
+            *out = NULL;
+            return rc;
+        }
+        p = realloc(*out, (got + want + 1) * sizeof *p);
         if (p == NULL) {
             free(*out);
             *out = NULL;
             return CAIRN_ENOMEM;
         }
         *out = p;
-        have = cairn__seqfile_list(kinds[k], m->db->dirfd, p + got, want);
+        rc = cairn__seqfile_list(kinds[k], m->db->io, m->db->dirfd, p + got, want, &have, &e);
+        if (rc != CAIRN_OK) {
+            free(*out);
+            *out = NULL;
+            return rc;
+        }
         got += have < want ? have : want;
     }
     *n = got;
@@ -513,8 +525,11 @@ static int derived_unchanged(void *user)
     uint64_t *now = NULL;
     size_t n = 0;
     int same = 1;
-    if (covered_seqs(t->m, 1, &now, &n) != CAIRN_OK)
-        return cairn__mem_fail(t->m, CAIRN_ENOMEM, "no memory to compact");
+    int rc = covered_seqs(t->m, 1, &now, &n);
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(t->m, rc, rc == CAIRN_ENOMEM ? "no memory to compact"
+                                                            : "compaction: the MANIFEST could not "
+                                                              "be read");
     for (size_t i = 0; i < n && same; i++) {
         /* A file past what pass 1 learnt holds no life judged free live
          * (each ended by then) and covers no record dropped: it does not
@@ -691,8 +706,16 @@ static int compact_turn(cairn_mem *m, tracker *t, int dry_run, int background, c
      * it alone), and a whole file under generations may be old: fold the
      * generations into one whole file first, so that the pins are those of
      * now (a dry run reports as if it had). */
-    stacked = t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_LIVE && !background &&
-              cairn__seqfile_list(&cairn__seqfile_memindex, m->db->dirfd, NULL, 0) > 1;
+    stacked = t->purge == NULL && cfg.retain.memories == CAIRN_RETAIN_LIVE && !background;
+    if (stacked) {
+        size_t files;
+        cairn__err e;
+        rc = cairn__seqfile_list(&cairn__seqfile_memindex, m->db->io, m->db->dirfd, NULL, 0, &files,
+                                 &e);
+        if (rc != CAIRN_OK)
+            return cairn__mem_fail(m, rc, "%s", e.msg);
+        stacked = files > 1;
+    }
     if (stacked && !dry_run && (rc = cairn__mem_checkpoint_whole(m)) != CAIRN_OK)
         return rc;
     if ((rc = cairn__db_refresh(m->db)) != CAIRN_OK) /* the log as it is now */
@@ -950,9 +973,14 @@ int cairn__mem_compact_step(cairn_mem *m, cairn__compact_pace *p, const int *sto
     /* The index files pin the lives they hold live: a whole file of what
      * the files hold now pins only those live now (its failure only keeps
      * more). */
-    if (cfg.retain.memories == CAIRN_RETAIN_LIVE &&
-        cairn__seqfile_list(&cairn__seqfile_memindex, m->db->dirfd, NULL, 0) > 1)
-        (void)cairn__mem_merge_whole(m, stop);
+    if (cfg.retain.memories == CAIRN_RETAIN_LIVE) {
+        size_t files = 0;
+        cairn__err e;
+        if (cairn__seqfile_list(&cairn__seqfile_memindex, m->db->io, m->db->dirfd, NULL, 0, &files,
+                                &e) == CAIRN_OK &&
+            files > 1)
+            (void)cairn__mem_merge_whole(m, stop);
+    }
     /* What is full is sealed first (the sealer may lag behind): only the
      * sealed prefix of the log is compacted. */
     (void)cairn_seal(m->db);

@@ -163,7 +163,7 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
     if (r->gi.name[0] != 0 && !r->db->read_only &&
         (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM ||
          (rc == CAIRN_EVERSION && r->gi.version < GI_VERSION)))
-        (void)cairn__io_unlink(r->db->io, "graph.unlink", r->db->dirfd, r->gi.name, NULL);
+        cairn__seqfile_set_aside(r->db, &cairn__seqfile_graph, r->gi.name);
     cairn__rx_free_state(r);
     cairn__rg_chain_reset(r);
     return CAIRN_OK;
@@ -241,7 +241,7 @@ static int save_turn(cairn_reflex *r)
      * another process's) holds the generations: read it, and write what
      * changed since it. */
     if (r->n_chain > 0 &&
-        cairn__seqfile_newest(&cairn__seqfile_graph, r->db->dirfd) > r->chain[0].seq &&
+        cairn__seqfile_newest(&cairn__seqfile_graph, r->db->io, r->db->dirfd) > r->chain[0].seq &&
         (rc = reread(r)) != CAIRN_OK)
         return rc;
     if (cairn__rg_policy(r, &j))
@@ -349,6 +349,21 @@ static int write_whole(cairn_reflex *r, int (*gate)(void *), void *gate_user, co
         goto out;
     }
     rc = cairn__gi_write(r->db->io, r->db->dirfd, &in, &e);
+    if (rc == CAIRN_OK) {
+        /* Listed in the MANIFEST in place of every other graph file and
+         * every generation (it holds what each did), in one write. */
+        cairn__seqfile_change c;
+        uint64_t keep = in.covered;
+        memset(&c, 0, sizeof c);
+        c.k = &cairn__seqfile_graph;
+        c.adding = 1;
+        c.add = in.covered;
+        c.keep = &keep;
+        c.n_keep = 1;
+        c.keep_only = 1;
+        c.clear = &cairn__seqfile_graphgen;
+        rc = cairn__seqfile_change_apply(r->db, &c, &e);
+    }
     if (rc != CAIRN_OK)
         rc = cairn__rx_fail(r, rc, "%s", e.msg);
 out:
@@ -389,8 +404,6 @@ static int checkpoint_turn(cairn_reflex *r, int closing)
         return rc;
     if ((rc = write_whole(r, NULL, NULL, NULL)) != CAIRN_OK)
         return rc;
-    /* the whole file holds what every generation did */
-    cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd, NULL, 0);
     if (closing)
         return CAIRN_OK;
     /* Read the new file in place of the RAM state: the handle's memory
@@ -442,8 +455,8 @@ static int merge_gate(void *user)
         pthread_mutex_unlock(&r->mu);
         return rc;
     }
-    if (cairn__seqfile_newest(&cairn__seqfile_graph, r->db->dirfd) != t->chain[0].seq ||
-        cairn__seqfile_newest(&cairn__seqfile_graphgen, r->db->dirfd) !=
+    if (cairn__seqfile_newest(&cairn__seqfile_graph, r->db->io, r->db->dirfd) != t->chain[0].seq ||
+        cairn__seqfile_newest(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd) !=
             t->chain[t->n_chain - 1].seq) {
         (void)cairn__rx_turn_end(r, CAIRN_OK);
         pthread_mutex_unlock(&r->mu);
@@ -475,9 +488,6 @@ static int merge_files(cairn_reflex *r)
     if (rc == CAIRN_OK && t->n_chain >= 2 && !merge_stopped(r))
         rc = write_whole(t, merge_gate, &job, &r->m_stop);
     if (job.held) {
-        if (rc == CAIRN_OK) /* the whole file holds what every generation did */
-            cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd,
-                                         NULL, 0);
         (void)cairn__rx_turn_end(r, CAIRN_OK);
         pthread_mutex_unlock(&r->mu);
     }

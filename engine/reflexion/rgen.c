@@ -63,8 +63,12 @@ void cairn__rg_chain_reset(cairn_reflex *r)
 static int chain_on_disk(const cairn_reflex *r)
 {
     uint64_t seqs[64];
-    size_t n = cairn__seqfile_list(&cairn__seqfile_graphgen, r->db->dirfd, seqs, 64);
-    if (cairn__seqfile_newest(&cairn__seqfile_graph, r->db->dirfd) != r->chain[0].seq)
+    size_t n;
+    cairn__err e;
+    if (cairn__seqfile_list(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd, seqs, 64, &n, &e) !=
+        CAIRN_OK)
+        return 0; /* read again, where the failure shows */
+    if (cairn__seqfile_newest(&cairn__seqfile_graph, r->db->io, r->db->dirfd) != r->chain[0].seq)
         return 0;
     for (size_t p = 1; p < r->n_chain; p++) {
         int found = 0;
@@ -260,17 +264,6 @@ static int collect(const cairn_reflex *r, const rchain *b, rg_rows *w, gg_in *in
     return CAIRN_OK;
 }
 
-/* Remove the generations that are not in the chain (those it took in,
- * and any another process left). */
-static void remove_others(cairn_reflex *r)
-{
-    uint64_t keep[RG_CHAIN_MAX];
-    for (size_t p = 1; p < r->n_chain; p++)
-        keep[p - 1] = r->chain[p].seq;
-    cairn__seqfile_remove_except(&cairn__seqfile_graphgen, r->db->io, r->db->dirfd, keep,
-                                 r->n_chain - 1);
-}
-
 int cairn__rg_write(cairn_reflex *r, size_t j)
 {
     const rchain *b = &r->chain[j];
@@ -297,6 +290,14 @@ int cairn__rg_write(cairn_reflex *r, size_t j)
     else
         snprintf(e.msg, sizeof e.msg, "no memory for a graph generation");
     rows_free(&w);
+    if (rc == CAIRN_OK) {
+        /* Listed with the chain it lies on; the generations not in it go
+         * (those it took in, and any another process left). */
+        uint64_t keep[RG_CHAIN_MAX];
+        for (size_t p = 1; p <= j; p++)
+            keep[p - 1] = r->chain[p].seq;
+        rc = cairn__seqfile_publish(r->db, &cairn__seqfile_graphgen, in.head.covered, keep, j, &e);
+    }
     if (rc != CAIRN_OK)
         return cairn__rx_fail(r, rc, "%s", e.msg);
     r->n_chain = j + 1;
@@ -308,7 +309,6 @@ int cairn__rg_write(cairn_reflex *r, size_t j)
     r->n_chain++;
     r->epoch++;
     r->delta_records = 0;
-    remove_others(r);
     return CAIRN_OK;
 }
 
@@ -353,10 +353,13 @@ static int v_pattern(void *u, uint32_t no, const gi_pattern *p)
 static const gg_visit fold_rows = {v_name, v_node, v_edge, v_episode, v_pattern};
 
 /* The newest seq of a kind at most max (0: none). */
-static uint64_t newest_upto(const cairn__seqfile_kind *k, int dirfd, uint64_t max)
+static uint64_t newest_upto(const cairn__seqfile_kind *k, cairn_db *db, uint64_t max)
 {
     uint64_t seqs[64], best = 0;
-    size_t n = cairn__seqfile_list(k, dirfd, seqs, 64);
+    size_t n;
+    cairn__err e;
+    if (cairn__seqfile_list(k, db->io, db->dirfd, seqs, 64, &n, &e) != CAIRN_OK)
+        return 0; /* none: the whole file's open meets the failure */
     for (size_t i = 0; i < n && i < 64; i++)
         if (seqs[i] <= max && seqs[i] > best)
             best = seqs[i];
@@ -368,12 +371,12 @@ static uint64_t newest_upto(const cairn__seqfile_kind *k, int dirfd, uint64_t ma
 static int map_chain(cairn_reflex *r, uint64_t last_seq, link *l, size_t *n, uint64_t *whole,
                      char *bad, cairn__err *e, uint64_t *bad_off)
 {
-    uint64_t seq = newest_upto(&cairn__seqfile_graphgen, r->db->dirfd, last_seq);
+    uint64_t seq = newest_upto(&cairn__seqfile_graphgen, r->db, last_seq);
     int rc;
 
     *n = 0;
     /* A whole file newer than every generation stands alone. */
-    if (seq == 0 || newest_upto(&cairn__seqfile_graph, r->db->dirfd, last_seq) > seq)
+    if (seq == 0 || newest_upto(&cairn__seqfile_graph, r->db, last_seq) > seq)
         return CAIRN_ENOTFOUND;
     for (;;) {
         link *k = &l[*n];
@@ -468,7 +471,7 @@ int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq)
         /* Not usable: say why; a writer removes a damaged generation, and
          * the caller opens the whole file alone. */
         if (bad[0] != 0 && !r->db->read_only && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
-            (void)cairn__io_unlink(r->db->io, "graphgen.unlink", r->db->dirfd, bad, NULL);
+            cairn__seqfile_set_aside(r->db, &cairn__seqfile_graphgen, bad);
         cairn__rx_free_state(r);
         if (e.msg[0] != 0 && rc != CAIRN_ENOTFOUND)
             snprintf(r->note, sizeof r->note, "%.200s; the generations were not used", e.msg);
