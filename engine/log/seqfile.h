@@ -13,7 +13,10 @@
  * short between its rename and the MANIFEST), never read, and removed by
  * the next writer's open. A writer renames a new file into place and then,
  * in the same turn, lists it in a new MANIFEST (cairn__seqfile_publish),
- * which drops the files it replaces; only then are those unlinked.
+ * which drops the files it replaces; only then are those unlinked. Only a
+ * writer's turn changes the list: readers, and a writer's fold while it
+ * waits for the lock, never take the turn here (setting a damaged file
+ * aside only unlinks it; the next writer's open settles the list).
  */
 #ifndef CAIRN_SEQFILE_H
 #define CAIRN_SEQFILE_H
@@ -71,9 +74,10 @@ void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t sa
  * files it holds). A file being replaced under its name (a merge) is
  * waited for: its length or header sum differ from the list until the
  * writer's new MANIFEST lists it, moments later. A listed file that is
- * missing is passed over for the next one down. CAIRN_ENOTFOUND: none.
- * Other errors (CAIRN_EIO; CAIRN_ECORRUPT: not the listed bytes, shorter
- * than min_len) leave the name set for the caller to set the file aside. */
+ * missing, or is not the listed bytes, is passed over for the next one
+ * down (never set aside: it may be a writer's). CAIRN_ENOTFOUND: none.
+ * Other errors (CAIRN_EIO; CAIRN_ECORRUPT: shorter than min_len) leave the
+ * name set for the caller to set the file aside. */
 int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                        uint64_t max_seq, char *name, size_t cap, uint64_t *seq, uint8_t **map,
                        size_t *len, size_t min_len, cairn__err *e);
@@ -129,15 +133,22 @@ void cairn__seqfile_remove_except(cairn_db *db, const cairn__seqfile_kind *k,
  * folded over records the log no longer holds). Best effort. */
 void cairn__seqfile_remove_from(cairn_db *db, const cairn__seqfile_kind *k, uint64_t from_seq);
 
-/* A writer's open: the listed files that are missing (set aside by a
- * reader, removed by hand) are dropped from the list. */
-void cairn__seqfile_drop_missing(cairn_db *db);
+/* A writer's open (in its turn: no write of a derived file is in flight)
+ * settles the list with the directory: a listed file that is missing, or
+ * whose header is damaged, is dropped; one whose bytes are another whole
+ * file (put in place under a listed name by a write whose MANIFEST never
+ * came: a crash, a failed MANIFEST write) is listed as it is, for its own
+ * checks and binding to decide. */
+void cairn__seqfile_settle(cairn_db *db);
 
-/* Set the damaged file `name` of this kind aside: a writer drops it from the
- * list (in a turn) and unlinks it; a read-only handle only unlinks it (the
- * list names it until a writer lists another; readers then rebuild from the
- * log). Best effort. */
-void cairn__seqfile_set_aside(cairn_db *db, const cairn__seqfile_kind *k, const char *name);
+/* Set the damaged file `name` of this kind aside: unlink it, if it is still
+ * the file found damaged (its header sum seen_sum; NULL: the file the
+ * MANIFEST lists), never one a writer put in place since. The list is not
+ * changed (no turn is taken: a reader, or a writer's fold while it waits
+ * for the lock): readers pass a listed file that is missing over, and the
+ * next writer's open drops it. Best effort. */
+void cairn__seqfile_set_aside(cairn_db *db, const cairn__seqfile_kind *k, const char *name,
+                              const uint64_t *seen_sum);
 
 /* Check every listed file that is present: of its listed length and header
  * sum (a missing one is taken as not there, as readers do). Each problem to

@@ -1116,7 +1116,7 @@ int cairn_open(cairn_db **out, const char *path, const cairn_options *opts, char
         cairn__seqfile_remove_from(db, &cairn__seqfile_graphgen, db->lost_first);
     }
     if (rc == CAIRN_OK && !db->read_only)
-        cairn__seqfile_drop_missing(db);
+        cairn__seqfile_settle(db);
     if (rc == CAIRN_OK && db->background)
         rc = cairn__bg_start(db);
     /* Closed segments left by an earlier handle: seal them now. A failure

@@ -37,6 +37,8 @@
 #include "hole.h"
 #include "memstate.h"
 #include "alloc.h"
+#include "bytes.h"
+#include "filehdr.h"
 #include "io.h"
 #include "status.h"
 #include "seqfile.h"
@@ -285,8 +287,13 @@ long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq)
  * pages. A scratch state that only checks (verify) removes nothing. */
 static void set_aside_from(cairn_mem *m, size_t g)
 {
-    for (; g < m->ng && !m->check_only; g++)
-        cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, m->gen[g].mx.name);
+    for (; g < m->ng && !m->check_only; g++) {
+        /* only the bytes found damaged: the header sum of those mapped */
+        const memindex *mx = &m->gen[g].mx;
+        int mapped = mx->map != NULL && mx->len >= FILEHDR_SIZE;
+        uint64_t seen = mapped ? get_le64(mx->map + FILEHDR_OFF_SUM) : 0;
+        cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, mx->name, mapped ? &seen : NULL);
+    }
 }
 
 static int index_damaged_at(cairn_mem *m, size_t g, int rc, const char *what)
@@ -1348,7 +1355,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
          * or tokenizer: leave them be. */
         if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
             if (below[0] != 0 && !m->check_only)
-                cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, below);
+                cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, below, NULL);
             m->damaged = 0;
             set_aside_from(m, below[0] != 0 ? 0 : bad);
             m->index_outdated = 1; /* the writer's close writes a good one */

@@ -471,7 +471,7 @@ int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq)
         /* Not usable: say why; a writer removes a damaged generation, and
          * the caller opens the whole file alone. */
         if (bad[0] != 0 && !r->db->read_only && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
-            cairn__seqfile_set_aside(r->db, &cairn__seqfile_graphgen, bad);
+            cairn__seqfile_set_aside(r->db, &cairn__seqfile_graphgen, bad, NULL);
         cairn__rx_free_state(r);
         if (e.msg[0] != 0 && rc != CAIRN_ENOTFOUND)
             snprintf(r->note, sizeof r->note, "%.200s; the generations were not used", e.msg);
