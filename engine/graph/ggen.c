@@ -509,11 +509,11 @@ int cairn__gg_parse(const uint8_t *buf, size_t len, const char *name, gg_head *h
 }
 
 int cairn__gg_map(const cairn_io *io, int dirfd, uint64_t seq, uint8_t **map, size_t *len,
-                  char *name, size_t cap, cairn__err *e)
+                  char *name, size_t cap, cairn__fileid *id, cairn__err *e)
 {
     uint64_t got = 0;
     int rc = cairn__seqfile_map(&cairn__seqfile_graphgen, io, dirfd, seq, name, cap, &got, map, len,
-                                GG_HEAD, e);
+                                GG_HEAD, id, e);
     if (rc == CAIRN_OK && got != seq) {
         cairn__gg_unmap(*map, *len);
         *map = NULL;

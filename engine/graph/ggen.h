@@ -82,10 +82,10 @@ typedef struct gg_visit {
 int cairn__gg_parse(const uint8_t *buf, size_t len, const char *name, gg_head *h,
                     const gg_visit *v, void *user, uint64_t *bad_off, cairn__err *e);
 
-/* Map the generation covering exactly seq, read-only. CAIRN_ENOTFOUND:
- * no such file. */
+/* Map the generation covering exactly seq, read-only (*id: the file the
+ * name held then). CAIRN_ENOTFOUND: no such file. */
 int cairn__gg_map(const cairn_io *io, int dirfd, uint64_t seq, uint8_t **map, size_t *len,
-                  char *name, size_t cap, cairn__err *e);
+                  char *name, size_t cap, cairn__fileid *id, cairn__err *e);
 void cairn__gg_unmap(uint8_t *map, size_t len);
 
 #endif /* CAIRN_GGEN_H */

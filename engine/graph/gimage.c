@@ -321,11 +321,13 @@ void cairn__gi_close_keep_name(gimage *g)
     char name[GI_NAME_MAX];
     uint64_t off = g->bad_off;
     uint32_t version = g->version;
+    cairn__fileid id = g->id;
     strcpy(name, g->name);
     cairn__gi_close(g);
     strcpy(g->name, name);
     g->bad_off = off;
     g->version = version;
+    g->id = id;
 }
 
 int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, cairn__err *e)
@@ -335,7 +337,7 @@ int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, c
 
     memset(g, 0, sizeof *g);
     rc = cairn__seqfile_map(&cairn__seqfile_graph, io, dirfd, max_seq, g->name, sizeof g->name, &covered,
-                            &g->map, &g->len, GI_OLD_HEAD + GI_TABLE, e);
+                            &g->map, &g->len, GI_OLD_HEAD + GI_TABLE, &g->id, e);
     if (rc != CAIRN_OK)
         return rc;
     rc = cairn__gi_parse(g, e);

@@ -20,6 +20,7 @@
 #include "cairn.h"
 #include "cairn_sys.h"
 #include "logbind.h"
+#include "seqfile.h"
 #include "status.h"
 
 #define GI_NAME_MAX 48
@@ -39,6 +40,7 @@ typedef struct gimage {
     uint8_t *map;
     size_t len;
     char name[GI_NAME_MAX];
+    cairn__fileid id;         /* the file the name held when mapped */
     uint64_t covered, skipped;
     int64_t updated;
     uint64_t n_nodes, n_edges, n_patterns, n_names, n_episodes, n_gram, n_post, tcap;

@@ -140,6 +140,13 @@ static void sleep_ms(int ms)
  * the list. */
 #define SEQFILE_WAIT_MS 1000
 
+static void file_id_of(const struct stat *st, cairn__fileid *id)
+{
+    id->dev = (uint64_t)st->st_dev;
+    id->ino = (uint64_t)st->st_ino;
+    id->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
 /* A header whose own checksum holds (bytes 56..63 over 0..55). */
 static int whole_header(const uint8_t *h)
 {
@@ -158,7 +165,7 @@ static int renamed_lately(const struct stat *st)
 
 int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                        uint64_t max_seq, char *name, size_t cap, uint64_t *seq, uint8_t **map,
-                       size_t *len, size_t min_len, cairn__err *e)
+                       size_t *len, size_t min_len, cairn__fileid *id, cairn__err *e)
 {
     struct stat st;
     int fd = -1, rc, missing = 0, waited = 0;
@@ -234,6 +241,8 @@ int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dir
         max_seq = *seq - 1;
         waited = 0;
     }
+    if (id != NULL)
+        file_id_of(&st, id);
     if ((uint64_t)st.st_size < min_len) {
         cairn__io_close(io, k->site_close, fd);
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", name);
@@ -550,33 +559,21 @@ void cairn__seqfile_settle(cairn_db *db)
 }
 
 void cairn__seqfile_set_aside(cairn_db *db, const cairn__seqfile_kind *k, const char *name,
-                              const uint64_t *seen_sum)
+                              const cairn__fileid *seen)
 {
-    manifest m;
-    const manifest_file *f;
-    uint8_t h[FILEHDR_SIZE];
-    uint64_t len, seq;
-    int same, rc;
-    if (!cairn__seqfile_parse(k, name, &seq))
+    struct stat st;
+    cairn__fileid now;
+    if (fstatat(db->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return;
-    rc = file_now(db, k, name, &len, h);
-    if (rc == CAIRN_ECORRUPT) { /* a symlink planted under the name: the link goes */
+    if (S_ISLNK(st.st_mode)) { /* a symlink planted under the name: the link goes */
         (void)cairn__io_unlink(db->io, k->site_unlink, db->dirfd, name, NULL);
         return;
     }
-    if (rc != CAIRN_OK)
-        return;
-    /* Only the file found damaged: not one a writer put in place since. */
-    if (seen_sum != NULL) {
-        same = get_le64(h + FILEHDR_OFF_SUM) == *seen_sum;
-    } else {
-        if (listing(db->io, db->dirfd, &m, NULL) != CAIRN_OK)
-            return;
-        f = cairn__manifest_file(&m, k->code, seq);
-        same = f != NULL && f->len == len && f->sum == get_le64(h + FILEHDR_OFF_SUM);
-        cairn__manifest_free(NULL, &m);
-    }
-    if (same)
+    /* Only the file found damaged: not one a writer put in place since
+     * (a file of the same state written again has the same header). */
+    file_id_of(&st, &now);
+    if (seen != NULL && seen->ino != 0 && now.dev == seen->dev && now.ino == seen->ino &&
+        now.ctime_ns == seen->ctime_ns)
         (void)cairn__io_unlink(db->io, k->site_unlink, db->dirfd, name, NULL);
 }
 

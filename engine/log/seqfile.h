@@ -28,6 +28,13 @@
 #include "cairn_sys.h"
 #include "status.h"
 
+/* Which file a name held when it was mapped: a writer may put another in
+ * place under the name since (even of the same bytes' header). */
+typedef struct cairn__fileid {
+    uint64_t dev, ino;
+    int64_t ctime_ns;
+} cairn__fileid;
+
 typedef struct cairn__seqfile_kind {
     const char *prefix, *suffix;
     const char *site_open, *site_close, *site_unlink; /* fault-injection names */
@@ -80,7 +87,7 @@ void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t sa
  * name set for the caller to set the file aside. */
 int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dirfd,
                        uint64_t max_seq, char *name, size_t cap, uint64_t *seq, uint8_t **map,
-                       size_t *len, size_t min_len, cairn__err *e);
+                       size_t *len, size_t min_len, cairn__fileid *id, cairn__err *e);
 
 /* The highest seq a listed file of this kind carries (0: none). When the
  * MANIFEST cannot be read: UINT64_MAX, which every caller takes for "the
@@ -142,13 +149,13 @@ void cairn__seqfile_remove_from(cairn_db *db, const cairn__seqfile_kind *k, uint
 void cairn__seqfile_settle(cairn_db *db);
 
 /* Set the damaged file `name` of this kind aside: unlink it, if it is still
- * the file found damaged (its header sum seen_sum; NULL: the file the
- * MANIFEST lists), never one a writer put in place since. The list is not
- * changed (no turn is taken: a reader, or a writer's fold while it waits
- * for the lock): readers pass a listed file that is missing over, and the
- * next writer's open drops it. Best effort. */
+ * the file found damaged (seen: the file the name held when it was mapped),
+ * never one a writer put in place since. The list is not changed (no turn
+ * is taken: a reader, or a writer's fold while it waits for the lock):
+ * readers pass a listed file that is missing over, and the next writer's
+ * open drops it. Best effort. */
 void cairn__seqfile_set_aside(cairn_db *db, const cairn__seqfile_kind *k, const char *name,
-                              const uint64_t *seen_sum);
+                              const cairn__fileid *seen);
 
 /* Check every listed file that is present: of its listed length and header
  * sum (a missing one is taken as not there, as readers do). Each problem to

@@ -199,7 +199,7 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
 
     memset(mx, 0, sizeof *mx);
     rc = cairn__seqfile_map(&cairn__seqfile_memindex, io, dirfd, max_seq, mx->name, sizeof mx->name, &covered,
-                            &mx->map, &mx->len, MX_OLD_HEAD_SUM + 8, e);
+                            &mx->map, &mx->len, MX_OLD_HEAD_SUM + 8, &mx->id, e);
     if (rc != CAIRN_OK)
         return rc;
     if (exact && covered != max_seq) { /* the file a generation lies on is gone */
@@ -214,10 +214,12 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
     if (rc != CAIRN_OK) { /* keep what names the problem */
         char name[MX_NAME_MAX];
         uint32_t version = mx->version;
+        cairn__fileid id = mx->id;
         strcpy(name, mx->name);
         cairn__mx_close(mx);
         strcpy(mx->name, name);
         mx->version = version;
+        mx->id = id;
     }
     return rc;
 }

@@ -21,6 +21,7 @@
 #include "cairn_sys.h"
 #include "logbind.h"
 #include "ramindex.h"
+#include "seqfile.h"
 #include "status.h"
 #include "vecset.h"
 
@@ -54,6 +55,8 @@ typedef struct memindex {
     uint8_t *map;
     size_t len;
     char name[MX_NAME_MAX];
+    cairn__fileid id;        /* the file the name held when mapped (kept, as
+                                the name, after a failed open) */
     char stemmer[32];
     uint32_t version;        /* as read; only the newest is used */
     cairn__logbind bind;     /* the log it was folded from */

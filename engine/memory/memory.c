@@ -288,11 +288,9 @@ long cairn__mem_gen_of(const cairn_mem *m, uint64_t seq)
 static void set_aside_from(cairn_mem *m, size_t g)
 {
     for (; g < m->ng && !m->check_only; g++) {
-        /* only the bytes found damaged: the header sum of those mapped */
-        const memindex *mx = &m->gen[g].mx;
-        int mapped = mx->map != NULL && mx->len >= FILEHDR_SIZE;
-        uint64_t seen = mapped ? get_le64(mx->map + FILEHDR_OFF_SUM) : 0;
-        cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, mx->name, mapped ? &seen : NULL);
+        /* only the file found damaged, not one a writer put in place since */
+        cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, m->gen[g].mx.name,
+                                 &m->gen[g].mx.id);
     }
 }
 
@@ -1301,6 +1299,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
 {
     memindex chain[MEM_GEN_MAX + 1];
     char below[MX_NAME_MAX] = "";
+    cairn__fileid below_id;
     cairn__err e;
     size_t n = 0, bad = 0;
     uint64_t kills = 0;
@@ -1319,6 +1318,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
      * failed; a chain too long names none). */
     if (rc != CAIRN_OK && n < MEM_GEN_MAX)
         snprintf(below, sizeof below, "%s", chain[n].name);
+    below_id = rc != CAIRN_OK && n < MEM_GEN_MAX ? chain[n].id : (cairn__fileid){0, 0, 0};
     /* This build can never use an older file (not bound to its log, terms
      * of older tokenizer rules, no generations): the writer's close
      * replaces it, however few records the store has. */
@@ -1355,7 +1355,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
          * or tokenizer: leave them be. */
         if (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM) {
             if (below[0] != 0 && !m->check_only)
-                cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, below, NULL);
+                cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, below, &below_id);
             m->damaged = 0;
             set_aside_from(m, below[0] != 0 ? 0 : bad);
             m->index_outdated = 1; /* the writer's close writes a good one */

@@ -163,7 +163,7 @@ static int open_file(cairn_reflex *r, uint64_t last_seq)
     if (r->gi.name[0] != 0 && !r->db->read_only &&
         (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM ||
          (rc == CAIRN_EVERSION && r->gi.version < GI_VERSION)))
-        cairn__seqfile_set_aside(r->db, &cairn__seqfile_graph, r->gi.name, NULL);
+        cairn__seqfile_set_aside(r->db, &cairn__seqfile_graph, r->gi.name, &r->gi.id);
     cairn__rx_free_state(r);
     cairn__rg_chain_reset(r);
     return CAIRN_OK;

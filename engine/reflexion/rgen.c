@@ -319,6 +319,7 @@ typedef struct link {
     size_t len;
     gg_head h;
     char name[GI_NAME_MAX];
+    cairn__fileid id; /* the file the name held when mapped */
 } link;
 
 static int v_name(void *u, uint32_t no, const char *s, uint32_t len)
@@ -369,7 +370,7 @@ static uint64_t newest_upto(const cairn__seqfile_kind *k, cairn_db *db, uint64_t
 /* The chain under the newest generation at most last_seq, mapped and
  * checked, newest first in l; the whole file's seq in *whole. */
 static int map_chain(cairn_reflex *r, uint64_t last_seq, link *l, size_t *n, uint64_t *whole,
-                     char *bad, cairn__err *e, uint64_t *bad_off)
+                     char *bad, cairn__fileid *bad_id, cairn__err *e, uint64_t *bad_off)
 {
     uint64_t seq = newest_upto(&cairn__seqfile_graphgen, r->db, last_seq);
     int rc;
@@ -383,9 +384,11 @@ static int map_chain(cairn_reflex *r, uint64_t last_seq, link *l, size_t *n, uin
         if (*n == RG_CHAIN_MAX - 1) /* not damage: the whole file alone, nothing removed */
             return cairn__fail(e, CAIRN_ENOTFOUND, "%s: more generations lie on one another than "
                                "a chain holds (%d)", k[-1].name, RG_CHAIN_MAX - 1);
+        memset(&k->id, 0, sizeof k->id);
         rc = cairn__gg_map(r->db->io, r->db->dirfd, seq, &k->map, &k->len, k->name,
-                           sizeof k->name, e);
+                           sizeof k->name, &k->id, e);
         snprintf(bad, GI_NAME_MAX, "%s", rc == CAIRN_ENOTFOUND && *n > 0 ? l[*n - 1].name : k->name);
+        *bad_id = rc == CAIRN_ENOTFOUND && *n > 0 ? l[*n - 1].id : k->id;
         if (rc == CAIRN_ENOTFOUND && *n > 0)
             return cairn__fail(e, CAIRN_ENOTFOUND, "%s: the generation it lies on is gone",
                                l[*n - 1].name);
@@ -415,11 +418,13 @@ int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq)
     size_t n = 0;
     uint64_t whole = 0, bad_off = 0;
     char bad[GI_NAME_MAX] = "";
+    cairn__fileid bad_id;
     cairn__err e;
     int rc;
 
     e.msg[0] = 0;
-    rc = map_chain(r, last_seq, l, &n, &whole, bad, &e, &bad_off);
+    memset(&bad_id, 0, sizeof bad_id);
+    rc = map_chain(r, last_seq, l, &n, &whole, bad, &bad_id, &e, &bad_off);
     if (rc == CAIRN_OK)
         bad[0] = 0; /* from here on a failure is the whole file's or a fold's */
     if (rc == CAIRN_OK) {
@@ -442,6 +447,7 @@ int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq)
                 rc = cairn__fail(&e, CAIRN_ECORRUPT, "%s: its tables do not start where the file "
                                  "below ends", k->name);
                 snprintf(bad, sizeof bad, "%s", k->name);
+                bad_id = k->id;
                 break;
             }
             r->epoch = (uint32_t)(n - i);
@@ -451,6 +457,7 @@ int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq)
                     snprintf(e.msg, sizeof e.msg, "%s: a row does not fit the state below it",
                              k->name);
                 snprintf(bad, sizeof bad, "%s", k->name);
+                bad_id = k->id;
                 break;
             }
             memset(&r->chain[r->n_chain], 0, sizeof r->chain[0]);
@@ -471,7 +478,7 @@ int cairn__rg_open_chain(cairn_reflex *r, uint64_t last_seq)
         /* Not usable: say why; a writer removes a damaged generation, and
          * the caller opens the whole file alone. */
         if (bad[0] != 0 && !r->db->read_only && (rc == CAIRN_ECORRUPT || rc == CAIRN_ECHECKSUM))
-            cairn__seqfile_set_aside(r->db, &cairn__seqfile_graphgen, bad, NULL);
+            cairn__seqfile_set_aside(r->db, &cairn__seqfile_graphgen, bad, &bad_id);
         cairn__rx_free_state(r);
         if (e.msg[0] != 0 && rc != CAIRN_ENOTFOUND)
             snprintf(r->note, sizeof r->note, "%.200s; the generations were not used", e.msg);
@@ -492,13 +499,14 @@ int cairn__rg_verify(cairn_db *db, cairn_verify_fn fn, void *user, uint64_t *pro
     size_t n = 0;
     uint64_t whole = 0, bad_off = 0;
     char bad[GI_NAME_MAX] = "";
+    cairn__fileid bad_id;
     cairn__err e;
     int rc;
 
     memset(&probe, 0, sizeof probe);
     probe.db = db;
     e.msg[0] = 0;
-    rc = map_chain(&probe, cairn__handed_seq(db), l, &n, &whole, bad, &e, &bad_off);
+    rc = map_chain(&probe, cairn__handed_seq(db), l, &n, &whole, bad, &bad_id, &e, &bad_off);
     for (size_t i = 0; i < n; i++)
         cairn__gg_unmap(l[i].map, l[i].len);
     if (rc == CAIRN_ENOTFOUND && n == 0)
