@@ -371,30 +371,44 @@ static void change_undo(manifest *m, const manifest *cur)
     m->synced_seq = cur->synced_seq;
 }
 
-/* The file's length and header sum as they are now. */
-static int file_id(cairn_db *db, const cairn__seqfile_kind *k, uint64_t seq, manifest_file *f,
-                   cairn__err *e)
+/* The bytes at the name now: its length and header (zeros when shorter);
+ * CAIRN_OK when it is there and could be read. */
+static int file_now(cairn_db *db, const cairn__seqfile_kind *k, const char *name, uint64_t *len,
+                    uint8_t *h, cairn__err *e)
 {
-    char name[64];
-    uint8_t h[FILEHDR_SIZE];
     struct stat st;
     size_t got = 0;
-    int fd, rc;
-
-    cairn__seqfile_name(k, seq, name, sizeof name);
-    rc = cairn__io_open(db->io, k->site_open, db->dirfd, name, O_RDONLY, 0, &fd, e);
+    int fd, rc = cairn__io_open(db->io, k->site_open, db->dirfd, name, O_RDONLY, 0, &fd, e);
+    memset(&st, 0, sizeof st);
     if (rc != CAIRN_OK)
         return rc;
     if (fstat(fd, &st) != 0)
         rc = cairn__fail(e, CAIRN_EIO, "stat %s: %s", name, strerror(errno));
     else
-        rc = cairn__io_read(db->io, k->site_open, fd, h, sizeof h, 0, &got, name, e);
+        rc = cairn__io_read(db->io, k->site_open, fd, h, FILEHDR_SIZE, 0, &got, name, e);
     cairn__io_close(db->io, k->site_close, fd);
-    if (rc == CAIRN_OK && (got != sizeof h || st.st_size < (off_t)FILEHDR_SIZE))
+    if (rc == CAIRN_OK && got != FILEHDR_SIZE)
+        memset(h, 0, FILEHDR_SIZE);
+    *len = (uint64_t)st.st_size;
+    return rc;
+}
+
+/* The file's length and header sum as they are now, as the list keeps them. */
+static int file_id(cairn_db *db, const cairn__seqfile_kind *k, uint64_t seq, manifest_file *f,
+                   cairn__err *e)
+{
+    char name[64];
+    uint8_t h[FILEHDR_SIZE];
+    uint64_t len = 0;
+    int rc;
+
+    cairn__seqfile_name(k, seq, name, sizeof name);
+    rc = file_now(db, k, name, &len, h, e);
+    if (rc == CAIRN_OK && len < FILEHDR_SIZE)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: shorter than its header", name);
     f->kind = k->code;
     f->seq = seq;
-    f->len = (uint64_t)st.st_size;
+    f->len = len;
     f->sum = rc == CAIRN_OK ? get_le64(h + FILEHDR_OFF_SUM) : 0;
     return rc;
 }
@@ -498,26 +512,6 @@ void cairn__seqfile_remove_from(cairn_db *db, const cairn__seqfile_kind *k, uint
     (void)cairn__seqfile_change_apply(db, &c, &e);
 }
 
-/* The bytes at the name now: its length and header; 0 when it is there. */
-static int file_now(cairn_db *db, const cairn__seqfile_kind *k, const char *name, uint64_t *len,
-                    uint8_t *h)
-{
-    struct stat st;
-    size_t got = 0;
-    int fd, rc = cairn__io_open(db->io, k->site_open, db->dirfd, name, O_RDONLY, 0, &fd, NULL);
-    if (rc != CAIRN_OK)
-        return rc;
-    if (fstat(fd, &st) != 0)
-        rc = CAIRN_EIO;
-    else
-        rc = cairn__io_read(db->io, k->site_open, fd, h, FILEHDR_SIZE, 0, &got, name, NULL);
-    cairn__io_close(db->io, k->site_close, fd);
-    if (rc == CAIRN_OK && got != FILEHDR_SIZE)
-        memset(h, 0, FILEHDR_SIZE);
-    *len = (uint64_t)st.st_size;
-    return rc;
-}
-
 void cairn__seqfile_settle(cairn_db *db)
 {
     view *v = cairn__view_acquire(db);
@@ -536,7 +530,7 @@ void cairn__seqfile_settle(cairn_db *db)
         char name[64];
         int rc;
         cairn__seqfile_name(k, seq, name, sizeof name);
-        rc = file_now(db, k, name, &len, h);
+        rc = file_now(db, k, name, &len, h, NULL);
         if (rc == CAIRN_OK && len == files[i].len && get_le64(h + FILEHDR_OFF_SUM) == files[i].sum)
             continue; /* the listed file */
         if (rc != CAIRN_OK && rc != CAIRN_ENOTFOUND)
@@ -584,7 +578,7 @@ static int in_flight(cairn_db *db, const cairn__seqfile_kind *k, const char *nam
     struct stat st;
     uint8_t h[FILEHDR_SIZE];
     uint64_t len;
-    return file_now(db, k, name, &len, h) == CAIRN_OK && whole_header(h) &&
+    return file_now(db, k, name, &len, h, NULL) == CAIRN_OK && whole_header(h) &&
            fstatat(db->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && renamed_lately(&st);
 }
 
