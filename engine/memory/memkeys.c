@@ -1,0 +1,187 @@
+/*
+ * memkeys.c - the id and content keys of memories a writer has not folded
+ * (memkeys.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "bytes.h"
+#include "cairn.h"
+#include "memkeys.h"
+#include "memrec.h"
+
+/* 0 marks an empty slot: a key that hashes to 0 is stored as 1 (a set
+ * that over-approximates may merge the two). */
+static uint64_t nonzero(uint64_t h)
+{
+    return h ? h : 1;
+}
+
+uint64_t cairn__memkeys_content_key(const char *ns, size_t ns_len, const char *content,
+                                    size_t len)
+{
+    return nonzero(XXH3_64bits_withSeed(content, len, XXH3_64bits(ns, ns_len)));
+}
+
+uint64_t cairn__memkeys_id_key(const char *id, size_t len)
+{
+    return nonzero(XXH3_64bits(id, len));
+}
+
+static int has(const uint64_t *t, size_t cap, uint64_t key)
+{
+    if (cap == 0)
+        return 0;
+    for (size_t i = (size_t)key & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        if (t[i] == key)
+            return 1;
+        if (t[i] == 0)
+            return 0;
+    }
+}
+
+static void put(uint64_t *t, size_t cap, uint64_t key)
+{
+    size_t i = (size_t)key & (cap - 1);
+    while (t[i] != 0 && t[i] != key)
+        i = (i + 1) & (cap - 1);
+    t[i] = key;
+}
+
+/* Twice the slots, every key put again. */
+static int grow(cairn__memkeys *k)
+{
+    size_t cap = k->cap ? k->cap * 2 : 1024;
+    uint64_t *c = calloc(cap, sizeof *c), *d = calloc(cap, sizeof *d);
+    if (c == NULL || d == NULL) {
+        free(c);
+        free(d);
+        return CAIRN_ENOMEM;
+    }
+    for (size_t i = 0; i < k->cap; i++) {
+        if (k->content[i] != 0)
+            put(c, cap, k->content[i]);
+        if (k->ids[i] != 0)
+            put(d, cap, k->ids[i]);
+    }
+    free(k->content);
+    free(k->ids);
+    k->content = c;
+    k->ids = d;
+    k->cap = cap;
+    return CAIRN_OK;
+}
+
+/* Put the pending keys into the tables. */
+static void drain(cairn__memkeys *k)
+{
+    for (size_t i = 0; i < k->n_pend; i++) {
+        put(k->content, k->cap, k->pend_content[i]);
+        put(k->ids, k->cap, k->pend_id[i]);
+    }
+    k->n_pend = 0;
+}
+
+int cairn__memkeys_add(cairn__memkeys *k, uint64_t content_key, uint64_t id_key)
+{
+    /* at most half full: probes stay short */
+    if ((k->n + 1) * 2 > k->cap) {
+        drain(k);
+        if (grow(k) != CAIRN_OK)
+            return CAIRN_ENOMEM;
+    }
+    __builtin_prefetch(&k->content[(size_t)content_key & (k->cap - 1)], 1);
+    __builtin_prefetch(&k->ids[(size_t)id_key & (k->cap - 1)], 1);
+    k->pend_content[k->n_pend] = content_key;
+    k->pend_id[k->n_pend] = id_key;
+    k->n++;
+    if (++k->n_pend == CAIRN__MEMKEYS_GROUP)
+        drain(k);
+    return CAIRN_OK;
+}
+
+static int pending(const uint64_t *pend, size_t n, uint64_t key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pend[i] == key)
+            return 1;
+    return 0;
+}
+
+int cairn__memkeys_has_content(const cairn__memkeys *k, uint64_t key)
+{
+    return pending(k->pend_content, k->n_pend, key) || has(k->content, k->cap, key);
+}
+
+int cairn__memkeys_has_id(const cairn__memkeys *k, uint64_t key)
+{
+    return pending(k->pend_id, k->n_pend, key) || has(k->ids, k->cap, key);
+}
+
+void cairn__memkeys_clear(cairn__memkeys *k)
+{
+    k->n_pend = 0;
+    if (k->n == 0)
+        return;
+    k->n = 0;
+    if (k->cap > 4096) { /* given back: clearing would cost what they grew to */
+        free(k->content);
+        free(k->ids);
+        k->content = k->ids = NULL;
+        k->cap = 0;
+        return;
+    }
+    memset(k->content, 0, k->cap * sizeof *k->content);
+    memset(k->ids, 0, k->cap * sizeof *k->ids);
+}
+
+void cairn__memkeys_free(cairn__memkeys *k)
+{
+    free(k->content);
+    free(k->ids);
+    memset(k, 0, sizeof *k);
+}
+
+static int id_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+}
+
+int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, size_t len,
+                             uint64_t *content_key, uint64_t *id_key)
+{
+    static const char head[] = "{\"id\":\"", mid[] = "\",\"content\":\"";
+    const char *p = json, *end = json + len, *id, *c, *q;
+
+    if (len < sizeof head - 1 || memcmp(p, head, sizeof head - 1) != 0)
+        return 0;
+    p += sizeof head - 1;
+    id = p;
+    while (p < end && id_char(*p))
+        p++;
+    if (p == id || p - id > MEM_ID_MAX || (size_t)(end - p) < sizeof mid - 1 ||
+        memcmp(p, mid, sizeof mid - 1) != 0)
+        return 0;
+    *id_key = cairn__memkeys_id_key(id, (size_t)(p - id));
+    c = p + sizeof mid - 1;
+    /* The content's end: the first quote, when no escape or control byte
+     * comes before it (the writer escapes quotes, backslashes and control
+     * bytes, and a decoder ends a string at a NUL). */
+    for (q = c; q < end && *q != '"'; q++)
+        if (*q == '\\' || (unsigned char)*q < 0x20)
+            return 0;
+    if (q == end || q == c)
+        return 0;
+    /* A commit's mark ("batch":[i,n]) is a field of its own after it: such
+     * a record counts only if its whole commit is in the log. A key is
+     * read unescaped and up to a NUL: with either after the content, the
+     * name cannot be told from its bytes. */
+    if (memchr(q + 1, '\\', (size_t)(end - q - 1)) != NULL ||
+        memchr(q + 1, 0, (size_t)(end - q - 1)) != NULL ||
+        cairn__contains(q + 1, (size_t)(end - q - 1), "\"batch", 6))
+        return 0;
+    *content_key = cairn__memkeys_content_key(ns, ns_len, c, (size_t)(q - c));
+    return 1;
+}

@@ -1,0 +1,71 @@
+/*
+ * memkeys.h - what a writer needs to know of memories it has not folded.
+ *
+ * A store needs two answers about the memories other processes stored
+ * since this handle last folded the log: is this content already stored
+ * in this namespace (the duplicate check), and is this new id taken.
+ * Folding each of those records in full (decode every field, build the
+ * entry, queue its text) is most of what 16 writers on one store spend;
+ * a writer that only stores needs neither the entries nor the text index.
+ * So while it waits for its turn and at its catch-up, such a writer reads
+ * only the id and the content of each store record, and keeps two sets of
+ * 64-bit keys. Its own stores go there too.
+ *
+ * The keys over-approximate: a hit may be a hash collision or a record the
+ * full fold would skip, so a hit sends the caller to the full fold, which
+ * decides. A miss is exact: every store record after the fold is in the
+ * sets, and any record the keys cannot stand for (an update, a delete, a
+ * clear, a purge, a commit of several, a content with escapes, a hole
+ * compaction left) ends the keys and the caller folds the full way.
+ * The sets live in RAM only; dropping them is always correct (the next
+ * fold reads the records again from the log).
+ */
+#ifndef CAIRN_MEMKEYS_H
+#define CAIRN_MEMKEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Keys added wait here in small groups: their slots are fetched into the
+ * cache together, not one miss after another (the sets of 100,000s of
+ * memories are far larger than the cache). */
+#define CAIRN__MEMKEYS_GROUP 16
+
+typedef struct cairn__memkeys {
+    uint64_t *content;  /* keys of namespace + content; 0 empty */
+    uint64_t *ids;      /* keys of ids; 0 empty */
+    size_t cap;         /* slots of each, a power of 2 (0: none yet) */
+    size_t n;           /* memories added (pending ones too) */
+    uint64_t pend_content[CAIRN__MEMKEYS_GROUP], pend_id[CAIRN__MEMKEYS_GROUP];
+    size_t n_pend;      /* added, not yet in the tables */
+} cairn__memkeys;
+
+/* The key of content[0..len) in namespace ns[0..ns_len). */
+uint64_t cairn__memkeys_content_key(const char *ns, size_t ns_len, const char *content,
+                                    size_t len);
+
+/* The key of an id. */
+uint64_t cairn__memkeys_id_key(const char *id, size_t len);
+
+/* Add one memory's keys. CAIRN_ENOMEM: the sets cannot grow (they are
+ * then unchanged; the caller drops them). */
+int cairn__memkeys_add(cairn__memkeys *k, uint64_t content_key, uint64_t id_key);
+
+/* 1 if the key may be in the set, 0 if it is not. */
+int cairn__memkeys_has_content(const cairn__memkeys *k, uint64_t key);
+int cairn__memkeys_has_id(const cairn__memkeys *k, uint64_t key);
+
+/* Empty the sets (large tables are freed, small ones kept). */
+void cairn__memkeys_clear(cairn__memkeys *k);
+
+void cairn__memkeys_free(cairn__memkeys *k);
+
+/* The keys of a memory store record's payload json[0..len) in namespace
+ * ns, read from the two fields the writer puts first
+ * ({"id":"...","content":"...", ...). 1 with the keys; 0 when the payload
+ * has another shape, escapes or control bytes, or a commit's mark: the
+ * caller folds that record the full way. Reads nothing past len. */
+int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, size_t len,
+                             uint64_t *content_key, uint64_t *id_key);
+
+#endif /* CAIRN_MEMKEYS_H */
