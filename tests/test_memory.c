@@ -1966,12 +1966,14 @@ static void *store_after_the_wait(void *p)
     return NULL;
 }
 
+/* What the waiter has taken in: folded, or held as keys (a store's wait,
+ * memkeys.h). */
 static uint64_t folded_seq(void *p)
 {
     waiter *w = p;
     uint64_t v;
     pthread_mutex_lock(&w->mem->mu);
-    v = w->mem->folded;
+    v = w->mem->keyed > w->mem->folded ? w->mem->keyed : w->mem->folded;
     pthread_mutex_unlock(&w->mem->mu);
     return v;
 }

@@ -987,6 +987,72 @@ static int fold_all(cairn_mem *m, int use_index)
                            "handle read them; try again");
 }
 
+/* ---- keys: a store's fold of others' stores (memkeys.h) ---------------- */
+
+/* What keys_one returns to end a fold by keys: a record the keys cannot
+ * stand for (the caller folds the full way). */
+#define KEYS_FULL 5
+
+/* Memories the keys hold at most before a store folds the full way (and
+ * flushes what it folded): bounds their RAM, 16 bytes a memory. */
+#define KEYS_MAX (8 * MEM_FLUSH_ROWS)
+
+static int keys_active(const cairn_mem *m)
+{
+    return m->keyed > m->folded;
+}
+
+static void keys_drop(cairn_mem *m)
+{
+    cairn__memkeys_clear(&m->keys);
+    m->keyed = 0;
+}
+
+/* The last seq this handle has seen: folded, or held as keys. */
+static uint64_t seen_seq(const cairn_mem *m)
+{
+    return keys_active(m) ? m->keyed : m->folded;
+}
+
+static int keys_one(void *user, const cairn_record *rec)
+{
+    cairn_mem *m = user;
+    uint64_t ck, ik;
+
+    if (rec->seq <= m->keyed)
+        return CAIRN_OK;
+    if (rec->type == CAIRN_REC_MEMORY) {
+        if (!cairn__memkeys_of_record(rec->ns, rec->ns_len, rec->json, rec->json_len, &ck, &ik) ||
+            m->keys.n >= KEYS_MAX || cairn__memkeys_add(&m->keys, ck, ik) != CAIRN_OK)
+            return KEYS_FULL;
+    } else if (rec->type == CAIRN_REC_COMPACTED || rec->type == CAIRN_REC_MEMORY_PURGE ||
+               (rec->type > CAIRN_REC_MEMORY && rec->type <= CAIRN_REC_MEMORY_CLEAR)) {
+        return KEYS_FULL; /* changes memories the state or the keys hold */
+    }
+    m->keyed = rec->seq;
+    return CAIRN_OK;
+}
+
+/* Hold the records up to `to` as keys. KEYS_FULL when they cannot stand
+ * for them (the records from keyed on are then for the full fold; the
+ * keys taken so far stay right). */
+static int keys_fold(cairn_mem *m, uint64_t to)
+{
+    int rc;
+    if (m->stale || m->damaged || cairn__dropped_upto(m->db) > m->folded)
+        return KEYS_FULL;
+    if (!keys_active(m)) {
+        keys_drop(m);
+        m->keyed = m->folded;
+    }
+    if (to <= m->keyed)
+        return CAIRN_OK;
+    rc = cairn__each_record(m->db, m->keyed + 1, to, keys_one, m);
+    if (rc != CAIRN_OK || m->keyed < to)
+        return KEYS_FULL; /* an error is the full fold's to report */
+    return CAIRN_OK;
+}
+
 /* Before applying a record this handle appended at seq: fold what other
  * handles appended since this one last looked, so that the state is always
  * the fold of a prefix of the log (an index file written from it covers
@@ -1004,6 +1070,8 @@ static int fold_on(cairn_mem *m, uint64_t to)
 {
     uint64_t before = m->folded;
     int rc = CAIRN_OK;
+
+    keys_drop(m); /* the records they stand for are folded now */
 
     if (cairn__dropped_upto(m->db) <= before && to > before)
         rc = replay_range(m, before + 1, to);
@@ -1026,7 +1094,9 @@ static int fold_gap(cairn_mem *m, uint64_t seq)
     return rc;
 }
 
-int cairn__mem_catch_up(cairn_mem *m)
+/* Fold what other handles appended since this one last looked; keys: a
+ * store's, which may hold others' stores as keys alone. */
+static int catch_up(cairn_mem *m, int keys)
 {
     uint64_t last;
     int rc = cairn__db_refresh(m->db);
@@ -1034,7 +1104,11 @@ int cairn__mem_catch_up(cairn_mem *m)
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     last = cairn__handed_seq(m->db);
-    if (last <= m->folded && cairn__dropped_upto(m->db) <= m->folded)
+    if (last <= seen_seq(m) && cairn__dropped_upto(m->db) <= m->folded &&
+        (keys || !keys_active(m)))
+        return CAIRN_OK;
+    /* A store's turn folds others' stores as keys, when they can serve. */
+    if (keys && keys_fold(m, last) == CAIRN_OK)
         return CAIRN_OK;
     m->lazy_mode = 1; /* texts wait until a read needs the index */
     rc = fold_on(m, last);
@@ -1045,6 +1119,11 @@ int cairn__mem_catch_up(cairn_mem *m)
     return rc;
 }
 
+int cairn__mem_catch_up(cairn_mem *m)
+{
+    return catch_up(m, 0);
+}
+
 /* While another process holds the lock (cairn__turn_begin_busy): fold
  * what it appended so far, so that the catch-up at the start of the turn,
  * which every other writer waits for, is short. A fold of a whole prefix
@@ -1052,20 +1131,30 @@ int cairn__mem_catch_up(cairn_mem *m)
  * stale (it writes no index file), and the turn that follows returns the
  * error, kept in wait_rc and wait_err meanwhile (another thread of the
  * handle may reset cairn__errbuf(m)). */
+typedef struct wait_fold {
+    cairn_mem *m;
+    int keys;                /* a store's turn: catch_up's keys */
+} wait_fold;
+
 static int fold_waiting(void *user)
 {
-    cairn_mem *m = user;
+    cairn_mem *m = ((wait_fold *)user)->m;
     uint64_t before, last;
     int rc, more;
 
     if (pthread_mutex_trylock(&m->mu) != 0)
         return 0; /* another thread of this handle works: leave it be */
-    before = m->folded;
+    before = seen_seq(m);
     if (m->stale || m->damaged || m->wait_rc != CAIRN_OK || cairn__db_refresh(m->db) != CAIRN_OK ||
-        ((last = cairn__handed_seq(m->db)) <= m->folded &&
+        ((last = cairn__handed_seq(m->db)) <= before &&
          cairn__dropped_upto(m->db) <= m->folded)) {
         pthread_mutex_unlock(&m->mu);
         return 0;
+    }
+    if (((wait_fold *)user)->keys && keys_fold(m, last) == CAIRN_OK) {
+        more = m->keyed > before;
+        pthread_mutex_unlock(&m->mu);
+        return more;
     }
     m->lazy_mode = 1;
     rc = fold_on(m, last);
@@ -1081,13 +1170,14 @@ static int fold_waiting(void *user)
     return more;
 }
 
-int cairn__mem_turn_begin(cairn_mem *m)
+static int turn_begin(cairn_mem *m, int keys)
 {
+    wait_fold wf = {m, keys};
     int rc;
 
     /* Readers of this handle go on while another process holds the lock. */
     pthread_mutex_unlock(&m->mu);
-    rc = cairn__turn_begin_busy(m->db, fold_waiting, m);
+    rc = cairn__turn_begin_busy(m->db, fold_waiting, &wf);
     pthread_mutex_lock(&m->mu);
     if (rc == CAIRN_OK && m->wait_rc != CAIRN_OK) { /* the fold while waiting failed */
         rc = cairn__mem_fail(m, m->wait_rc, "%s", m->wait_err);
@@ -1097,10 +1187,15 @@ int cairn__mem_turn_begin(cairn_mem *m)
     }
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
-    rc = cairn__mem_catch_up(m);
+    rc = catch_up(m, keys);
     if (rc != CAIRN_OK)
         (void)cairn__turn_end(m->db);
     return rc;
+}
+
+int cairn__mem_turn_begin(cairn_mem *m)
+{
+    return turn_begin(m, 0);
 }
 
 int cairn__mem_turn_hold(cairn_mem *m)
@@ -1520,8 +1615,8 @@ static uint64_t records_after_newest_file(cairn_mem *m)
 {
     uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd);
     if (newest <= cairn__mem_index_covered(m))
-        return m->tail_records;
-    return m->folded > newest ? m->folded - newest : 0;
+        return m->tail_records + (keys_active(m) ? m->keys.n : 0);
+    return seen_seq(m) > newest ? seen_seq(m) - newest : 0;
 }
 
 /* Should a close write an index file? Only when the newest file in the
@@ -1534,7 +1629,7 @@ static int close_wants_checkpoint(cairn_mem *m)
 {
     if (m->index_outdated)
         return 1;
-    return m->tail_records >= MEM_CHECKPOINT_MIN &&
+    return m->tail_records + (keys_active(m) ? m->keys.n : 0) >= MEM_CHECKPOINT_MIN &&
            records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
 }
 
@@ -1678,14 +1773,13 @@ int cairn__mem_expired(const ment *x, int64_t now)
 /* ---- writes -------------------------------------------------------------- */
 
 /* Append r as a record of namespace ns, then apply it. */
-int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out)
+/* Append r to the log (nothing applied): *seq its seq. */
+static int append_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq)
 {
     cairn__err e;
     char *json = NULL;
     size_t len = 0;
     cairn_entry ent;
-    cairn_record rec;
-    uint64_t seq = 0;
     int rc = cairn__memrec_encode(r, &json, &len, &e);
 
     if (rc != CAIRN_OK)
@@ -1700,16 +1794,27 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
         ent.bin = r->vec;
         ent.bin_len = (size_t)r->dim * sizeof(float);
     }
-    rc = cairn_append(m->db, &ent, &seq);
+    rc = cairn_append(m->db, &ent, seq);
     free(json);
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
+    return CAIRN_OK;
+}
+
+int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out)
+{
+    cairn_record rec;
+    uint64_t seq = 0;
+    int rc = append_rec(m, ns, r, &seq);
+
+    if (rc != CAIRN_OK)
+        return rc;
     memset(&rec, 0, sizeof rec);
     rec.seq = seq;
     rec.ts_ms = cairn__mem_wall_ms();
     rec.type = r->type;
     rec.ns = ns;
-    rec.ns_len = ent.ns_len;
+    rec.ns_len = strlen(ns);
     rc = fold_gap(m, seq);
     if (rc == CAIRN_OK)
         rc = apply(m, &rec, r);
@@ -1943,6 +2048,78 @@ static int enforce_limit(cairn_mem *m, uint32_t nsi, const ment *keep, uint64_t 
     return rc;
 }
 
+/* The store record of draft d under id. */
+static void store_rec(memrec *r, const cairn_mem_draft *d, const char *id, size_t len, int64_t now)
+{
+    memset(r, 0, sizeof *r);
+    r->type = CAIRN_REC_MEMORY;
+    r->id = id;
+    r->content = d->content;
+    r->content_len = len;
+    r->category = d->category;
+    r->importance = d->importance;
+    r->created_at = r->accessed_at = now;
+    r->expires_at = d->expires_at;
+    r->metadata = (char *)(uintptr_t)d->metadata;
+}
+
+/* A store in a turn whose catch-up held others' stores as keys alone
+ * (memkeys.h): decided from the state and the keys, the record appended
+ * and added to the keys, nothing applied. *done 0: the keys cannot decide
+ * (a possible duplicate, an id given, the namespace's limit within reach,
+ * the keys full): nothing was written, and the caller folds the full way
+ * and stores as usual. */
+static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int keep_dup,
+                       int no_limit, int64_t now, int *existed, int *done)
+{
+    size_t ns_len = strlen(d->ns);
+    long nsi = cairn__mem_ns_index(m, d->ns, ns_len, 0);
+    uint64_t ck = cairn__memkeys_content_key(d->ns, ns_len, d->content, len);
+    uint64_t lim = no_limit ? 0 : cairn__mem_limit(m, NULL), seq = 0;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    memrec r;
+    int rc;
+
+    *done = 0;
+    if (!keep_dup && nsi >= 0 &&
+        find_content(m, (uint32_t)nsi, d->content, len, hash_content((uint32_t)nsi, d->content, len)) != NULL) {
+        /* Stored before the fold, and still live: the keys hold no record
+         * that deletes or changes a memory. */
+        if (existed != NULL)
+            *existed = 1;
+        *done = 1;
+        return CAIRN_OK;
+    }
+    if ((!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) || m->keys.n >= KEYS_MAX ||
+        (lim != 0 && (nsi >= 0 ? m->ns[nsi].live : 0) + m->keys.n + 1 > lim))
+        return CAIRN_OK;
+    do
+        cairn__mem_new_id(m, d->content, id);
+    while (cairn__memkeys_has_id(&m->keys, cairn__memkeys_id_key(id, strlen(id))));
+    store_rec(&r, d, id, len, now);
+    if ((rc = append_rec(m, d->ns, &r, &seq)) != CAIRN_OK)
+        return rc;
+    *done = 1;
+    /* The keys stand for every record up to seq, or for none. */
+    if (seq != m->keyed + 1 || cairn__memkeys_add(&m->keys, ck, cairn__memkeys_id_key(id, strlen(id))) != CAIRN_OK)
+        keys_drop(m);
+    else
+        m->keyed = seq;
+    return CAIRN_OK;
+}
+
+/* May a store go by keys (store_keyed)? Only when it needs nothing of
+ * the memory it stores but the record: no copy for the caller, no hook
+ * or listener, no prune report, no vector. */
+static int keys_serve(cairn_mem *m, const cairn_mem_store_opts *o, cairn_memory **out,
+                      const cairn_mem_hooks *hooks, int no_embed)
+{
+    return out == NULL && hooks->before_store == NULL && hooks->after_store == NULL &&
+           m->nlisteners == 0 && o->prune == NULL && o->vector == NULL &&
+           (o->version < 2 || o->id == NULL) &&
+           (no_embed || m->emb.dim == 0 || (m->emb.embed == NULL && m->emb.embed_batch == NULL));
+}
+
 int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opts *o,
                     cairn_memory **out, int *existed)
 {
@@ -1959,7 +2136,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     int64_t now = cairn__mem_wall_ms();
     float *vec = NULL;
     uint64_t vec_gen = 0;
-    int rc, dup = 0, turn = 0, keep_dup, no_embed;
+    int rc, dup = 0, turn = 0, keep_dup, no_embed, keys;
     const char *want_id;
 
     if (o == NULL)
@@ -2052,12 +2229,21 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     }
     /* The duplicate check and the write see the log as it is: nothing of
      * another process comes between them. */
-    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+    keys = keys_serve(m, o, out, &hooks, no_embed);
+    if ((rc = turn_begin(m, keys)) != CAIRN_OK)
         goto out;
     turn = 1;
     /* Accesses ACCESS holds go to the log with this write (access.c). */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         goto out;
+    if (keys_active(m)) {
+        int done = 0;
+        rc = store_keyed(m, &d, len, keep_dup, o->version >= 2 && o->no_limit, now, existed, &done);
+        if (rc != CAIRN_OK || done)
+            goto out;
+        if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) /* the keys cannot decide */
+            goto out;
+    }
     nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
     if (want_id != NULL && (x = cairn__mem_find_id(m, want_id)) != NULL) {
         if (!((long)x->nsi == nsi && x->content_len == len && memcmp(x->content, d.content, len) == 0)) {
@@ -2107,16 +2293,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         snprintf(id, sizeof id, "%s", want_id);
     else
         cairn__mem_new_id(m, d.content, id);
-    memset(&r, 0, sizeof r);
-    r.type = CAIRN_REC_MEMORY;
-    r.id = id;
-    r.content = d.content;
-    r.content_len = len;
-    r.category = d.category;
-    r.importance = d.importance;
-    r.created_at = r.accessed_at = now;
-    r.expires_at = d.expires_at;
-    r.metadata = (char *)(uintptr_t)d.metadata;
+    store_rec(&r, &d, id, len, now);
     if (vec != NULL) {
         r.embedder = m->emb.name;
         r.dim = m->emb.dim;
@@ -2517,6 +2694,7 @@ static void free_all(cairn_mem *m)
     free(m->by_id);
     free(m->by_content);
     free(m->vtmp);
+    cairn__memkeys_free(&m->keys);
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */
@@ -2552,6 +2730,7 @@ static void free_state(cairn_mem *m)
     }
     m->folded = m->tail_records = m->base_deleted = m->skipped = m->unfinished = 0;
     memset(&m->batch, 0, sizeof m->batch);
+    keys_drop(m);
 }
 
 /* The state again from the newest index file and the records after it. */
@@ -2760,7 +2939,7 @@ static int checkpoint_locked(cairn_mem *m, int mode)
                                "memory index");
     /* In a turn: the file is written under the lock, and covers the log as
      * it is (every record of every process, folded by the catch-up). */
-    if ((rc = cairn__mem_turn_begin(m)) != CAIRN_OK)
+    if ((rc = turn_begin(m, mode == CKPT_CLOSE)) != CAIRN_OK)
         return rc;
     rc = checkpoint_turn(m, mode);
     return cairn__mem_turn_end(m, rc);
@@ -2775,6 +2954,17 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* Another process may have written the file meanwhile. */
     if (mode == CKPT_CLOSE && !close_wants_checkpoint(m))
         return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
+    /* A close's catch-up took others' stores as keys (many writers closing
+     * at once: all but the first find the file written): the file needs
+     * the state, from the newest file if another process wrote one. */
+    if (keys_active(m)) {
+        rc = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) >
+                     cairn__mem_index_covered(m)
+                 ? reload(m)
+                 : cairn__mem_catch_up(m);
+        if (rc != CAIRN_OK)
+            return rc;
+    }
     /* The file holds folded statistics: fold what ACCESS holds first. */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         return rc;
@@ -2857,7 +3047,7 @@ int cairn__mem_checkpoint_whole(cairn_mem *m)
 void cairn__mem_flush_if_due(cairn_mem *m)
 {
     char err[CAIRN_ERRMSG_MAX];
-    if (m->n < MEM_FLUSH_ROWS || m->db->read_only || m->stale || m->damaged)
+    if (m->n < MEM_FLUSH_ROWS || m->db->read_only || m->stale || m->damaged || keys_active(m))
         return;
     /* Best effort: the memories are in the log; a failure only leaves the
      * tail in RAM (the next flush or close tries again). */

@@ -13,6 +13,7 @@
 #include "batch.h"
 #include "cairn.h"
 #include "memindex.h"
+#include "memkeys.h"
 #include "memrec.h"
 #include "ramindex.h"
 #include "tokenize.h"
@@ -143,6 +144,11 @@ struct cairn_mem {
     size_t *lazy;
     size_t n_lazy, lazy_cap;
     int lazy_mode;           /* a catch-up folded others' records: defer */
+    /* A writer that only stores folds others' store records as keys alone
+     * (memkeys.h): the records in (folded, keyed] are in keys, not in the
+     * state; keyed <= folded: none are. */
+    cairn__memkeys keys;
+    uint64_t keyed;
     uint64_t *by_id;         /* entry + 1 | the hash's top 32 bits << 32 (a
                                 probe skips other hashes without reading the
                                 entry); 0 empty; cap a power of 2 */

@@ -1,0 +1,313 @@
+/*
+ * test_memkeys.c - a writer that only stores takes others' stores as keys
+ * (engine/memory/memkeys.h): the key sets, the record reader, and two
+ * handles on one store (as two processes are) whose stores, duplicate
+ * checks, limits, reads and closes give what full folds give.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn.h"
+#include "memkeys.h"
+#include "memrec.h"
+#include "memstate.h"
+#include "testutil.h"
+
+/* ---- the key sets and the record reader ---------------------------------- */
+
+static void the_sets_hold_what_was_added_and_nothing_else(void **state)
+{
+    cairn__memkeys k;
+    (void)state;
+    memset(&k, 0, sizeof k);
+    assert_false(cairn__memkeys_has_content(&k, 42)); /* empty, no table yet */
+    for (uint64_t i = 1; i <= 5000; i++) /* grows several times */
+        assert_int_equal(cairn__memkeys_add(&k, i * 7919, i * 104729), CAIRN_OK);
+    assert_int_equal(k.n, 5000);
+    for (uint64_t i = 1; i <= 5000; i++) {
+        assert_true(cairn__memkeys_has_content(&k, i * 7919));
+        assert_true(cairn__memkeys_has_id(&k, i * 104729));
+    }
+    assert_false(cairn__memkeys_has_content(&k, 5001 * 7919));
+    assert_false(cairn__memkeys_has_id(&k, 7919)); /* a content key is not an id key */
+    cairn__memkeys_clear(&k);
+    assert_int_equal(k.n, 0);
+    assert_false(cairn__memkeys_has_content(&k, 7919));
+    cairn__memkeys_free(&k);
+}
+
+/* The reader takes what the record encoder writes, with the keys of the
+ * id and content it decodes to; it declines every other shape. */
+static void the_record_reader_takes_the_writers_records_and_declines_the_rest(void **state)
+{
+    static const char *const contents[] = {"plain words", "ünïcödé ✓", "a \"quoted\" word",
+                                           "a\nnewline", "back\\slash"};
+    uint64_t ck, ik;
+    (void)state;
+    for (size_t i = 0; i < sizeof contents / sizeof *contents; i++) {
+        memrec r;
+        cairn__err e;
+        char *json = NULL;
+        size_t len = 0;
+        int escaped = strpbrk(contents[i], "\"\n\\") != NULL;
+        memset(&r, 0, sizeof r);
+        r.type = CAIRN_REC_MEMORY;
+        r.id = "m0123456789abcdef";
+        r.content = contents[i];
+        r.content_len = strlen(contents[i]);
+        r.category = "fact";
+        r.importance = 0.5;
+        assert_int_equal(cairn__memrec_encode(&r, &json, &len, &e), CAIRN_OK);
+        /* escapes: declined (the full fold decodes them) */
+        assert_int_equal(cairn__memkeys_of_record("ns", 2, json, len, &ck, &ik), !escaped);
+        if (!escaped) {
+            assert_true(ck == cairn__memkeys_content_key("ns", 2, contents[i], strlen(contents[i])));
+            assert_true(ck != cairn__memkeys_content_key("other", 5, contents[i], strlen(contents[i])));
+            assert_true(ik == cairn__memkeys_id_key(r.id, strlen(r.id)));
+        }
+        free(json);
+    }
+    /* other shapes: fields in another order, a commit's mark, a bad id,
+     * an empty content, cut short */
+    static const char *const declined[] = {
+        "{\"content\":\"x\",\"id\":\"m1\"}",
+        "{\"id\":\"m1\",\"content\":\"x\",\"category\":\"fact\",\"batch\":[0,2]}",
+        "{\"id\":\"m 1\",\"content\":\"x\"}",
+        "{\"id\":\"\",\"content\":\"x\"}",
+        "{\"id\":\"m1\",\"content\":\"\"}",
+        "{\"id\":\"m1\",\"content\":\"x",
+        "{\"id\":\"m1\"",
+        "{\"id\":\"abcdefghijabcdefghijabcdefghijabc\",\"content\":\"x\"}", /* 33 > 32 */
+    };
+    for (size_t i = 0; i < sizeof declined / sizeof *declined; i++)
+        assert_int_equal(cairn__memkeys_of_record("", 0, declined[i], strlen(declined[i]), &ck, &ik), 0);
+    assert_int_equal(cairn__memkeys_of_record("", 0, "{\"id\":\"m1\",\"content\":\"x\"}", 26, &ck, &ik), 1);
+}
+
+/* ---- two handles on one store -------------------------------------------- */
+
+typedef struct two {
+    char *dir;
+    cairn_db *a, *b;
+    cairn_mem *ma, *mb;
+} two;
+
+static int setup(void **state)
+{
+    two *t = calloc(1, sizeof *t);
+    char *d = tu_mkdtemp("memkeys"), err[CAIRN_ERRMSG_MAX] = "";
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    if (t == NULL || d == NULL)
+        return -1;
+    t->dir = tu_join(d, "store");
+    free(d);
+    mo.max_memories = 100000;
+    if (tu_open_small(t->dir, 0, &t->a, err, sizeof err) != CAIRN_OK ||
+        tu_open_small(t->dir, 0, &t->b, err, sizeof err) != CAIRN_OK ||
+        cairn_mem_open(t->a, &mo, &t->ma) != CAIRN_OK || cairn_mem_open(t->b, &mo, &t->mb) != CAIRN_OK)
+        return -1;
+    *state = t;
+    return 0;
+}
+
+static void close_two(two *t)
+{
+    cairn_mem_close(t->ma);
+    cairn_mem_close(t->mb);
+    t->ma = t->mb = NULL;
+    if (t->a != NULL)
+        (void)cairn_close(t->a);
+    if (t->b != NULL)
+        (void)cairn_close(t->b);
+    t->a = t->b = NULL;
+}
+
+static int teardown(void **state)
+{
+    two *t = *state;
+    char *parent = strdup(t->dir);
+    close_two(t);
+    *strrchr(parent, '/') = 0;
+    tu_rmrf(parent);
+    free(parent);
+    free(t->dir);
+    free(t);
+    return 0;
+}
+
+static void store_n(cairn_mem *m, const char *who, int from, int n)
+{
+    char text[96];
+    for (int i = from; i < from + n; i++) {
+        snprintf(text, sizeof text, "%s wrote memory number %d", who, i);
+        assert_int_equal(cairn_mem_store(m, text, NULL, NULL, NULL), CAIRN_OK);
+    }
+}
+
+static int keys_held(cairn_mem *m)
+{
+    return m->keyed > m->folded ? (int)m->keys.n : 0;
+}
+
+static uint64_t live(cairn_mem *m)
+{
+    uint64_t n = 0;
+    assert_int_equal(cairn_mem_count(m, &n), CAIRN_OK);
+    return n;
+}
+
+/* b stores while a stores: b takes a's memories as keys, not into its
+ * state, and its own go there too; its next read folds them all. */
+static void a_storing_writer_holds_others_stores_as_keys_until_it_reads(void **state)
+{
+    two *t = *state;
+    cairn_recall_hit *h = NULL;
+    size_t nh = 0;
+    store_n(t->mb, "b", 0, 1); /* b's state has a memory */
+    store_n(t->ma, "a", 0, 50);
+    store_n(t->mb, "b", 1, 10);
+    assert_int_equal(keys_held(t->mb), 60); /* a's 50 and b's own 10 */
+    assert_int_equal(t->mb->n, 1);          /* none of them folded */
+    assert_int_equal(live(t->mb), 61);      /* a read folds them */
+    assert_int_equal(keys_held(t->mb), 0);
+    assert_int_equal(t->mb->n, 61);
+    store_n(t->ma, "a", 50, 5);
+    store_n(t->mb, "b", 11, 1);
+    assert_int_equal(keys_held(t->mb), 6);
+    assert_int_equal(cairn_mem_recall(t->mb, "memory number 11", NULL, &h, &nh), CAIRN_OK);
+    assert_true(nh >= 1);
+    assert_non_null(strstr(h[0].mem.content, "b wrote memory number 11")); /* its own store */
+    cairn_recall_free(h, nh);
+    assert_int_equal(keys_held(t->mb), 0);
+}
+
+/* A content another handle stored is a duplicate for b, found through
+ * the keys (then decided by a full fold): nothing is written twice. One
+ * in b's own state is a duplicate without any fold. */
+static void a_duplicate_among_the_keys_is_found(void **state)
+{
+    two *t = *state;
+    int existed = 0;
+    cairn_stats before, after;
+    store_n(t->mb, "b", 0, 1);
+    store_n(t->ma, "a", 0, 20);
+    store_n(t->mb, "b", 1, 1);
+    assert_int_equal(keys_held(t->mb), 21);
+    assert_int_equal(cairn_stats_get(t->b, &before), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(t->mb, "a wrote memory number 7", NULL, NULL, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+    assert_int_equal(cairn_stats_get(t->b, &after), CAIRN_OK);
+    assert_true(after.last_seq == before.last_seq); /* nothing appended */
+    store_n(t->ma, "a", 20, 3);
+    store_n(t->mb, "b", 2, 1);
+    assert_true(keys_held(t->mb) > 0);
+    existed = 0;
+    assert_int_equal(cairn_mem_store(t->mb, "b wrote memory number 0", NULL, NULL, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+    assert_true(keys_held(t->mb) > 0); /* decided from the state: the keys stay */
+    assert_int_equal(live(t->mb), 26); /* b 3, a 23 */
+    assert_int_equal(live(t->ma), 26);
+}
+
+/* A delete by a cannot be held as a key: b folds the full way, and the
+ * deleted content stores anew. */
+static void a_delete_among_others_records_makes_the_store_fold_in_full(void **state)
+{
+    two *t = *state;
+    cairn_memory *mm = NULL;
+    int existed = 1;
+    char id[CAIRN_MEM_ID_MAX + 1];
+    store_n(t->mb, "b", 0, 1);
+    assert_int_equal(cairn_mem_store(t->ma, "a fact a deletes", NULL, &mm, NULL), CAIRN_OK);
+    snprintf(id, sizeof id, "%s", mm->id);
+    cairn_mem_free(mm);
+    store_n(t->mb, "b", 1, 1);
+    assert_true(keys_held(t->mb) >= 1);
+    assert_int_equal(cairn_mem_delete(t->ma, id, "test"), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(t->mb, "a fact a deletes", NULL, NULL, &existed), CAIRN_OK);
+    assert_int_equal(existed, 0); /* stored again: the first one is gone */
+    assert_int_equal(keys_held(t->mb), 0);
+    assert_int_equal(live(t->ma), 3);
+}
+
+/* The namespace's limit within reach of the keys: the store folds in full
+ * and prunes, and says so, as without keys. */
+static void a_limit_within_reach_of_the_keys_prunes_as_a_full_fold_does(void **state)
+{
+    two *t = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_prune pr;
+    cairn_mem_close(t->mb);
+    {
+        cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+        mo.max_memories = 30;
+        assert_int_equal(cairn_mem_open(t->b, &mo, &t->mb), CAIRN_OK);
+    }
+    store_n(t->mb, "b", 0, 1);
+    store_n(t->ma, "a", 0, 25);
+    store_n(t->mb, "b", 1, 3); /* 29: within the limit, as keys */
+    assert_int_equal(keys_held(t->mb), 28);
+    so.prune = &pr;
+    assert_int_equal(cairn_mem_store(t->mb, "b's thirtieth", &so, NULL, NULL), CAIRN_OK);
+    assert_int_equal(pr.pruned, 0);
+    store_n(t->mb, "b", 4, 1); /* 31 > 30: a full fold and a prune */
+    assert_int_equal(keys_held(t->mb), 0);
+    assert_int_equal(live(t->mb), 30);
+}
+
+/* b's close writes the index file its keys stand for (a full fold first),
+ * and a store reopened from it has every memory of both. */
+static void a_close_with_keys_writes_the_index_of_everything(void **state)
+{
+    two *t = *state;
+    cairn_db *db = NULL;
+    cairn_mem *m = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    uint64_t problems = 1;
+    char *newest;
+    store_n(t->mb, "b", 0, 1);
+    store_n(t->ma, "a", 0, 1500);
+    store_n(t->mb, "b", 1, 1);
+    assert_int_equal(keys_held(t->mb), 1501);
+    cairn_mem_close(t->mb);
+    t->mb = NULL;
+    assert_non_null(newest = tu_find_last(t->dir, ".cmx"));
+    free(newest);
+    cairn_mem_close(t->ma);
+    t->ma = NULL;
+    mo.max_memories = 100000;
+    assert_int_equal(tu_open_small(t->dir, 0, &db, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db, &mo, &m), CAIRN_OK);
+    assert_true(m->ng >= 1);
+    assert_true(m->tail_records < 1000); /* read from the file, not the log */
+    assert_int_equal(live(m), 1502);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_verify(db, NULL, NULL, &problems), CAIRN_OK);
+    assert_int_equal(problems, 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_sets_hold_what_was_added_and_nothing_else),
+        cmocka_unit_test(the_record_reader_takes_the_writers_records_and_declines_the_rest),
+        cmocka_unit_test_setup_teardown(a_storing_writer_holds_others_stores_as_keys_until_it_reads,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_duplicate_among_the_keys_is_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_delete_among_others_records_makes_the_store_fold_in_full,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_limit_within_reach_of_the_keys_prunes_as_a_full_fold_does,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_close_with_keys_writes_the_index_of_everything, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
