@@ -6,7 +6,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "bytes.h"
 #include "cairn.h"
 #include "memkeys.h"
 #include "memrec.h"
@@ -143,6 +142,26 @@ void cairn__memkeys_free(cairn__memkeys *k)
     memset(k, 0, sizeof *k);
 }
 
+/* No backslash and no byte below 0x20 in p[0..n): eight bytes at a time. */
+static int plain(const char *p, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w, bs;
+        memcpy(&w, p + i, 8);
+        bs = w ^ (0x5c * ones);
+        /* a byte < 0x20 (its high bit clear and below after - 0x20), or a
+         * byte equal to 0x5c (zero after the xor) */
+        if ((((w - 0x20 * ones) & ~w) | ((bs - ones) & ~bs)) & highs)
+            return 0;
+    }
+    for (; i < n; i++)
+        if (p[i] == '\\' || (unsigned char)p[i] < 0x20)
+            return 0;
+    return 1;
+}
+
 static int id_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -169,19 +188,17 @@ int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, si
     /* The content's end: the first quote, when no escape or control byte
      * comes before it (the writer escapes quotes, backslashes and control
      * bytes, and a decoder ends a string at a NUL). */
-    for (q = c; q < end && *q != '"'; q++)
-        if (*q == '\\' || (unsigned char)*q < 0x20)
-            return 0;
-    if (q == end || q == c)
+    if ((q = memchr(c, '"', (size_t)(end - c))) == NULL || q == c || !plain(c, (size_t)(q - c)))
         return 0;
     /* A commit's mark ("batch":[i,n]) is a field of its own after it: such
      * a record counts only if its whole commit is in the log. A key is
      * read unescaped and up to a NUL: with either after the content, the
      * name cannot be told from its bytes. */
-    if (memchr(q + 1, '\\', (size_t)(end - q - 1)) != NULL ||
-        memchr(q + 1, 0, (size_t)(end - q - 1)) != NULL ||
-        cairn__contains(q + 1, (size_t)(end - q - 1), "\"batch", 6))
+    if (!plain(q + 1, (size_t)(end - q - 1)))
         return 0;
+    for (const char *b = q + 1; (b = memchr(b, 'b', (size_t)(end - b))) != NULL; b++)
+        if (b[-1] == '"' && end - b >= 5 && memcmp(b, "batch", 5) == 0)
+            return 0;
     *content_key = cairn__memkeys_content_key(ns, ns_len, c, (size_t)(q - c));
     return 1;
 }
