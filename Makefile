@@ -73,7 +73,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SAN_VARS := BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
 TSAN_VARS := BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
 TSAN_TESTS := test_concurrency test_memory test_memindex test_memvec test_store test_reflex \
-              test_compact test_session test_tiers
+              test_compact test_session test_tiers test_memkeys
 SAN_BINS := all $(TEST_BIN:$(BUILD)/%=build/san/%) $(FUZZ_REPLAY:$(BUILD)/%=build/san/%)
 test: deps
 	$(MAKE) -j$(JOBS) all $(TEST_BIN) $(FUZZ_REPLAY)
@@ -89,6 +89,7 @@ test: deps
 	./build/tsan/tests/test_concurrency
 	./build/tsan/tests/test_store
 	./build/tsan/tests/test_memory
+	./build/tsan/tests/test_memkeys
 	./build/tsan/tests/test_memindex
 	./build/tsan/tests/test_memvec
 	./build/tsan/tests/test_reflex
