@@ -28,8 +28,11 @@ static void the_sets_hold_what_was_added_and_nothing_else(void **state)
     memset(&k, 0, sizeof k);
     assert_false(cairn__memkeys_has_content(&k, 42)); /* empty, no table yet */
     for (uint64_t i = 1; i <= 5000; i++) /* grows several times */
-        assert_int_equal(cairn__memkeys_add(&k, i * 7919, i * 104729), CAIRN_OK);
+        assert_int_equal(cairn__memkeys_add(&k, 1 + i % 3, i * 7919, i * 104729), CAIRN_OK);
     assert_int_equal(k.n, 5000);
+    assert_int_equal(cairn__memkeys_in_ns(&k, 1), 1666); /* i % 3 == 0 */
+    assert_int_equal(cairn__memkeys_in_ns(&k, 2), 1667);
+    assert_int_equal(cairn__memkeys_in_ns(&k, 4), 0);
     for (uint64_t i = 1; i <= 5000; i++) {
         assert_true(cairn__memkeys_has_content(&k, i * 7919));
         assert_true(cairn__memkeys_has_id(&k, i * 104729));
@@ -39,6 +42,13 @@ static void the_sets_hold_what_was_added_and_nothing_else(void **state)
     cairn__memkeys_clear(&k);
     assert_int_equal(k.n, 0);
     assert_false(cairn__memkeys_has_content(&k, 7919));
+    assert_int_equal(cairn__memkeys_in_ns(&k, 1), 0);
+    /* namespaces past the count's room: refused, nothing added */
+    for (uint64_t i = 0; i < CAIRN__MEMKEYS_NS; i++)
+        assert_int_equal(cairn__memkeys_add(&k, 100 + i, 1 + i, 1 + i), CAIRN_OK);
+    assert_int_equal(cairn__memkeys_add(&k, 99, 999, 999), CAIRN_EINVAL);
+    assert_false(cairn__memkeys_has_content(&k, 999));
+    assert_int_equal(k.n, CAIRN__MEMKEYS_NS);
     cairn__memkeys_free(&k);
 }
 
@@ -48,7 +58,7 @@ static void the_record_reader_takes_the_writers_records_and_declines_the_rest(vo
 {
     static const char *const contents[] = {"plain words", "ünïcödé ✓", "a \"quoted\" word",
                                            "a\nnewline", "back\\slash"};
-    uint64_t ck, ik;
+    uint64_t nk, ck, ik;
     (void)state;
     for (size_t i = 0; i < sizeof contents / sizeof *contents; i++) {
         memrec r;
@@ -65,10 +75,12 @@ static void the_record_reader_takes_the_writers_records_and_declines_the_rest(vo
         r.importance = 0.5;
         assert_int_equal(cairn__memrec_encode(&r, &json, &len, &e), CAIRN_OK);
         /* escapes: declined (the full fold decodes them) */
-        assert_int_equal(cairn__memkeys_of_record("ns", 2, json, len, &ck, &ik), !escaped);
+        assert_int_equal(cairn__memkeys_of_record("ns", 2, json, len, &nk, &ck, &ik), !escaped);
         if (!escaped) {
-            assert_true(ck == cairn__memkeys_content_key("ns", 2, contents[i], strlen(contents[i])));
-            assert_true(ck != cairn__memkeys_content_key("other", 5, contents[i], strlen(contents[i])));
+            assert_true(nk == cairn__memkeys_ns_key("ns", 2));
+            assert_true(ck == cairn__memkeys_content_key(nk, contents[i], strlen(contents[i])));
+            assert_true(ck != cairn__memkeys_content_key(cairn__memkeys_ns_key("other", 5),
+                                                         contents[i], strlen(contents[i])));
             assert_true(ik == cairn__memkeys_id_key(r.id, strlen(r.id)));
         }
         free(json);
@@ -86,12 +98,12 @@ static void the_record_reader_takes_the_writers_records_and_declines_the_rest(vo
         "{\"id\":\"abcdefghijabcdefghijabcdefghijabc\",\"content\":\"x\"}", /* 33 > 32 */
     };
     for (size_t i = 0; i < sizeof declined / sizeof *declined; i++)
-        assert_int_equal(cairn__memkeys_of_record("", 0, declined[i], strlen(declined[i]), &ck, &ik), 0);
+        assert_int_equal(cairn__memkeys_of_record("", 0, declined[i], strlen(declined[i]), &nk, &ck, &ik), 0);
     {
         static const char ok[] = "{\"id\":\"m1\",\"content\":\"x\"}";
-        assert_int_equal(cairn__memkeys_of_record("", 0, ok, strlen(ok), &ck, &ik), 1);
+        assert_int_equal(cairn__memkeys_of_record("", 0, ok, strlen(ok), &nk, &ck, &ik), 1);
         /* a NUL after it: a decoder's key could end there */
-        assert_int_equal(cairn__memkeys_of_record("", 0, ok, sizeof ok, &ck, &ik), 0);
+        assert_int_equal(cairn__memkeys_of_record("", 0, ok, sizeof ok, &nk, &ck, &ik), 0);
     }
 }
 
@@ -190,6 +202,54 @@ static void a_storing_writer_holds_others_stores_as_keys_until_it_reads(void **s
     assert_non_null(strstr(h[0].mem.content, "b wrote memory number 11")); /* its own store */
     cairn_recall_free(h, nh);
     assert_int_equal(keys_held(t->mb), 0);
+}
+
+/* A store that asks for the memory and the prune report (as the CLI and
+ * the MCP tools do) goes by keys too: the copy is the memory a read gives
+ * afterwards, and kept counts the namespace's live memories. */
+static void a_store_by_keys_returns_the_memory_a_read_gives(void **state)
+{
+    two *t = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_prune pr;
+    cairn_memory *got = NULL, *read = NULL;
+    int existed = 1;
+    store_n(t->mb, "b", 0, 1);
+    store_n(t->ma, "a", 0, 10);
+    store_n(t->mb, "b", 1, 1);
+    assert_int_equal(keys_held(t->mb), 11);
+    so.category = "decision";
+    so.importance = 0.25;
+    so.metadata = "{\"tags\":[\"x\"]}";
+    so.expires_at = 4102444800000;
+    so.prune = &pr;
+    assert_int_equal(cairn_mem_store(t->mb, "b decided to ship on friday", &so, &got, &existed),
+                     CAIRN_OK);
+    assert_int_equal(existed, 0);
+    assert_int_equal(keys_held(t->mb), 12); /* by keys: nothing folded */
+    assert_int_equal(pr.pruned, 0);
+    assert_int_equal(pr.kept, 13); /* b 3, a 10, all in the default namespace */
+    assert_int_equal(cairn_mem_get(t->ma, got->id, &read), CAIRN_OK); /* the other handle */
+    assert_string_equal(read->id, got->id);
+    assert_string_equal(read->ns, got->ns);
+    assert_string_equal(read->content, got->content);
+    assert_string_equal(read->category, got->category);
+    assert_string_equal(read->metadata, got->metadata);
+    assert_true(read->importance == got->importance);
+    assert_true(read->created_at == got->created_at && read->accessed_at == got->accessed_at);
+    assert_true(read->expires_at == got->expires_at && read->seq == got->seq);
+    assert_int_equal(read->access_count, got->access_count);
+    cairn_mem_free(read);
+    cairn_mem_free(got);
+    /* a duplicate of a memory in b's state: that memory, by keys */
+    got = NULL;
+    assert_int_equal(cairn_mem_store(t->mb, "b wrote memory number 0", &so, &got, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+    assert_non_null(got);
+    assert_string_equal(got->content, "b wrote memory number 0");
+    assert_string_equal(got->category, "fact"); /* as it was stored */
+    assert_int_equal(keys_held(t->mb), 12);
+    cairn_mem_free(got);
 }
 
 /* A content another handle stored is a duplicate for b, found through
@@ -306,6 +366,8 @@ int main(void)
         cmocka_unit_test(the_record_reader_takes_the_writers_records_and_declines_the_rest),
         cmocka_unit_test_setup_teardown(a_storing_writer_holds_others_stores_as_keys_until_it_reads,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(a_store_by_keys_returns_the_memory_a_read_gives, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_duplicate_among_the_keys_is_found, setup, teardown),
         cmocka_unit_test_setup_teardown(a_delete_among_others_records_makes_the_store_fold_in_full,
                                         setup, teardown),

@@ -17,10 +17,14 @@ static uint64_t nonzero(uint64_t h)
     return h ? h : 1;
 }
 
-uint64_t cairn__memkeys_content_key(const char *ns, size_t ns_len, const char *content,
-                                    size_t len)
+uint64_t cairn__memkeys_ns_key(const char *ns, size_t len)
 {
-    return nonzero(XXH3_64bits_withSeed(content, len, XXH3_64bits(ns, ns_len)));
+    return nonzero(XXH3_64bits(ns, len));
+}
+
+uint64_t cairn__memkeys_content_key(uint64_t ns_key, const char *content, size_t len)
+{
+    return nonzero(XXH3_64bits_withSeed(content, len, ns_key));
 }
 
 uint64_t cairn__memkeys_id_key(const char *id, size_t len)
@@ -82,8 +86,26 @@ static void drain(cairn__memkeys *k)
     k->n_pend = 0;
 }
 
-int cairn__memkeys_add(cairn__memkeys *k, uint64_t content_key, uint64_t id_key)
+/* The slot of ns_key in the per-namespace counts, or n_ns. */
+static size_t ns_slot(const cairn__memkeys *k, uint64_t ns_key)
 {
+    size_t i = 0;
+    while (i < k->n_ns && k->ns_key[i] != ns_key)
+        i++;
+    return i;
+}
+
+uint64_t cairn__memkeys_in_ns(const cairn__memkeys *k, uint64_t ns_key)
+{
+    size_t i = ns_slot(k, ns_key);
+    return i < k->n_ns ? k->ns_n[i] : 0;
+}
+
+int cairn__memkeys_add(cairn__memkeys *k, uint64_t ns_key, uint64_t content_key, uint64_t id_key)
+{
+    size_t ns = ns_slot(k, ns_key);
+    if (ns == CAIRN__MEMKEYS_NS)
+        return CAIRN_EINVAL;
     /* at most half full: probes stay short */
     if ((k->n + 1) * 2 > k->cap) {
         drain(k);
@@ -95,6 +117,11 @@ int cairn__memkeys_add(cairn__memkeys *k, uint64_t content_key, uint64_t id_key)
     k->pend_content[k->n_pend] = content_key;
     k->pend_id[k->n_pend] = id_key;
     k->n++;
+    if (ns == k->n_ns) {
+        k->ns_key[k->n_ns++] = ns_key;
+        k->ns_n[ns] = 0;
+    }
+    k->ns_n[ns]++;
     if (++k->n_pend == CAIRN__MEMKEYS_GROUP)
         drain(k);
     return CAIRN_OK;
@@ -121,6 +148,7 @@ int cairn__memkeys_has_id(const cairn__memkeys *k, uint64_t key)
 void cairn__memkeys_clear(cairn__memkeys *k)
 {
     k->n_pend = 0;
+    k->n_ns = 0;
     if (k->n == 0)
         return;
     k->n = 0;
@@ -169,7 +197,7 @@ static int id_char(char c)
 }
 
 int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, size_t len,
-                             uint64_t *content_key, uint64_t *id_key)
+                             uint64_t *ns_key, uint64_t *content_key, uint64_t *id_key)
 {
     static const char head[] = "{\"id\":\"", mid[] = "\",\"content\":\"";
     const char *p = json, *end = json + len, *id, *c, *q;
@@ -199,6 +227,7 @@ int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, si
     for (const char *b = q + 1; (b = memchr(b, 'b', (size_t)(end - b))) != NULL; b++)
         if (b[-1] == '"' && end - b >= 5 && memcmp(b, "batch", 5) == 0)
             return 0;
-    *content_key = cairn__memkeys_content_key(ns, ns_len, c, (size_t)(q - c));
+    *ns_key = cairn__memkeys_ns_key(ns, ns_len);
+    *content_key = cairn__memkeys_content_key(*ns_key, c, (size_t)(q - c));
     return 1;
 }

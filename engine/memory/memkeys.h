@@ -31,6 +31,10 @@
  * memories are far larger than the cache). */
 #define CAIRN__MEMKEYS_GROUP 16
 
+/* Namespaces the keys count memories of, at most (a store into one more
+ * folds the full way). */
+#define CAIRN__MEMKEYS_NS 32
+
 typedef struct cairn__memkeys {
     uint64_t *content;  /* keys of namespace + content; 0 empty */
     uint64_t *ids;      /* keys of ids; 0 empty */
@@ -38,18 +42,26 @@ typedef struct cairn__memkeys {
     size_t n;           /* memories added (pending ones too) */
     uint64_t pend_content[CAIRN__MEMKEYS_GROUP], pend_id[CAIRN__MEMKEYS_GROUP];
     size_t n_pend;      /* added, not yet in the tables */
+    uint64_t ns_key[CAIRN__MEMKEYS_NS], ns_n[CAIRN__MEMKEYS_NS]; /* memories added per namespace */
+    size_t n_ns;
 } cairn__memkeys;
 
-/* The key of content[0..len) in namespace ns[0..ns_len). */
-uint64_t cairn__memkeys_content_key(const char *ns, size_t ns_len, const char *content,
-                                    size_t len);
+/* The key of namespace ns[0..len). */
+uint64_t cairn__memkeys_ns_key(const char *ns, size_t len);
+
+/* The key of content[0..len) in the namespace of ns_key. */
+uint64_t cairn__memkeys_content_key(uint64_t ns_key, const char *content, size_t len);
 
 /* The key of an id. */
 uint64_t cairn__memkeys_id_key(const char *id, size_t len);
 
-/* Add one memory's keys. CAIRN_ENOMEM: the sets cannot grow (they are
- * then unchanged; the caller drops them). */
-int cairn__memkeys_add(cairn__memkeys *k, uint64_t content_key, uint64_t id_key);
+/* Add one memory's keys. CAIRN_ENOMEM: the sets cannot grow; CAIRN_EINVAL:
+ * a namespace past CAIRN__MEMKEYS_NS (either way nothing is added; the
+ * caller drops the sets). */
+int cairn__memkeys_add(cairn__memkeys *k, uint64_t ns_key, uint64_t content_key, uint64_t id_key);
+
+/* Memories added in the namespace of ns_key. */
+uint64_t cairn__memkeys_in_ns(const cairn__memkeys *k, uint64_t ns_key);
 
 /* 1 if the key may be in the set, 0 if it is not. */
 int cairn__memkeys_has_content(const cairn__memkeys *k, uint64_t key);
@@ -66,6 +78,6 @@ void cairn__memkeys_free(cairn__memkeys *k);
  * has another shape, escapes or control bytes, or a commit's mark: the
  * caller folds that record the full way. Reads nothing past len. */
 int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, size_t len,
-                             uint64_t *content_key, uint64_t *id_key);
+                             uint64_t *ns_key, uint64_t *content_key, uint64_t *id_key);
 
 #endif /* CAIRN_MEMKEYS_H */

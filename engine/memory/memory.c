@@ -1017,13 +1017,13 @@ static uint64_t seen_seq(const cairn_mem *m)
 static int keys_one(void *user, const cairn_record *rec)
 {
     cairn_mem *m = user;
-    uint64_t ck, ik;
+    uint64_t nk, ck, ik;
 
     if (rec->seq <= m->keyed)
         return CAIRN_OK;
     if (rec->type == CAIRN_REC_MEMORY) {
-        if (!cairn__memkeys_of_record(rec->ns, rec->ns_len, rec->json, rec->json_len, &ck, &ik) ||
-            m->keys.n >= KEYS_MAX || cairn__memkeys_add(&m->keys, ck, ik) != CAIRN_OK)
+        if (!cairn__memkeys_of_record(rec->ns, rec->ns_len, rec->json, rec->json_len, &nk, &ck, &ik) ||
+            m->keys.n >= KEYS_MAX || cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
             return KEYS_FULL;
     } else if (rec->type == CAIRN_REC_COMPACTED || rec->type == CAIRN_REC_MEMORY_PURGE ||
                (rec->type > CAIRN_REC_MEMORY && rec->type <= CAIRN_REC_MEMORY_CLEAR)) {
@@ -2063,60 +2063,95 @@ static void store_rec(memrec *r, const cairn_mem_draft *d, const char *id, size_
     r->metadata = (char *)(uintptr_t)d->metadata;
 }
 
+/* The copy for the caller of a memory store_keyed wrote: what the state
+ * would hold once it folds the record. */
+static int copy_keyed(cairn_mem *m, const cairn_mem_draft *d, const char *id, size_t len,
+                      int64_t now, uint64_t seq, cairn_memory **out)
+{
+    cairn_memory *c = calloc(1, sizeof *c);
+    const char *meta = d->metadata ? d->metadata : "{}";
+    if (c == NULL)
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    snprintf(c->id, sizeof c->id, "%s", id);
+    c->ns = dup_str(d->ns, strlen(d->ns));
+    c->content = dup_str(d->content, len);
+    c->category = dup_str(d->category, strlen(d->category));
+    c->metadata = dup_str(meta, strlen(meta));
+    c->importance = d->importance;
+    c->created_at = c->accessed_at = now;
+    c->expires_at = d->expires_at;
+    c->seq = seq;
+    if (c->ns == NULL || c->content == NULL || c->category == NULL || c->metadata == NULL) {
+        cairn_mem_free(c);
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    }
+    *out = c;
+    return CAIRN_OK;
+}
+
 /* A store in a turn whose catch-up held others' stores as keys alone
  * (memkeys.h): decided from the state and the keys, the record appended
  * and added to the keys, nothing applied. *done 0: the keys cannot decide
- * (a possible duplicate, an id given, the namespace's limit within reach,
- * the keys full): nothing was written, and the caller folds the full way
- * and stores as usual. */
+ * (a possible duplicate, the namespace's limit within reach, the keys
+ * full): nothing was written, and the caller folds the full way and
+ * stores as usual. prune and copy (either may be NULL) as the full path
+ * fills them. */
 static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int keep_dup,
-                       int no_limit, int64_t now, int *existed, int *done)
+                       int no_limit, int64_t now, cairn_mem_prune *prune, cairn_memory **copy,
+                       int *existed, int *done)
 {
     size_t ns_len = strlen(d->ns);
     long nsi = cairn__mem_ns_index(m, d->ns, ns_len, 0);
-    uint64_t ck = cairn__memkeys_content_key(d->ns, ns_len, d->content, len);
+    uint64_t nk = cairn__memkeys_ns_key(d->ns, ns_len);
+    uint64_t ck = cairn__memkeys_content_key(nk, d->content, len), ik;
     uint64_t lim = no_limit ? 0 : cairn__mem_limit(m, NULL), seq = 0;
+    uint64_t live = (nsi >= 0 ? m->ns[nsi].live : 0) + cairn__memkeys_in_ns(&m->keys, nk);
     char id[CAIRN_MEM_ID_MAX + 1];
+    ment *x;
     memrec r;
     int rc;
 
     *done = 0;
     if (!keep_dup && nsi >= 0 &&
-        find_content(m, (uint32_t)nsi, d->content, len, hash_content((uint32_t)nsi, d->content, len)) != NULL) {
+        (x = find_content(m, (uint32_t)nsi, d->content, len, hash_content((uint32_t)nsi, d->content, len))) != NULL) {
         /* Stored before the fold, and still live: the keys hold no record
          * that deletes or changes a memory. */
         if (existed != NULL)
             *existed = 1;
         *done = 1;
-        return CAIRN_OK;
+        return copy != NULL ? copy_new(m, x, copy) : CAIRN_OK;
     }
     if ((!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) || m->keys.n >= KEYS_MAX ||
-        (lim != 0 && (nsi >= 0 ? m->ns[nsi].live : 0) + m->keys.n + 1 > lim))
+        (lim != 0 && live + 1 > lim))
         return CAIRN_OK;
-    do
+    do {
         cairn__mem_new_id(m, d->content, id);
-    while (cairn__memkeys_has_id(&m->keys, cairn__memkeys_id_key(id, strlen(id))));
+        ik = cairn__memkeys_id_key(id, strlen(id));
+    } while (cairn__memkeys_has_id(&m->keys, ik));
     store_rec(&r, d, id, len, now);
     if ((rc = append_rec(m, d->ns, &r, &seq)) != CAIRN_OK)
         return rc;
     *done = 1;
     /* The keys stand for every record up to seq, or for none. */
-    if (seq != m->keyed + 1 || cairn__memkeys_add(&m->keys, ck, cairn__memkeys_id_key(id, strlen(id))) != CAIRN_OK)
+    if (seq != m->keyed + 1 || cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
         keys_drop(m);
     else
         m->keyed = seq;
-    return CAIRN_OK;
+    if (prune != NULL) {
+        prune->kept = live + 1;
+        prune->limit = lim;
+    }
+    /* The memory is stored: a copy that fails is reported, not undone. */
+    return copy != NULL ? copy_keyed(m, d, id, len, now, seq, copy) : CAIRN_OK;
 }
 
-/* May a store go by keys (store_keyed)? Only when it needs nothing of
- * the memory it stores but the record: no copy for the caller, no hook
- * or listener, no prune report, no vector. */
-static int keys_serve(cairn_mem *m, const cairn_mem_store_opts *o, cairn_memory **out,
-                      const cairn_mem_hooks *hooks, int no_embed)
+/* May a store go by keys (store_keyed)? Only when no hook, listener,
+ * vector or id of the caller's needs the memory folded first. */
+static int keys_serve(cairn_mem *m, const cairn_mem_store_opts *o, const cairn_mem_hooks *hooks,
+                      int no_embed)
 {
-    return out == NULL && hooks->before_store == NULL && hooks->after_store == NULL &&
-           m->nlisteners == 0 && o->prune == NULL && o->vector == NULL &&
-           (o->version < 2 || o->id == NULL) &&
+    return hooks->before_store == NULL && hooks->after_store == NULL && m->nlisteners == 0 &&
+           o->vector == NULL && (o->version < 2 || o->id == NULL) &&
            (no_embed || m->emb.dim == 0 || (m->emb.embed == NULL && m->emb.embed_batch == NULL));
 }
 
@@ -2229,7 +2264,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     }
     /* The duplicate check and the write see the log as it is: nothing of
      * another process comes between them. */
-    keys = keys_serve(m, o, out, &hooks, no_embed);
+    keys = keys_serve(m, o, &hooks, no_embed);
     if ((rc = turn_begin(m, keys)) != CAIRN_OK)
         goto out;
     turn = 1;
@@ -2238,7 +2273,8 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         goto out;
     if (keys_active(m)) {
         int done = 0;
-        rc = store_keyed(m, &d, len, keep_dup, o->version >= 2 && o->no_limit, now, existed, &done);
+        rc = store_keyed(m, &d, len, keep_dup, o->version >= 2 && o->no_limit, now, o->prune,
+                         out != NULL ? &copy : NULL, existed, &done);
         if (rc != CAIRN_OK || done)
             goto out;
         if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) /* the keys cannot decide */
