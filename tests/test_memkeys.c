@@ -252,6 +252,60 @@ static void a_store_by_keys_returns_the_memory_a_read_gives(void **state)
     cairn_mem_free(got);
 }
 
+/* Accesses a reader recorded in ACCESS for a memory b holds only as a key
+ * are folded with every memory in b's state: none is lost. */
+static void a_store_by_keys_folds_accesses_of_memories_it_holds_as_keys(void **state)
+{
+    two *t = *state;
+    cairn_memory *x = NULL, *got = NULL;
+    cairn_recall_hit *h = NULL;
+    size_t nh = 0;
+    store_n(t->mb, "b", 0, 1);
+    assert_int_equal(cairn_mem_store(t->ma, "the zebra fact of a", NULL, &x, NULL), CAIRN_OK);
+    store_n(t->mb, "b", 1, 1);
+    assert_int_equal(keys_held(t->mb), 2);
+    assert_int_equal(cairn_mem_recall(t->ma, "zebra", NULL, &h, &nh), CAIRN_OK); /* an access */
+    assert_int_equal(nh, 1);
+    cairn_recall_free(h, nh);
+    tu_sleep_ms(5); /* past ACCESS's "none a moment ago" */
+    store_n(t->mb, "b", 2, 1); /* its turn folds ACCESS */
+    close_two(t); /* the counts are in the log now: reopen */
+    {
+        char err[CAIRN_ERRMSG_MAX] = "";
+        assert_int_equal(tu_open_small(t->dir, 0, &t->a, err, sizeof err), CAIRN_OK);
+        assert_int_equal(cairn_mem_open(t->a, NULL, &t->ma), CAIRN_OK);
+    }
+    assert_int_equal(cairn_mem_get(t->ma, x->id, &got), CAIRN_OK);
+    assert_int_equal(got->access_count, 1);
+    cairn_mem_free(got);
+    cairn_mem_free(x);
+}
+
+/* Metadata comes back as the log gives it (cJSON's text), from the store
+ * itself and from a read after a fold alike. */
+static void metadata_reads_the_same_from_the_store_and_after_a_fold(void **state)
+{
+    two *t = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_memory *got = NULL, *read = NULL;
+    so.metadata = "{ \"n\" : 1.50, \"k\" : \"v\" }";
+    for (int keys = 0; keys < 2; keys++) {
+        char text[32];
+        if (keys) {
+            store_n(t->ma, "a", 0, 1);
+            store_n(t->mb, "b", 0, 1);
+            assert_true(keys_held(t->mb) > 0);
+        }
+        snprintf(text, sizeof text, "with metadata %d", keys);
+        assert_int_equal(cairn_mem_store(t->mb, text, &so, &got, NULL), CAIRN_OK);
+        assert_string_equal(got->metadata, "{\"n\":1.5,\"k\":\"v\"}");
+        assert_int_equal(cairn_mem_get(t->ma, got->id, &read), CAIRN_OK);
+        assert_string_equal(read->metadata, got->metadata);
+        cairn_mem_free(read);
+        cairn_mem_free(got);
+    }
+}
+
 /* A content another handle stored is a duplicate for b, found through
  * the keys (then decided by a full fold): nothing is written twice. One
  * in b's own state is a duplicate without any fold. */
@@ -368,6 +422,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(a_store_by_keys_returns_the_memory_a_read_gives, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_store_by_keys_folds_accesses_of_memories_it_holds_as_keys,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(metadata_reads_the_same_from_the_store_and_after_a_fold,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(a_duplicate_among_the_keys_is_found, setup, teardown),
         cmocka_unit_test_setup_teardown(a_delete_among_others_records_makes_the_store_fold_in_full,
                                         setup, teardown),

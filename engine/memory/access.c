@@ -533,6 +533,10 @@ int cairn__mem_access_fold(cairn_mem *m)
     if (a == NULL || a->state == ACC_NONE || a->state == ACC_NEWER ||
         (a->state == ACC_OK && a->entries == 0 && a->damage == 0))
         goto out; /* nothing to fold, or not ours to replace */
+    /* The fold counts the memories of the state: those held only as keys
+     * (a store's turn, memkeys.h) are folded into it first. */
+    if ((rc = cairn__mem_unkey(m)) != CAIRN_OK)
+        goto out;
     /* First the fresh file under the name: every append from now on goes
      * there. If it cannot be made, the entries stay pending. */
     if (make_file(m, 1) != CAIRN_OK)

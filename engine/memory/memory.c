@@ -1124,6 +1124,11 @@ int cairn__mem_catch_up(cairn_mem *m)
     return catch_up(m, 0);
 }
 
+int cairn__mem_unkey(cairn_mem *m)
+{
+    return keys_active(m) ? cairn__mem_catch_up(m) : CAIRN_OK;
+}
+
 /* While another process holds the lock (cairn__turn_begin_busy): fold
  * what it appended so far, so that the catch-up at the start of the turn,
  * which every other writer waits for, is short. A fold of a whole prefix
@@ -1919,13 +1924,17 @@ static int check_text(cairn_mem *m, const char *what, const char *p, size_t len)
     return CAIRN_OK;
 }
 
-static int check_metadata(cairn_mem *m, const char *meta)
+/* Check metadata text; *norm (malloc'd) gets it as the log will give it
+ * back (cJSON's text: a memory reads the same in this handle as after a
+ * fold, in this process or another). */
+static int check_metadata(cairn_mem *m, const char *meta, char **norm)
 {
-    memrec probe;
+    memrec probe, back;
     char *json = NULL;
     size_t len;
     cairn__err e;
     int rc;
+    *norm = NULL;
     /* Its text first: parsed, a \u0000 would cut a string unseen. */
     if (cairn__utf8_check_json(&e, "metadata: ", NULL, meta, strlen(meta)) != CAIRN_OK)
         return cairn__mem_fail(m, CAIRN_EINVAL, "%s", e.msg);
@@ -1936,8 +1945,21 @@ static int check_metadata(cairn_mem *m, const char *meta)
     probe.metadata = (char *)(uintptr_t)meta;
     probe.has = MEMREC_HAS_METADATA;
     rc = cairn__memrec_encode(&probe, &json, &len, &e);
+    if (rc != CAIRN_OK) {
+        free(json);
+        return cairn__mem_fail(m, CAIRN_EINVAL, "--meta: %s", e.msg);
+    }
+    rc = cairn__memrec_decode_own(CAIRN_REC_MEMORY_UPDATE, json, len, &back, &e);
     free(json);
-    return rc == CAIRN_OK ? CAIRN_OK : cairn__mem_fail(m, CAIRN_EINVAL, "--meta: %s", e.msg);
+    if (rc == CAIRN_OK && back.metadata != NULL) {
+        *norm = back.metadata;
+        back.metadata = NULL;
+    }
+    cairn__memrec_done(&back);
+    if (rc != CAIRN_OK || *norm == NULL)
+        return cairn__mem_fail(m, rc == CAIRN_OK || rc == CAIRN_ENOMEM ? CAIRN_ENOMEM : CAIRN_EINVAL,
+                               "--meta: %s", rc == CAIRN_OK ? "no memory" : e.msg);
+    return CAIRN_OK;
 }
 
 static int check_category(cairn_mem *m, const char *c)
@@ -2173,6 +2195,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     uint64_t vec_gen = 0;
     int rc, dup = 0, turn = 0, keep_dup, no_embed, keys;
     const char *want_id;
+    char *meta = NULL; /* d.metadata as the log gives it back */
 
     if (o == NULL)
         o = &def;
@@ -2233,8 +2256,11 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = d.category ? rc : cairn__mem_fail(m, CAIRN_EINVAL, "no category");
         goto out;
     }
-    if (d.metadata != NULL && (rc = check_metadata(m, d.metadata)) != CAIRN_OK)
-        goto out;
+    if (d.metadata != NULL) {
+        if ((rc = check_metadata(m, d.metadata, &meta)) != CAIRN_OK)
+            goto out;
+        d.metadata = meta;
+    }
     if (d.expires_at < 0) {
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "expiry before 1970");
         goto out;
@@ -2358,6 +2384,7 @@ out:
         cairn__mem_flush_if_due(m);
     pthread_mutex_unlock(&m->mu);
     free(vec);
+    free(meta);
     if (copy != NULL || pruned > 0) {
         cairn_mem_event ev;
         if (copy != NULL && hooks.after_store != NULL)
@@ -2468,6 +2495,7 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
 {
     ment *x;
     memrec r;
+    char *meta = NULL;
     int rc = CAIRN_OK;
 
     if (u != NULL &&
@@ -2507,9 +2535,9 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
         r.has |= MEMREC_HAS_CATEGORY;
     }
     if (u->metadata != NULL) {
-        if ((rc = check_metadata(m, u->metadata)) != CAIRN_OK)
+        if ((rc = check_metadata(m, u->metadata, &meta)) != CAIRN_OK)
             goto out;
-        r.metadata = (char *)(uintptr_t)u->metadata;
+        r.metadata = meta;
         r.has |= MEMREC_HAS_METADATA;
     }
     if (u->set_expires) {
@@ -2528,6 +2556,7 @@ int cairn_mem_update(cairn_mem *m, const char *id, const cairn_mem_update_opts *
 out:
     rc = cairn__mem_turn_end(m, rc);
     pthread_mutex_unlock(&m->mu);
+    free(meta);
     return rc;
 }
 

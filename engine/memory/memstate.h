@@ -222,6 +222,10 @@ int cairn__mem_fail(cairn_mem *m, int code, const char *fmt, ...) __attribute__(
  * handle last looked: before every read (mu held). */
 int cairn__mem_catch_up(cairn_mem *m);
 
+/* Fold in full what the handle holds only as keys (memkeys.h), if any:
+ * before anything that needs every memory in the state. */
+int cairn__mem_unkey(cairn_mem *m);
+
 /* Hold the writer's turn across several calls of the API (a read, a check,
  * then writes: the tiers' budgets and replacements), without m->mu held;
  * the calls inside take it again (turns nest). Other processes wait for
