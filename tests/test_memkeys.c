@@ -250,6 +250,17 @@ static void a_store_by_keys_returns_the_memory_a_read_gives(void **state)
     assert_string_equal(got->category, "fact"); /* as it was stored */
     assert_int_equal(keys_held(t->mb), 12);
     cairn_mem_free(got);
+    /* a store past the limit's check (no_limit): its report is empty, as a
+     * full fold's is */
+    so.version = CAIRN_MEM_STORE_OPTS_VERSION;
+    so.no_limit = 1;
+    memset(&pr, 0xff, sizeof pr);
+    assert_int_equal(cairn_mem_store(t->mb, "b stored past the limit check", &so, NULL, NULL),
+                     CAIRN_OK);
+    assert_int_equal(keys_held(t->mb), 13);
+    assert_int_equal(pr.pruned, 0);
+    assert_int_equal(pr.kept, 0);
+    assert_int_equal(pr.limit, 0);
 }
 
 /* Accesses a reader recorded in ACCESS for a memory b holds only as a key

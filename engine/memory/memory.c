@@ -2116,11 +2116,11 @@ static int copy_keyed(cairn_mem *m, const cairn_mem_draft *d, const char *id, si
  * and added to the keys, nothing applied. *done 0: the keys cannot decide
  * (a possible duplicate, the namespace's limit within reach, the keys
  * full): nothing was written, and the caller folds the full way and
- * stores as usual. prune and copy (either may be NULL) as the full path
- * fills them. */
+ * stores as usual. prune, out (a duplicate's copy) and copy (the stored
+ * memory's; any may be NULL) as the full path fills them. */
 static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int keep_dup,
-                       int no_limit, int64_t now, cairn_mem_prune *prune, cairn_memory **copy,
-                       int *existed, int *done)
+                       int no_limit, int64_t now, cairn_mem_prune *prune, cairn_memory **out,
+                       cairn_memory **copy, int *existed, int *done)
 {
     size_t ns_len = strlen(d->ns);
     long nsi = cairn__mem_ns_index(m, d->ns, ns_len, 0);
@@ -2141,7 +2141,7 @@ static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int k
         if (existed != NULL)
             *existed = 1;
         *done = 1;
-        return copy != NULL ? copy_new(m, x, copy) : CAIRN_OK;
+        return out != NULL ? copy_new(m, x, out) : CAIRN_OK; /* no event: nothing stored */
     }
     if ((!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) || m->keys.n >= KEYS_MAX ||
         (lim != 0 && live + 1 > lim))
@@ -2159,7 +2159,7 @@ static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int k
         keys_drop(m);
     else
         m->keyed = seq;
-    if (prune != NULL) {
+    if (prune != NULL && !no_limit) { /* as enforce_limit reports */
         prune->kept = live + 1;
         prune->limit = lim;
     }
@@ -2252,6 +2252,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = cairn__mem_fail(m, CAIRN_EINVAL, "Invalid importance: must be between 0 and 1");
         goto out;
     }
+    d.importance += 0.0; /* -0 is stored as 0 */
     if (d.category == NULL || (rc = check_category(m, d.category)) != CAIRN_OK) {
         rc = d.category ? rc : cairn__mem_fail(m, CAIRN_EINVAL, "no category");
         goto out;
@@ -2297,15 +2298,17 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     /* Accesses ACCESS holds go to the log with this write (access.c). */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         goto out;
-    if (keys_active(m)) {
+    /* Keys serve only a store that still needs nothing else (a listener
+     * or an embedder may have come while it waited for the turn). */
+    if (keys_active(m) && keys_serve(m, o, &hooks, no_embed)) {
         int done = 0;
-        rc = store_keyed(m, &d, len, keep_dup, o->version >= 2 && o->no_limit, now, o->prune,
+        rc = store_keyed(m, &d, len, keep_dup, o->version >= 2 && o->no_limit, now, o->prune, out,
                          out != NULL ? &copy : NULL, existed, &done);
         if (rc != CAIRN_OK || done)
             goto out;
-        if ((rc = cairn__mem_catch_up(m)) != CAIRN_OK) /* the keys cannot decide */
-            goto out;
     }
+    if ((rc = cairn__mem_unkey(m)) != CAIRN_OK) /* what the keys cannot decide */
+        goto out;
     nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
     if (want_id != NULL && (x = cairn__mem_find_id(m, want_id)) != NULL) {
         if (!((long)x->nsi == nsi && x->content_len == len && memcmp(x->content, d.content, len) == 0)) {
@@ -3029,6 +3032,8 @@ static int checkpoint_turn(cairn_mem *m, int mode)
                  : cairn__mem_catch_up(m);
         if (rc != CAIRN_OK)
             return rc;
+        if (mode == CKPT_CLOSE && !close_wants_checkpoint(m)) /* the newer file holds it */
+            return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
     }
     /* The file holds folded statistics: fold what ACCESS holds first. */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
