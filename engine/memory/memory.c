@@ -3059,10 +3059,12 @@ static int checkpoint_turn(cairn_mem *m, int mode)
                 top_rows += m->touched[i]->changed == CHANGED_RAM;
             j = merge_from(m, top_rows);
             /* With a merger thread, a close or a flush writes the tail
-             * alone and the merger merges in the background (unless the
-             * chain is full). */
-            if (m->bg_merge && mode != CKPT_EXPLICIT && m->ng + 1 <= MEM_GEN_MAX)
-                j = m->ng;
+             * alone and the merger merges in the background; on a full
+             * chain, the tail and the newest file (the merger's own
+             * choice there: the two newest), never the whole chain on
+             * the caller's time. */
+            if (m->bg_merge && mode != CKPT_EXPLICIT && m->ng > 0)
+                j = m->ng + 1 <= MEM_GEN_MAX ? m->ng : m->ng - 1;
         }
         /* A file written on files no longer there would lie on nothing:
          * read the chain on disk first (the same state, folded from other
