@@ -52,10 +52,12 @@ static void put(uint64_t *t, size_t cap, uint64_t key)
     t[i] = key;
 }
 
-/* Twice the slots, every key put again. */
+/* Eight times the slots, every key put again. */
 static int grow(cairn__memkeys *k)
 {
-    size_t cap = k->cap ? k->cap * 2 : 1024;
+    /* Few rehashes (each costs a cache miss a key): 8,192, 65,536 and
+     * 524,288 slots, the last 8 MiB for both sets. */
+    size_t cap = k->cap ? k->cap * 8 : 8192;
     uint64_t *c = calloc(cap, sizeof *c), *d = calloc(cap, sizeof *d);
     if (c == NULL || d == NULL) {
         free(c);
@@ -152,7 +154,7 @@ void cairn__memkeys_clear(cairn__memkeys *k)
     if (k->n == 0)
         return;
     k->n = 0;
-    if (k->cap > 4096) { /* given back: clearing would cost what they grew to */
+    if (k->cap > 8192) { /* given back: clearing would cost what they grew to */
         free(k->content);
         free(k->ids);
         k->content = k->ids = NULL;

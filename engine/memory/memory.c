@@ -994,7 +994,7 @@ static int fold_all(cairn_mem *m, int use_index)
 #define KEYS_FULL 5
 
 /* Memories the keys hold at most before a store folds the full way (and
- * flushes what it folded): bounds their RAM, 16 bytes a memory. */
+ * flushes what it folded): bounds their RAM (8 MiB, memkeys.c). */
 #define KEYS_MAX (8 * MEM_FLUSH_ROWS)
 
 static int keys_active(const cairn_mem *m)
