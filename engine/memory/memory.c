@@ -1129,18 +1129,19 @@ int cairn__mem_unkey(cairn_mem *m)
     return keys_active(m) ? cairn__mem_catch_up(m) : CAIRN_OK;
 }
 
-/* While another process holds the lock (cairn__turn_begin_busy): fold
- * what it appended so far, so that the catch-up at the start of the turn,
- * which every other writer waits for, is short. A fold of a whole prefix
- * of the log, as a reader's. A failure is the catch-up's: the handle is
- * stale (it writes no index file), and the turn that follows returns the
- * error, kept in wait_rc and wait_err meanwhile (another thread of the
- * handle may reset cairn__errbuf(m)). */
 typedef struct wait_fold {
     cairn_mem *m;
     int keys;                /* a store's turn: catch_up's keys */
 } wait_fold;
 
+/* While another process holds the lock (cairn__turn_begin_busy): fold
+ * what it appended so far, so that the catch-up at the start of the turn,
+ * which every other writer waits for, is short. A fold of a whole prefix
+ * of the log, as a reader's; a store's wait takes others' stores as keys
+ * when they can serve (keys_fold). A failure is the catch-up's: the handle is
+ * stale (it writes no index file), and the turn that follows returns the
+ * error, kept in wait_rc and wait_err meanwhile (another thread of the
+ * handle may reset cairn__errbuf(m)). */
 static int fold_waiting(void *user)
 {
     cairn_mem *m = ((wait_fold *)user)->m;
@@ -1777,7 +1778,6 @@ int cairn__mem_expired(const ment *x, int64_t now)
 
 /* ---- writes -------------------------------------------------------------- */
 
-/* Append r as a record of namespace ns, then apply it. */
 /* Append r to the log (nothing applied): *seq its seq. */
 static int append_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq)
 {
@@ -1806,6 +1806,7 @@ static int append_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *s
     return CAIRN_OK;
 }
 
+/* Append r as a record of namespace ns, then apply it. */
 int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out)
 {
     cairn_record rec;
@@ -1949,6 +1950,7 @@ static int check_metadata(cairn_mem *m, const char *meta, char **norm)
         free(json);
         return cairn__mem_fail(m, CAIRN_EINVAL, "--meta: %s", e.msg);
     }
+    memset(&back, 0, sizeof back);
     rc = cairn__memrec_decode_own(CAIRN_REC_MEMORY_UPDATE, json, len, &back, &e);
     free(json);
     if (rc == CAIRN_OK && back.metadata != NULL) {
