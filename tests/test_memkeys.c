@@ -424,6 +424,39 @@ static void a_close_with_keys_writes_the_index_of_everything(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* b holds a's memories as keys when a closes and writes the index file:
+ * b's close takes that file (no fold of a's records) and, with fewer than
+ * 1,000 records after it, writes none of its own. */
+static void a_close_with_keys_takes_the_file_another_close_wrote(void **state)
+{
+    two *t = *state;
+    cairn_db *db = NULL;
+    cairn_mem *m = NULL;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char *first, *after;
+    store_n(t->mb, "b", 0, 1);
+    store_n(t->ma, "a", 0, 1500);
+    store_n(t->mb, "b", 1, 1);
+    assert_int_equal(keys_held(t->mb), 1501);
+    cairn_mem_close(t->ma); /* a's close: 1,502 records, one file */
+    t->ma = NULL;
+    assert_non_null(first = tu_find_last(t->dir, ".cmx"));
+    cairn_mem_close(t->mb);
+    t->mb = NULL;
+    assert_non_null(after = tu_find_last(t->dir, ".cmx"));
+    assert_string_equal(after, first); /* b wrote no file */
+    free(first);
+    free(after);
+    mo.max_memories = 100000;
+    assert_int_equal(tu_open_small(t->dir, 0, &db, err, sizeof err), CAIRN_OK);
+    assert_int_equal(cairn_mem_open(db, &mo, &m), CAIRN_OK);
+    assert_int_equal(live(m), 1502);
+    assert_true(m->tail_records <= 1);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -443,6 +476,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_limit_within_reach_of_the_keys_prunes_as_a_full_fold_does,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(a_close_with_keys_writes_the_index_of_everything, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_close_with_keys_takes_the_file_another_close_wrote, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
