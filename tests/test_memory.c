@@ -2271,10 +2271,45 @@ static void a_handle_reads_recency_and_expiry_at_its_clock(void **state)
     cairn_mem_free(b);
 }
 
+/* A checkpoint asks the flusher thread to sync the log while it waits for
+ * the indexing queue (cairn__sync_ask): with durability none, nothing else
+ * would sync the active segment before the close. */
+static void a_sync_asked_of_the_flusher_is_done_without_waiting_for_it(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    uint64_t seq = 0;
+    cairn_entry ent;
+
+    close_all(f);
+    o.create = 1;
+    o.background = 1;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.segment_size = 64u << 20; /* no roll, no seal: only an ask syncs it */
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    memset(&ent, 0, sizeof ent);
+    ent.type = CAIRN_REC_EVENT;
+    ent.json = "{\"n\":1}";
+    ent.json_len = strlen(ent.json);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(cairn_append(f->db, &ent, &seq), CAIRN_OK);
+    assert_int_equal(cairn_flush(f->db), CAIRN_OK);
+    usleep(100000); /* past a batch period: the flusher still syncs nothing */
+    assert_true(atomic_load(&f->db->durable_seq) < seq);
+    cairn__sync_ask(f->db);
+    for (int i = 0; i < 200 && atomic_load(&f->db->durable_seq) < seq; i++)
+        usleep(10000);
+    assert_true(atomic_load(&f->db->durable_seq) >= seq);
+}
+
 int main(void)
 {
 #define MEMORY_TESTS(T) \
     T(store_returns_the_memory_with_defaults_and_get_finds_it) \
+    T(a_sync_asked_of_the_flusher_is_done_without_waiting_for_it) \
     T(an_options_struct_of_an_unknown_version_is_refused) \
     T(a_recall_with_no_access_records_none) \
     T(a_memory_is_found_by_its_name) \

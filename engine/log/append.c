@@ -1034,6 +1034,16 @@ int cairn_flush(cairn_db *db)
     return rc;
 }
 
+void cairn__sync_ask(cairn_db *db)
+{
+    pthread_mutex_lock(&db->mu);
+    if (db->bg_running && !db->bg_stop && !db->read_only) {
+        db->sync_asked = 1;
+        pthread_cond_signal(&db->bg_cv);
+    }
+    pthread_mutex_unlock(&db->mu);
+}
+
 int cairn_sync(cairn_db *db)
 {
     int rc;
@@ -1083,10 +1093,11 @@ static void *flusher_main(void *arg)
             cairn__sync_closed(db);
             continue;
         }
-        if (now >= db->last_flush_ms + db->batch_ms && !db->dead) {
-            int frc = cairn__flush_locked(db);
+        if ((now >= db->last_flush_ms + db->batch_ms || db->sync_asked) && !db->dead) {
+            int frc = cairn__flush_locked(db), asked = db->sync_asked;
+            db->sync_asked = 0;
             cairn__turn_release(db);
-            if (frc == CAIRN_OK && db->durability == CAIRN_DURABILITY_BATCH &&
+            if (frc == CAIRN_OK && (db->durability == CAIRN_DURABILITY_BATCH || asked) &&
                 atomic_load(&db->durable_seq) < db->written_seq)
                 commit_wait(db, db->written_seq, NULL);
             db->last_flush_ms = cairn__now_ms();

@@ -113,6 +113,7 @@ struct cairn_db {
     char dead_msg[CAIRN_ERRMSG_MAX]; /* the message of that failure (mu) */
     int seal_pending;         /* closed segments await sealing (mu) */
     int bg_stop;
+    int sync_asked;           /* cairn__sync_ask: the flusher syncs now (mu) */
     int bg_running;
     pthread_t bg;             /* flusher: batch/none syncs, never blocked by a seal */
     pthread_t sealer;         /* rewrites closed segments into sealed files */
@@ -219,6 +220,11 @@ uint64_t cairn__last_seq(cairn_db *db);
  * aside). A derived file may cover up to it. Refresh first (cairn_stats_get)
  * for a reader's view to be current. */
 uint64_t cairn__handed_seq(cairn_db *db);
+/* Ask the background flusher to write and fdatasync what this handle
+ * appended, now, without waiting for it: a caller that will need the log
+ * durable (a checkpoint) overlaps the sync with work of its own, then
+ * cairn_sync finds it done or under way. No-op without the thread. */
+void cairn__sync_ask(cairn_db *db);
 
 /* Views. */
 view *cairn__view_acquire(cairn_db *db); /* takes mu briefly */

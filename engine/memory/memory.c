@@ -3040,7 +3040,13 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* The file holds folded statistics: fold what ACCESS holds first. */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         return rc;
-    /* Everything the file will cover must be durable first. */
+    /* Everything the file will cover must be durable first. The log's
+     * fdatasync (tens of ms when index files are being written) runs on
+     * the flusher thread while this one waits for the texts still queued
+     * for the index, not after it. */
+    cairn__sync_ask(m->db);
+    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
+        return rc;
     if ((rc = cairn_sync(m->db)) != CAIRN_OK)
         return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     /* Another process wrote a file newer than the chain in use (of many
