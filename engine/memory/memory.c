@@ -1276,7 +1276,9 @@ static void drop_index(cairn_mem *m)
     }
     for (size_t g = 0; g < m->ng; g++) {
         free(m->gen[g].be);
-        cairn__mx_close(&m->gen[g].mx);
+        if (m->merger == NULL || m->gen[g].mx.map == NULL ||
+            cairn__merger_unmap(m->merger, m->gen[g].mx.map, m->gen[g].mx.len) != 0)
+            cairn__mx_close(&m->gen[g].mx);
     }
     memset(m->gen, 0, sizeof m->gen);
     m->ng = 0;

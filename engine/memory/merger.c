@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "store.h"
@@ -23,11 +24,28 @@ struct cairn__merger {
     pthread_cond_t idle;
     cairn__compact_pace pace;
     pthread_t thread;
+    /* Mappings the handle let go of (cairn__merger_unmap), unmapped here. */
+    struct unmap_item {
+        void *map;
+        size_t len;
+    } *unmaps;
+    size_t n_unmaps, cap_unmaps;
 };
 
 /* Without a kick, the thread looks whether a compaction is due this often
  * (the events of a log another process writes). */
 #define IDLE_LOOK_S 30
+
+/* Unmap what the handle handed over (g->mu held; released meanwhile). */
+static void unmap_handed(cairn__merger *g)
+{
+    while (g->n_unmaps > 0) {
+        struct unmap_item it = g->unmaps[--g->n_unmaps];
+        pthread_mutex_unlock(&g->mu);
+        munmap(it.map, it.len);
+        pthread_mutex_lock(&g->mu);
+    }
+}
 
 static void *merger_main(void *arg)
 {
@@ -43,9 +61,10 @@ static void *merger_main(void *arg)
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += IDLE_LOOK_S;
-        while (!first && !g->kicked && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
+        while (!first && !g->kicked && g->n_unmaps == 0 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
             if (pthread_cond_timedwait(&g->work, &g->mu, &until) != 0)
                 break; /* a look without a kick */
+        unmap_handed(g);
         if (__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE))
             break;
         kicked = g->kicked;
@@ -54,9 +73,13 @@ static void *merger_main(void *arg)
         pthread_mutex_unlock(&g->mu);
         /* While merges are due: each makes the chain shorter. A failure
          * leaves the files as they were; the next kick tries again. */
-        for (int n = 0; kicked && n < 16 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE); n++)
+        for (int n = 0; kicked && n < 16 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE); n++) {
             if (cairn__mem_merge_step(g->m, &g->stop) != 1)
                 break;
+            pthread_mutex_lock(&g->mu);
+            unmap_handed(g);
+            pthread_mutex_unlock(&g->mu);
+        }
         /* Then the log, if the retention policy has enough to drop (a
          * failure changes nothing; the pace waits for more work). */
         pthread_mutex_lock(&g->mu);
@@ -108,6 +131,30 @@ void cairn__merger_kick(cairn__merger *g)
     pthread_mutex_unlock(&g->mu);
 }
 
+int cairn__merger_unmap(cairn__merger *g, void *map, size_t len)
+{
+    int rc = -1;
+    pthread_mutex_lock(&g->mu);
+    if (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
+        if (g->n_unmaps == g->cap_unmaps) {
+            size_t cap = g->cap_unmaps ? 2 * g->cap_unmaps : 16;
+            struct unmap_item *p = realloc(g->unmaps, cap * sizeof *p);
+            if (p != NULL) {
+                g->unmaps = p;
+                g->cap_unmaps = cap;
+            }
+        }
+        if (g->n_unmaps < g->cap_unmaps) {
+            g->unmaps[g->n_unmaps].map = map;
+            g->unmaps[g->n_unmaps++].len = len;
+            pthread_cond_signal(&g->work);
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
 void cairn__merger_hold(cairn__merger *g)
 {
     if (g == NULL)
@@ -140,6 +187,9 @@ void cairn__merger_free(cairn__merger *g)
     pthread_cond_signal(&g->work);
     pthread_mutex_unlock(&g->mu);
     pthread_join(g->thread, NULL);
+    for (size_t i = 0; i < g->n_unmaps; i++) /* handed over after the thread's last look */
+        munmap(g->unmaps[i].map, g->unmaps[i].len);
+    free(g->unmaps);
     pthread_cond_destroy(&g->idle);
     pthread_cond_destroy(&g->work);
     pthread_mutex_destroy(&g->mu);

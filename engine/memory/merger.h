@@ -30,6 +30,12 @@ int cairn__merger_new(cairn__merger **out, cairn_mem *m);
 /* Ask for a merge step (the thread merges while the policy says so). */
 void cairn__merger_kick(cairn__merger *g);
 
+/* Hand the thread a mapping of an index file the handle no longer uses:
+ * unmapping a file a merge replaced frees its page cache (tens to hundreds
+ * of ms), which is then the thread's time, not a flush's. 0: the thread
+ * unmaps it; -1: it cannot (stopping, no memory), the caller does. */
+int cairn__merger_unmap(cairn__merger *g, void *map, size_t len);
+
 /* The handle's user compacts or purges (cairn_mem_compact,
  * cairn_mem_purge): a compaction of the thread under way is given up and
  * waited for, and none starts until the release. Accepts NULL. Call
