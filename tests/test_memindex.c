@@ -1657,34 +1657,34 @@ static void the_merger_thread_merges_in_the_background(void **state)
 
 
 /* A long ingest in one handle writes its RAM tail out as a generation each
- * MEM_FLUSH_ROWS (32,768) memories, so that a close writes only the rest. */
+ * MEM_FLUSH_ROWS (65,536) memories, so that a close writes only the rest. */
 static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
 {
     fx *f = *state;
     cairn_mem_stats st;
     char *top;
 
-    for (int i = 0; i < 33000; i++) {
+    for (int i = 0; i < MEM_FLUSH_ROWS + 232; i++) {
         char text[64];
         cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
-        const char *nss[] = {"a", "b", "c", "d"};
+        const char *nss[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
         snprintf(text, sizeof text, "ingest item %d", i);
-        so.ns = nss[i % 4]; /* under the 10,000 of a namespace */
+        so.ns = nss[i % 8]; /* under the 10,000 of a namespace */
         assert_int_equal(cairn_mem_store(f->mem, text, &so, NULL, NULL), CAIRN_OK);
     }
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.total, 33000);
+    assert_int_equal(st.total, MEM_FLUSH_ROWS + 232);
     assert_true(st.index_files >= 1);
     assert_true(st.unindexed < 1000); /* the rest is in the files */
     cairn_mem_stats_free(&st);
     top = index_file(f->dir);
     assert_non_null(top);
-    assert_true(header_u64(top, H_NROWS) >= 32768);
+    assert_true(header_u64(top, H_NROWS) >= MEM_FLUSH_ROWS);
     free(top);
     close_all(f);
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.total, 33000);
+    assert_int_equal(st.total, MEM_FLUSH_ROWS + 232);
     cairn_mem_stats_free(&st);
 }
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cairn.h"
+#include "memstate.h" /* MEM_FLUSH_ROWS */
 #include "testutil.h"
 
 /* A writer or reader handle; background threads off (children fork). */
@@ -448,7 +449,7 @@ static int big_index_files(const char *dir)
 
 /* Of two writers that hold the same memories, the first to flush writes
  * them into a memory index file; the second takes that file rather than
- * writing the same memories again (the flush of a long ingest, at 32,768
+ * writing the same memories again (the flush of a long ingest, at 65,536
  * memories in RAM). */
 static void test_a_second_writer_takes_the_first_writers_flush(void **state)
 {
@@ -459,7 +460,7 @@ static void test_a_second_writer_takes_the_first_writers_flush(void **state)
     assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
     assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &b, &mb), CAIRN_OK);
     assert_int_equal(cairn_config_set_max_memories(a, 0), CAIRN_OK);
-    for (int i = 0; i < 32768 + 100; i++) { /* a flushes once, at 32,768 */
+    for (int i = 0; i < MEM_FLUSH_ROWS + 100; i++) { /* a flushes once, at MEM_FLUSH_ROWS */
         snprintf(text, sizeof text, "memory %d of the first writer", i);
         assert_int_equal(cairn_mem_store(ma, text, NULL, NULL, NULL), CAIRN_OK);
     }

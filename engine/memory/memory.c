@@ -994,8 +994,9 @@ static int fold_all(cairn_mem *m, int use_index)
 #define KEYS_FULL 5
 
 /* Memories the keys hold at most before a store folds the full way (and
- * flushes what it folded): bounds their RAM (8 MiB, memkeys.c). */
-#define KEYS_MAX (8 * MEM_FLUSH_ROWS)
+ * flushes what it folded): bounds their RAM (8 MiB, memkeys.c: half of
+ * its largest tables). */
+#define KEYS_MAX 262144
 
 static int keys_active(const cairn_mem *m)
 {
