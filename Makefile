@@ -67,8 +67,11 @@ deps:
 	@sh tools/install-deps.sh
 
 # The suite: unit tests, corpus replay, crash tests; then all of it again under
-# ASan+UBSan in a separate build directory; then the threaded suites under
-# TSan. Each build compiles on every core; the suites run one at a time.
+# ASan+UBSan in a separate build directory, and the threaded suites under TSan.
+# The sanitizer builds compile while the plain suites run, and the sanitizer
+# runs go side by side (the ASan suites, the ASan replays and tool tests, the
+# TSan suites): most suites wait on fsync or on child processes more than
+# they use a core.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SAN_VARS := BUILD=build/san SANITIZE=address,undefined OPT="-O1 -g"
 TSAN_VARS := BUILD=build/tsan SANITIZE=thread OPT="-O1 -g"
@@ -76,26 +79,22 @@ TSAN_TESTS := test_concurrency test_memory test_memindex test_memvec test_store 
               test_compact test_session test_tiers test_memkeys
 SAN_BINS := all $(TEST_BIN:$(BUILD)/%=build/san/%) $(FUZZ_REPLAY:$(BUILD)/%=build/san/%)
 test: deps
+	@mkdir -p build && date +%s >build/.test-start
 	$(MAKE) -j$(JOBS) all $(TEST_BIN) $(FUZZ_REPLAY)
-	@# the sanitizer builds compile on one core while the plain suites run
-	@mkdir -p build
 	@( $(MAKE) $(SAN_BINS) $(SAN_VARS) && $(MAKE) $(TSAN_TESTS:%=build/tsan/tests/%) $(TSAN_VARS); \
 	   echo $$? >build/sanitizer-build.rc ) >build/sanitizer-build.log 2>&1 & \
 	$(MAKE) check; rc=$$?; wait; \
+	echo "make test: plain build and suites, sanitizer builds: $$(($$(date +%s) - $$(cat build/.test-start))) s"; \
 	if [ "$$(cat build/sanitizer-build.rc 2>/dev/null)" != 0 ]; then \
 	  cat build/sanitizer-build.log; echo "make test: the sanitizer builds failed"; exit 1; fi; \
 	exit $$rc
-	$(MAKE) check $(SAN_VARS)
-	./build/tsan/tests/test_concurrency
-	./build/tsan/tests/test_store
-	./build/tsan/tests/test_memory
-	./build/tsan/tests/test_memkeys
-	./build/tsan/tests/test_memindex
-	./build/tsan/tests/test_memvec
-	./build/tsan/tests/test_reflex
-	./build/tsan/tests/test_compact
-	./build/tsan/tests/test_session
-	./build/tsan/tests/test_tiers
+	@( sh tests/tsan-tests.sh build/tsan $(TSAN_TESTS); echo $$? >build/tsan-run.rc ) \
+	   >build/tsan-run.log 2>&1 & \
+	( sh tests/run-tests.sh build/san rest; echo $$? >build/san-rest.rc ) >build/san-rest.log 2>&1 & \
+	sh tests/run-tests.sh build/san units; rc=$$?; wait; \
+	cat build/san-rest.log build/tsan-run.log; \
+	echo "make test: $$(($$(date +%s) - $$(cat build/.test-start))) s in all"; \
+	[ $$rc = 0 ] && [ "$$(cat build/san-rest.rc)" = 0 ] && [ "$$(cat build/tsan-run.rc)" = 0 ]
 	@echo "make test: all suites passed (plain, address+undefined, thread)"
 
 check: all $(TEST_BIN) $(FUZZ_REPLAY)
