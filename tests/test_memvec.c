@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cairn.h"
 #include "store.h"
@@ -67,6 +68,8 @@ static int teardown(void **state)
         close_all(f);
     cairn_hash_embedder_free(&f->emb);
     tu_rmrf(f->dir);
+    *strrchr(f->dir, '/') = 0; /* and the directory made for it */
+    rmdir(f->dir);
     free(f->dir);
     free(f);
     return 0;

@@ -74,6 +74,8 @@ static int teardown(void **state)
     if (f->r != NULL || f->db != NULL)
         close_all(f);
     tu_rmrf(f->dir);
+    *strrchr(f->dir, '/') = 0; /* and the directory made for it */
+    rmdir(f->dir);
     free(f->dir);
     free(f);
     return 0;
