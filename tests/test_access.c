@@ -314,6 +314,45 @@ static void a_fold_writes_one_record_for_many_recalls_and_replay_agrees(void **s
     free(c);
 }
 
+/* A fold of accesses to many memories is one record that weighs as many:
+ * the close that folds it writes the index file holding it, so that no
+ * open replays it (1,200 memories named: past the 1,000 records a close
+ * waits for). */
+static void a_close_writes_the_index_file_for_a_fold_of_many_accesses(void **state)
+{
+    fx *f = *state;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_mem_stats ms;
+    cairn_stats st;
+    char text[64];
+    unsigned all, folds;
+
+    for (int i = 0; i < 1200; i++) {
+        snprintf(text, sizeof text, "entry %d of group grp%c", i, 'a' + i % 12);
+        free(store(f->mem, text));
+    }
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    ro.k = 100;
+    for (int round = 0; round < 3; round++) /* 3,600 entries: past ACC_FOLD_AT_CLOSE */
+        for (int g = 0; g < 12; g++) {
+            cairn_recall_hit *h = NULL;
+            size_t n = 0;
+            snprintf(text, sizeof text, "grp%c", 'a' + g);
+            assert_int_equal(cairn_mem_recall(f->mem, text, &ro, &h, &n), CAIRN_OK);
+            assert_int_equal(n, 100);
+            cairn_recall_free(h, n);
+        }
+    close_mem(f);
+    open_mem_with(f, NULL);
+    access_records(f->db, &all, &folds);
+    assert_int_equal(folds, 1); /* the close folded them */
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &ms), CAIRN_OK);
+    assert_int_equal(ms.index_seq, st.last_seq); /* and wrote the file after it */
+    assert_int_equal(ms.unindexed, 0);
+    cairn_mem_stats_free(&ms);
+}
+
 /* The per-recall records an earlier cairn wrote still count, beside the
  * side file's entries and folds. */
 static void per_recall_records_of_an_earlier_writer_still_replay(void **state)
@@ -762,6 +801,7 @@ int main(void)
         T(accesses_in_the_side_file_rank_a_memory_first),
         T(a_read_only_handle_of_another_db_sees_the_accesses_and_records_its_own),
         T(a_fold_writes_one_record_for_many_recalls_and_replay_agrees),
+        T(a_close_writes_the_index_file_for_a_fold_of_many_accesses),
         T(per_recall_records_of_an_earlier_writer_still_replay),
         T(a_damaged_or_truncated_side_file_is_read_around),
         T(verify_names_damage_in_the_side_file),

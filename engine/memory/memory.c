@@ -785,6 +785,7 @@ static int apply(cairn_mem *m, const cairn_record *rec, const memrec *r)
         rc = CAIRN_ECORRUPT;
     if (rc == CAIRN_OK) {
         m->tail_records++;
+        m->tail_weight += r->type == CAIRN_REC_MEMORY_ACCESS && r->n_ids > 1 ? r->n_ids : 1;
         if (rec->seq > m->folded)
             m->folded = rec->seq;
     }
@@ -1511,6 +1512,7 @@ enum {
 };
 
 static int checkpoint_locked(cairn_mem *m, int mode);
+static int checkpoint_turn(cairn_mem *m, int mode);
 
 int cairn_mem_open(cairn_db *db, const cairn_mem_options *o, cairn_mem **out)
 {
@@ -1629,7 +1631,7 @@ static uint64_t records_after_newest_file(cairn_mem *m)
 {
     uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd);
     if (newest <= cairn__mem_index_covered(m))
-        return m->tail_records + (keys_active(m) ? m->keys.n : 0);
+        return m->tail_weight + (keys_active(m) ? m->keys.n : 0);
     return seen_seq(m) > newest ? seen_seq(m) - newest : 0;
 }
 
@@ -1646,7 +1648,7 @@ static int close_wants_checkpoint(cairn_mem *m, uint64_t unseen)
     uint64_t min = m->others_open ? MEM_CHECKPOINT_SHARED : MEM_CHECKPOINT_MIN;
     if (m->index_outdated)
         return 1;
-    return m->tail_records + (keys_active(m) ? m->keys.n : 0) + unseen >= MEM_CHECKPOINT_MIN &&
+    return m->tail_weight + (keys_active(m) ? m->keys.n : 0) + unseen >= MEM_CHECKPOINT_MIN &&
            records_after_newest_file(m) + unseen >= min;
 }
 
@@ -1688,8 +1690,15 @@ void cairn_mem_close(cairn_mem *m)
         pthread_mutex_lock(&m->mu);
         if (close_wants_checkpoint(m, records_unseen(m)))
             (void)checkpoint_locked(m, CKPT_CLOSE);
-        else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK)
-            (void)cairn__mem_turn_end(m, cairn__mem_access_fold(m)); /* in a turn: once */
+        else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK) {
+            /* In a turn: once. A fold of many accesses weighs what it
+             * names (tail_weight): every open would replay it, so the
+             * file that holds it is written in the same turn. */
+            int rc = cairn__mem_access_fold(m);
+            if (rc == CAIRN_OK && !m->stale && !m->damaged && close_wants_checkpoint(m, 0))
+                rc = checkpoint_turn(m, CKPT_CLOSE);
+            (void)cairn__mem_turn_end(m, rc);
+        }
         pthread_mutex_unlock(&m->mu);
         cairn__deferred_end(was);
     }
@@ -2720,12 +2729,14 @@ int cairn__mem_delete_each(cairn_mem *m, ment *const *xs, size_t n, const char *
                 if (x != NULL) /* else another handle deleted it first */
                     kill_entry(m, x);
                 m->tail_records++;
+                m->tail_weight++;
             }
             free(ids);
         } else {
             for (i = 0; i < n; i++) {
                 kill_entry(m, xs[i]);
                 m->tail_records++;
+                m->tail_weight++;
             }
         }
         if (rc == CAIRN_OK && first + n - 1 > m->folded)
@@ -2826,7 +2837,7 @@ static void free_state(cairn_mem *m)
         memset(m->by_id, 0, m->tcap * sizeof *m->by_id);
         memset(m->by_content, 0, m->tcap * sizeof *m->by_content);
     }
-    m->folded = m->tail_records = m->base_deleted = m->skipped = m->unfinished = 0;
+    m->folded = m->tail_records = m->tail_weight = m->base_deleted = m->skipped = m->unfinished = 0;
     memset(&m->batch, 0, sizeof m->batch);
     keys_drop(m);
 }

@@ -151,6 +151,9 @@ struct cairn_mem {
     size_t n, cap;
     uint64_t folded;         /* last log seq folded into this state */
     uint64_t tail_records;   /* memory records folded after the file */
+    uint64_t tail_weight;    /* the same, an access record counting once for
+                                each memory it names: what replaying them
+                                costs an open (close_wants_checkpoint) */
     int opened;
     /* Entries (indexes into e, in seq order) whose text is not in the text
      * index yet: after a catch-up folded another process's memories, texts
