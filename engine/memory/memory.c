@@ -14,7 +14,7 @@
  * - An entry is "live" until deleted or cleared; expiry is checked when
  *   reading, against the wall clock, and never changes the state.
  * - With an index file (memindex.h), the memories it holds are read in
- *   place, an entry of m->be made on first use; only records after it are
+ *   place, an entry of a row made on first use; only records after it are
  *   replayed. Every seq in the file is below every seq in m->e.
  */
 #include <cjson/cJSON.h>
@@ -331,15 +331,36 @@ static int gen_row_read(cairn_mem *m, size_t g, size_t i, mx_row *r)
     return rc;
 }
 
+/* A new entry for a row of file g: NULL, the handle damaged (without
+ * setting the file aside: nothing is wrong with it), when out of memory. */
+static ment *gen_entry_new(cairn_mem *m, mgen *G)
+{
+    mentchunk *c = G->chunks;
+    if (c == NULL || c->used == MENT_CHUNK) {
+        if ((c = malloc(sizeof *c)) == NULL) {
+            m->damaged = 1;
+            (void)cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for a row of %s: reopen the store",
+                                  G->mx.name);
+            return NULL;
+        }
+        c->next = G->chunks;
+        c->used = 0;
+        G->chunks = c;
+    }
+    return &c->e[c->used++];
+}
+
 ment *cairn__mem_row(cairn_mem *m, size_t g, size_t i)
 {
-    ment *x = &m->gen[g].be[i];
+    mgen *G = &m->gen[g];
+    ment *x = G->rowp[i];
     mx_row r;
 
-    if (x->seq != 0)
+    if (x != NULL)
         return x;
-    if (gen_row_read(m, g, i, &r) != CAIRN_OK)
+    if (gen_row_read(m, g, i, &r) != CAIRN_OK || (x = gen_entry_new(m, G)) == NULL)
         return NULL;
+    G->rowp[i] = x;
     strcpy(x->id, r.id);
     x->nsi = r.nsi;
     x->live = 1;
@@ -388,7 +409,8 @@ ment *cairn__mem_at(cairn_mem *m, size_t i)
         return &m->e[i - gen_rows(m)];
     while (g-- > 0 && m->gen[g].at > i)
         ;
-    return &m->gen[g].be[i - m->gen[g].at + m->gen[g].mx.n_shadow];
+    /* made by cairn__mem_read_all, which the callers ran first */
+    return m->gen[g].rowp[i - m->gen[g].at + m->gen[g].mx.n_shadow];
 }
 
 ment *cairn__mem_at_loaded(cairn_mem *m, size_t i)
@@ -1277,7 +1299,11 @@ static void drop_index(cairn_mem *m)
         m->ns[i].ivf_rows = NULL;
     }
     for (size_t g = 0; g < m->ng; g++) {
-        free(m->gen[g].be);
+        free(m->gen[g].rowp);
+        for (mentchunk *c = m->gen[g].chunks, *next; c != NULL; c = next) {
+            next = c->next;
+            free(c);
+        }
         if (m->merger == NULL || m->gen[g].mx.map == NULL ||
             cairn__merger_unmap(m->merger, m->gen[g].mx.map, m->gen[g].mx.len) != 0)
             cairn__mx_close(&m->gen[g].mx);
@@ -1319,7 +1345,7 @@ static int take_gen(cairn_mem *m, size_t g, cairn__err *e)
     mgen *G = &m->gen[g];
     int rc = CAIRN_OK;
 
-    if ((G->be = calloc(G->mx.nrows ? G->mx.nrows : 1, sizeof *G->be)) == NULL)
+    if ((G->rowp = calloc(G->mx.nrows ? G->mx.nrows : 1, sizeof *G->rowp)) == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", G->mx.name);
     G->at = g == 0 ? 0
                    : m->gen[g - 1].at + (size_t)(m->gen[g - 1].mx.nrows - m->gen[g - 1].mx.n_shadow);
@@ -1433,7 +1459,7 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
      * shadow row's memory is found below it: cairn__mem_gen_of looks from
      * the oldest up). */
     for (size_t k = 0; k < n; k++)
-        m->gen[k] = (mgen){chain[n - 1 - k], NULL, 0};
+        m->gen[k] = (mgen){chain[n - 1 - k], NULL, NULL, 0};
     m->ng = n;
     for (size_t g = 0; rc == CAIRN_OK && g < n; g++) {
         const memindex *mx = &m->gen[g].mx;
@@ -2815,7 +2841,7 @@ static void free_state(cairn_mem *m)
     for (size_t i = 0; i < m->n; i++)
         free_entry(&m->e[i]);
     /* Only rows whose strings an update replaced own any: the rest were
-     * never touched, and visiting them would fault in every page of be. */
+     * never touched, and visiting them would read every entry made. */
     for (size_t i = 0; i < m->n_owned; i++)
         free_entry(m->owned[i]);
     free(m->owned);

@@ -57,10 +57,23 @@ typedef struct ment {
 /* One index file of the chain in use. Its rows n_shadow.. are memories
  * stored in (base, covered]; rows before change memories of the files
  * below and are applied to their entries at open. */
+/* Entries of a file's rows, made as they are read, MENT_CHUNK at a time. */
+#define MENT_CHUNK 512
+typedef struct mentchunk {
+    struct mentchunk *next;
+    size_t used;
+    ment e[MENT_CHUNK];
+} mentchunk;
+
 typedef struct mgen {
     memindex mx;
-    ment *be;                /* row i as an entry once read (be[i].seq != 0);
-                                calloc'd, so unread rows cost no RAM */
+    ment **rowp;             /* row i's entry once read, else NULL. The
+                                entries sit side by side in chunks in the
+                                order they were read: the few rows an open
+                                or a query touches, scattered over a large
+                                file, fault in few pages (rowp is calloc'd:
+                                8 bytes of address space a row) */
+    mentchunk *chunks;
     size_t at;               /* cairn__mem_at's place of its first own row */
 } mgen;
 
