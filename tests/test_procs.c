@@ -533,7 +533,6 @@ static void test_the_last_memory_handle_to_close_writes_the_index_file(void **st
     assert_int_equal(open_db(dir, 1, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
     assert_int_equal(cairn_mem_stats_get(ma, &st), CAIRN_OK);
     assert_int_equal(st.total, 2 * MEM_CHECKPOINT_MIN + 10);
-    cairn_mem_stats_free(&st);
     close_db(a, ma);
 }
 
