@@ -473,101 +473,11 @@ static void test_a_second_writer_takes_the_first_writers_flush(void **state)
     close_db(a, ma);
 }
 
-/* The newest memory index file in dir: the seq it covers (0: none), and
- * how many there are. */
-static unsigned long long newest_index(const char *dir, int *count)
-{
-    unsigned long long newest = 0;
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    *count = 0;
-    if (d == NULL)
-        return 0;
-    while ((de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (strncmp(de->d_name, "mem-", 4) != 0 || n < 4 || strcmp(de->d_name + n - 4, ".cmx") != 0)
-            continue;
-        unsigned long long seq = strtoull(de->d_name + 4, NULL, 16);
-        if (seq > newest)
-            newest = seq;
-        (*count)++;
-    }
-    closedir(d);
-    return newest;
-}
-
-static void store_n(cairn_mem *mem, int from, int n)
-{
-    char text[64];
-    for (int i = from; i < from + n; i++) {
-        snprintf(text, sizeof text, "memory number %d of the test", i);
-        assert_int_equal(cairn_mem_store(mem, text, NULL, NULL, NULL), CAIRN_OK);
-    }
-}
-
-/* A writer that closes while another memory handle of the store is open
- * leaves the index file to the last one to close, which writes it for
- * all of them, although it never read their memories. */
-static void test_the_last_memory_handle_to_close_writes_the_index_file(void **state)
-{
-    const char *dir = *state;
-    cairn_db *a = NULL, *b = NULL, *c = NULL;
-    cairn_mem *ma = NULL, *mb = NULL, *mc = NULL;
-    int files;
-    cairn_mem_stats st;
-
-    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
-    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &b, &mb), CAIRN_OK);
-    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &c, &mc), CAIRN_OK);
-    store_n(ma, 0, 2 * MEM_CHECKPOINT_MIN);
-    store_n(mb, 2 * MEM_CHECKPOINT_MIN, 10);
-    close_db(a, ma);
-    assert_int_equal(newest_index(dir, &files), 0); /* b and c are open */
-    close_db(b, mb);
-    assert_int_equal(newest_index(dir, &files), 0); /* c is */
-    close_db(c, mc); /* c stored nothing and read nothing */
-    assert_int_equal(newest_index(dir, &files), 2 * MEM_CHECKPOINT_MIN + 10);
-    assert_int_equal(files, 1);
-
-    /* the file holds them all */
-    assert_int_equal(open_db(dir, 1, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
-    assert_int_equal(cairn_mem_stats_get(ma, &st), CAIRN_OK);
-    assert_int_equal(st.total, 2 * MEM_CHECKPOINT_MIN + 10);
-    close_db(a, ma);
-}
-
-/* While other handles stay open, a close still writes the file once the
- * records after the newest one reach MEM_CHECKPOINT_SHARED: a handle
- * open for hours does not leave every open a longer tail to read. */
-static void test_a_close_writes_the_index_file_past_the_shared_bound(void **state)
-{
-    const char *dir = *state;
-    cairn_db *a = NULL, *b = NULL, *s = NULL;
-    cairn_mem *ma = NULL, *mb = NULL, *ms = NULL;
-    int files;
-
-    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &s, &ms), CAIRN_OK); /* the server */
-    assert_int_equal(cairn_config_set_max_memories(s, 0), CAIRN_OK);
-    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
-    store_n(ma, 0, MEM_CHECKPOINT_SHARED - 10);
-    close_db(a, ma);
-    assert_int_equal(newest_index(dir, &files), 0);
-    assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &b, &mb), CAIRN_OK);
-    store_n(mb, MEM_CHECKPOINT_SHARED, 10);
-    close_db(b, mb);
-    assert_int_equal(newest_index(dir, &files), MEM_CHECKPOINT_SHARED); /* every record */
-    close_db(s, ms);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_second_writer_takes_the_first_writers_flush, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_the_last_memory_handle_to_close_writes_the_index_file,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_close_writes_the_index_file_past_the_shared_bound,
-                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_twenty_processes_store_at_once_and_all_are_found,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(

@@ -1172,11 +1172,9 @@ const char *cairn_mem_index_note(const cairn_mem *m);
 /* Write the memory index file now (format-spec/memindex.md): the state of
  * every memory and a text index per namespace, read in place by the next
  * cairn_mem_open, which then replays only the records after it. The log
- * is synced first. cairn_mem_close does this by itself when the newest
- * file leaves out 1000 memory records or more; while other memory handles
- * of the store are open (in any process), only past 16,384 records: the
- * last handle to close writes it. The file is only a cache of the log,
- * and a missing or damaged one is rebuilt from it. It holds the
+ * is synced first. cairn_mem_close does this by itself once 1000 memory
+ * records have been folded since the last file; the file is only a cache
+ * of the log, and a missing or damaged one is rebuilt from it. It holds the
  * handle's lock while it writes (other calls on this handle wait: about
  * 3 s at 1,000,000 memories), then reads the new file in place of the
  * handle's RAM copies. Records another cairn_mem on the same cairn_db

@@ -301,14 +301,6 @@ int cairn__compaction_live(cairn_db *db);
  * (take 1), so no compaction starts meanwhile; 1 if it got it (no
  * compaction runs), 0 if one runs. take 0 lets it go. */
 int cairn__compaction_guard(cairn_db *db, int take);
-/* Presence: an open memory handle of a writable store takes a shared OFD
- * lock on byte 3 of LOCK through a descriptor of its own (format-spec/
- * lock.md); the descriptor, or -1 when it cannot (no OFD locks, a
- * read-only handle): such a handle counts as absent. drop closes fd (any
- * value) and returns 1 if another handle, in any process, still holds the
- * byte: of handles closing at once, the last to let go sees none. */
-int cairn__presence_take(cairn_db *db);
-int cairn__presence_drop(cairn_db *db, int fd);
 /* CAIRN_OK if the handle may write, else its error (mu held). */
 int cairn__check_writable(cairn_db *db);
 

@@ -181,54 +181,6 @@ int cairn__compaction_live(cairn_db *db)
 #endif
 }
 
-/* Byte 3 of LOCK: every open memory handle of a writable store holds a
- * shared OFD lock on it, through a descriptor of its own (an OFD lock
- * belongs to the open file description: the store handle's descriptor
- * would count once for all its memory handles). */
-int cairn__presence_take(cairn_db *db)
-{
-#ifdef F_OFD_SETLK
-    struct flock fl;
-    int fd;
-    if (db->lockfd < 0 ||
-        cairn__io_open(db->io, "lock.presence", db->dirfd, LOCK_NAME,
-                       O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0, &fd, NULL) != CAIRN_OK)
-        return -1;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_RDLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = 3;
-    fl.l_len = 1;
-    if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
-        cairn__io_close(db->io, "lock.presence", fd);
-        return -1;
-    }
-    return fd;
-#else
-    (void)db;
-    return -1;
-#endif
-}
-
-int cairn__presence_drop(cairn_db *db, int fd)
-{
-    int others = 0;
-    if (fd >= 0)
-        cairn__io_close(db->io, "lock.presence", fd); /* lets go of its lock first */
-#ifdef F_OFD_GETLK
-    if (db->lockfd >= 0) {
-        struct flock fl;
-        memset(&fl, 0, sizeof fl);
-        fl.l_type = F_WRLCK;
-        fl.l_whence = SEEK_SET;
-        fl.l_start = 3;
-        fl.l_len = 1;
-        others = fcntl(db->lockfd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-    }
-#endif
-    return others;
-}
-
 static int others_waiting(cairn_db *db)
 {
 #ifdef F_OFD_GETLK

@@ -1570,7 +1570,6 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     cairn__errbuf_drop(m); /* a handle that lived here before */
     if (m == NULL)
         return CAIRN_ENOMEM;
-    m->presence_fd = -1;
     m->db = db;
     strcpy(m->stemmer, o->stemmer ? o->stemmer : "english");
     m->half_life = o->half_life_days > 0 ? o->half_life_days : 30.0;
@@ -1616,10 +1615,6 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
         return rc;
     }
     m->opened = 1;
-    /* Other handles closing meanwhile leave the index file to this one
-     * (close_wants_checkpoint). */
-    if (!db->read_only)
-        m->presence_fd = cairn__presence_take(db);
     /* A writable handle proves itself on the first store (CAIRN_EPERM). */
     m->read_only = 0;
     /* A writable handle on a store with background threads merges its
@@ -1662,33 +1657,17 @@ static uint64_t records_after_newest_file(cairn_mem *m)
 }
 
 /* Should a close write an index file? Only when the newest file in the
- * directory leaves out MEM_CHECKPOINT_MIN memory records, or
- * MEM_CHECKPOINT_SHARED while other memory handles of the store are open
- * (the last of them to close writes it). The file it writes holds what
- * changed after the files in use (a generation; see merge_from), so its
- * cost follows the records, not the store. Asked before the turn and
- * again inside it, after the catch-up: of many processes closing at
- * once, the first writes the file. */
-static int close_wants_checkpoint(cairn_mem *m, uint64_t unseen)
+ * directory leaves out MEM_CHECKPOINT_MIN memory records. The file it
+ * writes holds what changed after the files in use (a generation; see
+ * merge_from), so its cost follows the records, not the store. Asked
+ * before the turn and again inside it, after the catch-up: of many
+ * processes closing at once, the first writes the file. */
+static int close_wants_checkpoint(cairn_mem *m)
 {
-    uint64_t min = m->others_open ? MEM_CHECKPOINT_SHARED : MEM_CHECKPOINT_MIN;
     if (m->index_outdated)
         return 1;
-    return m->tail_weight + (keys_active(m) ? m->keys.n : 0) + unseen >= MEM_CHECKPOINT_MIN &&
-           records_after_newest_file(m) + unseen >= min;
-}
-
-/* Before the turn, the records this handle has not looked at yet count
- * as memories: the last handle to close writes what the others left to
- * it, whether or not it read them (the turn's catch-up then counts them
- * exactly). */
-static uint64_t records_unseen(cairn_mem *m)
-{
-    uint64_t last;
-    if (cairn__db_refresh(m->db) != CAIRN_OK)
-        return 0;
-    last = cairn__handed_seq(m->db);
-    return last > seen_seq(m) ? last - seen_seq(m) : 0;
+    return m->tail_weight + (keys_active(m) ? m->keys.n : 0) >= MEM_CHECKPOINT_MIN &&
+           records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
 }
 
 void cairn_mem_close(cairn_mem *m)
@@ -1707,21 +1686,17 @@ void cairn_mem_close(cairn_mem *m)
      * open replay more. Access statistics pending in ACCESS past
      * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
     if (m->opened && !m->db->read_only) {
-        m->others_open = cairn__presence_drop(m->db, m->presence_fd);
-        m->presence_fd = -1;
-    }
-    if (m->opened && !m->db->read_only) {
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        if (close_wants_checkpoint(m, records_unseen(m)))
+        if (close_wants_checkpoint(m))
             (void)checkpoint_locked(m, CKPT_CLOSE);
         else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK) {
             /* In a turn: once. A fold of many accesses weighs what it
              * names (tail_weight): every open would replay it, so the
              * file that holds it is written in the same turn. */
             int rc = cairn__mem_access_fold(m);
-            if (rc == CAIRN_OK && !m->stale && !m->damaged && close_wants_checkpoint(m, 0))
+            if (rc == CAIRN_OK && !m->stale && !m->damaged && close_wants_checkpoint(m))
                 rc = checkpoint_turn(m, CKPT_CLOSE);
             (void)cairn__mem_turn_end(m, rc);
         }
@@ -3087,7 +3062,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     int rc;
 
     /* Another process may have written the file meanwhile. */
-    if (mode == CKPT_CLOSE && !close_wants_checkpoint(m, 0))
+    if (mode == CKPT_CLOSE && !close_wants_checkpoint(m))
         return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
     /* A close's catch-up took others' stores as keys (many writers closing
      * at once: all but the first find the file written): the file needs
@@ -3099,7 +3074,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
                  : cairn__mem_catch_up(m);
         if (rc != CAIRN_OK)
             return rc;
-        if (mode == CKPT_CLOSE && !close_wants_checkpoint(m, 0)) /* the newer file holds it */
+        if (mode == CKPT_CLOSE && !close_wants_checkpoint(m)) /* the newer file holds it */
             return cairn__access_fold_due(m) ? cairn__mem_access_fold(m) : CAIRN_OK;
     }
     /* The file holds folded statistics: fold what ACCESS holds first. */

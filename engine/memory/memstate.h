@@ -94,15 +94,6 @@ typedef struct strchunk {
  * one (cairn_mem_close); cairn_mem_checkpoint writes one at any time. */
 #define MEM_CHECKPOINT_MIN 1000
 
-/* The same while other memory handles of the store are open, in any
- * process (format-spec/lock.md, byte 3): the last of them to close writes
- * the file, so of many writers closing one after the other, one writes it
- * rather than one in every MEM_CHECKPOINT_MIN records. The bound keeps a
- * handle that stays open (a server) from leaving every open to replay an
- * ever longer tail: an open replays at most this many records of a
- * store whose writers all closed cleanly. */
-#define MEM_CHECKPOINT_SHARED 16384
-
 /* Memories in RAM after the index files before a write writes them out
  * as a generation (cairn__mem_flush_if_due): bounds what a close writes,
  * and the RAM a long ingest holds. Each flush costs the ingest a fixed
@@ -141,8 +132,6 @@ struct cairn_mem {
     uint64_t base_deleted;   /* dead memories no entry is left of */
     char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
     int index_outdated; /* the newest file is of other tokenizer rules: close replaces it */
-    int presence_fd;         /* holds byte 3 of LOCK while open, or -1 */
-    int others_open;         /* at close: other memory handles of the store are open */
     int damaged;             /* a row of the file failed its check */
     int check_only;          /* a scratch state of verify: removes no file */
     int stale;               /* a record was appended but not applied: the
