@@ -383,6 +383,47 @@ static void test_create_close_reopen_keeps_records(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* A writer's close seals an active segment of 4 MiB or more (the next
+ * open reads its block index instead of scanning it) and leaves a smaller
+ * one active; every record stays readable. */
+static void test_a_close_seals_a_large_active_segment(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 1, 0);
+    cairn_stats st;
+    seen all;
+    uint64_t bytes = 0;
+    unsigned n = 0;
+
+    while (bytes < (5u << 20))
+        bytes += gen_size(n++);
+    append_range(db, 0, n);
+    get_stats(db, &st);
+    assert_int_equal(st.segments_sealed, 0);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_ro(f->path);
+    get_stats(db, &st);
+    assert_int_equal(st.segments_sealed, 1);
+    assert_int_equal(st.segments_closed, 0);
+    assert_int_equal(st.records, n);
+    check_all(db, n, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+
+    /* a small active segment stays as it is */
+    db = open_db(f->path, 0, 1, 0);
+    append_range(db, n, n + 1000);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_ro(f->path);
+    get_stats(db, &st);
+    assert_int_equal(st.segments_sealed, 1);
+    assert_int_equal(st.segments_active, 1);
+    assert_int_equal(st.records, n + 1000);
+    check_all(db, n + 1000, &all);
+    seen_free(&all);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 static void test_open_missing_store_without_create_is_not_found(void **state)
 {
     fx *f = *state;
@@ -1911,6 +1952,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_is_the_headers),
         T(test_create_close_reopen_keeps_records),
+        T(test_a_close_seals_a_large_active_segment),
         T(test_open_missing_store_without_create_is_not_found),
         T(test_open_refuses_bad_options),
         T(test_settings_chosen_at_creation_are_stored),

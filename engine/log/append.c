@@ -796,6 +796,20 @@ int cairn__roll_past(cairn_db *db, uint64_t seq_floor)
     return roll_locked(db, seq_floor);
 }
 
+int cairn__roll_at_close(cairn_db *db)
+{
+    int rc;
+    if (db->act == NULL || db->act->log.end < ROLL_AT_CLOSE_MIN)
+        return CAIRN_OK;
+    if ((rc = cairn__turn_get(db)) != CAIRN_OK)
+        return rc;
+    /* Another writer may have rolled it meanwhile: the turn's catch-up
+     * made db->act the log's active segment. */
+    rc = db->act->log.end >= ROLL_AT_CLOSE_MIN ? roll_locked(db, 0) : CAIRN_OK;
+    cairn__turn_put(db);
+    return rc;
+}
+
 /* Seal every CLOSED segment, oldest first; stops at the first failure. */
 static int seal_all(cairn_db *db)
 {

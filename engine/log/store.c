@@ -1158,6 +1158,10 @@ int cairn_close(cairn_db *db)
         rc = db->dead_untold ? db->dead : CAIRN_EDEAD; /* the cause, if nobody was told */
     if (!db->read_only && !db->dead && db->act != NULL) {
         cairn__err e;
+        /* Best effort: a failed roll leaves the segment active (the next
+         * open scans it, as before); one that kills the handle is told by
+         * the flush below. */
+        (void)cairn__roll_at_close(db);
         rc = cairn__flush_locked(db);
         if (rc == CAIRN_OK)
             rc = cairn__sync_closed(db);

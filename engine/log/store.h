@@ -380,6 +380,11 @@ int cairn__sync_unsealed(cairn_db *db);
 int cairn__flush_locked(cairn_db *db);
 int cairn__bg_start(cairn_db *db);
 void cairn__bg_stop(cairn_db *db);
+/* A writer's close: an active segment of ROLL_AT_CLOSE_MIN bytes or more
+ * is rolled (in a turn), so that the close seals it and later opens read
+ * its block index instead of scanning it record by record (mu held). */
+#define ROLL_AT_CLOSE_MIN (4ull << 20)
+int cairn__roll_at_close(cairn_db *db);
 /* Seal every closed segment: deferred work (its callers drop the error:
  * the sealer thread, a roll's append, open and close), so a failure that
  * kills the handle is reported by the next call. cairn_seal and cairn_roll
