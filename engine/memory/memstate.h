@@ -54,9 +54,6 @@ typedef struct ment {
  * (format-spec/memindex.md, "Generations"). */
 #define MEM_GEN_MAX 12
 
-/* One index file of the chain in use. Its rows n_shadow.. are memories
- * stored in (base, covered]; rows before change memories of the files
- * below and are applied to their entries at open. */
 /* Entries of a file's rows, made as they are read, MENT_CHUNK at a time. */
 #define MENT_CHUNK 512
 typedef struct mentchunk {
@@ -65,6 +62,9 @@ typedef struct mentchunk {
     ment e[MENT_CHUNK];
 } mentchunk;
 
+/* One index file of the chain in use. Its rows n_shadow.. are memories
+ * stored in (base, covered]; rows before change memories of the files
+ * below and are applied to their entries at open. */
 typedef struct mgen {
     memindex mx;
     ment **rowp;             /* row i's entry once read, else NULL. The
