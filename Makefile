@@ -88,10 +88,11 @@ test: deps
 	if [ "$$(cat build/sanitizer-build.rc 2>/dev/null)" != 0 ]; then \
 	  cat build/sanitizer-build.log; echo "make test: the sanitizer builds failed"; exit 1; fi; \
 	exit $$rc
-	@( sh tests/tsan-tests.sh build/tsan $(TSAN_TESTS); echo $$? >build/tsan-run.rc ) \
+	@( echo "thread sanitizer:"; sh tests/run-tests.sh build/tsan units; echo $$? >build/tsan-run.rc ) \
 	   >build/tsan-run.log 2>&1 & \
-	( sh tests/run-tests.sh build/san rest; echo $$? >build/san-rest.rc ) >build/san-rest.log 2>&1 & \
-	sh tests/run-tests.sh build/san units; rc=$$?; wait; \
+	( echo "address+undefined sanitizers, replays and the tool:"; sh tests/run-tests.sh build/san rest; \
+	  echo $$? >build/san-rest.rc ) >build/san-rest.log 2>&1 & \
+	echo "address+undefined sanitizers:"; sh tests/run-tests.sh build/san units; rc=$$?; wait; \
 	cat build/san-rest.log build/tsan-run.log; \
 	echo "make test: $$(($$(date +%s) - $$(cat build/.test-start))) s in all"; \
 	[ $$rc = 0 ] && [ "$$(cat build/san-rest.rc)" = 0 ] && [ "$$(cat build/tsan-run.rc)" = 0 ]
