@@ -383,13 +383,14 @@ static void test_create_close_reopen_keeps_records(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
-/* A writer's close seals an active segment of 4 MiB or more (the next
- * open reads its block index instead of scanning it) and leaves a smaller
- * one active; every record stays readable. */
+/* A writer's close seals an active segment it wrote 4 MiB or more of (the
+ * next open reads its block index instead of scanning it); a writer that
+ * wrote less leaves it active, and so does one closing a smaller segment.
+ * Every record stays readable. */
 static void test_a_close_seals_a_large_active_segment(void **state)
 {
     fx *f = *state;
-    cairn_db *db = open_db(f->path, 1, 1, 0);
+    cairn_db *db = open_db(f->path, 1, 1, 0), *other, *ro;
     cairn_stats st;
     seen all;
     uint64_t bytes = 0;
@@ -400,7 +401,17 @@ static void test_a_close_seals_a_large_active_segment(void **state)
     append_range(db, 0, n);
     get_stats(db, &st);
     assert_int_equal(st.segments_sealed, 0);
+    /* another writer appends a little and closes: the segment is not its */
+    other = open_db(f->path, 0, 1, 0);
+    append_range(other, n, n + 10);
+    assert_int_equal(cairn_close(other), CAIRN_OK);
+    ro = open_ro(f->path);
+    get_stats(ro, &st);
+    assert_int_equal(st.segments_sealed, 0);
+    assert_int_equal(cairn_close(ro), CAIRN_OK);
+    /* the writer that filled it seals it */
     assert_int_equal(cairn_close(db), CAIRN_OK);
+    n += 10;
     db = open_ro(f->path);
     get_stats(db, &st);
     assert_int_equal(st.segments_sealed, 1);

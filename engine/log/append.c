@@ -149,6 +149,11 @@ int cairn__flush_locked(cairn_db *db)
                          db->wbuf_off, db->act->log.name, &e);
     if (rc != CAIRN_OK)
         return kill_handle(db, rc, &e);
+    if (db->own_seg != db->act->id) {
+        db->own_seg = db->act->id;
+        db->own_bytes = 0;
+    }
+    db->own_bytes += db->wbuf_len;
     db->wbuf_off += db->wbuf_len;
     db->wbuf_len = 0;
     db->written_seq = db->next_seq - 1;
@@ -800,6 +805,9 @@ int cairn__roll_at_close(cairn_db *db)
 {
     int rc;
     if (db->act == NULL || db->act->log.end < ROLL_AT_CLOSE_MIN)
+        return CAIRN_OK;
+    /* the buffer still to write counts as written: the roll writes it */
+    if (db->own_seg != db->act->id || db->own_bytes + db->wbuf_len < ROLL_AT_CLOSE_MIN)
         return CAIRN_OK;
     if ((rc = cairn__turn_get(db)) != CAIRN_OK)
         return rc;

@@ -90,6 +90,8 @@ struct cairn_db {
     size_t wbuf_len, wbuf_cap;
     uint64_t wbuf_off;        /* file offset of wbuf[0] */
     int act_reserve_tried;    /* the active segment's space was asked for (mu) */
+    uint64_t own_seg;         /* the segment own_bytes counts in (mu) */
+    uint64_t own_bytes;       /* bytes this handle wrote into it (mu) */
     uint64_t next_seq;        /* next sequence number to hand out (mu) */
     int64_t last_ts;          /* timestamps never go backwards (mu) */
     uint64_t written_seq;     /* last seq written to the file (mu) */
@@ -380,9 +382,12 @@ int cairn__sync_unsealed(cairn_db *db);
 int cairn__flush_locked(cairn_db *db);
 int cairn__bg_start(cairn_db *db);
 void cairn__bg_stop(cairn_db *db);
-/* A writer's close: an active segment of ROLL_AT_CLOSE_MIN bytes or more
- * is rolled (in a turn), so that the close seals it and later opens read
- * its block index instead of scanning it record by record (mu held). */
+/* A writer's close: an active segment into which this handle wrote
+ * ROLL_AT_CLOSE_MIN bytes or more is rolled (in a turn), so that the
+ * close seals it and later opens read its block index instead of scanning
+ * it record by record (mu held). A handle that wrote less leaves it to
+ * the writer that filled it: a CLI call next to a busy log pipeline does
+ * not pay for sealing the pipeline's records. */
 #define ROLL_AT_CLOSE_MIN (4ull << 20)
 int cairn__roll_at_close(cairn_db *db);
 /* Seal every closed segment: deferred work (its callers drop the error:
