@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@
 #include "cairn.h"
 #include "cairn_sys.h"
 #include "filehdr.h"
+#include "io.h"
 #include "memindex.h"
 #include "memstate.h"
 #include "seqfile.h"
@@ -1605,6 +1607,55 @@ static void a_merge_syncs_nothing_of_the_log(void **state)
     open_all(f, 0);
 }
 
+/* A background write's sync can be given up: with its stop set, it
+ * returns CAIRN_ELOCKED without syncing (a close waits for no merge's
+ * sync); without, it syncs as cairn__io_fsync does. */
+static int fsyncs;
+
+static int count_fsync(void *user, const char *site, int fd)
+{
+    (void)user;
+    (void)site;
+    (void)fd;
+    fsyncs++;
+    return 0;
+}
+
+static void a_stopped_sync_gives_up_without_syncing(void **state)
+{
+    fx *f = *state;
+    cairn_io io = *cairn_io_default();
+    cairn__err e;
+    char *path = tu_join(f->dir, "sync-me");
+    char buf[8192];
+    int fd, stop = 1;
+
+    memset(buf, 'x', sizeof buf);
+    io.fsync = count_fsync;
+    fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, sizeof buf), (ssize_t)sizeof buf);
+    memset(&e, 0, sizeof e);
+    fsyncs = 0;
+    assert_int_equal(cairn__io_fsync_stoppable(&io, "memindex.fsync", fd, sizeof buf, &stop,
+                                               "sync-me", &e),
+                     CAIRN_ELOCKED);
+    assert_int_equal(fsyncs, 0);
+    assert_non_null(strstr(e.msg, "given up"));
+    stop = 0;
+    assert_int_equal(cairn__io_fsync_stoppable(&io, "memindex.fsync", fd, sizeof buf, &stop,
+                                               "sync-me", &e),
+                     CAIRN_OK);
+    assert_int_equal(fsyncs, 1);
+    assert_int_equal(cairn__io_fsync_stoppable(&io, "memindex.fsync", fd, sizeof buf, NULL,
+                                               "sync-me", &e),
+                     CAIRN_OK);
+    assert_int_equal(fsyncs, 2);
+    close(fd);
+    unlink(path);
+    free(path);
+}
+
 static void the_merger_thread_merges_in_the_background(void **state)
 {
     fx *f = *state;
@@ -2179,6 +2230,7 @@ int main(void)
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
         T(a_merge_syncs_nothing_of_the_log),
+        T(a_stopped_sync_gives_up_without_syncing),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
         T(a_damaged_generation_goes_alone),
         T(a_damaged_base_takes_its_generations_with_it),

@@ -261,6 +261,31 @@ void cairn__io_writeback(int fd, uint64_t off, uint64_t len)
 #endif
 }
 
+/* Bytes waited for between two looks at the stop: ~10-20 ms of this disk. */
+#define SYNC_PIECE (4u << 20)
+
+int cairn__io_fsync_stoppable(const cairn_io *io, const char *site, int fd, uint64_t len,
+                              const int *stop, const char *name, cairn__err *e)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+    for (uint64_t off = 0; off < len; off += SYNC_PIECE) {
+        uint64_t n = len - off < SYNC_PIECE ? len - off : SYNC_PIECE;
+        if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+            return cairn__fail(e, CAIRN_ELOCKED, "%s: the sync was given up", name);
+        if (sync_file_range(fd, (off_t)off, (off_t)n,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER) != 0 &&
+            errno != ENOSYS && errno != EINVAL && errno != ESPIPE)
+            return io_fail(e, errno, "fsync", name);
+    }
+#else
+    (void)len;
+#endif
+    if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+        return cairn__fail(e, CAIRN_ELOCKED, "%s: the sync was given up", name);
+    return cairn__io_fsync(io, site, fd, name, e);
+}
+
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
                      const char *to, cairn__err *e)
 {

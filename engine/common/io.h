@@ -60,6 +60,15 @@ int cairn__io_reserve(const cairn_io *io, const char *site, int fd, uint64_t off
  * step (the fsync still is), so it bypasses the io table; a failure is
  * ignored. */
 void cairn__io_writeback(int fd, uint64_t off, uint64_t len);
+/* cairn__io_fsync for a file of len bytes written by a background job
+ * that a close may stop: first waits for its pages' writeback a few MiB at
+ * a time (Linux sync_file_range), looking at *stop between the pieces
+ * (CAIRN_ELOCKED once it is set), so a close waits for one piece rather
+ * than the sync of a whole merged file (hundreds of MB). A piece's
+ * failure is the fsync's (CAIRN_EIO): the kernel reports a writeback
+ * error once. */
+int cairn__io_fsync_stoppable(const cairn_io *io, const char *site, int fd, uint64_t len,
+                              const int *stop, const char *name, cairn__err *e);
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
                      const char *to, cairn__err *e);
 int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char *name,

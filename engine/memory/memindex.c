@@ -679,7 +679,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         if (in->stop != NULL && __atomic_load_n(in->stop, __ATOMIC_ACQUIRE))
             rc = cairn__fail(e, CAIRN_ELOCKED, "memory index: the write was given up");
         if (rc == CAIRN_OK)
-            rc = cairn__io_fsync(io, "memindex.fsync", w.fd, tmp, e);
+            rc = cairn__io_fsync_stoppable(io, "memindex.fsync", w.fd, w.off, in->stop, tmp, e);
         if (rc == CAIRN_OK && (rc = in->gate(in->gate_user)) != CAIRN_OK)
             (void)cairn__fail(e, rc, "memory index: %s not put in place", name);
     }

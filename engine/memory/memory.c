@@ -1679,9 +1679,9 @@ void cairn_mem_close(cairn_mem *m)
     if (m->on_close != NULL)
         m->on_close(m);
     /* A merge under way is given up (its temp file removed): a close
-     * writes what changed, never more. */
-    cairn__merger_free(m->merger);
-    m->merger = NULL;
+     * writes what changed, never more. The merger stops while the close
+     * writes its file, and is waited for before the state goes. */
+    cairn__merger_ask_stop(m->merger);
     /* Best effort: the log has everything; a failure only makes the next
      * open replay more. Access statistics pending in ACCESS past
      * ACC_FOLD_AT_CLOSE are folded (a checkpoint folds them all). */
@@ -1703,6 +1703,8 @@ void cairn_mem_close(cairn_mem *m)
         pthread_mutex_unlock(&m->mu);
         cairn__deferred_end(was);
     }
+    cairn__merger_free(m->merger);
+    m->merger = NULL;
     cairn__indexer_free(m->ix); /* finishes the queue first */
     m->ix = NULL;
     if (m->cycles_free != NULL)

@@ -177,7 +177,7 @@ void cairn__merger_release(cairn__merger *g)
     pthread_mutex_unlock(&g->mu);
 }
 
-void cairn__merger_free(cairn__merger *g)
+void cairn__merger_ask_stop(cairn__merger *g)
 {
     if (g == NULL)
         return;
@@ -186,6 +186,13 @@ void cairn__merger_free(cairn__merger *g)
     __atomic_store_n(&g->cstop, 1, __ATOMIC_RELEASE);
     pthread_cond_signal(&g->work);
     pthread_mutex_unlock(&g->mu);
+}
+
+void cairn__merger_free(cairn__merger *g)
+{
+    if (g == NULL)
+        return;
+    cairn__merger_ask_stop(g);
     pthread_join(g->thread, NULL);
     for (size_t i = 0; i < g->n_unmaps; i++) /* handed over after the thread's last look */
         munmap(g->unmaps[i].map, g->unmaps[i].len);

@@ -43,6 +43,12 @@ int cairn__merger_unmap(cairn__merger *g, void *map, size_t len);
 void cairn__merger_hold(cairn__merger *g);
 void cairn__merger_release(cairn__merger *g);
 
+/* Ask the thread to stop without waiting: the merge or compaction under
+ * way gives up at its next look (a few ms), while the caller goes on
+ * (a close writes its own file meanwhile). Nothing is merged or compacted
+ * after it. Accepts NULL. */
+void cairn__merger_ask_stop(cairn__merger *g);
+
 /* Stop the thread, giving up a merge under way (its temp file removed),
  * and free. Accepts NULL. Call without the handle's lock. */
 void cairn__merger_free(cairn__merger *g);
