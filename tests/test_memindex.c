@@ -1607,6 +1607,75 @@ static void a_merge_syncs_nothing_of_the_log(void **state)
     open_all(f, 0);
 }
 
+/* The log fails its fdatasync once armed (a segment site); index files
+ * renamed into place are counted. */
+static int log_sync_fails, index_renames;
+
+static int count_index_rename(void *user, const char *site, int dirfd, const char *from,
+                              const char *to)
+{
+    (void)user;
+    index_renames += strcmp(site, "memindex.rename") == 0;
+    return cairn_io_default()->renameat(cairn_io_default()->user, site, dirfd, from, to);
+}
+
+static int fail_log_fdatasync(void *user, const char *site, int fd)
+{
+    (void)user;
+    if (log_sync_fails && strncmp(site, "segment.", 8) == 0) {
+        errno = EIO;
+        return -1;
+    }
+    return cairn_io_default()->fdatasync(cairn_io_default()->user, site, fd);
+}
+
+/* A checkpoint writes its file while the log's fdatasync runs, and puts it
+ * in place only once the log it covers is durable: when that sync fails,
+ * the checkpoint fails with it, the file is never renamed into place, no
+ * temp is left, and a reopen has every memory. */
+static void a_checkpoint_whose_log_sync_fails_puts_no_file_in_place(void **state)
+{
+    fx *f = *state;
+    static char ids[100][CAIRN_MEM_ID_MAX + 1];
+    cairn_io io = *cairn_io_default();
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "", *want, *got;
+
+    close_all(f);
+    tu_rmrf(f->dir);
+    io.fdatasync = fail_log_fdatasync;
+    io.renameat = count_index_rename;
+    o.io = &io;
+    o.create = 1;
+    o.background = 0;
+    o.durability = CAIRN_DURABILITY_NONE; /* nothing syncs the log but the checkpoint */
+    mo.w_relevance = 1.0;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+    rnd_state = 7;
+    store_some(f, 0, 60, ids);
+    want = export_all(f);
+    log_sync_fails = 1;
+    index_renames = 0;
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_EIO);
+    log_sync_fails = 0;
+    assert_int_equal(index_renames, 0); /* never put in place, not even for a moment */
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "fdatasync"));
+    assert_null(index_file(f->dir));
+    assert_null(tu_find_last(f->dir, ".tmp"));
+    cairn_mem_close(f->mem);
+    f->mem = NULL;
+    (void)cairn_close(f->db); /* the handle died with its sync */
+    f->db = NULL;
+    open_all(f, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+}
+
 /* A background write's sync can be given up: with its stop set, it
  * returns CAIRN_ELOCKED without syncing (a close waits for no merge's
  * sync); without, it syncs as cairn__io_fsync does. */
@@ -2230,6 +2299,7 @@ int main(void)
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
         T(a_merge_syncs_nothing_of_the_log),
+        T(a_checkpoint_whose_log_sync_fails_puts_no_file_in_place),
         T(a_stopped_sync_gives_up_without_syncing),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
         T(a_damaged_generation_goes_alone),

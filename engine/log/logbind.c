@@ -17,7 +17,7 @@ static void store_id_of(cairn_db *db, uint8_t *id)
     cairn__view_release(db, v);
 }
 
-int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn__err *e)
+static int make(cairn_db *db, uint64_t covered, int sync, cairn__logbind *b, cairn__err *e)
 {
     int sealed, rc = CAIRN_OK;
 
@@ -26,9 +26,10 @@ int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn
      * file records it (cairn__seqfile_publish raises synced_seq). A merge
      * covers what an earlier file covered, recorded as durable then: no
      * sync, which a close would wait for behind the merge (the log an
-     * ingest is writing). */
+     * ingest is writing). Unsynced, the records are written (the anchor
+     * is read back). */
     if (covered > cairn__synced_seq(db))
-        rc = cairn_sync(db);
+        rc = sync ? cairn_sync(db) : cairn_flush(db);
     if (rc == CAIRN_OK)
         rc = cairn__record_at_or_before(db, covered, &b->anchor_seq, &b->anchor_sum, &sealed);
     if (rc != CAIRN_OK)
@@ -37,6 +38,17 @@ int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn
     if (cairn__store_id_is_zero(b->store_id))
         return cairn__fail(e, CAIRN_EINVAL, "the store has no id yet");
     return CAIRN_OK;
+}
+
+int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn__err *e)
+{
+    return make(db, covered, 1, b, e);
+}
+
+int cairn__logbind_make_unsynced(cairn_db *db, uint64_t covered, cairn__logbind *b,
+                                 cairn__err *e)
+{
+    return make(db, covered, 0, b, e);
 }
 
 int cairn__logbind_check(cairn_db *db, const char *name, uint64_t covered,

@@ -42,6 +42,12 @@ typedef struct cairn__logbind {
  * message in e. */
 int cairn__logbind_make(cairn_db *db, uint64_t covered, cairn__logbind *b, cairn__err *e);
 
+/* The same without the sync: the log is written (cairn_flush) and the
+ * anchor read. The caller syncs the log (cairn_sync) before the file is in
+ * place, so that the sync runs while the file is written. */
+int cairn__logbind_make_unsynced(cairn_db *db, uint64_t covered, cairn__logbind *b,
+                                 cairn__err *e);
+
 /* CAIRN_OK when the file `name` covering `covered` with binding b belongs
  * to this store's log as it is now; CAIRN_ECORRUPT, with the reason in e,
  * when it belongs to another store or to records the log no longer holds

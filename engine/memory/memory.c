@@ -2892,6 +2892,20 @@ static int seq_order(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The gate of a checkpoint's file: the log it covers is durable. */
+typedef struct log_gate {
+    cairn_mem *m;
+    int failed;
+} log_gate;
+
+static int log_durable(void *user)
+{
+    log_gate *g = user;
+    int rc = cairn_sync(g->m->db);
+    g->failed = rc != CAIRN_OK;
+    return rc;
+}
+
 /* Write the file holding the state of m as of m->folded that replaces
  * m's files from j on (format-spec/memindex.md): shadow rows for the
  * memories of the files below j changed since, then every live memory of
@@ -2908,6 +2922,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     size_t nrows = 0, n_shadow = 0, cap;
     uint64_t dead = 0, base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
     int rc = CAIRN_OK, merge_damaged = 0;
+    log_gate lg = {m, 0};
 
     memset(&e, 0, sizeof e);
 
@@ -2976,7 +2991,10 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.covered = m->folded;
     in.base = base;
     in.n_shadow = n_shadow;
-    rc = cairn__logbind_make(m->db, in.covered, &in.bind, &e);
+    /* A checkpoint's file is bound now and put in place once the log is
+     * durable (log_durable); a merger's covers what is durable already. */
+    rc = gate != NULL ? cairn__logbind_make(m->db, in.covered, &in.bind, &e)
+                      : cairn__logbind_make_unsynced(m->db, in.covered, &in.bind, &e);
     if (rc != CAIRN_OK) {
         rc = cairn__mem_fail(m, rc, "memory index: %s", e.msg);
         goto out;
@@ -2990,8 +3008,8 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.row_user = &rows;
     in.nrows = nrows;
     in.hash_id = hash_id;
-    in.gate = gate;
-    in.gate_user = gate_user;
+    in.gate = gate != NULL ? gate : log_durable;
+    in.gate_user = gate != NULL ? gate_user : &lg;
     /* a merger writes outside the turn: a temp name of its own */
     in.temp_salt = gate != NULL ? cairn__random_salt() | 1 : 0;
     in.stop = stop;
@@ -3006,7 +3024,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     if (rc == CAIRN_ELOCKED)
         goto out; /* a merge given up */
     if (rc != CAIRN_OK)
-        rc = cairn__mem_fail(m, rc, "%s", e.msg);
+        rc = cairn__mem_fail(m, rc, "%s", lg.failed ? cairn_errmsg(m->db) : e.msg);
 out:
     free(ns);
     free(vsrc);
@@ -3082,15 +3100,14 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* The file holds folded statistics: fold what ACCESS holds first. */
     if ((rc = cairn__mem_access_fold(m)) != CAIRN_OK)
         return rc;
-    /* Everything the file will cover must be durable first. The log's
-     * fdatasync (tens of ms when index files are being written) runs on
-     * the flusher thread while this one waits for the texts still queued
-     * for the index, not after it. */
+    /* Everything the file covers must be durable before the file is in
+     * place. The log's fdatasync (tens of ms when index files are being
+     * written) runs on the flusher thread from here on, while this one
+     * waits for the texts still queued for the index and writes the file;
+     * write_gen waits for it just before the rename (log_durable). */
     cairn__sync_ask(m->db);
     if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
         return rc;
-    if ((rc = cairn_sync(m->db)) != CAIRN_OK)
-        return cairn__mem_fail(m, rc, "%s", cairn_errmsg(m->db));
     /* Another process wrote a file newer than the chain in use (of many
      * writers, the first to flush writes the memories all of them hold):
      * take it rather than write the same memories again. */
