@@ -13,12 +13,12 @@
 
 #include "cairn.h"
 
-/* Queued texts before cairn__indexer_add waits: bounds the memory a fast
- * writer can pile up ahead of the thread (32 bytes an item), and what a
- * checkpoint or close waits for before it writes (about 10 us a text;
- * up to ~80 ms at the end of a 1M ingest). A smaller queue shortens that
- * wait but raised the peak RSS of a 100,000-memory CLI import (4,096:
- * 178 MiB, 32,768: 155 MiB, 65,536: 147 MiB; bench_import). */
+/* Queued texts before cairn__indexer_add waits, unless the caller bounds
+ * it closer: bounds the memory a fast writer can pile up ahead of the
+ * thread (32 bytes an item). A commit of many memories (an import) queues
+ * this many: it then frees its parsed input while the thread indexes,
+ * rather than holding both (with 4,096 here, the peak RSS of a
+ * 100,000-memory CLI import was 178 MiB against 147 MiB; bench_import). */
 #define IX_MAX_QUEUED 65536
 
 typedef struct ix_item {
@@ -129,10 +129,12 @@ void cairn__indexer_free(cairn__indexer *ix)
 }
 
 int cairn__indexer_add(cairn__indexer *ix, cairn__ramidx *idx, uint64_t seq, const char *text,
-                       size_t len, char *owned)
+                       size_t len, char *owned, size_t bound)
 {
+    if (bound == 0 || bound > IX_MAX_QUEUED)
+        bound = IX_MAX_QUEUED;
     pthread_mutex_lock(&ix->mu);
-    while (ix->n >= IX_MAX_QUEUED)
+    while (ix->n >= bound)
         pthread_cond_wait(&ix->idle, &ix->mu);
     if (ix->n == ix->cap) {
         size_t cap = ix->cap ? ix->cap * 2 : 1024;

@@ -595,8 +595,8 @@ static int index_text(cairn_mem *m, const ment *x)
         if (cairn__indexer_new(&m->ix) != CAIRN_OK)
             m->ix = NULL;
     }
-    if (m->ix != NULL)
-        return cairn__indexer_add(m->ix, idx, x->seq, text, len, buf); /* it frees buf */
+    if (m->ix != NULL) /* it frees buf */
+        return cairn__indexer_add(m->ix, idx, x->seq, text, len, buf, m->ix_bound);
     rc = cairn__ramidx_add(idx, x->seq, (const uint8_t *)text, len);
     free(buf);
     return rc;
@@ -1862,9 +1862,11 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     rec.ns = ns;
     rec.ns_len = strlen(ns);
     rc = fold_gap(m, seq);
-    if (rc == CAIRN_OK)
+    if (rc == CAIRN_OK) {
+        m->ix_bound = IX_BOUND_STORE; /* one memory: see indexer.h */
         rc = apply(m, &rec, r);
-    else if (rc == FOLD_RELOADED)
+        m->ix_bound = 0;
+    } else if (rc == FOLD_RELOADED)
         rc = CAIRN_OK; /* folded with the rest */
     if (rc == CAIRN_ECORRUPT && m->damaged)
         return rc; /* cairn__errbuf(m) names the index file */

@@ -164,6 +164,8 @@ struct cairn_mem {
     size_t *lazy;
     size_t n_lazy, lazy_cap;
     int lazy_mode;           /* a catch-up folded others' records: defer */
+    size_t ix_bound;         /* texts queued before a store waits (indexer.h;
+                                0: the queue's own bound) */
     /* A writer that only stores folds others' store records as keys alone
      * (memkeys.h): the records in (folded, keyed] are in keys, not in the
      * state; keyed <= folded: none are. */
