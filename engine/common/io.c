@@ -267,6 +267,8 @@ void cairn__io_writeback(int fd, uint64_t off, uint64_t len)
 int cairn__io_fsync_stoppable(const cairn_io *io, const char *site, int fd, uint64_t len,
                               const int *stop, const char *name, cairn__err *e)
 {
+    if (stop == NULL)
+        return cairn__io_fsync(io, site, fd, name, e);
 #ifdef SYNC_FILE_RANGE_WRITE
     for (uint64_t off = 0; off < len; off += SYNC_PIECE) {
         uint64_t n = len - off < SYNC_PIECE ? len - off : SYNC_PIECE;
@@ -302,10 +304,10 @@ int cairn__io_unlink(const cairn_io *io, const char *site, int dirfd, const char
     return CAIRN_OK;
 }
 
-int cairn__io_publish(const cairn_io *io, const cairn__publish_sites *sites, int rc, int fd,
-                      int dirfd, const char *tmp, const char *name, cairn__err *e)
+static int publish(const cairn_io *io, const cairn__publish_sites *sites, int rc, int fd,
+                   int dirfd, const char *tmp, const char *name, int synced, cairn__err *e)
 {
-    if (rc == CAIRN_OK)
+    if (rc == CAIRN_OK && !synced)
         rc = cairn__io_fsync(io, sites->fsync, fd, tmp, e);
     cairn__io_close(io, sites->close, fd);
     if (rc == CAIRN_OK)
@@ -313,4 +315,17 @@ int cairn__io_publish(const cairn_io *io, const cairn__publish_sites *sites, int
     if (rc == CAIRN_OK)
         rc = cairn__io_fsync(io, sites->dirsync, dirfd, ".", e);
     return rc;
+}
+
+int cairn__io_publish(const cairn_io *io, const cairn__publish_sites *sites, int rc, int fd,
+                      int dirfd, const char *tmp, const char *name, cairn__err *e)
+{
+    return publish(io, sites, rc, fd, dirfd, tmp, name, 0, e);
+}
+
+int cairn__io_publish_synced(const cairn_io *io, const cairn__publish_sites *sites, int rc,
+                             int fd, int dirfd, const char *tmp, const char *name,
+                             cairn__err *e)
+{
+    return publish(io, sites, rc, fd, dirfd, tmp, name, 1, e);
 }

@@ -66,7 +66,7 @@ void cairn__io_writeback(int fd, uint64_t off, uint64_t len);
  * (CAIRN_ELOCKED once it is set), so a close waits for one piece rather
  * than the sync of a whole merged file (hundreds of MB). A piece's
  * failure is the fsync's (CAIRN_EIO): the kernel reports a writeback
- * error once. */
+ * error once. stop NULL: cairn__io_fsync. */
 int cairn__io_fsync_stoppable(const cairn_io *io, const char *site, int fd, uint64_t len,
                               const int *stop, const char *name, cairn__err *e);
 int cairn__io_rename(const cairn_io *io, const char *site, int dirfd, const char *from,
@@ -86,5 +86,11 @@ typedef struct cairn__publish_sites {
  * caller's to remove. */
 int cairn__io_publish(const cairn_io *io, const cairn__publish_sites *sites, int rc, int fd,
                       int dirfd, const char *tmp, const char *name, cairn__err *e);
+
+/* The same for a temp file its writer has fsynced already: no second
+ * fsync (on ext4 another flush of the device's cache). */
+int cairn__io_publish_synced(const cairn_io *io, const cairn__publish_sites *sites, int rc,
+                             int fd, int dirfd, const char *tmp, const char *name,
+                             cairn__err *e);
 
 #endif /* CAIRN_IO_H */

@@ -683,7 +683,9 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         if (rc == CAIRN_OK && (rc = in->gate(in->gate_user)) != CAIRN_OK)
             (void)cairn__fail(e, rc, "memory index: %s not put in place", name);
     }
-    rc = cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
+    /* with a gate, the file was synced before it */
+    rc = in->gate != NULL ? cairn__io_publish_synced(io, &sites, rc, w.fd, dirfd, tmp, name, e)
+                          : cairn__io_publish(io, &sites, rc, w.fd, dirfd, tmp, name, e);
     w.fd = -1;
     if (rc != CAIRN_OK)
         (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);

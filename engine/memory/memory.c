@@ -3023,7 +3023,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
         rc = index_damaged_at(m, j, rc, "a text index, while merging it");
         goto out;
     }
-    if (rc == CAIRN_ELOCKED)
+    if (rc == CAIRN_ELOCKED && gate != NULL)
         goto out; /* a merge given up */
     if (rc != CAIRN_OK)
         rc = cairn__mem_fail(m, rc, "%s", lg.failed ? cairn_errmsg(m->db) : e.msg);
@@ -3244,6 +3244,14 @@ static int merge_gate(void *user)
         memcpy(cairn__errbuf(m), job->err, sizeof job->err);
         pthread_mutex_unlock(&m->mu);
         return rc;
+    }
+    /* ... or while it waited for the lock (a close holds it while it
+     * writes): given up, so that the close waits for no rename. */
+    if (job->stop != NULL && __atomic_load_n(job->stop, __ATOMIC_ACQUIRE)) {
+        (void)cairn__mem_turn_end(m, CAIRN_OK);
+        memcpy(cairn__errbuf(m), job->err, sizeof job->err);
+        pthread_mutex_unlock(&m->mu);
+        return CAIRN_ELOCKED;
     }
     for (size_t g = job->j ? job->j - 1 : 0; g < job->t->ng; g++)
         if (!same_file(m, &job->t->gen[g].mx)) {

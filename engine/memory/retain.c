@@ -555,6 +555,11 @@ static int swap_enter(void *user)
     pthread_mutex_lock(&t->hold->mu);
     memcpy(err, cairn__errbuf(t->hold), sizeof err); /* the handle's last message stays */
     rc = cairn__mem_turn_begin(t->hold);
+    if (rc == CAIRN_OK && stopped(t)) {
+        /* a close asked while this waited for the lock: nothing swapped */
+        (void)cairn__mem_turn_end(t->hold, CAIRN_OK);
+        rc = CAIRN_ELOCKED;
+    }
     memcpy(cairn__errbuf(t->hold), err, sizeof err);
     if (rc != CAIRN_OK) {
         pthread_mutex_unlock(&t->hold->mu);
