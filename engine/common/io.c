@@ -272,7 +272,7 @@ int cairn__io_fsync_stoppable(const cairn_io *io, const char *site, int fd, uint
 #ifdef SYNC_FILE_RANGE_WRITE
     for (uint64_t off = 0; off < len; off += SYNC_PIECE) {
         uint64_t n = len - off < SYNC_PIECE ? len - off : SYNC_PIECE;
-        if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
             return cairn__fail(e, CAIRN_ELOCKED, "%s: the sync was given up", name);
         if (sync_file_range(fd, (off_t)off, (off_t)n,
                             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
@@ -283,7 +283,7 @@ int cairn__io_fsync_stoppable(const cairn_io *io, const char *site, int fd, uint
 #else
     (void)len;
 #endif
-    if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(stop, __ATOMIC_ACQUIRE))
         return cairn__fail(e, CAIRN_ELOCKED, "%s: the sync was given up", name);
     return cairn__io_fsync(io, site, fd, name, e);
 }
