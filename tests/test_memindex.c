@@ -1809,6 +1809,43 @@ static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
 }
 
 
+/* A writer's open removes what a crash left of derived files' temps: a
+ * temp written in a turn (no other writer writes one now), and a merger's
+ * or a flush's of a process that is gone (its pid in the name's salt);
+ * one of a live process is left to it, to rename in later. */
+static void a_writer_open_leaves_the_temps_of_live_processes(void **state)
+{
+    fx *f = *state;
+    char live[96], gone[96], plain[96], *p;
+    const char *names[] = {live, gone, plain};
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0)
+        _exit(0);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    close_all(f);
+    snprintf(live, sizeof live, "mem-%016x.cmx.%016llx.tmp", 7,
+             (unsigned long long)getpid() << 32 | 0x5eedu);
+    snprintf(gone, sizeof gone, "mem-%016x.cmx.%016llx.tmp", 8,
+             (unsigned long long)child << 32 | 0x5eedu);
+    snprintf(plain, sizeof plain, "mem-%016x.cmx.tmp", 9);
+    assert_true(cairn__seqfile_temp_in_use(live));
+    assert_false(cairn__seqfile_temp_in_use(gone));
+    assert_false(cairn__seqfile_temp_in_use(plain));
+    for (size_t i = 0; i < 3; i++) {
+        p = tu_join(f->dir, names[i]);
+        assert_int_equal(tu_write_file(p, "x", 1), 0);
+        free(p);
+    }
+    open_all(f, 0);
+    for (size_t i = 0; i < 3; i++) {
+        p = tu_join(f->dir, names[i]);
+        assert_int_equal(access(p, F_OK) == 0, i == 0);
+        unlink(p);
+        free(p);
+    }
+}
+
 /* A chain of a whole file (600 memories) and a generation on it (deletes
  * of its memories, 60 new ones). Returns the generation's path. */
 static char *two_file_chain(fx *f, char ids[][CAIRN_MEM_ID_MAX + 1])
@@ -2302,6 +2339,7 @@ int main(void)
         T(a_checkpoint_whose_log_sync_fails_puts_no_file_in_place),
         T(a_stopped_sync_gives_up_without_syncing),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
+        T(a_writer_open_leaves_the_temps_of_live_processes),
         T(a_damaged_generation_goes_alone),
         T(a_damaged_base_takes_its_generations_with_it),
         T(an_index_file_the_manifest_does_not_list_is_never_read),

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,27 @@ int cairn__seqfile_is_temp(const char *n)
         if (!lower(n[j]))
             return 0;
     return 1;
+}
+
+uint64_t cairn__seqfile_own_salt(void)
+{
+    return (uint64_t)(uint32_t)getpid() << 32 | (cairn__random_salt() & 0xffffffffu) | 1;
+}
+
+int cairn__seqfile_temp_in_use(const char *n)
+{
+    size_t len = strlen(n);
+    uint64_t salt = 0;
+    pid_t pid;
+    if (!cairn__seqfile_is_temp(n) || len < 21 || n[len - 21] != '.')
+        return 0;
+    for (size_t i = len - 20; i < len - 4; i++) {
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return 0; /* no salt: a writer's own, in its turn */
+        salt = salt << 4 | (uint64_t)(n[i] <= '9' ? n[i] - '0' : n[i] - 'a' + 10);
+    }
+    pid = (pid_t)(salt >> 32);
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
 void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t salt, char *out,

@@ -9,13 +9,14 @@
  * file before it is linked or renamed into place (format-spec/access.md);
  * a writer open that removes one in flight only makes that recall record
  * nothing. And a merger thread writes its derived file as
- * NAME.<16 hex>.tmp outside the turn, renaming it inside one: a writer
- * open that removes one in flight makes that merge give up. Otherwise only
- * a writer handle writes them, and only in a turn, holding the LOCK flock
+ * NAME.<16 hex>.tmp outside the turn, renaming it inside one; the hex is
+ * the writer's pid and random bits (cairn__seqfile_own_salt). Otherwise only a writer handle
+ * writes them, and only in a turn, holding the LOCK flock
  * (format-spec/lock.md). So when a writer opens (in a turn), no other temp
- * is being written: any there was left by a crash (kill -9 during a
- * checkpoint leaves one as large as the index) or by a failed write, and
- * the open removes it (store.c, remove_orphans, through cairn__temp_name).
+ * is being written but those of a running pid: any other was left by a
+ * crash (kill -9 during a checkpoint leaves one as large as the index) or
+ * by a failed write, and the open removes it (store.c, remove_orphans,
+ * through cairn__temp_name and cairn__seqfile_temp_in_use).
  * Between writer opens they are only listed (cairn_temp_files, which
  * `cairn verify` and `cairn stats` print): nothing ever reads a temp, so
  * one is wasted space, not damage.

@@ -3013,7 +3013,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.gate = gate != NULL ? gate : log_durable;
     in.gate_user = gate != NULL ? gate_user : &lg;
     /* a merger writes outside the turn: a temp name of its own */
-    in.temp_salt = gate != NULL ? cairn__random_salt() | 1 : 0;
+    in.temp_salt = gate != NULL ? cairn__seqfile_own_salt() : 0;
     in.stop = stop;
     in.merge_damaged = &merge_damaged;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
