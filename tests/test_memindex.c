@@ -127,6 +127,21 @@ static size_t index_files(const char *dir)
     return n_found;
 }
 
+/* Temp files of index files in dir. */
+static size_t index_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    size_t n_found = 0;
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        n_found += strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0;
+    }
+    closedir(d);
+    return n_found;
+}
+
 /* The newest index file's name in dir (the top of the chain), or NULL. */
 static char *index_file(const char *dir)
 {
@@ -1776,38 +1791,170 @@ static void the_merger_thread_merges_in_the_background(void **state)
 }
 
 
+/* Ingest n memories (8 namespaces: under the 10,000 of one). */
+static void ingest(cairn_mem *mem, int from, int n)
+{
+    for (int i = from; i < from + n; i++) {
+        char text[64];
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        const char *nss[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+        snprintf(text, sizeof text, "ingest item %d", i);
+        so.ns = nss[i % 8];
+        assert_int_equal(cairn_mem_store(mem, text, &so, NULL, NULL), CAIRN_OK);
+    }
+}
+
 /* A long ingest in one handle writes its RAM tail out as a generation each
- * MEM_FLUSH_ROWS (65,536) memories, so that a close writes only the rest. */
+ * MEM_FLUSH_ROWS (65,536) memories, so that a close writes only the rest.
+ * The handle reads the flush's file in place of its tail at once; the
+ * file is put in place on the merger thread, or by the close. */
 static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
 {
     fx *f = *state;
     cairn_mem_stats st;
     char *top;
 
-    for (int i = 0; i < MEM_FLUSH_ROWS + 232; i++) {
-        char text[64];
-        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
-        const char *nss[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
-        snprintf(text, sizeof text, "ingest item %d", i);
-        so.ns = nss[i % 8]; /* under the 10,000 of a namespace */
-        assert_int_equal(cairn_mem_store(f->mem, text, &so, NULL, NULL), CAIRN_OK);
-    }
+    ingest(f->mem, 0, MEM_FLUSH_ROWS + 232);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_int_equal(st.total, MEM_FLUSH_ROWS + 232);
     assert_true(st.index_files >= 1);
     assert_true(st.unindexed < 1000); /* the rest is in the files */
     cairn_mem_stats_free(&st);
+    close_all(f);
     top = index_file(f->dir);
     assert_non_null(top);
     assert_true(header_u64(top, H_NROWS) >= MEM_FLUSH_ROWS);
     free(top);
-    close_all(f);
+    assert_int_equal(index_temps(f->dir), 0); /* the flush's temp went in place */
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_int_equal(st.total, MEM_FLUSH_ROWS + 232);
+    assert_true(st.unindexed < 1000);
     cairn_mem_stats_free(&st);
 }
 
+static int index_fsync_fails;
+
+static int fail_index_fsync(void *user, const char *site, int fd)
+{
+    (void)user;
+    if (index_fsync_fails && strcmp(site, "memindex.fsync") == 0) {
+        errno = EIO;
+        return -1;
+    }
+    return cairn_io_default()->fsync(cairn_io_default()->user, site, fd);
+}
+
+/* A writer handle whose index files cannot be synced while
+ * index_fsync_fails is set. */
+static void open_unsyncable(fx *f, cairn_io *io)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    *io = *cairn_io_default();
+    io->fsync = fail_index_fsync;
+    o.io = io;
+    o.create = 1;
+    o.durability = CAIRN_DURABILITY_NONE;
+    mo.w_relevance = 1.0;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+}
+
+/* A flush's file that never goes in place (its fsync fails, on the merger
+ * thread and at the close alike) is given up: no file and no temp is
+ * left, recall found the flushed memories meanwhile, and a reopen folds
+ * every memory from the log. */
+static void a_flush_file_that_cannot_be_synced_is_given_up(void **state)
+{
+    fx *f = *state;
+    cairn_io io;
+    cairn_mem_stats st;
+    cairn_recall_hit *r = NULL;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    static const char *const ns_b[] = {"b"};
+    size_t n = 0;
+    char *want, *got;
+
+    close_all(f);
+    tu_rmrf(f->dir);
+    open_unsyncable(f, &io);
+    index_fsync_fails = 1;
+    ingest(f->mem, 0, MEM_FLUSH_ROWS + 100);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_true(st.unindexed < 1000); /* the flushed rows are read from its file */
+    cairn_mem_stats_free(&st);
+    ro.ns = ns_b; /* item 17's (ingest) */
+    ro.n_ns = 1;
+    assert_int_equal(cairn_mem_recall(f->mem, "ingest item 17", &ro, &r, &n), CAIRN_OK);
+    assert_true(n >= 1);
+    assert_string_equal(r[0].mem.content, "ingest item 17");
+    cairn_recall_free(r, n);
+    want = export_all(f);
+    close_all(f);
+    index_fsync_fails = 0;
+    assert_int_equal(index_files(f->dir), 0);
+    assert_int_equal(index_temps(f->dir), 0);
+    open_all(f, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+}
+
+/* Another handle writes an index file covering more while a flush's file
+ * waits to go in place: the flush's file is given up (the newer one holds
+ * all it held), and nothing is lost. */
+static void a_flush_file_another_writer_overtook_is_given_up(void **state)
+{
+    fx *f = *state;
+    cairn_io io;
+    cairn_stats ls;
+    ino_t top_ino;
+    fx other;
+    char *want, *got, *top;
+
+    close_all(f);
+    tu_rmrf(f->dir);
+    open_unsyncable(f, &io);
+    index_fsync_fails = 1; /* its flush's file stays pending */
+    ingest(f->mem, 0, MEM_FLUSH_ROWS + 100);
+    memset(&other, 0, sizeof other);
+    other.dir = f->dir;
+    open_all(&other, 0);
+    ingest(other.mem, MEM_FLUSH_ROWS + 100, 1200);
+    assert_int_equal(cairn_mem_checkpoint(other.mem), CAIRN_OK);
+    assert_int_equal(cairn_stats_get(other.db, &ls), CAIRN_OK);
+    close_all(&other);
+    top = index_file(f->dir);
+    assert_non_null(top);
+    assert_int_equal(header_u64(top, H_COVERED), ls.last_seq); /* all of it */
+    {
+        struct stat st;
+        assert_int_equal(stat(top, &st), 0);
+        top_ino = st.st_ino;
+    }
+    want = export_all(f);
+    index_fsync_fails = 0; /* its close could put it in place */
+    close_all(f);
+    assert_int_equal(index_temps(f->dir), 0);
+    {
+        char *now = index_file(f->dir);
+        struct stat st;
+        assert_string_equal(now, top);
+        assert_int_equal(stat(now, &st), 0);
+        assert_int_equal(st.st_ino, top_ino); /* the very file: the pending one never went over it */
+        free(now);
+    }
+    free(top);
+    open_all(f, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+}
 
 /* A writer's open removes what a crash left of derived files' temps: a
  * temp written in a turn (no other writer writes one now), and a merger's
@@ -1844,6 +1991,32 @@ static void a_writer_open_leaves_the_temps_of_live_processes(void **state)
         unlink(p);
         free(p);
     }
+}
+
+/* A process killed after a flush, its file put in place or not: a reopen
+ * has every memory, and leaves no temp behind. */
+static void a_process_killed_after_a_flush_loses_nothing(void **state)
+{
+    fx *f = *state;
+    cairn_mem_stats st;
+    pid_t child;
+
+    close_all(f);
+    tu_rmrf(f->dir);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        fx c = {NULL, f->dir, NULL, NULL};
+        open_all(&c, 0);
+        ingest(c.mem, 0, MEM_FLUSH_ROWS + 300);
+        _exit(0); /* no close: as kill -9 */
+    }
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    open_all(f, 0);
+    assert_int_equal(index_temps(f->dir), 0); /* (the sealer may be writing a segment's) */
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, MEM_FLUSH_ROWS + 300);
+    cairn_mem_stats_free(&st);
 }
 
 /* A chain of a whole file (600 memories) and a generation on it (deletes
@@ -2339,7 +2512,10 @@ int main(void)
         T(a_checkpoint_whose_log_sync_fails_puts_no_file_in_place),
         T(a_stopped_sync_gives_up_without_syncing),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
+        T(a_flush_file_that_cannot_be_synced_is_given_up),
+        T(a_flush_file_another_writer_overtook_is_given_up),
         T(a_writer_open_leaves_the_temps_of_live_processes),
+        T(a_process_killed_after_a_flush_loses_nothing),
         T(a_damaged_generation_goes_alone),
         T(a_damaged_base_takes_its_generations_with_it),
         T(an_index_file_the_manifest_does_not_list_is_never_read),

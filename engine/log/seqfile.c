@@ -162,7 +162,7 @@ static void sleep_ms(int ms)
  * the list. */
 #define SEQFILE_WAIT_MS 1000
 
-static void file_id_of(const struct stat *st, cairn__fileid *id)
+void cairn__seqfile_id_of(const struct stat *st, cairn__fileid *id)
 {
     id->dev = (uint64_t)st->st_dev;
     id->ino = (uint64_t)st->st_ino;
@@ -264,7 +264,7 @@ int cairn__seqfile_map(const cairn__seqfile_kind *k, const cairn_io *io, int dir
         waited = 0;
     }
     if (id != NULL)
-        file_id_of(&st, id);
+        cairn__seqfile_id_of(&st, id);
     if ((uint64_t)st.st_size < min_len) {
         cairn__io_close(io, k->site_close, fd);
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", name);
@@ -587,7 +587,7 @@ void cairn__seqfile_set_aside(cairn_db *db, const cairn__seqfile_kind *k, const 
     }
     /* Only the file found damaged: not one a writer put in place since
      * (a file of the same state written again has the same header). */
-    file_id_of(&st, &now);
+    cairn__seqfile_id_of(&st, &now);
     if (seen != NULL && seen->ino != 0 && now.dev == seen->dev && now.ino == seen->ino &&
         now.ctime_ns == seen->ctime_ns)
         (void)cairn__io_unlink(db->io, k->site_unlink, db->dirfd, name, NULL);

@@ -35,6 +35,10 @@ typedef struct cairn__fileid {
     int64_t ctime_ns;
 } cairn__fileid;
 
+struct stat;
+/* The id of the file st describes. */
+void cairn__seqfile_id_of(const struct stat *st, cairn__fileid *id);
+
 typedef struct cairn__seqfile_kind {
     const char *prefix, *suffix;
     const char *site_open, *site_close, *site_unlink; /* fault-injection names */
@@ -73,7 +77,7 @@ void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, 
  * merging at once never write one file). cap: at least SEQFILE_TEMP_MAX. */
 #define SEQFILE_TEMP_MAX 72
 /* The salt of a temp name a writer puts in place outside its turn (a
- * merger's): the process's pid in the high 32 bits,
+ * merger's, a deferred flush's): the process's pid in the high 32 bits,
  * random bits below, never 0. */
 uint64_t cairn__seqfile_own_salt(void);
 

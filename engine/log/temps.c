@@ -9,8 +9,9 @@
  * file before it is linked or renamed into place (format-spec/access.md);
  * a writer open that removes one in flight only makes that recall record
  * nothing. And a merger thread writes its derived file as
- * NAME.<16 hex>.tmp outside the turn, renaming it inside one; the hex is
- * the writer's pid and random bits (cairn__seqfile_own_salt). Otherwise only a writer handle
+ * NAME.<16 hex>.tmp outside the turn, renaming it inside one, as a flush
+ * does with its file in a later turn; the hex is the writer's pid and
+ * random bits (cairn__seqfile_own_salt). Otherwise only a writer handle
  * writes them, and only in a turn, holding the LOCK flock
  * (format-spec/lock.md). So when a writer opens (in a turn), no other temp
  * is being written but those of a running pid: any other was left by a

@@ -224,6 +224,57 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
     return rc;
 }
 
+int cairn__mx_map_fd(memindex *mx, int fd, uint64_t covered, cairn__err *e)
+{
+    struct stat st;
+    void *p;
+    int rc;
+
+    memset(mx, 0, sizeof *mx);
+    cairn__seqfile_name(&cairn__seqfile_memindex, covered, mx->name, sizeof mx->name);
+    if (fstat(fd, &st) != 0)
+        return cairn__fail(e, CAIRN_EIO, "fstat %s: %s", mx->name, strerror(errno));
+    if ((uint64_t)st.st_size < MX_HEAD)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: too short", mx->name);
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return cairn__fail(e, CAIRN_EIO, "mmap %s: %s", mx->name, strerror(errno));
+    mx->map = p;
+    mx->len = (size_t)st.st_size;
+    cairn__seqfile_id_of(&st, &mx->id);
+    rc = cairn__mx_parse(mx, e);
+    if (rc == CAIRN_OK && mx->covered != covered)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
+                         mx->name, mx->covered);
+    if (rc != CAIRN_OK)
+        cairn__mx_close(mx);
+    return rc;
+}
+
+int cairn__mx_put_in_place(const cairn_io *io, int dirfd, int fd, uint64_t covered,
+                           uint64_t temp_salt, cairn__err *e)
+{
+    static const cairn__publish_sites sites = {"memindex.fsync", "memindex.close",
+                                               "memindex.rename", "memindex.dirsync"};
+    char name[MX_NAME_MAX], tmp[SEQFILE_TEMP_MAX];
+    int rc;
+    cairn__seqfile_name(&cairn__seqfile_memindex, covered, name, sizeof name);
+    cairn__seqfile_temp(&cairn__seqfile_memindex, covered, temp_salt, tmp, sizeof tmp);
+    rc = cairn__io_publish(io, &sites, CAIRN_OK, fd, dirfd, tmp, name, e);
+    if (rc != CAIRN_OK)
+        (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
+    return rc;
+}
+
+void cairn__mx_drop_temp(const cairn_io *io, int dirfd, int fd, uint64_t covered,
+                         uint64_t temp_salt)
+{
+    char tmp[SEQFILE_TEMP_MAX];
+    cairn__seqfile_temp(&cairn__seqfile_memindex, covered, temp_salt, tmp, sizeof tmp);
+    cairn__io_close(io, "memindex.close", fd);
+    (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
+}
+
 int cairn__mx_ns(const memindex *mx, size_t i, const char *stemmer, const char **name,
                  uint64_t *live, cairn__ramidx **idx, cairn__vecset **vec)
 {
@@ -549,8 +600,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         rc = cairn__fail(e, CAIRN_ENOMEM, "memory index: no memory");
         goto out;
     }
-    rc = cairn__io_open(io, "memindex.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
-                        &w.fd, e);
+    rc = cairn__io_open(io, "memindex.create", dirfd, tmp,
+                        (in->temp_fd != NULL ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC, 0644, &w.fd, e);
     if (rc != CAIRN_OK)
         goto out;
     /* The namespace names open the heap, then each row's strings. */
@@ -672,6 +723,18 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(h + MX_EXT_SUM, XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE));
         cairn__filehdr_seal(h);
         rc = cairn__io_write(io, "memindex.write", w.fd, h, sizeof h, 0, tmp, e);
+    }
+    if (in->temp_fd != NULL) {
+        /* left under its temp name; the disk starts on it meanwhile */
+        if (rc == CAIRN_OK) {
+            cairn__io_writeback(w.fd, 0, 0);
+            *in->temp_fd = w.fd;
+        } else {
+            cairn__io_close(io, "memindex.close", w.fd);
+            (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
+        }
+        w.fd = -1;
+        goto out;
     }
     if (rc == CAIRN_OK && in->gate != NULL) {
         /* synced before the gate, which may hold others up while it is open;

@@ -148,6 +148,11 @@ typedef struct mx_in {
     int (*gate)(void *user);
     void *gate_user;
     uint64_t temp_salt;      /* nonzero: the temp file's own name (seqfile.h) */
+    /* Optional: the file is left under its temp name, whole but not
+     * synced (its writeback started), and no gate is called; its fd (open
+     * for reading and writing) is returned here, for cairn__mx_map_fd and
+     * then cairn__mx_put_in_place or cairn__mx_drop_temp. */
+    int *temp_fd;
     const int *stop;
     int *merge_damaged;      /* set to 1 (if not NULL) when the write failed
                                 because a text image merged from (mx_ns_in
@@ -158,6 +163,22 @@ typedef struct mx_in {
  * Older files stay: the caller removes those no chain needs. Errors: CAIRN_EIO, CAIRN_EFULL,
  * CAIRN_ENOMEM, CAIRN_EINVAL. */
 int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *e);
+
+/* Map the file cairn__mx_write left under its temp name (in->temp_fd),
+ * checked as cairn__mx_open checks a file; mx->name is the name it will
+ * have in place. The fd stays open. Errors as cairn__mx_open's. */
+int cairn__mx_map_fd(memindex *mx, int fd, uint64_t covered, cairn__err *e);
+
+/* Put that file in place: fsync, close fd, rename to its name, fsync the
+ * directory. The temp file is removed on failure. The caller has made the
+ * log it covers durable and lists the file in the MANIFEST after. Errors:
+ * CAIRN_EIO, CAIRN_EFULL. */
+int cairn__mx_put_in_place(const cairn_io *io, int dirfd, int fd, uint64_t covered,
+                           uint64_t temp_salt, cairn__err *e);
+
+/* Or give it up: close fd, remove the temp file. */
+void cairn__mx_drop_temp(const cairn_io *io, int dirfd, int fd, uint64_t covered,
+                         uint64_t temp_salt);
 
 /* Check every byte of a mapped file: rows, postings and all. For verify.
  * Errors as above, the first problem named in e with its byte offset in

@@ -96,12 +96,25 @@ typedef struct strchunk {
 
 /* Memories in RAM after the index files before a write writes them out
  * as a generation (cairn__mem_flush_if_due): bounds what a close writes,
- * and the RAM a long ingest holds. Each flush costs the ingest a fixed
- * ~200 ms of waits (the indexing queue, the log's fdatasync, the file's
- * fsync and rename, the chain read again) besides its rows: at 32,768 a
- * 1M ingest took 17-18% longer than at 65,536 (bench_memory), while a
+ * and the RAM a long ingest holds. Each flush stops the stores for a
+ * fixed part (the indexing queue, the chain read again) besides writing
+ * its rows (~110 ms at 65,536; its fsync and rename run on the merger
+ * thread): at 32,768 a 1M ingest took 17-18% longer than at 65,536
+ * (bench_memory, when the flush also waited for its fsync), while a
  * close's tail write grows by ~40 ms at most. */
 #define MEM_FLUSH_ROWS 65536
+
+/* A flush's file, written and read in place of the RAM tail but not yet
+ * put in place (memory.c, "Deferred flushes"): under its temp name until
+ * a later turn syncs it, renames it and lists it. */
+typedef struct mem_pending {
+    int on;
+    int fd;                  /* the temp file, open */
+    uint64_t covered, salt;  /* its name, and its temp name's */
+    uint64_t dropped;        /* cairn__dropped_upto when it was written */
+    uint64_t keep[MEM_GEN_MAX]; /* the files it lies on (their covered seqs) */
+    size_t n_keep;
+} mem_pending;
 
 typedef struct nspace {
     char *name;
@@ -146,6 +159,7 @@ struct cairn_mem {
                                 a close writes the tail alone) */
     ment **owned;            /* rows of the files with malloc'd strings (updated) */
     size_t n_owned, owned_cap;
+    mem_pending pend;        /* the top file, if not in place yet */
     ment **touched;          /* rows of the files changed (ment.changed) */
     size_t n_touched, touched_cap;
     /* The memories stored after it, in seq order. */

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "ramindex.h"
 #include "store.h"
 
 struct cairn__merger {
@@ -24,10 +25,12 @@ struct cairn__merger {
     pthread_cond_t idle;
     cairn__compact_pace pace;
     pthread_t thread;
-    /* Mappings the handle let go of (cairn__merger_unmap), unmapped here. */
+    /* Mappings and text indexes the handle let go of (cairn__merger_unmap,
+     * cairn__merger_free_index), unmapped and freed here. */
     struct unmap_item {
         void *map;
         size_t len;
+        cairn__ramidx *idx;
     } *unmaps;
     size_t n_unmaps, cap_unmaps;
 };
@@ -36,15 +39,28 @@ struct cairn__merger {
  * (the events of a log another process writes). */
 #define IDLE_LOOK_S 30
 
-/* Unmap what the handle handed over (g->mu held; released meanwhile). */
+static void let_go(struct unmap_item it)
+{
+    if (it.idx != NULL)
+        cairn__ramidx_free(it.idx);
+    else
+        munmap(it.map, it.len);
+}
+
+/* Unmap and free what the handle handed over (g->mu held; released
+ * meanwhile), in the order it was handed. */
 static void unmap_handed(cairn__merger *g)
 {
-    while (g->n_unmaps > 0) {
-        struct unmap_item it = g->unmaps[--g->n_unmaps];
+    size_t i = 0;
+    while (i < g->n_unmaps) {
+        struct unmap_item it = g->unmaps[i++];
         pthread_mutex_unlock(&g->mu);
-        munmap(it.map, it.len);
+        let_go(it);
         pthread_mutex_lock(&g->mu);
+        if (i == g->n_unmaps)
+            g->n_unmaps = i = 0;
     }
+    g->n_unmaps = 0;
 }
 
 static void *merger_main(void *arg)
@@ -73,6 +89,10 @@ static void *merger_main(void *arg)
         pthread_mutex_unlock(&g->mu);
         /* While merges are due: each makes the chain shorter. A failure
          * leaves the files as they were; the next kick tries again. */
+        /* A flush's file first: the handle's next flush or close would
+         * wait for its sync. */
+        if (kicked)
+            cairn__mem_pend_step(g->m, &g->stop);
         for (int n = 0; kicked && n < 16 && !__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE); n++) {
             if (cairn__mem_merge_step(g->m, &g->stop) != 1)
                 break;
@@ -131,7 +151,7 @@ void cairn__merger_kick(cairn__merger *g)
     pthread_mutex_unlock(&g->mu);
 }
 
-int cairn__merger_unmap(cairn__merger *g, void *map, size_t len)
+static int hand_over(cairn__merger *g, struct unmap_item it)
 {
     int rc = -1;
     pthread_mutex_lock(&g->mu);
@@ -145,14 +165,23 @@ int cairn__merger_unmap(cairn__merger *g, void *map, size_t len)
             }
         }
         if (g->n_unmaps < g->cap_unmaps) {
-            g->unmaps[g->n_unmaps].map = map;
-            g->unmaps[g->n_unmaps++].len = len;
+            g->unmaps[g->n_unmaps++] = it;
             pthread_cond_signal(&g->work);
             rc = 0;
         }
     }
     pthread_mutex_unlock(&g->mu);
     return rc;
+}
+
+int cairn__merger_unmap(cairn__merger *g, void *map, size_t len)
+{
+    return hand_over(g, (struct unmap_item){map, len, NULL});
+}
+
+int cairn__merger_free_index(cairn__merger *g, cairn__ramidx *x)
+{
+    return hand_over(g, (struct unmap_item){NULL, 0, x});
 }
 
 void cairn__merger_hold(cairn__merger *g)
@@ -195,7 +224,7 @@ void cairn__merger_free(cairn__merger *g)
     cairn__merger_ask_stop(g);
     pthread_join(g->thread, NULL);
     for (size_t i = 0; i < g->n_unmaps; i++) /* handed over after the thread's last look */
-        munmap(g->unmaps[i].map, g->unmaps[i].len);
+        let_go(g->unmaps[i]);
     free(g->unmaps);
     pthread_cond_destroy(&g->idle);
     pthread_cond_destroy(&g->work);

@@ -12,6 +12,12 @@
  * same before and after (a merge changes files, not the fold), so the
  * handle reads the merged chain only at its next checkpoint.
  *
+ * It also puts a flush's file in place (memory.c, "Deferred flushes"):
+ * its fsync outside the handle's lock, its rename and MANIFEST in a turn;
+ * and it unmaps and frees what a flush let go of (the files it no longer
+ * reads, the RAM tail's text index), which is then its time, not the
+ * store loop's.
+ *
  * The same thread compacts the log under the retention policy when the
  * pace says enough has gone (format-spec/compaction.md, "In the
  * background"): after merges, at open, and every 30 seconds. The
@@ -35,6 +41,11 @@ void cairn__merger_kick(cairn__merger *g);
  * of ms), which is then the thread's time, not a flush's. 0: the thread
  * unmaps it; -1: it cannot (stopping, no memory), the caller does. */
 int cairn__merger_unmap(cairn__merger *g, void *map, size_t len);
+
+/* The same for a text index the handle no longer uses: freed here, as
+ * the thread's time. */
+struct cairn__ramidx;
+int cairn__merger_free_index(cairn__merger *g, struct cairn__ramidx *x);
 
 /* The handle's user compacts or purges (cairn_mem_compact,
  * cairn_mem_purge): a compaction of the thread under way is given up and
@@ -106,5 +117,11 @@ int cairn__mem_merge_whole(cairn_mem *m, const int *stop);
  * when *stop is set (read with __atomic_load_n; memory.c). Returns 1 if it merged, 0 if none was due
  * or it gave up, or an error. */
 int cairn__mem_merge_step(cairn_mem *m, const int *stop);
+
+/* Put a flush's file in place (memory.c, "Deferred flushes"): its fsync
+ * without m's lock, given up when *stop is set, then the rename and the
+ * MANIFEST in a turn. Nothing pending, or given up: nothing changes. Call
+ * without m's lock. */
+void cairn__mem_pend_step(cairn_mem *m, const int *stop);
 
 #endif /* CAIRN_MERGER_H */
