@@ -1958,39 +1958,34 @@ static void a_flush_file_another_writer_overtook_is_given_up(void **state)
 
 /* A writer's open removes what a crash left of derived files' temps: a
  * temp written in a turn (no other writer writes one now), and a merger's
- * or a flush's of a process that is gone (its pid in the name's salt);
- * one of a live process is left to it, to rename in later. */
+ * or a flush's (salted) that no fd holds any more; one a process holds
+ * (its lock, as the merger and the flush hold theirs) is left to it, to
+ * rename in later. */
 static void a_writer_open_leaves_the_temps_of_live_processes(void **state)
 {
     fx *f = *state;
-    char live[96], gone[96], plain[96], *p;
-    const char *names[] = {live, gone, plain};
-    pid_t child = fork();
-    assert_true(child >= 0);
-    if (child == 0)
-        _exit(0);
-    assert_int_equal(waitpid(child, NULL, 0), child);
+    char *held = tu_join(f->dir, "mem-0000000000000007.cmx.0123456789abcdef.tmp");
+    char *left = tu_join(f->dir, "mem-0000000000000008.cmx.0123456789abcdef.tmp");
+    char *plain = tu_join(f->dir, "mem-0000000000000009.cmx.tmp");
+    int fd;
+
     close_all(f);
-    snprintf(live, sizeof live, "mem-%016x.cmx.%016llx.tmp", 7,
-             (unsigned long long)getpid() << 32 | 0x5eedu);
-    snprintf(gone, sizeof gone, "mem-%016x.cmx.%016llx.tmp", 8,
-             (unsigned long long)child << 32 | 0x5eedu);
-    snprintf(plain, sizeof plain, "mem-%016x.cmx.tmp", 9);
-    assert_true(cairn__seqfile_temp_in_use(live));
-    assert_false(cairn__seqfile_temp_in_use(gone));
-    assert_false(cairn__seqfile_temp_in_use(plain));
-    for (size_t i = 0; i < 3; i++) {
-        p = tu_join(f->dir, names[i]);
-        assert_int_equal(tu_write_file(p, "x", 1), 0);
-        free(p);
-    }
+    assert_int_equal(tu_write_file(left, "x", 1), 0);
+    assert_int_equal(tu_write_file(plain, "x", 1), 0);
+    fd = open(held, O_RDWR | O_CREAT | O_EXCL, 0644);
+    assert_true(fd >= 0);
+    cairn__seqfile_temp_hold(fd);
     open_all(f, 0);
-    for (size_t i = 0; i < 3; i++) {
-        p = tu_join(f->dir, names[i]);
-        assert_int_equal(access(p, F_OK) == 0, i == 0);
-        unlink(p);
-        free(p);
-    }
+    assert_int_equal(access(held, F_OK), 0);
+    assert_int_equal(access(left, F_OK), -1);
+    assert_int_equal(access(plain, F_OK), -1);
+    close(fd); /* as a process that died: the next writer's open removes it */
+    close_all(f);
+    open_all(f, 0);
+    assert_int_equal(access(held, F_OK), -1);
+    free(held);
+    free(left);
+    free(plain);
 }
 
 /* A process killed after a flush, its file put in place or not: a reopen

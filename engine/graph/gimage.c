@@ -960,6 +960,8 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     rc = cairn__io_open(io, "graph.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
     if (rc != CAIRN_OK)
         goto out;
+    if (in->temp_salt != 0) /* renamed outside this turn: another writer's open leaves it */
+        cairn__seqfile_temp_hold(fd);
     rc = cairn__io_write(io, "graph.write", fd, h, sizeof h, 0, tmp, e);
     at = GI_HEAD + GI_TABLE;
     for (int s = 0; s < GI_SECTIONS && rc == CAIRN_OK; s++) {

@@ -1,13 +1,13 @@
 /*
  * seqfile.c - see seqfile.h.
  */
+#define _GNU_SOURCE /* F_OFD_SETLK, F_OFD_GETLK */
 #include "seqfile.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,25 +90,43 @@ int cairn__seqfile_is_temp(const char *n)
     return 1;
 }
 
-uint64_t cairn__seqfile_own_salt(void)
+void cairn__seqfile_temp_hold(int fd)
 {
-    return (uint64_t)(uint32_t)getpid() << 32 | (cairn__random_salt() & 0xffffffffu) | 1;
+#ifdef F_OFD_SETLK
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = F_WRLCK;
+    l.l_whence = SEEK_SET; /* the whole file */
+    (void)fcntl(fd, F_OFD_SETLK, &l);
+#else
+    (void)fd;
+#endif
 }
 
-int cairn__seqfile_temp_in_use(const char *n)
+int cairn__seqfile_temp_in_use(int dirfd, const char *n)
 {
     size_t len = strlen(n);
-    uint64_t salt = 0;
-    pid_t pid;
+    struct flock l;
+    int fd, held;
+    /* salted: <...>.<16 hex>.tmp */
     if (!cairn__seqfile_is_temp(n) || len < 21 || n[len - 21] != '.')
         return 0;
-    for (size_t i = len - 20; i < len - 4; i++) {
-        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
-            return 0; /* no salt: a writer's own, in its turn */
-        salt = salt << 4 | (uint64_t)(n[i] <= '9' ? n[i] - '0' : n[i] - 'a' + 10);
-    }
-    pid = (pid_t)(salt >> 32);
-    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+#ifdef F_OFD_GETLK
+    if ((fd = openat(dirfd, n, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return 0;
+    memset(&l, 0, sizeof l);
+    l.l_type = F_WRLCK;
+    l.l_whence = SEEK_SET;
+    held = fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+    close(fd);
+    return held;
+#else
+    (void)dirfd;
+    (void)l;
+    (void)fd;
+    (void)held;
+    return 0;
+#endif
 }
 
 void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t salt, char *out,

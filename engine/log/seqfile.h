@@ -76,14 +76,15 @@ void cairn__seqfile_name(const cairn__seqfile_kind *k, uint64_t seq, char *out, 
  * (a merger, which writes outside the turn and only renames inside it: two
  * merging at once never write one file). cap: at least SEQFILE_TEMP_MAX. */
 #define SEQFILE_TEMP_MAX 72
-/* The salt of a temp name a writer puts in place outside its turn (a
- * merger's, a deferred flush's): the process's pid in the high 32 bits,
- * random bits below, never 0. */
-uint64_t cairn__seqfile_own_salt(void);
+/* A temp a writer puts in place outside its turn (a merger's, a deferred
+ * flush's, named with a salt) is held, from its creation to its rename or
+ * removal, by an open-file-description write lock on its fd: a writer's
+ * open leaves a held one alone (cairn__seqfile_temp_in_use), and the lock
+ * goes with the last fd, so a crash leaves nothing held. Best effort. */
+void cairn__seqfile_temp_hold(int fd);
 
-/* Is n such a temp of a process that is alive (its pid runs, this one
- * included)? A writer's open leaves those alone (store.c). */
-int cairn__seqfile_temp_in_use(const char *n);
+/* Is n a salted temp that some fd holds (cairn__seqfile_temp_hold)? */
+int cairn__seqfile_temp_in_use(int dirfd, const char *n);
 
 void cairn__seqfile_temp(const cairn__seqfile_kind *k, uint64_t seq, uint64_t salt, char *out,
                          size_t cap);

@@ -726,7 +726,7 @@ static int remove_orphans(cairn_db *db, const manifest *m, int sealed_logs, cair
             continue;
         if (cairn__temp_name(n)) /* this writer's lock: nobody is writing it, */
             /* but for what a live process puts in place outside its turn */
-            orphan = !sealed_logs && !cairn__seqfile_temp_in_use(n);
+            orphan = !sealed_logs && !cairn__seqfile_temp_in_use(db->dirfd, n);
         else if (derived_kind(n, &id, &kind))
             /* renamed in by a write a crash cut short before the MANIFEST
              * listed it: never read */

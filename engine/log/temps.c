@@ -10,14 +10,14 @@
  * a writer open that removes one in flight only makes that recall record
  * nothing. And a merger thread writes its derived file as
  * NAME.<16 hex>.tmp outside the turn, renaming it inside one, as a flush
- * does with its file in a later turn; the hex is the writer's pid and
- * random bits (cairn__seqfile_own_salt). Otherwise only a writer handle
+ * does with its file in a later turn; each holds an OFD lock on its temp
+ * while it does (cairn__seqfile_temp_hold). Otherwise only a writer handle
  * writes them, and only in a turn, holding the LOCK flock
  * (format-spec/lock.md). So when a writer opens (in a turn), no other temp
- * is being written but those of a running pid: any other was left by a
- * crash (kill -9 during a checkpoint leaves one as large as the index) or
- * by a failed write, and the open removes it (store.c, remove_orphans,
- * through cairn__temp_name and cairn__seqfile_temp_in_use).
+ * is being written but those locked: any other was left by a crash (kill
+ * -9 during a checkpoint leaves one as large as the index) or by a failed
+ * write, and the open removes it (store.c, remove_orphans, through
+ * cairn__temp_name and cairn__seqfile_temp_in_use).
  * Between writer opens they are only listed (cairn_temp_files, which
  * `cairn verify` and `cairn stats` print): nothing ever reads a temp, so
  * one is wasted space, not damage.

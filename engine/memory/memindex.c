@@ -604,6 +604,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
                         (in->temp_fd != NULL ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC, 0644, &w.fd, e);
     if (rc != CAIRN_OK)
         goto out;
+    if (in->temp_salt != 0) /* renamed outside this turn: another writer's open leaves it */
+        cairn__seqfile_temp_hold(w.fd);
     /* The namespace names open the heap, then each row's strings. */
     for (size_t i = 0; i < in->n_ns; i++)
         heap_len += strlen(in->ns[i].name) + 1;

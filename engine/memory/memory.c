@@ -3052,7 +3052,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     in.gate_user = gate != NULL ? gate_user : &lg;
     /* a merger writes outside the turn, a deferred file is put in place
      * in a later one: a temp name of their own */
-    in.temp_salt = gate != NULL || defer != NULL ? cairn__seqfile_own_salt() : 0;
+    in.temp_salt = gate != NULL || defer != NULL ? cairn__random_salt() | 1 : 0;
     if (defer != NULL) {
         defer->salt = in.temp_salt;
         defer->covered = in.covered;

@@ -343,7 +343,7 @@ static int write_whole(cairn_reflex *r, int (*gate)(void *), void *gate_user, co
     in.gate = gate;
     in.gate_user = gate_user;
     /* a merger writes outside the turn: a temp name of its own */
-    in.temp_salt = gate != NULL ? cairn__seqfile_own_salt() : 0;
+    in.temp_salt = gate != NULL ? cairn__random_salt() | 1 : 0;
     if (stop != NULL && __atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
         rc = CAIRN_ELOCKED; /* a merge given up before its longest step */
         goto out;
