@@ -1699,7 +1699,7 @@ static uint64_t records_after_newest_file(cairn_mem *m)
  * processes closing at once, the first writes the file. */
 static int close_wants_checkpoint(cairn_mem *m)
 {
-    if (m->index_outdated)
+    if (m->index_outdated || m->chain_reread)
         return 1;
     return m->tail_weight + (keys_active(m) ? m->keys.n : 0) >= MEM_CHECKPOINT_MIN &&
            records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
@@ -2892,6 +2892,8 @@ static int reload(cairn_mem *m)
     rc = cairn_stats_get(m->db, &st);
     if (rc == CAIRN_OK)
         rc = fold_all(m, 1);
+    if (rc == CAIRN_OK)
+        m->chain_reread = 0; /* the chain on disk (with a flush's file not in place) */
     if (rc != CAIRN_OK) {
         m->damaged = 1;
         return cairn__mem_fail(m, rc, "folding the memories again failed (%s): reopen the store",
@@ -3104,23 +3106,27 @@ static int top_present(cairn_mem *m)
  * its own, starts its writeback, and reads the chain with it on top in
  * place of the RAM tail (map_chain maps it through its fd), all in its
  * turn. The file's fsync runs on the merger thread, which then takes a
- * turn for the log's sync, the rename and the MANIFEST (pend_publish);
- * the handle's next checkpoint, flush or close does that first if the
- * thread has not. The store loop goes on meanwhile instead of waiting for
- * the disk (70-90 ms a flush of 50 MB at 1M memories), and the RAM tail's
- * text index is freed on that thread too (let_go_index). Until then the
+ * turn for the log's sync (done by then), the rename and the MANIFEST
+ * (pend_publish, a few ms under the handle's lock); the handle's next
+ * checkpoint, flush or close does that first if the thread has not. The
+ * store loop goes on while the disk writes the file (70-90 ms a flush of
+ * 50 MB at 1M memories), and the RAM tail's text index is freed on that
+ * thread too (let_go_index). Until then the
  * file is this handle's alone: another process replays those records
  * from the log, and a crash loses nothing the log holds (the next writer's
- * open removes the temp once this process is gone: its pid is in the
- * name). When the store changed under it meanwhile (another process's
- * checkpoint, a compaction, the temp gone), it is given up, and the next
- * checkpoint reads the chain on disk again. */
+ * open removes the temp once no descriptor holds its lock). When the store
+ * changed under it meanwhile (another process's checkpoint, a compaction,
+ * the temp gone) or its fsync failed, it is given up, and the next
+ * checkpoint (a close's too) reads the chain on disk again first. */
 
+/* Give it up: the handle's chain then has a top that is not in place, so
+ * its next checkpoint (a close's too) reads the chain on disk again. */
 static void pend_drop(cairn_mem *m)
 {
     if (!m->pend.on)
         return;
     m->pend.on = 0;
+    m->chain_reread = 1;
     cairn__mx_drop_temp(m->db->io, m->db->dirfd, m->pend.fd, m->pend.covered, m->pend.salt);
 }
 
@@ -3138,20 +3144,23 @@ static void pend_publish(cairn_mem *m)
         return;
     if (p->n_keep > 0)
         cairn__seqfile_name(&cairn__seqfile_memindex, p->keep[p->n_keep - 1], below, sizeof below);
-    if (cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) >= p->covered ||
+    if (m->damaged || m->stale ||
+        cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) >= p->covered ||
         cairn__dropped_upto(m->db) != p->dropped ||
-        (p->n_keep > 0 && faccessat(m->db->dirfd, below, F_OK, 0) != 0)) {
+        (p->n_keep > 0 && faccessat(m->db->dirfd, below, F_OK, 0) != 0) ||
+        cairn_sync(m->db) != CAIRN_OK) { /* (it covers records that must be durable) */
         pend_drop(m);
         return;
     }
     p->on = 0;
-    if (cairn_sync(m->db) != CAIRN_OK) { /* it covers records not durable */
-        cairn__mx_drop_temp(m->db->io, m->db->dirfd, p->fd, p->covered, p->salt);
-        return;
-    }
     rc = cairn__mx_put_in_place(m->db->io, m->db->dirfd, p->fd, p->covered, p->salt, &e);
     if (rc == CAIRN_OK)
         rc = cairn__seqfile_publish(m->db, &cairn__seqfile_memindex, p->covered, p->keep, p->n_keep, &e);
+    /* Not listed, or not surely (a failed directory fsync or MANIFEST
+     * write): never a file on it before the chain is read again. (A file
+     * renamed in and not listed is removed by the next writer's open.) */
+    if (rc != CAIRN_OK)
+        m->chain_reread = 1;
     /* The rename changed its ctime: the id the handle knows it by. */
     cairn__seqfile_name(&cairn__seqfile_memindex, p->covered, name, sizeof name);
     if (rc == CAIRN_OK && m->ng > 0 && m->gen[m->ng - 1].mx.covered == p->covered &&
@@ -3168,7 +3177,8 @@ void cairn__mem_pend_step(cairn_mem *m, const int *stop)
     int fd, rc;
 
     pthread_mutex_lock(&m->mu);
-    fd = m->pend.on ? dup(m->pend.fd) : -1; /* the handle may close its own meanwhile */
+    /* the handle may close its own fd meanwhile */
+    fd = m->pend.on ? fcntl(m->pend.fd, F_DUPFD_CLOEXEC, 0) : -1;
     covered = m->pend.covered;
     pthread_mutex_unlock(&m->mu);
     if (fd < 0)
@@ -3178,9 +3188,17 @@ void cairn__mem_pend_step(cairn_mem *m, const int *stop)
                                                          (uint64_t)st.st_size, stop, name, &e)
                              : CAIRN_EIO;
     close(fd);
-    if (rc != CAIRN_OK)
-        return;
+    if (rc == CAIRN_ELOCKED)
+        return; /* a close stopped it: the close puts the file in place */
     pthread_mutex_lock(&m->mu);
+    if (rc != CAIRN_OK) {
+        /* A failed fsync is never tried again: the kernel reported the
+         * lost writeback once, and a second fsync would say all is well. */
+        if (m->pend.on && m->pend.covered == covered)
+            pend_drop(m);
+        pthread_mutex_unlock(&m->mu);
+        return;
+    }
     memcpy(err, cairn__errbuf(m), sizeof err); /* the user's last error stays */
     if (m->pend.on && m->pend.covered == covered &&
         !__atomic_load_n(stop, __ATOMIC_ACQUIRE) && cairn__mem_turn_begin(m) == CAIRN_OK) {
@@ -3304,7 +3322,8 @@ static int checkpoint_turn(cairn_mem *m, int mode)
          * read the chain on disk first (the same state, folded from other
          * files). A file on the top needs only the top (a merge below it
          * changes nothing it says). */
-        if (again || j == 0 || (j == m->ng ? top_present(m) : chain_current(m)))
+        if (again || j == 0 ||
+            (!m->chain_reread && (j == m->ng ? top_present(m) : chain_current(m))))
             break;
         if ((rc = reload(m)) != CAIRN_OK)
             return rc;

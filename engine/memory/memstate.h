@@ -98,8 +98,8 @@ typedef struct strchunk {
  * as a generation (cairn__mem_flush_if_due): bounds what a close writes,
  * and the RAM a long ingest holds. Each flush stops the stores for a
  * fixed part (the indexing queue, the chain read again) besides writing
- * its rows (~110 ms at 65,536; its fsync and rename run on the merger
- * thread): at 32,768 a 1M ingest took 17-18% longer than at 65,536
+ * its rows (~110 ms at 65,536; its fsync runs on the merger thread): at
+ * 32,768 a 1M ingest took 17-18% longer than at 65,536
  * (bench_memory, when the flush also waited for its fsync), while a
  * close's tail write grows by ~40 ms at most. */
 #define MEM_FLUSH_ROWS 65536
@@ -160,6 +160,9 @@ struct cairn_mem {
     ment **owned;            /* rows of the files with malloc'd strings (updated) */
     size_t n_owned, owned_cap;
     mem_pending pend;        /* the top file, if not in place yet */
+    int chain_reread;        /* a flush's file was given up or not surely
+                                listed: the next checkpoint reads the chain
+                                on disk first (and a close writes one) */
     ment **touched;          /* rows of the files changed (ment.changed) */
     size_t n_touched, touched_cap;
     /* The memories stored after it, in seq order. */
