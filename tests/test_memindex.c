@@ -112,8 +112,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The index files in dir. */
-static size_t index_files(const char *dir)
+/* Names in dir of index files ("mem-" ... ext, 4 bytes). */
+static size_t index_names(const char *dir, const char *ext)
 {
     DIR *d = opendir(dir);
     struct dirent *de;
@@ -121,25 +121,22 @@ static size_t index_files(const char *dir)
     assert_non_null(d);
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
-        n_found += strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ".cmx") == 0;
+        n_found += strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ext) == 0;
     }
     closedir(d);
     return n_found;
 }
 
+/* The index files in dir. */
+static size_t index_files(const char *dir)
+{
+    return index_names(dir, ".cmx");
+}
+
 /* Temp files of index files in dir. */
 static size_t index_temps(const char *dir)
 {
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    size_t n_found = 0;
-    assert_non_null(d);
-    while ((de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        n_found += strncmp(de->d_name, "mem-", 4) == 0 && n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0;
-    }
-    closedir(d);
-    return n_found;
+    return index_names(dir, ".tmp");
 }
 
 /* The newest index file's name in dir (the top of the chain), or NULL. */

@@ -191,6 +191,16 @@ int cairn__mx_is_older(const memindex *mx)
     return mx->version >= 1 && mx->version < MX_VERSION;
 }
 
+/* The checks of a file just mapped, which its name says covers `covered`. */
+static int parse_as(memindex *mx, uint64_t covered, cairn__err *e)
+{
+    int rc = cairn__mx_parse(mx, e);
+    if (rc == CAIRN_OK && mx->covered != covered)
+        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
+                         mx->name, mx->covered);
+    return rc;
+}
+
 int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq, int exact,
                    cairn__err *e)
 {
@@ -207,10 +217,7 @@ int cairn__mx_open(memindex *mx, const cairn_io *io, int dirfd, uint64_t max_seq
         return cairn__fail(e, CAIRN_ENOTFOUND, "memory index file of seq %" PRIu64 " not found",
                            max_seq);
     }
-    rc = cairn__mx_parse(mx, e);
-    if (rc == CAIRN_OK && mx->covered != covered)
-        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
-                         mx->name, mx->covered);
+    rc = parse_as(mx, covered, e);
     if (rc != CAIRN_OK) { /* keep what names the problem */
         char name[MX_NAME_MAX];
         uint32_t version = mx->version;
@@ -242,10 +249,7 @@ int cairn__mx_map_fd(memindex *mx, int fd, uint64_t covered, cairn__err *e)
     mx->map = p;
     mx->len = (size_t)st.st_size;
     cairn__seqfile_id_of(&st, &mx->id);
-    rc = cairn__mx_parse(mx, e);
-    if (rc == CAIRN_OK && mx->covered != covered)
-        rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: covers seq %" PRIu64 ", not the one its name says",
-                         mx->name, mx->covered);
+    rc = parse_as(mx, covered, e);
     if (rc != CAIRN_OK)
         cairn__mx_close(mx);
     return rc;
