@@ -668,6 +668,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     }
     if (rc == CAIRN_OK)
         rc = put_pad(&w);
+    if (rc == CAIRN_OK && in->images_ready != NULL && (rc = in->images_ready(in->hook_user)) != CAIRN_OK)
+        rc = cairn__fail(e, rc, "memory index: the text indexes could not be completed");
     at = 0;
     for (size_t i = 0; i < in->n_ns && rc == CAIRN_OK; i++) {
         uint8_t *p = head + i * MX_NS;

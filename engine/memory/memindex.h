@@ -154,6 +154,11 @@ typedef struct mx_in {
      * then cairn__mx_put_in_place or cairn__mx_drop_temp. */
     int *temp_fd;
     const int *stop;
+    /* Optional: called with hook_user once the rows and strings are
+     * written, before the first text image is read (a thread still adding
+     * texts to the indexes finishes meanwhile); an error ends the write. */
+    int (*images_ready)(void *user);
+    void *hook_user;
     int *merge_damaged;      /* set to 1 (if not NULL) when the write failed
                                 because a text image merged from (mx_ns_in
                                 merge) is damaged */

@@ -2946,10 +2946,46 @@ static int log_durable(void *user)
     return rc;
 }
 
+/* A namespace whose only source is its RAM text index, with no dead
+ * document, has that index written as it is, not merged. */
+static void gen_take_whole(cairn_mem *m, mx_ns_in *ns)
+{
+    for (size_t i = 0; i < m->nns; i++)
+        if (ns[i].n_merge == 1 && ns[i].merge[0] == m->ns[i].idx &&
+            cairn__ramidx_count(ns[i].merge[0]) == cairn__ramidx_docs(ns[i].merge[0])) {
+            ns[i].idx = ns[i].merge[0];
+            ns[i].merge = NULL;
+            ns[i].n_merge = 0;
+        }
+}
+
+/* What a foreground write_gen hands cairn__mx_write's images_ready. */
+typedef struct gen_hooks {
+    cairn_mem *m;
+    mx_ns_in *ns;
+    int failed; /* the indexing failed: the message is m's */
+} gen_hooks;
+
+/* The rows are written: the texts still queued for the RAM text indexes
+ * were added meanwhile (the indexing thread's backlog, 10-20 ms at the
+ * end of a long ingest), and are waited for now. */
+static int gen_images_ready(void *user)
+{
+    gen_hooks *h = user;
+    int rc = cairn__mem_index_settle(h->m);
+    if (rc != CAIRN_OK) {
+        h->failed = 1;
+        return rc;
+    }
+    gen_take_whole(h->m, h->ns);
+    return CAIRN_OK;
+}
+
 /* Write the file holding the state of m as of m->folded that replaces
  * m's files from j on (format-spec/memindex.md): shadow rows for the
  * memories of the files below j changed since, then every live memory of
- * the files from j on and of the RAM tail. gate and stop as in mx_in.
+ * the files from j on and of the RAM tail. gate and stop as in mx_in
+ * (with a gate, the merger's scratch state: nothing is being indexed).
  * defer: left under a temp name of its own, unsynced, its fd and name in
  * *defer (mx_in.temp_fd). */
 static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_user,
@@ -2965,8 +3001,10 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     uint64_t dead = 0, base = j == 0 ? 0 : m->gen[j - 1].mx.covered;
     int rc = CAIRN_OK, merge_damaged = 0;
     log_gate lg = {m, 0};
+    gen_hooks hk = {m, NULL, 0};
 
     memset(&e, 0, sizeof e);
+    memset(&in, 0, sizeof in);
 
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
@@ -3020,16 +3058,18 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
             vsrc[(MEM_GEN_MAX + 1) * i + ns[i].n_vecs++] = m->ns[i].vec;
         from[nsrc++] = m->ns[i].idx;
         ns[i].name = m->ns[i].name;
-        if (nsrc == 1 && cairn__ramidx_count(from[0]) == cairn__ramidx_docs(from[0])) {
-            ns[i].idx = from[0]; /* nothing to drop or join: written as it is */
-            continue;
-        }
         /* The text images are merged as the file is written: no merged
          * index is held (cairn__ramidx_merge_write). */
         ns[i].merge = from;
         ns[i].n_merge = nsrc;
     }
-    memset(&in, 0, sizeof in);
+    hk.ns = ns;
+    if (gate != NULL) {
+        gen_take_whole(m, ns);
+    } else {
+        in.images_ready = gen_images_ready;
+        in.hook_user = &hk;
+    }
     in.covered = m->folded;
     in.base = base;
     in.n_shadow = n_shadow;
@@ -3071,7 +3111,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     }
     if (rc == CAIRN_ELOCKED && gate != NULL)
         goto out; /* a merge given up */
-    if (rc != CAIRN_OK)
+    if (rc != CAIRN_OK && !hk.failed)
         rc = cairn__mem_fail(m, rc, "%s", lg.failed ? cairn_errmsg(m->db) : e.msg);
 out:
     free(ns);
@@ -3288,11 +3328,10 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     /* Everything the file covers must be durable before the file is in
      * place. The log's fdatasync (tens of ms when index files are being
      * written) runs on the flusher thread from here on, while this one
-     * waits for the texts still queued for the index and writes the file;
+     * writes the file (and the indexing thread adds the texts still
+     * queued: write_gen waits for them only once the rows are written);
      * write_gen waits for it just before the rename (log_durable). */
     cairn__sync_ask(m->db);
-    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
-        return rc;
     /* Another process wrote a file newer than the chain in use (of many
      * writers, the first to flush writes the memories all of them hold):
      * take it rather than write the same memories again. */
@@ -3328,8 +3367,6 @@ static int checkpoint_turn(cairn_mem *m, int mode)
         if ((rc = reload(m)) != CAIRN_OK)
             return rc;
     }
-    if ((rc = cairn__mem_index_settle(m)) != CAIRN_OK)
-        return rc;
     if (mode == CKPT_FLUSH && m->bg_merge && j == m->ng)
         return flush_deferred(m);
     if ((rc = write_gen(m, j, NULL, NULL, NULL, NULL)) != CAIRN_OK)
