@@ -1788,6 +1788,122 @@ static void the_merger_thread_merges_in_the_background(void **state)
 }
 
 
+/* The io of a process killed between an index file's rename and the
+ * MANIFEST that lists it: it ends at the first MANIFEST call after. */
+static int index_renamed;
+static void die_before_manifest(const char *site)
+{
+    if (index_renamed && strncmp(site, "manifest.", 9) == 0)
+        _exit(0);
+}
+static int rename_then_die(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    int rc;
+    die_before_manifest(site);
+    rc = cairn_io_default()->renameat(u, site, dirfd, from, to);
+    if (rc == 0 && strcmp(site, "memindex.rename") == 0)
+        index_renamed = 1;
+    return rc;
+}
+static int open_then_die(void *u, const char *site, int dirfd, const char *path, int flags, int mode)
+{
+    die_before_manifest(site);
+    return cairn_io_default()->openat(u, site, dirfd, path, flags, mode);
+}
+static ssize_t write_then_die(void *u, const char *site, int fd, const void *buf, size_t len, off_t off)
+{
+    die_before_manifest(site);
+    return cairn_io_default()->pwrite(u, site, fd, buf, len, off);
+}
+
+/* The merger puts its file in place under the name of the newest file it
+ * merges, then lists it in a MANIFEST that drops the others. Killed in
+ * between, it leaves the merged file under a listed name and the files it
+ * replaced listed and on disk: readers take the old chain meanwhile, and
+ * the next writer's open lists the merged file and drops the others then,
+ * not at some later checkpoint (which a store no one writes to again
+ * would never have). Here the merge is of the four newest files, lying
+ * on the oldest, which stays. (A whole file put in place so:
+ * a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer.) */
+static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **state)
+{
+    fx *f = *state;
+    char *want, *got, *top, *bottom;
+    cairn_mem_stats st;
+    pid_t pid;
+    int status;
+
+    close_all(f);
+    open_all(f, 0);
+    store_plain(f, 0, 5000); /* more than 4 times the others: not merged with them */
+    close_all(f);
+    bottom = index_file(f->dir);
+    /* a close writes a file of 1,000 or more; all under the 10,000 a
+     * namespace holds */
+    for (int round = 0; round < 4; round++) {
+        open_all(f, 0);
+        store_plain(f, 5000 + 1000 * round, 6000 + 1000 * round);
+        close_all(f);
+    }
+    assert_int_equal(index_files(f->dir), 5);
+    open_all(f, 1);
+    want = export_all(f);
+    close_all(f);
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cairn_io io = *cairn_io_default();
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_db *db = NULL;
+        cairn_mem *mem = NULL;
+        io.renameat = rename_then_die;
+        io.openat = open_then_die;
+        io.pwrite = write_then_die;
+        o.io = &io;
+        o.durability = CAIRN_DURABILITY_NONE;
+        if (cairn_open(&db, f->dir, &o, NULL, 0) != CAIRN_OK ||
+            cairn_mem_open(db, NULL, &mem) != CAIRN_OK)
+            _exit(2);
+        tu_sleep_ms(10000); /* the merger, kicked at open, merges meanwhile */
+        _exit(3);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    top = index_file(f->dir);
+    /* the merged file, on the oldest; and the three it replaced */
+    assert_int_equal(header_u64(top, H_BASE), header_u64(bottom, H_COVERED));
+    assert_int_equal(header_u64(top, H_NROWS), 4000);
+    assert_int_equal(index_files(f->dir), 5);
+
+    open_all(f, 1); /* a reader: the old chain */
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+
+    open_all(f, 0);
+    assert_int_equal(index_files(f->dir), 2);
+    assert_int_equal(access(bottom, F_OK), 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 2);
+    assert_int_equal(st.total, 9000);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    close_all(f);
+    open_all(f, 1);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(top);
+    free(bottom);
+}
+
 /* Ingest n memories (8 namespaces: under the 10,000 of one). */
 static void ingest(cairn_mem *mem, int from, int n)
 {
@@ -2360,7 +2476,8 @@ static void a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer
     close_all(f);
     assert_int_equal(access(top, F_OK), 0); /* a reader removes nothing */
 
-    open_all(f, 0); /* a writer's open lists it as it is */
+    open_all(f, 0); /* a writer's open lists it as it is, and drops the one below */
+    assert_int_equal(index_files(f->dir), 1);
     assert_int_equal(cairn_verify(f->db, NULL, NULL, &problems), CAIRN_OK);
     assert_int_equal(problems, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
@@ -2515,6 +2632,7 @@ int main(void)
         T(the_merge_policy_bounds_files_and_rewrites),
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
+        T(a_merge_killed_before_its_manifest_leaves_no_replaced_file),
         T(a_merge_syncs_nothing_of_the_log),
         T(a_checkpoint_whose_log_sync_fails_puts_no_file_in_place),
         T(a_stopped_sync_gives_up_without_syncing),

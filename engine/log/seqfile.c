@@ -26,11 +26,11 @@
 #include "store.h"
 
 const cairn__seqfile_kind cairn__seqfile_memindex = {
-    "mem-", ".cmx", "memindex.open", "memindex.close", "memindex.unlink", MAN_FILE_MEMINDEX};
+    "mem-", ".cmx", "memindex.open", "memindex.close", "memindex.unlink", MAN_FILE_MEMINDEX, 1};
 const cairn__seqfile_kind cairn__seqfile_graph = {"graph-", ".cgx", "graph.open", "graph.close",
-                                                   "graph.unlink", MAN_FILE_GRAPH};
+                                                   "graph.unlink", MAN_FILE_GRAPH, 0};
 const cairn__seqfile_kind cairn__seqfile_graphgen = {
-    "graph-", ".cgg", "graphgen.open", "graphgen.close", "graphgen.unlink", MAN_FILE_GRAPHGEN};
+    "graph-", ".cgg", "graphgen.open", "graphgen.close", "graphgen.unlink", MAN_FILE_GRAPHGEN, 1};
 
 const cairn__seqfile_kind *const cairn__seqfile_kinds[SEQFILE_KINDS] = {
     &cairn__seqfile_memindex, &cairn__seqfile_graph, &cairn__seqfile_graphgen};
@@ -552,15 +552,37 @@ void cairn__seqfile_remove_from(cairn_db *db, const cairn__seqfile_kind *k, uint
     (void)cairn__seqfile_change_apply(db, &c, &e);
 }
 
+/* Where a kind with has_base keeps its base in the file header. */
+#define SEQFILE_OFF_BASE 24
+
+/* The listed files of k that a file of it at seq lying on base (0: a whole
+ * file) replaces, into drop: those between them. */
+static size_t replaced_by(const manifest_file *files, size_t n, const cairn__seqfile_kind *k,
+                          uint64_t seq, uint64_t base, uint64_t *drop)
+{
+    size_t n_drop = 0;
+    if (base >= seq)
+        return 0; /* not a file this build wrote: its own checks refuse it */
+    for (size_t i = 0; i < n; i++)
+        if (files[i].kind == k->code && files[i].seq > base && files[i].seq < seq)
+            drop[n_drop++] = files[i].seq;
+    return n_drop;
+}
+
 void cairn__seqfile_settle(cairn_db *db)
 {
     view *v = cairn__view_acquire(db);
     manifest_file *files = NULL;
+    uint64_t *drop = NULL;
     size_t n = v->m.n_files;
     /* a copy: each change below publishes a new view */
     if (n > 0 && (files = malloc(n * sizeof *files)) != NULL)
         memcpy(files, v->m.files, n * sizeof *files);
     cairn__view_release(db, v);
+    if (n > 0 && (drop = malloc(n * sizeof *drop)) == NULL) {
+        free(files);
+        return; /* best effort: the next writer's open settles it */
+    }
     for (size_t i = 0; i < n && files != NULL; i++) {
         const cairn__seqfile_kind *k = cairn__seqfile_kind_of(files[i].kind);
         cairn__seqfile_change c;
@@ -580,15 +602,23 @@ void cairn__seqfile_settle(cairn_db *db)
         if (rc == CAIRN_OK && whole_header(h)) {
             /* Put in place under a listed name by a write whose MANIFEST
              * never came (nothing is in flight in this turn): listed as it
-             * is; its own checks and binding decide whether it is used. */
+             * is; its own checks and binding decide whether it is used.
+             * That MANIFEST would have dropped the files it replaces (a
+             * merge's run below it; every older one for a whole file):
+             * dropped now, not left on disk until the next checkpoint. */
             c.adding = 1;
             c.add = seq;
+            if (k->has_base) {
+                c.drop = drop;
+                c.n_drop = replaced_by(files, n, k, seq, get_le64(h + SEQFILE_OFF_BASE), drop);
+            }
         } else {
             c.drop = &seq; /* missing, or its header damaged: dropped (unlinked) */
             c.n_drop = 1;
         }
         (void)cairn__seqfile_change_apply(db, &c, &e);
     }
+    free(drop);
     free(files);
 }
 

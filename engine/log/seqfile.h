@@ -43,6 +43,7 @@ typedef struct cairn__seqfile_kind {
     const char *prefix, *suffix;
     const char *site_open, *site_close, *site_unlink; /* fault-injection names */
     uint8_t code; /* its kind in the MANIFEST's list (MAN_FILE_*) */
+    int has_base; /* header byte 24: u64 covered seq of the file it lies on (0: none) */
 } cairn__seqfile_kind;
 
 /* The derived files of a store: the memory index, the graph file and the
