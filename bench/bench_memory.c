@@ -7,7 +7,10 @@
  *              seed): ingest (index included; FTS5 at 1000 rows per
  *              transaction, WAL, synchronous NORMAL), 1000 queries of 1-4
  *              terms top 10 (median and p99), and opening the store read-only
- *              plus its first query
+ *              plus its first query; then writer sessions of 1,000 to 20,000
+ *              more memories each (open, stores, close) until the store
+ *              has as many index files as the merge policy lets a chain
+ *              have, and the same queries again over that chain
  *   locomo     ../shared/data/locomo-dev: every dialog turn a memory ("Speaker:
  *              text"), every question of categories 1-4 a query; recall@5 and
  *              recall@10 of the evidence turns (dia_id), per question
@@ -151,12 +154,108 @@ static cairn_db *open_store(const char *dir, int create, int read_only)
 
 /* ---- synthetic ----------------------------------------------------------- */
 
+/* A text of 20-60 Zipfian words and a distinct last word (tag, i). */
+static int make_text(char *text, const char *tag, size_t i)
+{
+    int words = 20 + (int)(rnd() % 41), len = 0;
+    for (int w = 0; w < words; w++) {
+        len += word(text + len, zipf());
+        text[len++] = ' ';
+    }
+    len += snprintf(text + len, 24, "%s%zu", tag, i);
+    return len;
+}
+
+/* Index files in the store's directory (the chain a reader maps). */
+static size_t count_index_files(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    size_t n = 0;
+    if (d == NULL)
+        bench_die("opendir %s", path);
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        n += strncmp(de->d_name, "mem-", 4) == 0 && len > 8 && strcmp(de->d_name + len - 4, ".cmx") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Sessions of a writer on the store (open, stores, close: each close writes
+ * what it stored as a file on the chain; the merger thread merges four of
+ * about one size, and two when the chain is full), of sizes that keep the
+ * files apart, until the chain stops growing. Returns the memories added;
+ * the sessions held in *sessions. */
+static size_t grow_chain(const char *path, const cairn_mem_options *mo, size_t *sessions)
+{
+    static const size_t sizes[] = {1000, 1000, 1000, 4500, 4500, 4500, 20000, 20000, 20000,
+                                   1000, 1000, 1000};
+    char text[64 * 12];
+    size_t added = 0, most = count_index_files(path), still = 0;
+    *sessions = 0;
+    for (size_t r = 0; r < sizeof sizes / sizeof sizes[0] && still < 3; r++) {
+        cairn_db *db = open_store(path, 0, 0);
+        cairn_mem *mem;
+        if (cairn_mem_open(db, mo, &mem) != CAIRN_OK)
+            bench_die("cairn_mem_open");
+        for (size_t i = 0; i < sizes[r]; i++) {
+            make_text(text, "x", added++);
+            if (cairn_mem_store(mem, text, NULL, NULL, NULL) != CAIRN_OK)
+                bench_die("store: %s", cairn_mem_errmsg(mem));
+        }
+        cairn_mem_close(mem);
+        if (cairn_close(db) != CAIRN_OK)
+            bench_die("close");
+        ++*sessions;
+        if (count_index_files(path) > most) {
+            most = count_index_files(path);
+            still = 0;
+        } else {
+            still++;
+        }
+    }
+    return added;
+}
+
+/* 1000 queries on a read-only handle: their times into t (sorted), the
+ * index files it read. */
+static void cairn_queries(const char *path, const cairn_mem_options *mo, char (*queries)[128],
+                          double *t, uint64_t *files)
+{
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_db *db = open_store(path, 0, 1);
+    cairn_mem *mem;
+    cairn_mem_stats ms;
+    if (cairn_mem_open(db, mo, &mem) != CAIRN_OK)
+        bench_die("cairn_mem_open read-only");
+    ro.k = 10;
+    for (int i = 0; i < QUERIES; i++) {
+        cairn_recall_hit *h;
+        size_t nh;
+        double t0 = bench_now();
+        if (cairn_mem_recall(mem, queries[i], &ro, &h, &nh) != CAIRN_OK)
+            bench_die("recall");
+        t[i] = bench_now() - t0;
+        cairn_recall_free(h, nh);
+    }
+    *files = 0;
+    if (cairn_mem_stats_get(mem, &ms) == CAIRN_OK) {
+        *files = ms.index_files;
+        cairn_mem_stats_free(&ms);
+    }
+    cairn_mem_close(mem);
+    cairn_close(db);
+    qsort(t, QUERIES, sizeof *t, cmp_double);
+}
+
 static void synthetic(const char *dir, size_t n)
 {
     char path[1100], *text = malloc(64 * 12), fq[512];
     char (*queries)[128] = calloc(QUERIES, sizeof *queries);
     double t0, c_ingest, c_index, c_memclose, f_ingest, c_open, *cq = calloc(QUERIES, sizeof(double)),
-                                          *fq_t = calloc(QUERIES, sizeof(double));
+                                          *fq_t = calloc(QUERIES, sizeof(double)),
+                                          *cw = calloc(QUERIES, sizeof(double));
     cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
     cairn_db *db;
@@ -164,12 +263,13 @@ static void synthetic(const char *dir, size_t n)
     sqlite3 *fdb;
     sqlite3_stmt *ins, *sel;
     char **texts;
-    uint64_t index_files = 0;
+    uint64_t index_files = 0, worst_files = 0;
+    size_t grown = 0, sessions = 0;
     int *lens;
     double s = 0, w0 = bench_now();
     size_t warmed = bench_warm_memory((size_t)(warm_gib * (1u << 30)));
     mo.stemmer = stemmer;
-    mo.max_memories = n + 1; /* keep them all (the default limit is 10,000) */
+    mo.max_memories = n + 100000; /* keep them all (the default limit is 10,000) */
     fprintf(stderr, "warmed %.1f GiB of RAM in %.1f s (--warm GIB; 0 = none)\n",
             (double)warmed / (1u << 30), bench_now() - w0);
 
@@ -192,12 +292,7 @@ static void synthetic(const char *dir, size_t n)
     if (texts == NULL || lens == NULL)
         bench_die("no memory for %zu texts", n);
     for (size_t i = 0; i < n; i++) {
-        int words = 20 + (int)(rnd() % 41), len = 0;
-        for (int w = 0; w < words; w++) {
-            len += word(text + len, zipf());
-            text[len++] = ' ';
-        }
-        len += snprintf(text + len, 24, "n%zu", i); /* distinct contents */
+        int len = make_text(text, "n", i); /* distinct contents */
         if ((texts[i] = malloc((size_t)len + 1)) == NULL)
             bench_die("no memory for the texts");
         memcpy(texts[i], text, (size_t)len + 1);
@@ -277,6 +372,9 @@ static void synthetic(const char *dir, size_t n)
     }
     cairn_mem_close(mem);
     cairn_close(db);
+    /* the chain at its longest, and the same queries over it */
+    grown = grow_chain(path, &mo, &sessions);
+    cairn_queries(path, &mo, queries, cw, &worst_files);
     sqlite3_prepare_v2(fdb, "SELECT rowid FROM m WHERE m MATCH ?1 ORDER BY rank LIMIT ?2", -1,
                        &sel, NULL);
     for (int i = 0; i < QUERIES; i++) {
@@ -295,11 +393,14 @@ static void synthetic(const char *dir, size_t n)
            "\"cairn_query_median_ms\":%.4f,\"cairn_query_p99_ms\":%.4f,"
            "\"fts5_query_median_ms\":%.4f,\"fts5_query_p99_ms\":%.4f,\"query_speedup\":%.3f,"
            "\"cairn_open_first_query_ms\":%.1f,\"cairn_index_files\":%llu,"
-           "\"cairn_mem_close_ms\":%.1f,\"warmed_gib\":%.1f}\n",
+           "\"cairn_mem_close_ms\":%.1f,\"warmed_gib\":%.1f,"
+           "\"longest_chain_index_files\":%llu,\"longest_chain_added\":%zu,"
+           "\"longest_chain_query_median_ms\":%.4f,\"longest_chain_query_p99_ms\":%.4f}\n",
            n, c_ingest, c_index, f_ingest, f_ingest / c_ingest, cq[QUERIES / 2] * 1e3,
            cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3, fq_t[QUERIES * 99 / 100] * 1e3,
            fq_t[QUERIES / 2] / cq[QUERIES / 2], c_open * 1e3, (unsigned long long)index_files,
-           c_memclose * 1e3, (double)warmed / (1u << 30));
+           c_memclose * 1e3, (double)warmed / (1u << 30), (unsigned long long)worst_files, grown,
+           cw[QUERIES / 2] * 1e3, cw[QUERIES * 99 / 100] * 1e3);
     fprintf(stderr, "synthetic, %zu memories:\n", n);
     fprintf(stderr, "  ingest      cairn %.2f s (%.0f/s)   fts5 %.2f s (%.0f/s)   %.2fx  %s (target >= 3x)\n",
             c_ingest, n / c_ingest, f_ingest, n / f_ingest, f_ingest / c_ingest,
@@ -318,6 +419,10 @@ static void synthetic(const char *dir, size_t n)
             fq_t[QUERIES / 2] / cq[QUERIES / 2] >= 10 ? "PASS" : "FAIL");
     fprintf(stderr, "  open + first query  %.1f ms  %s (target < 50 ms)\n", c_open * 1e3,
             c_open < 0.05 ? "PASS" : "FAIL");
+    fprintf(stderr, "  longest chain  %llu index files after %zu more writer sessions (%zu memories):"
+            " cairn median %.3f ms p99 %.3f ms  %s (target <= 0.5 ms)\n",
+            (unsigned long long)worst_files, sessions, grown, cw[QUERIES / 2] * 1e3,
+            cw[QUERIES * 99 / 100] * 1e3, cw[QUERIES / 2] * 1e3 <= 0.5 ? "PASS" : "FAIL");
     for (size_t i = 0; i < n; i++)
         free(texts[i]);
     free(texts);
@@ -325,6 +430,7 @@ static void synthetic(const char *dir, size_t n)
     free(text);
     free(queries);
     free(cq);
+    free(cw);
     free(fq_t);
     free(zipf_cdf);
 }
