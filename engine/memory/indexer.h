@@ -7,9 +7,11 @@
  * background threads hands each new memory's text to one thread of its
  * own, which adds it to the namespace's in-RAM index while the caller
  * goes on, on the other core. Everything that reads or changes an index
- * (recall, delete, clear, checkpoint, close) first waits for the queue to
- * be empty (cairn__indexer_wait), under the handle's lock, so a stored
- * memory is recallable by the very next call, from any thread.
+ * (recall, delete, clear) first waits for the queue to be empty
+ * (cairn__indexer_wait), under the handle's lock, so a stored memory is
+ * recallable by the very next call, from any thread; a checkpoint (a
+ * close's too) writes its file's rows first and waits before the text
+ * images.
  *
  * Only the indexing thread touches an index with work queued for it; the
  * texts queued stay owned by the memories (freed only at close, after the

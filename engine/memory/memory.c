@@ -3250,8 +3250,9 @@ void cairn__mem_pend_step(cairn_mem *m, const int *stop)
     pthread_mutex_unlock(&m->mu);
 }
 
-/* In a turn, with the texts indexed: the RAM tail as a file on the top,
- * read in place of the tail at once, put in place later. */
+/* In a turn: the RAM tail as a file on the top (write_gen waits for the
+ * texts still queued before its text images), read in place of the tail
+ * at once, put in place later. */
 static int flush_deferred(cairn_mem *m)
 {
     mem_pending *p = &m->pend;
@@ -3271,6 +3272,16 @@ static int flush_deferred(cairn_mem *m)
     if (rc == CAIRN_OK && m->merger != NULL)
         cairn__merger_kick(m->merger);
     return rc;
+}
+
+/* A checkpoint's reload: the texts still queued go first, so that an add
+ * that failed is this checkpoint's error (the reload's own wait only
+ * notes it); a checkpoint that reloads nothing waits for them in
+ * write_gen, once its rows are written. */
+static int settled_reload(cairn_mem *m)
+{
+    int rc = cairn__mem_index_settle(m);
+    return rc != CAIRN_OK ? rc : reload(m);
 }
 
 /* Write the file; then read it back in place of the RAM state, unless the
@@ -3337,7 +3348,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
      * take it rather than write the same memories again. */
     if (mode != CKPT_WHOLE && !m->index_outdated &&
         cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd) > cairn__mem_index_covered(m) &&
-        (rc = reload(m)) != CAIRN_OK)
+        (rc = settled_reload(m)) != CAIRN_OK)
         return rc;
     for (int again = 0;; again = 1) {
         if (mode == CKPT_WHOLE || m->index_outdated) {
@@ -3364,7 +3375,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
         if (again || j == 0 ||
             (!m->chain_reread && (j == m->ng ? top_present(m) : chain_current(m))))
             break;
-        if ((rc = reload(m)) != CAIRN_OK)
+        if ((rc = settled_reload(m)) != CAIRN_OK)
             return rc;
     }
     if (mode == CKPT_FLUSH && m->bg_merge && j == m->ng)
