@@ -1817,27 +1817,21 @@ static ssize_t write_then_die(void *u, const char *site, int fd, const void *buf
 }
 
 /* The merger puts its file in place under the name of the newest file it
- * merges, then lists it in a MANIFEST that drops the others. Killed in
- * between, it leaves the merged file under a listed name and the files it
- * replaced listed and on disk: readers take the old chain meanwhile, and
- * the next writer's open lists the merged file and drops the others then,
- * not at some later checkpoint (which a store no one writes to again
- * would never have). Here the merge is of the four newest files, lying
- * on the oldest, which stays. (A whole file put in place so:
- * a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer.) */
-static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **state)
+ * merges, then lists it in a MANIFEST that drops the others. This kills
+ * it in between: the merged file under a listed name, the files it
+ * replaced listed and on disk. Here the merge is of the four newest files,
+ * lying on the oldest (*bottom); *want is the store's export. */
+static void merge_killed_before_its_manifest(fx *f, char **want, char **bottom)
 {
-    fx *f = *state;
-    char *want, *got, *top, *bottom;
-    cairn_mem_stats st;
     pid_t pid;
     int status;
+    char *top;
 
     close_all(f);
     open_all(f, 0);
     store_plain(f, 0, 5000); /* more than 4 times the others: not merged with them */
     close_all(f);
-    bottom = index_file(f->dir);
+    *bottom = index_file(f->dir);
     /* a close writes a file of 1,000 or more; all under the 10,000 a
      * namespace holds */
     for (int round = 0; round < 4; round++) {
@@ -1847,7 +1841,7 @@ static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **st
     }
     assert_int_equal(index_files(f->dir), 5);
     open_all(f, 1);
-    want = export_all(f);
+    *want = export_all(f);
     close_all(f);
 
     pid = fork();
@@ -1873,10 +1867,24 @@ static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **st
     assert_int_equal(WEXITSTATUS(status), 0);
     top = index_file(f->dir);
     /* the merged file, on the oldest; and the three it replaced */
-    assert_int_equal(header_u64(top, H_BASE), header_u64(bottom, H_COVERED));
+    assert_int_equal(header_u64(top, H_BASE), header_u64(*bottom, H_COVERED));
     assert_int_equal(header_u64(top, H_NROWS), 4000);
     assert_int_equal(index_files(f->dir), 5);
+    free(top);
+}
 
+/* Readers take the old chain meanwhile, and the next writer's open lists
+ * the merged file and drops the files it replaced then, not at some later
+ * checkpoint (which a store no one writes to again would never have). (A
+ * whole file put in place so:
+ * a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer.) */
+static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **state)
+{
+    fx *f = *state;
+    char *want, *got, *bottom;
+    cairn_mem_stats st;
+
+    merge_killed_before_its_manifest(f, &want, &bottom);
     open_all(f, 1); /* a reader: the old chain */
     got = export_all(f);
     assert_string_equal(got, want);
@@ -1900,7 +1908,26 @@ static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **st
     assert_string_equal(got, want);
     free(got);
     free(want);
-    free(top);
+    free(bottom);
+}
+
+/* The same, but the file the merged one lies on is gone by then (removed
+ * by hand here; another writer's merge may have replaced it): the files
+ * between are kept, since they are what is left to fall back on, and
+ * the memories are all there. */
+static void a_merged_file_whose_base_is_gone_drops_nothing(void **state)
+{
+    fx *f = *state;
+    char *want, *got, *bottom;
+
+    merge_killed_before_its_manifest(f, &want, &bottom);
+    assert_int_equal(unlink(bottom), 0);
+    open_all(f, 0);
+    assert_int_equal(index_files(f->dir), 4);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
     free(bottom);
 }
 
@@ -2633,6 +2660,7 @@ int main(void)
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
         T(a_merge_killed_before_its_manifest_leaves_no_replaced_file),
+        T(a_merged_file_whose_base_is_gone_drops_nothing),
         T(a_merge_syncs_nothing_of_the_log),
         T(a_checkpoint_whose_log_sync_fails_puts_no_file_in_place),
         T(a_stopped_sync_gives_up_without_syncing),

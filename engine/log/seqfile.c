@@ -30,7 +30,7 @@ const cairn__seqfile_kind cairn__seqfile_memindex = {
 const cairn__seqfile_kind cairn__seqfile_graph = {"graph-", ".cgx", "graph.open", "graph.close",
                                                    "graph.unlink", MAN_FILE_GRAPH, 0};
 const cairn__seqfile_kind cairn__seqfile_graphgen = {
-    "graph-", ".cgg", "graphgen.open", "graphgen.close", "graphgen.unlink", MAN_FILE_GRAPHGEN, 1};
+    "graph-", ".cgg", "graphgen.open", "graphgen.close", "graphgen.unlink", MAN_FILE_GRAPHGEN, 0};
 
 const cairn__seqfile_kind *const cairn__seqfile_kinds[SEQFILE_KINDS] = {
     &cairn__seqfile_memindex, &cairn__seqfile_graph, &cairn__seqfile_graphgen};
@@ -556,13 +556,31 @@ void cairn__seqfile_remove_from(cairn_db *db, const cairn__seqfile_kind *k, uint
 #define SEQFILE_OFF_BASE 24
 
 /* The listed files of k that a file of it at seq lying on base (0: a whole
- * file) replaces, into drop: those between them. */
-static size_t replaced_by(const manifest_file *files, size_t n, const cairn__seqfile_kind *k,
-                          uint64_t seq, uint64_t base, uint64_t *drop)
+ * file) replaces, into drop: those between them. None unless the file it
+ * lies on is listed and there as listed (another writer's merge may have
+ * replaced it since: the files between are then what a reader falls back
+ * on). */
+static size_t replaced_by(cairn_db *db, const manifest_file *files, size_t n,
+                          const cairn__seqfile_kind *k, uint64_t seq, uint64_t base, uint64_t *drop)
 {
     size_t n_drop = 0;
     if (base >= seq)
         return 0; /* not a file this build wrote: its own checks refuse it */
+    if (base != 0) {
+        const manifest_file *below = NULL;
+        uint8_t h[FILEHDR_SIZE];
+        uint64_t len = 0;
+        char name[64];
+        for (size_t i = 0; i < n; i++)
+            if (files[i].kind == k->code && files[i].seq == base)
+                below = &files[i];
+        if (below == NULL)
+            return 0;
+        cairn__seqfile_name(k, base, name, sizeof name);
+        if (file_now(db, k, name, &len, h, NULL) != CAIRN_OK || len != below->len ||
+            get_le64(h + FILEHDR_OFF_SUM) != below->sum)
+            return 0;
+    }
     for (size_t i = 0; i < n; i++)
         if (files[i].kind == k->code && files[i].seq > base && files[i].seq < seq)
             drop[n_drop++] = files[i].seq;
@@ -579,10 +597,8 @@ void cairn__seqfile_settle(cairn_db *db)
     if (n > 0 && (files = malloc(n * sizeof *files)) != NULL)
         memcpy(files, v->m.files, n * sizeof *files);
     cairn__view_release(db, v);
-    if (n > 0 && (drop = malloc(n * sizeof *drop)) == NULL) {
-        free(files);
-        return; /* best effort: the next writer's open settles it */
-    }
+    if (n > 0)
+        drop = malloc(n * sizeof *drop); /* NULL: nothing dropped with a file listed */
     for (size_t i = 0; i < n && files != NULL; i++) {
         const cairn__seqfile_kind *k = cairn__seqfile_kind_of(files[i].kind);
         cairn__seqfile_change c;
@@ -608,9 +624,9 @@ void cairn__seqfile_settle(cairn_db *db)
              * dropped now, not left on disk until the next checkpoint. */
             c.adding = 1;
             c.add = seq;
-            if (k->has_base) {
+            if (k->has_base && drop != NULL) {
                 c.drop = drop;
-                c.n_drop = replaced_by(files, n, k, seq, get_le64(h + SEQFILE_OFF_BASE), drop);
+                c.n_drop = replaced_by(db, files, n, k, seq, get_le64(h + SEQFILE_OFF_BASE), drop);
             }
         } else {
             c.drop = &seq; /* missing, or its header damaged: dropped (unlinked) */

@@ -43,7 +43,8 @@ typedef struct cairn__seqfile_kind {
     const char *prefix, *suffix;
     const char *site_open, *site_close, *site_unlink; /* fault-injection names */
     uint8_t code; /* its kind in the MANIFEST's list (MAN_FILE_*) */
-    int has_base; /* header byte 24: u64 covered seq of the file it lies on (0: none) */
+    int has_base; /* header byte 24: u64 covered seq of the file it lies on (0: a
+                     whole file); a merge may put its file under a listed name */
 } cairn__seqfile_kind;
 
 /* The derived files of a store: the memory index, the graph file and the
@@ -160,7 +161,9 @@ void cairn__seqfile_remove_from(cairn_db *db, const cairn__seqfile_kind *k, uint
  * whose header is damaged, is dropped; one whose bytes are another whole
  * file (put in place under a listed name by a write whose MANIFEST never
  * came: a crash, a failed MANIFEST write) is listed as it is, for its own
- * checks and binding to decide. */
+ * checks and binding to decide; of a kind with has_base, the listed files
+ * it replaces (between its base and its seq, when its base is listed and
+ * there; every older one for a whole file) go in the same MANIFEST. */
 void cairn__seqfile_settle(cairn_db *db);
 
 /* Set the damaged file `name` of this kind aside: unlink it, if it is still
