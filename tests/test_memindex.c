@@ -2634,6 +2634,134 @@ static void verify_checks_that_a_chain_folds(void **state)
     free(top);
 }
 
+/* The oldest index file's name in dir (the bottom of the chain). */
+static char *oldest_index_file(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char best[64] = "";
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "mem-", 4) == 0 && n == 24 && strcmp(de->d_name + n - 4, ".cmx") == 0 &&
+            (best[0] == 0 || strcmp(de->d_name, best) < 0))
+            strcpy(best, de->d_name);
+    }
+    closedir(d);
+    return best[0] ? tu_join(dir, best) : NULL;
+}
+
+static double importance_of(fx *f, const char *id)
+{
+    cairn_memory *m = NULL;
+    double v;
+    assert_int_equal(cairn_mem_get(f->mem, id, &m), CAIRN_OK);
+    v = m->importance;
+    cairn_mem_free(m);
+    return v;
+}
+
+/* A whole file, and a generation on it whose shadow rows change memories
+ * 5 and 8 of the whole file (importance 0.55 and 0.88). */
+static void chain_with_changes(fx *f, char ids[][CAIRN_MEM_ID_MAX + 1])
+{
+    cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+    rnd_state = 31;
+    store_some(f, 0, 600, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    u.importance = 0.55;
+    assert_int_equal(cairn_mem_update(f->mem, ids[5], &u), CAIRN_OK);
+    u.importance = 0.88;
+    assert_int_equal(cairn_mem_update(f->mem, ids[8], &u), CAIRN_OK);
+    store_some(f, 600, 610, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    assert_int_equal(index_files(f->dir), 2);
+}
+
+/* An open reads no memory a shadow row changes: the memory takes its
+ * shadow row when first read. Memory 5's row in the whole file is damaged
+ * under its sum: the open does not see it, reading memory 8 gives its
+ * change, reading memory 5 finds the damage; the log has everything. */
+static void a_shadow_row_is_taken_when_its_memory_is_first_read(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    cairn_memory *m = NULL;
+    char *base;
+
+    chain_with_changes(f, ids);
+    close_all(f);
+    base = oldest_index_file(f->dir);
+    flip_byte(base, find_in_file(base, "memory 5:") + 2);
+    open_all(f, 1);
+    assert_string_equal(cairn_mem_index_note(f->mem), ""); /* the chain is in use */
+    assert_true(importance_of(f, ids[8]) == 0.88);
+    assert_int_equal(cairn_mem_get(f->mem, ids[5], &m), CAIRN_ECORRUPT);
+    assert_null(m);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "damaged"));
+    close_all(f);
+    assert_int_equal(access(base, F_OK), -1); /* set aside */
+    open_all(f, 0);
+    assert_true(importance_of(f, ids[5]) == 0.55);
+    assert_true(importance_of(f, ids[8]) == 0.88);
+    free(base);
+}
+
+/* A file written in place of the generation whose shadow rows changed
+ * memories of the file below carries those changes, though the writer
+ * never read those memories. */
+static void a_file_replacing_shadow_rows_carries_them(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *top;
+
+    chain_with_changes(f, ids);
+    close_all(f);
+    open_all(f, 0);
+    store_some(f, 610, 630, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK); /* the generation and the tail */
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 2);
+    top = index_file(f->dir);
+    assert_int_equal(header_u64(top, H_SHADOW), 2);
+    open_all(f, 1);
+    assert_true(importance_of(f, ids[5]) == 0.55);
+    assert_true(importance_of(f, ids[8]) == 0.88);
+    assert_true(importance_of(f, ids[9]) == 0.9);
+    free(top);
+}
+
+/* A shadow row naming a memory of another namespace than the one it
+ * changes (damage its sum cannot see): found when that memory is first
+ * read, the chain set aside; the next open rebuilds it from the log. */
+static void a_shadow_row_that_does_not_fold_is_found_when_read(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    cairn_memory *m = NULL;
+    char *top, *want, *got;
+    uint32_t nsi = 0; /* "work": memory 5 is of "" */
+
+    chain_with_changes(f, ids);
+    want = export_all(f);
+    close_all(f);
+    top = index_file(f->dir);
+    rewrite_row(top, 0, 72, &nsi, 4); /* memory 5's shadow row (seq order) */
+    open_all(f, 1);
+    assert_int_equal(cairn_mem_get(f->mem, ids[5], &m), CAIRN_ECORRUPT);
+    assert_null(m);
+    assert_non_null(strstr(cairn_mem_errmsg(f->mem), "which no file below holds"));
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 1); /* the generation set aside */
+    open_all(f, 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(top);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -2676,6 +2804,9 @@ int main(void)
         T(a_manifest_before_the_list_reads_the_files_of_the_directory),
         T(a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer),
         T(verify_checks_that_a_chain_folds),
+        T(a_shadow_row_is_taken_when_its_memory_is_first_read),
+        T(a_file_replacing_shadow_rows_carries_them),
+        T(a_shadow_row_that_does_not_fold_is_found_when_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -351,17 +351,55 @@ static ment *gen_entry_new(cairn_mem *m, mgen *G)
     return &c->e[c->used++];
 }
 
+static int note_changed(cairn_mem *m, ment *x, uint64_t changed);
+
+/* A shadow row's fields onto the entry of the memory it changes. */
+static void take_shadow_fields(ment *x, const mx_row *r)
+{
+    x->importance = r->importance;
+    x->accessed = r->accessed;
+    x->expires = r->expires;
+    x->access_count = r->access_count;
+    x->category = (char *)(uintptr_t)r->category;
+    x->metadata = (char *)(uintptr_t)r->metadata;
+}
+
+/* The entry x of a row of file g, just made, takes the shadow row s of a
+ * newer file noted for it: checked now (at open only the row's own sum
+ * was), as the open once did. */
+static int apply_shadow(cairn_mem *m, size_t g, ment *x, cairn__shadowref *s)
+{
+    mx_row r;
+    if (gen_row_read(m, s->gen, s->row, &r) != CAIRN_OK)
+        return CAIRN_ECORRUPT;
+    if (s->gen <= g || r.seq != x->seq || r.nsi != x->nsi || strcmp(r.id, x->id) != 0 ||
+        (r.flags & MX_ROW_DEAD) != 0) {
+        char what[160];
+        snprintf(what, sizeof what, "%s row %" PRIu32 " changes memory %s (seq %" PRIu64
+                 "), which no file below holds", m->gen[s->gen].mx.name, s->row, r.id, r.seq);
+        return index_damaged_at(m, s->gen, CAIRN_ECORRUPT, what);
+    }
+    take_shadow_fields(x, &r);
+    s->flags |= SHADOW_APPLIED;
+    if (note_changed(m, x, m->gen[s->gen].mx.covered) != CAIRN_OK) {
+        m->damaged = 1;
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for a row of %s: reopen the store",
+                               m->gen[g].mx.name);
+    }
+    return CAIRN_OK;
+}
+
 ment *cairn__mem_row(cairn_mem *m, size_t g, size_t i)
 {
     mgen *G = &m->gen[g];
     ment *x = G->rowp[i];
+    cairn__shadowref *s;
     mx_row r;
 
     if (x != NULL)
         return x;
     if (gen_row_read(m, g, i, &r) != CAIRN_OK || (x = gen_entry_new(m, G)) == NULL)
         return NULL;
-    G->rowp[i] = x;
     strcpy(x->id, r.id);
     x->nsi = r.nsi;
     x->live = 1;
@@ -378,7 +416,40 @@ ment *cairn__mem_row(cairn_mem *m, size_t g, size_t i)
     x->owns = 0;
     x->changed = 0;
     x->seq = r.seq;
+    s = cairn__shadowmap_find(&m->shadows, r.seq);
+    if (s != NULL && (s->flags & (SHADOW_DEAD | SHADOW_APPLIED)) == 0 &&
+        apply_shadow(m, g, x, s) != CAIRN_OK)
+        return NULL;
+    G->rowp[i] = x;
     return x;
+}
+
+static long gen_find_row(const cairn_mem *m, size_t g, uint64_t seq);
+
+/* Make the entries of the memories that shadow rows of files from..ng-1
+ * change and have not been made (a file written in place of those files
+ * carries their changes: write_gen; a visit of every memory: a shadow row
+ * naming a memory no file below holds is found). Errors: CAIRN_ECORRUPT,
+ * CAIRN_ENOMEM (the handle damaged, cairn__errbuf(m) says why). */
+static int shadows_take(cairn_mem *m, size_t from)
+{
+    for (size_t k = 0; k < m->shadows.cap; k++) {
+        cairn__shadowref *s = &m->shadows.slots[k];
+        long lg, row;
+        if (s->seq == 0 || (s->flags & (SHADOW_DEAD | SHADOW_APPLIED)) != 0 || s->gen < from)
+            continue;
+        lg = cairn__mem_gen_of(m, s->seq);
+        row = lg >= 0 && lg < (long)s->gen ? gen_find_row(m, (size_t)lg, s->seq) : -1;
+        if (row < 0) {
+            char what[160];
+            snprintf(what, sizeof what, "%s row %" PRIu32 " changes the memory of seq %" PRIu64
+                     ", which no file below holds", m->gen[s->gen].mx.name, s->row, s->seq);
+            return index_damaged_at(m, s->gen, CAIRN_ECORRUPT, what);
+        }
+        if (cairn__mem_row(m, (size_t)lg, (size_t)row) == NULL)
+            return CAIRN_ECORRUPT;
+    }
+    return CAIRN_OK;
 }
 
 int cairn__mem_read_all(cairn_mem *m)
@@ -387,7 +458,7 @@ int cairn__mem_read_all(cairn_mem *m)
         for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++)
             if (cairn__mem_row(m, g, i) == NULL)
                 return CAIRN_ECORRUPT;
-    return CAIRN_OK;
+    return shadows_take(m, 0);
 }
 
 /* Rows of the files that are their own memories (not shadows), in all. */
@@ -1320,6 +1391,7 @@ static void drop_index(cairn_mem *m)
     }
     memset(m->gen, 0, sizeof m->gen);
     m->ng = 0;
+    cairn__shadowmap_clear(&m->shadows);
     m->n_touched = 0;
     m->index_live = 0;
 }
@@ -1423,18 +1495,36 @@ static int take_gen(cairn_mem *m, size_t g, cairn__err *e)
     return rc;
 }
 
-/* Apply file g's shadow rows to the memories of the files below. Returns
- * the memories they ended in *kills. */
+/* Take file g's shadow rows: note those that change a memory of the files
+ * below (its entry takes it when made), apply those that end one (the
+ * namespaces' counts and text indexes change now). A state that only
+ * checks (verify) applies them all, checking each against the memory it
+ * changes. Returns the memories they ended in *kills. */
 static int take_shadows(cairn_mem *m, size_t g, uint64_t *kills, cairn__err *e)
 {
     const memindex *mx = &m->gen[g].mx;
+    if (mx->n_shadow > UINT32_MAX)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: too many shadow rows", mx->name);
     for (size_t i = 0; i < mx->n_shadow; i++) {
         mx_row r;
         long lg, row;
         ment *x = NULL;
+        cairn__shadowref *before;
         int rc = gen_row_read(m, g, i, &r);
         if (rc != CAIRN_OK)
             return cairn__fail(e, rc, "%s: row %zu is damaged", mx->name, i);
+        if (r.seq > mx->base)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: shadow row %zu changes seq %" PRIu64
+                               ", which is not below it", mx->name, i, r.seq);
+        before = cairn__shadowmap_find(&m->shadows, r.seq);
+        if (before != NULL && (before->flags & SHADOW_DEAD) != 0)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %zu changes memory %s (seq %" PRIu64
+                               "), which a file below ended", mx->name, i, r.id, r.seq);
+        if (!m->check_only && (r.flags & MX_ROW_DEAD) == 0) {
+            if (cairn__shadowmap_put(&m->shadows, r.seq, (uint32_t)g, (uint32_t)i, 0) != CAIRN_OK)
+                return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", mx->name);
+            continue;
+        }
         lg = cairn__mem_gen_of(m, r.seq);
         row = lg >= 0 && (size_t)lg < g ? gen_find_row(m, (size_t)lg, r.seq) : -1;
         if (row >= 0)
@@ -1445,14 +1535,12 @@ static int take_shadows(cairn_mem *m, size_t g, uint64_t *kills, cairn__err *e)
         if (r.flags & MX_ROW_DEAD) {
             kill_entry_as(m, x, mx->covered);
             ++*kills;
+            if (cairn__shadowmap_put(&m->shadows, r.seq, (uint32_t)g, (uint32_t)i, SHADOW_DEAD) !=
+                CAIRN_OK)
+                return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", mx->name);
             continue;
         }
-        x->importance = r.importance;
-        x->accessed = r.accessed;
-        x->expires = r.expires;
-        x->access_count = r.access_count;
-        x->category = (char *)(uintptr_t)r.category;
-        x->metadata = (char *)(uintptr_t)r.metadata;
+        take_shadow_fields(x, &r);
         if (note_changed(m, x, mx->covered) != CAIRN_OK)
             return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", mx->name);
     }
@@ -2839,6 +2927,7 @@ static void free_all(cairn_mem *m)
     pend_drop(m);
     free(m->lazy);
     free(m->touched);
+    cairn__shadowmap_free(&m->shadows);
     free(m->ns);
     free(m->e);
     free(m->by_id);
@@ -3006,6 +3095,10 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
     memset(&e, 0, sizeof e);
     memset(&in, 0, sizeof in);
 
+    /* The memories of the files below j that the files it replaces
+     * change: the new file carries those changes as its shadow rows. */
+    if (shadows_take(m, j) != CAIRN_OK)
+        return CAIRN_ECORRUPT;
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
         for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++) {

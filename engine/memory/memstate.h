@@ -16,6 +16,7 @@
 #include "memkeys.h"
 #include "memrec.h"
 #include "ramindex.h"
+#include "shadowmap.h"
 #include "tokenize.h"
 #include "vecset.h"
 #include "vkernel.h"
@@ -141,6 +142,10 @@ struct cairn_mem {
      * on it, oldest first (ng 0: none in use). */
     mgen gen[MEM_GEN_MAX];
     size_t ng;
+    /* Their shadow rows that change a memory of a file below, by the
+     * memory's seq: a row's entry takes its shadow when it is made
+     * (shadowmap.h); a shadow row that ended a memory is applied at open. */
+    cairn__shadowmap shadows;
     uint64_t index_live;     /* live memories the files held at open */
     uint64_t base_deleted;   /* dead memories no entry is left of */
     char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
