@@ -55,13 +55,17 @@ static void wr64(uint8_t *p, uint64_t v)
 }
 
 /* Recompute the sums a reader checks before it looks further, where the
- * bytes say where they are (format-spec/memindex.md, version 7: the common
- * file header, then the memory index header, MX_HEAD_LEN bytes). */
+ * bytes say where they are (format-spec/memindex.md, version 8: the common
+ * file header, then the memory index header, MX_HEAD_LEN bytes), and make
+ * the versions this build's (the file's 8, each text image's 2), so that
+ * inputs of version 7 (most of the corpus) reach today's readers. */
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
     if (len < MX_HEAD_LEN)
         return;
+    b[8] = 8;
+    b[9] = 0;
     n_ns = rd64(b + 64) & 0xffffffffu;
     nrows = rd64(b + 40);
     tcap = rd64(b + 96);
@@ -73,8 +77,11 @@ static void repair(uint8_t *b, size_t len)
     for (uint64_t i = 0; i < n_ns; i++) {
         const uint8_t *ns = b + MX_HEAD_LEN + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
-        if (toff < len && tlen >= 72 && tlen <= len - toff)
+        if (toff < len && tlen >= 72 && tlen <= len - toff) {
+            if (b[toff + 4] == 1) /* a version 1 image */
+                b[toff + 4] = 2;
             wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
+        }
     }
     wr64(b + MX_NS_SUM, XXH3_64bits(b + MX_HEAD_LEN, (size_t)(n_ns * 64)));
     heap = ro + nrows * 96;

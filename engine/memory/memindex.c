@@ -29,9 +29,10 @@
 #define MX_MAGIC "CAIRNMX1"
 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2;
  * 4: the header binds the file to its log (logbind.h); 5: generations;
- * 6: a memory's name is in its text; 7: the common file header. Only the
+ * 6: a memory's name is in its text; 7: the common file header; 8: packed
+ * postings (text index images of version 2). Only the
  * newest is used: an older file is rebuilt from the log. */
-#define MX_VERSION 7
+#define MX_VERSION 8
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
@@ -108,6 +109,16 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->version = get16(h + 8);
     if ((rc = cairn__filehdr_check(h, mx->len, MX_MAGIC, MX_VERSION, mx->name, e)) != CAIRN_OK)
         return rc;
+    /* Version 7 (the common header, postings of 8 bytes): under the same
+     * sums as this version, so checked as far as they go. */
+    if (mx->version == 7) {
+        if (mx->len < MX_HEAD || XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE) !=
+                                     get64(h + MX_EXT_SUM))
+            return cairn__fail(e, CAIRN_ECHECKSUM, "%s: memory index header checksum mismatch",
+                               mx->name);
+        return cairn__fail(e, CAIRN_EVERSION, "%s: version 7 has unpacked postings (this build "
+                           "writes version %d)", mx->name, MX_VERSION);
+    }
     if (mx->version != MX_VERSION) /* 1..6 with a common header was never written */
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 " with a common header",
                            mx->name, mx->version);

@@ -45,7 +45,49 @@ typedef struct term {
     uint32_t checked;    /* mapped: its postings were verified */
     uint32_t loaded;     /* mapped: read from its file record */
     uint64_t sum;        /* mapped: XXH3-64 of its postings, from the file */
+    const uint8_t *pk;   /* mapped: its postings, packed (pdoc, ptf); else p */
+    uint8_t w;           /* mapped: bits of a packed posting */
+    uint8_t db;          /* mapped: bits of its document number, the low ones */
+    uint32_t dmask, tmask; /* mapped: (1 << db) - 1, and the same for tf - 1 */
 } term;
+
+/* A posting of a mapped term: w bits at bit i * w of its packed bytes, the
+ * document number in the low db bits and tf - 1 above (w <= 56, and the
+ * image ends with 8 spare bytes: one unaligned load reads it). */
+static inline uint64_t pk_at(const term *t, uint32_t i)
+{
+    size_t bit = (size_t)i * t->w;
+    uint64_t v;
+    memcpy(&v, t->pk + (bit >> 3), 8);
+    return v >> (bit & 7);
+}
+
+static inline uint32_t pdoc(const term *t, uint32_t i)
+{
+    return t->pk ? (uint32_t)pk_at(t, i) & t->dmask : t->p[i].doc;
+}
+
+static inline uint32_t ptf(const term *t, uint32_t i)
+{
+    return t->pk ? ((uint32_t)(pk_at(t, i) >> t->db) & t->tmask) + 1 : t->p[i].tf;
+}
+
+/* Postings i..i+k-1 of a term into out: one load each when packed. */
+static void postings_at(const term *t, uint32_t i, uint32_t k, posting *out)
+{
+    size_t bit = (size_t)i * t->w;
+    if (t->pk == NULL) {
+        memcpy(out, t->p + i, (size_t)k * sizeof *out);
+        return;
+    }
+    for (uint32_t j = 0; j < k; j++, bit += t->w) {
+        uint64_t v;
+        memcpy(&v, t->pk + (bit >> 3), 8);
+        v >>= bit & 7;
+        out[j].doc = (uint32_t)v & t->dmask;
+        out[j].tf = ((uint32_t)(v >> t->db) & t->tmask) + 1;
+    }
+}
 
 typedef struct scratch_ent {
     uint32_t term;
@@ -598,13 +640,26 @@ static long lookup(cairn__ramidx *x, const char *s, size_t len)
  * document numbers in range and increasing (the search relies on both). */
 static int check_postings(const cairn__ramidx *x, term *t)
 {
+    posting buf[256];
+    XXH3_state_t st;
+    uint32_t prev = 0;
     if (!x->frozen || t->checked)
         return CAIRN_OK;
-    if (XXH3_64bits(t->p, (size_t)t->n * sizeof *t->p) != t->sum)
+    /* The sum is of the postings as (u32 doc, u32 tf) pairs, whatever
+     * their packing: made of them decoded, a chunk at a time. */
+    XXH3_64bits_reset(&st);
+    for (uint32_t i = 0; i < t->n;) {
+        uint32_t k = t->n - i < 256 ? t->n - i : 256;
+        postings_at(t, i, k, buf);
+        for (uint32_t j = 0; j < k; j++, i++) {
+            if (buf[j].doc >= x->ndocs || (i > 0 && buf[j].doc <= prev) || buf[j].tf > t->max_tf)
+                return CAIRN_ECORRUPT;
+            prev = buf[j].doc;
+        }
+        (void)XXH3_64bits_update(&st, buf, k * sizeof *buf);
+    }
+    if (XXH3_64bits_digest(&st) != t->sum)
         return CAIRN_ECHECKSUM;
-    for (uint32_t i = 0; i < t->n; i++)
-        if (t->p[i].doc >= x->ndocs || (i > 0 && t->p[i].doc <= t->p[i - 1].doc) || t->p[i].tf == 0)
-            return CAIRN_ECORRUPT;
     t->checked = 1;
     return CAIRN_OK;
 }
@@ -613,8 +668,16 @@ typedef struct qterm {
     const term *t;
     double idf;
     double ub;   /* most it can add to a score */
-    uint32_t at; /* cursor into t->p */
+    uint32_t at; /* cursor into t's postings */
+    uint32_t doc; /* the document of posting at (UINT32_MAX past the last):
+                     decoded once however often the loop compares it */
 } qterm;
+
+static void q_at(qterm *q, uint32_t at)
+{
+    q->at = at;
+    q->doc = at < q->t->n ? pdoc(q->t, at) : UINT32_MAX;
+}
 
 static int by_ub(const void *a, const void *b)
 {
@@ -628,7 +691,7 @@ static uint32_t seek(const term *t, uint32_t from, uint32_t d)
     uint32_t lo = from, hi = t->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (t->p[mid].doc < d)
+        if (pdoc(t, mid) < d)
             lo = mid + 1;
         else
             hi = mid;
@@ -658,36 +721,36 @@ static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, do
         if (p == m)
             break;
         for (size_t i = p; i < m; i++)
-            if (q[i].at < q[i].t->n && q[i].t->p[q[i].at].doc < d)
-                d = q[i].t->p[q[i].at].doc;
+            if (q[i].doc < d)
+                d = q[i].doc;
         if (d == UINT32_MAX)
             break;
         if (!is_live(x, d)) {
             for (size_t i = p; i < m; i++)
-                if (q[i].at < q[i].t->n && q[i].t->p[q[i].at].doc == d)
-                    q[i].at++;
+                if (q[i].doc == d)
+                    q_at(&q[i], q[i].at + 1);
             continue;
         }
         norm = (double)x->dl[d];
         for (size_t i = p; i < m; i++)
-            if (q[i].at < q[i].t->n && q[i].t->p[q[i].at].doc == d) {
-                s += q[i].idf * cairn__bm25_tf(q[i].t->p[q[i].at].tf, norm, avgdl);
-                q[i].at++;
+            if (q[i].doc == d) {
+                s += q[i].idf * cairn__bm25_tf(ptf(q[i].t, q[i].at), norm, avgdl);
+                q_at(&q[i], q[i].at + 1);
                 /* The lengths of the documents to come are scattered: ask
                  * for one a few postings ahead, so that its miss overlaps
                  * the scoring of those before it. */
                 if (q[i].at + DL_AHEAD < q[i].t->n)
-                    __builtin_prefetch(&x->dl[q[i].t->p[q[i].at + DL_AHEAD].doc]);
+                    __builtin_prefetch(&x->dl[pdoc(q[i].t, q[i].at + DL_AHEAD)]);
             }
         for (size_t i = p; i-- > 0;) {
             if (s + cum[i] < floor) {
                 pruned = 1;
                 break;
             }
-            q[i].at = seek(q[i].t, q[i].at, d);
-            if (q[i].at < q[i].t->n && q[i].t->p[q[i].at].doc == d) {
-                s += q[i].idf * cairn__bm25_tf(q[i].t->p[q[i].at].tf, norm, avgdl);
-                q[i].at++;
+            q_at(&q[i], seek(q[i].t, q[i].at, d));
+            if (q[i].doc == d) {
+                s += q[i].idf * cairn__bm25_tf(ptf(q[i].t, q[i].at), norm, avgdl);
+                q_at(&q[i], q[i].at + 1);
             }
         }
         if (pruned) {
@@ -772,7 +835,7 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
             q[m].idf = qy.w[i].idf;
             /* Rounding must never make a real score exceed its bound. */
             q[m].ub = q[m].idf * cairn__bm25_tf(t->max_tf, t->min_dl, avgdl) * (1.0 + 1e-9);
-            q[m].at = 0;
+            q_at(&q[m], 0);
             tr.postings += t->n;
             m++;
         }
@@ -873,15 +936,15 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
             }
             to->cap = (uint32_t)cap;
             for (uint32_t j = 0; j < from->n; j++) {
-                uint32_t nd = remap[from->p[j].doc];
+                uint32_t nd = remap[pdoc(from, j)], tf = ptf(from, j);
                 if (nd == UINT32_MAX)
                     continue;
                 to->p[to->n].doc = nd;
-                to->p[to->n].tf = from->p[j].tf;
+                to->p[to->n].tf = tf;
                 to->n++;
                 to->df++;
-                if (from->p[j].tf > to->max_tf)
-                    to->max_tf = from->p[j].tf;
+                if (tf > to->max_tf)
+                    to->max_tf = tf;
                 if (x->dl[nd] < to->min_dl)
                     to->min_dl = x->dl[nd];
             }
@@ -903,8 +966,11 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 /* ---- the file image (format-spec/memindex.md, "text index") ------------ */
 
 #define TIX_MAGIC 0x31584954u /* "TIX1" */
+#define TIX_VERSION 2
 #define TIX_HEAD 72
 #define TIX_TERM 40
+#define TIX_SLACK 8  /* spare bytes after the postings: a posting is one load */
+#define TIX_MAX_W 56 /* bits of a posting at most: it fits one load past a byte */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -935,6 +1001,102 @@ static size_t pad8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
+static unsigned bits_of(uint64_t v)
+{
+    return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
+}
+
+/* Bits of a packed posting's document number in an image of ndocs
+ * documents, and of its tf - 1 for a term whose largest tf is max_tf. */
+static unsigned doc_bits(uint64_t ndocs)
+{
+    return ndocs > 1 ? bits_of(ndocs - 1) : 0u;
+}
+
+static unsigned tf_bits(uint32_t max_tf)
+{
+    return max_tf > 1 ? bits_of(max_tf - 1) : 0u;
+}
+
+static uint64_t packed_len(uint64_t n, unsigned w)
+{
+    return (n * w + 7) / 8;
+}
+
+/* Postings packed as they come (pk_at): each term's from a byte of its
+ * own, written through put a buffer at a time. */
+typedef struct pk_enc {
+    cairn__ramidx_put_fn put;
+    void *user;
+    uint64_t acc;  /* bits not written yet, the oldest lowest */
+    unsigned nacc; /* how many (below 8 between postings) */
+    unsigned db, w;
+    size_t len;
+    uint8_t buf[4096];
+} pk_enc;
+
+static int pk_flush(pk_enc *e)
+{
+    int rc = e->len ? e->put(e->user, e->buf, e->len) : CAIRN_OK;
+    e->len = 0;
+    return rc;
+}
+
+static int pk_byte(pk_enc *e, uint8_t b)
+{
+    e->buf[e->len++] = b;
+    return e->len == sizeof e->buf ? pk_flush(e) : CAIRN_OK;
+}
+
+static int pk_push(pk_enc *e, const posting *p, size_t k)
+{
+    int rc = CAIRN_OK;
+    for (size_t j = 0; j < k && rc == CAIRN_OK; j++) {
+        e->acc |= ((uint64_t)p[j].doc | (uint64_t)(p[j].tf - 1) << e->db) << e->nacc;
+        e->nacc += e->w;
+        while (e->nacc >= 8 && rc == CAIRN_OK) {
+            rc = pk_byte(e, (uint8_t)e->acc);
+            e->acc >>= 8;
+            e->nacc -= 8;
+        }
+    }
+    return rc;
+}
+
+/* The term ends: its last bits in a byte of their own. */
+static int pk_term_end(pk_enc *e)
+{
+    int rc = e->nacc ? pk_byte(e, (uint8_t)e->acc) : CAIRN_OK;
+    e->acc = 0;
+    e->nacc = 0;
+    return rc;
+}
+
+/* The postings end: the spare bytes, then padding to 8. */
+static int pk_end(pk_enc *e, uint64_t written)
+{
+    int rc = CAIRN_OK;
+    for (uint64_t i = written; i < pad8((size_t)written + TIX_SLACK) && rc == CAIRN_OK; i++)
+        rc = pk_byte(e, 0);
+    return rc == CAIRN_OK ? pk_flush(e) : rc;
+}
+
+/* Bytes of the packed postings of x's terms, spare bytes and padding
+ * included; CAIRN_EINVAL if a term's postings would not fit TIX_MAX_W. */
+static int postings_len(const cairn__ramidx *x, uint64_t *len)
+{
+    unsigned db = doc_bits(x->ndocs);
+    uint64_t n = 0;
+    for (size_t i = 0; i < x->nterms; i++) {
+        unsigned w = db + tf_bits(x->terms[i].max_tf);
+        if (w > TIX_MAX_W)
+            return CAIRN_EINVAL;
+        n += packed_len(x->terms[i].n, w);
+    }
+    *len = pad8((size_t)n + TIX_SLACK);
+    return CAIRN_OK;
+}
+
 /* The head of x's image (all but the postings), then the head mark. With
  * sums, each term's postings sum is its `sum` (the postings are not in x:
  * cairn__ramidx_merge_write). */
@@ -942,36 +1104,36 @@ static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put
 {
     static const uint8_t zeros[8];
     uint8_t h[TIX_HEAD], t[TIX_TERM];
-    uint64_t npost = 0;
+    uint64_t post_len = 0, at = 0;
+    unsigned db = doc_bits(x->ndocs);
     int rc;
 
-    for (size_t i = 0; i < x->nterms; i++)
-        npost += x->terms[i].n;
+    if ((rc = postings_len(x, &post_len)) != CAIRN_OK)
+        return rc;
     memset(h, 0, sizeof h);
     put32(h, TIX_MAGIC);
-    put32(h + 4, 1);
+    put32(h + 4, TIX_VERSION);
     put64(h + 8, x->ndocs);
     put64(h + 16, x->nterms);
     put64(h + 24, x->table_cap);
     put64(h + 32, x->arena_len);
-    put64(h + 40, npost);
+    put64(h + 40, post_len);
     put64(h + 48, x->n_live);
     put64(h + 56, x->sum_dl);
     put64(h + 64, XXH3_64bits(h, 64));
     if ((rc = put(user, h, sizeof h)) != CAIRN_OK)
         return rc;
-    npost = 0;
     for (size_t i = 0; i < x->nterms; i++) {
         const term *tm = &x->terms[i];
         put32(t, tm->off);
         put32(t + 4, tm->len);
-        put64(t + 8, npost);
+        put64(t + 8, at);
         put32(t + 16, tm->n);
         put32(t + 20, tm->df);
         put32(t + 24, tm->max_tf);
         put32(t + 28, tm->min_dl);
         put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
-        npost += tm->n;
+        at += packed_len(tm->n, db + tf_bits(tm->max_tf));
         if ((rc = put(user, t, sizeof t)) != CAIRN_OK)
             return rc;
     }
@@ -986,18 +1148,46 @@ static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put
     return put(user, NULL, 0); /* the head ends: postings follow */
 }
 
+/* x's terms' postings packed, after its head (x->terms[t].n and max_tf
+ * as they will be); more(t) gives term t's postings to e. */
+static int write_postings(const cairn__ramidx *x, pk_enc *e,
+                          int (*more)(void *u, size_t t, pk_enc *e), void *u)
+{
+    uint64_t written = 0;
+    int rc = CAIRN_OK;
+    e->db = doc_bits(x->ndocs);
+    for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
+        e->w = e->db + tf_bits(x->terms[t].max_tf);
+        rc = more(u, t, e);
+        if (rc == CAIRN_OK)
+            rc = pk_term_end(e);
+        written += packed_len(x->terms[t].n, e->w);
+    }
+    return rc == CAIRN_OK ? pk_end(e, written) : rc;
+}
+
+static int ram_postings(void *u, size_t t, pk_enc *e)
+{
+    const cairn__ramidx *x = u;
+    return pk_push(e, x->terms[t].p, x->terms[t].n);
+}
+
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
 {
+    pk_enc *e;
     int rc;
 
     if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
         return CAIRN_EINVAL;
     if ((rc = write_head(x, 0, put, user)) != CAIRN_OK)
         return rc;
-    for (size_t i = 0; i < x->nterms; i++)
-        if (x->terms[i].n && (rc = put(user, x->terms[i].p, (size_t)x->terms[i].n * 8)) != CAIRN_OK)
-            return rc;
-    return CAIRN_OK;
+    if ((e = cairn__calloc(x->a, 1, sizeof *e)) == NULL)
+        return CAIRN_ENOMEM;
+    e->put = put;
+    e->user = user;
+    rc = write_postings(x, e, ram_postings, (void *)(uintptr_t)x);
+    cairn__free(x->a, e);
+    return rc;
 }
 
 /* ---- a merge written as it goes ----------------------------------------- */
@@ -1125,11 +1315,11 @@ static int mw_postings(mwrite *w, size_t t, int (*fn)(void *u, const posting *p,
         if (mw_stopped(w, 1 + from->n))
             return CAIRN_ELOCKED; /* given up */
         for (uint32_t j = 0; j < from->n; j++) {
-            uint32_t nd = remap[from->p[j].doc];
+            uint32_t nd = remap[pdoc(from, j)];
             if (nd == UINT32_MAX)
                 continue;
             buf[k].doc = nd;
-            buf[k].tf = from->p[j].tf;
+            buf[k].tf = ptf(from, j);
             if (++k == MW_CHUNK) {
                 if ((rc = fn(u, buf, k)) != CAIRN_OK)
                     return rc;
@@ -1160,15 +1350,14 @@ static int mw_count(void *u, const posting *p, size_t k)
     return XXH3_64bits_update(c->st, p, k * sizeof *p) == XXH_OK ? CAIRN_OK : CAIRN_ENOMEM;
 }
 
-typedef struct mw_out {
-    cairn__ramidx_put_fn put;
-    void *user;
-} mw_out;
-
 static int mw_put(void *u, const posting *p, size_t k)
 {
-    mw_out *o = u;
-    return o->put(o->user, p, k * sizeof *p);
+    return pk_push(u, p, k);
+}
+
+static int mw_term(void *u, size_t t, pk_enc *e)
+{
+    return mw_postings(u, t, mw_put, e);
 }
 
 int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
@@ -1196,9 +1385,16 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
     }
     if (rc == CAIRN_OK)
         rc = write_head(w.x, 1, put, user);
-    for (size_t t = 0; rc == CAIRN_OK && t < w.x->nterms; t++) {
-        mw_out o = {put, user};
-        rc = mw_postings(&w, t, mw_put, &o);
+    if (rc == CAIRN_OK) {
+        pk_enc *e = cairn__calloc(a, 1, sizeof *e);
+        if (e == NULL) {
+            rc = CAIRN_ENOMEM;
+        } else {
+            e->put = put;
+            e->user = user;
+            rc = write_postings(w.x, e, mw_term, &w);
+            cairn__free(a, e);
+        }
     }
     mwrite_free(&w);
     return rc;
@@ -1211,6 +1407,7 @@ static term *load_term(cairn__ramidx *x, size_t id)
     const uint8_t *t = x->tfile + id * TIX_TERM;
     term *tm = &x->terms[id];
     uint64_t first = get64(t + 8);
+    unsigned db = doc_bits(x->ndocs);
 
     tm->loaded = 1;
     tm->off = get32(t);
@@ -1220,15 +1417,24 @@ static term *load_term(cairn__ramidx *x, size_t id)
     tm->max_tf = get32(t + 24);
     tm->min_dl = get32(t + 28);
     tm->sum = get64(t + 32);
-    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || first > x->npost ||
-        tm->n > x->npost - first || tm->df > tm->n) {
+    tm->db = (uint8_t)db;
+    tm->w = (uint8_t)(db + tf_bits(tm->max_tf));
+    tm->dmask = (uint32_t)(((uint64_t)1 << db) - 1);
+    tm->tmask = (uint32_t)(((uint64_t)1 << (tm->w - db)) - 1);
+    /* x->npost: bytes of the postings, the spare ones after them included */
+    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || tm->w > TIX_MAX_W ||
+        first > x->npost - TIX_SLACK || packed_len(tm->n, tm->w) > x->npost - TIX_SLACK - first ||
+        tm->df > tm->n) {
         x->damaged = 1;
         tm->len = 0;
         tm->n = tm->df = 0;
+        tm->w = tm->db = 0;
         tm->p = NULL;
+        tm->pk = NULL;
         return tm;
     }
-    tm->p = (posting *)(uintptr_t)((const uint8_t *)x->tfile - TIX_HEAD + x->post_off + first * 8);
+    tm->p = NULL;
+    tm->pk = (const uint8_t *)x->tfile - TIX_HEAD + x->post_off + first;
     return tm;
 }
 
@@ -1270,7 +1476,8 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     int rc;
 
     *out = NULL;
-    if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC || get32(b + 4) != 1 ||
+    if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC ||
+        get32(b + 4) != TIX_VERSION ||
         XXH3_64bits(b, 64) != get64(b + 64))
         return CAIRN_ECORRUPT;
     ndocs = get64(b + 8);
@@ -1282,7 +1489,8 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     sum_dl = get64(b + 56);
     /* Every count bounded by the bytes there are before any product. */
     if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 8 || alen > len ||
-        npost > len / 8 || (tcap & (tcap - 1)) != 0 || (nterms > 0 && tcap < 2 * nterms) ||
+        npost > len || npost < TIX_SLACK || npost % 8 != 0 || (tcap & (tcap - 1)) != 0 ||
+        (nterms > 0 && tcap < 2 * nterms) ||
         nterms > len / TIX_TERM || ndocs > len / 8 || n_live > ndocs)
         return CAIRN_ECORRUPT;
     o_terms = TIX_HEAD;
@@ -1292,7 +1500,7 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     o_live = o_dl + pad8((size_t)ndocs * 4);
     o_arena = o_live + (size_t)(ndocs + 63) / 64 * 8;
     o_post = o_arena + pad8((size_t)alen);
-    need = o_post + npost * 8;
+    need = o_post + npost; /* (npost: bytes of the postings) */
     if (need > len)
         return CAIRN_ECORRUPT;
     rc = cairn__ramidx_new(&x, a, stemmer);
@@ -1362,7 +1570,7 @@ int cairn__ramidx_check(cairn__ramidx *x)
         if ((rc = check_postings(x, tm)) != CAIRN_OK)
             return rc;
         for (uint32_t j = 0; j < tm->n; j++)
-            live_postings += is_live(x, tm->p[j].doc);
+            live_postings += is_live(x, pdoc(tm, j));
         if (live_postings != tm->df)
             return CAIRN_ECORRUPT;
         live_postings = 0;
