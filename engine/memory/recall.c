@@ -354,7 +354,9 @@ static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, s
     if (seqs == NULL)
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
     for (size_t i = 0; i < take; i++) {
-        if (!keep[i] || cairn__mem_find_id(m, out[i].mem.id) == NULL) {
+        /* by seq, not id: the id would probe every index file's table */
+        const ment *x = keep[i] ? cairn__mem_find_seq(m, out[i].mem.seq) : NULL;
+        if (x == NULL || !x->live || strcmp(x->id, out[i].mem.id) != 0) {
             free(out[i].mem.ns);
             free(out[i].mem.content);
             free(out[i].mem.category);
@@ -368,7 +370,7 @@ static int record_access(cairn_mem *m, cairn_recall_hit *out, const int *keep, s
     *kept_n = n;
     if (!no_access && cairn__access_record(m, seqs, n, now) && n > 0) {
         for (size_t i = 0; i < n; i++) {
-            const ment *x = cairn__mem_find_id(m, out[i].mem.id);
+            const ment *x = cairn__mem_find_seq(m, out[i].mem.seq);
             int64_t last = cairn__access_last(m, x);
             /* the cache reads this recall's own entries at the next look */
             out[i].mem.accessed_at = last > now ? last : now;
