@@ -63,29 +63,6 @@ static void make_input(const char *path, size_t n, uint64_t seed)
         bench_die("%s: %s", path, strerror(errno));
 }
 
-/* Run argv; its exit status, peak RSS (KiB) and wall seconds. */
-static int run(const char *const argv[], long *rss_kib, double *secs)
-{
-    struct rusage ru;
-    double t0 = bench_now();
-    int st = 0;
-    pid_t pid = fork();
-    if (pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0)
-            dup2(fd, 1);
-        execv(argv[0], (char *const *)(uintptr_t)argv); /* execv does not write them */
-        _exit(127);
-    }
-    if (wait4(pid, &st, 0, &ru) < 0)
-        bench_die("wait4: %s", strerror(errno));
-    *secs = bench_now() - t0;
-    *rss_kib = ru.ru_maxrss;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -116,7 +93,7 @@ static int cli_latency(const char *cairn, const char *store, size_t ops, uint64_
             else
                 snprintf(text, sizeof text, "w%u w%u", (unsigned)(rnd(&seed) % 5000),
                          (unsigned)(rnd(&seed) % 5000));
-            if ((rc = run(part ? rec : add, &rss, &lat[i])) != 0)
+            if ((rc = bench_run(part ? rec : add, &rss, &lat[i])) != 0)
                 bench_die("%s %s: exit %d", cairn, name, rc);
         }
         qsort(lat, ops, sizeof *lat, cmp_double);
@@ -204,7 +181,7 @@ int main(int argc, char **argv)
         double secs;
         snprintf(store, sizeof store, "%s/import-%s", dir, md->name);
         bench_rm_rf(store);
-        if ((rc = run(init, &rss, &secs)) != 0)
+        if ((rc = bench_run(init, &rss, &secs)) != 0)
             bench_die("%s init: exit %d", cairn, rc);
         imp[a++] = cairn;
         if (md->flag != NULL)
@@ -216,7 +193,7 @@ int main(int argc, char **argv)
         imp[a++] = "json";
         imp[a++] = input;
         imp[a] = NULL;
-        if ((rc = run(imp, &md->rss_kib, &md->secs)) != 0)
+        if ((rc = bench_run(imp, &md->rss_kib, &md->secs)) != 0)
             bench_die("%s import (%s): exit %d", cairn, md->name, rc);
         md->bytes = dir_bytes(store);
         printf("{\"bench\":\"import\",\"mode\":\"%s\",\"memories\":%zu,\"input_bytes\":%lld"

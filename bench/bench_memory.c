@@ -19,8 +19,11 @@
  *              recall over one store, and FTS5; cairn's ingest time with and
  *              without the embedder
  *
+ *              and the peak RSS of the command-line tool's search and recall
+ *              (RSS_QUERIES of each, a process each, on that chain), and
+ *              the bytes of the store next to FTS5's database after ingest
  * usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S]
- *                     [--only synthetic|locomo] [--warm GIB]
+ *                     [--only synthetic|locomo] [--warm GIB] [--cairn PATH]
  * Before the synthetic part, GIB (default 8, 0 = none) of RAM is touched and
  * given back (bench_warm_memory: a VM's first touch of a page is slow).
  * Output: JSON lines on stdout, a summary with PASS/FAIL on stderr.
@@ -35,6 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "cairn.h"
@@ -44,6 +48,9 @@
 
 static const char *stemmer; /* --stemmer; NULL = cairn's default (english) */
 static double warm_gib = 8;  /* --warm */
+static const char *cairn_bin = "build/cairn"; /* --cairn: the CLI whose RSS is measured */
+#define RSS_QUERIES 100 /* CLI searches and recalls whose peak RSS is measured */
+#define RSS_TARGET_KIB (64 * 1024)
 
 
 static uint64_t rng = 0xC0FFEE;
@@ -166,20 +173,127 @@ static int make_text(char *text, const char *tag, size_t i)
     return len;
 }
 
-/* Index files in the store's directory (the chain a reader maps). */
-static size_t count_index_files(const char *path)
+/* Index files in the store's directory (the chain a reader maps), and
+ * their bytes in *bytes (may be NULL). */
+static size_t index_files_of(const char *path, uint64_t *bytes)
 {
     DIR *d = opendir(path);
     struct dirent *de;
     size_t n = 0;
     if (d == NULL)
         bench_die("opendir %s", path);
+    if (bytes != NULL)
+        *bytes = 0;
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
-        n += strncmp(de->d_name, "mem-", 4) == 0 && len > 8 && strcmp(de->d_name + len - 4, ".cmx") == 0;
+        if (strncmp(de->d_name, "mem-", 4) == 0 && len > 8 && strcmp(de->d_name + len - 4, ".cmx") == 0) {
+            char p[4096];
+            struct stat st;
+            n++;
+            snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+            if (bytes != NULL && stat(p, &st) == 0)
+                *bytes += (uint64_t)st.st_size;
+        }
     }
     closedir(d);
     return n;
+}
+
+static size_t count_index_files(const char *path)
+{
+    return index_files_of(path, NULL);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --probe STORE QUERY OUT: open STORE read-only, recall QUERY (top 10),
+ * and write this process's VmHWM, RssAnon and RssFile (KiB) to OUT: how
+ * much of a recall's peak RSS is its own memory and how much the page
+ * cache of the mapped index files (shared, clean, given back under
+ * pressure; this kernel maps a large folio of it whole on a touch). */
+static int probe(const char *store, const char *query, const char *out)
+{
+    cairn_db *db = open_store(store, 0, 1);
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
+    cairn_recall_hit *h;
+    cairn_mem *mem;
+    size_t nh;
+    char line[256];
+    FILE *st, *o;
+    if (cairn_mem_open(db, &mo, &mem) != CAIRN_OK)
+        return 1;
+    ro.k = 10;
+    if (cairn_mem_recall(mem, query, &ro, &h, &nh) != CAIRN_OK)
+        return 1;
+    cairn_recall_free(h, nh);
+    if ((st = fopen("/proc/self/status", "r")) == NULL || (o = fopen(out, "w")) == NULL)
+        return 1;
+    while (fgets(line, sizeof line, st) != NULL) {
+        long kib;
+        if (sscanf(line, "VmHWM: %ld", &kib) == 1 || sscanf(line, "RssAnon: %ld", &kib) == 1 ||
+            sscanf(line, "RssFile: %ld", &kib) == 1)
+            fprintf(o, "%ld\n", kib);
+    }
+    fclose(st);
+    return fclose(o) != 0;
+}
+
+/* The probe's three figures, as a process on the store, for each of the
+ * first RSS_QUERIES queries: the largest peak, and the largest private
+ * part, in out[0..1]. */
+static void probe_all(const char *store, char (*queries)[128], long out[2])
+{
+    char self[4096], tmp[1100];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    out[0] = out[1] = 0;
+    if (n <= 0)
+        bench_die("readlink /proc/self/exe");
+    self[n] = 0;
+    snprintf(tmp, sizeof tmp, "%s.probe", store);
+    for (int i = 0; i < RSS_QUERIES; i++) {
+        const char *argv[] = {self, "--probe", store, queries[i], tmp, NULL};
+        long rss, v[3] = {0, 0, 0};
+        double secs;
+        FILE *f;
+        if (bench_run(argv, &rss, &secs) != 0 || (f = fopen(tmp, "r")) == NULL ||
+            fscanf(f, "%ld %ld %ld", &v[0], &v[1], &v[2]) != 3)
+            bench_die("probe of \"%s\" failed", queries[i]);
+        fclose(f);
+        out[0] = v[0] > out[0] ? v[0] : out[0];
+        out[1] = v[1] > out[1] ? v[1] : out[1];
+    }
+    unlink(tmp);
+}
+
+/* Peak RSS (KiB) of `cairn search` and `cairn recall` as processes on the
+ * store, over the first RSS_QUERIES queries: median and largest of each in
+ * rss[0..3] (search median, search max, recall median, recall max). 0: the
+ * CLI is not there (--cairn). */
+static int cli_rss(const char *store, char (*queries)[128], long rss[4])
+{
+    long got[2][RSS_QUERIES];
+    if (access(cairn_bin, X_OK) != 0)
+        return 0;
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < RSS_QUERIES; i++) {
+            const char *argv[] = {cairn_bin, "--store", store, c ? "recall" : "search",
+                                  queries[i], NULL};
+            double secs;
+            int rc = bench_run(argv, &got[c][i], &secs);
+            if (rc != 0)
+                bench_die("%s %s \"%s\": exit %d", cairn_bin, argv[3], queries[i], rc);
+        }
+    for (int c = 0; c < 2; c++) {
+        qsort(got[c], RSS_QUERIES, sizeof got[c][0], cmp_long);
+        rss[2 * c] = got[c][RSS_QUERIES / 2];
+        rss[2 * c + 1] = got[c][RSS_QUERIES - 1];
+    }
+    return 1;
 }
 
 /* Sessions of a writer on the store (open, stores, close: each close writes
@@ -263,7 +377,9 @@ static void synthetic(const char *dir, size_t n)
     sqlite3 *fdb;
     sqlite3_stmt *ins, *sel;
     char **texts;
-    uint64_t index_files = 0, worst_files = 0;
+    uint64_t index_files = 0, worst_files = 0, c_bytes, c_index_bytes = 0, f_bytes;
+    long rss[4] = {0, 0, 0, 0}, probed[2] = {0, 0};
+    int have_rss;
     size_t grown = 0, sessions = 0;
     int *lens;
     double s = 0, w0 = bench_now();
@@ -326,6 +442,17 @@ static void synthetic(const char *dir, size_t n)
     sqlite3_exec(fdb, "COMMIT", NULL, NULL, NULL);
     f_ingest = bench_now() - t0;
     sqlite3_finalize(ins);
+    /* bytes on disk: the store's directory, and the database with its WAL */
+    {
+        char cpath[1100];
+        struct stat st;
+        snprintf(cpath, sizeof cpath, "%s/mem-cairn", dir);
+        c_bytes = bench_dir_bytes(cpath);
+        (void)index_files_of(cpath, &c_index_bytes);
+        f_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+        snprintf(cpath, sizeof cpath, "%s-wal", path);
+        f_bytes += stat(cpath, &st) == 0 ? (uint64_t)st.st_size : 0;
+    }
     /* queries: 1-4 terms, skipping the 100 most frequent words */
     for (int i = 0; i < QUERIES; i++) {
         int terms = 1 + (int)(rnd() % 4), len = 0;
@@ -375,6 +502,8 @@ static void synthetic(const char *dir, size_t n)
     /* the chain at its longest, and the same queries over it */
     grown = grow_chain(path, &mo, &sessions);
     cairn_queries(path, &mo, queries, cw, &worst_files);
+    have_rss = cli_rss(path, queries, rss);
+    probe_all(path, queries, probed);
     sqlite3_prepare_v2(fdb, "SELECT rowid FROM m WHERE m MATCH ?1 ORDER BY rank LIMIT ?2", -1,
                        &sel, NULL);
     for (int i = 0; i < QUERIES; i++) {
@@ -395,12 +524,18 @@ static void synthetic(const char *dir, size_t n)
            "\"cairn_open_first_query_ms\":%.1f,\"cairn_index_files\":%llu,"
            "\"cairn_mem_close_ms\":%.1f,\"warmed_gib\":%.1f,"
            "\"longest_chain_index_files\":%llu,\"longest_chain_added\":%zu,"
-           "\"longest_chain_query_median_ms\":%.4f,\"longest_chain_query_p99_ms\":%.4f}\n",
+           "\"longest_chain_query_median_ms\":%.4f,\"longest_chain_query_p99_ms\":%.4f,"
+           "\"cairn_store_bytes\":%llu,\"cairn_index_bytes\":%llu,\"fts5_db_bytes\":%llu,"
+           "\"store_size_ratio\":%.3f,\"cli_search_rss_kib_median\":%ld,\"cli_search_rss_kib_max\":%ld,"
+           "\"cli_recall_rss_kib_median\":%ld,\"cli_recall_rss_kib_max\":%ld,"
+           "\"recall_peak_rss_kib_max\":%ld,\"recall_anon_rss_kib_max\":%ld}\n",
            n, c_ingest, c_index, f_ingest, f_ingest / c_ingest, cq[QUERIES / 2] * 1e3,
            cq[QUERIES * 99 / 100] * 1e3, fq_t[QUERIES / 2] * 1e3, fq_t[QUERIES * 99 / 100] * 1e3,
            fq_t[QUERIES / 2] / cq[QUERIES / 2], c_open * 1e3, (unsigned long long)index_files,
            c_memclose * 1e3, (double)warmed / (1u << 30), (unsigned long long)worst_files, grown,
-           cw[QUERIES / 2] * 1e3, cw[QUERIES * 99 / 100] * 1e3);
+           cw[QUERIES / 2] * 1e3, cw[QUERIES * 99 / 100] * 1e3, (unsigned long long)c_bytes,
+           (unsigned long long)c_index_bytes, (unsigned long long)f_bytes,
+           (double)c_bytes / (double)f_bytes, rss[0], rss[1], rss[2], rss[3], probed[0], probed[1]);
     fprintf(stderr, "synthetic, %zu memories:\n", n);
     fprintf(stderr, "  ingest      cairn %.2f s (%.0f/s)   fts5 %.2f s (%.0f/s)   %.2fx  %s (target >= 3x)\n",
             c_ingest, n / c_ingest, f_ingest, n / f_ingest, f_ingest / c_ingest,
@@ -423,6 +558,19 @@ static void synthetic(const char *dir, size_t n)
             " cairn median %.3f ms p99 %.3f ms  %s (target <= 0.5 ms)\n",
             (unsigned long long)worst_files, sessions, grown, cw[QUERIES / 2] * 1e3,
             cw[QUERIES * 99 / 100] * 1e3, cw[QUERIES / 2] * 1e3 <= 0.5 ? "PASS" : "FAIL");
+    fprintf(stderr, "  size        cairn store %.1f MB (index files %.1f MB)   fts5 database %.1f MB"
+            "   %.2fx  %s (target <= 1x)\n", c_bytes / 1e6, c_index_bytes / 1e6, f_bytes / 1e6,
+            (double)c_bytes / (double)f_bytes, c_bytes <= f_bytes ? "PASS" : "FAIL");
+    if (have_rss)
+        fprintf(stderr, "  CLI RSS     over %d queries on the longest chain: search median %.1f MB max"
+                " %.1f MB, recall median %.1f MB max %.1f MB  %s (target <= 64 MB)\n", RSS_QUERIES,
+                rss[0] / 1024.0, rss[1] / 1024.0, rss[2] / 1024.0, rss[3] / 1024.0,
+                rss[1] <= RSS_TARGET_KIB && rss[3] <= RSS_TARGET_KIB ? "PASS" : "FAIL");
+    else
+        fprintf(stderr, "  CLI RSS     not measured: no %s (--cairn PATH)\n", cairn_bin);
+    fprintf(stderr, "  recall RSS  a process per query, the library: peak at most %.1f MB, of which"
+            " private (RssAnon) at most %.1f MB; the rest is mapped page cache\n",
+            probed[0] / 1024.0, probed[1] / 1024.0);
     for (size_t i = 0; i < n; i++)
         free(texts[i]);
     free(texts);
@@ -700,6 +848,9 @@ int main(int argc, char **argv)
     const char *dir = "build/bench-tmp", *data = "../shared/data/locomo-dev", *only = NULL;
 
     bench_name = "bench_memory";
+    if (argc == 5 && strcmp(argv[1], "--probe") == 0)
+        return probe(argv[2], argv[3], argv[4]);
+    bench_spawner_start(); /* now, while this process is small: cli_rss */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
             n = (size_t)strtoull(argv[++i], NULL, 10);
@@ -711,6 +862,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (strcmp(argv[i], "--stemmer") == 0 && i + 1 < argc)
             stemmer = argv[++i];
+        else if (strcmp(argv[i], "--cairn") == 0 && i + 1 < argc)
+            cairn_bin = argv[++i];
         else if (strcmp(argv[i], "--warm") == 0 && i + 1 < argc) {
             warm_gib = atof(argv[++i]);
             if (!(warm_gib >= 0 && warm_gib <= 1024))
@@ -718,7 +871,7 @@ int main(int argc, char **argv)
         }
         else
             bench_die("usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S] "
-                "[--only synthetic|locomo] [--warm GIB]");
+                "[--only synthetic|locomo] [--warm GIB] [--cairn PATH]");
     }
     mkdir(dir, 0755);
     if (only == NULL || strcmp(only, "locomo") == 0)

@@ -7,13 +7,16 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -282,4 +285,125 @@ result *bench_result_new(const char *name)
     r->close_secs = -1;
     r->rep = -1;
     return r;
+}
+
+/* fork + exec + wait4 from this process. */
+static int run_here(const char *const argv[], long *rss_kib, double *secs)
+{
+    struct rusage ru;
+    double t0 = bench_now();
+    int st = 0;
+    pid_t pid = fork();
+    if (pid < 0)
+        bench_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0)
+            dup2(fd, 1);
+        execv(argv[0], (char *const *)(uintptr_t)argv); /* execv does not write them */
+        _exit(127);
+    }
+    if (wait4(pid, &st, 0, &ru) < 0)
+        bench_die("wait4: %s", strerror(errno));
+    *secs = bench_now() - t0;
+    *rss_kib = ru.ru_maxrss;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The spawner's pipes (bench_spawner_start), or -1. */
+static int spawn_req = -1, spawn_resp = -1;
+
+typedef struct spawn_result {
+    int status;
+    long rss_kib;
+    double secs;
+} spawn_result;
+
+static int read_full(int fd, void *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t got = read(fd, p, n);
+        if (got <= 0)
+            return -1;
+        p = (char *)p + got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+void bench_spawner_start(void)
+{
+    int req[2], resp[2];
+    pid_t pid;
+    if (pipe(req) != 0 || pipe(resp) != 0)
+        bench_die("pipe: %s", strerror(errno));
+    if ((pid = fork()) < 0)
+        bench_die("fork: %s", strerror(errno));
+    if (pid == 0) { /* serve requests until the bench goes */
+        close(req[1]);
+        close(resp[0]);
+        for (;;) {
+            uint32_t argc, len;
+            char *args[64];
+            spawn_result r;
+            if (read_full(req[0], &argc, 4) != 0 || argc == 0 || argc >= 64)
+                _exit(0);
+            for (uint32_t i = 0; i < argc; i++) {
+                if (read_full(req[0], &len, 4) != 0 || (args[i] = malloc(len + 1)) == NULL ||
+                    read_full(req[0], args[i], len) != 0)
+                    _exit(1);
+                args[i][len] = 0;
+            }
+            args[argc] = NULL;
+            r.status = run_here((const char *const *)args, &r.rss_kib, &r.secs);
+            bench_write_all(resp[1], &r, sizeof r);
+            for (uint32_t i = 0; i < argc; i++)
+                free(args[i]);
+        }
+    }
+    close(req[0]);
+    close(resp[1]);
+    spawn_req = req[1];
+    spawn_resp = resp[0];
+}
+
+int bench_run(const char *const argv[], long *rss_kib, double *secs)
+{
+    uint32_t argc = 0;
+    spawn_result r;
+    if (spawn_req < 0)
+        return run_here(argv, rss_kib, secs);
+    while (argv[argc] != NULL)
+        argc++;
+    if (argc == 0 || argc >= 64)
+        bench_die("bench_run: %u arguments", argc);
+    bench_write_all(spawn_req, &argc, 4);
+    for (uint32_t i = 0; i < argc; i++) {
+        uint32_t len = (uint32_t)strlen(argv[i]);
+        bench_write_all(spawn_req, &len, 4);
+        bench_write_all(spawn_req, argv[i], len);
+    }
+    if (read_full(spawn_resp, &r, sizeof r) != 0)
+        bench_die("bench_run: the spawner is gone");
+    *rss_kib = r.rss_kib;
+    *secs = r.secs;
+    return r.status;
+}
+
+uint64_t bench_dir_bytes(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    uint64_t n = 0;
+    if (d == NULL)
+        bench_die("opendir %s: %s", path, strerror(errno));
+    while ((de = readdir(d)) != NULL) {
+        char p[4096];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            n += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return n;
 }

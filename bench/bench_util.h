@@ -42,6 +42,15 @@ void bench_write_all(int fd, const void *p, size_t n);
  * would pay for it and the other would not, so benches that allocate a
  * lot call this once before any timed section. */
 size_t bench_warm_memory(size_t bytes);
+/* Run argv (stdout to /dev/null); its exit status (128 + the signal if
+ * killed), peak RSS in KiB (wait4) and wall seconds. A child's peak RSS
+ * counts the pages it had from fork until its exec, so a bench that holds
+ * much memory starts a spawner first, while small (bench_spawner_start):
+ * bench_run then forks from it. */
+int bench_run(const char *const argv[], long *rss_kib, double *secs);
+void bench_spawner_start(void);
+/* Bytes of the files in directory path (not its subdirectories). */
+uint64_t bench_dir_bytes(const char *path);
 /* Name of a statfs f_type ("ext4", "tmpfs", ..., "other"). */
 const char *bench_fs_name(long type);
 
