@@ -65,7 +65,8 @@ typedef struct mentchunk {
 
 /* One index file of the chain in use. Its rows n_shadow.. are memories
  * stored in (base, covered]; rows before change memories of the files
- * below and are applied to their entries at open. */
+ * below: those that end one are applied at open, the others when the
+ * memory's entry is made (m->shadows). */
 typedef struct mgen {
     memindex mx;
     ment **rowp;             /* row i's entry once read, else NULL. The
