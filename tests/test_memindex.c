@@ -1042,6 +1042,17 @@ static void store_plain(fx *f, int from, int to)
     }
 }
 
+/* A memory's importance as a get reads it. */
+static double importance_of(fx *f, const char *id)
+{
+    cairn_memory *m = NULL;
+    double v;
+    assert_int_equal(cairn_mem_get(f->mem, id, &m), CAIRN_OK);
+    v = m->importance;
+    cairn_mem_free(m);
+    return v;
+}
+
 /* A close writes what changed since the files in use, as a generation on
  * them (format-spec/memindex.md, "Generations"), once 1,000 memory
  * records are left out: never the whole index of a growing store. */
@@ -1787,6 +1798,64 @@ static void the_merger_thread_merges_in_the_background(void **state)
     free(merged);
 }
 
+
+/* The merger thread merging the generations on a whole file carries the
+ * changes their shadow rows make to the whole file's memories, though no
+ * handle read those memories since its open. */
+static void the_merger_carries_shadow_rows(void **state)
+{
+    fx *f = *state;
+    static char ids[6000][CAIRN_MEM_ID_MAX + 1];
+    char *want, *got, *top;
+    long long t0;
+
+    /* 6,000 memories (3,600 of namespace ""), then 4 x 1,500 more of "":
+     * below the limit of 10,000 a namespace, so that nothing is pruned */
+    rnd_state = 41;
+    store_some(f, 0, 6000, ids);
+    close_all(f);
+    assert_int_equal(index_files(f->dir), 1);
+    for (int round = 0; round < 4; round++) {
+        cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
+        open_all(f, 0);
+        store_plain(f, 1500 * round, 1500 * round + 1500);
+        for (int k = 0; k < 10; k++) { /* memories of the whole file */
+            u.importance = 0.01 * (10 * round + k + 1);
+            assert_int_equal(cairn_mem_update(f->mem, ids[1000 * round + 37 * k], &u), CAIRN_OK);
+        }
+        close_all(f);
+        assert_int_equal(header_u64(top = index_file(f->dir), H_SHADOW), 10);
+        free(top);
+    }
+    assert_int_equal(index_files(f->dir), 5);
+    open_all(f, 0); /* the merger, kicked at open: the four generations into one */
+    t0 = tu_now_ms();
+    while (index_files(f->dir) > 2 && tu_now_ms() - t0 < 10000)
+        tu_sleep_ms(5);
+    assert_int_equal(index_files(f->dir), 2);
+    top = index_file(f->dir);
+    assert_int_equal(header_u64(top, H_SHADOW), 40);
+    assert_int_not_equal(header_u64(top, H_BASE), 0);
+    close_all(f);
+    open_all(f, 1);
+    for (int round = 0; round < 4; round++)
+        for (int k = 0; k < 10; k++)
+            assert_true(importance_of(f, ids[1000 * round + 37 * k]) ==
+                        0.01 * (10 * round + k + 1));
+    want = export_all(f);
+    close_all(f);
+    /* the same as the log says, with no file in use */
+    while ((got = index_file(f->dir)) != NULL) {
+        assert_int_equal(remove(got), 0);
+        free(got);
+    }
+    open_all(f, 1);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    free(top);
+}
 
 /* The io of a process killed between an index file's rename and the
  * MANIFEST that lists it: it ends at the first MANIFEST call after. */
@@ -2651,16 +2720,6 @@ static char *oldest_index_file(const char *dir)
     return best[0] ? tu_join(dir, best) : NULL;
 }
 
-static double importance_of(fx *f, const char *id)
-{
-    cairn_memory *m = NULL;
-    double v;
-    assert_int_equal(cairn_mem_get(f->mem, id, &m), CAIRN_OK);
-    v = m->importance;
-    cairn_mem_free(m);
-    return v;
-}
-
 /* A whole file, and a generation on it whose shadow rows change memories
  * 5 and 8 of the whole file (importance 0.55 and 0.88). */
 static void chain_with_changes(fx *f, char ids[][CAIRN_MEM_ID_MAX + 1])
@@ -2787,6 +2846,7 @@ int main(void)
         T(the_merge_policy_bounds_files_and_rewrites),
         T(kill_9_during_generations_and_merges_loses_nothing),
         T(the_merger_thread_merges_in_the_background),
+        T(the_merger_carries_shadow_rows),
         T(a_merge_killed_before_its_manifest_leaves_no_replaced_file),
         T(a_merged_file_whose_base_is_gone_drops_nothing),
         T(a_merge_syncs_nothing_of_the_log),

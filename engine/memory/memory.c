@@ -340,6 +340,7 @@ static ment *gen_entry_new(cairn_mem *m, mgen *G)
     if (c == NULL || c->used == MENT_CHUNK) {
         if ((c = malloc(sizeof *c)) == NULL) {
             m->damaged = 1;
+            m->row_nomem = 1;
             (void)cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for a row of %s: reopen the store",
                                   G->mx.name);
             return NULL;
@@ -380,12 +381,14 @@ static int apply_shadow(cairn_mem *m, size_t g, ment *x, cairn__shadowref *s)
         return index_damaged_at(m, s->gen, CAIRN_ECORRUPT, what);
     }
     take_shadow_fields(x, &r);
-    s->flags |= SHADOW_APPLIED;
     if (note_changed(m, x, m->gen[s->gen].mx.covered) != CAIRN_OK) {
+        /* the entry is not kept: the next read makes it and tries again */
         m->damaged = 1;
+        m->row_nomem = 1;
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for a row of %s: reopen the store",
                                m->gen[g].mx.name);
     }
+    s->flags |= SHADOW_APPLIED;
     return CAIRN_OK;
 }
 
@@ -446,8 +449,9 @@ static int shadows_take(cairn_mem *m, size_t from)
                      ", which no file below holds", m->gen[s->gen].mx.name, s->row, s->seq);
             return index_damaged_at(m, s->gen, CAIRN_ECORRUPT, what);
         }
+        m->row_nomem = 0;
         if (cairn__mem_row(m, (size_t)lg, (size_t)row) == NULL)
-            return CAIRN_ECORRUPT;
+            return m->row_nomem ? CAIRN_ENOMEM : CAIRN_ECORRUPT;
     }
     return CAIRN_OK;
 }
@@ -1527,8 +1531,11 @@ static int take_shadows(cairn_mem *m, size_t g, uint64_t *kills, cairn__err *e)
         }
         lg = cairn__mem_gen_of(m, r.seq);
         row = lg >= 0 && (size_t)lg < g ? gen_find_row(m, (size_t)lg, r.seq) : -1;
+        m->row_nomem = 0;
         if (row >= 0)
             x = cairn__mem_row(m, (size_t)lg, (size_t)row);
+        if (x == NULL && m->row_nomem)
+            return cairn__fail(e, CAIRN_ENOMEM, "no memory for %s", mx->name);
         if (x == NULL || !x->live || x->nsi != r.nsi || strcmp(x->id, r.id) != 0)
             return cairn__fail(e, CAIRN_ECORRUPT, "%s: row %zu changes memory %s (seq %" PRIu64
                                "), which no file below holds live", mx->name, i, r.id, r.seq);
@@ -3097,8 +3104,8 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
 
     /* The memories of the files below j that the files it replaces
      * change: the new file carries those changes as its shadow rows. */
-    if (shadows_take(m, j) != CAIRN_OK)
-        return CAIRN_ECORRUPT;
+    if ((rc = shadows_take(m, j)) != CAIRN_OK)
+        return rc;
     /* Every row of the files it replaces, each memory once. */
     for (size_t g = j; g < m->ng; g++)
         for (size_t i = (size_t)m->gen[g].mx.n_shadow; i < m->gen[g].mx.nrows; i++) {

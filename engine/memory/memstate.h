@@ -152,6 +152,9 @@ struct cairn_mem {
     char index_note[CAIRN_ERRMSG_MAX]; /* why an index file was set aside */
     int index_outdated; /* the newest file is of other tokenizer rules: close replaces it */
     int damaged;             /* a row of the file failed its check */
+    int row_nomem;           /* the last cairn__mem_row that failed ran out
+                                of memory (not damage): set by it, cleared
+                                by the callers that tell the two apart */
     int check_only;          /* a scratch state of verify: removes no file */
     int stale;               /* a record was appended but not applied: the
                                 state is no longer a fold of the log */

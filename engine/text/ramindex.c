@@ -652,7 +652,9 @@ static int check_postings(const cairn__ramidx *x, term *t)
         uint32_t k = t->n - i < 256 ? t->n - i : 256;
         postings_at(t, i, k, buf);
         for (uint32_t j = 0; j < k; j++, i++) {
-            if (buf[j].doc >= x->ndocs || (i > 0 && buf[j].doc <= prev) || buf[j].tf > t->max_tf)
+            /* tf 0: tf - 1 of 32 bits all ones (a max_tf past 2^31) */
+            if (buf[j].doc >= x->ndocs || (i > 0 && buf[j].doc <= prev) || buf[j].tf == 0 ||
+                buf[j].tf > t->max_tf)
                 return CAIRN_ECORRUPT;
             prev = buf[j].doc;
         }
