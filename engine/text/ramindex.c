@@ -1047,22 +1047,30 @@ static int pk_flush(pk_enc *e)
 static int pk_byte(pk_enc *e, uint8_t b)
 {
     e->buf[e->len++] = b;
-    return e->len == sizeof e->buf ? pk_flush(e) : CAIRN_OK;
+    return e->len > sizeof e->buf - 8 ? pk_flush(e) : CAIRN_OK;
 }
 
+/* Each posting's bits go in above those not written yet (fewer than 8
+ * between postings, w <= 56: at most 63), then the whole bytes among them
+ * leave in one 8-byte store: the buffer keeps 8 bytes of room past len. */
 static int pk_push(pk_enc *e, const posting *p, size_t k)
 {
-    int rc = CAIRN_OK;
-    for (size_t j = 0; j < k && rc == CAIRN_OK; j++) {
+    for (size_t j = 0; j < k; j++) {
+        unsigned whole;
         e->acc |= ((uint64_t)p[j].doc | (uint64_t)(p[j].tf - 1) << e->db) << e->nacc;
         e->nacc += e->w;
-        while (e->nacc >= 8 && rc == CAIRN_OK) {
-            rc = pk_byte(e, (uint8_t)e->acc);
-            e->acc >>= 8;
-            e->nacc -= 8;
+        memcpy(e->buf + e->len, &e->acc, 8); /* little-endian: the oldest bits first */
+        whole = e->nacc >> 3;
+        e->len += whole;
+        e->acc >>= 8 * whole; /* whole <= 7 */
+        e->nacc &= 7;
+        if (e->len > sizeof e->buf - 8) {
+            int rc = pk_flush(e);
+            if (rc != CAIRN_OK)
+                return rc;
         }
     }
-    return rc;
+    return CAIRN_OK;
 }
 
 /* The term ends: its last bits in a byte of their own. */
