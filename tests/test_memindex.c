@@ -2072,6 +2072,59 @@ static void open_unsyncable(fx *f, cairn_io *io)
     assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
 }
 
+/* Writes to the index file, as the io table sees them. */
+typedef struct pieces {
+    size_t largest;   /* bytes of the largest pwrite */
+    uint64_t bytes;   /* of all of them */
+} pieces;
+
+static pieces seen_pieces;
+
+static ssize_t note_index_pwrite(void *u, const char *site, int fd, const void *b, size_t n,
+                                 off_t off)
+{
+    const cairn_io *real = cairn_io_default();
+    (void)u;
+    if (strcmp(site, "memindex.write") == 0) {
+        if (n > seen_pieces.largest)
+            seen_pieces.largest = n;
+        seen_pieces.bytes += n;
+    }
+    return real->pwrite(real->user, site, fd, b, n, off);
+}
+
+/* The index file is written in pieces of at most 64 KiB: a reader maps
+ * it, and the page cache keeps what one write() brought in as folios as
+ * large as the write, each mapped whole by the first page fault in it
+ * (io.h, CAIRN__IO_MAPPED_PIECE). */
+static void the_index_file_is_written_in_small_pieces(void **state)
+{
+    fx *f = *state;
+    cairn_io io = *cairn_io_default();
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    char *name;
+    struct stat st;
+    close_all(f);
+    io.pwrite = note_index_pwrite;
+    o.io = &io;
+    o.durability = CAIRN_DURABILITY_NONE;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, NULL, &f->mem), CAIRN_OK);
+    memset(&seen_pieces, 0, sizeof seen_pieces);
+    store_plain(f, 0, 6000);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    name = index_file(f->dir);
+    assert_non_null(name);
+    assert_int_equal(stat(name, &st), 0);
+    free(name);
+    assert_true(st.st_size > 4 * (off_t)CAIRN__IO_MAPPED_PIECE);
+    assert_true(seen_pieces.bytes >= (uint64_t)st.st_size);
+    assert_true(seen_pieces.largest > 0);
+    assert_true(seen_pieces.largest <= CAIRN__IO_MAPPED_PIECE);
+}
+
 /* A flush's file whose fsync fails on the merger thread is given up, not
  * tried again (a second fsync would report nothing: the kernel told of
  * the lost writeback once): recall found its memories meanwhile, and the
@@ -2853,7 +2906,8 @@ int main(void)
         T(a_checkpoint_whose_log_sync_fails_puts_no_file_in_place),
         T(a_stopped_sync_gives_up_without_syncing),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
-        T(a_flush_file_that_cannot_be_synced_is_given_up),
+        T(the_index_file_is_written_in_small_pieces),
+    T(a_flush_file_that_cannot_be_synced_is_given_up),
         T(a_flush_file_another_writer_overtook_is_given_up),
         T(a_writer_open_leaves_the_temps_of_live_processes),
         T(a_process_killed_after_a_flush_loses_nothing),

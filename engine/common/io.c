@@ -196,6 +196,22 @@ int cairn__io_write(const cairn_io *io, const char *site, int fd, const void *bu
     return CAIRN_OK;
 }
 
+int cairn__io_write_mapped(const cairn_io *io, const char *site, int fd, const void *buf,
+                           size_t len, uint64_t off, const char *name, cairn__err *e)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        size_t n = len < CAIRN__IO_MAPPED_PIECE ? len : CAIRN__IO_MAPPED_PIECE;
+        int rc = cairn__io_write(io, site, fd, p, n, off, name, e);
+        if (rc != CAIRN_OK)
+            return rc;
+        p += n;
+        len -= n;
+        off += n;
+    }
+    return CAIRN_OK;
+}
+
 int cairn__io_read(const cairn_io *io, const char *site, int fd, void *buf, size_t len,
                    uint64_t off, size_t *got, const char *name, cairn__err *e)
 {

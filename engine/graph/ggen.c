@@ -234,7 +234,7 @@ int cairn__gg_write(const cairn_io *io, int dirfd, const gg_in *in, uint64_t *le
     snprintf(tmp, sizeof tmp, "%s.tmp", name);
     rc = cairn__io_open(io, "graphgen.create", dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, e);
     if (rc == CAIRN_OK) {
-        rc = cairn__io_write(io, "graphgen.write", fd, b.p, b.len, 0, tmp, e);
+        rc = cairn__io_write_mapped(io, "graphgen.write", fd, b.p, b.len, 0, tmp, e);
         rc = cairn__io_publish(io, &sites, rc, fd, dirfd, tmp, name, e);
         if (rc != CAIRN_OK)
             (void)cairn__io_unlink(io, "graphgen.unlink", dirfd, tmp, NULL);

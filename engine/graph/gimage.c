@@ -966,7 +966,7 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
     at = GI_HEAD + GI_TABLE;
     for (int s = 0; s < GI_SECTIONS && rc == CAIRN_OK; s++) {
         if (x.s[s].len)
-            rc = cairn__io_write(io, "graph.write", fd, x.s[s].p, x.s[s].len, at, tmp, e);
+            rc = cairn__io_write_mapped(io, "graph.write", fd, x.s[s].p, x.s[s].len, at, tmp, e);
         if (rc == CAIRN_OK && pad8(x.s[s].len) != x.s[s].len)
             rc = cairn__io_write(io, "graph.write", fd, zeros, pad8(x.s[s].len) - x.s[s].len,
                                  at + x.s[s].len, tmp, e);

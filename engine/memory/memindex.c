@@ -487,8 +487,9 @@ static int flush(wbuf *w)
     int rc;
     if (w->stop != NULL && __atomic_load_n(w->stop, __ATOMIC_ACQUIRE))
         return cairn__fail(w->e, CAIRN_ELOCKED, "memory index: the write was given up");
-    rc = w->n ? cairn__io_write(w->io, "memindex.write", w->fd, w->b, w->n, w->off, w->name, w->e)
-                  : CAIRN_OK;
+    rc = w->n ? cairn__io_write_mapped(w->io, "memindex.write", w->fd, w->b, w->n, w->off,
+                                       w->name, w->e)
+              : CAIRN_OK;
     w->off += w->n;
     w->n = 0;
     if (rc == CAIRN_OK && w->off - w->wb_off >= MX_WRITEBACK) {
@@ -721,7 +722,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     if (rc == CAIRN_OK)
         rc = flush(&w);
     if (rc == CAIRN_OK)
-        rc = cairn__io_write(io, "memindex.write", w.fd, head, (size_t)(ro - MX_HEAD), MX_HEAD, tmp, e);
+        rc = cairn__io_write_mapped(io, "memindex.write", w.fd, head, (size_t)(ro - MX_HEAD),
+                                    MX_HEAD, tmp, e);
     if (rc == CAIRN_OK) {
         cairn__filehdr_init(h, MX_MAGIC, MX_VERSION);
         memset(h + FILEHDR_SIZE, 0, sizeof h - FILEHDR_SIZE);
