@@ -4,9 +4,9 @@
  * the engine uses on a file it trusts.
  *
  * Invariants: no crash, no read outside the buffer (ASan), no leak; a
- * rejected file says why; an accepted one has every node row's strings,
- * episode references and CSR rows inside the file, every out-edge's row
- * names its source, every in-edge is an out-edge of its source, the id
+ * rejected file says why; an accepted one has every node's strings,
+ * episode references and CSR rows inside the file, every out-edge's
+ * source found where its row is, every in-edge is an out-edge of its source, the id
  * table and the label index answer with a node of the file or none.
  * Checksums are repaired in the second pass (fuzz.h) so mutations reach
  * the structural checks behind them.
@@ -86,29 +86,35 @@ static void one(const uint8_t *data, size_t size)
 }
 
 /* The sums of a graph file recomputed where its version keeps them:
- * version 4 has the common file header and a 176-byte header in all (the
- * graph header's sum at 48, the common one at 56), version 3 a 160-byte
- * header (its sum at 152), versions 1 and 2 a 128-byte one (at 120). The
- * section table follows the header; its last sum slot covers all before. */
+ * versions 4 and 5 have the common file header and a 176-byte header in
+ * all (the graph header's sum at 48, the common one at 56), version 3 a
+ * 160-byte header (its sum at 152), versions 1 and 2 a 128-byte one (at
+ * 120). The section table follows the header (31 sections in version 5,
+ * 16 before); its last sum slot covers all before it, the blob's sum is
+ * in the header. */
 static void repair(uint8_t *p, size_t size)
 {
-    size_t head, blob_sum;
+    size_t head, blob_sum, nsec;
     if (size < 176 + 16 * 24)
         return;
     if (get_le16(p + 10) == 64) {
         head = 176;
         blob_sum = 128;
+        nsec = get_le16(p + 8) >= 5 ? 31 : 16;
     } else {
         head = get_le32(p + 8) >= 3 ? 160 : 128;
         blob_sum = 112;
+        nsec = 16;
     }
-    for (int s = 0; s < 16; s++) {
+    if (size < head + nsec * 24)
+        return;
+    for (size_t s = 0; s < nsec; s++) {
         uint8_t *t = p + head + 24 * s;
         uint64_t off = get_le64(t), len = get_le64(t + 8);
         if (off > size || len > size - off)
             continue;
         uint64_t sum = XXH3_64bits(p + off, (size_t)len);
-        if (s == 15)
+        if (s == nsec - 1)
             put_le64(p + blob_sum, sum);
         else
             put_le64(t + 16, sum);
@@ -121,7 +127,7 @@ static void repair(uint8_t *p, size_t size)
     } else {
         put_le64(p + 120, XXH3_64bits(p, 120));
     }
-    put_le64(p + head + 16 * 24 - 8, XXH3_64bits(p, head + 16 * 24 - 8));
+    put_le64(p + head + nsec * 24 - 8, XXH3_64bits(p, head + nsec * 24 - 8));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

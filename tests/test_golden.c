@@ -1537,14 +1537,14 @@ static uint8_t *make_graph(size_t *len)
 static void test_graph_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("graph-v4.cgx", make_graph);
+    matches_golden("graph-v5.cgx", make_graph);
 }
 
 static void test_graph_golden_reads_back(void **state)
 {
     char *dir = tu_mkdtemp("golden-gx-read"), *path = tu_join(dir, GX_GOLDEN);
     size_t glen;
-    uint8_t *gb = read_golden("graph-v4.cgx", &glen);
+    uint8_t *gb = read_golden("graph-v5.cgx", &glen);
     gimage g;
     cairn__err e;
     uint32_t first, n;
@@ -1561,21 +1561,27 @@ static void test_graph_golden_reads_back(void **state)
     if (cairn__gi_open(&g, cairn_io_default(), dirfd, GX_COVERED, &e) != CAIRN_OK)
         fail_msg("cairn__gi_open: %s", e.msg);
     assert_int_equal(g.covered, GX_COVERED);
-    assert_int_equal(g.version, 4);
+    assert_int_equal(g.version, 5);
     assert_memory_equal(gb + GI_BIND_OFF, man_store_id, 16);
     assert_memory_equal(g.bind.store_id, man_store_id, 16);
     assert_int_equal(g.bind.anchor_seq, GX_COVERED);
     assert_int_equal(g.bind.anchor_sum, GOLD_ANCHOR_SUM);
     /* the common file header, the graph header's sum, the table's */
     assert_memory_equal(gb, "CAIRNGX1", 8);
-    assert_int_equal(get_le16(gb + 8), 4);
+    assert_int_equal(get_le16(gb + 8), 5);
     assert_int_equal(get_le16(gb + 10), 64);
     assert_int_equal(get_le64(gb + 16), GX_COVERED);
     assert_int_equal(get_le64(gb + 24), glen);
     assert_int_equal(get_le64(gb + 56), XXH3_64bits(gb, 56));
     assert_int_equal(get_le64(gb + 48), XXH3_64bits(gb + 64, 176 - 64));
-    assert_int_equal(get_le64(gb + 176 + 384 - 8), XXH3_64bits(gb, 176 + 384 - 8));
-    assert_int_equal(cairn__filehdr_check(gb, glen, "CAIRNGX1", 4, "golden", &e), CAIRN_OK);
+    assert_int_equal(get_le64(gb + 176 + 24 * 31 - 8), XXH3_64bits(gb, 176 + 24 * 31 - 8));
+    assert_int_equal(cairn__filehdr_check(gb, glen, "CAIRNGX1", 5, "golden", &e), CAIRN_OK);
+    /* packed columns: every node's type fits one byte, the keys differ in
+     * their top byte (8), the edges' evidence counts differ by 2 (1) */
+    assert_int_equal(get_le64(gb + 176 + 24 * GI_N_TYPE + 8), 16 + 3 * 1);
+    assert_int_equal(get_le64(gb + 176 + 24 * GI_N_KEY + 8), 16 + 3 * 8);
+    assert_int_equal(get_le64(gb + 176 + 24 * GI_E_EVIDENCE + 8), 16 + 2 * 1);
+    assert_int_equal(get_le64(gb + get_le64(gb + 176 + 24 * GI_E_EVIDENCE)), 1); /* its base */
     assert_int_equal(g.skipped, 1);
     assert_int_equal(g.updated, 1700000005000);
     assert_int_equal(g.n_nodes, 3);
@@ -1648,7 +1654,7 @@ static void test_graph_golden_reads_back(void **state)
 static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
 {
     size_t glen;
-    uint8_t *b = read_golden("graph-v4.cgx", &glen), *t, *off;
+    uint8_t *b = read_golden("graph-v5.cgx", &glen), *t, *off;
     uint64_t *copy;
     gimage g;
     cairn__err e;
@@ -1659,7 +1665,7 @@ static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
     assert_true(n_gram > 1);
     put_le32(off + 4 * (n_gram - 1), (uint32_t)n_post); /* the last key: empty */
     put_le64(t + 16, XXH3_64bits(off, (size_t)get_le64(t + 8)));
-    put_le64(b + 176 + 384 - 8, XXH3_64bits(b, 176 + 384 - 8));
+    put_le64(b + 176 + 24 * 31 - 8, XXH3_64bits(b, 176 + 24 * 31 - 8));
     copy = malloc((glen + 7) & ~(size_t)7); /* 8-byte aligned, as a mapping */
     assert_non_null(copy);
     memcpy(copy, b, glen);
@@ -1870,13 +1876,14 @@ static void test_graph_gen_golden_reads_back(void **state)
 }
 
 /* A graph file of version 2 is bound to no log, of version 3 has no
- * common file header: recognised as older (its sums checked where that
- * version keeps them), never used. */
+ * common file header, of version 4 keeps fixed rows for nodes and edges:
+ * recognised as older (its sums checked where that version keeps them),
+ * never used. */
 static void test_graph_older_goldens_are_recognised_and_not_used(void **state)
 {
-    static const char *const goldens[] = {"graph-v2.cgx", "graph-v3.cgx"};
+    static const char *const goldens[] = {"graph-v2.cgx", "graph-v3.cgx", "graph-v4.cgx"};
     (void)state;
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < 3; i++) {
         char *dir = tu_mkdtemp("golden-gx-old"), *path = tu_join(dir, GX_GOLDEN);
         size_t glen;
         uint8_t *gb = read_golden(goldens[i], &glen);
@@ -2062,7 +2069,7 @@ static void regen(void **state)
     regen_one(dir, "memindex-v8-gen.cmx", b, len);
     free(b);
     b = make_graph(&len);
-    regen_one(dir, "graph-v4.cgx", b, len);
+    regen_one(dir, "graph-v5.cgx", b, len);
     free(b);
     b = make_graph_gen(&len);
     regen_one(dir, "graph-gen-v1.cgg", b, len);

@@ -2,8 +2,9 @@
  * gimage.c - see gimage.h; the bytes are format-spec/graph.md.
  *
  * Layout, all little-endian, every section 8-byte aligned:
- *   common file header (64) | graph header (112) | section table (16 x 24) |
- *   the 16 sections in order
+ *   common file header (64) | graph header (112) | section table (31 x 24) |
+ *   the 31 sections in order: 17 packed columns (the nodes' and edges'
+ *   fields), the CSR arrays, the id table, the 4-gram index, the rest
  * Each section table entry is (offset, length, XXH3-64 of the section);
  * the table's last sum slot covers everything before it.
  */
@@ -31,8 +32,8 @@
 #define GI_V3_HEAD 160 /* version 3: the header's own sum at 152 */
 #define GI_OLD_HEAD 128 /* versions 1 and 2: no binding, the sum at 120 */
 #define GI_TABLE (GI_SECTIONS * 24)
-#define GI_NODE 64
-#define GI_EDGE 48
+#define GI_V4_TABLE (16 * 24) /* versions 1 to 4: 16 sections */
+#define GI_COL_HEAD 16        /* a packed column's base and width */
 #define GI_PATTERN 88
 #define GI_EPISODE 32
 #define GI_LIMIT 0xfffffffeu /* counts and blob offsets are u32 */
@@ -99,10 +100,58 @@ static int in_blob(const gimage *g, uint64_t off, uint64_t len)
     return off <= g->sec_len[GI_BLOB] && len <= g->sec_len[GI_BLOB] - off;
 }
 
-static int eps_ok(const gimage *g, uint32_t off, uint32_t n)
+static int eps_ok(const gimage *g, uint64_t off, uint64_t n)
 {
     uint64_t have = g->sec_len[GI_EPREFS] / 4;
     return off <= have && n <= have - off;
+}
+
+/* A string of the blob: len bytes at off, then a NUL. */
+static int str_ok(const gimage *g, uint64_t off, uint64_t len)
+{
+    return off < g->sec_len[GI_BLOB] && len < g->sec_len[GI_BLOB] - off &&
+           g->sec[GI_BLOB][off + len] == 0;
+}
+
+/* Value i of packed column c. */
+static uint64_t col_at(const gimage *g, int c, uint64_t i)
+{
+    const gi_col *k = &g->col[c];
+    const uint8_t *p = k->p + i * k->width;
+    uint64_t v;
+    switch (k->width) {
+    case 0: v = 0; break;
+    case 1: v = p[0]; break;
+    case 2: v = get_le16(p); break;
+    case 3: v = get_le16(p) | (uint64_t)p[2] << 16; break;
+    case 4: v = get_le32(p); break;
+    case 5: v = get_le32(p) | (uint64_t)p[4] << 32; break;
+    case 6: v = get_le32(p) | (uint64_t)get_le16(p + 4) << 32; break;
+    case 7: v = get_le32(p) | (uint64_t)get_le16(p + 4) << 32 | (uint64_t)p[6] << 48; break;
+    default: v = get_le64(p); break;
+    }
+    return k->base + v;
+}
+
+/* Where value i of column c is, for a problem's offset. */
+static const uint8_t *col_place(const gimage *g, int c, uint64_t i)
+{
+    return g->col[c].p + i * g->col[c].width;
+}
+
+/* The node whose out-edges hold edge i (< n_edges): the last v with
+ * OUT_OFF[v] <= i. */
+static uint32_t edge_src(const gimage *g, uint64_t i)
+{
+    uint64_t lo = 0, hi = g->n_nodes;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (u32at(g->sec[GI_OUT_OFF], mid) <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (uint32_t)lo;
 }
 
 /* A CSR offset array: n + 1 entries, from 0 up to total, never down. */
@@ -124,34 +173,35 @@ static int check_rows(gimage *g, cairn__err *e)
 {
     const uint8_t *blob = g->sec[GI_BLOB];
     for (uint64_t i = 0; i < g->n_nodes; i++) {
-        const uint8_t *p = g->sec[GI_NODES] + i * GI_NODE;
-        uint32_t lo = get_le32(p + 32), ll = get_le32(p + 36), fo = get_le32(p + 40),
-                 fl = get_le32(p + 44);
-        if (!in_blob(g, lo, (uint64_t)ll + 1) || !in_blob(g, fo, (uint64_t)fl + 1) ||
-            blob[lo + ll] != 0 || blob[fo + fl] != 0 || ll == 0 ||
-            !eps_ok(g, get_le32(p + 48), get_le32(p + 52)) || get_le32(p + 56) >= CAIRN_NODE_TYPES)
-            return bad(g, e, p, "a node row is out of range");
+        if (col_at(g, GI_N_LABEL_LEN, i) == 0 ||
+            !str_ok(g, col_at(g, GI_N_LABEL, i), col_at(g, GI_N_LABEL_LEN, i)))
+            return bad(g, e, col_place(g, GI_N_LABEL, i), "a node's label is out of range");
+        if (!str_ok(g, col_at(g, GI_N_FOLD, i), col_at(g, GI_N_FOLD_LEN, i)))
+            return bad(g, e, col_place(g, GI_N_FOLD, i), "a node's folded label is out of range");
+        if (!eps_ok(g, col_at(g, GI_N_EPS, i), col_at(g, GI_N_NEPS, i)))
+            return bad(g, e, col_place(g, GI_N_EPS, i), "a node's episodes are out of range");
+        if (col_at(g, GI_N_TYPE, i) >= CAIRN_NODE_TYPES)
+            return bad(g, e, col_place(g, GI_N_TYPE, i), "a node's type is out of range");
     }
-    for (uint64_t i = 0; i < g->n_edges; i++) {
-        const uint8_t *p = g->sec[GI_EDGES] + i * GI_EDGE;
-        uint32_t s = get_le32(p), d = get_le32(p + 4), t = get_le32(p + 8), lo, hi;
-        if (s >= g->n_nodes)
-            return bad(g, e, p, "an edge row is out of range");
-        lo = u32at(g->sec[GI_OUT_OFF], s);
-        hi = u32at(g->sec[GI_OUT_OFF], (uint64_t)s + 1);
-        if (d >= g->n_nodes || t >= CAIRN_EDGE_TYPES || i < lo || i >= hi ||
-            u32at(g->sec[GI_OUT_DST], i) != d || !eps_ok(g, get_le32(p + 40), get_le32(p + 44)))
-            return bad(g, e, p, "an edge row is out of range");
-        if (i > lo) { /* sorted by (dst, type) within the source, no two equal */
-            const uint8_t *q = p - GI_EDGE;
-            uint32_t pd = get_le32(q + 4), pt = get_le32(q + 8);
-            if (pd > d || (pd == d && pt >= t))
-                return bad(g, e, p, "edges are not in order");
+    for (uint64_t v = 0; v < g->n_nodes; v++) {
+        uint32_t lo = u32at(g->sec[GI_OUT_OFF], v), hi = u32at(g->sec[GI_OUT_OFF], v + 1);
+        for (uint64_t i = lo; i < hi; i++) {
+            uint64_t t = col_at(g, GI_E_TYPE, i);
+            if (t >= CAIRN_EDGE_TYPES)
+                return bad(g, e, col_place(g, GI_E_TYPE, i), "an edge's type is out of range");
+            if (!eps_ok(g, col_at(g, GI_E_EPS, i), col_at(g, GI_E_NEPS, i)))
+                return bad(g, e, col_place(g, GI_E_EPS, i), "an edge's episodes are out of range");
+            if (i > lo) { /* sorted by (dst, type) within the source, no two equal */
+                uint32_t d = u32at(g->sec[GI_OUT_DST], i), pd = u32at(g->sec[GI_OUT_DST], i - 1);
+                if (pd > d || (pd == d && col_at(g, GI_E_TYPE, i - 1) >= t))
+                    return bad(g, e, g->sec[GI_OUT_DST] + 4 * i, "edges are not in order");
+            }
         }
     }
     for (uint64_t i = 0; i < g->n_edges; i++) {
         uint32_t s = u32at(g->sec[GI_IN_SRC], i), id = u32at(g->sec[GI_IN_EID], i);
-        if (s >= g->n_nodes || id >= g->n_edges || get_le32(g->sec[GI_EDGES] + (uint64_t)id * GI_EDGE) != s)
+        if (s >= g->n_nodes || id >= g->n_edges || id < u32at(g->sec[GI_OUT_OFF], s) ||
+            id >= u32at(g->sec[GI_OUT_OFF], (uint64_t)s + 1))
             return bad(g, e, g->sec[GI_IN_SRC] + 4 * i, "an in-edge is out of range");
     }
     for (uint64_t v = 0; v < g->n_nodes; v++) {
@@ -213,7 +263,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
 
     if (((uintptr_t)g->map & 7) != 0)
         return cairn__fail(e, CAIRN_EINVAL, "%s: not 8-byte aligned", g->name);
-    if (g->len < GI_OLD_HEAD + GI_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
+    if (g->len < GI_OLD_HEAD + GI_V4_TABLE || memcmp(h, GI_MAGIC, 8) != 0)
         return bad(g, e, NULL, "not a graph file");
     /* Versions 1..3 kept a u32 version at 8 (so 0 at 10, where the common
      * header keeps its length). Their sums first, where the version keeps
@@ -221,8 +271,8 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     if (get_le16(h + 10) == 0 && get_le32(h + 8) >= 1 && get_le32(h + 8) < GI_VERSION) {
         size_t head = get_le32(h + 8) < 3 ? GI_OLD_HEAD : GI_V3_HEAD;
         g->version = get_le32(h + 8);
-        if (g->len < head + GI_TABLE ||
-            XXH3_64bits(h, head + GI_TABLE - 8) != get_le64(h + head + GI_TABLE - 8) ||
+        if (g->len < head + GI_V4_TABLE ||
+            XXH3_64bits(h, head + GI_V4_TABLE - 8) != get_le64(h + head + GI_V4_TABLE - 8) ||
             XXH3_64bits(h, head - 8) != get_le64(h + head - 8)) {
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
         }
@@ -236,6 +286,16 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     if ((rc = cairn__filehdr_check(h, g->len, GI_MAGIC, GI_VERSION, g->name, e)) != CAIRN_OK) {
         g->bad_off = rc == CAIRN_EVERSION ? 8 : 0;
         return rc;
+    }
+    if (g->version == 4) { /* its sums where version 4 keeps them, then older */
+        if (g->len < GI_HEAD + GI_V4_TABLE ||
+            XXH3_64bits(h + FILEHDR_SIZE, GI_HEAD - FILEHDR_SIZE) != get_le64(h + GI_EXT_SUM) ||
+            XXH3_64bits(h, GI_HEAD + GI_V4_TABLE - 8) != get_le64(h + GI_HEAD + GI_V4_TABLE - 8))
+            return cairn__fail(e, CAIRN_ECHECKSUM, "%s: header checksum mismatch", g->name);
+        g->bad_off = 8;
+        return cairn__fail(e, CAIRN_EVERSION,
+                           "%s: version 4, this build reads %d (an older file keeps rows of 64 "
+                           "and 48 bytes for nodes and edges)", g->name, GI_VERSION);
     }
     if (g->version != GI_VERSION) { /* 1..3 with a common header was never written */
         g->bad_off = 8;
@@ -268,8 +328,8 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
         g->n_post > GI_LIMIT || g->tcap > GI_LIMIT || (g->tcap & (g->tcap - 1)) != 0 ||
         g->tcap < 16 || g->tcap < 2 * g->n_nodes)
         return bad(g, e, h + 64, "header counts out of range");
-    want[GI_NODES] = g->n_nodes * GI_NODE;
-    want[GI_EDGES] = g->n_edges * GI_EDGE;
+    for (int c = 0; c < GI_COLUMNS; c++)
+        want[c] = UINT64_MAX; /* its own head says: below */
     want[GI_OUT_OFF] = want[GI_IN_OFF] = (g->n_nodes + 1) * 4;
     want[GI_OUT_DST] = want[GI_IN_SRC] = want[GI_IN_EID] = g->n_edges * 4;
     want[GI_IDTAB] = g->tcap * 4;
@@ -302,6 +362,16 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: section %d checksum mismatch at offset %" PRIu64,
                                g->name, s, g->bad_off);
         }
+    }
+    for (int c = 0; c < GI_COLUMNS; c++) {
+        const uint8_t *p = g->sec[c];
+        uint64_t n = c < GI_E_TYPE ? g->n_nodes : g->n_edges;
+        if (g->sec_len[c] < GI_COL_HEAD || p[8] > 8 || p[9] != 0 || p[10] != 0 || p[11] != 0 ||
+            get_le32(p + 12) != 0 || g->sec_len[c] != GI_COL_HEAD + n * p[8])
+            return bad(g, e, p, "a packed column is out of range");
+        g->col[c].p = p + GI_COL_HEAD;
+        g->col[c].base = get_le64(p);
+        g->col[c].width = p[8];
     }
     if (!csr_ok(g->sec[GI_OUT_OFF], g->n_nodes, g->n_edges) ||
         !csr_ok(g->sec[GI_IN_OFF], g->n_nodes, g->n_edges) ||
@@ -337,7 +407,7 @@ int cairn__gi_open(gimage *g, const cairn_io *io, int dirfd, uint64_t max_seq, c
 
     memset(g, 0, sizeof *g);
     rc = cairn__seqfile_map(&cairn__seqfile_graph, io, dirfd, max_seq, g->name, sizeof g->name, &covered,
-                            &g->map, &g->len, GI_OLD_HEAD + GI_TABLE, &g->id, e);
+                            &g->map, &g->len, GI_OLD_HEAD + GI_V4_TABLE, &g->id, e);
     if (rc != CAIRN_OK)
         return rc;
     rc = cairn__gi_parse(g, e);
@@ -364,32 +434,37 @@ static const uint32_t *eps_at(const gimage *g, uint32_t off)
 
 void cairn__gi_node(const gimage *g, uint32_t i, gi_node *o)
 {
-    const uint8_t *p = g->sec[GI_NODES] + (uint64_t)i * GI_NODE;
     const char *blob = (const char *)g->sec[GI_BLOB];
-    o->key = get_le64(p);
-    o->created = (int64_t)get_le64(p + 8);
-    o->success = getf64(p + 16);
-    o->frequency = get_le64(p + 24);
-    o->label = blob + get_le32(p + 32);
-    o->label_len = get_le32(p + 36);
-    o->fold = blob + get_le32(p + 40);
-    o->fold_len = get_le32(p + 44);
-    o->eps = eps_at(g, get_le32(p + 48));
-    o->n_eps = get_le32(p + 52);
-    o->type = get_le32(p + 56);
+    uint64_t bits = col_at(g, GI_N_SUCCESS, i);
+    o->key = col_at(g, GI_N_KEY, i);
+    o->created = (int64_t)col_at(g, GI_N_CREATED, i);
+    memcpy(&o->success, &bits, 8);
+    o->frequency = col_at(g, GI_N_FREQ, i);
+    o->label = blob + col_at(g, GI_N_LABEL, i);
+    o->label_len = (uint32_t)col_at(g, GI_N_LABEL_LEN, i);
+    o->fold = blob + col_at(g, GI_N_FOLD, i);
+    o->fold_len = (uint32_t)col_at(g, GI_N_FOLD_LEN, i);
+    o->eps = eps_at(g, (uint32_t)col_at(g, GI_N_EPS, i));
+    o->n_eps = (uint32_t)col_at(g, GI_N_NEPS, i);
+    o->type = (uint32_t)col_at(g, GI_N_TYPE, i);
 }
 
 void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *o)
 {
-    const uint8_t *p = g->sec[GI_EDGES] + (uint64_t)i * GI_EDGE;
-    o->src = get_le32(p);
-    o->dst = get_le32(p + 4);
-    o->type = get_le32(p + 8);
-    o->evidence = get_le64(p + 16);
-    o->weight = getf64(p + 24);
-    o->created = (int64_t)get_le64(p + 32);
-    o->eps = eps_at(g, get_le32(p + 40));
-    o->n_eps = get_le32(p + 44);
+    uint64_t bits = col_at(g, GI_E_WEIGHT, i);
+    o->src = edge_src(g, i);
+    o->dst = u32at(g->sec[GI_OUT_DST], i);
+    o->type = (uint32_t)col_at(g, GI_E_TYPE, i);
+    o->evidence = col_at(g, GI_E_EVIDENCE, i);
+    memcpy(&o->weight, &bits, 8);
+    o->created = (int64_t)col_at(g, GI_E_CREATED, i);
+    o->eps = eps_at(g, (uint32_t)col_at(g, GI_E_EPS, i));
+    o->n_eps = (uint32_t)col_at(g, GI_E_NEPS, i);
+}
+
+uint32_t cairn__gi_edge_type(const gimage *g, uint32_t i)
+{
+    return (uint32_t)col_at(g, GI_E_TYPE, i);
 }
 
 static gi_str str_at(const gimage *g, const uint8_t *p)
@@ -465,7 +540,7 @@ uint32_t cairn__gi_find_key(const gimage *g, uint64_t key)
         uint32_t v = u32at(g->sec[GI_IDTAB], i);
         if (v == 0)
             return GI_NONE;
-        if (get_le64(g->sec[GI_NODES] + (uint64_t)(v - 1) * GI_NODE) == key)
+        if (col_at(g, GI_N_KEY, v - 1) == key)
             return v - 1;
     }
     return GI_NONE;
@@ -487,9 +562,8 @@ int cairn__gi_contains(const char *hay, size_t hlen, const char *q, size_t len)
 
 static int fold_has(const gimage *g, uint32_t v, const char *q, size_t len)
 {
-    const uint8_t *p = g->sec[GI_NODES] + (uint64_t)v * GI_NODE;
-    const char *f = (const char *)g->sec[GI_BLOB] + get_le32(p + 40);
-    return cairn__gi_contains(f, get_le32(p + 44), q, len);
+    const char *f = (const char *)g->sec[GI_BLOB] + col_at(g, GI_N_FOLD, v);
+    return cairn__gi_contains(f, (size_t)col_at(g, GI_N_FOLD_LEN, v), q, len);
 }
 
 static int by_length(const void *a, const void *b)
@@ -690,14 +764,47 @@ static int put_str(sbuf *blob, uint8_t *p, const char *s, uint32_t len)
     return 0;
 }
 
-static int put_eps(sbuf *eprefs, uint8_t *p, const uint32_t *eps, uint32_t n)
+/* A list of episode name numbers into EPREFS: its offset there (0 for an
+ * empty list, so that a column of none packs to nothing), or UINT64_MAX. */
+static uint64_t put_eps(sbuf *eprefs, const uint32_t *eps, uint32_t n)
 {
     uint64_t at = eprefs->len / 4;
+    if (n == 0)
+        return 0;
     if (sb_put(eprefs, eps, (size_t)n * 4, 0) == UINT64_MAX || at > GI_LIMIT)
+        return UINT64_MAX;
+    return at;
+}
+
+/* A packed column of v[0..n): base the least value, width the bytes of
+ * the largest difference from it. */
+static int put_col(sbuf *out, const uint64_t *v, uint64_t n)
+{
+    uint64_t lo = n ? v[0] : 0, hi = lo;
+    uint32_t w = 0;
+    for (uint64_t i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    for (uint64_t r = hi - lo; r != 0; r >>= 8)
+        w++;
+    if (sb_need(out, GI_COL_HEAD + (size_t)n * w) != 0)
         return -1;
-    put_le32(p, (uint32_t)at);
-    put_le32(p + 4, n);
+    put_le64(out->p, lo);
+    out->p[8] = (uint8_t)w;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t d = v[i] - lo;
+        memcpy(out->p + GI_COL_HEAD + i * w, &d, w);
+    }
+    out->len = GI_COL_HEAD + (size_t)n * w;
     return 0;
+}
+
+static uint64_t f64bits(double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    return v;
 }
 
 /* Stable counting sort of pairs (4-gram << 32 | node) by 4-gram, two
@@ -731,40 +838,58 @@ typedef struct sections {
     sbuf s[GI_SECTIONS];
 } sections;
 
-static int build_nodes(const gi_in *in, sections *x, uint64_t *tcap_out)
+/* The nodes' columns (v: scratch of n_nodes values), the id table. */
+static int build_nodes(const gi_in *in, sections *x, uint64_t *v, uint64_t *tcap_out)
 {
-    sbuf *nodes = &x->s[GI_NODES], *blob = &x->s[GI_BLOB], *eprefs = &x->s[GI_EPREFS];
-    uint64_t tcap = 16, npairs = 0, *pairs = NULL, k = 0;
+    sbuf *blob = &x->s[GI_BLOB], *eprefs = &x->s[GI_EPREFS];
+    uint64_t tcap = 16, npairs = 0, *pairs = NULL, k = 0, nn = in->n_nodes, *off = NULL;
     uint32_t *idtab, *grams = NULL;
     size_t grams_cap = 0;
     int rc = -1;
 
-    while (tcap < 2 * in->n_nodes)
+    while (tcap < 2 * nn)
         tcap *= 2;
-    if (sb_need(nodes, (size_t)in->n_nodes * GI_NODE) != 0 ||
-        sb_need(&x->s[GI_IDTAB], (size_t)tcap * 4) != 0)
-        return -1;
-    nodes->len = (size_t)in->n_nodes * GI_NODE;
+    if (sb_need(&x->s[GI_IDTAB], (size_t)tcap * 4) != 0 ||
+        (off = malloc((nn ? nn : 1) * 3 * sizeof *off)) == NULL)
+        goto out;
     x->s[GI_IDTAB].len = (size_t)tcap * 4;
     idtab = (uint32_t *)(void *)x->s[GI_IDTAB].p;
-    for (uint64_t i = 0; i < in->n_nodes; i++) {
+    /* the strings first, in node order: label, then the folded label unless
+     * it is the same bytes (then it is the label's) */
+    for (uint64_t i = 0; i < nn; i++) {
         const gi_node *n = &in->nodes[i];
-        uint8_t *p = nodes->p + i * GI_NODE;
         uint64_t slot = n->key & (tcap - 1);
-        put_le64(p, n->key);
-        put_le64(p + 8, (uint64_t)n->created);
-        putf64(p + 16, n->success);
-        put_le64(p + 24, n->frequency);
-        if (put_str(blob, p + 32, n->label, n->label_len) != 0 ||
-            put_str(blob, p + 40, n->fold, n->fold_len) != 0 ||
-            put_eps(eprefs, p + 48, n->eps, n->n_eps) != 0)
+        off[3 * i] = sb_put(blob, n->label, n->label_len, 1);
+        off[3 * i + 1] = n->fold_len == n->label_len && memcmp(n->fold, n->label, n->label_len) == 0
+                             ? off[3 * i]
+                             : sb_put(blob, n->fold, n->fold_len, 1);
+        off[3 * i + 2] = put_eps(eprefs, n->eps, n->n_eps);
+        if (off[3 * i] > GI_LIMIT || off[3 * i + 1] > GI_LIMIT || off[3 * i + 2] > GI_LIMIT)
             goto out;
-        put_le32(p + 56, n->type);
         while (idtab[slot] != 0)
             slot = (slot + 1) & (tcap - 1);
         idtab[slot] = (uint32_t)i + 1;
         npairs += n->fold_len >= 3 ? n->fold_len - 2 : 0;
     }
+#define NODE_COL(c, expr)                                                                    \
+    do {                                                                                     \
+        for (uint64_t i = 0; i < nn; i++)                                                    \
+            v[i] = (expr);                                                                   \
+        if (put_col(&x->s[c], v, nn) != 0)                                                   \
+            goto out;                                                                        \
+    } while (0)
+    NODE_COL(GI_N_KEY, in->nodes[i].key);
+    NODE_COL(GI_N_CREATED, (uint64_t)in->nodes[i].created);
+    NODE_COL(GI_N_SUCCESS, f64bits(in->nodes[i].success));
+    NODE_COL(GI_N_FREQ, in->nodes[i].frequency);
+    NODE_COL(GI_N_TYPE, in->nodes[i].type);
+    NODE_COL(GI_N_LABEL, off[3 * i]);
+    NODE_COL(GI_N_LABEL_LEN, in->nodes[i].label_len);
+    NODE_COL(GI_N_FOLD, off[3 * i + 1]);
+    NODE_COL(GI_N_FOLD_LEN, in->nodes[i].fold_len);
+    NODE_COL(GI_N_EPS, off[3 * i + 2]);
+    NODE_COL(GI_N_NEPS, in->nodes[i].n_eps);
+#undef NODE_COL
     pairs = malloc((npairs ? npairs : 1) * sizeof *pairs);
     if (pairs == NULL)
         goto out;
@@ -803,28 +928,27 @@ static int build_nodes(const gi_in *in, sections *x, uint64_t *tcap_out)
     *tcap_out = tcap;
     rc = 0;
 out:
+    free(off);
     free(pairs);
     free(grams);
     return rc;
 }
 
-static int build_edges(const gi_in *in, sections *x)
+/* The edges' columns (v: scratch of n_edges values), the CSR arrays. */
+static int build_edges(const gi_in *in, sections *x, uint64_t *v)
 {
     uint64_t n = in->n_nodes, m = in->n_edges;
     uint8_t *oo, *io_, *od, *is, *ie;
     uint32_t *fill = NULL;
+    int rc = -1;
 
-    if (sb_need(&x->s[GI_EDGES], (size_t)m * GI_EDGE) != 0 ||
-        sb_need(&x->s[GI_OUT_OFF], (size_t)(n + 1) * 4) != 0 ||
+    if (sb_need(&x->s[GI_OUT_OFF], (size_t)(n + 1) * 4) != 0 ||
         sb_need(&x->s[GI_IN_OFF], (size_t)(n + 1) * 4) != 0 ||
         sb_need(&x->s[GI_OUT_DST], (size_t)m * 4 + 1) != 0 ||
         sb_need(&x->s[GI_IN_SRC], (size_t)m * 4 + 1) != 0 ||
         sb_need(&x->s[GI_IN_EID], (size_t)m * 4 + 1) != 0 ||
-        (fill = calloc(n + 1, sizeof *fill)) == NULL) {
-        free(fill);
-        return -1;
-    }
-    x->s[GI_EDGES].len = (size_t)m * GI_EDGE;
+        (fill = calloc(n + 1, sizeof *fill)) == NULL)
+        goto out;
     x->s[GI_OUT_OFF].len = x->s[GI_IN_OFF].len = (size_t)(n + 1) * 4;
     x->s[GI_OUT_DST].len = x->s[GI_IN_SRC].len = x->s[GI_IN_EID].len = (size_t)m * 4;
     oo = x->s[GI_OUT_OFF].p;
@@ -834,24 +958,30 @@ static int build_edges(const gi_in *in, sections *x)
     ie = x->s[GI_IN_EID].p;
     for (uint64_t i = 0; i < m; i++) {
         const gi_edge *d = &in->edges[i];
-        uint8_t *p = x->s[GI_EDGES].p + i * GI_EDGE;
-        put_le32(p, d->src);
-        put_le32(p + 4, d->dst);
-        put_le32(p + 8, d->type);
-        put_le64(p + 16, d->evidence);
-        putf64(p + 24, d->weight);
-        put_le64(p + 32, (uint64_t)d->created);
-        if (put_eps(&x->s[GI_EPREFS], p + 40, d->eps, d->n_eps) != 0) {
-            free(fill);
-            return -1;
-        }
+        if ((v[i] = put_eps(&x->s[GI_EPREFS], d->eps, d->n_eps)) > GI_LIMIT)
+            goto out;
         put_le32(od + 4 * i, d->dst);
         put_le32(oo + 4 * ((uint64_t)d->src + 1), get_le32(oo + 4 * ((uint64_t)d->src + 1)) + 1);
         put_le32(io_ + 4 * ((uint64_t)d->dst + 1), get_le32(io_ + 4 * ((uint64_t)d->dst + 1)) + 1);
     }
-    for (uint64_t v = 1; v <= n; v++) {
-        put_le32(oo + 4 * v, get_le32(oo + 4 * v) + get_le32(oo + 4 * (v - 1)));
-        put_le32(io_ + 4 * v, get_le32(io_ + 4 * v) + get_le32(io_ + 4 * (v - 1)));
+    if (put_col(&x->s[GI_E_EPS], v, m) != 0)
+        goto out;
+#define EDGE_COL(c, expr)                                                                    \
+    do {                                                                                     \
+        for (uint64_t i = 0; i < m; i++)                                                     \
+            v[i] = (expr);                                                                   \
+        if (put_col(&x->s[c], v, m) != 0)                                                    \
+            goto out;                                                                        \
+    } while (0)
+    EDGE_COL(GI_E_TYPE, in->edges[i].type);
+    EDGE_COL(GI_E_EVIDENCE, in->edges[i].evidence);
+    EDGE_COL(GI_E_WEIGHT, f64bits(in->edges[i].weight));
+    EDGE_COL(GI_E_CREATED, (uint64_t)in->edges[i].created);
+    EDGE_COL(GI_E_NEPS, in->edges[i].n_eps);
+#undef EDGE_COL
+    for (uint64_t u = 1; u <= n; u++) {
+        put_le32(oo + 4 * u, get_le32(oo + 4 * u) + get_le32(oo + 4 * (u - 1)));
+        put_le32(io_ + 4 * u, get_le32(io_ + 4 * u) + get_le32(io_ + 4 * (u - 1)));
     }
     for (uint64_t i = 0; i < m; i++) { /* in-lists in edge order: by source */
         uint32_t d = in->edges[i].dst;
@@ -859,8 +989,10 @@ static int build_edges(const gi_in *in, sections *x)
         put_le32(is + 4 * (uint64_t)at, in->edges[i].src);
         put_le32(ie + 4 * (uint64_t)at, (uint32_t)i);
     }
+    rc = 0;
+out:
     free(fill);
-    return 0;
+    return rc;
 }
 
 static int build_rest(const gi_in *in, sections *x)
@@ -888,6 +1020,7 @@ static int build_rest(const gi_in *in, sections *x)
     for (uint64_t i = 0; i < in->n_patterns; i++) {
         const gi_pattern *d = &in->patterns[i];
         uint8_t *p = x->s[GI_PATTERNS].p + i * GI_PATTERN;
+        uint64_t at;
         put_le64(p, d->key);
         putf64(p + 8, d->success);
         put_le64(p + 16, d->occurrences);
@@ -897,8 +1030,10 @@ static int build_rest(const gi_in *in, sections *x)
             put_str(blob, p + 48, d->desc.p, d->desc.len) != 0 ||
             put_str(blob, p + 56, d->trigger.p, d->trigger.len) != 0 ||
             put_str(blob, p + 64, d->action.p, d->action.len) != 0 ||
-            put_eps(&x->s[GI_EPREFS], p + 72, d->eps, d->n_eps) != 0)
+            (at = put_eps(&x->s[GI_EPREFS], d->eps, d->n_eps)) == UINT64_MAX)
             return -1;
+        put_le32(p + 72, (uint32_t)at);
+        put_le32(p + 76, d->n_eps);
     }
     return 0;
 }
@@ -909,6 +1044,7 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
                                                "graph.dirsync"};
     static const uint8_t zeros[8];
     sections x;
+    uint64_t *scratch = NULL;
     uint8_t h[GI_HEAD + GI_TABLE];
     uint64_t tcap = 16, at = GI_HEAD + GI_TABLE;
     char name[GI_NAME_MAX], tmp[SEQFILE_TEMP_MAX];
@@ -919,7 +1055,9 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
         return cairn__fail(e, CAIRN_EINVAL, "graph file: more than the format's 2^31 nodes or 2^32 rows");
     memset(&x, 0, sizeof x);
     memset(h, 0, sizeof h);
-    if (build_nodes(in, &x, &tcap) != 0 || build_edges(in, &x) != 0 || build_rest(in, &x) != 0) {
+    scratch = calloc((in->n_nodes > in->n_edges ? in->n_nodes : in->n_edges) + 1, sizeof *scratch);
+    if (scratch == NULL || build_nodes(in, &x, scratch, &tcap) != 0 ||
+        build_edges(in, &x, scratch) != 0 || build_rest(in, &x) != 0) {
         rc = cairn__fail(e, x.s[GI_BLOB].len > GI_LIMIT ? CAIRN_EINVAL : CAIRN_ENOMEM,
                          "graph file: %s", x.s[GI_BLOB].len > GI_LIMIT ? "strings past 4 GiB"
                                                                        : "no memory");
@@ -985,5 +1123,6 @@ int cairn__gi_write(const cairn_io *io, int dirfd, const gi_in *in, cairn__err *
 out:
     for (int s = 0; s < GI_SECTIONS; s++)
         free(x.s[s].p);
+    free(scratch);
     return rc;
 }

@@ -26,15 +26,30 @@
 #define GI_NAME_MAX 48
 #define GI_BIND_OFF 136 /* the binding block in the header (logbind.h) */
 /* 3: the header binds the file to its log (logbind.h); 4: the common file
- * header (filehdr.h) at 0 */
-#define GI_VERSION 4
+ * header (filehdr.h) at 0; 5: nodes and edges in packed columns */
+#define GI_VERSION 5
 #define GI_NONE UINT32_MAX
 
+/* The sections, in file order. The first GI_COLUMNS are packed columns
+ * (format-spec/graph.md, "Packed columns"): a node's or an edge's field,
+ * one value for each, in as few bytes as the file's values need. */
 enum {
-    GI_NODES, GI_EDGES, GI_OUT_OFF, GI_OUT_DST, GI_IN_OFF, GI_IN_SRC, GI_IN_EID, GI_IDTAB,
+    GI_N_KEY, GI_N_CREATED, GI_N_SUCCESS, GI_N_FREQ, GI_N_TYPE, GI_N_LABEL, GI_N_LABEL_LEN,
+    GI_N_FOLD, GI_N_FOLD_LEN, GI_N_EPS, GI_N_NEPS,
+    GI_E_TYPE, GI_E_EVIDENCE, GI_E_WEIGHT, GI_E_CREATED, GI_E_EPS, GI_E_NEPS,
+    GI_COLUMNS,
+    GI_OUT_OFF = GI_COLUMNS, GI_OUT_DST, GI_IN_OFF, GI_IN_SRC, GI_IN_EID, GI_IDTAB,
     GI_GRAM_KEY, GI_GRAM_OFF, GI_GRAM_POST, GI_EPREFS, GI_NAMES, GI_EPISODES, GI_PATTERNS, GI_BLOB,
     GI_SECTIONS
 };
+
+/* A packed column as read: value i is base + the width bytes at p + i
+ * width (little-endian), modulo 2^64. */
+typedef struct gi_col {
+    const uint8_t *p;
+    uint64_t base;
+    uint32_t width;          /* 0..8 */
+} gi_col;
 
 typedef struct gimage {
     uint8_t *map;
@@ -49,6 +64,7 @@ typedef struct gimage {
     cairn__logbind bind;      /* the log it was folded from */
     const uint8_t *sec[GI_SECTIONS];
     uint64_t sec_len[GI_SECTIONS];
+    gi_col col[GI_COLUMNS];
 } gimage;
 
 /* A node, an edge, a pattern, an episode as the writer takes them and the
@@ -117,7 +133,10 @@ int cairn__gi_parse(gimage *g, cairn__err *e);
 void cairn__gi_close(gimage *g);
 
 void cairn__gi_node(const gimage *g, uint32_t i, gi_node *out);
+/* Edge i (its src found in the out-edge offsets: O(log nodes)). */
 void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *out);
+/* Edge i's type alone. */
+uint32_t cairn__gi_edge_type(const gimage *g, uint32_t i);
 void cairn__gi_pattern(const gimage *g, uint32_t i, gi_pattern *out);
 void cairn__gi_episode(const gimage *g, uint32_t i, gi_episode *out);
 gi_str cairn__gi_name(const gimage *g, uint32_t i);

@@ -664,8 +664,7 @@ uint32_t cairn__rx_find_edge(const cairn_reflex *r, uint32_t s, uint32_t d, uint
         const uint32_t *dst = cairn__gi_out(&r->gi, s, &first, &n);
         uint32_t lo = 0, hi = n;
         while (lo < hi) { /* the row is sorted by (dst, type) */
-            uint32_t mid = (lo + hi) / 2;
-            gi_edge e;
+            uint32_t mid = (lo + hi) / 2, type;
             if (dst[mid] < d) {
                 lo = mid + 1;
                 continue;
@@ -674,10 +673,10 @@ uint32_t cairn__rx_find_edge(const cairn_reflex *r, uint32_t s, uint32_t d, uint
                 hi = mid;
                 continue;
             }
-            cairn__gi_edge(&r->gi, first + mid, &e);
-            if (e.type < t)
+            type = cairn__gi_edge_type(&r->gi, first + mid);
+            if (type < t)
                 lo = mid + 1;
-            else if (e.type > t)
+            else if (type > t)
                 hi = mid;
             else
                 return first + mid;
