@@ -49,6 +49,12 @@ static void walk(gimage *g)
             FUZZ_CHECK(e.src == src[j] && e.dst == v);
         }
     }
+    for (uint32_t i = 0, src = 0; i < g->n_edges && i < 4096; i++) { /* a walk and a search agree */
+        gi_edge a, b;
+        cairn__gi_edge_next(g, i, &src, &a);
+        cairn__gi_edge(g, i, &b);
+        FUZZ_CHECK(a.src == b.src && a.src < g->n_nodes && a.dst == b.dst && a.type == b.type);
+    }
     for (uint64_t i = 0; i < g->n_patterns; i++) {
         gi_pattern p;
         cairn__gi_pattern(g, (uint32_t)i, &p);

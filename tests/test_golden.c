@@ -1599,14 +1599,22 @@ static void test_graph_golden_reads_back(void **state)
         assert_int_equal(x.n_eps, gx_nodes[i].n_eps);
         assert_int_equal(cairn__gi_find_key(&g, x.key), i);
     }
-    for (uint32_t i = 0; i < 2; i++) {
-        gi_edge x;
+    for (uint32_t i = 0, src = 0; i < 2; i++) {
+        gi_edge x, y;
         cairn__gi_edge(&g, i, &x);
         assert_int_equal(x.src, gx_edges[i].src);
         assert_int_equal(x.dst, gx_edges[i].dst);
         assert_int_equal(x.type, gx_edges[i].type);
         assert_int_equal(x.evidence, gx_edges[i].evidence);
         assert_true(x.weight == gx_edges[i].weight);
+        assert_int_equal(x.created, gx_edges[i].created);
+        assert_int_equal(x.n_eps, gx_edges[i].n_eps);
+        for (uint32_t k = 0; k < x.n_eps; k++)
+            assert_int_equal(x.eps[k], gx_edges[i].eps[k]);
+        cairn__gi_edge_next(&g, i, &src, &y); /* the walk finds the same source */
+        assert_int_equal(y.src, x.src);
+        assert_int_equal(src, x.src);
+        assert_int_equal(y.created, x.created);
     }
     row = cairn__gi_out(&g, 1, &first, &n); /* Fix -> Ran the Tests */
     assert_int_equal(n, 1);

@@ -2907,7 +2907,7 @@ int main(void)
         T(a_stopped_sync_gives_up_without_syncing),
         T(a_long_ingest_writes_its_tail_out_as_it_goes),
         T(the_index_file_is_written_in_small_pieces),
-    T(a_flush_file_that_cannot_be_synced_is_given_up),
+        T(a_flush_file_that_cannot_be_synced_is_given_up),
         T(a_flush_file_another_writer_overtook_is_given_up),
         T(a_writer_open_leaves_the_temps_of_live_processes),
         T(a_process_killed_after_a_flush_loses_nothing),

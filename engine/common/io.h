@@ -38,8 +38,8 @@ void cairn__io_close(const cairn_io *io, const char *site, int fd);
 int cairn__io_write(const cairn_io *io, const char *site, int fd, const void *buf,
                     size_t len, uint64_t off, const char *name, cairn__err *e);
 
-/* The same, for a file that readers map and read in place at random (the
- * memory index, the graph file): written in pieces of at most
+/* The same, for a file that readers map and read in place (the memory
+ * index, the graph file, sealed segments): written in pieces of at most
  * CAIRN__IO_MAPPED_PIECE bytes. The page cache keeps what a write() of n
  * bytes brings in as folios of up to n bytes, and a reader's page fault
  * maps the whole folio it lands in: after 1 MiB writes, each probe of a

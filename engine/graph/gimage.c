@@ -33,6 +33,7 @@
 #define GI_OLD_HEAD 128 /* versions 1 and 2: no binding, the sum at 120 */
 #define GI_TABLE (GI_SECTIONS * 24)
 #define GI_V4_TABLE (16 * 24) /* versions 1 to 4: 16 sections */
+#define GI_FIRST_FILEHDR 4    /* the first version with the common file header */
 #define GI_COL_HEAD 16        /* a packed column's base and width */
 #define GI_PATTERN 88
 #define GI_EPISODE 32
@@ -100,10 +101,11 @@ static int in_blob(const gimage *g, uint64_t off, uint64_t len)
     return off <= g->sec_len[GI_BLOB] && len <= g->sec_len[GI_BLOB] - off;
 }
 
+/* An episode list: (offset, count) in EPREFS, each a u32 as read. */
 static int eps_ok(const gimage *g, uint64_t off, uint64_t n)
 {
     uint64_t have = g->sec_len[GI_EPREFS] / 4;
-    return off <= have && n <= have - off;
+    return off <= UINT32_MAX && n <= UINT32_MAX && off <= have && n <= have - off;
 }
 
 /* A string of the blob: len bytes at off, then a NUL. */
@@ -268,7 +270,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
     /* Versions 1..3 kept a u32 version at 8 (so 0 at 10, where the common
      * header keeps its length). Their sums first, where the version keeps
      * them: a damaged version byte is damage, not another build's file. */
-    if (get_le16(h + 10) == 0 && get_le32(h + 8) >= 1 && get_le32(h + 8) < GI_VERSION) {
+    if (get_le16(h + 10) == 0 && get_le32(h + 8) >= 1 && get_le32(h + 8) < GI_FIRST_FILEHDR) {
         size_t head = get_le32(h + 8) < 3 ? GI_OLD_HEAD : GI_V3_HEAD;
         g->version = get_le32(h + 8);
         if (g->len < head + GI_V4_TABLE ||
@@ -287,7 +289,7 @@ int cairn__gi_parse(gimage *g, cairn__err *e)
         g->bad_off = rc == CAIRN_EVERSION ? 8 : 0;
         return rc;
     }
-    if (g->version == 4) { /* its sums where version 4 keeps them, then older */
+    if (g->version == GI_FIRST_FILEHDR) { /* its sums where version 4 keeps them, then older */
         if (g->len < GI_HEAD + GI_V4_TABLE ||
             XXH3_64bits(h + FILEHDR_SIZE, GI_HEAD - FILEHDR_SIZE) != get_le64(h + GI_EXT_SUM) ||
             XXH3_64bits(h, GI_HEAD + GI_V4_TABLE - 8) != get_le64(h + GI_HEAD + GI_V4_TABLE - 8))
@@ -449,10 +451,10 @@ void cairn__gi_node(const gimage *g, uint32_t i, gi_node *o)
     o->type = (uint32_t)col_at(g, GI_N_TYPE, i);
 }
 
-void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *o)
+static void edge_fill(const gimage *g, uint32_t src, uint32_t i, gi_edge *o)
 {
     uint64_t bits = col_at(g, GI_E_WEIGHT, i);
-    o->src = edge_src(g, i);
+    o->src = src;
     o->dst = u32at(g->sec[GI_OUT_DST], i);
     o->type = (uint32_t)col_at(g, GI_E_TYPE, i);
     o->evidence = col_at(g, GI_E_EVIDENCE, i);
@@ -460,6 +462,23 @@ void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *o)
     o->created = (int64_t)col_at(g, GI_E_CREATED, i);
     o->eps = eps_at(g, (uint32_t)col_at(g, GI_E_EPS, i));
     o->n_eps = (uint32_t)col_at(g, GI_E_NEPS, i);
+}
+
+void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *o)
+{
+    edge_fill(g, edge_src(g, i), i, o);
+}
+
+void cairn__gi_edge_next(const gimage *g, uint32_t i, uint32_t *src, gi_edge *o)
+{
+    uint64_t v = *src;
+    if (v >= g->n_nodes || u32at(g->sec[GI_OUT_OFF], v) > i)
+        v = edge_src(g, i); /* not after the last one read */
+    else /* OUT_OFF[n_nodes] = n_edges > i: stops before the end */
+        while (u32at(g->sec[GI_OUT_OFF], v + 1) <= i)
+            v++;
+    *src = (uint32_t)v;
+    edge_fill(g, (uint32_t)v, i, o);
 }
 
 uint32_t cairn__gi_edge_type(const gimage *g, uint32_t i)
@@ -838,6 +857,16 @@ typedef struct sections {
     sbuf s[GI_SECTIONS];
 } sections;
 
+/* Packed column c of the n values expr takes for i = 0..n-1, through the
+ * scratch array v; on failure, goto out. */
+#define PUT_COL(n, c, expr)                                                                  \
+    do {                                                                                     \
+        for (uint64_t i = 0; i < (n); i++)                                                   \
+            v[i] = (expr);                                                                   \
+        if (put_col(&x->s[c], v, (n)) != 0)                                                  \
+            goto out;                                                                        \
+    } while (0)
+
 /* The nodes' columns (v: scratch of n_nodes values), the id table. */
 static int build_nodes(const gi_in *in, sections *x, uint64_t *v, uint64_t *tcap_out)
 {
@@ -871,25 +900,17 @@ static int build_nodes(const gi_in *in, sections *x, uint64_t *v, uint64_t *tcap
         idtab[slot] = (uint32_t)i + 1;
         npairs += n->fold_len >= 3 ? n->fold_len - 2 : 0;
     }
-#define NODE_COL(c, expr)                                                                    \
-    do {                                                                                     \
-        for (uint64_t i = 0; i < nn; i++)                                                    \
-            v[i] = (expr);                                                                   \
-        if (put_col(&x->s[c], v, nn) != 0)                                                   \
-            goto out;                                                                        \
-    } while (0)
-    NODE_COL(GI_N_KEY, in->nodes[i].key);
-    NODE_COL(GI_N_CREATED, (uint64_t)in->nodes[i].created);
-    NODE_COL(GI_N_SUCCESS, f64bits(in->nodes[i].success));
-    NODE_COL(GI_N_FREQ, in->nodes[i].frequency);
-    NODE_COL(GI_N_TYPE, in->nodes[i].type);
-    NODE_COL(GI_N_LABEL, off[3 * i]);
-    NODE_COL(GI_N_LABEL_LEN, in->nodes[i].label_len);
-    NODE_COL(GI_N_FOLD, off[3 * i + 1]);
-    NODE_COL(GI_N_FOLD_LEN, in->nodes[i].fold_len);
-    NODE_COL(GI_N_EPS, off[3 * i + 2]);
-    NODE_COL(GI_N_NEPS, in->nodes[i].n_eps);
-#undef NODE_COL
+    PUT_COL(nn, GI_N_KEY, in->nodes[i].key);
+    PUT_COL(nn, GI_N_CREATED, (uint64_t)in->nodes[i].created);
+    PUT_COL(nn, GI_N_SUCCESS, f64bits(in->nodes[i].success));
+    PUT_COL(nn, GI_N_FREQ, in->nodes[i].frequency);
+    PUT_COL(nn, GI_N_TYPE, in->nodes[i].type);
+    PUT_COL(nn, GI_N_LABEL, off[3 * i]);
+    PUT_COL(nn, GI_N_LABEL_LEN, in->nodes[i].label_len);
+    PUT_COL(nn, GI_N_FOLD, off[3 * i + 1]);
+    PUT_COL(nn, GI_N_FOLD_LEN, in->nodes[i].fold_len);
+    PUT_COL(nn, GI_N_EPS, off[3 * i + 2]);
+    PUT_COL(nn, GI_N_NEPS, in->nodes[i].n_eps);
     pairs = malloc((npairs ? npairs : 1) * sizeof *pairs);
     if (pairs == NULL)
         goto out;
@@ -966,19 +987,11 @@ static int build_edges(const gi_in *in, sections *x, uint64_t *v)
     }
     if (put_col(&x->s[GI_E_EPS], v, m) != 0)
         goto out;
-#define EDGE_COL(c, expr)                                                                    \
-    do {                                                                                     \
-        for (uint64_t i = 0; i < m; i++)                                                     \
-            v[i] = (expr);                                                                   \
-        if (put_col(&x->s[c], v, m) != 0)                                                    \
-            goto out;                                                                        \
-    } while (0)
-    EDGE_COL(GI_E_TYPE, in->edges[i].type);
-    EDGE_COL(GI_E_EVIDENCE, in->edges[i].evidence);
-    EDGE_COL(GI_E_WEIGHT, f64bits(in->edges[i].weight));
-    EDGE_COL(GI_E_CREATED, (uint64_t)in->edges[i].created);
-    EDGE_COL(GI_E_NEPS, in->edges[i].n_eps);
-#undef EDGE_COL
+    PUT_COL(m, GI_E_TYPE, in->edges[i].type);
+    PUT_COL(m, GI_E_EVIDENCE, in->edges[i].evidence);
+    PUT_COL(m, GI_E_WEIGHT, f64bits(in->edges[i].weight));
+    PUT_COL(m, GI_E_CREATED, (uint64_t)in->edges[i].created);
+    PUT_COL(m, GI_E_NEPS, in->edges[i].n_eps);
     for (uint64_t u = 1; u <= n; u++) {
         put_le32(oo + 4 * u, get_le32(oo + 4 * u) + get_le32(oo + 4 * (u - 1)));
         put_le32(io_ + 4 * u, get_le32(io_ + 4 * u) + get_le32(io_ + 4 * (u - 1)));
@@ -994,6 +1007,8 @@ out:
     free(fill);
     return rc;
 }
+
+#undef PUT_COL
 
 static int build_rest(const gi_in *in, sections *x)
 {

@@ -135,6 +135,10 @@ void cairn__gi_close(gimage *g);
 void cairn__gi_node(const gimage *g, uint32_t i, gi_node *out);
 /* Edge i (its src found in the out-edge offsets: O(log nodes)). */
 void cairn__gi_edge(const gimage *g, uint32_t i, gi_edge *out);
+/* Edge i, read in increasing order: *src is the source of the edge read
+ * before (0 at first), moved on as i passes its out-edges (a walk over
+ * every edge costs O(edges + nodes), not O(edges log nodes)). */
+void cairn__gi_edge_next(const gimage *g, uint32_t i, uint32_t *src, gi_edge *out);
 /* Edge i's type alone. */
 uint32_t cairn__gi_edge_type(const gimage *g, uint32_t i);
 void cairn__gi_pattern(const gimage *g, uint32_t i, gi_pattern *out);

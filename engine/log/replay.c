@@ -39,7 +39,7 @@ static int write_file(const cairn_io *io, int dirfd, const char *name, const uin
                         e);
     if (rc != CAIRN_OK)
         return rc;
-    rc = cairn__io_write(io, "replay.write", fd, b, len, 0, name, e);
+    rc = cairn__io_write_mapped(io, "replay.write", fd, b, len, 0, name, e); /* mapped, as its source */
     if (rc == CAIRN_OK && durable)
         rc = cairn__io_fsync(io, "replay.write", fd, name, e);
     cairn__io_close(io, "replay.write", fd);

@@ -65,7 +65,8 @@ void cairn__sealed_block(const sealed_seg *s, uint32_t i, sealed_block *b)
 
 static int out_write(cairn__sealw *w, const void *buf, size_t len, cairn__err *e)
 {
-    int rc = cairn__io_write(w->io, w->sites->write, w->fd, buf, len, w->pos, w->tmp, e);
+    /* a sealed segment is mapped by its readers (io.h) */
+    int rc = cairn__io_write_mapped(w->io, w->sites->write, w->fd, buf, len, w->pos, w->tmp, e);
     if (rc == CAIRN_OK) {
         XXH3_64bits_update(w->hash, buf, len);
         w->pos += len;

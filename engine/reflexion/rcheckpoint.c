@@ -287,8 +287,8 @@ static int write_whole(cairn_reflex *r, int (*gate)(void *), void *gate_user, co
     }
     for (uint32_t i = 0; i < n; i++)
         cairn__rx_node(r, i, &nodes[i]);
-    for (uint32_t i = 0; i < m; i++)
-        cairn__rx_edge(r, i, &edges[i]);
+    for (uint32_t i = 0, src = 0; i < m; i++)
+        cairn__rx_edge_next(r, i, &src, &edges[i]);
     /* The file's edges are in (source, target, type) order: a function of
      * the edges alone, whatever order they were folded in. */
     qsort(edges, m, sizeof *edges, cmp_edge);

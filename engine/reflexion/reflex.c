@@ -235,9 +235,15 @@ void cairn__rx_node(const cairn_reflex *r, uint32_t i, gi_node *o)
 
 void cairn__rx_edge(const cairn_reflex *r, uint32_t i, gi_edge *o)
 {
+    uint32_t src = UINT32_MAX; /* no walk: a search */
+    cairn__rx_edge_next(r, i, &src, o);
+}
+
+void cairn__rx_edge_next(const cairn_reflex *r, uint32_t i, uint32_t *src, gi_edge *o)
+{
     const redge *d;
     if (i < r->base_m && !r->be[i].present) {
-        cairn__gi_edge(&r->gi, i, o);
+        cairn__gi_edge_next(&r->gi, i, src, o);
         return;
     }
     d = i < r->base_m ? &r->be[i] : &r->de[i - r->base_m];

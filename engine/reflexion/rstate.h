@@ -174,6 +174,8 @@ static inline uint32_t rx_edges(const cairn_reflex *r)
  * in general; file strings are). */
 void cairn__rx_node(const cairn_reflex *r, uint32_t i, gi_node *out);
 void cairn__rx_edge(const cairn_reflex *r, uint32_t i, gi_edge *out);
+/* The same for i in increasing order (cairn__gi_edge_next; *src 0 at first). */
+void cairn__rx_edge_next(const cairn_reflex *r, uint32_t i, uint32_t *src, gi_edge *out);
 
 /* The node with this key / exactly this label, or R_NONE; *key_out (may be
  * NULL) gets the key the label has or would get. */
