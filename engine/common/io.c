@@ -201,8 +201,13 @@ int cairn__io_write_mapped(const cairn_io *io, const char *site, int fd, const v
 {
     const uint8_t *p = buf;
     while (len > 0) {
-        size_t n = len < CAIRN__IO_MAPPED_PIECE ? len : CAIRN__IO_MAPPED_PIECE;
-        int rc = cairn__io_write(io, site, fd, p, n, off, name, e);
+        /* up to the next multiple of the piece: a folio is aligned to its
+         * size, so an unaligned piece would come in as several smaller ones */
+        size_t n = CAIRN__IO_MAPPED_PIECE - (size_t)(off % CAIRN__IO_MAPPED_PIECE);
+        int rc;
+        if (n > len)
+            n = len;
+        rc = cairn__io_write(io, site, fd, p, n, off, name, e);
         if (rc != CAIRN_OK)
             return rc;
         p += n;

@@ -40,7 +40,7 @@ int cairn__io_write(const cairn_io *io, const char *site, int fd, const void *bu
 
 /* The same, for a file that readers map and read in place (the memory
  * index, the graph file, sealed segments): written in pieces of at most
- * CAIRN__IO_MAPPED_PIECE bytes. The page cache keeps what a write() of n
+ * CAIRN__IO_MAPPED_PIECE bytes, each within one aligned run of that many. The page cache keeps what a write() of n
  * bytes brings in as folios of up to n bytes, and a reader's page fault
  * maps the whole folio it lands in: after 1 MiB writes, each probe of a
  * hash table mapped up to 1 MiB, and a `cairn recall` on a 1M-memory
