@@ -1688,6 +1688,45 @@ static void test_graph_with_an_empty_gram_list_is_rejected(void **state)
     free(b);
 }
 
+/* An in-edge naming another source than its edge's (sums redone): the
+ * in-lists are not the out-edges, and the file is refused. */
+static void test_graph_whose_in_edges_are_not_its_out_edges_is_rejected(void **state)
+{
+    size_t glen;
+    uint8_t *b = read_golden("graph-v5.cgx", &glen), *t, *src;
+    uint64_t *copy;
+    gimage g;
+    cairn__err e;
+    (void)state;
+    t = b + 176 + 24 * GI_IN_SRC;
+    src = b + get_le64(t);
+    /* node 0's one in-edge is edge 1, from node 1 (Fix -> Ran the Tests) */
+    assert_int_equal(get_le32(src), 1);
+    put_le32(src, 2);
+    put_le64(t + 16, XXH3_64bits(src, (size_t)get_le64(t + 8)));
+    put_le64(b + 176 + 24 * 31 - 8, XXH3_64bits(b, 176 + 24 * 31 - 8));
+    copy = malloc((glen + 7) & ~(size_t)7); /* 8-byte aligned, as a mapping */
+    assert_non_null(copy);
+    memcpy(copy, b, glen);
+    memset(&g, 0, sizeof g);
+    g.map = (uint8_t *)copy;
+    g.len = glen;
+    strcpy(g.name, "crafted.cgx");
+    assert_int_equal(cairn__gi_parse(&g, &e), CAIRN_ECORRUPT);
+    assert_non_null(strstr(e.msg, "not the out-edges"));
+    assert_int_equal(g.bad_off, get_le64(t));
+    put_le32(src, 1); /* as written, sums redone again: accepted */
+    put_le64(t + 16, XXH3_64bits(src, (size_t)get_le64(t + 8)));
+    put_le64(b + 176 + 24 * 31 - 8, XXH3_64bits(b, 176 + 24 * 31 - 8));
+    memcpy(copy, b, glen);
+    memset(&g, 0, sizeof g);
+    g.map = (uint8_t *)copy;
+    g.len = glen;
+    assert_int_equal(cairn__gi_parse(&g, &e), CAIRN_OK);
+    free(copy);
+    free(b);
+}
+
 /* ------------------------------------------------------------------------
  * Graph generation (format-spec/graph.md, "Generations", version 1): on
  * the golden graph, an overlay and an appended row in every table that
@@ -2140,6 +2179,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_graph_gen_encoding_matches_golden),
             cmocka_unit_test(test_graph_gen_golden_reads_back),
             cmocka_unit_test(test_graph_with_an_empty_gram_list_is_rejected),
+        cmocka_unit_test(test_graph_whose_in_edges_are_not_its_out_edges_is_rejected),
             cmocka_unit_test(test_graph_older_goldens_are_recognised_and_not_used),
             cmocka_unit_test(test_lock_content_matches_golden_and_reads_back),
             cmocka_unit_test(test_access_encoding_matches_golden),
