@@ -113,23 +113,6 @@ static int cli_latency(const char *cairn, const char *store, size_t ops, uint64_
     return fails;
 }
 
-/* Bytes of the regular files in dir. */
-static uint64_t dir_bytes(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    uint64_t sum = 0;
-    if (d == NULL)
-        bench_die("%s: %s", dir, strerror(errno));
-    while ((de = readdir(d)) != NULL) {
-        struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
-            sum += (uint64_t)st.st_size;
-    }
-    closedir(d);
-    return sum;
-}
-
 typedef struct mode {
     const char *name, *flag; /* flag: NULL for the defaults */
     long rss_kib;
@@ -195,7 +178,7 @@ int main(int argc, char **argv)
         imp[a] = NULL;
         if ((rc = bench_run(imp, &md->rss_kib, &md->secs)) != 0)
             bench_die("%s import (%s): exit %d", cairn, md->name, rc);
-        md->bytes = dir_bytes(store);
+        md->bytes = bench_dir_bytes(store);
         printf("{\"bench\":\"import\",\"mode\":\"%s\",\"memories\":%zu,\"input_bytes\":%lld"
                ",\"seconds\":%.3f,\"peak_rss_mib\":%.1f,\"store_bytes\":%" PRIu64 "}\n",
                md->name, n, (long long)in_st.st_size, md->secs, (double)md->rss_kib / 1024.0,
