@@ -23,6 +23,7 @@
 #include "bytes.h"
 #include "filehdr.h"
 #include "io.h"
+#include "mix64.h"
 #include "seqfile.h"
 
 #define GI_MAGIC "CAIRNGX1"
@@ -178,10 +179,7 @@ static int csr_ok(const uint8_t *off, uint64_t n, uint64_t total)
  * large graph. */
 static uint64_t triple(uint64_t target, uint64_t source, uint64_t edge)
 {
-    uint64_t z = (target << 32 | source) ^ edge * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return cairn__mix64((target << 32 | source) ^ edge * 0x9E3779B97F4A7C15ull);
 }
 
 static int check_rows(gimage *g, cairn__err *e)

@@ -6,17 +6,13 @@
 #include <string.h>
 
 #include "cairn.h"
+#include "mix64.h"
 #include "shadowmap.h"
 
-/* splitmix64's finaliser: seqs are consecutive, the slots must not be */
+/* seqs are consecutive, the slots must not be */
 static size_t slot_of(uint64_t seq, size_t cap)
 {
-    seq ^= seq >> 30;
-    seq *= 0xbf58476d1ce4e5b9ULL;
-    seq ^= seq >> 27;
-    seq *= 0x94d049bb133111ebULL;
-    seq ^= seq >> 31;
-    return (size_t)seq & (cap - 1);
+    return (size_t)cairn__mix64(seq) & (cap - 1);
 }
 
 cairn__shadowref *cairn__shadowmap_find(const cairn__shadowmap *s, uint64_t seq)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bm25.h"
+#include "mix64.h"
 #include "vscan.h"
 
 #define IVF_SAMPLE_PER_LIST 32
@@ -33,10 +34,7 @@ struct cairn__ivf {
 
 static uint64_t mix(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return cairn__mix64(*s += 0x9E3779B97F4A7C15ull);
 }
 
 /* The nearest centroid of v among cents (f32). */
