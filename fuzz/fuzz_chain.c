@@ -240,7 +240,7 @@ static void forge_sealed(tfile *f, uint32_t k, uint16_t val)
     FUZZ_CHECK(dfd >= 0);
     snprintf(tmpname, sizeof tmpname, "forged.seg"); /* within LOGSEG_NAME_MAX */
     if (cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, tmpname, s.id, s.salt, s.base_seq,
-                           s.created_ms, s.version, &e) != CAIRN_OK) {
+                           s.created_ms, 0, s.dict, s.dict_len, &e) != CAIRN_OK) {
         close(dfd);
         return;
     }

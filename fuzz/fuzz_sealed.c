@@ -12,7 +12,11 @@
  * reach the record checks of cairn__sealed_verify(), which checksums inside
  * compressed bytes would otherwise keep them from.
  *
- * Version 2 (a compacted segment): a record of type log.compacted is a
+ * Version 3 has a dictionary section after the header (its length, a
+ * zero, its sum, the zstd dictionary every frame is compressed with); its
+ * sum is repaired too, and the re-seal compresses with the same one.
+ *
+ * Version 2 (a compacted segment), and 3: a record of type log.compacted is a
  * hole standing for the seqs from its own to the "upto" of its payload
  * (cairn__hole_decode), so a block holds count records for seqs first_seq
  * .. last_seq, count <= last_seq - first_seq + 1; a hole whose payload does
@@ -127,7 +131,11 @@ static int read_all(const uint8_t *buf, size_t size, const sealed_seg *s)
             clean = 0;
     }
     FUZZ_CHECK(recs == s->record_count && rawsum == s->raw_bytes);
-    FUZZ_CHECK(s->version == 1 || s->version == 2);
+    FUZZ_CHECK(s->version >= 1 && s->version <= 3);
+    FUZZ_CHECK(s->version >= 3 || s->dict_len == 0);
+    FUZZ_CHECK(s->dict_len == 0 || (s->dict == buf + FILEHDR_SIZE + SEAL_DICT_HEAD &&
+                                    s->dict_len <= SEAL_DICT_MAX &&
+                                    s->dict + s->dict_len <= buf + s->index_off));
     FUZZ_CHECK(s->first_seq == s->base_seq && s->last_seq == seq - 1);
     if (s->version == 1)
         FUZZ_CHECK(s->last_seq == s->base_seq + recs - 1);
@@ -175,6 +183,11 @@ static void fix_sums(uint8_t *buf, size_t size)
     fuzz_fix_filehdr(buf, size);
     if (size < FILEHDR_SIZE + SEAL_FOOTER_SIZE)
         return;
+    if (get_le16(buf + 8) >= 3 && size >= FILEHDR_SIZE + SEAL_DICT_HEAD + SEAL_FOOTER_SIZE &&
+        get_le32(buf + FILEHDR_SIZE) <=
+            size - FILEHDR_SIZE - SEAL_DICT_HEAD - SEAL_FOOTER_SIZE)
+        put_le64(buf + FILEHDR_SIZE + 8,
+                 XXH3_64bits(buf + FILEHDR_SIZE + SEAL_DICT_HEAD, get_le32(buf + FILEHDR_SIZE)));
     f = buf + size - SEAL_FOOTER_SIZE;
     index_off = get_le64(f + 8);
     nb = get_le32(f + 16);
@@ -227,8 +240,11 @@ static void reseal(const sealed_seg *s)
     obuf out = {0}, index = {0};
     uint8_t *raw = NULL, *comp = NULL, ent[SEAL_INDEX_ENTRY], foot[SEAL_FOOTER_SIZE];
     uint64_t recs = 0, rawsum = 0, index_off;
+    size_t head = FILEHDR_SIZE + (s->version >= 3 ? SEAL_DICT_HEAD + s->dict_len : 0);
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
 
-    if (oput(&out, s->data, FILEHDR_SIZE) != 0)
+    if (dctx == NULL || cctx == NULL || oput(&out, s->data, head) != 0)
         goto cleanup;
     for (uint32_t i = 0; i < s->block_count; i++) {
         sealed_block b;
@@ -240,7 +256,8 @@ static void reseal(const sealed_seg *s)
         raw = malloc(b.raw_len);
         if (raw == NULL)
             goto cleanup;
-        n = ZSTD_decompress(raw, b.raw_len, s->data + b.offset, b.comp_len);
+        n = ZSTD_decompress_usingDict(dctx, raw, b.raw_len, s->data + b.offset, b.comp_len,
+                                      s->dict, s->dict_len);
         if (ZSTD_isError(n) || n < REC_OVERHEAD)
             goto cleanup;
         fuzz_fix_records(raw, n, s->salt);
@@ -249,7 +266,8 @@ static void reseal(const sealed_seg *s)
         comp = malloc(bound);
         if (comp == NULL)
             goto cleanup;
-        clen = ZSTD_compress(comp, bound, raw, n, SEAL_ZSTD_LEVEL);
+        clen = ZSTD_compress_usingDict(cctx, comp, bound, raw, n, s->dict, s->dict_len,
+                                       SEAL_ZSTD_LEVEL);
         if (ZSTD_isError(clen))
             goto cleanup;
         put_le64(ent, out.n);
@@ -294,6 +312,8 @@ static void reseal(const sealed_seg *s)
         }
     }
 cleanup:
+    ZSTD_freeDCtx(dctx);
+    ZSTD_freeCCtx(cctx);
     free(out.p);
     free(index.p);
     free(raw);

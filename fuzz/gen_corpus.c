@@ -620,8 +620,8 @@ static uint8_t *make_compacted(const char *dir, int dfd, uint64_t id, unsigned n
         die("malloc");
     snprintf(name, sizeof name, "v2-%llu.seg", (unsigned long long)id);
     memset(&hb, 0, sizeof hb);
-    if (cairn__sealw_begin(&w, io, NULL, dfd, name, id, SEG_SALT, 10, T0 - 5,
-                           mode == V2_AS_V1 ? 1 : 2, &e) != CAIRN_OK) {
+    if (cairn__sealw_begin(&w, io, NULL, dfd, name, id, SEG_SALT, 10, T0 - 5, 1, NULL, 0,
+                           &e) != CAIRN_OK) {
         fprintf(stderr, "gen_corpus: %s\n", e.msg);
         exit(1);
     }
@@ -678,6 +678,10 @@ static uint8_t *make_compacted(const char *dir, int dfd, uint64_t id, unsigned n
         die(path);
     unlink(path);
     free(json);
+    if (mode == V2_AS_V1) { /* the writer writes version 3: say 1 */
+        put_le16(data + 8, 1);
+        cairn__filehdr_seal(data);
+    }
     return data;
 }
 
@@ -878,6 +882,11 @@ static void gen_sealed(void)
     free(s);
     s = make_sealed(dir, dfd, 4, 300, 400, &n); /* ~130 KiB raw: three blocks */
     write_seed(T, "seed-three-blocks", s, n);
+    free(s);
+    s = make_sealed(dir, dfd, 5, 700, 400, &n); /* ~360 KiB raw: a dictionary, 8 KiB blocks */
+    write_seed(T, "seed-dict", s, n);
+    write_flipped(T, "bad-flip-dict", s, n, FILEHDR_SIZE + SEAL_DICT_HEAD + 200, 0x04);
+    write_flipped(T, "bad-flip-dict-len", s, n, FILEHDR_SIZE + 1, 0x01);
     free(s);
     gen_sealed_v2(dir, dfd);
     close(dfd);
@@ -1096,6 +1105,7 @@ int main(int argc, char **argv)
         copy_golden(argv[2], "manifest-v4.bin", "manifest");
         copy_golden(argv[2], "segment-v1.log", "logseg");
         copy_golden(argv[2], "sealed-v1.seg", "sealed");
+        copy_golden(argv[2], "sealed-v3.seg", "sealed");
         copy_golden(argv[2], "access-v1.bin", "access");
     }
     printf("seed corpora written to %s\n", outdir);

@@ -386,7 +386,7 @@ static void forge_sealed(const char *dir, const manifest_entry *x, uint64_t seq)
     assert_int_equal(cairn__sealed_open(b, len, &s, name, &e), CAIRN_OK);
     assert_int_equal(unlink(p), 0);
     assert_int_equal(cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, name, s.id, s.salt,
-                                        s.base_seq, s.created_ms, s.version, &e),
+                                        s.base_seq, s.created_ms, 0, s.dict, s.dict_len, &e),
                      CAIRN_OK);
     for (uint32_t i = 0; i < s.block_count; i++) {
         assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, name, &e),

@@ -18,7 +18,8 @@
  * The sealed segment holds zstd frames; zstd only promises that its output
  * decodes, not that a later version compresses to the same bytes. So the
  * whole-file comparison of the sealed golden runs only when the linked zstd
- * is the version recorded in sealed-v1.zstd-version; with any other version
+ * is the version recorded in sealed-v1.zstd-version (for every sealed
+ * golden of this program, despite its name); with any other version
  * the test still pins the header, every index field that does not depend
  * on the compressor, the footer totals and the inflated block bytes.
  */
@@ -137,6 +138,10 @@ static const uint8_t man_store_id[16] = {0x5c, 0x1a, 0x7e, 0x01, 0x02, 0x03, 0x0
 #define SEALS_BASE 101u
 #define SEALS_CREATED 1700000060000ll
 #define SEALS_N 90u
+/* The sealed golden of version 3 (sealed-v3.seg): the first SEALS3_N
+ * records of the same source, about 350 KiB raw, enough to train the
+ * file's dictionary (SEAL_DICT_MIN_RAW). */
+#define SEALS3_N 400u
 
 /* The access side file golden (access-v1.bin): a header and three entries. */
 #define ACC_GOLD_FILE_ID 0x5eed0fca1a5a17edull
@@ -299,8 +304,9 @@ static uint8_t *make_manifest(size_t *len)
     return copy;
 }
 
-/* The sealed source segment in dir, as <SEALS_ID>.log; returns its bytes. */
-static uint8_t *build_seals_log(const char *dir, size_t *len)
+/* The sealed source segment in dir, as <SEALS_ID>.log, of n records;
+ * returns its bytes. */
+static uint8_t *build_seals_log(const char *dir, unsigned n, size_t *len)
 {
     int dfd = open_dir(dir);
     logseg seg;
@@ -310,7 +316,7 @@ static uint8_t *build_seals_log(const char *dir, size_t *len)
     assert_int_equal(cairn__logseg_create(cairn_io_default(), dfd, &seg, SEALS_ID, SEALS_SALT,
                                           SEALS_BASE, SEALS_CREATED, &e),
                      CAIRN_OK);
-    for (unsigned k = 0; k < SEALS_N; k++) {
+    for (unsigned k = 0; k < n; k++) {
         cairn_entry en;
         seals_entry(k, &en, json, sizeof json, bin);
         seg_append(&seg, &en, SEALS_BASE + k, seals_ts(k));
@@ -325,7 +331,8 @@ static uint8_t *build_seals_log(const char *dir, size_t *len)
     return b;
 }
 
-/* The compacted golden (sealed-v2.seg): the sealed golden's records with
+/* The compacted golden (sealed-v3-compacted.seg; sealed-v2.seg, of the
+ * same records, is the older form): the sealed golden's records with
  * two runs of them dropped as compaction drops them, one hole each: seqs
  * SEALS_BASE+3..+8 (the first a memory's going, one a derived file's
  * anchor) and the last two records. */
@@ -336,7 +343,7 @@ static int v2_dropped(unsigned k)
     return (k >= 3 && k <= 8) || k >= SEALS_N - 2;
 }
 
-static uint8_t *make_sealed_v2(size_t *len)
+static uint8_t *make_compacted(size_t *len)
 {
     char *dir = tu_mkdtemp("golden"), *path, fin[LOGSEG_NAME_MAX];
     int dfd = open_dir(dir);
@@ -350,7 +357,7 @@ static uint8_t *make_sealed_v2(size_t *len)
     memset(&hb, 0, sizeof hb);
     cairn__seg_file_name(fin, SEALS_ID, V2_REV);
     assert_int_equal(cairn__sealw_begin(&w, cairn_io_default(), NULL, dfd, fin, SEALS_ID,
-                                        SEALS_SALT, SEALS_BASE, SEALS_CREATED, 2, &e),
+                                        SEALS_SALT, SEALS_BASE, SEALS_CREATED, 1, NULL, 0, &e),
                      CAIRN_OK);
     for (unsigned k = 0; k <= SEALS_N; k++) {
         cairn_entry en;
@@ -397,9 +404,9 @@ static uint8_t *make_sealed_v2(size_t *len)
     return b;
 }
 
-/* Seal the source segment with the engine; returns the .seg bytes and
- * (optionally) the source log bytes. */
-static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
+/* Seal the source segment of n records with the engine; returns the .seg
+ * bytes and (optionally) the source log bytes. */
+static uint8_t *make_sealed(unsigned n, size_t *len, uint8_t **log_out, size_t *log_len)
 {
     char *dir = tu_mkdtemp("golden"), *path, name[LOGSEG_NAME_MAX];
     uint8_t *log, *b;
@@ -411,12 +418,12 @@ static uint8_t *make_sealed(size_t *len, uint8_t **log_out, size_t *log_len)
     uint64_t fsize = 0;
 
     assert_non_null(dir);
-    log = build_seals_log(dir, &loglen);
+    log = build_seals_log(dir, n, &loglen);
     dfd = open_dir(dir);
     assert_int_equal(cairn__logseg_open(cairn_io_default(), NULL, dfd, &seg, SEALS_ID, 1, &stop,
                                         &e),
                      CAIRN_OK);
-    assert_int_equal(seg.n, SEALS_N);
+    assert_int_equal(seg.n, n);
     assert_int_equal(stop.why, REC_END);
     assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, &fsize, &e),
                      CAIRN_OK);
@@ -961,11 +968,11 @@ static void test_sealed_encoding_matches_golden(void **state)
     uint8_t *b, *g, *log;
     unsigned long want = golden_zstd_version();
     (void)state;
-    b = make_sealed(&len, &log, &loglen);
-    g = read_golden("sealed-v1.seg", &glen);
+    b = make_sealed(SEALS3_N, &len, &log, &loglen);
+    g = read_golden("sealed-v3.seg", &glen);
     assert_same_sealed_structure(b, len, g, glen);
     if (want == ZSTD_versionNumber())
-        assert_same_bytes("sealed-v1.seg", b, len, g, glen);
+        assert_same_bytes("sealed-v3.seg", b, len, g, glen);
     else
         print_message("note: zstd %u differs from the golden's %lu: compared the sealed "
                       "structure and inflated blocks, not the compressed bytes\n",
@@ -987,19 +994,19 @@ static void test_compacted_encoding_matches_golden(void **state)
     uint8_t *b, *g;
     unsigned long want = golden_zstd_version();
     (void)state;
-    b = make_sealed_v2(&len);
-    g = read_golden("sealed-v2.seg", &glen);
+    b = make_compacted(&len);
+    g = read_golden("sealed-v3-compacted.seg", &glen);
     assert_same_sealed_structure(b, len, g, glen);
     if (want == ZSTD_versionNumber())
-        assert_same_bytes("sealed-v2.seg", b, len, g, glen);
+        assert_same_bytes("sealed-v3-compacted.seg", b, len, g, glen);
     free(b);
     free(g);
 }
 
-/* The compacted golden reads back as version 2: the seqs of the source,
- * its kept records byte for byte, two holes that stand for the dropped
- * runs (the first with a death and an anchor), and verify finds nothing. */
-static void test_compacted_golden_decodes_to_kept_records_and_holes(void **state)
+/* A compacted golden reads back: the seqs of the source, its kept
+ * records byte for byte, two holes that stand for the dropped runs (the
+ * first with a death and an anchor), and verify finds nothing. */
+static void compacted_golden_decodes(const char *name, unsigned version)
 {
     size_t glen, cap = 0, raw_len, holes = 0, kept = 0;
     uint8_t *g, *raw = NULL;
@@ -1007,18 +1014,17 @@ static void test_compacted_golden_decodes_to_kept_records_and_holes(void **state
     cairn__err e;
     uint64_t want = SEALS_BASE, sum = 0;
     int n = 0;
-    (void)state;
 
-    g = read_golden("sealed-v2.seg", &glen);
-    assert_int_equal(get_le16(g + 8), 2);
-    assert_int_equal(cairn__sealed_open(g, glen, &s, "sealed-v2.seg", &e), CAIRN_OK);
-    assert_int_equal(s.version, 2);
+    g = read_golden(name, &glen);
+    assert_int_equal(get_le16(g + 8), version);
+    assert_int_equal(cairn__sealed_open(g, glen, &s, name, &e), CAIRN_OK);
+    assert_int_equal(s.version, version);
     assert_int_equal(s.base_seq, SEALS_BASE);
     assert_int_equal(cairn__sealed_span(&s), SEALS_N);
     assert_int_equal(s.record_count, SEALS_N - 8 + 2);
     for (uint32_t i = 0; i < s.block_count; i++) {
         size_t pos = 0;
-        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, "v2", &e),
+        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, name, &e),
                          CAIRN_OK);
         while (pos < raw_len) {
             cairn_record r;
@@ -1049,40 +1055,66 @@ static void test_compacted_golden_decodes_to_kept_records_and_holes(void **state
     assert_int_equal(holes, 2);
     assert_int_equal(kept, SEALS_N - 8);
     assert_int_equal(want, SEALS_BASE + SEALS_N);
-    assert_int_equal(cairn__sealed_verify(g, glen, NULL, "sealed-v2.seg", count_problem, &n), 0);
+    assert_int_equal(cairn__sealed_verify(g, glen, NULL, name, count_problem, &n), 0);
     assert_int_equal(n, 0);
     free(raw);
     free(g);
 }
 
-static void test_sealed_golden_decodes_to_the_log_records(void **state)
+static void test_compacted_golden_decodes_to_kept_records_and_holes(void **state)
+{
+    (void)state;
+    compacted_golden_decodes("sealed-v3-compacted.seg", 3);
+}
+
+static void test_compacted_v2_golden_still_decodes(void **state)
+{
+    (void)state;
+    compacted_golden_decodes("sealed-v2.seg", 2);
+}
+
+/* A sealed golden of n records reads back to the source log's records,
+ * block by block, with every field of its header, dictionary section (in
+ * version 3), index and footer as the spec has them. */
+static void sealed_golden_decodes(const char *name, unsigned n, unsigned version)
 {
     size_t glen, loglen, cap = 0, raw_len, blen;
     uint8_t *g, *log, *raw = NULL, *b;
     sealed_seg s;
     cairn__err e;
     uint64_t pos = FILEHDR_SIZE, logpos = FILEHDR_SIZE, seq = SEALS_BASE, raw_total = 0;
-    (void)state;
 
-    g = read_golden("sealed-v1.seg", &glen);
-    b = make_sealed(&blen, &log, &loglen);
+    g = read_golden(name, &glen);
+    b = make_sealed(n, &blen, &log, &loglen);
     free(b);
     /* Header: as the .log header, with magic CAIRNSEG. */
     assert_memory_equal(g, "CAIRNSEG", 8);
-    assert_int_equal(get_le16(g + 8), 1);
+    assert_int_equal(get_le16(g + 8), version);
     assert_int_equal(get_le16(g + 10), 64);
     assert_int_equal(get_le32(g + 12), 0);
     assert_memory_equal(g + 16, log + 16, 40); /* id, salt, base_seq, created, reserved */
     assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
 
-    assert_int_equal(cairn__sealed_open(g, glen, &s, "sealed-v1.seg", &e), CAIRN_OK);
+    assert_int_equal(cairn__sealed_open(g, glen, &s, name, &e), CAIRN_OK);
+    if (version >= 3) {
+        /* the dictionary section: its length, a zero, its sum, its bytes
+         * (a zstd dictionary: magic 0xEC30A437) */
+        assert_true(get_le32(g + 64) > 0 && get_le32(g + 64) <= SEAL_DICT_MAX);
+        assert_int_equal(get_le32(g + 68), 0);
+        assert_int_equal(get_le64(g + 72), XXH3_64bits(g + 80, get_le32(g + 64)));
+        assert_int_equal(get_le32(g + 80), 0xEC30A437u);
+        assert_int_equal(s.dict_len, get_le32(g + 64));
+        pos += SEAL_DICT_HEAD + s.dict_len;
+    } else {
+        assert_int_equal(s.dict_len, 0);
+    }
     assert_int_equal(s.id, SEALS_ID);
     assert_int_equal(s.salt, SEALS_SALT);
     assert_int_equal(s.base_seq, SEALS_BASE);
     assert_int_equal(s.created_ms, SEALS_CREATED);
-    assert_int_equal(s.record_count, SEALS_N);
+    assert_int_equal(s.record_count, n);
     assert_int_equal(s.first_seq, SEALS_BASE);
-    assert_int_equal(s.last_seq, SEALS_BASE + SEALS_N - 1);
+    assert_int_equal(s.last_seq, SEALS_BASE + n - 1);
     assert_int_equal(s.raw_bytes, loglen - FILEHDR_SIZE);
     assert_true(s.block_count >= 2); /* the golden exercises a block boundary */
     /* Footer, field by field. */
@@ -1108,11 +1140,10 @@ static void test_sealed_golden_decodes_to_the_log_records(void **state)
         assert_int_equal(bl.offset, pos);
         assert_int_equal(bl.first_seq, seq);
         assert_int_equal(bl.count, bl.last_seq - bl.first_seq + 1);
-        assert_true(bl.raw_len <= SEAL_BLOCK_TARGET);
+        assert_true(bl.raw_len <= cairn__seal_block_target(s.dict_len));
         assert_int_equal(bl.sum, XXH3_64bits(g + bl.offset, bl.comp_len));
         assert_int_equal(get_le32(g + s.index_off + (uint64_t)i * SEAL_INDEX_ENTRY + 52), 0);
-        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, "golden",
-                                                  &e),
+        assert_int_equal(cairn__sealed_read_block(&s, i, NULL, &raw, &cap, &raw_len, name, &e),
                          CAIRN_OK);
         assert_int_equal(raw_len, bl.raw_len);
         assert_true(logpos + raw_len <= loglen);
@@ -1139,22 +1170,37 @@ static void test_sealed_golden_decodes_to_the_log_records(void **state)
     assert_int_equal(pos, s.index_off);
     assert_int_equal(logpos, loglen);
     assert_int_equal(raw_total, s.raw_bytes);
-    assert_int_equal(seq, SEALS_BASE + SEALS_N);
+    assert_int_equal(seq, SEALS_BASE + n);
     free(raw);
     free(log);
     free(g);
 }
 
+static void test_sealed_golden_decodes_to_the_log_records(void **state)
+{
+    (void)state;
+    sealed_golden_decodes("sealed-v3.seg", SEALS3_N, 3);
+}
+
+static void test_sealed_v1_golden_still_decodes(void **state)
+{
+    (void)state;
+    sealed_golden_decodes("sealed-v1.seg", SEALS_N, 1);
+}
+
 static void test_sealed_golden_verifies_clean(void **state)
 {
-    size_t glen;
-    uint8_t *g;
-    int n = 0;
+    static const char *const names[] = {"sealed-v3.seg", "sealed-v3-compacted.seg",
+                                        "sealed-v1.seg", "sealed-v2.seg"};
     (void)state;
-    g = read_golden("sealed-v1.seg", &glen);
-    assert_int_equal(cairn__sealed_verify(g, glen, NULL, "sealed-v1.seg", count_problem, &n), 0);
-    assert_int_equal(n, 0);
-    free(g);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t glen;
+        uint8_t *g = read_golden(names[i], &glen);
+        int n = 0;
+        assert_int_equal(cairn__sealed_verify(g, glen, NULL, names[i], count_problem, &n), 0);
+        assert_int_equal(n, 0);
+        free(g);
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -2096,11 +2142,11 @@ static void regen(void **state)
     b = make_manifest(&len);
     regen_one(dir, "manifest-v9.bin", b, len);
     free(b);
-    b = make_sealed(&len, NULL, NULL);
-    regen_one(dir, "sealed-v1.seg", b, len);
+    b = make_sealed(SEALS3_N, &len, NULL, NULL);
+    regen_one(dir, "sealed-v3.seg", b, len);
     free(b);
-    b = make_sealed_v2(&len);
-    regen_one(dir, "sealed-v2.seg", b, len);
+    b = make_compacted(&len);
+    regen_one(dir, "sealed-v3-compacted.seg", b, len);
     free(b);
     b = make_memindex(&len);
     regen_one(dir, "memindex-v8.cmx", b, len);
@@ -2149,6 +2195,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_segment_golden_scans_to_its_records),
             cmocka_unit_test(test_compacted_encoding_matches_golden),
             cmocka_unit_test(test_compacted_golden_decodes_to_kept_records_and_holes),
+            cmocka_unit_test(test_compacted_v2_golden_still_decodes),
             cmocka_unit_test(test_manifest_encoding_matches_golden),
             cmocka_unit_test(test_manifest_golden_decodes_to_its_entries),
             cmocka_unit_test(test_manifest_v8_golden_still_decodes_without_a_file_list),
@@ -2161,6 +2208,7 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_manifest_v1_golden_still_decodes),
             cmocka_unit_test(test_sealed_encoding_matches_golden),
             cmocka_unit_test(test_sealed_golden_decodes_to_the_log_records),
+            cmocka_unit_test(test_sealed_v1_golden_still_decodes),
             cmocka_unit_test(test_sealed_golden_verifies_clean),
             cmocka_unit_test(test_memindex_encoding_matches_golden),
             cmocka_unit_test(test_memindex_golden_reads_back),

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include <zstd.h>
 
 #include "alloc.h"
 #include "bytes.h"
@@ -330,9 +331,12 @@ static void test_block_index_partitions_the_records(void **state)
     fx *f = *state;
     sealed_seg s;
     sealed_block *b;
-    uint64_t pos = FILEHDR_SIZE, seq = BASE, raw = 0;
+    uint64_t pos, seq = BASE, raw = 0;
     int saw_single_big = 0;
     open_ok(f, &s);
+    /* version 3: block 0 follows the dictionary section */
+    assert_int_equal(s.version, 3);
+    pos = FILEHDR_SIZE + SEAL_DICT_HEAD + s.dict_len;
     b = calloc(s.block_count, sizeof *b);
     assert_non_null(b);
     read_index(&s, b);
@@ -350,7 +354,7 @@ static void test_block_index_partitions_the_records(void **state)
             block_raw += gen_len((unsigned)(q - BASE), f->json, f->bin);
         assert_int_equal(b[i].raw_len, block_raw);
         /* A block stays under the target unless one record alone is bigger. */
-        assert_true(b[i].raw_len <= SEAL_BLOCK_TARGET || b[i].count == 1);
+        assert_true(b[i].raw_len <= cairn__seal_block_target(s.dict_len) || b[i].count == 1);
         if (b[i].first_seq == BASE + BIG_K) {
             assert_int_equal(b[i].count, 1);
             saw_single_big = 1;
@@ -364,6 +368,92 @@ static void test_block_index_partitions_the_records(void **state)
     assert_int_equal(seq, BASE + f->n);
     assert_int_equal(raw, f->raw_total);
     free(b);
+}
+
+static void count_problem(void *user, uint64_t off, int code, const char *msg)
+{
+    (void)off, (void)code, (void)msg;
+    (*(int *)user)++;
+}
+
+/* A segment of some size is sealed with a dictionary trained on its own
+ * records, in small blocks; one of a single record without, in large ones. */
+static void test_a_segment_of_some_size_gets_a_dictionary(void **state)
+{
+    fx *f = *state, *one = fx_new(1);
+    sealed_seg s;
+    assert_true(f->raw_total >= SEAL_DICT_MIN_RAW);
+    open_ok(f, &s);
+    assert_true(s.dict_len > 0 && s.dict_len <= SEAL_DICT_MAX);
+    assert_true(s.dict == f->data + FILEHDR_SIZE + SEAL_DICT_HEAD);
+    assert_int_equal(get_le32(s.dict), 0xEC30A437u); /* zstd's dictionary magic */
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        sealed_block b;
+        cairn__sealed_block(&s, i, &b);
+        assert_true(b.raw_len <= SEAL_DICT_BLOCK_TARGET || b.count == 1);
+    }
+    assert_true(s.block_count > f->raw_total / SEAL_BLOCK_TARGET + 1);
+    open_ok(one, &s);
+    assert_int_equal(s.version, 3);
+    assert_int_equal(s.dict_len, 0);
+    assert_null(s.dict);
+    teardown((void **)&one);
+}
+
+/* The digested dictionary and a caller's context read the same bytes as a
+ * read that makes its own. */
+static void test_reads_with_the_digest_and_without_agree(void **state)
+{
+    fx *f = *state;
+    sealed_seg s;
+    cairn__err e;
+    uint8_t *a = NULL, *b = NULL;
+    size_t ca = 0, cb = 0, la, lb;
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    assert_non_null(dctx);
+    open_ok(f, &s);
+    assert_int_equal(cairn__sealed_digest(&s, "t.seg", &e), CAIRN_OK);
+    assert_non_null(s.ddict);
+    for (uint32_t i = 0; i < s.block_count; i++) {
+        sealed_seg plain = s;
+        plain.ddict = NULL;
+        assert_int_equal(cairn__sealed_read_block_with(&s, i, dctx, NULL, &a, &ca, &la, "t.seg",
+                                                       &e),
+                         CAIRN_OK);
+        assert_int_equal(cairn__sealed_read_block(&plain, i, NULL, &b, &cb, &lb, "t.seg", &e),
+                         CAIRN_OK);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+    }
+    cairn__sealed_undigest(&s);
+    assert_null(s.ddict);
+    ZSTD_freeDCtx(dctx);
+    free(a);
+    free(b);
+}
+
+/* A byte of the dictionary changed: the open refuses the file by its sum;
+ * with the sum made to match, the frames no longer give their records,
+ * and verify says so. */
+static void test_a_damaged_dictionary_is_found(void **state)
+{
+    fx *f = *state;
+    sealed_seg s;
+    cairn__err e;
+    size_t at;
+    uint8_t *d;
+    int n = 0;
+    open_ok(f, &s);
+    at = FILEHDR_SIZE + SEAL_DICT_HEAD + s.dict_len - 100; /* in its content */
+    d = dup_exact(f->data, f->size);
+    d[at] ^= 0x5a;
+    assert_int_equal(cairn__sealed_open(d, f->size, &s, "t.seg", &e), CAIRN_ECHECKSUM);
+    assert_non_null(strstr(e.msg, "dictionary"));
+    put_le64(d + FILEHDR_SIZE + 8, XXH3_64bits(d + FILEHDR_SIZE + SEAL_DICT_HEAD, s.dict_len));
+    assert_int_equal(cairn__sealed_open(d, f->size, &s, "t.seg", &e), CAIRN_OK);
+    assert_true(cairn__sealed_verify(d, f->size, NULL, "t.seg", count_problem, &n) > 0);
+    assert_true(n > 0);
+    free(d);
 }
 
 static void test_find_seq_returns_the_block_holding_each_seq(void **state)
@@ -686,6 +776,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_block_index_partitions_the_records, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_segment_of_some_size_gets_a_dictionary, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reads_with_the_digest_and_without_agree, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_damaged_dictionary_is_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_seq_returns_the_block_holding_each_seq, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_find_ts_returns_the_first_block_reaching_ts, setup,

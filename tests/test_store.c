@@ -31,6 +31,7 @@
 #include <errno.h>
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "store.h"
 #include "testutil.h"
 
 #define JSON_MAX 512
@@ -435,6 +436,51 @@ static void test_a_close_seals_a_large_active_segment(void **state)
     stats_reopened(f->path, n + 1000, &st);
     assert_int_equal(st.segments_sealed, 1);
     assert_int_equal(st.segments_active, 1);
+}
+
+/* The single-record reader (cairn__record_fetch, how a memory's content
+ * is read where its index row points) gives each record as cairn_get
+ * does, in any order, from sealed segments (a dictionary and small blocks)
+ * and the active one; a seq the log does not hold is not found. */
+static void test_fetch_reads_records_from_sealed_and_active_segments(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 1u << 20); /* 1 MiB segments, sealed inline */
+    cairn__fetch fe;
+    cairn_stats st;
+    uint64_t bytes = 0, x = 77;
+    unsigned n = 0;
+
+    memset(&fe, 0, sizeof fe);
+    while (bytes < (3u << 20))
+        bytes += gen_size(n++);
+    append_range(db, 0, n);
+    get_stats(db, &st);
+    assert_true(st.segments_sealed >= 2);
+    for (unsigned i = 0; i < 3 * n; i++) {
+        cairn_record r, *want;
+        uint64_t seq;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        seq = 1 + (x >> 33) % n;
+        assert_int_equal(cairn__record_fetch(db, &fe, seq, &r), CAIRN_OK);
+        assert_int_equal(cairn_get(db, seq, &want), CAIRN_OK);
+        assert_int_equal(r.seq, seq);
+        assert_int_equal(r.ts_ms, want->ts_ms);
+        assert_int_equal(r.type, want->type);
+        assert_int_equal(r.json_len, want->json_len);
+        assert_memory_equal(r.json, want->json, r.json_len);
+        assert_int_equal(r.bin_len, want->bin_len);
+        cairn_record_free(db, want);
+    }
+    {
+        cairn_record r;
+        assert_int_equal(cairn__record_fetch(db, &fe, 0, &r), CAIRN_ENOTFOUND);
+        assert_int_equal(cairn__record_fetch(db, &fe, n + 1, &r), CAIRN_ENOTFOUND);
+        assert_int_equal(cairn__record_fetch(db, &fe, n, &r), CAIRN_OK);
+        assert_int_equal(r.seq, n);
+    }
+    cairn__fetch_free(db, &fe);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
 static void test_open_missing_store_without_create_is_not_found(void **state)
@@ -1966,6 +2012,7 @@ int main(void)
         cmocka_unit_test(test_version_is_the_headers),
         T(test_create_close_reopen_keeps_records),
         T(test_a_close_seals_a_large_active_segment),
+        T(test_fetch_reads_records_from_sealed_and_active_segments),
         T(test_open_missing_store_without_create_is_not_found),
         T(test_open_refuses_bad_options),
         T(test_settings_chosen_at_creation_are_stored),

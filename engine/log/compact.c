@@ -276,7 +276,8 @@ static int rewrite(cairn_db *db, plan_seg *p, const char *why, const uint64_t *a
     w.hb.a = db->a;
     cairn__seg_file_name(fin, p->id, p->rev + 1);
     rc = cairn__sealw_begin(&w.w, db->io, db->a, db->dirfd, fin, p->id, p->s->s.salt,
-                            p->s->s.base_seq, p->s->s.created_ms, 2, &w.e);
+                            p->s->s.base_seq, p->s->s.created_ms, 1, p->s->s.dict,
+                            p->s->s.dict_len, &w.e);
     if (rc == CAIRN_OK) {
         rc = each_in_file(db, p->s, buf, cap, write_one, &w);
         if (rc != CAIRN_OK && w.e.msg[0] == '\0')

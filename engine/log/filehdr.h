@@ -28,7 +28,7 @@
 #define MAGIC_END "CAIRNEND"
 
 #define LOG_VERSION 1u
-#define SEG_VERSION 2u /* 2: a compacted segment, with holes (v1 still written when it has none) */
+#define SEG_VERSION 3u /* 3: a dictionary section; 2: holes (a compacted segment); 1: neither */
 #define MAN_VERSION 9u /* 2: the store block (store id, synced seq); 3: max_memories;
                           4: retention, an entry's rev; 5: deaths_dropped;
                           6: the label rule and the tier settings;

@@ -17,6 +17,7 @@
 #include "store.h"
 
 #include <string.h>
+#include <zstd.h>
 
 #include "alloc.h"
 #include "bytes.h"
@@ -42,6 +43,7 @@ struct cairn_iter {
     size_t buf_len;
     uint8_t *buf;
     size_t cap;
+    void *dctx;           /* sealed blocks' decompression context, made on first use */
 };
 
 static int seg_empty_or_before(const manifest_entry *x, const seg_ref *s, uint64_t n,
@@ -213,8 +215,11 @@ static int next_sealed(cairn_iter *it, seg_ref *s, cairn_record *rec)
             }
             if (it->block >= s->s.block_count)
                 return CAIRN_ENOTFOUND;
-            rc = cairn__sealed_read_block(&s->s, it->block, it->db->a, &it->buf, &it->cap,
-                                          &it->raw_len, s->log.name, &e);
+            if (it->dctx == NULL && (it->dctx = ZSTD_createDCtx()) == NULL)
+                return cairn__db_failf(it->db, CAIRN_ENOMEM, "no memory to read %s",
+                                       s->log.name);
+            rc = cairn__sealed_read_block_with(&s->s, it->block, it->dctx, it->db->a, &it->buf,
+                                               &it->cap, &it->raw_len, s->log.name, &e);
             if (rc != CAIRN_OK) {
                 it->block++; /* skip the bad block on the next call */
                 it->raw_len = it->pos = 0;
@@ -336,6 +341,7 @@ void cairn_iter_close(cairn_iter *it)
     if (it == NULL)
         return;
     cairn__view_release(it->db, it->v);
+    ZSTD_freeDCtx(it->dctx);
     cairn__free(it->db->a, it->buf);
     cairn__free(it->db->a, it);
 }
@@ -437,6 +443,123 @@ static int lookup(cairn_db *db, uint64_t seq, int *cover, cairn_record **out)
         cairn__db_failf(db, rc, "no record with sequence number %llu", (unsigned long long)seq);
     cairn_iter_close(it);
     return rc;
+}
+
+/* Find seq in an inflated block (or one record's bytes) of salt: the
+ * records before it are passed over by their length and seq fields
+ * (record.md: len at 0, seq at 8), and only the one found is decoded and
+ * checked whole. */
+static int find_in(cairn_db *db, const uint8_t *raw, size_t len, uint64_t salt, uint64_t seq,
+                   const char *what, cairn_record *rec)
+{
+    size_t pos = 0;
+    while (len - pos >= REC_OVERHEAD) {
+        uint32_t rl = get_le32(raw + pos);
+        uint64_t at = get_le64(raw + pos + 8);
+        if (rl < REC_OVERHEAD || rl > len - pos || at > seq)
+            break; /* damage (the decode below says which), or a hole's seqs */
+        if (at == seq) {
+            size_t used;
+            rec_result r = cairn__record_decode(raw + pos, len - pos, salt, rec, &used);
+            if (r != REC_OK)
+                return cairn__db_failf(db, r == REC_BAD_SUM ? CAIRN_ECHECKSUM : CAIRN_ECORRUPT,
+                                       "%s: the record of seq %llu does not read: %s", what,
+                                       (unsigned long long)seq, cairn__record_result_str(r));
+            return CAIRN_OK;
+        }
+        pos += rl;
+    }
+    if (pos < len && len - pos < REC_OVERHEAD)
+        return cairn__db_failf(db, CAIRN_ECORRUPT, "%s: a torn record before seq %llu", what,
+                               (unsigned long long)seq);
+    if (pos < len && (get_le32(raw + pos) < REC_OVERHEAD || get_le32(raw + pos) > len - pos))
+        return cairn__db_failf(db, CAIRN_ECORRUPT, "%s: a record of bad length before seq %llu",
+                               what, (unsigned long long)seq);
+    return cairn__db_failf(db, CAIRN_ENOTFOUND, "no record with sequence number %llu",
+                           (unsigned long long)seq);
+}
+
+static int fetch_in(cairn_db *db, cairn__fetch *f, seg_ref *s, uint64_t seq, cairn_record *rec)
+{
+    cairn__err e;
+    int rc;
+    if (s->sealed) {
+        uint32_t b = cairn__sealed_find_seq(&s->s, seq);
+        if (b >= s->s.block_count)
+            return cairn__db_failf(db, CAIRN_ENOTFOUND, "no record with sequence number %llu",
+                                   (unsigned long long)seq);
+        if (!(f->cached && f->id == s->id && f->rev == s->rev && f->block == b)) {
+            f->cached = 0;
+            if (f->dctx == NULL && (f->dctx = ZSTD_createDCtx()) == NULL)
+                return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to read %s", s->log.name);
+            rc = cairn__sealed_read_block_with(&s->s, b, f->dctx, db->a, &f->buf, &f->cap,
+                                               &f->len, s->log.name, &e);
+            if (rc != CAIRN_OK)
+                return cairn__db_fail(db, rc, &e);
+            f->id = s->id;
+            f->rev = s->rev;
+            f->block = b;
+            f->cached = 1;
+        }
+        return find_in(db, f->buf, f->len, s->s.salt, seq, s->log.name, rec);
+    }
+    {
+        uint64_t off, end;
+        size_t got;
+        pthread_mutex_lock(&db->mu);
+        if (seq - s->log.base_seq >= s->log.n) {
+            pthread_mutex_unlock(&db->mu);
+            return cairn__db_failf(db, CAIRN_ENOTFOUND, "no record with sequence number %llu",
+                                   (unsigned long long)seq);
+        }
+        off = s->log.off[seq - s->log.base_seq];
+        end = seq - s->log.base_seq + 1 < s->log.n ? s->log.off[seq - s->log.base_seq + 1]
+                                                   : s->log.end;
+        pthread_mutex_unlock(&db->mu);
+        f->cached = 0;
+        if (cairn__grow(db->a, (void **)&f->buf, &f->cap, (size_t)(end - off), 1) != CAIRN_OK)
+            return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to read %s", s->log.name);
+        rc = cairn__io_read(db->io, "iter.read", s->log.fd, f->buf, (size_t)(end - off), off,
+                            &got, s->log.name, &e);
+        if (rc != CAIRN_OK)
+            return cairn__db_fail(db, rc, &e);
+        f->len = got;
+        return find_in(db, f->buf, f->len, s->log.salt, seq, s->log.name, rec);
+    }
+}
+
+int cairn__record_fetch(cairn_db *db, cairn__fetch *f, uint64_t seq, cairn_record *rec)
+{
+    view *v;
+    size_t lo = 0, hi;
+    int rc;
+
+    pthread_mutex_lock(&db->mu);
+    v = db->view;
+    atomic_fetch_add(&v->refs, 1);
+    pthread_mutex_unlock(&db->mu);
+    hi = v->m.n;
+    while (lo < hi) { /* the last segment whose base is at most seq */
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->m.e[mid].base_seq <= seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (seq == 0 || lo == 0)
+        rc = cairn__db_failf(db, CAIRN_ENOTFOUND, "no record with sequence number %llu",
+                             (unsigned long long)seq);
+    else
+        rc = fetch_in(db, f, v->segs[lo - 1], seq, rec);
+    cairn__view_release(db, v);
+    return rc;
+}
+
+void cairn__fetch_free(cairn_db *db, cairn__fetch *f)
+{
+    ZSTD_freeDCtx(f->dctx);
+    cairn__free(db->a, f->buf);
+    memset(f, 0, sizeof *f);
 }
 
 void cairn_record_free(cairn_db *db, cairn_record *rec)

@@ -98,7 +98,7 @@ static int cut_sealed(cairn_db *db, int dirfd, const seg_ref *s, uint64_t to, in
                            (unsigned long long)to);
     cairn__logseg_name(name, s->id, "seg");
     rc = cairn__sealw_begin(&w, db->io, db->a, dirfd, name, s->id, s->s.salt, s->s.base_seq,
-                            s->s.created_ms, s->s.version, e);
+                            s->s.created_ms, 0, s->s.dict, s->s.dict_len, e);
     for (uint32_t i = 0; i <= k && rc == CAIRN_OK; i++) {
         sealed_block b;
         size_t pos = 0;

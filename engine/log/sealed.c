@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
+#define ZDICT_STATIC_LINKING_ONLY /* fastCover's parameters (zstd >= 1.4) */
+#include <zdict.h>
 #include <zstd.h>
 
 #include "alloc.h"
@@ -105,9 +107,10 @@ static const cairn__sealw_sites compact_sites = {
 
 int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocator *a, int dirfd,
                        const char *fin, uint64_t id, uint64_t salt, uint64_t base_seq,
-                       int64_t created_ms, unsigned version, cairn__err *e)
+                       int64_t created_ms, int compacting, const uint8_t *dict,
+                       size_t dict_len, cairn__err *e)
 {
-    uint8_t h[FILEHDR_SIZE];
+    uint8_t h[FILEHDR_SIZE + SEAL_DICT_HEAD];
     int rc;
 
     memset(w, 0, sizeof *w);
@@ -116,27 +119,43 @@ int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocato
     w->dirfd = dirfd;
     w->fd = -1;
     w->base_seq = w->next_seq = base_seq;
+    w->dict_len = dict_len;
+    w->target = cairn__seal_block_target(dict_len);
     snprintf(w->fin, sizeof w->fin, "%s", fin);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp", fin);
     w->hash = XXH3_createState();
     w->cctx = ZSTD_createCCtx();
-    if (w->hash == NULL || w->cctx == NULL)
+    if (dict_len)
+        w->cdict = ZSTD_createCDict(dict, dict_len, SEAL_ZSTD_LEVEL);
+    if (w->hash == NULL || w->cctx == NULL || (dict_len && w->cdict == NULL))
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", fin);
     XXH3_64bits_reset(w->hash);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
-    w->sites = version >= 2 ? &compact_sites : &seal_sites;
+    if (w->cdict != NULL) {
+        /* the dictionary's id is in the file's section; each frame need
+         * not repeat it */
+        ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_dictIDFlag, 0);
+        ZSTD_CCtx_refCDict(w->cctx, w->cdict);
+    }
+    w->sites = compacting ? &compact_sites : &seal_sites;
     rc = cairn__io_open(io, w->sites->open, dirfd, w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
                         &w->fd, e);
     if (rc != CAIRN_OK)
         return rc;
-    cairn__filehdr_init(h, MAGIC_SEG, (uint16_t)version);
+    cairn__filehdr_init(h, MAGIC_SEG, SEG_VERSION);
     put_le64(h + 16, id);
     put_le64(h + 24, salt);
     put_le64(h + 32, base_seq);
     put_le64(h + 40, (uint64_t)created_ms);
     cairn__filehdr_seal(h);
-    return out_write(w, h, sizeof h, e);
+    put_le32(h + FILEHDR_SIZE, (uint32_t)dict_len);
+    put_le32(h + FILEHDR_SIZE + 4, 0);
+    put_le64(h + FILEHDR_SIZE + 8, XXH3_64bits(dict, dict_len));
+    rc = out_write(w, h, sizeof h, e);
+    if (rc == CAIRN_OK && dict_len)
+        rc = out_write(w, dict, dict_len, e);
+    return rc;
 }
 
 int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint64_t first_seq,
@@ -219,7 +238,7 @@ int cairn__sealw_add(cairn__sealw *w, const uint8_t *rec, size_t len, uint64_t s
                      uint64_t last, int64_t ts, cairn__err *e)
 {
     int rc;
-    if (w->g_count != 0 && w->g_len + len > SEAL_BLOCK_TARGET &&
+    if (w->g_count != 0 && w->g_len + len > w->target &&
         (rc = gathered_flush(w, e)) != CAIRN_OK)
         return rc;
     if (cairn__grow(w->a, (void **)&w->g, &w->g_cap, w->g_len + len, 1) != CAIRN_OK)
@@ -286,6 +305,8 @@ void cairn__sealw_abort(cairn__sealw *w)
     }
     XXH3_freeState(w->hash);
     ZSTD_freeCCtx(w->cctx);
+    ZSTD_freeCDict(w->cdict);
+    w->cdict = NULL;
     cairn__free(w->a, w->g);
     cairn__free(w->a, w->comp);
     cairn__free(w->a, w->index);
@@ -336,13 +357,98 @@ static int chain_done(const chain_job *job, const logseg *src, cairn__err *e)
     return CAIRN_OK;
 }
 
+size_t cairn__seal_train(uint8_t *dict, const uint8_t *samples, const size_t *sample_lens,
+                         unsigned n)
+{
+    ZDICT_fastCover_params_t p;
+    size_t len;
+    memset(&p, 0, sizeof p);
+    /* fixed parameters, no search: ~30 ms for 1 MiB of samples */
+    p.k = 200;
+    p.d = 8;
+    p.f = 20;
+    p.accel = 1;
+    p.zParams.compressionLevel = SEAL_ZSTD_LEVEL;
+    len = ZDICT_trainFromBuffer_fastCover(dict, SEAL_DICT_MAX, samples, sample_lens, n, p);
+    return ZDICT_isError(len) ? 0 : len;
+}
+
+/* The records [i, end) of src that make the block starting at record i:
+ * while the next still fits under the target (a record alone may not). */
+static size_t block_end(const logseg *src, size_t i, size_t target)
+{
+    size_t j = i + 1;
+    uint64_t start = src->off[i];
+    while (j < src->n && (j + 1 < src->n ? src->off[j + 1] : src->end) - start <= target)
+        j++;
+    return j;
+}
+
+static uint64_t rec_end(const logseg *src, size_t j)
+{
+    return j < src->n ? src->off[j] : src->end;
+}
+
+#define SEAL_SAMPLES 128u /* blocks sampled to train a dictionary: ~1 MiB */
+
+/* A dictionary for src's records, trained on SEAL_SAMPLES blocks spread
+ * over it: its length in *dict_len (0: none, the segment is small or zstd
+ * found nothing to learn). */
+static int seal_dict(const cairn_io *io, const cairn_allocator *a, const logseg *src,
+                     uint8_t **dict, size_t *dict_len, cairn__err *e)
+{
+    uint8_t *smp = NULL;
+    size_t lens[SEAL_SAMPLES], used = 0, next = 0;
+    unsigned n = 0;
+    int rc = CAIRN_OK;
+
+    *dict = NULL;
+    *dict_len = 0;
+    if (src->n == 0 || src->end - src->off[0] < SEAL_DICT_MIN_RAW)
+        return CAIRN_OK;
+    smp = cairn__malloc(a, (size_t)SEAL_SAMPLES * (SEAL_DICT_BLOCK_TARGET + CAIRN_RECORD_MAX));
+    *dict = cairn__malloc(a, SEAL_DICT_MAX);
+    if (smp == NULL || *dict == NULL) {
+        rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
+        goto out;
+    }
+    for (unsigned k = 0; k < SEAL_SAMPLES; k++) {
+        size_t i = (size_t)((uint64_t)k * src->n / SEAL_SAMPLES), j, got;
+        uint64_t start;
+        if (i < next)
+            continue; /* a segment of few, large records: the blocks would overlap */
+        j = block_end(src, i, SEAL_DICT_BLOCK_TARGET);
+        next = j;
+        start = src->off[i];
+        lens[n] = (size_t)(rec_end(src, j) - start);
+        rc = cairn__io_read(io, "seal.read", src->fd, smp + used, lens[n], start, &got,
+                            src->name, e);
+        if (rc != CAIRN_OK)
+            goto out;
+        if (got != lens[n]) {
+            rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: short read at offset %llu while sealing",
+                             src->name, (unsigned long long)start);
+            goto out;
+        }
+        used += lens[n++];
+    }
+    *dict_len = cairn__seal_train(*dict, smp, lens, n);
+out:
+    cairn__free(a, smp);
+    if (rc != CAIRN_OK || *dict_len == 0) {
+        cairn__free(a, *dict);
+        *dict = NULL;
+    }
+    return rc;
+}
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                       const logseg *src, uint8_t *chain, int parallel, uint64_t *file_size,
                       cairn__err *e)
 {
     char fin[LOGSEG_NAME_MAX];
-    uint8_t *raw = NULL;
-    size_t raw_cap = 0, i = 0;
+    uint8_t *raw = NULL, *dict = NULL;
+    size_t raw_cap = 0, i = 0, dict_len = 0;
     cairn__sealw w;
     chain_job job;
     pthread_t th;
@@ -365,16 +471,17 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
         }
     }
     cairn__logseg_name(fin, src->id, "seg");
-    rc = cairn__sealw_begin(&w, io, a, dirfd, fin, src->id, src->salt, src->base_seq,
-                            src->created_ms, 1, e);
+    memset(&w, 0, sizeof w); /* what sealw_abort frees, if the dictionary fails */
+    w.fd = -1;
+    rc = seal_dict(io, a, src, &dict, &dict_len, e);
+    if (rc == CAIRN_OK)
+        rc = cairn__sealw_begin(&w, io, a, dirfd, fin, src->id, src->salt, src->base_seq,
+                                src->created_ms, 0, dict, dict_len, e);
+    cairn__free(a, dict); /* the writer digested it */
     while (rc == CAIRN_OK && i < src->n) {
-        size_t j = i + 1, raw_len, got;
+        size_t j = block_end(src, i, w.target), raw_len, got;
         uint64_t start = src->off[i];
-        /* Grow the block while the next record still fits under the target. */
-        while (j < src->n && (j + 1 < src->n ? src->off[j + 1] : src->end) - start <=
-                                 SEAL_BLOCK_TARGET)
-            j++;
-        raw_len = (size_t)((j < src->n ? src->off[j] : src->end) - start);
+        raw_len = (size_t)(rec_end(src, j) - start);
         if (cairn__grow(a, (void **)&raw, &raw_cap, raw_len, 1) != CAIRN_OK) {
             rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
             break;
@@ -430,6 +537,20 @@ int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const ch
     s->salt = get_le64(data + 24);
     s->base_seq = get_le64(data + 32);
     s->created_ms = (int64_t)get_le64(data + 40);
+    if (s->version >= 3) {
+        const uint8_t *d = data + FILEHDR_SIZE;
+        if (size < FILEHDR_SIZE + SEAL_DICT_HEAD + SEAL_FOOTER_SIZE ||
+            get_le32(d + 4) != 0 || get_le32(d) > SEAL_DICT_MAX ||
+            get_le32(d) > size - FILEHDR_SIZE - SEAL_DICT_HEAD - SEAL_FOOTER_SIZE)
+            return cairn__fail(e, CAIRN_ECORRUPT, "%s: bad dictionary section at offset %d",
+                               what, FILEHDR_SIZE);
+        s->dict_len = get_le32(d);
+        s->dict = s->dict_len ? d + SEAL_DICT_HEAD : NULL;
+        if (get_le64(d + 8) != XXH3_64bits(s->dict, s->dict_len))
+            return cairn__fail(e, CAIRN_ECHECKSUM, "%s: dictionary checksum mismatch at offset %d",
+                               what, FILEHDR_SIZE + 8);
+        pos += SEAL_DICT_HEAD + s->dict_len;
+    }
 
     f = data + size - SEAL_FOOTER_SIZE;
     if (memcmp(f, MAGIC_END, 8) != 0)
@@ -444,7 +565,7 @@ int cairn__sealed_open(const uint8_t *data, size_t size, sealed_seg *s, const ch
     s->first_seq = get_le64(f + 32);
     s->last_seq = get_le64(f + 40);
     s->raw_bytes = get_le64(f + 48);
-    if (get_le32(f + 20) != 0 || s->index_off < FILEHDR_SIZE ||
+    if (get_le32(f + 20) != 0 || s->index_off < pos ||
         s->index_off > size - SEAL_FOOTER_SIZE ||
         (size - SEAL_FOOTER_SIZE - s->index_off) != (uint64_t)s->block_count * SEAL_INDEX_ENTRY)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: footer at offset %zu: bad index bounds",
@@ -512,11 +633,12 @@ uint32_t cairn__sealed_find_ts(const sealed_seg *s, int64_t ts)
     return lo;
 }
 
-int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_allocator *a,
-                             uint8_t **buf, size_t *cap, size_t *raw_len, const char *what,
-                             cairn__err *e)
+int cairn__sealed_read_block_with(const sealed_seg *s, uint32_t i, void *dctx,
+                                  const cairn_allocator *a, uint8_t **buf, size_t *cap,
+                                  size_t *raw_len, const char *what, cairn__err *e)
 {
     sealed_block b;
+    ZSTD_DCtx *own = NULL;
     size_t n;
 
     cairn__sealed_block(s, i, &b);
@@ -525,12 +647,44 @@ int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_alloca
                            what, i, (unsigned long long)b.offset);
     if (cairn__grow(a, (void **)buf, cap, b.raw_len, 1) != CAIRN_OK)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for block %u", what, i);
-    n = ZSTD_decompress(*buf, b.raw_len, s->data + b.offset, b.comp_len);
+    if (dctx == NULL && (dctx = own = ZSTD_createDCtx()) == NULL)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for block %u", what, i);
+    if (s->ddict != NULL)
+        n = ZSTD_decompress_usingDDict(dctx, *buf, b.raw_len, s->data + b.offset, b.comp_len,
+                                       s->ddict);
+    else
+        n = ZSTD_decompress_usingDict(dctx, *buf, b.raw_len, s->data + b.offset, b.comp_len,
+                                      s->dict, s->dict_len);
+    ZSTD_freeDCtx(own);
     if (ZSTD_isError(n) || n != b.raw_len)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: block %u at offset %llu does not inflate to "
                            "%u bytes", what, i, (unsigned long long)b.offset, b.raw_len);
     *raw_len = n;
     return CAIRN_OK;
+}
+
+int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_allocator *a,
+                             uint8_t **buf, size_t *cap, size_t *raw_len, const char *what,
+                             cairn__err *e)
+{
+    return cairn__sealed_read_block_with(s, i, NULL, a, buf, cap, raw_len, what, e);
+}
+
+int cairn__sealed_digest(sealed_seg *s, const char *what, cairn__err *e)
+{
+    if (s->dict_len == 0 || s->ddict != NULL)
+        return CAIRN_OK;
+    s->ddict = ZSTD_createDDict(s->dict, s->dict_len);
+    if (s->ddict == NULL)
+        return cairn__fail(e, CAIRN_ECORRUPT, "%s: the dictionary at offset %d cannot be read",
+                           what, FILEHDR_SIZE + (int)SEAL_DICT_HEAD);
+    return CAIRN_OK;
+}
+
+void cairn__sealed_undigest(sealed_seg *s)
+{
+    ZSTD_freeDDict(s->ddict);
+    s->ddict = NULL;
 }
 
 uint64_t cairn__sealed_verify(const uint8_t *data, size_t size, const cairn_allocator *a,

@@ -81,6 +81,7 @@ void cairn__seg_release(cairn_db *db, seg_ref *s)
 {
     if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
+    cairn__sealed_undigest(&s->s);
     if (s->map != NULL)
         munmap(s->map, s->map_len);
     cairn__logseg_free(db->io, db->a, &s->log);
@@ -139,6 +140,8 @@ int cairn__seg_open_sealed(cairn_db *db, uint64_t id, uint32_t rev, seg_ref **ou
     if (rc == CAIRN_OK && s->s.id != id)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: header names segment %llu", name,
                          (unsigned long long)s->s.id);
+    if (rc == CAIRN_OK)
+        rc = cairn__sealed_digest(&s->s, name, e);
     if (rc != CAIRN_OK)
         goto fail;
     cairn__io_close(db->io, "sealed.open", fd);

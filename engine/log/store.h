@@ -215,6 +215,26 @@ int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
  * the hole that stands for it (*hole 1; format-spec/compaction.md); as
  * cairn_get otherwise. */
 int cairn__record_covering(cairn_db *db, uint64_t seq, cairn_record **out, int *hole);
+/* A reader of single records by seq for a caller that reads many (a
+ * memory's content, read where its index row points): it keeps its own
+ * zstd context and the last sealed block it inflated, and takes no new
+ * view of the log (the records it is asked for are in the handle's).
+ * Zero it to start; cairn__fetch_free gives back what it holds. Used by
+ * one thread at a time. */
+typedef struct cairn__fetch {
+    void *dctx;
+    uint8_t *buf;         /* the inflated block, or one record's bytes */
+    size_t cap, len;
+    uint64_t id;          /* the cached block: segment id, revision, index */
+    uint32_t rev, block;
+    int cached;
+} cairn__fetch;
+/* The record seq into *rec (its fields point into f's buffer, valid until
+ * the next fetch): CAIRN_ENOTFOUND if the log holds no record seq (past
+ * the view's end, or dropped by a compaction), a read error or damage as
+ * cairn_get gives it. Sets the db's message on failure. */
+int cairn__record_fetch(cairn_db *db, cairn__fetch *f, uint64_t seq, cairn_record *rec);
+void cairn__fetch_free(cairn_db *db, cairn__fetch *f);
 /* The last sequence number this handle has handed out (0: none yet). */
 uint64_t cairn__last_seq(cairn_db *db);
 /* The last sequence number handed out as the handle's view sees it: the
