@@ -883,7 +883,7 @@ static void gen_sealed(void)
     s = make_sealed(dir, dfd, 4, 300, 400, &n); /* ~130 KiB raw: three blocks */
     write_seed(T, "seed-three-blocks", s, n);
     free(s);
-    s = make_sealed(dir, dfd, 5, 700, 400, &n); /* ~360 KiB raw: a dictionary, 8 KiB blocks */
+    s = make_sealed(dir, dfd, 5, 700, 400, &n); /* ~360 KiB raw: a dictionary, 4 KiB blocks */
     write_seed(T, "seed-dict", s, n);
     write_flipped(T, "bad-flip-dict", s, n, FILEHDR_SIZE + SEAL_DICT_HEAD + 200, 0x04);
     write_flipped(T, "bad-flip-dict-len", s, n, FILEHDR_SIZE + 1, 0x01);

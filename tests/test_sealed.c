@@ -384,7 +384,7 @@ static void test_a_segment_of_some_size_gets_a_dictionary(void **state)
     sealed_seg s;
     assert_true(f->raw_total >= SEAL_DICT_MIN_RAW);
     open_ok(f, &s);
-    assert_true(s.dict_len > 0 && s.dict_len <= SEAL_DICT_MAX);
+    assert_true(s.dict_len > 0 && s.dict_len <= SEAL_DICT_TRAIN);
     assert_true(s.dict == f->data + FILEHDR_SIZE + SEAL_DICT_HEAD);
     assert_int_equal(get_le32(s.dict), 0xEC30A437u); /* zstd's dictionary magic */
     for (uint32_t i = 0; i < s.block_count; i++) {

@@ -62,7 +62,7 @@ static int each_in_file(cairn_db *db, seg_ref *s, uint8_t **buf, size_t *cap,
     for (uint32_t b = 0; b < s->s.block_count; b++) {
         size_t raw_len, pos = 0;
         cairn__err e;
-        int rc = cairn__sealed_read_block(&s->s, b, db->a, buf, cap, &raw_len, s->log.name, &e);
+        int rc = cairn__seg_read_block(db, s, b, NULL, buf, cap, &raw_len, &e);
         if (rc != CAIRN_OK)
             return cairn__db_fail(db, rc, &e);
         while (pos < raw_len) {

@@ -37,7 +37,7 @@ static int walk_sealed(cairn_db *db, cairn__chain *c, const seg_ref *s, uint8_t 
         size_t raw_len, pos = 0;
         sealed_block blk;
         cairn__sealed_block(&s->s, b, &blk);
-        rc = cairn__sealed_read_block(&s->s, b, db->a, &buf, &cap, &raw_len, s->log.name, e);
+        rc = cairn__seg_read_block(db, s, b, NULL, &buf, &cap, &raw_len, e);
         if (rc != CAIRN_OK) {
             w->bad_seq = blk.first_seq;
             break;

@@ -218,8 +218,8 @@ static int next_sealed(cairn_iter *it, seg_ref *s, cairn_record *rec)
             if (it->dctx == NULL && (it->dctx = ZSTD_createDCtx()) == NULL)
                 return cairn__db_failf(it->db, CAIRN_ENOMEM, "no memory to read %s",
                                        s->log.name);
-            rc = cairn__sealed_read_block_with(&s->s, it->block, it->dctx, it->db->a, &it->buf,
-                                               &it->cap, &it->raw_len, s->log.name, &e);
+            rc = cairn__seg_read_block(it->db, s, it->block, it->dctx, &it->buf, &it->cap,
+                                       &it->raw_len, &e);
             if (rc != CAIRN_OK) {
                 it->block++; /* skip the bad block on the next call */
                 it->raw_len = it->pos = 0;
@@ -492,8 +492,7 @@ static int fetch_in(cairn_db *db, cairn__fetch *f, seg_ref *s, uint64_t seq, cai
             f->cached = 0;
             if (f->dctx == NULL && (f->dctx = ZSTD_createDCtx()) == NULL)
                 return cairn__db_failf(db, CAIRN_ENOMEM, "no memory to read %s", s->log.name);
-            rc = cairn__sealed_read_block_with(&s->s, b, f->dctx, db->a, &f->buf, &f->cap,
-                                               &f->len, s->log.name, &e);
+            rc = cairn__seg_read_block(db, s, b, f->dctx, &f->buf, &f->cap, &f->len, &e);
             if (rc != CAIRN_OK)
                 return cairn__db_fail(db, rc, &e);
             f->id = s->id;

@@ -109,7 +109,7 @@ static int cut_sealed(cairn_db *db, int dirfd, const seg_ref *s, uint64_t to, in
             *bytes += b.raw_len;
             continue;
         }
-        rc = cairn__sealed_read_block(&s->s, i, db->a, &raw, &cap, &raw_len, s->log.name, e);
+        rc = cairn__seg_read_block(db, s, i, NULL, &raw, &cap, &raw_len, e);
         if (rc != CAIRN_OK)
             break;
         while (pos < raw_len && rc == CAIRN_OK) {

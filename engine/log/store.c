@@ -140,8 +140,7 @@ int cairn__seg_open_sealed(cairn_db *db, uint64_t id, uint32_t rev, seg_ref **ou
     if (rc == CAIRN_OK && s->s.id != id)
         rc = cairn__fail(e, CAIRN_ECORRUPT, "%s: header names segment %llu", name,
                          (unsigned long long)s->s.id);
-    if (rc == CAIRN_OK)
-        rc = cairn__sealed_digest(&s->s, name, e);
+
     if (rc != CAIRN_OK)
         goto fail;
     cairn__io_close(db->io, "sealed.open", fd);
@@ -151,6 +150,28 @@ fail:
     cairn__io_close(db->io, "sealed.open", fd);
     cairn__seg_release(db, s);
     return rc;
+}
+
+int cairn__seg_read_block(cairn_db *db, const seg_ref *s, uint32_t i, void *dctx, uint8_t **buf,
+                          size_t *cap, size_t *raw_len, cairn__err *e)
+{
+    /* The digested dictionary is made on the first read of the segment
+     * (an open touches no block), by whichever thread comes first; the
+     * others free theirs. It is the segment's cache, not its state. */
+    sealed_seg *ss = (sealed_seg *)(uintptr_t)&s->s;
+    if (ss->dict_len != 0 && __atomic_load_n(&ss->ddict, __ATOMIC_ACQUIRE) == NULL) {
+        sealed_seg mine = *ss;
+        void *none = NULL;
+        int rc;
+        mine.ddict = NULL;
+        if ((rc = cairn__sealed_digest(&mine, s->log.name, e)) != CAIRN_OK)
+            return rc;
+        if (!__atomic_compare_exchange_n(&ss->ddict, &none, mine.ddict, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            cairn__sealed_undigest(&mine);
+    }
+    (void)db;
+    return cairn__sealed_read_block_with(ss, i, dctx, db->a, buf, cap, raw_len, s->log.name, e);
 }
 
 /* Copy bytes [from, to) of a segment to <id>-<from>.damaged, fsynced. */

@@ -215,6 +215,11 @@ int cairn__each_record(cairn_db *db, uint64_t from, uint64_t to,
  * the hole that stands for it (*hole 1; format-spec/compaction.md); as
  * cairn_get otherwise. */
 int cairn__record_covering(cairn_db *db, uint64_t seq, cairn_record **out, int *hole);
+/* Block i of sealed segment s, inflated into *buf (cairn__sealed_read_block)
+ * with the segment's dictionary, digested on its first read; dctx: the
+ * caller's zstd context, or NULL (one for this read). */
+int cairn__seg_read_block(cairn_db *db, const seg_ref *s, uint32_t i, void *dctx, uint8_t **buf,
+                          size_t *cap, size_t *raw_len, cairn__err *e);
 /* A reader of single records by seq for a caller that reads many (a
  * memory's content, read where its index row points): it keeps its own
  * zstd context and the last sealed block it inflated, and takes no new
