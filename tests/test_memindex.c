@@ -379,10 +379,11 @@ static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
     assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
     close_all(f);
 
-    /* 2. one memory's text: found when that row is first read */
+    /* 2. one memory's row strings (its id; the content is in the log
+     * alone): found when that row is first read */
     path = index_file(f->dir);
     assert_non_null(path);
-    flip_byte(path, find_in_file(path, "unique needle") + 2);
+    flip_byte(path, find_in_file(path, ids[77]) + 2);
     open_all(f, 0);
     assert_int_equal(cairn_mem_get(f->mem, ids[77], &m), CAIRN_ECORRUPT);
     assert_non_null(strstr(cairn_mem_errmsg(f->mem), "damaged"));
@@ -440,7 +441,7 @@ static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > MX_HEAD_LEN && b[8] == 8);
+    assert_true(len > MX_HEAD_LEN && b[8] == 9);
     b[8] = 3;
     b[10] = 0; /* a u32 version at 8, no common header */
     {
@@ -2327,7 +2328,8 @@ static void rewrite_row(const char *path, size_t i, size_t off, const void *v, s
     memcpy(&mlen, p + 68, 4);
     memcpy(&il, p + 76, 2);
     memcpy(&cl, p + 78, 2);
-    strs = (size_t)clen + 1 + il + 1 + cl + 1 + (mlen ? mlen + 1 : 0);
+    (void)clen; /* the content is not in the file: id, category, metadata */
+    strs = (size_t)il + 1 + cl + 1 + (mlen ? mlen + 1 : 0);
     summed = malloc(88 + strs);
     memcpy(summed, p, 88);
     memcpy(summed + 88, b + rows + 96 * nrows + str_off, strs);
@@ -2366,7 +2368,7 @@ static void a_damaged_generation_goes_alone(void **state)
     top = two_file_chain(f, ids);
     want = export_all(f);
     close_all(f);
-    flip_byte(top, find_in_file(top, "memory 650:") + 3); /* an own row's text */
+    flip_byte(top, find_in_file(top, ids[650]) + 3); /* an own row's id */
     open_all(f, 0);
     assert_int_equal(cairn_mem_get(f->mem, ids[650], &m), CAIRN_ECORRUPT);
     close_all(f);
@@ -2756,6 +2758,67 @@ static void verify_checks_that_a_chain_folds(void **state)
     free(top);
 }
 
+static uint64_t verify_with(fx *f, vproblem *p)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX];
+    uint64_t problems = 0;
+    o.read_only = 1;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    memset(p, 0, sizeof *p);
+    assert_int_equal(cairn_mem_verify_index(f->db, note_vproblem, p, &problems, NULL), CAIRN_OK);
+    assert_int_equal(cairn_close(f->db), CAIRN_OK);
+    f->db = NULL;
+    return problems;
+}
+
+/* The file keeps no content: verify reads each memory's store record in
+ * the log (sealed and not) and checks its row against it; a row whose
+ * length is not its record's is found there, and a read of that memory
+ * refuses it too. */
+static void verify_checks_each_row_against_its_store_record(void **state)
+{
+    fx *f = *state;
+    static char ids[700][CAIRN_MEM_ID_MAX + 1];
+    char *path;
+    vproblem p;
+    uint32_t len;
+    int refused = 0;
+
+    build_history(f, ids);
+    close_all(f);
+    path = index_file(f->dir);
+    assert_non_null(path);
+    assert_int_equal(verify_with(f, &p), 0);
+    {
+        size_t flen = 0;
+        uint8_t *b = tu_read_file(path, &flen);
+        uint64_t n_ns = header_u64(path, H_NNS) & 0xffffffffu, tcap = header_u64(path, H_TCAP);
+        memcpy(&len, b + MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8 + 3 * 96 + 64, 4);
+        free(b);
+    }
+    len++;
+    rewrite_row(path, 3, 64, &len, 4);
+    assert_int_equal(verify_with(f, &p), 1);
+    assert_int_equal(p.n, 1);
+    assert_non_null(strstr(p.msg, "row 3"));
+    assert_non_null(strstr(p.msg, "holds other content"));
+    open_all(f, 1);
+    for (int i = 0; i < 600; i++) {
+        cairn_memory *m = NULL;
+        int rc = cairn_mem_get(f->mem, ids[i], &m);
+        if (rc == CAIRN_ECORRUPT) {
+            refused++;
+            assert_non_null(strstr(cairn_mem_errmsg(f->mem), "not its store record"));
+        }
+        cairn_mem_free(m);
+    }
+    assert_int_equal(refused, 1);
+    close_all(f);
+    free(path);
+}
+
 /* The oldest index file's name in dir (the bottom of the chain). */
 static char *oldest_index_file(const char *dir)
 {
@@ -2804,7 +2867,7 @@ static void a_shadow_row_is_taken_when_its_memory_is_first_read(void **state)
     chain_with_changes(f, ids);
     close_all(f);
     base = oldest_index_file(f->dir);
-    flip_byte(base, find_in_file(base, "memory 5:") + 2);
+    flip_byte(base, find_in_file(base, ids[5]) + 2);
     open_all(f, 1);
     assert_string_equal(cairn_mem_index_note(f->mem), ""); /* the chain is in use */
     assert_true(importance_of(f, ids[8]) == 0.88);
@@ -2918,6 +2981,7 @@ int main(void)
         T(a_manifest_before_the_list_reads_the_files_of_the_directory),
         T(a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer),
         T(verify_checks_that_a_chain_folds),
+        T(verify_checks_each_row_against_its_store_record),
         T(a_shadow_row_is_taken_when_its_memory_is_first_read),
         T(a_file_replacing_shadow_rows_carries_them),
         T(a_shadow_row_that_does_not_fold_is_found_when_read),

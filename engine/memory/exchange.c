@@ -98,7 +98,7 @@ static int add_embedding(cairn_mem *m, const ment *x, cJSON *o)
     return CAIRN_OK;
 }
 
-static cJSON *to_json(const cairn_mem *m, const ment *x)
+static cJSON *to_json(const cairn_mem *m, const ment *x, const char *text)
 {
     cJSON *o = cJSON_CreateObject(), *meta = cJSON_Parse(x->metadata ? x->metadata : "{}");
     if (o == NULL || meta == NULL) {
@@ -107,7 +107,7 @@ static cJSON *to_json(const cairn_mem *m, const ment *x)
         return NULL;
     }
     cJSON_AddStringToObject(o, "id", x->id);
-    cJSON_AddStringToObject(o, "content", x->content);
+    cJSON_AddStringToObject(o, "content", text);
     cJSON_AddStringToObject(o, "category", x->category);
     cJSON_AddNumberToObject(o, "importance", x->importance);
     cairn__json_add_int(o, "createdAt", x->created);
@@ -231,9 +231,12 @@ static int each_one(void *user, cairn_mem *m, const ment *x)
 {
     each_ctx *e = user;
     cairn_memory *c = malloc(sizeof *c);
-    if (c == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
-        free(c);
+    int rc;
+    if (c == NULL)
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    if ((rc = cairn__mem_copy_out(m, x, c)) != CAIRN_OK) {
+        free(c);
+        return rc;
     }
     return e->fn(e->user, c);
 }
@@ -277,10 +280,14 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
         rc = cairn__mem_read_all(m);
     for (size_t i = 0; i < cairn__mem_total(m) && rc == CAIRN_OK; i++) {
         const ment *x = cairn__mem_at(m, i);
+        const char *text;
         cJSON *o;
         if (!x->live || cairn__mem_expired(x, now))
             continue;
-        o = to_json(m, x);
+        /* read in seq order: the rows of a file share their log blocks */
+        if ((rc = cairn__mem_text(m, x, &text)) != CAIRN_OK)
+            break;
+        o = to_json(m, x, text);
         if (o == NULL) {
             rc = CAIRN_ENOMEM;
             break;
@@ -318,9 +325,9 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
                 sputs(&b, "\n");
                 free(t);
             }
-            if (strstr(x->content, "\n## ") != NULL || strncmp(x->content, "## ", 3) == 0 ||
-                x->content[0] == '\n' || x->content[x->content_len - 1] == '\n' ||
-                x->content[x->content_len - 1] == '\r') {
+            if (strstr(text, "\n## ") != NULL || strncmp(text, "## ", 3) == 0 ||
+                text[0] == '\n' || text[x->content_len - 1] == '\n' ||
+                text[x->content_len - 1] == '\r') {
                 /* not representable verbatim: a JSON string instead */
                 char *t = value_text(o, "content", 0);
                 sputs(&b, "- content: ");
@@ -329,7 +336,7 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
                 free(t);
             } else {
                 sputs(&b, "\n");
-                sputs(&b, x->content);
+                sputs(&b, text);
                 sputs(&b, "\n");
             }
         } else {
@@ -339,7 +346,7 @@ int cairn_mem_export(cairn_mem *m, cairn_mem_format f, char **out, size_t *len)
                 sputs(&b, ",");
                 free(t);
             }
-            csv_field(&b, x->content);
+            csv_field(&b, text);
             sputs(&b, "\r\n");
         }
         cJSON_Delete(o);

@@ -24,15 +24,17 @@
 
 #include "filehdr.h"
 #include "io.h"
+#include "memrec.h"
 #include "seqfile.h"
 
 #define MX_MAGIC "CAIRNMX1"
 /* 2: namespaces may carry a vector image; 3: terms by tokenizer rules 2;
  * 4: the header binds the file to its log (logbind.h); 5: generations;
  * 6: a memory's name is in its text; 7: the common file header; 8: packed
- * postings (text index images of version 2). Only the
+ * postings (text index images of version 2); 9: no content (a memory's
+ * content is read from its store record in the log). Only the
  * newest is used: an older file is rebuilt from the log. */
-#define MX_VERSION 8
+#define MX_VERSION 9
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
@@ -109,15 +111,18 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->version = get16(h + 8);
     if ((rc = cairn__filehdr_check(h, mx->len, MX_MAGIC, MX_VERSION, mx->name, e)) != CAIRN_OK)
         return rc;
-    /* Version 7 (the common header, postings of 8 bytes): under the same
-     * sums as this version, so checked as far as they go. */
-    if (mx->version == 7) {
+    /* Versions 7 (the common header, postings of 8 bytes) and 8 (a copy
+     * of each content): under the same sums as this version, so checked
+     * as far as they go. */
+    if (mx->version == 7 || mx->version == 8) {
         if (mx->len < MX_HEAD || XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE) !=
                                      get64(h + MX_EXT_SUM))
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: memory index header checksum mismatch",
                                mx->name);
-        return cairn__fail(e, CAIRN_EVERSION, "%s: version 7 has unpacked postings (this build "
-                           "writes version %d)", mx->name, MX_VERSION);
+        return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " %s (this build writes "
+                           "version %d)", mx->name, mx->version,
+                           mx->version == 7 ? "has unpacked postings" : "holds a copy of each content",
+                           MX_VERSION);
     }
     if (mx->version != MX_VERSION) /* 1..6 with a common header was never written */
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: version %" PRIu32 " with a common header",
@@ -367,7 +372,7 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     mlen = get32(p + 68);
     idlen = get16(p + 76);
     catlen = get16(p + 78);
-    total = clen + 1 + idlen + 1 + catlen + 1 + (mlen ? mlen + 1 : 0);
+    total = idlen + 1 + catlen + 1 + (mlen ? mlen + 1 : 0);
     /* a dead shadow row keeps the id alone: no category, no metadata */
     if (off > mx->heap_len || total > mx->heap_len - off || idlen == 0 ||
         idlen > CAIRN_MEM_ID_MAX || (catlen == 0 && !(get32(p + 80) & MX_ROW_DEAD)) ||
@@ -379,8 +384,8 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     if (XXH3_64bits_digest(&st) != get64(p + 88))
         return CAIRN_ECHECKSUM;
     s = (const char *)mx->heap + off;
-    if (s[clen] != 0 || s[clen + 1 + idlen] != 0 || s[clen + 1 + idlen + 1 + catlen] != 0 ||
-        (mlen && s[total - 1] != 0))
+    if (s[idlen] != 0 || s[idlen + 1 + catlen] != 0 || (mlen && s[total - 1] != 0) ||
+        clen > MEM_CONTENT_MAX)
         return CAIRN_ECORRUPT;
     r->seq = get64(p);
     memcpy(&r->importance, p + 8, 8);
@@ -389,9 +394,9 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     r->expires = (int64_t)get64(p + 32);
     r->access_count = get64(p + 40);
     r->content_hash = get64(p + 48);
-    r->content = s;
+    r->content = NULL; /* in the log, at the row's seq */
     r->content_len = (uint32_t)clen;
-    r->id = s + clen + 1;
+    r->id = s;
     r->category = r->id + idlen + 1;
     r->metadata = mlen ? r->category + catlen + 1 : NULL;
     r->nsi = get32(p + 72);
@@ -531,15 +536,16 @@ static int put_pad(wbuf *w)
     return put(w, zeros, (size_t)(pad8(at) - at));
 }
 
-/* A shadow row's content is the row's below: not written again. */
+/* A row's content length: its memory's (the content itself is in the
+ * log); 0 in a shadow row, whose memory is the row's below. */
 static size_t row_content_len(const mx_in *in, size_t i, const mx_row *r)
 {
     return i < in->n_shadow ? 0 : r->content_len;
 }
 
-static uint64_t row_strings(const mx_row *r, size_t clen)
+static uint64_t row_strings(const mx_row *r)
 {
-    return (uint64_t)clen + 1 + strlen(r->id) + 1 + strlen(r->category) + 1 +
+    return (uint64_t)strlen(r->id) + 1 + strlen(r->category) + 1 +
            (r->metadata ? strlen(r->metadata) + 1 : 0);
 }
 
@@ -651,13 +657,12 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put32(row + 80, i < in->n_shadow ? r->flags : 0);
         XXH3_64bits_reset(&st);
         XXH3_64bits_update(&st, row, MX_ROW_SUMMED);
-        XXH3_64bits_update(&st, clen ? r->content : "", clen + 1);
         XXH3_64bits_update(&st, r->id, il + 1);
         XXH3_64bits_update(&st, r->category, cl + 1);
         if (r->metadata)
             XXH3_64bits_update(&st, r->metadata, ml + 1);
         put64(row + 88, XXH3_64bits_digest(&st));
-        heap_len += row_strings(r, clen);
+        heap_len += row_strings(r);
         if (i >= in->n_shadow) {
             table_put(idtab, tcap, in->hash_id(r->id), (uint32_t)i);
             table_put(ctab, tcap, r->content_hash, (uint32_t)i);
@@ -669,10 +674,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
         mx_row tmp_row;
         const mx_row *r = row_of(in, i, &tmp_row);
-        size_t clen = row_content_len(in, i, r);
-        rc = put(&w, clen ? r->content : "", clen + 1);
-        if (rc == CAIRN_OK)
-            rc = put(&w, r->id, strlen(r->id) + 1);
+        rc = put(&w, r->id, strlen(r->id) + 1);
         if (rc == CAIRN_OK)
             rc = put(&w, r->category, strlen(r->category) + 1);
         if (rc == CAIRN_OK && r->metadata)

@@ -245,23 +245,29 @@ ment *cairn__mem_find_id(cairn_mem *m, const char *id)
 }
 
 typedef struct content_key {
+    cairn_mem *m;
     uint32_t nsi;
     const char *c;
     size_t len;
     uint64_t h;
 } content_key;
 
-/* Live only: an older, deleted copy of the content must not hide a live one. */
+/* Live only: an older, deleted copy of the content must not hide a live
+ * one. A memory of the index files whose store record does not read is
+ * taken for the same by its 64-bit hash, namespace and length (reading
+ * it, the caller meets the damage). */
 static int same_content(const ment *x, const void *key)
 {
     const content_key *k = key;
-    return x->live && x->content_hash == k->h && x->nsi == k->nsi && x->content_len == k->len &&
-           memcmp(x->content, k->c, k->len) == 0;
+    const char *t;
+    if (!(x->live && x->content_hash == k->h && x->nsi == k->nsi && x->content_len == k->len))
+        return 0;
+    return cairn__mem_text(k->m, x, &t) != CAIRN_OK || memcmp(t, k->c, k->len) == 0;
 }
 
 static ment *find_content(cairn_mem *m, uint32_t nsi, const char *c, size_t len, uint64_t h)
 {
-    content_key k = {nsi, c, len, h};
+    content_key k = {m, nsi, c, len, h};
     return probe(m, m->by_content, 1, h, same_content, &k);
 }
 
@@ -406,7 +412,7 @@ ment *cairn__mem_row(cairn_mem *m, size_t g, size_t i)
     strcpy(x->id, r.id);
     x->nsi = r.nsi;
     x->live = 1;
-    x->content = (char *)(uintptr_t)r.content;
+    x->content = NULL; /* in the log: cairn__mem_text */
     x->content_len = r.content_len;
     x->category = (char *)(uintptr_t)r.category;
     x->metadata = (char *)(uintptr_t)r.metadata;
@@ -622,12 +628,15 @@ static int add_vector(cairn_mem *m, nspace *p, uint64_t seq, const memrec *r)
  * name (a markdown file's stem, "powershell-arrays") as Search-Memory
  * does. *buf (free()) is set when it is not the content alone.
  * CAIRN_ENOMEM. */
-static int indexed_text(const ment *x, const char **text, size_t *len, char **buf)
+static int indexed_text(cairn_mem *m, const ment *x, const char **text, size_t *len, char **buf)
 {
-    const char *nm;
+    const char *nm, *content;
     cJSON *o;
+    int rc;
     *buf = NULL;
-    *text = x->content;
+    if ((rc = cairn__mem_text(m, x, &content)) != CAIRN_OK)
+        return rc;
+    *text = content;
     *len = x->content_len;
     if (x->metadata == NULL || strstr(x->metadata, "\"name\"") == NULL)
         return CAIRN_OK;
@@ -640,7 +649,7 @@ static int indexed_text(const ment *x, const char **text, size_t *len, char **bu
             cJSON_Delete(o);
             return CAIRN_ENOMEM;
         }
-        memcpy(*buf, x->content, x->content_len);
+        memcpy(*buf, content, x->content_len);
         (*buf)[x->content_len] = '\n';
         memcpy(*buf + x->content_len + 1, nm, nl);
         *text = *buf;
@@ -659,7 +668,7 @@ static int index_text(cairn_mem *m, const ment *x)
     const char *text;
     size_t len;
     char *buf;
-    int rc = indexed_text(x, &text, &len, &buf);
+    int rc = indexed_text(m, x, &text, &len, &buf);
     if (rc != CAIRN_OK)
         return rc;
     /* A read-only handle that may run a thread starts one when a fold
@@ -840,7 +849,7 @@ static void kill_entry_as(cairn_mem *m, ment *x, uint64_t changed)
         const char *text;
         size_t len;
         char *buf;
-        if (indexed_text(x, &text, &len, &buf) == CAIRN_OK)
+        if (indexed_text(m, x, &text, &len, &buf) == CAIRN_OK)
             (void)cairn__ramidx_remove(idx, x->seq, (const uint8_t *)text, len);
         free(buf);
     }
@@ -1842,7 +1851,6 @@ void cairn_mem_close(cairn_mem *m)
     cairn__access_free(m);
     free_all(m);
     cairn__tok_free(m->tok);
-    cairn__memscan_free(&m->scan);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->tier_mu);
     pthread_mutex_destroy(&m->tier_write_mu);
@@ -1879,14 +1887,61 @@ const char *cairn_mem_errmsg(const cairn_mem *m)
     return cairn__errbuf(m);
 }
 
+/* ---- contents read from the log ---------------------------------------- */
+
+int cairn__mem_text(cairn_mem *m, const ment *x, const char **text)
+{
+    cairn_record rec;
+    memrec r;
+    cairn__err e;
+    int rc;
+
+    *text = x->content;
+    if (x->content != NULL)
+        return CAIRN_OK;
+    rc = cairn__record_fetch(m->db, &m->fetch, x->seq, &rec);
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "memory %s: its store record (seq %" PRIu64 ") does not "
+                               "read: %s", x->id, x->seq, cairn_errmsg(m->db));
+    rc = rec.type == CAIRN_REC_MEMORY
+             ? cairn__memrec_decode_scan(&m->scan, rec.type, rec.json, rec.json_len, rec.bin,
+                                         rec.bin_len, &r, &e)
+             : CAIRN_ECORRUPT;
+    if (rc == CAIRN_OK) {
+        if (strcmp(r.id, x->id) != 0 || r.content_len != x->content_len ||
+            hash_content(x->nsi, r.content, r.content_len) != x->content_hash)
+            rc = CAIRN_ECORRUPT;
+        else if (cairn__grow(NULL, (void **)&m->text, &m->text_cap, r.content_len + 1, 1) !=
+                 CAIRN_OK)
+            rc = CAIRN_ENOMEM;
+        else {
+            memcpy(m->text, r.content, r.content_len);
+            m->text[r.content_len] = 0;
+        }
+        cairn__memrec_done(&r);
+    }
+    if (rc != CAIRN_OK)
+        return cairn__mem_fail(m, rc, "memory %s: %s", x->id,
+                               rc == CAIRN_ENOMEM ? "no memory to read its content"
+                                                  : "the record at its seq is not its store "
+                                                    "record (the index file and the log "
+                                                    "disagree: run cairn verify)");
+    *text = m->text;
+    return CAIRN_OK;
+}
+
 /* ---- copies for the caller ----------------------------------------------- */
 
-int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c)
+int cairn__mem_copy_out(cairn_mem *m, const ment *x, cairn_memory *c)
 {
+    const char *text;
+    int rc = cairn__mem_text(m, x, &text);
     memset(c, 0, sizeof *c);
+    if (rc != CAIRN_OK)
+        return rc;
     strcpy(c->id, x->id);
     c->ns = dup_str(m->ns[x->nsi].name, strlen(m->ns[x->nsi].name));
-    c->content = dup_str(x->content, x->content_len);
+    c->content = dup_str(text, x->content_len);
     c->category = dup_str(x->category, strlen(x->category));
     c->metadata = x->metadata ? dup_str(x->metadata, strlen(x->metadata)) : dup_str("{}", 2);
     c->importance = x->importance;
@@ -1900,7 +1955,7 @@ int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c)
         free(c->content);
         free(c->category);
         free(c->metadata);
-        return CAIRN_ENOMEM;
+        return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for a copy of memory %s", x->id);
     }
     return CAIRN_OK;
 }
@@ -1933,9 +1988,12 @@ void cairn_recall_free(cairn_recall_hit *hits, size_t n)
 static int copy_new(cairn_mem *m, const ment *x, cairn_memory **out)
 {
     cairn_memory *c = malloc(sizeof *c);
-    if (c == NULL || cairn__mem_copy_out(m, x, c) != CAIRN_OK) {
-        free(c);
+    int rc;
+    if (c == NULL)
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
+    if ((rc = cairn__mem_copy_out(m, x, c)) != CAIRN_OK) {
+        free(c);
+        return rc;
     }
     *out = c;
     return CAIRN_OK;
@@ -2485,7 +2543,11 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         goto out;
     nsi = cairn__mem_ns_index(m, d.ns, strlen(d.ns), 0);
     if (want_id != NULL && (x = cairn__mem_find_id(m, want_id)) != NULL) {
-        if (!((long)x->nsi == nsi && x->content_len == len && memcmp(x->content, d.content, len) == 0)) {
+        const char *t = "";
+        if ((long)x->nsi == nsi && x->content_len == len &&
+            (rc = cairn__mem_text(m, x, &t)) != CAIRN_OK)
+            goto out;
+        if (!((long)x->nsi == nsi && x->content_len == len && memcmp(t, d.content, len) == 0)) {
             rc = cairn__mem_fail(m, CAIRN_EEXIST, "id %s is a live memory of other content", want_id);
             goto out;
         }
@@ -2941,6 +3003,11 @@ static void free_all(cairn_mem *m)
     free(m->by_content);
     free(m->vtmp);
     cairn__memkeys_free(&m->keys);
+    cairn__fetch_free(m->db, &m->fetch);
+    free(m->text);
+    m->text = NULL;
+    m->text_cap = 0;
+    cairn__memscan_free(&m->scan);
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */
@@ -3813,6 +3880,63 @@ static void scratch_free(cairn_mem *t)
 
 /* Check one file of the chain; a problem goes to fn. CAIRN_ENOMEM and
  * CAIRN_EIO stop the verify. */
+/* Each memory of file mx against its store record in the log, where its
+ * content is (the file keeps none): the record at the row's seq must be
+ * a memory record of its id whose content has the row's length and hash.
+ * A record the log cannot read is the log's damage (cairn_verify reports
+ * it), not the file's. Rows in seq order read each log block once. */
+static int verify_contents(cairn_db *db, const memindex *mx, cairn_verify_fn fn, void *user,
+                           uint64_t *problems)
+{
+    cairn__fetch f;
+    cairn__memscan sc;
+    int rc = CAIRN_OK;
+
+    memset(&f, 0, sizeof f);
+    memset(&sc, 0, sizeof sc);
+    for (uint64_t i = mx->n_shadow; i < mx->nrows && rc == CAIRN_OK; i++) {
+        cairn_record rec;
+        mx_row r;
+        memrec mr;
+        const char *why = NULL;
+        int got;
+        if (cairn__mx_row(mx, (size_t)i, &r) != CAIRN_OK)
+            continue; /* its damage is reported by the file's check */
+        got = cairn__record_fetch(db, &f, r.seq, &rec);
+        if (got == CAIRN_ENOMEM) {
+            rc = got;
+            break;
+        }
+        if (got == CAIRN_ENOTFOUND)
+            why = "the log holds no record at its seq";
+        else if (got != CAIRN_OK)
+            continue; /* the log's damage */
+        else if (rec.type != CAIRN_REC_MEMORY ||
+                 cairn__memrec_decode_scan(&sc, rec.type, rec.json, rec.json_len, rec.bin,
+                                           rec.bin_len, &mr, NULL) != CAIRN_OK)
+            why = "the record at its seq is not a memory's store record";
+        else {
+            if (strcmp(mr.id, r.id) != 0)
+                why = "the record at its seq stores another memory";
+            else if (mr.content_len != r.content_len ||
+                     hash_content(r.nsi, mr.content, mr.content_len) != r.content_hash)
+                why = "its store record holds other content";
+            cairn__memrec_done(&mr);
+        }
+        if (why != NULL) {
+            char msg[CAIRN_ERRMSG_MAX];
+            snprintf(msg, sizeof msg, "%s: row %" PRIu64 " (memory %s, seq %" PRIu64 "): %s",
+                     mx->name, i, r.id, r.seq, why);
+            (*problems)++;
+            if (fn != NULL)
+                fn(user, mx->name, cairn__mx_row_offset(mx, (size_t)i), CAIRN_ECORRUPT, msg);
+        }
+    }
+    cairn__fetch_free(db, &f);
+    cairn__memscan_free(&sc);
+    return rc;
+}
+
 static int verify_file(cairn_db *db, memindex *mx, cairn_verify_fn fn, void *user,
                        uint64_t *problems)
 {
@@ -3831,8 +3955,9 @@ static int verify_file(cairn_db *db, memindex *mx, cairn_verify_fn fn, void *use
         (*problems)++;
         if (fn != NULL)
             fn(user, mx->name, off, rc, e.msg);
+        return CAIRN_OK;
     }
-    return CAIRN_OK;
+    return verify_contents(db, mx, fn, user, problems);
 }
 
 /* Each file of a chain checked alone: do they fold as open folds them

@@ -17,6 +17,7 @@
 #include "memrec.h"
 #include "ramindex.h"
 #include "shadowmap.h"
+#include "store.h"
 #include "tokenize.h"
 #include "vecset.h"
 #include "vkernel.h"
@@ -229,6 +230,11 @@ struct cairn_mem {
     const vkernel *kern;
     float *vtmp;             /* vdim floats of scratch (an unaligned trailer) */
     cairn__memscan scan;     /* the replay's decode buffer (memrec.h) */
+    /* A memory's content read from the log (cairn__mem_text): the reader
+     * of its store record, and the text, valid until the next read. */
+    cairn__fetch fetch;
+    char *text;
+    size_t text_cap;
     int wait_rc;             /* a fold while waiting for the lock failed: the
                                 turn's error (memory.c, fold_waiting) */
     char wait_err[CAIRN_ERRMSG_MAX];
@@ -365,7 +371,14 @@ int cairn__mem_scan(cairn_mem *m, const char *const *ns, size_t n_ns, uint64_t f
                     int (*fn)(void *user, cairn_mem *m, const ment *x), void *user);
 
 /* Fill *c with copies of x's fields (cairn_memory owns them). */
-int cairn__mem_copy_out(const cairn_mem *m, const ment *x, cairn_memory *c);
+int cairn__mem_copy_out(cairn_mem *m, const ment *x, cairn_memory *c);
+/* x's content: in RAM for a memory stored after the index files, else
+ * read from its store record in the log (an index file keeps no copy,
+ * format-spec/memindex.md), and checked against the row (id, length,
+ * hash) into *text, valid until the next call on m (a later read may
+ * overwrite it). Errors, with m's message: CAIRN_ECORRUPT,
+ * CAIRN_ECHECKSUM, CAIRN_EIO, CAIRN_ENOMEM. */
+int cairn__mem_text(cairn_mem *m, const ment *x, const char **text);
 
 /* Append r as a record of namespace ns, then apply it in RAM. */
 int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t *seq_out);

@@ -194,7 +194,8 @@ static int candidates(cairn_mem *m, const rowlist *l, double t, mpair **pairs, s
 
 /* Metadata text `meta` (NULL: {}) with one more entry in "mergedFrom"
  * (malloc'd), or NULL when out of memory. */
-static char *add_history(const char *meta_text, const ment *gone, double sim, int64_t now)
+static char *add_history(const char *meta_text, const ment *gone, const char *gone_text,
+                         double sim, int64_t now)
 {
     cJSON *meta = cJSON_Parse(meta_text ? meta_text : "{}"), *list, *e;
     char *out = NULL;
@@ -209,7 +210,7 @@ static char *add_history(const char *meta_text, const ment *gone, double sim, in
     }
     e = cJSON_CreateObject();
     if (list != NULL && e != NULL && cJSON_AddStringToObject(e, "id", gone->id) &&
-        cJSON_AddStringToObject(e, "content", gone->content) &&
+        cJSON_AddStringToObject(e, "content", gone_text) &&
         cJSON_AddNumberToObject(e, "similarity", sim) &&
         cJSON_AddNumberToObject(e, "importance", gone->importance) &&
         cairn__json_add_int(e, "at", now) && cJSON_AddItemToArray(list, e)) {
@@ -260,7 +261,11 @@ static int apply(cairn_mem *m, const cairn_merge_pair *pp, size_t n, int64_t now
             ;
         {
             const ment *k = cairn__mem_find_id(m, pp[i].kept);
-            char *t = add_history(j < i ? meta[j] : k->metadata, gone[i], pp[i].similarity, now);
+            const char *text;
+            char *t;
+            if ((rc = cairn__mem_text(m, gone[i], &text)) != CAIRN_OK)
+                break;
+            t = add_history(j < i ? meta[j] : k->metadata, gone[i], text, pp[i].similarity, now);
             if (t == NULL) {
                 rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for merge");
                 break;

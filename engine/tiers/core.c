@@ -69,9 +69,9 @@ static int on_core(void *user, cairn_mem *m, const ment *x)
 {
     core_read *c = user;
     cJSON *meta = cairn__tier_meta(x, TIER_CORE);
-    const char *sec, *role;
+    const char *sec, *role, *text;
     citem *it;
-    int si;
+    int si, rc;
     if (meta == NULL)
         return 0;
     sec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "section"));
@@ -95,13 +95,17 @@ static int on_core(void *user, cairn_mem *m, const ment *x)
     it->section = si;
     snprintf(it->id, sizeof it->id, "%s", x->id);
     snprintf(it->role, sizeof it->role, "%s", role ? role : "");
+    if ((rc = cairn__mem_text(m, x, &text)) != CAIRN_OK) {
+        cJSON_Delete(meta);
+        return rc;
+    }
     if ((it->value = malloc(x->content_len + 1)) == NULL) {
         cJSON_Delete(meta);
         return cairn__mem_fail(m, CAIRN_ENOMEM, "no memory");
     }
-    memcpy(it->value, x->content, x->content_len);
+    memcpy(it->value, text, x->content_len);
     it->value[x->content_len] = 0;
-    it->tokens = cairn_tokens_estimate(x->content, x->content_len);
+    it->tokens = cairn_tokens_estimate(text, x->content_len);
     it->added = x->created;
     it->seq = x->seq;
     c->tokens[si] += it->tokens;

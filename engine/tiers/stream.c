@@ -508,14 +508,19 @@ static int list_locked(cairn_mem *m, const cairn_stream_query *q, const tier_sco
     cairn__tbuf_put(b, "[", 1);
     for (size_t i = 0; i < take; i++) {
         const ment *x = rows[i].x;
+        const char *text;
+        if ((rc = cairn__mem_text(m, x, &text)) != CAIRN_OK) {
+            free(rows);
+            return rc;
+        }
         if (i > 0)
             cairn__tbuf_put(b, ",", 1);
         if (rows[i].fast)
-            cairn__stream_entry_write(b, &rows[i].sm, x->id, x->content, x->content_len,
+            cairn__stream_entry_write(b, &rows[i].sm, x->id, text, x->content_len,
                                       sc->chain[rows[i].rank], 0, 0);
         else
-            write_entry(b, sc->chain[rows[i].rank], x->id, x->content, x->content_len,
-                        x->metadata, 0, 0);
+            write_entry(b, sc->chain[rows[i].rank], x->id, text, x->content_len, x->metadata, 0,
+                        0);
     }
     cairn__tbuf_put(b, "]", 1);
     free(rows);

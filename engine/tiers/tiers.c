@@ -477,12 +477,16 @@ static int on_stat_core(void *user, cairn_mem *m, const ment *x)
 {
     stats_scan *s = user;
     cJSON *meta = cairn__tier_meta(x, TIER_CORE);
-    const char *sec;
-    (void)m;
+    const char *sec, *text;
+    int rc;
     if (meta == NULL)
         return 0;
+    if ((rc = cairn__mem_text(m, x, &text)) != CAIRN_OK) {
+        cJSON_Delete(meta);
+        return rc;
+    }
     sec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "section"));
-    s->core_tokens += (int64_t)cairn_tokens_estimate(x->content, x->content_len);
+    s->core_tokens += (int64_t)cairn_tokens_estimate(text, x->content_len);
     if (sec != NULL && strcmp(sec, "threads") == 0)
         s->threads++;
     if (sec != NULL && strcmp(sec, "blockers") == 0)
