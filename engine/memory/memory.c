@@ -1904,8 +1904,8 @@ int cairn__mem_text(cairn_mem *m, const ment *x, const char **text)
         return cairn__mem_fail(m, rc, "memory %s: its store record (seq %" PRIu64 ") does not "
                                "read: %s", x->id, x->seq, cairn_errmsg(m->db));
     rc = rec.type == CAIRN_REC_MEMORY
-             ? cairn__memrec_decode_scan(&m->scan, rec.type, rec.json, rec.json_len, rec.bin,
-                                         rec.bin_len, &r, &e)
+             ? cairn__memrec_decode_scan(&m->text_scan, rec.type, rec.json, rec.json_len,
+                                         rec.bin, rec.bin_len, &r, &e)
              : CAIRN_ECORRUPT;
     if (rc == CAIRN_OK) {
         if (strcmp(r.id, x->id) != 0 || r.content_len != x->content_len ||
@@ -3008,6 +3008,7 @@ static void free_all(cairn_mem *m)
     m->text = NULL;
     m->text_cap = 0;
     cairn__memscan_free(&m->scan);
+    cairn__memscan_free(&m->text_scan);
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */

@@ -233,6 +233,9 @@ struct cairn_mem {
     /* A memory's content read from the log (cairn__mem_text): the reader
      * of its store record, and the text, valid until the next read. */
     cairn__fetch fetch;
+    cairn__memscan text_scan; /* its decode buffer: not scan's, which a
+                                 replay may be using (a delete's fold reads
+                                 the content it takes out of the index) */
     char *text;
     size_t text_cap;
     int wait_rc;             /* a fold while waiting for the lock failed: the
