@@ -59,7 +59,7 @@ static void wr64(uint8_t *p, uint64_t v)
  * bytes say where they are (format-spec/memindex.md, version 9: the common
  * file header, then the memory index header, MX_HEAD_LEN bytes; a row's
  * strings without its content), and make the versions this build's (the
- * file's 9, each text image's 2), so that inputs of versions 7 and 8 (most
+ * file's 9, each text image's 3), so that inputs of versions 7 and 8 (most
  * of the corpus) reach today's readers. */
 static void repair(uint8_t *b, size_t len)
 {
@@ -80,8 +80,8 @@ static void repair(uint8_t *b, size_t len)
         const uint8_t *ns = b + MX_HEAD_LEN + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
         if (toff < len && tlen >= 72 && tlen <= len - toff) {
-            if (b[toff + 4] == 1) /* a version 1 image */
-                b[toff + 4] = 2;
+            if (b[toff + 4] == 1 || b[toff + 4] == 2) /* an image of version 1 or 2 */
+                b[toff + 4] = 3;
             wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
         }
     }
