@@ -160,17 +160,18 @@ int cairn__seg_read_block(cairn_db *db, const seg_ref *s, uint32_t i, void *dctx
      * others free theirs. It is the segment's cache, not its state. */
     sealed_seg *ss = (sealed_seg *)(uintptr_t)&s->s;
     if (ss->dict_len != 0 && __atomic_load_n(&ss->ddict, __ATOMIC_ACQUIRE) == NULL) {
-        sealed_seg mine = *ss;
+        sealed_seg mine; /* the dictionary alone: ss->ddict may be another's */
         void *none = NULL;
         int rc;
-        mine.ddict = NULL;
+        memset(&mine, 0, sizeof mine);
+        mine.dict = ss->dict;
+        mine.dict_len = ss->dict_len;
         if ((rc = cairn__sealed_digest(&mine, s->log.name, e)) != CAIRN_OK)
             return rc;
         if (!__atomic_compare_exchange_n(&ss->ddict, &none, mine.ddict, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))
             cairn__sealed_undigest(&mine);
     }
-    (void)db;
     return cairn__sealed_read_block_with(ss, i, dctx, db->a, buf, cap, raw_len, s->log.name, e);
 }
 
