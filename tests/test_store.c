@@ -19,6 +19,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,6 +481,64 @@ static void test_fetch_reads_records_from_sealed_and_active_segments(void **stat
         assert_int_equal(r.seq, n);
     }
     cairn__fetch_free(db, &fe);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
+/* Two threads read records of one handle at once, each with a reader of
+ * its own: the first read of a segment digests its dictionary (whichever
+ * thread comes first installs it, the other frees its own) and every read
+ * gives the record with its seq and bytes. Run under TSan too. */
+typedef struct fetch_job {
+    cairn_db *db;
+    unsigned n;
+    uint64_t seed;
+    int bad;
+} fetch_job;
+
+static void *fetch_main(void *arg)
+{
+    fetch_job *j = arg;
+    cairn__fetch fe;
+    uint64_t x = j->seed;
+    memset(&fe, 0, sizeof fe);
+    for (unsigned i = 0; i < 2 * j->n; i++) {
+        cairn_record r;
+        uint64_t seq;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        seq = 1 + (x >> 33) % j->n;
+        if (cairn__record_fetch(j->db, &fe, seq, &r) != CAIRN_OK || r.seq != seq ||
+            r.json_len == 0)
+            j->bad++;
+    }
+    cairn__fetch_free(j->db, &fe);
+    return NULL;
+}
+
+static void test_fetch_from_two_threads_at_once(void **state)
+{
+    fx *f = *state;
+    cairn_db *db = open_db(f->path, 1, 0, 1u << 20);
+    fetch_job j[2];
+    pthread_t th[2];
+    uint64_t bytes = 0;
+    unsigned n = 0;
+
+    while (bytes < (3u << 20))
+        bytes += gen_size(n++);
+    append_range(db, 0, n);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+    db = open_ro(f->path); /* no segment read yet: no dictionary digested */
+    for (int t = 0; t < 2; t++) {
+        j[t].db = db;
+        j[t].n = n;
+        j[t].seed = 11 + (uint64_t)t;
+        j[t].bad = 0;
+        assert_int_equal(pthread_create(&th[t], NULL, fetch_main, &j[t]), 0);
+    }
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_int_equal(j[t].bad, 0);
+    }
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
@@ -2013,6 +2072,7 @@ int main(void)
         T(test_create_close_reopen_keeps_records),
         T(test_a_close_seals_a_large_active_segment),
         T(test_fetch_reads_records_from_sealed_and_active_segments),
+        T(test_fetch_from_two_threads_at_once),
         T(test_open_missing_store_without_create_is_not_found),
         T(test_open_refuses_bad_options),
         T(test_settings_chosen_at_creation_are_stored),
