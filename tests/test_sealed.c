@@ -417,8 +417,8 @@ static void test_reads_with_the_digest_and_without_agree(void **state)
     for (uint32_t i = 0; i < s.block_count; i++) {
         sealed_seg plain = s;
         plain.ddict = NULL;
-        assert_int_equal(cairn__sealed_read_block_with(&s, i, dctx, NULL, &a, &ca, &la, "t.seg",
-                                                       &e),
+        assert_int_equal(cairn__sealed_read_block_with(&s, i, dctx, s.ddict, NULL, &a, &ca, &la,
+                                                       "t.seg", &e),
                          CAIRN_OK);
         assert_int_equal(cairn__sealed_read_block(&plain, i, NULL, &b, &cb, &lb, "t.seg", &e),
                          CAIRN_OK);

@@ -634,7 +634,7 @@ uint32_t cairn__sealed_find_ts(const sealed_seg *s, int64_t ts)
     return lo;
 }
 
-int cairn__sealed_read_block_with(const sealed_seg *s, uint32_t i, void *dctx,
+int cairn__sealed_read_block_with(const sealed_seg *s, uint32_t i, void *dctx, const void *ddict,
                                   const cairn_allocator *a, uint8_t **buf, size_t *cap,
                                   size_t *raw_len, const char *what, cairn__err *e)
 {
@@ -650,9 +650,9 @@ int cairn__sealed_read_block_with(const sealed_seg *s, uint32_t i, void *dctx,
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for block %u", what, i);
     if (dctx == NULL && (dctx = own = ZSTD_createDCtx()) == NULL)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory for block %u", what, i);
-    if (s->ddict != NULL)
+    if (ddict != NULL)
         n = ZSTD_decompress_usingDDict(dctx, *buf, b.raw_len, s->data + b.offset, b.comp_len,
-                                       s->ddict);
+                                       ddict);
     else
         n = ZSTD_decompress_usingDict(dctx, *buf, b.raw_len, s->data + b.offset, b.comp_len,
                                       s->dict, s->dict_len);
@@ -668,7 +668,7 @@ int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_alloca
                              uint8_t **buf, size_t *cap, size_t *raw_len, const char *what,
                              cairn__err *e)
 {
-    return cairn__sealed_read_block_with(s, i, NULL, a, buf, cap, raw_len, what, e);
+    return cairn__sealed_read_block_with(s, i, NULL, s->ddict, a, buf, cap, raw_len, what, e);
 }
 
 int cairn__sealed_digest(sealed_seg *s, const char *what, cairn__err *e)

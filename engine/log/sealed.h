@@ -183,8 +183,9 @@ uint32_t cairn__sealed_find_ts(const sealed_seg *s, int64_t ts);
 /* Check block i's frame checksum and inflate it into *buf (grown as needed,
  * capacity *cap); *raw_len gets its size. dctx: a decompression context
  * of the caller's (ZSTD_DCtx), reused from read to read; NULL: one made
- * for this read. */
-int cairn__sealed_read_block_with(const sealed_seg *s, uint32_t i, void *dctx,
+ * for this read. ddict: the file's digested dictionary (ZSTD_DDict, as
+ * the caller loaded it), or NULL: the read digests s->dict itself. */
+int cairn__sealed_read_block_with(const sealed_seg *s, uint32_t i, void *dctx, const void *ddict,
                                   const cairn_allocator *a, uint8_t **buf, size_t *cap,
                                   size_t *raw_len, const char *what, cairn__err *e);
 int cairn__sealed_read_block(const sealed_seg *s, uint32_t i, const cairn_allocator *a,

@@ -159,7 +159,8 @@ int cairn__seg_read_block(cairn_db *db, const seg_ref *s, uint32_t i, void *dctx
      * (an open touches no block), by whichever thread comes first; the
      * others free theirs. It is the segment's cache, not its state. */
     sealed_seg *ss = (sealed_seg *)(uintptr_t)&s->s;
-    if (ss->dict_len != 0 && __atomic_load_n(&ss->ddict, __ATOMIC_ACQUIRE) == NULL) {
+    void *ddict = ss->dict_len ? __atomic_load_n(&ss->ddict, __ATOMIC_ACQUIRE) : NULL;
+    if (ss->dict_len != 0 && ddict == NULL) {
         sealed_seg mine; /* the dictionary alone: ss->ddict may be another's */
         void *none = NULL;
         int rc;
@@ -168,11 +169,16 @@ int cairn__seg_read_block(cairn_db *db, const seg_ref *s, uint32_t i, void *dctx
         mine.dict_len = ss->dict_len;
         if ((rc = cairn__sealed_digest(&mine, s->log.name, e)) != CAIRN_OK)
             return rc;
-        if (!__atomic_compare_exchange_n(&ss->ddict, &none, mine.ddict, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE))
+        if (__atomic_compare_exchange_n(&ss->ddict, &none, mine.ddict, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            ddict = mine.ddict;
+        } else {
+            ddict = none; /* another thread's, installed meanwhile */
             cairn__sealed_undigest(&mine);
+        }
     }
-    return cairn__sealed_read_block_with(ss, i, dctx, db->a, buf, cap, raw_len, s->log.name, e);
+    return cairn__sealed_read_block_with(ss, i, dctx, ddict, db->a, buf, cap, raw_len, s->log.name,
+                                         e);
 }
 
 /* Copy bytes [from, to) of a segment to <id>-<from>.damaged, fsynced. */
