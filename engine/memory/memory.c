@@ -1889,45 +1889,64 @@ const char *cairn_mem_errmsg(const cairn_mem *m)
 
 /* ---- contents read from the log ---------------------------------------- */
 
-int cairn__mem_text(cairn_mem *m, const ment *x, const char **text)
+/* The store record at seq of the memory id of namespace nsi, whose
+ * content is len bytes with hash: decoded into *r with sc's buffer (free
+ * with cairn__memrec_done) when it is that memory's. CAIRN_ECORRUPT with
+ * *why saying what the log holds instead; any other error (*why NULL) is
+ * the fetch's: the log does not read there. The one rule for a read of a
+ * content and for verify. */
+static int store_record_of(cairn_db *db, cairn__fetch *f, cairn__memscan *sc, uint64_t seq,
+                           const char *id, uint32_t nsi, size_t len, uint64_t hash, memrec *r,
+                           const char **why)
 {
     cairn_record rec;
+    int rc = cairn__record_fetch(db, f, seq, &rec);
+    *why = NULL;
+    if (rc == CAIRN_ENOTFOUND)
+        *why = "the log holds no record at its seq";
+    else if (rc != CAIRN_OK)
+        return rc;
+    else if (rec.type != CAIRN_REC_MEMORY ||
+             cairn__memrec_decode_scan(sc, rec.type, rec.json, rec.json_len, rec.bin,
+                                       rec.bin_len, r, NULL) != CAIRN_OK)
+        *why = "the record at its seq is not a memory's store record";
+    else if (strcmp(r->id, id) != 0 || r->content_len != len ||
+             hash_content(nsi, r->content, r->content_len) != hash) {
+        *why = strcmp(r->id, id) != 0 ? "the record at its seq stores another memory"
+                                      : "its store record holds other content";
+        cairn__memrec_done(r);
+    }
+    return *why != NULL ? CAIRN_ECORRUPT : CAIRN_OK;
+}
+
+int cairn__mem_text(cairn_mem *m, const ment *x, const char **text)
+{
     memrec r;
-    cairn__err e;
+    const char *why;
     int rc;
 
     *text = x->content;
     if (x->content != NULL)
         return CAIRN_OK;
-    rc = cairn__record_fetch(m->db, &m->fetch, x->seq, &rec);
+    rc = store_record_of(m->db, &m->fetch, &m->text_scan, x->seq, x->id, x->nsi, x->content_len,
+                         x->content_hash, &r, &why);
+    if (why != NULL)
+        return cairn__mem_fail(m, rc, "memory %s: the record at its seq is not its store record "
+                               "(%s; the index file and the log disagree: run cairn verify)",
+                               x->id, why);
     if (rc != CAIRN_OK)
         return cairn__mem_fail(m, rc, "memory %s: its store record (seq %" PRIu64 ") does not "
                                "read: %s", x->id, x->seq, cairn_errmsg(m->db));
-    rc = rec.type == CAIRN_REC_MEMORY
-             ? cairn__memrec_decode_scan(&m->text_scan, rec.type, rec.json, rec.json_len,
-                                         rec.bin, rec.bin_len, &r, &e)
-             : CAIRN_ECORRUPT;
+    rc = cairn__grow(NULL, (void **)&m->text, &m->text_cap, r.content_len + 1, 1);
     if (rc == CAIRN_OK) {
-        if (strcmp(r.id, x->id) != 0 || r.content_len != x->content_len ||
-            hash_content(x->nsi, r.content, r.content_len) != x->content_hash)
-            rc = CAIRN_ECORRUPT;
-        else if (cairn__grow(NULL, (void **)&m->text, &m->text_cap, r.content_len + 1, 1) !=
-                 CAIRN_OK)
-            rc = CAIRN_ENOMEM;
-        else {
-            memcpy(m->text, r.content, r.content_len);
-            m->text[r.content_len] = 0;
-        }
-        cairn__memrec_done(&r);
+        memcpy(m->text, r.content, r.content_len);
+        m->text[r.content_len] = 0;
+        *text = m->text;
     }
-    if (rc != CAIRN_OK)
-        return cairn__mem_fail(m, rc, "memory %s: %s", x->id,
-                               rc == CAIRN_ENOMEM ? "no memory to read its content"
-                                                  : "the record at its seq is not its store "
-                                                    "record (the index file and the log "
-                                                    "disagree: run cairn verify)");
-    *text = m->text;
-    return CAIRN_OK;
+    cairn__memrec_done(&r);
+    return rc == CAIRN_OK ? CAIRN_OK
+                          : cairn__mem_fail(m, CAIRN_ENOMEM, "memory %s: no memory to read its "
+                                            "content", x->id);
 }
 
 /* ---- copies for the caller ----------------------------------------------- */
@@ -3896,34 +3915,18 @@ static int verify_contents(cairn_db *db, const memindex *mx, cairn_verify_fn fn,
     memset(&f, 0, sizeof f);
     memset(&sc, 0, sizeof sc);
     for (uint64_t i = mx->n_shadow; i < mx->nrows && rc == CAIRN_OK; i++) {
-        cairn_record rec;
         mx_row r;
         memrec mr;
-        const char *why = NULL;
+        const char *why;
         int got;
         if (cairn__mx_row(mx, (size_t)i, &r) != CAIRN_OK)
             continue; /* its damage is reported by the file's check */
-        got = cairn__record_fetch(db, &f, r.seq, &rec);
-        if (got == CAIRN_ENOMEM) {
-            rc = got;
-            break;
-        }
-        if (got == CAIRN_ENOTFOUND)
-            why = "the log holds no record at its seq";
-        else if (got != CAIRN_OK)
-            continue; /* the log's damage */
-        else if (rec.type != CAIRN_REC_MEMORY ||
-                 cairn__memrec_decode_scan(&sc, rec.type, rec.json, rec.json_len, rec.bin,
-                                           rec.bin_len, &mr, NULL) != CAIRN_OK)
-            why = "the record at its seq is not a memory's store record";
-        else {
-            if (strcmp(mr.id, r.id) != 0)
-                why = "the record at its seq stores another memory";
-            else if (mr.content_len != r.content_len ||
-                     hash_content(r.nsi, mr.content, mr.content_len) != r.content_hash)
-                why = "its store record holds other content";
+        got = store_record_of(db, &f, &sc, r.seq, r.id, r.nsi, r.content_len, r.content_hash,
+                              &mr, &why);
+        if (got == CAIRN_OK)
             cairn__memrec_done(&mr);
-        }
+        else if (got == CAIRN_ENOMEM)
+            rc = got;
         if (why != NULL) {
             char msg[CAIRN_ERRMSG_MAX];
             snprintf(msg, sizeof msg, "%s: row %" PRIu64 " (memory %s, seq %" PRIu64 "): %s",
@@ -3931,7 +3934,7 @@ static int verify_contents(cairn_db *db, const memindex *mx, cairn_verify_fn fn,
             (*problems)++;
             if (fn != NULL)
                 fn(user, mx->name, cairn__mx_row_offset(mx, (size_t)i), CAIRN_ECORRUPT, msg);
-        }
+        } /* else a record the log cannot read: the log's damage */
     }
     cairn__fetch_free(db, &f);
     cairn__memscan_free(&sc);

@@ -146,18 +146,6 @@ static int filter_init(cairn_mem *m, const cairn_recall_opts *o, rfilter *f)
     return CAIRN_OK;
 }
 
-/* A hit's place among the hits, by its memory's seq. */
-typedef struct seq_at {
-    uint64_t seq;
-    size_t i;
-} seq_at;
-
-static int by_seq(const void *a, const void *b)
-{
-    const seq_at *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 static int cand_cmp(const void *a, const void *b)
 {
     const cand *x = a, *y = b;
@@ -409,7 +397,6 @@ int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_o
     size_t n_ns, k, n = 0, cap = 0, nterms = 0, take = 0, kept_n = 0;
     cand *c = NULL;
     cairn_recall_hit *out = NULL;
-    seq_at *order = NULL;
     int *keep = NULL;
     char *rewritten = NULL;
     cairn_mem_hooks hooks = cairn__mem_hooks(m);
@@ -562,25 +549,9 @@ int cairn__mem_recall_pred(cairn_mem *m, const char *query, const cairn_recall_o
     }
     for (size_t i = 0; i < take; i++) {
         out[i] = c[i].h;
-        memset(&out[i].mem, 0, sizeof out[i].mem);
         keep[i] = 1;
-    }
-    /* The copies in log order: a memory of the index files has its content
-     * read from its store record, and neighbours in the log share a
-     * segment (its dictionary stays in the cache) or a block. */
-    if ((order = malloc(take * sizeof *order)) == NULL) {
-        rc = cairn__mem_fail(m, CAIRN_ENOMEM, "no memory for recall");
-        goto out;
-    }
-    for (size_t i = 0; i < take; i++) {
-        order[i].seq = c[i].x->seq;
-        order[i].i = i;
-    }
-    qsort(order, take, sizeof *order, by_seq);
-    for (size_t j = 0; j < take; j++) {
-        size_t i = order[j].i;
         if ((rc = cairn__mem_copy_out(m, c[i].x, &out[i].mem)) != CAIRN_OK) {
-            cairn_recall_free(out, take);
+            cairn_recall_free(out, i);
             out = NULL;
             goto out; /* the message is m's: no memory, or a content that did not read */
         }
@@ -606,7 +577,6 @@ out:
     free(c);
     free(qbuf);
     free(keep);
-    free(order);
     if (out != NULL)
         cairn_recall_free(out, take);
     pthread_mutex_unlock(&m->mu);
