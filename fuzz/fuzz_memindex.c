@@ -56,22 +56,23 @@ static void wr64(uint8_t *p, uint64_t v)
 }
 
 /* Recompute the sums a reader checks before it looks further, where the
- * bytes say where they are (format-spec/memindex.md, version 9: the common
+ * bytes say where they are (format-spec/memindex.md, version 10: the common
  * file header, then the memory index header, MX_HEAD_LEN bytes; a row's
- * strings without its content), and make the versions this build's (the
- * file's 9, each text image's 3), so that inputs of versions 7 and 8 (most
- * of the corpus) reach today's readers. */
+ * part of the heap), and make the versions this build's (the file's 10,
+ * each text image's 3), so that inputs of older versions (most of the
+ * corpus) reach today's readers; their rows, of another layout, mostly
+ * fail their bounds, which exercises those checks. */
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
     if (len < MX_HEAD_LEN)
         return;
-    b[8] = 9;
+    b[8] = 10;
     b[9] = 0;
     n_ns = rd64(b + 64) & 0xffffffffu;
     nrows = rd64(b + 40);
     tcap = rd64(b + 96);
-    if (n_ns > len / 64 || tcap > len / 8 || nrows > len / 96)
+    if (n_ns > len / 64 || tcap > len / 8 || nrows > len / 80)
         goto header;
     ro = MX_HEAD_LEN + n_ns * 64 + 2 * tcap * 8;
     if (ro > len)
@@ -86,25 +87,20 @@ static void repair(uint8_t *b, size_t len)
         }
     }
     wr64(b + MX_NS_SUM, XXH3_64bits(b + MX_HEAD_LEN, (size_t)(n_ns * 64)));
-    heap = ro + nrows * 96;
+    heap = ro + nrows * 80;
     for (uint64_t i = 0; heap <= len && i < nrows; i++) {
-        uint8_t *r = b + ro + i * 96;
-        uint64_t off = rd64(r + 56), total;
-        uint32_t clen, mlen;
-        uint16_t il, cl;
+        uint8_t *r = b + ro + i * 80;
+        uint64_t off = rd64(r + 48), total;
+        uint32_t strs;
         XXH3_state_t st;
-        memcpy(&clen, r + 64, 4);
-        memcpy(&mlen, r + 68, 4);
-        memcpy(&il, r + 76, 2);
-        memcpy(&cl, r + 78, 2);
-        (void)clen; /* version 9: no content in the heap */
-        total = (uint64_t)il + 1 + cl + 1 + (mlen ? (uint64_t)mlen + 1 : 0);
+        memcpy(&strs, r + 60, 4); /* version 10: the row's part of the heap */
+        total = strs;
         if (off > len - heap || total > len - heap - off)
             continue;
         XXH3_64bits_reset(&st);
-        XXH3_64bits_update(&st, r, 88);
+        XXH3_64bits_update(&st, r, 72);
         XXH3_64bits_update(&st, b + heap + off, (size_t)total);
-        wr64(r + 88, XXH3_64bits_digest(&st));
+        wr64(r + 72, XXH3_64bits_digest(&st));
     }
 header:
     wr64(b + 32, len); /* file_len */

@@ -705,7 +705,7 @@ static void verify_names_the_offset_of_a_damaged_index_row(void **state)
     n_ns = get_le32(b + 64);
     tcap = get_le64(b + 96);
     rows = MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8; /* format-spec/memindex.md */
-    want = rows + 5 * 96;
+    want = rows + 5 * 80;
     b[want + 8] ^= 1; /* row 5's importance, under its row sum */
     assert_int_equal(tu_write_file(path, b, len), 0);
     db = open_db(f->dir, 1);

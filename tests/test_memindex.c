@@ -441,7 +441,7 @@ static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > MX_HEAD_LEN && b[8] == 9);
+    assert_true(len > MX_HEAD_LEN && b[8] == 10);
     b[8] = 3;
     b[10] = 0; /* a u32 version at 8, no common header */
     {
@@ -1390,7 +1390,7 @@ static void a_damaged_shadow_row_sets_the_chain_aside(void **state)
     {
         size_t len = 0;
         uint8_t *b = tu_read_file(top, &len);
-        b[rows + 40] ^= 1; /* row 0's access count, under its sum */
+        b[rows + 32] ^= 1; /* row 0's access count, under its sum */
         assert_int_equal(tu_write_file(top, b, len), 0);
         free(b);
     }
@@ -2314,27 +2314,22 @@ static void rewrite_row(const char *path, size_t i, size_t off, const void *v, s
     size_t flen = 0, strs;
     uint8_t *b = tu_read_file(path, &flen), *p, *summed;
     uint64_t n_ns, tcap, rows, nrows, sum, str_off;
-    uint32_t clen, mlen;
-    uint16_t il, cl;
+    uint32_t strs32;
     memcpy(&n_ns, b + H_NNS, 8);
     n_ns &= 0xffffffffu;
     memcpy(&tcap, b + H_TCAP, 8);
     memcpy(&nrows, b + H_NROWS, 8);
     rows = MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8;
-    p = b + rows + 96 * i;
+    p = b + rows + 80 * i;
     memcpy(p + off, v, len);
-    memcpy(&str_off, p + 56, 8);
-    memcpy(&clen, p + 64, 4);
-    memcpy(&mlen, p + 68, 4);
-    memcpy(&il, p + 76, 2);
-    memcpy(&cl, p + 78, 2);
-    (void)clen; /* the content is not in the file: id, category, metadata */
-    strs = (size_t)il + 1 + cl + 1 + (mlen ? mlen + 1 : 0);
-    summed = malloc(88 + strs);
-    memcpy(summed, p, 88);
-    memcpy(summed + 88, b + rows + 96 * nrows + str_off, strs);
-    sum = XXH3_64bits(summed, 88 + strs);
-    memcpy(p + 88, &sum, 8);
+    memcpy(&str_off, p + 48, 8);
+    memcpy(&strs32, p + 60, 4); /* the row's part of the heap: id, category, metadata */
+    strs = strs32;
+    summed = malloc(72 + strs);
+    memcpy(summed, p, 72);
+    memcpy(summed + 72, b + rows + 80 * nrows + str_off, strs);
+    sum = XXH3_64bits(summed, 72 + strs);
+    memcpy(p + 72, &sum, 8);
     free(summed);
     assert_int_equal(tu_write_file(path, b, flen), 0);
     free(b);
@@ -2728,11 +2723,11 @@ static void verify_checks_that_a_chain_folds(void **state)
         size_t flen = 0;
         uint8_t *b = tu_read_file(top, &flen);
         uint64_t n_ns = header_u64(top, H_NNS) & 0xffffffffu, tcap = header_u64(top, H_TCAP);
-        memcpy(&nsi, b + MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8 + 72, 4);
+        memcpy(&nsi, b + MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8 + 64, 4);
         free(b);
     }
     nsi = nsi == 0 ? 1 : 0; /* another namespace */
-    rewrite_row(top, 0, 72, &nsi, 4);
+    rewrite_row(top, 0, 64, &nsi, 4);
     {
         cairn_options o = CAIRN_OPTIONS_INIT;
         char err[CAIRN_ERRMSG_MAX];
@@ -2795,11 +2790,11 @@ static void verify_checks_each_row_against_its_store_record(void **state)
         size_t flen = 0;
         uint8_t *b = tu_read_file(path, &flen);
         uint64_t n_ns = header_u64(path, H_NNS) & 0xffffffffu, tcap = header_u64(path, H_TCAP);
-        memcpy(&len, b + MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8 + 3 * 96 + 64, 4);
+        memcpy(&len, b + MX_HEAD_LEN + 64 * n_ns + 2 * tcap * 8 + 3 * 80 + 56, 4);
         free(b);
     }
     len++;
-    rewrite_row(path, 3, 64, &len, 4);
+    rewrite_row(path, 3, 56, &len, 4);
     assert_int_equal(verify_with(f, &p), 1);
     assert_int_equal(p.n, 1);
     assert_non_null(strstr(p.msg, "row 3"));
@@ -2922,7 +2917,7 @@ static void a_shadow_row_that_does_not_fold_is_found_when_read(void **state)
     want = export_all(f);
     close_all(f);
     top = index_file(f->dir);
-    rewrite_row(top, 0, 72, &nsi, 4); /* memory 5's shadow row (seq order) */
+    rewrite_row(top, 0, 64, &nsi, 4); /* memory 5's shadow row (seq order) */
     open_all(f, 1);
     assert_int_equal(cairn_mem_get(f->mem, ids[5], &m), CAIRN_ECORRUPT);
     assert_null(m);

@@ -32,9 +32,11 @@
  * 4: the header binds the file to its log (logbind.h); 5: generations;
  * 6: a memory's name is in its text; 7: the common file header; 8: packed
  * postings (text index images of version 2); 9: no content (a memory's
- * content is read from its store record in the log). Only the
- * newest is used: an older file is rebuilt from the log. */
-#define MX_VERSION 9
+ * content is read from its store record in the log); 10: rows of 80
+ * bytes (one length for a row's strings; expiresAt among them when set)
+ * and hash tables at most 3/4 full of any size. Only the newest is used:
+ * an older file is rebuilt from the log. */
+#define MX_VERSION 10
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
@@ -46,8 +48,11 @@ _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
 #define MX_V4_HEAD_SUM 152 /* version 4 */
 #define MX_V5_HEAD_SUM 168 /* versions 5 and 6 */
 #define MX_NS 64
-#define MX_ROW 96
-#define MX_ROW_SUMMED 88 /* row bytes under its sum */
+#define MX_ROW 80
+#define MX_ROW_SUMMED 72 /* row bytes under its sum */
+/* A row's flags in the file: MX_ROW_DEAD, and this one: the row's part
+ * of the heap starts with its expiresAt (i64, not 0). */
+#define MX_ROW_EXPIRES 2u
 #define MX_BUF (1u << 20)
 #define MX_WRITEBACK (8u << 20) /* written bytes handed to writeback at once */
 
@@ -55,7 +60,6 @@ _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
 #error "the memory index file is little-endian and read in place"
 #endif
 
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -111,17 +115,19 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->version = get16(h + 8);
     if ((rc = cairn__filehdr_check(h, mx->len, MX_MAGIC, MX_VERSION, mx->name, e)) != CAIRN_OK)
         return rc;
-    /* Versions 7 (the common header, postings of 8 bytes) and 8 (a copy
-     * of each content): under the same sums as this version, so checked
-     * as far as they go. */
-    if (mx->version == 7 || mx->version == 8) {
+    /* Versions 7 (the common header, postings of 8 bytes), 8 (a copy of
+     * each content) and 9 (rows of 96 bytes): under the same sums as this
+     * version, so checked as far as they go. */
+    if (mx->version >= 7 && mx->version < MX_VERSION) {
         if (mx->len < MX_HEAD || XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE) !=
                                      get64(h + MX_EXT_SUM))
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: memory index header checksum mismatch",
                                mx->name);
         return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " %s (this build writes "
                            "version %d)", mx->name, mx->version,
-                           mx->version == 7 ? "has unpacked postings" : "holds a copy of each content",
+                           mx->version == 7   ? "has unpacked postings"
+                           : mx->version == 8 ? "holds a copy of each content"
+                                              : "has rows of 96 bytes",
                            MX_VERSION);
     }
     if (mx->version != MX_VERSION) /* 1..6 with a common header was never written */
@@ -148,8 +154,7 @@ static int check_header(memindex *mx, cairn__err *e)
     /* Bounded by the file before any product. */
     if (get32(h + 68) != 0 || get64(h + 192) != 0 || mx->stemmer[31] != 0 ||
         mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
-        mx->tcap > mx->len / 8 || (mx->tcap & (mx->tcap - 1)) != 0 || mx->tcap < 16 ||
-        mx->tcap < 2 * mx->nrows ||
+        mx->tcap > mx->len / 8 || mx->tcap < 16 || mx->tcap < MX_TCAP(mx->nrows) ||
         mx->heap_len > mx->len || mx->n_shadow > mx->nrows || (mx->base != 0 && mx->base >= mx->covered) ||
         (mx->base == 0 && mx->n_shadow != 0))
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: header counts out of range", mx->name);
@@ -360,53 +365,61 @@ uint64_t cairn__mx_row_seq(const memindex *mx, size_t i)
 int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
 {
     const uint8_t *p;
-    uint64_t off, clen, mlen, idlen, catlen, total;
-    const char *s;
+    uint64_t off, total, lead;
+    uint32_t clen, flags;
+    const char *s, *end, *cat, *nul;
     XXH3_state_t st;
 
     if (i >= mx->nrows)
         return CAIRN_ECORRUPT;
     p = mx->rows + i * MX_ROW;
-    off = get64(p + 56);
-    clen = get32(p + 64);
-    mlen = get32(p + 68);
-    idlen = get16(p + 76);
-    catlen = get16(p + 78);
-    total = idlen + 1 + catlen + 1 + (mlen ? mlen + 1 : 0);
-    /* a dead shadow row keeps the id alone: no category, no metadata */
-    if (off > mx->heap_len || total > mx->heap_len - off || idlen == 0 ||
-        idlen > CAIRN_MEM_ID_MAX || (catlen == 0 && !(get32(p + 80) & MX_ROW_DEAD)) ||
-        get32(p + 72) >= mx->n_ns)
+    off = get64(p + 48);
+    clen = get32(p + 56);
+    total = get32(p + 60);
+    flags = get32(p + 68);
+    lead = flags & MX_ROW_EXPIRES ? 8 : 0;
+    if (off > mx->heap_len || total > mx->heap_len - off || total < lead + 3 ||
+        get32(p + 64) >= mx->n_ns || (flags & ~(MX_ROW_DEAD | MX_ROW_EXPIRES)) != 0)
         return CAIRN_ECORRUPT;
     XXH3_64bits_reset(&st);
     XXH3_64bits_update(&st, p, MX_ROW_SUMMED);
     XXH3_64bits_update(&st, mx->heap + off, total);
-    if (XXH3_64bits_digest(&st) != get64(p + 88))
+    if (XXH3_64bits_digest(&st) != get64(p + 72))
         return CAIRN_ECHECKSUM;
-    s = (const char *)mx->heap + off;
-    if (s[idlen] != 0 || s[idlen + 1 + catlen] != 0 || (mlen && s[total - 1] != 0) ||
-        clen > MEM_CONTENT_MAX)
+    /* id NUL category NUL [metadata NUL], after expiresAt when set */
+    s = (const char *)mx->heap + off + lead;
+    end = (const char *)mx->heap + off + total;
+    if (end[-1] != 0 || (nul = memchr(s, 0, (size_t)(end - s))) == NULL || nul == s ||
+        nul - s > CAIRN_MEM_ID_MAX || nul + 1 == end)
+        return CAIRN_ECORRUPT;
+    cat = nul + 1;
+    nul = memchr(cat, 0, (size_t)(end - cat));
+    r->metadata = nul + 1 < end ? nul + 1 : NULL;
+    /* a dead shadow row keeps the id alone: no category, no metadata */
+    if ((r->metadata && (r->metadata == end - 1 ||
+                         memchr(r->metadata, 0, (size_t)(end - r->metadata)) != end - 1)) ||
+        (nul == cat && !(flags & MX_ROW_DEAD)) || clen > MEM_CONTENT_MAX)
         return CAIRN_ECORRUPT;
     r->seq = get64(p);
     memcpy(&r->importance, p + 8, 8);
     r->created = (int64_t)get64(p + 16);
     r->accessed = (int64_t)get64(p + 24);
-    r->expires = (int64_t)get64(p + 32);
-    r->access_count = get64(p + 40);
-    r->content_hash = get64(p + 48);
+    r->access_count = get64(p + 32);
+    r->content_hash = get64(p + 40);
+    r->expires = 0;
+    if (lead) {
+        r->expires = (int64_t)get64(mx->heap + off);
+        if (r->expires == 0)
+            return CAIRN_ECORRUPT; /* a set flag says it is set */
+    }
     r->content = NULL; /* in the log, at the row's seq */
-    r->content_len = (uint32_t)clen;
+    r->content_len = clen;
     r->id = s;
-    r->category = r->id + idlen + 1;
-    r->metadata = mlen ? r->category + catlen + 1 : NULL;
-    r->nsi = get32(p + 72);
-    r->flags = get32(p + 80);
+    r->category = cat;
+    r->nsi = get32(p + 64);
+    r->flags = flags & MX_ROW_DEAD;
     /* Shadow rows first, each of a memory below the base; then the file's own. */
-    if ((r->flags & ~MX_ROW_DEAD) != 0 || get32(p + 84) != 0 ||
-        (i < mx->n_shadow ? r->seq > mx->base : r->seq <= mx->base || r->flags != 0))
-        return CAIRN_ECORRUPT;
-    if (strlen(r->id) != idlen || strlen(r->category) != catlen ||
-        (r->metadata && strlen(r->metadata) != mlen))
+    if (i < mx->n_shadow ? r->seq > mx->base : r->seq <= mx->base || r->flags != 0)
         return CAIRN_ECORRUPT;
     return CAIRN_OK;
 }
@@ -543,10 +556,17 @@ static size_t row_content_len(const mx_in *in, size_t i, const mx_row *r)
     return i < in->n_shadow ? 0 : r->content_len;
 }
 
+/* Empty metadata is none ({}): it has no bytes in the heap. */
+static int has_metadata(const mx_row *r)
+{
+    return r->metadata != NULL && r->metadata[0] != 0;
+}
+
+/* Bytes of a row's part of the heap: expiresAt when set, then its strings. */
 static uint64_t row_strings(const mx_row *r)
 {
-    return (uint64_t)strlen(r->id) + 1 + strlen(r->category) + 1 +
-           (r->metadata ? strlen(r->metadata) + 1 : 0);
+    return (r->expires != 0 ? 8 : 0) + (uint64_t)strlen(r->id) + 1 + strlen(r->category) + 1 +
+           (has_metadata(r) ? strlen(r->metadata) + 1 : 0);
 }
 
 static uint64_t vec_rows(const mx_ns_in *ns)
@@ -561,9 +581,9 @@ static uint64_t vec_rows(const mx_ns_in *ns)
  * the other hashes without reading their rows). */
 static void table_put(uint64_t *t, uint64_t cap, uint64_t h, uint32_t row)
 {
-    uint64_t i = h & (cap - 1);
+    uint64_t i = cairn__mx_slot(h, cap);
     while (t[i] != 0)
-        i = (i + 1) & (cap - 1);
+        i = i + 1 == cap ? 0 : i + 1;
     t[i] = (h >> 32 << 32) | ((uint64_t)row + 1);
 }
 
@@ -603,8 +623,8 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         in->n_shadow > in->nrows || (in->base == 0 && in->n_shadow != 0) ||
         (in->base != 0 && in->base >= in->covered))
         return cairn__fail(e, CAIRN_EINVAL, "memory index: bad input");
-    while (tcap < 2 * in->nrows)
-        tcap *= 2;
+    if (tcap < MX_TCAP(in->nrows))
+        tcap = MX_TCAP(in->nrows);
     ro = rows_off(in->n_ns, tcap);
     cairn__seqfile_name(&cairn__seqfile_memindex, in->covered, name, sizeof name);
     cairn__seqfile_temp(&cairn__seqfile_memindex, in->covered, in->temp_salt, tmp, sizeof tmp);
@@ -639,29 +659,31 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         uint8_t row[MX_ROW];
         XXH3_state_t st;
         size_t clen = row_content_len(in, i, r), il = strlen(r->id), cl = strlen(r->category);
-        size_t ml = r->metadata ? strlen(r->metadata) : 0;
+        size_t ml = has_metadata(r) ? strlen(r->metadata) : 0;
+        uint8_t ex[8];
+        /* row_strings fits its u32: a record is at most CAIRN_RECORD_MAX */
         memset(row, 0, sizeof row);
         put64(row, r->seq);
         memcpy(row + 8, &r->importance, 8);
         put64(row + 16, (uint64_t)r->created);
         put64(row + 24, (uint64_t)r->accessed);
-        put64(row + 32, (uint64_t)r->expires);
-        put64(row + 40, r->access_count);
-        put64(row + 48, r->content_hash);
-        put64(row + 56, heap_len);
-        put32(row + 64, (uint32_t)clen);
-        put32(row + 68, (uint32_t)ml);
-        put32(row + 72, r->nsi);
-        put16(row + 76, (uint16_t)il);
-        put16(row + 78, (uint16_t)cl);
-        put32(row + 80, i < in->n_shadow ? r->flags : 0);
+        put64(row + 32, r->access_count);
+        put64(row + 40, r->content_hash);
+        put64(row + 48, heap_len);
+        put32(row + 56, (uint32_t)clen);
+        put32(row + 60, (uint32_t)row_strings(r));
+        put32(row + 64, r->nsi);
+        put32(row + 68, (i < in->n_shadow ? r->flags : 0) | (r->expires != 0 ? MX_ROW_EXPIRES : 0));
+        put64(ex, (uint64_t)r->expires);
         XXH3_64bits_reset(&st);
         XXH3_64bits_update(&st, row, MX_ROW_SUMMED);
+        if (r->expires != 0)
+            XXH3_64bits_update(&st, ex, 8);
         XXH3_64bits_update(&st, r->id, il + 1);
         XXH3_64bits_update(&st, r->category, cl + 1);
-        if (r->metadata)
+        if (ml)
             XXH3_64bits_update(&st, r->metadata, ml + 1);
-        put64(row + 88, XXH3_64bits_digest(&st));
+        put64(row + 72, XXH3_64bits_digest(&st));
         heap_len += row_strings(r);
         if (i >= in->n_shadow) {
             table_put(idtab, tcap, in->hash_id(r->id), (uint32_t)i);
@@ -674,10 +696,14 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
         mx_row tmp_row;
         const mx_row *r = row_of(in, i, &tmp_row);
-        rc = put(&w, r->id, strlen(r->id) + 1);
+        uint8_t ex[8];
+        put64(ex, (uint64_t)r->expires);
+        rc = r->expires != 0 ? put(&w, ex, 8) : CAIRN_OK;
+        if (rc == CAIRN_OK)
+            rc = put(&w, r->id, strlen(r->id) + 1);
         if (rc == CAIRN_OK)
             rc = put(&w, r->category, strlen(r->category) + 1);
-        if (rc == CAIRN_OK && r->metadata)
+        if (rc == CAIRN_OK && has_metadata(r))
             rc = put(&w, r->metadata, strlen(r->metadata) + 1);
     }
     if (rc == CAIRN_OK)

@@ -33,6 +33,18 @@
 #define MX_TABLES_SUM 152 /* XXH3-64 of the two hash tables */
 #define MX_BIND_OFF 160   /* the binding block (logbind.h) */
 
+/* Slots of a file's id and content tables for n rows: at most 3/4 full
+ * (and at least 16), of any size, not a power of 2: 21 bytes a row where a
+ * power of 2 at most half full took 32 at 262,144 rows. */
+#define MX_TCAP(n) ((n) + (n) / 3 + 1)
+
+/* Where a probe of a file's table for hash h starts: the low 32 bits of h
+ * scaled to tcap (the top 32 are the slot's tag). */
+static inline uint64_t cairn__mx_slot(uint64_t h, uint64_t tcap)
+{
+    return (uint64_t)(((unsigned __int128)(uint32_t)h * tcap) >> 32);
+}
+
 /* A row's flags: a row that changes a memory of a file below (a shadow
  * row, at the front of a generation file) may say the memory died. */
 #define MX_ROW_DEAD 1u

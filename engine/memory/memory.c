@@ -214,7 +214,8 @@ static ment *probe(cairn_mem *m, const uint64_t *t, int content, uint64_t h, men
         const memindex *mx = &m->gen[g].mx;
         const uint64_t *ft = content ? mx->ctab : mx->idtab;
         size_t probes = 0;
-        for (i = (size_t)h & (mx->tcap - 1); mx->tcap && ft[i]; i = (i + 1) & (mx->tcap - 1)) {
+        for (i = mx->tcap ? (size_t)cairn__mx_slot(h, mx->tcap) : 0; mx->tcap && ft[i];
+             i = i + 1 == mx->tcap ? 0 : i + 1) {
             ment *x;
             if (++probes > mx->tcap) { /* a table with no empty slot */
                 index_damaged_at(m, g, CAIRN_ECORRUPT, "a hash table");
