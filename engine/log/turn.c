@@ -306,12 +306,18 @@ static int lock_wait(cairn_db *db, int64_t ended, cairn__err *e)
     return CAIRN_OK;
 }
 
-static int say_pid(cairn_db *db, cairn__err *e)
+/* Write this process's pid at the start of LOCK. A turn taken again by
+ * the process whose pid is there already skips the write (a read costs
+ * far less: a write also updates the file's times, an inode change in
+ * the journal); `wake` writes anyway, for the inotify watch of a waiter. */
+static int say_pid(cairn_db *db, int wake, cairn__err *e)
 {
-    char buf[LOCK_PID_MAX_LEN];
+    char buf[LOCK_PID_MAX_LEN], cur[LOCK_PID_MAX_LEN];
     /* No ftruncate: a shorter pid over a longer one leaves digits after
      * the newline, which a reader of the first line ignores. */
     size_t n = cairn__lock_pid_encode(buf, (long)getpid());
+    if (!wake && pread(db->lockfd, cur, n, 0) == (ssize_t)n && memcmp(cur, buf, n) == 0)
+        return CAIRN_OK;
     if (pwrite(db->lockfd, buf, n, 0) != (ssize_t)n)
         return cairn__fail(e, cairn__errno_status(errno), "write %s/LOCK: %s", db->path,
                            strerror(errno));
@@ -321,7 +327,7 @@ static int say_pid(cairn_db *db, cairn__err *e)
 static int turn_lock(cairn_db *db, int64_t ended, cairn__err *e)
 {
     int rc = lock_wait(db, ended, e);
-    if (rc == CAIRN_OK && (rc = say_pid(db, e)) != CAIRN_OK)
+    if (rc == CAIRN_OK && (rc = say_pid(db, 0, e)) != CAIRN_OK)
         flock(db->lockfd, LOCK_UN);
     return rc;
 }
@@ -339,7 +345,7 @@ void cairn__turn_let_go(cairn_db *db)
     db->turn_ended_ns = mono_ns();
     /* Wake whoever waits (their inotify watch sees the write). */
     if (others_waiting(db))
-        (void)say_pid(db, NULL);
+        (void)say_pid(db, 1, NULL);
 }
 
 int cairn__turn_get(cairn_db *db)
