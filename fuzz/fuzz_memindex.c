@@ -56,17 +56,17 @@ static void wr64(uint8_t *p, uint64_t v)
 }
 
 /* Recompute the sums a reader checks before it looks further, where the
- * bytes say where they are (format-spec/memindex.md, version 9: the common
- * file header, then the memory index header, MX_HEAD_LEN bytes; a row's
- * strings without its content), and make the versions this build's (the
- * file's 9, each text image's 3), so that inputs of versions 7 and 8 (most
- * of the corpus) reach today's readers. */
+ * bytes say where they are (format-spec/memindex.md, version 10: the
+ * common file header, then the memory index header, MX_HEAD_LEN bytes; a
+ * row's strings without its content), and make the versions this build's
+ * (the file's 10, each text image's 4), so that inputs of versions 7 to 9
+ * (most of the corpus) reach today's readers. */
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
     if (len < MX_HEAD_LEN)
         return;
-    b[8] = 9;
+    b[8] = 10;
     b[9] = 0;
     n_ns = rd64(b + 64) & 0xffffffffu;
     nrows = rd64(b + 40);
@@ -80,8 +80,8 @@ static void repair(uint8_t *b, size_t len)
         const uint8_t *ns = b + MX_HEAD_LEN + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
         if (toff < len && tlen >= 72 && tlen <= len - toff) {
-            if (b[toff + 4] == 1 || b[toff + 4] == 2) /* an image of version 1 or 2 */
-                b[toff + 4] = 3;
+            if (b[toff + 4] >= 1 && b[toff + 4] <= 3) /* an image of version 1 to 3 */
+                b[toff + 4] = 4;
             wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
         }
     }
@@ -97,7 +97,7 @@ static void repair(uint8_t *b, size_t len)
         memcpy(&mlen, r + 68, 4);
         memcpy(&il, r + 76, 2);
         memcpy(&cl, r + 78, 2);
-        (void)clen; /* version 9: no content in the heap */
+        (void)clen; /* no content in the heap (version 9 on) */
         total = (uint64_t)il + 1 + cl + 1 + (mlen ? (uint64_t)mlen + 1 : 0);
         if (off > len - heap || total > len - heap - off)
             continue;

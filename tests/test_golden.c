@@ -1211,7 +1211,7 @@ static void test_sealed_golden_verifies_clean(void **state)
 static void test_memindex_encoding_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v9.cmx", make_memindex);
+    matches_golden("memindex-v10.cmx", make_memindex);
 }
 
 /* Does b hold the bytes of s anywhere? */
@@ -1227,7 +1227,7 @@ static int holds_bytes(const uint8_t *b, size_t len, const char *s)
 /* Read the memory index golden back. */
 static void test_memindex_golden_reads_back(void **state)
 {
-    const char *golden = "memindex-v9.cmx";
+    const char *golden = "memindex-v10.cmx";
     char *dir = tu_mkdtemp("golden-mx-read"), *path = tu_join(dir, MX_GOLDEN);
     size_t glen;
     uint8_t *g = read_golden(golden, &glen);
@@ -1250,7 +1250,7 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
-    assert_int_equal(mx.version, 9);
+    assert_int_equal(mx.version, 10);
     assert_int_equal(mx.base, 0);
     assert_int_equal(mx.n_shadow, 0);
     assert_memory_equal(g + MX_BIND_OFF, man_store_id, 16);
@@ -1260,7 +1260,7 @@ static void test_memindex_golden_reads_back(void **state)
     /* the common file header: its fields, its sum, then the memory index
      * header's sum */
     assert_memory_equal(g, "CAIRNMX1", 8);
-    assert_int_equal(get_le16(g + 8), 9);
+    assert_int_equal(get_le16(g + 8), 10);
     assert_int_equal(get_le16(g + 10), 64);
     assert_int_equal(get_le32(g + 12), 0);
     assert_int_equal(get_le64(g + 16), MX_COVERED);
@@ -1269,7 +1269,7 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(get_le64(g + 40), 3);
     assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
     assert_int_equal(get_le64(g + 48), XXH3_64bits(g + 64, MX_HEAD_LEN - 64));
-    assert_int_equal(cairn__filehdr_check(g, glen, "CAIRNMX1", 9, "golden", &e), CAIRN_OK);
+    assert_int_equal(cairn__filehdr_check(g, glen, "CAIRNMX1", 10, "golden", &e), CAIRN_OK);
     for (size_t i = 0; i < 3; i++) {
         mx_row r;
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
@@ -1407,7 +1407,7 @@ static uint8_t *make_memindex_gen(size_t *len)
 static void test_memindex_generation_matches_golden(void **state)
 {
     (void)state;
-    matches_golden("memindex-v9-gen.cmx", make_memindex_gen);
+    matches_golden("memindex-v10-gen.cmx", make_memindex_gen);
 }
 
 /* Read the generation golden back: its base, its shadow rows (content not
@@ -1416,7 +1416,7 @@ static void test_memindex_generation_golden_reads_back(void **state)
 {
     char *dir = tu_mkdtemp("golden-mxg-read"), *path = tu_join(dir, MXG_GOLDEN);
     size_t glen;
-    uint8_t *g = read_golden("memindex-v9-gen.cmx", &glen);
+    uint8_t *g = read_golden("memindex-v10-gen.cmx", &glen);
     memindex mx;
     cairn__err e;
     uint64_t off = 0;
@@ -1432,7 +1432,7 @@ static void test_memindex_generation_golden_reads_back(void **state)
                      CAIRN_ENOTFOUND);
     if (cairn__mx_open(&mx, cairn_io_default(), dirfd, MXG_COVERED, 1, &e) != CAIRN_OK)
         fail_msg("cairn__mx_open: %s", e.msg);
-    assert_int_equal(mx.version, 9);
+    assert_int_equal(mx.version, 10);
     assert_int_equal(mx.base, MX_COVERED);
     assert_int_equal(mx.n_shadow, 2);
     assert_int_equal(get_le64(g + 16), MXG_COVERED);
@@ -1502,7 +1502,8 @@ static void test_memindex_generation_golden_reads_back(void **state)
 /* Files of versions 1..3 are bound to no log, of version 4 lie on no
  * other, of version 5 index the content alone (not the name), of version
  * 6 have no common file header, of version 7 unpacked postings, of
- * version 8 a copy of each memory's content:
+ * version 8 a copy of each memory's content, of version 9 postings of
+ * one width a term:
  * recognised as older (their header sum
  * checked where those versions keep it), never used; the memory layer
  * rebuilds from the log (test_memindex.c). A damaged one is damage. */
@@ -1511,9 +1512,10 @@ static void test_memindex_older_goldens_are_recognised_and_not_used(void **state
     static const char *const goldens[] = {"memindex-v1.cmx", "memindex-v2.cmx",
                                           "memindex-v3.cmx", "memindex-v4.cmx",
                                           "memindex-v5.cmx", "memindex-v6.cmx",
-                                          "memindex-v7.cmx", "memindex-v8.cmx"};
+                                          "memindex-v7.cmx", "memindex-v8.cmx",
+                                          "memindex-v9.cmx"};
     (void)state;
-    for (unsigned i = 0; i < 7; i++) {
+    for (unsigned i = 0; i < sizeof goldens / sizeof goldens[0]; i++) {
         char *dir = tu_mkdtemp("golden-mx-old"), *path = tu_join(dir, MX_GOLDEN);
         size_t glen;
         uint8_t *g = read_golden(goldens[i], &glen);
@@ -2165,10 +2167,10 @@ static void regen(void **state)
     regen_one(dir, "sealed-v3-compacted.seg", b, len);
     free(b);
     b = make_memindex(&len);
-    regen_one(dir, "memindex-v9.cmx", b, len);
+    regen_one(dir, "memindex-v10.cmx", b, len);
     free(b);
     b = make_memindex_gen(&len);
-    regen_one(dir, "memindex-v9-gen.cmx", b, len);
+    regen_one(dir, "memindex-v10-gen.cmx", b, len);
     free(b);
     b = make_graph(&len);
     regen_one(dir, "graph-v5.cgx", b, len);

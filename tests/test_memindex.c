@@ -441,7 +441,7 @@ static void a_file_of_an_older_version_is_rebuilt_from_the_log(void **state)
     path = index_file(f->dir);
     assert_non_null(path);
     b = tu_read_file(path, &len);
-    assert_true(len > MX_HEAD_LEN && b[8] == 9);
+    assert_true(len > MX_HEAD_LEN && b[8] == 10);
     b[8] = 3;
     b[10] = 0; /* a u32 version at 8, no common header */
     {

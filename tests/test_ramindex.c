@@ -403,13 +403,15 @@ static void damaged_images_are_refused(void **state)
      * the first query that reads it fails */
     memcpy(copy, im.b, im.len);
     {
-        /* the postings end the image (their length at byte 40), packed
-         * one bit each here (2 documents, every tf 1): alpha's byte,
-         * beta's, then gamma's; its document 1 made 0 */
+        /* the postings end the image (their length at byte 40): alpha's
+         * one posting in a byte (1 bit of document number), beta's block
+         * of two (its header: 0 bits a gap, 0 bits a tf, no more), then
+         * gamma's byte; its document 1 made 0 */
         uint64_t post_len;
         memcpy(&post_len, im.b + 40, 8);
-        assert_int_equal(post_len, 16); /* 3 bytes, 8 spare, padding */
-        ((uint8_t *)copy)[im.len - post_len + 2] ^= 0x01;
+        assert_int_equal(post_len, 16); /* 4 bytes, 8 spare, padding */
+        assert_int_equal(im.b[im.len - post_len + 3], 0x01);
+        ((uint8_t *)copy)[im.len - post_len + 3] ^= 0x01;
     }
     assert_int_equal(cairn__ramidx_map(&f, NULL, "none", copy, im.len, NULL), CAIRN_OK);
     assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"alpha", 5, 4, d, sc, &n, NULL),

@@ -32,9 +32,10 @@
  * 4: the header binds the file to its log (logbind.h); 5: generations;
  * 6: a memory's name is in its text; 7: the common file header; 8: packed
  * postings (text index images of version 2); 9: no content (a memory's
- * content is read from its store record in the log). Only the
+ * content is read from its store record in the log); 10: postings in
+ * blocks of document gaps (text index images of version 4). Only the
  * newest is used: an older file is rebuilt from the log. */
-#define MX_VERSION 9
+#define MX_VERSION 10
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
 _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
@@ -111,17 +112,19 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->version = get16(h + 8);
     if ((rc = cairn__filehdr_check(h, mx->len, MX_MAGIC, MX_VERSION, mx->name, e)) != CAIRN_OK)
         return rc;
-    /* Versions 7 (the common header, postings of 8 bytes) and 8 (a copy
-     * of each content): under the same sums as this version, so checked
-     * as far as they go. */
-    if (mx->version == 7 || mx->version == 8) {
+    /* Versions 7 (the common header, postings of 8 bytes), 8 (a copy of
+     * each content) and 9 (postings of one width a term): under the same
+     * sums as this version, so checked as far as they go. */
+    if (mx->version >= 7 && mx->version <= 9) {
         if (mx->len < MX_HEAD || XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE) !=
                                      get64(h + MX_EXT_SUM))
             return cairn__fail(e, CAIRN_ECHECKSUM, "%s: memory index header checksum mismatch",
                                mx->name);
         return cairn__fail(e, CAIRN_EVERSION, "%s: version %" PRIu32 " %s (this build writes "
                            "version %d)", mx->name, mx->version,
-                           mx->version == 7 ? "has unpacked postings" : "holds a copy of each content",
+                           mx->version == 7   ? "has unpacked postings"
+                           : mx->version == 8 ? "holds a copy of each content"
+                                              : "has postings of one width a term",
                            MX_VERSION);
     }
     if (mx->version != MX_VERSION) /* 1..6 with a common header was never written */

@@ -27,6 +27,15 @@
 #include "alloc.h"
 #include "tokenize.h"
 
+/* ---- the file image's constants (format-spec/memindex.md, "text index") */
+
+#define TIX_MAGIC 0x31584954u /* "TIX1" */
+#define TIX_VERSION 4 /* 4: postings in blocks, gaps; 3: the term table at most 3/4 full */
+#define TIX_HEAD 72
+#define TIX_TERM 40
+#define TIX_SLACK 8  /* spare bytes after the postings: a field is one load */
+#define TIX_MAX_W 56 /* bits of a posting at most: it fits one load past a byte */
+
 typedef struct posting {
     uint32_t doc; /* local document number */
     uint32_t tf;
@@ -45,48 +54,98 @@ typedef struct term {
     uint32_t checked;    /* mapped: its postings were verified */
     uint32_t loaded;     /* mapped: read from its file record */
     uint64_t sum;        /* mapped: XXH3-64 of its postings, from the file */
-    const uint8_t *pk;   /* mapped: its postings, packed (pdoc, ptf); else p */
-    uint8_t w;           /* mapped: bits of a packed posting */
-    uint8_t db;          /* mapped: bits of its document number, the low ones */
-    uint32_t dmask, tmask; /* mapped: (1 << db) - 1, and the same for tf - 1 */
+    const uint8_t *pk;   /* mapped: its postings, in blocks (term_block); else p */
+    uint64_t room;       /* mapped: bytes from pk to the postings' spare bytes */
+    uint8_t db, tb;      /* mapped: bits of a document number, of tf - 1 at
+                            max_tf (a term of one posting: no block header) */
 } term;
 
-/* A posting of a mapped term: w bits at bit i * w of its packed bytes, the
- * document number in the low db bits and tf - 1 above (w <= 56, and the
- * image ends with 8 spare bytes: one unaligned load reads it). */
-static inline uint64_t pk_at(const term *t, uint32_t i)
+/* Postings come in blocks of PK_BLOCK (the last may be shorter): a
+ * mapped term's are decoded a block at a time, a term in RAM's are read
+ * in place, cut the same way. */
+#define PK_BLOCK 128
+#define PK_HEAD 2 /* a block's header: bits of its gaps, bits of its tf - 1 */
+#define PK_SKIP 8 /* a skip entry: u32 last document, u32 byte offset */
+
+static inline uint32_t nblocks(const term *t)
 {
-    size_t bit = (size_t)i * t->w;
-    uint64_t v;
-    memcpy(&v, t->pk + (bit >> 3), 8);
-    return v >> (bit & 7);
+    return (uint32_t)(((uint64_t)t->n + PK_BLOCK - 1) / PK_BLOCK);
 }
 
-static inline uint32_t pdoc(const term *t, uint32_t i)
+/* The last document of block b of t (b < nblocks; mapped: b > 0 or a
+ * term of more than one block, whose skip table says it). */
+static inline uint32_t block_last(const term *t, uint32_t b)
 {
-    return t->pk ? (uint32_t)pk_at(t, i) & t->dmask : t->p[i].doc;
-}
-
-static inline uint32_t ptf(const term *t, uint32_t i)
-{
-    return t->pk ? ((uint32_t)(pk_at(t, i) >> t->db) & t->tmask) + 1 : t->p[i].tf;
-}
-
-/* Postings i..i+k-1 of a term into out: one load each when packed. */
-static void postings_at(const term *t, uint32_t i, uint32_t k, posting *out)
-{
-    size_t bit = (size_t)i * t->w;
-    if (t->pk == NULL) {
-        memcpy(out, t->p + i, (size_t)k * sizeof *out);
-        return;
+    uint32_t v, i;
+    if (t->pk) {
+        memcpy(&v, t->pk + (size_t)b * PK_SKIP, 4);
+        return v;
     }
-    for (uint32_t j = 0; j < k; j++, bit += t->w) {
+    i = (b + 1) * PK_BLOCK < t->n ? (b + 1) * PK_BLOCK - 1 : t->n - 1;
+    return t->p[i].doc;
+}
+
+/* k fields of gw + tw bits (<= 56) from bit 0 of in into out: a document
+ * gap (the documents between it and the one before) in the low gw bits,
+ * tf - 1 above; prev: the document before the first (UINT32_MAX: none,
+ * so that the first gap is the document itself). One unaligned load a
+ * field: whoever calls it has 8 readable bytes past the fields. */
+static void unpack(const uint8_t *in, uint32_t k, unsigned gw, unsigned tw, uint32_t prev,
+                   posting *out)
+{
+    uint64_t gmask = ((uint64_t)1 << gw) - 1, tmask = ((uint64_t)1 << tw) - 1;
+    unsigned w = gw + tw;
+    size_t bit = 0;
+    for (uint32_t j = 0; j < k; j++, bit += w) {
         uint64_t v;
-        memcpy(&v, t->pk + (bit >> 3), 8);
+        memcpy(&v, in + (bit >> 3), 8);
         v >>= bit & 7;
-        out[j].doc = (uint32_t)v & t->dmask;
-        out[j].tf = ((uint32_t)(v >> t->db) & t->tmask) + 1;
+        prev += 1 + (uint32_t)(v & gmask); /* wraps past 2^32: seen as not increasing */
+        out[j].doc = prev;
+        out[j].tf = (uint32_t)((v >> gw) & tmask) + 1;
     }
+}
+
+static uint64_t packed_len(uint64_t n, unsigned w)
+{
+    return (n * w + 7) / 8;
+}
+
+/* Block b of t: its postings, in place (RAM) or decoded into buf (room
+ * for PK_BLOCK), and how many (0: the block's header or offset points
+ * outside the term's room, or a width is past 32 or their sum past 56).
+ * Only bounds are checked here: check_postings checks what it holds. */
+static uint32_t term_block(const term *t, uint32_t b, posting *buf, const posting **out)
+{
+    uint32_t nb = nblocks(t), k = b + 1 < nb ? PK_BLOCK : t->n - b * PK_BLOCK;
+    uint64_t at = 0;
+    unsigned gw = t->db, tw = t->tb;
+    const uint8_t *h;
+
+    *out = buf;
+    if (t->pk == NULL) {
+        *out = t->p + (size_t)b * PK_BLOCK;
+        return k;
+    }
+    if (t->n > 1) {
+        uint32_t off;
+        if (nb > 1) {
+            memcpy(&off, t->pk + (size_t)b * PK_SKIP + 4, 4);
+            at = off;
+        }
+        if (at > t->room || t->room - at < PK_HEAD)
+            return 0;
+        h = t->pk + at;
+        gw = h[0];
+        tw = h[1];
+        at += PK_HEAD;
+        if (gw > 32 || tw > 32 || gw + tw > TIX_MAX_W)
+            return 0;
+    }
+    if (packed_len(k, gw + tw) > t->room - at)
+        return 0;
+    unpack(t->pk + at, k, gw, tw, b > 0 ? block_last(t, b - 1) : UINT32_MAX, buf);
+    return k;
 }
 
 typedef struct scratch_ent {
@@ -636,29 +695,51 @@ static long lookup(cairn__ramidx *x, const char *s, size_t len)
     return x->table[slot] ? (long)(uint32_t)x->table[slot] - 1 : -1;
 }
 
-/* A mapped term's postings, checked once: the sum the file gives, and
- * document numbers in range and increasing (the search relies on both). */
+/* A mapped term's blocks against the skip table: block b starts where
+ * block b - 1 ends (the first right after the table), and ends at the
+ * document the table says. k: its postings; *at: where it starts, then
+ * where the next one does. */
+static int check_block(const term *t, uint32_t b, uint32_t k, const posting *p, uint64_t *at)
+{
+    uint32_t nb = nblocks(t), off;
+    if (t->n == 1)
+        return CAIRN_OK;
+    if (nb > 1) {
+        memcpy(&off, t->pk + (size_t)b * PK_SKIP + 4, 4);
+        if (off != *at || block_last(t, b) != p[k - 1].doc)
+            return CAIRN_ECORRUPT;
+    }
+    *at += PK_HEAD + packed_len(k, (unsigned)t->pk[*at] + t->pk[*at + 1]);
+    return CAIRN_OK;
+}
+
+/* A mapped term's postings, checked once: the sum the file gives, the
+ * blocks where the skip table says, document numbers in range and
+ * increasing and every tf in 1..max_tf (the search relies on all of it). */
 static int check_postings(const cairn__ramidx *x, term *t)
 {
-    posting buf[256];
+    posting buf[PK_BLOCK];
     XXH3_state_t st;
-    uint32_t prev = 0;
+    uint32_t prev = 0, nb = nblocks(t);
+    uint64_t at = nb > 1 ? (uint64_t)nb * PK_SKIP : 0;
     if (!x->frozen || t->checked)
         return CAIRN_OK;
     /* The sum is of the postings as (u32 doc, u32 tf) pairs, whatever
-     * their packing: made of them decoded, a chunk at a time. */
+     * their packing: made of them decoded, a block at a time. */
     XXH3_64bits_reset(&st);
-    for (uint32_t i = 0; i < t->n;) {
-        uint32_t k = t->n - i < 256 ? t->n - i : 256;
-        postings_at(t, i, k, buf);
+    for (uint32_t b = 0, i = 0; b < nb; b++) {
+        const posting *p;
+        uint32_t k = term_block(t, b, buf, &p);
+        if (k == 0 || check_block(t, b, k, p, &at) != CAIRN_OK)
+            return CAIRN_ECORRUPT;
         for (uint32_t j = 0; j < k; j++, i++) {
-            /* tf 0: tf - 1 of 32 bits all ones (a max_tf past 2^31) */
-            if (buf[j].doc >= x->ndocs || (i > 0 && buf[j].doc <= prev) || buf[j].tf == 0 ||
-                buf[j].tf > t->max_tf)
+            /* tf 0: tf - 1 of 32 bits all ones */
+            if (p[j].doc >= x->ndocs || (i > 0 && p[j].doc <= prev) || p[j].tf == 0 ||
+                p[j].tf > t->max_tf)
                 return CAIRN_ECORRUPT;
-            prev = buf[j].doc;
+            prev = p[j].doc;
         }
-        (void)XXH3_64bits_update(&st, buf, k * sizeof *buf);
+        (void)XXH3_64bits_update(&st, p, k * sizeof *p);
     }
     if (XXH3_64bits_digest(&st) != t->sum)
         return CAIRN_ECHECKSUM;
@@ -666,19 +747,41 @@ static int check_postings(const cairn__ramidx *x, term *t)
     return CAIRN_OK;
 }
 
+/* A query term and its cursor: the block it is in, decoded once into buf
+ * (a mapped term's) or read in place (a term in RAM's). */
 typedef struct qterm {
     const term *t;
     double idf;
-    double ub;   /* most it can add to a score */
-    uint32_t at; /* cursor into t's postings */
-    uint32_t doc; /* the document of posting at (UINT32_MAX past the last):
-                     decoded once however often the loop compares it */
+    double ub;          /* most it can add to a score */
+    const posting *p;   /* the cursor's block */
+    posting *buf;       /* room for a block: not in the struct, which qsort moves */
+    uint32_t i, k;      /* the cursor's place in p, p's postings */
+    uint32_t blk;       /* p's block number */
+    uint32_t doc;       /* p[i].doc (UINT32_MAX past the last): decoded once
+                           however often the loop compares it */
 } qterm;
 
-static void q_at(qterm *q, uint32_t at)
+/* The cursor at the first posting of block b (past the last if none). */
+static void q_block(qterm *q, uint32_t b)
 {
-    q->at = at;
-    q->doc = at < q->t->n ? pdoc(q->t, at) : UINT32_MAX;
+    q->blk = b;
+    q->i = 0;
+    q->k = b < nblocks(q->t) ? term_block(q->t, b, q->buf, &q->p) : 0;
+    /* k 0 in a checked term: never; read as the end */
+    q->doc = q->k ? q->p[0].doc : UINT32_MAX;
+}
+
+static inline void q_next(qterm *q)
+{
+    if (++q->i < q->k)
+        q->doc = q->p[q->i].doc;
+    else
+        q_block(q, q->blk + 1);
+}
+
+static inline uint32_t q_tf(const qterm *q)
+{
+    return q->p[q->i].tf;
 }
 
 static int by_ub(const void *a, const void *b)
@@ -687,18 +790,53 @@ static int by_ub(const void *a, const void *b)
     return x->ub < y->ub ? -1 : x->ub > y->ub;
 }
 
-/* First posting at or after position `from` with doc >= d. */
-static uint32_t seek(const term *t, uint32_t from, uint32_t d)
+/* The first block after b whose last document is >= d (nb: none):
+ * galloping over the skip table, then halving, so that a near block is
+ * found in a step or two and no block is decoded to be passed over. */
+static uint32_t skip_to(const term *t, uint32_t b, uint32_t d)
 {
-    uint32_t lo = from, hi = t->n;
+    uint32_t nb = nblocks(t), lo = b + 1, step = 1, hi;
+    while (lo < nb && block_last(t, lo) < d) {
+        lo += step;
+        step *= 2;
+    }
+    /* block lo - step / 2 (the last probed before lo) ends below d: the
+     * answer is past it, and at most lo (whose last is >= d), or nb */
+    hi = lo < nb ? lo : nb;
+    if (step > 1)
+        lo = lo - step / 2 + 1;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (pdoc(t, mid) < d)
+        if (block_last(t, mid) < d)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* The cursor at its first posting with doc >= d (it never goes back). */
+static void q_seek(qterm *q, uint32_t d)
+{
+    uint32_t lo, hi;
+    if (q->doc >= d)
+        return;
+    if (q->p[q->k - 1].doc < d) {
+        q_block(q, skip_to(q->t, q->blk, d));
+        if (q->doc >= d)
+            return;
+    }
+    lo = q->i + 1; /* p[i].doc < d <= p[k - 1].doc */
+    hi = q->k - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (q->p[mid].doc < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    q->i = lo;
+    q->doc = q->p[lo].doc;
 }
 
 /* MaxScore over one index, into the shared top-k; its documents enter the
@@ -730,29 +868,29 @@ static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, do
         if (!is_live(x, d)) {
             for (size_t i = p; i < m; i++)
                 if (q[i].doc == d)
-                    q_at(&q[i], q[i].at + 1);
+                    q_next(&q[i]);
             continue;
         }
         norm = (double)x->dl[d];
         for (size_t i = p; i < m; i++)
             if (q[i].doc == d) {
-                s += q[i].idf * cairn__bm25_tf(ptf(q[i].t, q[i].at), norm, avgdl);
-                q_at(&q[i], q[i].at + 1);
+                s += q[i].idf * cairn__bm25_tf(q_tf(&q[i]), norm, avgdl);
+                q_next(&q[i]);
                 /* The lengths of the documents to come are scattered: ask
-                 * for one a few postings ahead, so that its miss overlaps
-                 * the scoring of those before it. */
-                if (q[i].at + DL_AHEAD < q[i].t->n)
-                    __builtin_prefetch(&x->dl[pdoc(q[i].t, q[i].at + DL_AHEAD)]);
+                 * for one a few postings ahead (in the same block), so
+                 * that its miss overlaps the scoring of those before it. */
+                if (q[i].i + DL_AHEAD < q[i].k)
+                    __builtin_prefetch(&x->dl[q[i].p[q[i].i + DL_AHEAD].doc]);
             }
         for (size_t i = p; i-- > 0;) {
             if (s + cum[i] < floor) {
                 pruned = 1;
                 break;
             }
-            q_at(&q[i], seek(q[i].t, q[i].at, d));
+            q_seek(&q[i], d);
             if (q[i].doc == d) {
-                s += q[i].idf * cairn__bm25_tf(ptf(q[i].t, q[i].at), norm, avgdl);
-                q_at(&q[i], q[i].at + 1);
+                s += q[i].idf * cairn__bm25_tf(q_tf(&q[i]), norm, avgdl);
+                q_next(&q[i]);
             }
         }
         if (pruned) {
@@ -773,6 +911,7 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
     qterm *q = NULL;
     double *cum = NULL, avgdl;
     bm25_hit *heap = NULL;
+    posting *bufs = NULL; /* a block for each query term */
     bm25_topk top;
     uint64_t n_live = 0, sum_dl = 0, ndocs = 0;
     ramidx_trace tr = {0, 0, 0};
@@ -804,7 +943,8 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
     q = cairn__calloc(a, qy.n ? qy.n : 1, sizeof *q);
     cum = cairn__calloc(a, qy.n ? qy.n : 1, sizeof *cum);
     heap = cairn__calloc(a, k, sizeof *heap);
-    if (q == NULL || cum == NULL || heap == NULL) {
+    bufs = cairn__calloc(a, (qy.n ? qy.n : 1) * PK_BLOCK, sizeof *bufs);
+    if (q == NULL || cum == NULL || heap == NULL || bufs == NULL) {
         rc = CAIRN_ENOMEM;
         goto done;
     }
@@ -837,7 +977,8 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
             q[m].idf = qy.w[i].idf;
             /* Rounding must never make a real score exceed its bound. */
             q[m].ub = q[m].idf * cairn__bm25_tf(t->max_tf, t->min_dl, avgdl) * (1.0 + 1e-9);
-            q_at(&q[m], 0);
+            q[m].buf = bufs + m * PK_BLOCK;
+            q_block(&q[m], 0);
             tr.postings += t->n;
             m++;
         }
@@ -858,6 +999,7 @@ done:
     cairn__free(a, q);
     cairn__free(a, cum);
     cairn__free(a, heap);
+    cairn__free(a, bufs);
     if (trace != NULL)
         *trace = tr;
     return rc;
@@ -894,6 +1036,30 @@ static int join_docs(cairn__ramidx *x, const cairn__ramidx *y, uint32_t *remap)
         remap[d] = nd;
     }
     return CAIRN_OK;
+}
+
+/* from's postings of live documents, renumbered by remap, after to's
+ * (which has room for them); from's were checked. */
+static void join_postings(cairn__ramidx *x, term *to, const term *from, const uint32_t *remap)
+{
+    posting buf[PK_BLOCK];
+    for (uint32_t b = 0; b < nblocks(from); b++) {
+        const posting *p;
+        uint32_t k = term_block(from, b, buf, &p);
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t nd = remap[p[j].doc], tf = p[j].tf;
+            if (nd == UINT32_MAX)
+                continue;
+            to->p[to->n].doc = nd;
+            to->p[to->n].tf = tf;
+            to->n++;
+            to->df++;
+            if (tf > to->max_tf)
+                to->max_tf = tf;
+            if (x->dl[nd] < to->min_dl)
+                to->min_dl = x->dl[nd];
+        }
+    }
 }
 
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
@@ -937,19 +1103,7 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
                 break;
             }
             to->cap = (uint32_t)cap;
-            for (uint32_t j = 0; j < from->n; j++) {
-                uint32_t nd = remap[pdoc(from, j)], tf = ptf(from, j);
-                if (nd == UINT32_MAX)
-                    continue;
-                to->p[to->n].doc = nd;
-                to->p[to->n].tf = tf;
-                to->n++;
-                to->df++;
-                if (tf > to->max_tf)
-                    to->max_tf = tf;
-                if (x->dl[nd] < to->min_dl)
-                    to->min_dl = x->dl[nd];
-            }
+            join_postings(x, to, from, remap);
         }
         if (rc == CAIRN_OK && y->damaged) /* a term record failed: do not write its loss on */
             rc = CAIRN_ECORRUPT;
@@ -967,12 +1121,6 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 
 /* ---- the file image (format-spec/memindex.md, "text index") ------------ */
 
-#define TIX_MAGIC 0x31584954u /* "TIX1" */
-#define TIX_VERSION 3 /* 3: the term table at most 3/4 full; 2: at most 1/2 */
-#define TIX_HEAD 72
-#define TIX_TERM 40
-#define TIX_SLACK 8  /* spare bytes after the postings: a posting is one load */
-#define TIX_MAX_W 56 /* bits of a posting at most: it fits one load past a byte */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -1020,19 +1168,121 @@ static unsigned tf_bits(uint32_t max_tf)
     return max_tf > 1 ? bits_of(max_tf - 1) : 0u;
 }
 
-static uint64_t packed_len(uint64_t n, unsigned w)
+/* ---- postings in blocks (format-spec/memindex.md, "Postings") --------- */
+
+/* Sizing each term's postings before any is written (the head gives each
+ * term's offset): they are cut into blocks as they come, and each block's
+ * last document and offset kept, the skip table of a term of more than
+ * one block. */
+typedef struct pk_plan {
+    const cairn_allocator *a;
+    uint64_t *len;        /* per term: bytes of its postings */
+    uint32_t *skip;       /* the skip tables, in term order: last, offset */
+    size_t nskip, cap;    /* u32s */
+    uint64_t total;       /* bytes of every term's */
+    /* the term being sized */
+    size_t first;         /* its skip table in skip */
+    uint32_t n, k;        /* its postings, those of the open block */
+    uint32_t prev;        /* the document before (UINT32_MAX: none) */
+    uint32_t gor, tor;    /* the open block's gaps, tf - 1, ORed together */
+    uint64_t at;          /* bytes of its closed blocks */
+    int failed;
+} pk_plan;
+
+/* Bytes of a block of k postings whose gaps OR to gor and tf - 1 to tor. */
+static uint64_t block_len(uint32_t k, uint32_t gor, uint32_t tor)
 {
-    return (n * w + 7) / 8;
+    return PK_HEAD + packed_len(k, bits_of(gor) + bits_of(tor));
 }
 
-/* Postings packed as they come (pk_at): each term's from a byte of its
- * own, written through put a buffer at a time. */
+static void plan_close(pk_plan *pl)
+{
+    if (cairn__grow(pl->a, (void **)&pl->skip, &pl->cap, pl->nskip + 2, sizeof *pl->skip) !=
+        CAIRN_OK) {
+        pl->failed = 1;
+        return;
+    }
+    pl->skip[pl->nskip++] = pl->prev;
+    pl->skip[pl->nskip++] = (uint32_t)pl->at; /* the table's length added at the end */
+    pl->at += block_len(pl->k, pl->gor, pl->tor);
+    pl->k = pl->gor = pl->tor = 0;
+}
+
+static void plan_feed(pk_plan *pl, const posting *p, size_t k)
+{
+    for (size_t j = 0; j < k; j++) {
+        pl->gor |= p[j].doc - pl->prev - 1; /* the first: the document itself */
+        pl->tor |= p[j].tf - 1;
+        pl->prev = p[j].doc;
+        pl->n++;
+        if (++pl->k == PK_BLOCK)
+            plan_close(pl);
+    }
+}
+
+/* Term t's postings were fed (the largest tf max_tf, db the bits of a
+ * document number): its length. CAIRN_EINVAL: a posting of more than
+ * TIX_MAX_W bits, or a term too long for its skip table's offsets. */
+static int plan_end(pk_plan *pl, size_t t, unsigned db, uint32_t max_tf)
+{
+    uint64_t nb;
+    if (db + tf_bits(max_tf) > TIX_MAX_W)
+        return CAIRN_EINVAL;
+    if (pl->k)
+        plan_close(pl);
+    if (pl->failed)
+        return CAIRN_ENOMEM;
+    nb = (pl->nskip - pl->first) / 2;
+    if (pl->n == 1) /* no header: the document in db bits */
+        pl->len[t] = packed_len(1, db + tf_bits(max_tf));
+    else if (nb == 1)
+        pl->len[t] = pl->at;
+    else if (pl->at + nb * PK_SKIP > UINT32_MAX)
+        return CAIRN_EINVAL;
+    else
+        pl->len[t] = pl->at + nb * PK_SKIP;
+    if (nb > 1)
+        for (size_t i = pl->first + 1; i < pl->nskip; i += 2)
+            pl->skip[i] += (uint32_t)(nb * PK_SKIP);
+    else
+        pl->nskip = pl->first; /* one block: no table */
+    pl->total += pl->len[t];
+    pl->first = pl->nskip;
+    pl->n = 0;
+    pl->prev = UINT32_MAX;
+    pl->at = 0;
+    return CAIRN_OK;
+}
+
+static int plan_init(pk_plan *pl, const cairn_allocator *a, size_t nterms)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->a = a;
+    pl->prev = UINT32_MAX;
+    pl->len = cairn__calloc(a, nterms ? nterms : 1, sizeof *pl->len);
+    return pl->len ? CAIRN_OK : CAIRN_ENOMEM;
+}
+
+static void plan_free(pk_plan *pl)
+{
+    cairn__free(pl->a, pl->len);
+    cairn__free(pl->a, pl->skip);
+}
+
+/* Postings written in blocks as they come, each term's from a byte of its
+ * own, through put a buffer at a time: a term's skip table (from its
+ * plan), then each block's header and bits (unpack's fields). */
 typedef struct pk_enc {
     cairn__ramidx_put_fn put;
     void *user;
     uint64_t acc;  /* bits not written yet, the oldest lowest */
-    unsigned nacc; /* how many (below 8 between postings) */
-    unsigned db, w;
+    unsigned nacc; /* how many (below 8 between fields) */
+    unsigned db, tb; /* a term of one posting: its widths, no header */
+    uint32_t n;    /* the term's postings */
+    posting blk[PK_BLOCK]; /* the open block */
+    uint32_t k;
+    uint32_t prev; /* the document before it (UINT32_MAX: none) */
+    uint64_t out;  /* bytes made so far */
     size_t len;
     uint8_t buf[4096];
 } pk_enc;
@@ -1047,64 +1297,112 @@ static int pk_flush(pk_enc *e)
 static int pk_byte(pk_enc *e, uint8_t b)
 {
     e->buf[e->len++] = b;
+    e->out++;
     return e->len > sizeof e->buf - 8 ? pk_flush(e) : CAIRN_OK;
 }
 
-/* Each posting's bits go in above those not written yet (fewer than 8
- * between postings, w <= 56: at most 63), then the whole bytes among them
- * leave in one 8-byte store: the buffer keeps 8 bytes of room past len. */
-static int pk_push(pk_enc *e, const posting *p, size_t k)
+static int pk_u32(pk_enc *e, uint32_t v)
 {
-    for (size_t j = 0; j < k; j++) {
-        unsigned whole;
-        e->acc |= ((uint64_t)p[j].doc | (uint64_t)(p[j].tf - 1) << e->db) << e->nacc;
-        e->nacc += e->w;
-        memcpy(e->buf + e->len, &e->acc, 8); /* little-endian: the oldest bits first */
-        whole = e->nacc >> 3;
-        e->len += whole;
-        e->acc >>= 8 * whole; /* whole <= 7 */
-        e->nacc &= 7;
-        if (e->len > sizeof e->buf - 8) {
-            int rc = pk_flush(e);
-            if (rc != CAIRN_OK)
-                return rc;
-        }
-    }
-    return CAIRN_OK;
+    int rc = CAIRN_OK;
+    for (int i = 0; i < 4 && rc == CAIRN_OK; i++)
+        rc = pk_byte(e, (uint8_t)(v >> 8 * i));
+    return rc;
 }
 
-/* The term ends: its last bits in a byte of their own. */
-static int pk_term_end(pk_enc *e)
+/* Each field's bits go in above those not written yet (fewer than 8
+ * between fields, w <= 56: at most 63), then the whole bytes among them
+ * leave in one 8-byte store: the buffer keeps 8 bytes of room past len. */
+static int pk_bits(pk_enc *e, uint64_t v, unsigned w)
 {
-    int rc = e->nacc ? pk_byte(e, (uint8_t)e->acc) : CAIRN_OK;
+    unsigned whole;
+    e->acc |= v << e->nacc;
+    e->nacc += w;
+    memcpy(e->buf + e->len, &e->acc, 8); /* little-endian: the oldest bits first */
+    whole = e->nacc >> 3;
+    e->len += whole;
+    e->out += whole;
+    e->acc = whole < 8 ? e->acc >> 8 * whole : 0;
+    e->nacc &= 7;
+    return e->len > sizeof e->buf - 8 ? pk_flush(e) : CAIRN_OK;
+}
+
+/* The open block out: its header (but in a term of one posting), its
+ * fields, its last bits in a byte of their own. */
+static int pk_block(pk_enc *e)
+{
+    uint32_t gor = 0, tor = 0, prev = e->prev;
+    unsigned gw, tw;
+    int rc = CAIRN_OK;
+    for (uint32_t j = 0; j < e->k; prev = e->blk[j++].doc) {
+        gor |= e->blk[j].doc - prev - 1;
+        tor |= e->blk[j].tf - 1;
+    }
+    gw = e->n == 1 ? e->db : bits_of(gor);
+    tw = e->n == 1 ? e->tb : bits_of(tor);
+    if (e->n != 1 && ((rc = pk_byte(e, (uint8_t)gw)) != CAIRN_OK ||
+                      (rc = pk_byte(e, (uint8_t)tw)) != CAIRN_OK))
+        return rc;
+    prev = e->prev;
+    for (uint32_t j = 0; j < e->k && rc == CAIRN_OK; prev = e->blk[j++].doc)
+        rc = pk_bits(e, (uint64_t)(e->blk[j].doc - prev - 1) | (uint64_t)(e->blk[j].tf - 1) << gw,
+                     gw + tw);
+    if (rc == CAIRN_OK && e->nacc)
+        rc = pk_byte(e, (uint8_t)e->acc);
     e->acc = 0;
     e->nacc = 0;
+    e->prev = prev;
+    e->k = 0;
+    return rc;
+}
+
+static int pk_push(pk_enc *e, const posting *p, size_t k)
+{
+    int rc = CAIRN_OK;
+    for (size_t j = 0; j < k && rc == CAIRN_OK; j++) {
+        e->blk[e->k++] = p[j];
+        if (e->k == PK_BLOCK)
+            rc = pk_block(e);
+    }
+    return rc;
+}
+
+/* A term of n postings (the largest tf max_tf) starts: its skip table,
+ * the next nb pairs of *skip (nb > 1), goes out first. */
+static int pk_term(pk_enc *e, uint32_t n, uint32_t max_tf, const uint32_t **skip)
+{
+    uint32_t nb = (uint32_t)(((uint64_t)n + PK_BLOCK - 1) / PK_BLOCK);
+    int rc = CAIRN_OK;
+    e->n = n;
+    e->tb = tf_bits(max_tf);
+    e->prev = UINT32_MAX;
+    e->k = 0;
+    for (uint32_t i = 0; nb > 1 && i < 2 * nb && rc == CAIRN_OK; i++)
+        rc = pk_u32(e, (*skip)[i]);
+    if (nb > 1)
+        *skip += 2 * nb;
     return rc;
 }
 
 /* The postings end: the spare bytes, then padding to 8. */
-static int pk_end(pk_enc *e, uint64_t written)
+static int pk_end(pk_enc *e)
 {
     int rc = CAIRN_OK;
-    for (uint64_t i = written; i < pad8((size_t)written + TIX_SLACK) && rc == CAIRN_OK; i++)
+    uint64_t end = pad8((size_t)e->out + TIX_SLACK);
+    while (e->out < end && rc == CAIRN_OK)
         rc = pk_byte(e, 0);
     return rc == CAIRN_OK ? pk_flush(e) : rc;
 }
 
-/* Bytes of the packed postings of x's terms, spare bytes and padding
- * included; CAIRN_EINVAL if a term's postings would not fit TIX_MAX_W. */
-static int postings_len(const cairn__ramidx *x, uint64_t *len)
+/* x's terms' postings sized into pl (in RAM: x is not mapped). */
+static int plan_ram(const cairn__ramidx *x, pk_plan *pl)
 {
     unsigned db = doc_bits(x->ndocs);
-    uint64_t n = 0;
-    for (size_t i = 0; i < x->nterms; i++) {
-        unsigned w = db + tf_bits(x->terms[i].max_tf);
-        if (w > TIX_MAX_W)
-            return CAIRN_EINVAL;
-        n += packed_len(x->terms[i].n, w);
+    int rc = plan_init(pl, x->a, x->nterms);
+    for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
+        plan_feed(pl, x->terms[t].p, x->terms[t].n);
+        rc = plan_end(pl, t, db, x->terms[t].max_tf);
     }
-    *len = pad8((size_t)n + TIX_SLACK);
-    return CAIRN_OK;
+    return rc;
 }
 
 /* Slots of an image's term table for n terms: a power of 2 at most 3/4
@@ -1143,17 +1441,15 @@ static uint64_t *image_table(const cairn__ramidx *x, size_t cap)
 /* The head of x's image (all but the postings), then the head mark. With
  * sums, each term's postings sum is its `sum` (the postings are not in x:
  * cairn__ramidx_merge_write). */
-static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put, void *user)
+static int write_head(const cairn__ramidx *x, const pk_plan *pl, int sums,
+                      cairn__ramidx_put_fn put, void *user)
 {
     static const uint8_t zeros[8];
     uint8_t h[TIX_HEAD], t[TIX_TERM];
-    uint64_t post_len = 0, at = 0, *table;
+    uint64_t post_len = pad8((size_t)pl->total + TIX_SLACK), at = 0, *table;
     size_t tcap = image_tcap(x->nterms);
-    unsigned db = doc_bits(x->ndocs);
     int rc;
 
-    if ((rc = postings_len(x, &post_len)) != CAIRN_OK)
-        return rc;
     memset(h, 0, sizeof h);
     put32(h, TIX_MAGIC);
     put32(h + 4, TIX_VERSION);
@@ -1177,7 +1473,7 @@ static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put
         put32(t + 24, tm->max_tf);
         put32(t + 28, tm->min_dl);
         put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
-        at += packed_len(tm->n, db + tf_bits(tm->max_tf));
+        at += pl->len[i];
         if ((rc = put(user, t, sizeof t)) != CAIRN_OK)
             return rc;
     }
@@ -1201,22 +1497,29 @@ static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put
     return put(user, NULL, 0); /* the head ends: postings follow */
 }
 
-/* x's terms' postings packed, after its head (x->terms[t].n and max_tf
- * as they will be); more(t) gives term t's postings to e. */
-static int write_postings(const cairn__ramidx *x, pk_enc *e,
+/* x's terms' postings in blocks, after its head (x->terms[t].n and
+ * max_tf as they will be, pl their plan); more(t) gives term t's
+ * postings to e. */
+static int write_postings(const cairn__ramidx *x, const pk_plan *pl, pk_enc *e,
                           int (*more)(void *u, size_t t, pk_enc *e), void *u)
 {
-    uint64_t written = 0;
+    const uint32_t *skip = pl->skip;
     int rc = CAIRN_OK;
     e->db = doc_bits(x->ndocs);
     for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
-        e->w = e->db + tf_bits(x->terms[t].max_tf);
-        rc = more(u, t, e);
+        uint64_t from = e->out;
+        rc = pk_term(e, x->terms[t].n, x->terms[t].max_tf, &skip);
         if (rc == CAIRN_OK)
-            rc = pk_term_end(e);
-        written += packed_len(x->terms[t].n, e->w);
+            rc = more(u, t, e);
+        if (rc == CAIRN_OK && e->k)
+            rc = pk_block(e);
+        /* The head said where each term starts: a source that gave other
+         * postings the second time through (it cannot, unless its bytes
+         * changed under us) must not leave a file that says otherwise. */
+        if (rc == CAIRN_OK && e->out - from != pl->len[t])
+            rc = CAIRN_ECORRUPT;
     }
-    return rc == CAIRN_OK ? pk_end(e, written) : rc;
+    return rc == CAIRN_OK ? pk_end(e) : rc;
 }
 
 static int ram_postings(void *u, size_t t, pk_enc *e)
@@ -1227,19 +1530,24 @@ static int ram_postings(void *u, size_t t, pk_enc *e)
 
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
 {
-    pk_enc *e;
+    pk_enc *e = NULL;
+    pk_plan pl;
     int rc;
 
     if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
         return CAIRN_EINVAL;
-    if ((rc = write_head(x, 0, put, user)) != CAIRN_OK)
-        return rc;
-    if ((e = cairn__calloc(x->a, 1, sizeof *e)) == NULL)
-        return CAIRN_ENOMEM;
-    e->put = put;
-    e->user = user;
-    rc = write_postings(x, e, ram_postings, (void *)(uintptr_t)x);
+    rc = plan_ram(x, &pl);
+    if (rc == CAIRN_OK)
+        rc = write_head(x, &pl, 0, put, user);
+    if (rc == CAIRN_OK && (e = cairn__calloc(x->a, 1, sizeof *e)) == NULL)
+        rc = CAIRN_ENOMEM;
+    if (rc == CAIRN_OK) {
+        e->put = put;
+        e->user = user;
+        rc = write_postings(x, &pl, e, ram_postings, (void *)(uintptr_t)x);
+    }
     cairn__free(x->a, e);
+    plan_free(&pl);
     return rc;
 }
 
@@ -1354,7 +1662,7 @@ static int mw_plan(mwrite *w)
 static int mw_postings(mwrite *w, size_t t, int (*fn)(void *u, const posting *p, size_t k),
                        void *u)
 {
-    posting buf[MW_CHUNK];
+    posting buf[MW_CHUNK], blk[PK_BLOCK];
     size_t k = 0;
     int rc;
     for (uint32_t f = w->first[t]; f < w->first[t + 1]; f++) {
@@ -1367,16 +1675,20 @@ static int mw_postings(mwrite *w, size_t t, int (*fn)(void *u, const posting *p,
             return CAIRN_ECORRUPT;
         if (mw_stopped(w, 1 + from->n))
             return CAIRN_ELOCKED; /* given up */
-        for (uint32_t j = 0; j < from->n; j++) {
-            uint32_t nd = remap[pdoc(from, j)];
-            if (nd == UINT32_MAX)
-                continue;
-            buf[k].doc = nd;
-            buf[k].tf = ptf(from, j);
-            if (++k == MW_CHUNK) {
-                if ((rc = fn(u, buf, k)) != CAIRN_OK)
-                    return rc;
-                k = 0;
+        for (uint32_t b = 0; b < nblocks(from); b++) {
+            const posting *p;
+            uint32_t kb = term_block(from, b, blk, &p);
+            for (uint32_t j = 0; j < kb; j++) {
+                uint32_t nd = remap[p[j].doc];
+                if (nd == UINT32_MAX)
+                    continue;
+                buf[k].doc = nd;
+                buf[k].tf = p[j].tf;
+                if (++k == MW_CHUNK) {
+                    if ((rc = fn(u, buf, k)) != CAIRN_OK)
+                        return rc;
+                    k = 0;
+                }
             }
         }
     }
@@ -1387,6 +1699,7 @@ typedef struct mw_sum {
     mwrite *w;
     term *t;
     XXH3_state_t *st;
+    pk_plan *pl;
 } mw_sum;
 
 static int mw_count(void *u, const posting *p, size_t k)
@@ -1400,6 +1713,7 @@ static int mw_count(void *u, const posting *p, size_t k)
         if (c->w->x->dl[p[j].doc] < c->t->min_dl)
             c->t->min_dl = c->w->x->dl[p[j].doc];
     }
+    plan_feed(c->pl, p, k);
     return XXH3_64bits_update(c->st, p, k * sizeof *p) == XXH_OK ? CAIRN_OK : CAIRN_ENOMEM;
 }
 
@@ -1419,25 +1733,32 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
 {
     mwrite w;
     XXH3_state_t st;
+    pk_plan pl;
     int rc;
 
     memset(&w, 0, sizeof w);
+    memset(&pl, 0, sizeof pl);
     w.src = src;
     w.n = n;
     w.stop = stop;
     if ((rc = cairn__ramidx_new(&w.x, a, stemmer)) != CAIRN_OK)
         return rc;
     rc = mw_plan(&w);
-    /* Each term's counts and the sum of its postings, made once to count
-     * and again to write: no term's postings are held. */
+    if (rc == CAIRN_OK)
+        rc = plan_init(&pl, a, w.x->nterms);
+    /* Each term's counts, the sum of its postings and its blocks' sizes,
+     * made once to count and again to write: no term's postings are
+     * held. */
     for (size_t t = 0; rc == CAIRN_OK && t < w.x->nterms; t++) {
-        mw_sum c = {&w, &w.x->terms[t], &st};
+        mw_sum c = {&w, &w.x->terms[t], &st, &pl};
         XXH3_64bits_reset(&st);
         rc = mw_postings(&w, t, mw_count, &c);
         w.x->terms[t].sum = XXH3_64bits_digest(&st);
+        if (rc == CAIRN_OK)
+            rc = plan_end(&pl, t, doc_bits(w.x->ndocs), w.x->terms[t].max_tf);
     }
     if (rc == CAIRN_OK)
-        rc = write_head(w.x, 1, put, user);
+        rc = write_head(w.x, &pl, 1, put, user);
     if (rc == CAIRN_OK) {
         pk_enc *e = cairn__calloc(a, 1, sizeof *e);
         if (e == NULL) {
@@ -1445,10 +1766,11 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
         } else {
             e->put = put;
             e->user = user;
-            rc = write_postings(w.x, e, mw_term, &w);
+            rc = write_postings(w.x, &pl, e, mw_term, &w);
             cairn__free(a, e);
         }
     }
+    plan_free(&pl);
     mwrite_free(&w);
     return rc;
 }
@@ -1459,7 +1781,7 @@ static term *load_term(cairn__ramidx *x, size_t id)
 {
     const uint8_t *t = x->tfile + id * TIX_TERM;
     term *tm = &x->terms[id];
-    uint64_t first = get64(t + 8);
+    uint64_t first = get64(t + 8), need;
     unsigned db = doc_bits(x->ndocs);
 
     tm->loaded = 1;
@@ -1471,21 +1793,22 @@ static term *load_term(cairn__ramidx *x, size_t id)
     tm->min_dl = get32(t + 28);
     tm->sum = get64(t + 32);
     tm->db = (uint8_t)db;
-    tm->w = (uint8_t)(db + tf_bits(tm->max_tf));
-    tm->dmask = (uint32_t)(((uint64_t)1 << db) - 1);
-    tm->tmask = (uint32_t)(((uint64_t)1 << (tm->w - db)) - 1);
-    /* x->npost: bytes of the postings, the spare ones after them included */
-    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || tm->w > TIX_MAX_W ||
-        first > x->npost - TIX_SLACK || packed_len(tm->n, tm->w) > x->npost - TIX_SLACK - first ||
-        tm->df > tm->n) {
+    tm->tb = (uint8_t)tf_bits(tm->max_tf);
+    /* x->npost: bytes of the postings, the spare ones after them included;
+     * the least a term's postings take (its blocks are checked when read) */
+    need = tm->n == 0 ? 0 : tm->n == 1 ? packed_len(1, db + tm->tb)
+           : nblocks(tm) == 1 ? PK_HEAD : (uint64_t)nblocks(tm) * PK_SKIP;
+    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || db + tm->tb > TIX_MAX_W ||
+        first > x->npost - TIX_SLACK || need > x->npost - TIX_SLACK - first || tm->df > tm->n) {
         x->damaged = 1;
         tm->len = 0;
         tm->n = tm->df = 0;
-        tm->w = tm->db = 0;
+        tm->db = tm->tb = 0;
         tm->p = NULL;
         tm->pk = NULL;
         return tm;
     }
+    tm->room = x->npost - TIX_SLACK - first;
     tm->p = NULL;
     tm->pk = (const uint8_t *)x->tfile - TIX_HEAD + x->post_off + first;
     return tm;
@@ -1622,8 +1945,13 @@ int cairn__ramidx_check(cairn__ramidx *x)
             return CAIRN_ECORRUPT;
         if ((rc = check_postings(x, tm)) != CAIRN_OK)
             return rc;
-        for (uint32_t j = 0; j < tm->n; j++)
-            live_postings += is_live(x, pdoc(tm, j));
+        for (uint32_t b = 0; b < nblocks(tm); b++) {
+            posting buf[PK_BLOCK];
+            const posting *p;
+            uint32_t k = term_block(tm, b, buf, &p);
+            for (uint32_t j = 0; j < k; j++)
+                live_postings += is_live(x, p[j].doc);
+        }
         if (live_postings != tm->df)
             return CAIRN_ECORRUPT;
         live_postings = 0;
