@@ -492,6 +492,313 @@ static void packed_postings_read_back_at_every_width(void **state)
     }
 }
 
+/* ---- postings in blocks ------------------------------------------------- */
+
+/* x written, the image mapped (an aligned copy: *mem, freed by the caller). */
+static cairn__ramidx *map_image(const cairn__ramidx *x, image *im, uint64_t **mem)
+{
+    cairn__ramidx *f = NULL;
+    size_t used = 0;
+    im->len = 0;
+    assert_int_equal(cairn__ramidx_write(x, put_bytes, im), CAIRN_OK);
+    *mem = calloc((im->len + 7) / 8, 8);
+    assert_non_null(*mem);
+    memcpy(*mem, im->b, im->len);
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", *mem, im->len, &used), CAIRN_OK);
+    assert_int_equal(used, im->len);
+    return f;
+}
+
+/* The same answer from a and b (documents and scores, bit for bit). */
+static void same_answer(cairn__ramidx *a, cairn__ramidx *b, const char *q, size_t k)
+{
+    uint64_t d1[64], d2[64];
+    double s1[64], s2[64];
+    size_t n1 = 0, n2 = 0;
+    assert_true(k <= 64);
+    assert_int_equal(cairn__ramidx_search(a, (const uint8_t *)q, strlen(q), k, d1, s1, &n1, NULL),
+                     CAIRN_OK);
+    assert_int_equal(cairn__ramidx_search(b, (const uint8_t *)q, strlen(q), k, d2, s2, &n2, NULL),
+                     CAIRN_OK);
+    if (n1 != n2)
+        fail_msg("query '%s' k %zu: %zu hits, then %zu", q, k, n1, n2);
+    for (size_t i = 0; i < n1; i++)
+        if (d1[i] != d2[i] || memcmp(&s1[i], &s2[i], sizeof s1[i]) != 0)
+            fail_msg("query '%s' k %zu rank %zu: %llu %.9f, then %llu %.9f", q, k, i,
+                     (unsigned long long)d1[i], s1[i], (unsigned long long)d2[i], s2[i]);
+}
+
+#define EDGE_DOCS 600
+
+/* Terms of 1, 2, 127, 128, 129, 256 and 257 postings (spread over the
+ * documents, the first and the last among them), one in every document
+ * (gaps of 0 bits), one with a tf of 70,000: mapped, merged into another
+ * index as it is written, each image ranks as the index it was made from
+ * and passes its check. */
+static void blocks_read_back_at_their_edges(void **state)
+{
+    static const int counts[] = {1, 2, 127, 128, 129, 256, 257};
+    static const char *const queries[] = {
+        "t1", "t2", "t127", "t128", "t129", "t256", "t257", "all", "big",
+        "t129 all", "t257 all", "t1 t2 t128", "big t256", "t127 t129 t257 all"};
+    static const size_t ks[] = {1, 3, 10, 64};
+    static char text[8 * 70000 + 256];
+    cairn__ramidx *x = NULL, *y = NULL, *f = NULL, *m = NULL, *fm = NULL, *xs[2];
+    image im = {NULL, 0, 0}, w = {NULL, 0, 0};
+    uint64_t *mem = NULL, *mem2 = NULL;
+    size_t used = 0;
+    (void)state;
+
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_new(&y, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < EDGE_DOCS; i++) {
+        int len = snprintf(text, sizeof text, "all");
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            /* count postings: the documents j * EDGE_DOCS / count, and
+             * for 2 the first and the last (the largest gap) */
+            int has = 0;
+            for (int j = 0; j < counts[c] && !has; j++)
+                has = counts[c] == 2 ? i == 0 || i == EDGE_DOCS - 1 : i == j * EDGE_DOCS / counts[c];
+            if (has)
+                len += snprintf(text + len, sizeof text - (size_t)len, " t%d", counts[c]);
+        }
+        if (i % 3 == 0) { /* 200 postings, one of tf 70,000 */
+            int reps = i == 300 ? 70000 : 1 + i % 5;
+            for (int r = 0; r < reps; r++)
+                len += snprintf(text + len, sizeof text - (size_t)len, " big");
+        }
+        assert_int_equal(cairn__ramidx_add(x, 10 + 3 * (uint64_t)i, (const uint8_t *)text,
+                                           (size_t)len),
+                         CAIRN_OK);
+    }
+    for (int i = 0; i < 300; i++) { /* a second index, after the first */
+        const char *t = i % 2 ? "all t129 big" : "all t257";
+        assert_int_equal(cairn__ramidx_add(y, 100000 + (uint64_t)i, (const uint8_t *)t, strlen(t)),
+                         CAIRN_OK);
+    }
+    f = map_image(x, &im, &mem);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++)
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+            same_answer(x, f, queries[q], ks[k]);
+    /* merged as it is written (the mapped image and y): the bytes of the
+     * merge written, and the same ranking as the merge in RAM */
+    xs[0] = f;
+    xs[1] = y;
+    assert_int_equal(cairn__ramidx_merge(&m, NULL, "none", xs, 2), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_merge_write(NULL, "none", xs, 2, put_bytes, &w, NULL),
+                     CAIRN_OK);
+    im.len = 0;
+    assert_int_equal(cairn__ramidx_write(m, put_bytes, &im), CAIRN_OK);
+    assert_int_equal(w.len, im.len);
+    assert_memory_equal(w.b, im.b, w.len);
+    mem2 = calloc((w.len + 7) / 8, 8);
+    assert_non_null(mem2);
+    memcpy(mem2, w.b, w.len);
+    assert_int_equal(cairn__ramidx_map(&fm, NULL, "none", mem2, w.len, &used), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_check(fm), CAIRN_OK);
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++)
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+            same_answer(m, fm, queries[q], ks[k]);
+    cairn__ramidx_free(fm);
+    cairn__ramidx_free(m);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(y);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(mem2);
+    free(w.b);
+    free(im.b);
+}
+
+/* One document (0 bits of document number): its postings read back. */
+static void an_image_of_one_document_reads_back(void **state)
+{
+    cairn__ramidx *x = NULL, *f = NULL;
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL;
+    (void)state;
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x, 42, (const uint8_t *)"solo solo solo duo duo one", 26),
+                     CAIRN_OK);
+    f = map_image(x, &im, &mem);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    same_answer(x, f, "solo", 1);
+    same_answer(x, f, "duo one", 1);
+    {
+        uint64_t d[1];
+        double s[1];
+        size_t n = 0;
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"duo", 3, 1, d, s, &n, NULL),
+                         CAIRN_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(d[0], 42);
+    }
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
+#define SEEK_DOCS 5000
+
+/* An index where MaxScore seeks a common term's postings (3,333 in 27
+ * blocks) across blocks: 3 words a document, "common" in two of three
+ * (twice in three of the rare ones, each blocks after the one before:
+ * they must come first), "rare" in nine. */
+static cairn__ramidx *seek_index(void)
+{
+    static const int rare[] = {1, 129, 130, 700, 1301, 2600, 2601, 4998, 4999};
+    cairn__ramidx *x = NULL;
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < SEEK_DOCS; i++) {
+        char t[64];
+        int is_rare = 0;
+        for (size_t r = 0; r < sizeof rare / sizeof rare[0]; r++)
+            is_rare |= rare[r] == i;
+        snprintf(t, sizeof t, "%s %s %s", i % 3 ? "common" : "other",
+                 is_rare && (i == 1301 || i == 2600 || i == 4999) ? "common" : "fill",
+                 is_rare ? "rare" : "pad");
+        assert_int_equal(cairn__ramidx_add(x, 7 + (uint64_t)i, (const uint8_t *)t, strlen(t)),
+                         CAIRN_OK);
+    }
+    return x;
+}
+
+/* Seeking through the skip table finds what reading every posting finds:
+ * the top 4 of "rare common" (once the 4 best so far are all rare,
+ * "common" is only looked up: near, a few blocks on, many blocks on) are
+ * the first 4 of the search that scores every match, in RAM and mapped. */
+static void seek_jumps_blocks_and_finds_what_a_full_scan_finds(void **state)
+{
+    static const uint64_t want[4] = {7 + 1301, 7 + 2600, 7 + 4999, 7 + 1};
+    cairn__ramidx *x = seek_index(), *f = NULL, *both[2];
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL, dall[64], d[4];
+    double sall[64], s[4];
+    size_t nall = 0, n = 0;
+    const char *q = "rare common";
+    (void)state;
+
+    f = map_image(x, &im, &mem);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    both[0] = x;
+    both[1] = f;
+    for (int i = 0; i < 2; i++) {
+        ramidx_trace tr;
+        assert_int_equal(cairn__ramidx_search(both[i], (const uint8_t *)q, strlen(q), 64, dall,
+                                              sall, &nall, NULL),
+                         CAIRN_OK);
+        assert_int_equal(nall, 64);
+        assert_int_equal(cairn__ramidx_search(both[i], (const uint8_t *)q, strlen(q), 4, d, s, &n,
+                                              &tr),
+                         CAIRN_OK);
+        assert_int_equal(n, 4);
+        for (size_t j = 0; j < 4; j++) {
+            assert_int_equal(d[j], want[j]);
+            assert_int_equal(dall[j], want[j]);
+            assert_memory_equal(&s[j], &sall[j], sizeof s[j]);
+        }
+        assert_true(s[2] > s[3]); /* tf 2 above tf 1: the seek read tf */
+        /* 3,336 documents match; after the first few hundred only rare
+         * ones are enumerated, "common" sought for each */
+        assert_true(tr.docs_scored + tr.docs_pruned < 1000);
+    }
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
+/* Where term `word`'s postings start in an image (stemmer "none"), and
+ * their count. */
+static size_t postings_of(const image *im, const char *word, uint32_t *n)
+{
+    uint64_t ndocs, nterms, tcap, alen, post_len, arena;
+    memcpy(&ndocs, im->b + 8, 8);
+    memcpy(&nterms, im->b + 16, 8);
+    memcpy(&tcap, im->b + 24, 8);
+    memcpy(&alen, im->b + 32, 8);
+    memcpy(&post_len, im->b + 40, 8);
+    arena = 72 + 40 * nterms + 8 * tcap + 8 * ndocs + (4 * ndocs + 7) / 8 * 8 + (ndocs + 63) / 64 * 8;
+    for (uint64_t t = 0; t < nterms; t++) {
+        const uint8_t *r = im->b + 72 + 40 * t;
+        uint32_t off, len;
+        uint64_t first;
+        memcpy(&off, r, 4);
+        memcpy(&len, r + 4, 4);
+        memcpy(&first, r + 8, 8);
+        memcpy(n, r + 16, 4);
+        if (len == strlen(word) && memcmp(im->b + arena + off, word, len) == 0)
+            return (size_t)(im->len - post_len + first);
+    }
+    fail_msg("no term %s", word);
+    return 0;
+}
+
+/* A damaged skip entry or block header: the map succeeds, a query that
+ * reads the term (and the full check) fails with CAIRN_ECORRUPT, never
+ * reading outside the image; the other terms still answer. */
+static void damaged_blocks_and_skip_entries_are_refused(void **state)
+{
+    cairn__ramidx *x = seek_index();
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL;
+    uint32_t n = 0;
+    size_t at;
+    (void)state;
+
+    cairn__ramidx_free(map_image(x, &im, &mem));
+    at = postings_of(&im, "common", &n);
+    assert_int_equal(n, 3333);
+    for (int c = 0; c < 6; c++) {
+        cairn__ramidx *f = NULL;
+        uint8_t *b = (uint8_t *)mem;
+        uint32_t nb = (n + 127) / 128, v;
+        uint64_t d[4];
+        double s[4];
+        size_t k = 0;
+        int want = CAIRN_ECORRUPT;
+        memcpy(mem, im.b, im.len);
+        assert_int_equal(nb, 27);
+        switch (c) {
+        case 0: /* block 0's last document */
+            b[at] ^= 1;
+            break;
+        case 1: /* block 5's offset, far past the end */
+            v = 0xfffffff0u;
+            memcpy(b + at + 5 * 8 + 4, &v, 4);
+            break;
+        case 2: /* the last block's offset, one byte on */
+            b[at + 26 * 8 + 4]++;
+            break;
+        case 3: /* block 0's gap width past 32 */
+            b[at + nb * 8] = 40;
+            break;
+        case 4: /* block 0's widths past 56 together */
+            b[at + nb * 8] = 30;
+            b[at + nb * 8 + 1] = 30;
+            break;
+        case 5: /* block 0's tf width, in bounds but wrong */
+            b[at + nb * 8 + 1] += 3;
+            want = CAIRN_ECORRUPT; /* block 1 no longer starts where the table says */
+            break;
+        }
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"rare", 4, 4, d, s, &k, NULL),
+                         CAIRN_OK);
+        assert_int_equal(k, 4);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"rare common", 11, 4, d, s, &k,
+                                              NULL),
+                         want);
+        assert_int_equal(cairn__ramidx_check(f), want);
+        cairn__ramidx_free(f);
+    }
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
 static void ranking_equals_brute_force_bm25(void **state)
 {
     cairn__ramidx *x = NULL;
@@ -681,6 +988,10 @@ int main(void)
         cmocka_unit_test(mapped_and_ram_indexes_rank_as_one),
         cmocka_unit_test(damaged_images_are_refused),
         cmocka_unit_test(packed_postings_read_back_at_every_width),
+        cmocka_unit_test(blocks_read_back_at_their_edges),
+        cmocka_unit_test(an_image_of_one_document_reads_back),
+        cmocka_unit_test(seek_jumps_blocks_and_finds_what_a_full_scan_finds),
+        cmocka_unit_test(damaged_blocks_and_skip_entries_are_refused),
         cmocka_unit_test(pruning_skips_documents_of_a_common_term),
         cmocka_unit_test(removal_and_order_errors),
         cmocka_unit_test(empty_and_unknown_queries_find_nothing),
