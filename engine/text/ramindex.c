@@ -76,13 +76,13 @@ static inline uint32_t nblocks(const term *t)
  * term of more than one block, whose skip table says it). */
 static inline uint32_t block_last(const term *t, uint32_t b)
 {
-    uint32_t v, i;
+    uint64_t end = ((uint64_t)b + 1) * PK_BLOCK;
+    uint32_t v;
     if (t->pk) {
         memcpy(&v, t->pk + (size_t)b * PK_SKIP, 4);
         return v;
     }
-    i = (b + 1) * PK_BLOCK < t->n ? (b + 1) * PK_BLOCK - 1 : t->n - 1;
-    return t->p[i].doc;
+    return t->p[end < t->n ? end - 1 : t->n - 1].doc;
 }
 
 /* k fields of gw + tw bits (<= 56) from bit 0 of in into out: a document
