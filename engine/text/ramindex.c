@@ -14,7 +14,15 @@
  * cheapest ones whose bounds together cannot lift a document past the
  * current k-th score are "non-essential": documents are enumerated only
  * from the essential terms' postings, and non-essential terms are looked
- * up (binary search) only while the document can still make it.
+ * up only while the document can still make it.
+ *
+ * A mapped index (an image, format-spec/memindex.md) keeps each term's
+ * postings in blocks of PK_BLOCK document gaps, bit-packed at the widths
+ * each block needs, behind a skip table (each block's last document and
+ * offset). A query term's cursor holds one block, decoded; a lookup goes
+ * through the skip table to the block that can hold the document (no block
+ * passed over is decoded), then halves within it. Postings in RAM are read
+ * in place through the same cursor, cut into blocks the same way.
  */
 #include "ramindex.h"
 
