@@ -388,7 +388,7 @@ static void damaged_images_are_refused(void **state)
 
     assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
     assert_int_equal(cairn__ramidx_add(x, 1, (const uint8_t *)"alpha beta", 10), CAIRN_OK);
-    assert_int_equal(cairn__ramidx_add(x, 2, (const uint8_t *)"beta gamma", 10), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x, 2, (const uint8_t *)"beta beta gamma", 15), CAIRN_OK);
     assert_int_equal(cairn__ramidx_write(x, put_bytes, &im), CAIRN_OK);
     words = (im.len + 7) / 8;
     copy = calloc(words, 8);
@@ -403,20 +403,25 @@ static void damaged_images_are_refused(void **state)
      * the first query that reads it fails */
     memcpy(copy, im.b, im.len);
     {
-        /* the postings end the image (their length at byte 40): alpha's
-         * one posting in a byte (1 bit of document number), beta's block
-         * of two (its header: 0 bits a gap, 0 bits a tf, no more), then
-         * gamma's byte; its document 1 made 0 */
-        uint64_t post_len;
+        /* the postings end the image (their length at byte 40): beta's
+         * block of two (its header: 0 bits a gap, 1 bit a tf - 1), its tfs
+         * 1 and 2 in the byte 0x02; alpha and gamma, of one posting each,
+         * have single records and no postings. beta's tf 2 made 1 */
+        uint64_t post_len, nsingle;
         memcpy(&post_len, im.b + 40, 8);
-        assert_int_equal(post_len, 16); /* 4 bytes, 8 spare, padding */
-        assert_int_equal(im.b[im.len - post_len + 3], 0x01);
-        ((uint8_t *)copy)[im.len - post_len + 3] ^= 0x01;
+        memcpy(&nsingle, im.b + 64, 8);
+        assert_int_equal(nsingle, 2);
+        assert_int_equal(post_len, 16); /* 3 bytes, 8 spare, padding */
+        assert_int_equal(im.b[im.len - post_len], 0);
+        assert_int_equal(im.b[im.len - post_len + 1], 1);
+        assert_int_equal(im.b[im.len - post_len + 2], 0x02);
+        ((uint8_t *)copy)[im.len - post_len + 2] ^= 0x02;
     }
     assert_int_equal(cairn__ramidx_map(&f, NULL, "none", copy, im.len, NULL), CAIRN_OK);
     assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"alpha", 5, 4, d, sc, &n, NULL),
-                     CAIRN_OK); /* alpha's postings are intact */
-    assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"gamma", 5, 4, d, sc, &n, NULL),
+                     CAIRN_OK); /* alpha's posting is intact */
+    assert_int_equal(n, 1);
+    assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"beta", 4, 4, d, sc, &n, NULL),
                      CAIRN_ECHECKSUM);
     cairn__ramidx_free(f);
     /* the magic */
@@ -710,30 +715,46 @@ static void seek_jumps_blocks_and_finds_what_a_full_scan_finds(void **state)
     free(im.b);
 }
 
-/* Where term `word`'s postings start in an image (stemmer "none"), and
- * their count. */
-static size_t postings_of(const image *im, const char *word, uint32_t *n)
+/* Where term `word`'s record is in an image (stemmer "none"): *single
+ * says which kind (a full record of 40 bytes, or a single one of 16). */
+static size_t record_of(const image *im, const char *word, int *single)
 {
-    uint64_t ndocs, nterms, tcap, alen, post_len, arena;
+    uint64_t ndocs, nterms, tcap, alen, nsingle, nfull, arena;
     memcpy(&ndocs, im->b + 8, 8);
     memcpy(&nterms, im->b + 16, 8);
     memcpy(&tcap, im->b + 24, 8);
     memcpy(&alen, im->b + 32, 8);
-    memcpy(&post_len, im->b + 40, 8);
-    arena = 72 + 40 * nterms + 8 * tcap + 8 * ndocs + (4 * ndocs + 7) / 8 * 8 + (ndocs + 63) / 64 * 8;
+    memcpy(&nsingle, im->b + 64, 8);
+    assert_true(nsingle <= nterms);
+    nfull = nterms - nsingle;
+    arena = 80 + 40 * nfull + 16 * nsingle + 8 * tcap + 8 * ndocs + (4 * ndocs + 7) / 8 * 8 +
+            (ndocs + 63) / 64 * 8;
     for (uint64_t t = 0; t < nterms; t++) {
-        const uint8_t *r = im->b + 72 + 40 * t;
-        uint32_t off, len;
-        uint64_t first;
-        memcpy(&off, r, 4);
-        memcpy(&len, r + 4, 4);
-        memcpy(&first, r + 8, 8);
-        memcpy(n, r + 16, 4);
-        if (len == strlen(word) && memcmp(im->b + arena + off, word, len) == 0)
-            return (size_t)(im->len - post_len + first);
+        size_t at = t < nfull ? 80 + 40 * t : 80 + 40 * nfull + 16 * (t - nfull);
+        uint32_t off = 0, len = 0;
+        memcpy(&off, im->b + at, 4);
+        memcpy(&len, im->b + at + 4, t < nfull ? 4 : 2);
+        if (len == strlen(word) && memcmp(im->b + arena + off, word, len) == 0) {
+            *single = t >= nfull;
+            return at;
+        }
     }
     fail_msg("no term %s", word);
     return 0;
+}
+
+/* Where term `word`'s postings start in an image (stemmer "none"; a term
+ * with a full record), and their count. */
+static size_t postings_of(const image *im, const char *word, uint32_t *n)
+{
+    uint64_t post_len, first;
+    int single = 1;
+    size_t at = record_of(im, word, &single);
+    assert_false(single);
+    memcpy(&post_len, im->b + 40, 8);
+    memcpy(&first, im->b + at + 8, 8);
+    memcpy(n, im->b + at + 16, 4);
+    return (size_t)(im->len - post_len + first);
 }
 
 /* A damaged skip entry or block header: the map succeeds, a query that

@@ -39,8 +39,10 @@
 
 #define TIX_MAGIC 0x31584954u /* "TIX1" */
 #define TIX_VERSION 4 /* 4: postings in blocks, gaps; 3: the term table at most 3/4 full */
-#define TIX_HEAD 72
+#define TIX_HEAD 80
 #define TIX_TERM 40
+#define TIX_SINGLE 16     /* a term of one posting's record: no postings bytes */
+#define TIX_SINGLE_MAX 0xffffu /* its len and tf - 1 are u16 */
 #define TIX_SLACK 8  /* spare bytes after the postings: a field is one load */
 #define TIX_MAX_W 56 /* bits of a posting at most: it fits one load past a byte */
 
@@ -61,11 +63,13 @@ typedef struct term {
     uint32_t slot;       /* its place in the scratch list of that document */
     uint32_t checked;    /* mapped: its postings were verified */
     uint32_t loaded;     /* mapped: read from its file record */
+    uint8_t db, tb;      /* mapped: bits of a document number, of tf - 1 at
+                            max_tf (a term of one posting: no block header) */
+    posting one;         /* mapped from a single record: its posting (p points
+                            here); merge_write: the first posting counted */
     uint64_t sum;        /* mapped: XXH3-64 of its postings, from the file */
     const uint8_t *pk;   /* mapped: its postings, in blocks (term_block); else p */
     uint64_t room;       /* mapped: bytes from pk to the postings' spare bytes */
-    uint8_t db, tb;      /* mapped: bits of a document number, of tf - 1 at
-                            max_tf (a term of one posting: no block header) */
 } term;
 
 /* Postings come in blocks of PK_BLOCK (the last may be shorter): a
@@ -201,7 +205,10 @@ struct cairn__ramidx {
     int frozen;              /* mapped from a file: arena, table, postings, ext
                                 and dl point into the caller's bytes; a term is
                                 read from its record on first use */
-    const uint8_t *tfile;    /* mapped: the term records */
+    const uint8_t *image;    /* mapped: the image's first byte */
+    const uint8_t *tfile;    /* mapped: the full term records */
+    const uint8_t *sfile;    /* mapped: the single records (terms nfull..) */
+    size_t nfull;            /* mapped: terms with a full record */
     size_t post_off;         /* mapped: the postings' offset in the image */
     uint64_t npost;          /* mapped: postings in the image */
     int damaged;             /* mapped: a record or slot failed its bounds */
@@ -966,6 +973,13 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
         }
         qy.w[i].idf = cairn__bm25_idf(n_live, qy.w[i].df);
     }
+    /* A damaged record looked up reads as no term: the query fails
+     * rather than answer without it. */
+    for (size_t s = 0; s < nx; s++)
+        if (xs[s]->damaged) {
+            rc = CAIRN_ECORRUPT;
+            goto done;
+        }
     avgdl = (double)sum_dl / (double)n_live;
     cairn__bm25_topk_init(&top, heap, k);
     for (size_t s = 0, base = 0; s < nx; base += xs[s]->ndocs, s++) {
@@ -1176,6 +1190,15 @@ static unsigned tf_bits(uint32_t max_tf)
     return max_tf > 1 ? bits_of(max_tf - 1) : 0u;
 }
 
+/* A term the image gives a single record (TIX_SINGLE bytes, its posting
+ * in it) rather than a full one and postings: one posting, and a length
+ * and tf - 1 that fit the record's u16s. Decided from counts the writers
+ * know before the head is written (merge_write: once counted). */
+static int is_single(const term *tm)
+{
+    return tm->n == 1 && tm->max_tf - 1 <= TIX_SINGLE_MAX && tm->len <= TIX_SINGLE_MAX;
+}
+
 /* ---- postings in blocks (format-spec/memindex.md, "Postings") --------- */
 
 /* Sizing each term's postings before any is written (the head gives each
@@ -1229,9 +1252,10 @@ static void plan_feed(pk_plan *pl, const posting *p, size_t k)
 }
 
 /* Term t's postings were fed (the largest tf max_tf, db the bits of a
- * document number): its length. CAIRN_EINVAL: a posting of more than
- * TIX_MAX_W bits, or a term too long for its skip table's offsets. */
-static int plan_end(pk_plan *pl, size_t t, unsigned db, uint32_t max_tf)
+ * document number): its length (0 for a single term: its posting is in
+ * its record). CAIRN_EINVAL: a posting of more than TIX_MAX_W bits, or a
+ * term too long for its skip table's offsets. */
+static int plan_end(pk_plan *pl, size_t t, unsigned db, uint32_t max_tf, int single)
 {
     uint64_t nb;
     if (db + tf_bits(max_tf) > TIX_MAX_W)
@@ -1241,7 +1265,9 @@ static int plan_end(pk_plan *pl, size_t t, unsigned db, uint32_t max_tf)
     if (pl->failed)
         return CAIRN_ENOMEM;
     nb = (pl->nskip - pl->first) / 2;
-    if (pl->n == 1) /* no header: the document in db bits */
+    if (single)
+        pl->len[t] = 0;
+    else if (pl->n == 1) /* no header: the document in db bits */
         pl->len[t] = packed_len(1, db + tf_bits(max_tf));
     else if (nb == 1)
         pl->len[t] = pl->at;
@@ -1408,7 +1434,7 @@ static int plan_ram(const cairn__ramidx *x, pk_plan *pl)
     int rc = plan_init(pl, x->a, x->nterms);
     for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
         plan_feed(pl, x->terms[t].p, x->terms[t].n);
-        rc = plan_end(pl, t, db, x->terms[t].max_tf);
+        rc = plan_end(pl, t, db, x->terms[t].max_tf, is_single(&x->terms[t]));
     }
     return rc;
 }
@@ -1429,35 +1455,116 @@ static size_t image_tcap(size_t n)
 }
 
 /* x's terms in a table of cap slots (slot: the term's hash's top 32 bits,
- * then its number + 1; linear probing from the hash's low bits). */
-static uint64_t *image_table(const cairn__ramidx *x, size_t cap)
+ * then its image number + 1, img[id]; linear probing from the hash's low
+ * bits). A table of x's own size is x's with the numbers changed: the
+ * same slots, no term hashed again. */
+static uint64_t *image_table(const cairn__ramidx *x, size_t cap, const uint32_t *img)
 {
     uint64_t *t = cairn__calloc(x->a, cap, sizeof *t);
     if (t == NULL)
         return NULL;
+    if (cap == x->table_cap) {
+        for (size_t i = 0; i < cap; i++)
+            if (x->table[i] != 0)
+                t[i] = (x->table[i] >> 32) << 32 | ((uint64_t)img[(uint32_t)x->table[i] - 1] + 1);
+        return t;
+    }
     for (size_t id = 0; id < x->nterms; id++) {
         const term *tm = &x->terms[id]; /* in RAM: an image is written from RAM */
         uint64_t h = XXH3_64bits(x->arena + tm->off, tm->len);
         size_t i = (size_t)h & (cap - 1);
         while (t[i] != 0)
             i = (i + 1) & (cap - 1);
-        t[i] = (h >> 32) << 32 | (uint64_t)(id + 1);
+        t[i] = (h >> 32) << 32 | ((uint64_t)img[id] + 1);
     }
     return t;
 }
 
-/* The head of x's image (all but the postings), then the head mark. With
- * sums, each term's postings sum is its `sum` (the postings are not in x:
+/* The image numbers of x's terms: the full ones first, then the single
+ * ones, each kind in x's order (NULL: no memory). *nsingle: how many
+ * single ones. */
+static uint32_t *image_numbers(const cairn__ramidx *x, uint64_t *nsingle)
+{
+    uint32_t *img = cairn__calloc(x->a, x->nterms ? x->nterms : 1, sizeof *img);
+    uint32_t full = 0, one = 0;
+    if (img == NULL)
+        return NULL;
+    for (size_t id = 0; id < x->nterms; id++)
+        one += (uint32_t)is_single(&x->terms[id]);
+    *nsingle = one;
+    one = (uint32_t)(x->nterms - one);
+    for (size_t id = 0; id < x->nterms; id++)
+        img[id] = is_single(&x->terms[id]) ? one++ : full++;
+    return img;
+}
+
+/* Term tm's full record (its postings at byte at of the section). With
+ * sums, its postings sum is its `sum` (the postings are not in x:
  * cairn__ramidx_merge_write). */
+static void full_record(uint8_t *t, const term *tm, uint64_t at, int sums)
+{
+    put32(t, tm->off);
+    put32(t + 4, tm->len);
+    put64(t + 8, at);
+    put32(t + 16, tm->n);
+    put32(t + 20, tm->df);
+    put32(t + 24, tm->max_tf);
+    put32(t + 28, tm->min_dl);
+    put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
+}
+
+/* Term tm's single record: its posting is p. The check covers the rest,
+ * so that a damaged document number is caught, not read as another. */
+static void single_record(uint8_t *t, const term *tm, posting p)
+{
+    put32(t, tm->off);
+    t[4] = (uint8_t)tm->len;
+    t[5] = (uint8_t)(tm->len >> 8);
+    t[6] = (uint8_t)(p.tf - 1);
+    t[7] = (uint8_t)((p.tf - 1) >> 8);
+    put32(t + 8, p.doc);
+    put32(t + 12, (uint32_t)XXH3_64bits(t, 12));
+}
+
+/* x's term records, the full ones then the single ones (is_single). */
+static int write_records(const cairn__ramidx *x, const pk_plan *pl, int sums,
+                         cairn__ramidx_put_fn put, void *user)
+{
+    uint8_t t[TIX_TERM];
+    uint64_t at = 0;
+    int rc = CAIRN_OK;
+    for (size_t i = 0; rc == CAIRN_OK && i < x->nterms; i++) {
+        const term *tm = &x->terms[i];
+        if (is_single(tm))
+            continue;
+        full_record(t, tm, at, sums);
+        at += pl->len[i];
+        rc = put(user, t, TIX_TERM);
+    }
+    for (size_t i = 0; rc == CAIRN_OK && i < x->nterms; i++) {
+        const term *tm = &x->terms[i];
+        if (!is_single(tm))
+            continue;
+        single_record(t, tm, sums ? tm->one : tm->p[0]);
+        rc = put(user, t, TIX_SINGLE);
+    }
+    return rc;
+}
+
+/* The head of x's image (all but the postings), then the head mark. sums:
+ * as full_record. */
 static int write_head(const cairn__ramidx *x, const pk_plan *pl, int sums,
                       cairn__ramidx_put_fn put, void *user)
 {
     static const uint8_t zeros[8];
-    uint8_t h[TIX_HEAD], t[TIX_TERM];
-    uint64_t post_len = pad8((size_t)pl->total + TIX_SLACK), at = 0, *table;
+    uint8_t h[TIX_HEAD];
+    uint64_t post_len = pad8((size_t)pl->total + TIX_SLACK), nsingle = 0, *table = NULL;
     size_t tcap = image_tcap(x->nterms);
+    uint32_t *img = image_numbers(x, &nsingle);
     int rc;
 
+    if (img == NULL)
+        return CAIRN_ENOMEM;
     memset(h, 0, sizeof h);
     put32(h, TIX_MAGIC);
     put32(h + 4, TIX_VERSION);
@@ -1468,32 +1575,16 @@ static int write_head(const cairn__ramidx *x, const pk_plan *pl, int sums,
     put64(h + 40, post_len);
     put64(h + 48, x->n_live);
     put64(h + 56, x->sum_dl);
-    put64(h + 64, XXH3_64bits(h, 64));
-    if ((rc = put(user, h, sizeof h)) != CAIRN_OK)
-        return rc;
-    for (size_t i = 0; i < x->nterms; i++) {
-        const term *tm = &x->terms[i];
-        put32(t, tm->off);
-        put32(t + 4, tm->len);
-        put64(t + 8, at);
-        put32(t + 16, tm->n);
-        put32(t + 20, tm->df);
-        put32(t + 24, tm->max_tf);
-        put32(t + 28, tm->min_dl);
-        put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
-        at += pl->len[i];
-        if ((rc = put(user, t, sizeof t)) != CAIRN_OK)
-            return rc;
-    }
-    if (tcap == 0)
-        table = NULL;
-    else if (tcap == x->table_cap)
-        table = x->table; /* as full as an image's may be: written as it is */
-    else if ((table = image_table(x, tcap)) == NULL)
-        return CAIRN_ENOMEM;
-    rc = tcap ? put(user, table, tcap * 8) : CAIRN_OK;
-    if (table != x->table)
-        cairn__free(x->a, table);
+    put64(h + 64, nsingle);
+    put64(h + 72, XXH3_64bits(h, 72));
+    if ((rc = put(user, h, sizeof h)) == CAIRN_OK)
+        rc = write_records(x, pl, sums, put, user);
+    if (rc == CAIRN_OK && tcap && (table = image_table(x, tcap, img)) == NULL)
+        rc = CAIRN_ENOMEM;
+    cairn__free(x->a, img);
+    if (rc == CAIRN_OK && tcap)
+        rc = put(user, table, tcap * 8);
+    cairn__free(x->a, table);
     if (rc != CAIRN_OK ||
         (x->ndocs && (rc = put(user, x->ext, x->ndocs * 8)) != CAIRN_OK) ||
         (x->ndocs && (rc = put(user, x->dl, x->ndocs * 4)) != CAIRN_OK) ||
@@ -1516,6 +1607,8 @@ static int write_postings(const cairn__ramidx *x, const pk_plan *pl, pk_enc *e,
     e->db = doc_bits(x->ndocs);
     for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
         uint64_t from = e->out;
+        if (is_single(&x->terms[t]))
+            continue; /* its posting is in its record */
         rc = pk_term(e, x->terms[t].n, x->terms[t].max_tf, &skip);
         if (rc == CAIRN_OK)
             rc = more(u, t, e);
@@ -1714,6 +1807,8 @@ static int mw_count(void *u, const posting *p, size_t k)
 {
     mw_sum *c = u;
     for (size_t j = 0; j < k; j++) {
+        if (c->t->n == 0)
+            c->t->one = p[j]; /* a single term's record holds it */
         c->t->n++;
         c->t->df++;
         if (p[j].tf > c->t->max_tf)
@@ -1763,7 +1858,8 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
         rc = mw_postings(&w, t, mw_count, &c);
         w.x->terms[t].sum = XXH3_64bits_digest(&st);
         if (rc == CAIRN_OK)
-            rc = plan_end(&pl, t, doc_bits(w.x->ndocs), w.x->terms[t].max_tf);
+            rc = plan_end(&pl, t, doc_bits(w.x->ndocs), w.x->terms[t].max_tf,
+                          is_single(&w.x->terms[t]));
     }
     if (rc == CAIRN_OK)
         rc = write_head(w.x, &pl, 1, put, user);
@@ -1783,15 +1879,57 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
     return rc;
 }
 
+/* A term whose record failed its checks: it matches nothing, and the
+ * index is damaged. */
+static term *bad_term(cairn__ramidx *x, term *tm)
+{
+    x->damaged = 1;
+    tm->len = 0;
+    tm->n = tm->df = 0;
+    tm->db = tm->tb = 0;
+    tm->p = NULL;
+    tm->pk = NULL;
+    return tm;
+}
+
+/* Single term id's record, checked (its sum, its bounds): its posting
+ * in tm->one. Its df is derived: 1 if its document is live now (a
+ * removal loads the terms of the document before it clears its bit). */
+static term *load_single(cairn__ramidx *x, size_t id)
+{
+    const uint8_t *t = x->sfile + (id - x->nfull) * TIX_SINGLE;
+    term *tm = &x->terms[id];
+
+    tm->loaded = 1;
+    tm->off = get32(t);
+    tm->len = (uint32_t)t[4] | (uint32_t)t[5] << 8;
+    tm->one.tf = ((uint32_t)t[6] | (uint32_t)t[7] << 8) + 1;
+    tm->one.doc = get32(t + 8);
+    if (get32(t + 12) != (uint32_t)XXH3_64bits(t, 12) || tm->len == 0 ||
+        (uint64_t)tm->off + tm->len > x->arena_len || tm->one.doc >= x->ndocs)
+        return bad_term(x, tm);
+    tm->n = 1;
+    tm->df = (uint32_t)is_live(x, tm->one.doc);
+    tm->max_tf = tm->one.tf;
+    tm->min_dl = x->dl[tm->one.doc];
+    tm->p = &tm->one; /* read in place, as a term in RAM's */
+    tm->pk = NULL;
+    tm->checked = 1;
+    return tm;
+}
+
 /* A term's record, checked against the image's bounds. A bad one reads as
  * a term that matches nothing, and marks the index damaged. */
 static term *load_term(cairn__ramidx *x, size_t id)
 {
     const uint8_t *t = x->tfile + id * TIX_TERM;
     term *tm = &x->terms[id];
-    uint64_t first = get64(t + 8), need;
+    uint64_t first, need;
     unsigned db = doc_bits(x->ndocs);
 
+    if (id >= x->nfull)
+        return load_single(x, id);
+    first = get64(t + 8);
     tm->loaded = 1;
     tm->off = get32(t);
     tm->len = get32(t + 4);
@@ -1807,18 +1945,11 @@ static term *load_term(cairn__ramidx *x, size_t id)
     need = tm->n == 0 ? 0 : tm->n == 1 ? packed_len(1, db + tm->tb)
            : nblocks(tm) == 1 ? PK_HEAD : (uint64_t)nblocks(tm) * PK_SKIP;
     if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || db + tm->tb > TIX_MAX_W ||
-        first > x->npost - TIX_SLACK || need > x->npost - TIX_SLACK - first || tm->df > tm->n) {
-        x->damaged = 1;
-        tm->len = 0;
-        tm->n = tm->df = 0;
-        tm->db = tm->tb = 0;
-        tm->p = NULL;
-        tm->pk = NULL;
-        return tm;
-    }
+        first > x->npost - TIX_SLACK || need > x->npost - TIX_SLACK - first || tm->df > tm->n)
+        return bad_term(x, tm);
     tm->room = x->npost - TIX_SLACK - first;
     tm->p = NULL;
-    tm->pk = (const uint8_t *)x->tfile - TIX_HEAD + x->post_off + first;
+    tm->pk = x->image + x->post_off + first;
     return tm;
 }
 
@@ -1854,15 +1985,15 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
                       const void *bytes, size_t len, size_t *used)
 {
     const uint8_t *b = bytes;
-    uint64_t ndocs, nterms, tcap, alen, npost, need, n_live, sum_dl;
-    size_t o_terms, o_table, o_ext, o_dl, o_live, o_arena, o_post;
+    uint64_t ndocs, nterms, nsingle, tcap, alen, npost, need, n_live, sum_dl;
+    size_t o_terms, o_single, o_table, o_ext, o_dl, o_live, o_arena, o_post;
     cairn__ramidx *x = NULL;
     int rc;
 
     *out = NULL;
     if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC ||
         get32(b + 4) != TIX_VERSION ||
-        XXH3_64bits(b, 64) != get64(b + 64))
+        XXH3_64bits(b, 72) != get64(b + 72))
         return CAIRN_ECORRUPT;
     ndocs = get64(b + 8);
     nterms = get64(b + 16);
@@ -1871,14 +2002,17 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     npost = get64(b + 40);
     n_live = get64(b + 48);
     sum_dl = get64(b + 56);
+    nsingle = get64(b + 64);
     /* Every count bounded by the bytes there are before any product. */
     if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 8 || alen > len ||
         npost > len || npost < TIX_SLACK || npost % 8 != 0 || (tcap & (tcap - 1)) != 0 ||
-        (nterms > 0 && tcap * 3 < nterms * 4) ||
-        nterms > len / TIX_TERM || ndocs > len / 8 || n_live > ndocs)
+        (nterms > 0 && tcap * 3 < nterms * 4) || nsingle > nterms ||
+        nterms - nsingle > len / TIX_TERM || nsingle > len / TIX_SINGLE || ndocs > len / 8 ||
+        n_live > ndocs)
         return CAIRN_ECORRUPT;
     o_terms = TIX_HEAD;
-    o_table = o_terms + (size_t)nterms * TIX_TERM;
+    o_single = o_terms + (size_t)(nterms - nsingle) * TIX_TERM;
+    o_table = o_single + (size_t)nsingle * TIX_SINGLE;
     o_ext = o_table + (size_t)tcap * 8;
     o_dl = o_ext + (size_t)ndocs * 8;
     o_live = o_dl + pad8((size_t)ndocs * 4);
@@ -1899,7 +2033,10 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
         return CAIRN_ENOMEM;
     }
     memcpy(x->live, b + o_live, (size_t)(ndocs + 63) / 64 * 8);
+    x->image = b;
     x->tfile = b + o_terms;
+    x->sfile = b + o_single;
+    x->nfull = (size_t)(nterms - nsingle);
     x->post_off = o_post;
     x->npost = npost;
     x->table = (uint64_t *)(uintptr_t)(b + o_table);
