@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "ramindex.h"
 #include "tokenize.h"
 #include "testutil.h"
@@ -820,6 +822,210 @@ static void damaged_blocks_and_skip_entries_are_refused(void **state)
     free(im.b);
 }
 
+/* ---- terms of one posting: single records ------------------------------ */
+
+static void add_text(cairn__ramidx *x, uint64_t doc, const char *t)
+{
+    assert_int_equal(cairn__ramidx_add(x, doc, (const uint8_t *)t, strlen(t)), CAIRN_OK);
+}
+
+static void remove_text(cairn__ramidx *x, uint64_t doc, const char *t)
+{
+    assert_int_equal(cairn__ramidx_remove(x, doc, (const uint8_t *)t, strlen(t)), CAIRN_OK);
+}
+
+/* Hits of query q in x (k at most 8). */
+static size_t hits(cairn__ramidx *x, const char *q, uint64_t *d)
+{
+    double s[8];
+    size_t n = 0;
+    assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)q, strlen(q), 8, d, s, &n, NULL),
+                     CAIRN_OK);
+    return n;
+}
+
+static uint64_t image_u64(const image *im, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, im->b + at, 8);
+    return v;
+}
+
+/* Index A's texts: solo1, twin, solo2 (tf 2), gone, dies, lonely and
+ * ghost of one posting each (ghost's document removed before the image is
+ * written); common and pair of more; huge of one posting whose tf - 1
+ * (69,999) does not fit a single record. */
+static const char *const single_a[4] = {
+    "common solo1 twin pair", "common solo2 solo2 gone", "common dies pair", "common lonely"};
+
+static cairn__ramidx *single_index_a(void)
+{
+    static char text[8 * 70000 + 16];
+    cairn__ramidx *x = NULL;
+    int len = snprintf(text, sizeof text, "common");
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < 4; i++)
+        add_text(x, 10 + (uint64_t)i, single_a[i]);
+    for (int r = 0; r < 70000; r++)
+        len += snprintf(text + len, sizeof text - (size_t)len, " huge");
+    add_text(x, 14, text);
+    add_text(x, 15, "common ghost");
+    remove_text(x, 15, "common ghost");
+    return x;
+}
+
+static const char *const single_queries[] = {
+    "solo1", "twin", "solo2", "gone", "dies", "lonely", "huge", "pair", "common", "fresh",
+    "solo1 solo2", "common twin", "pair twin solo1", "huge common solo2", "lonely dies gone",
+    "ghost", "ghost common"};
+
+/* Terms of one posting written as single records: the image numbers the
+ * full terms first (the table follows), a single term reads back through
+ * search, removal and merge as in RAM; a term of one posting with tf
+ * 70,000 keeps a full record. Merged: a single term in both sources
+ * becomes a term of two postings, a term whose other postings are dead a
+ * single one, a single term of a dead document is dropped. */
+static void single_terms_read_back_and_merge_as_in_ram(void **state)
+{
+    cairn__ramidx *a = single_index_a(), *b = NULL, *f = NULL, *m = NULL, *mr = NULL, *fm = NULL,
+                  *xs[2];
+    image im = {NULL, 0, 0}, w = {NULL, 0, 0}, wr = {NULL, 0, 0};
+    uint64_t *mem = NULL, *mem2 = NULL, d[8];
+    int single = 0;
+    (void)state;
+
+    assert_int_equal(cairn__ramidx_new(&b, NULL, "none"), CAIRN_OK);
+    add_text(b, 100, "common twin");
+    add_text(b, 101, "common fresh");
+    f = map_image(a, &im, &mem);
+    assert_int_equal(image_u64(&im, 16), 10);
+    assert_int_equal(image_u64(&im, 64), 7); /* solo1 twin solo2 gone dies lonely ghost */
+    (void)record_of(&im, "ghost", &single);
+    assert_true(single); /* its document dead: it counts none (the check below) */
+    (void)record_of(&im, "solo2", &single);
+    assert_true(single);
+    (void)record_of(&im, "huge", &single);
+    assert_false(single); /* tf - 1 past a u16 */
+    (void)record_of(&im, "pair", &single);
+    assert_false(single);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    for (size_t q = 0; q < sizeof single_queries / sizeof single_queries[0]; q++)
+        for (size_t k = 1; k <= 8; k += 7)
+            same_answer(a, f, single_queries[q], k);
+    assert_int_equal(hits(f, "huge", d), 1);
+    assert_int_equal(d[0], 14);
+    assert_int_equal(hits(f, "ghost", d), 0);
+    /* removed, mapped: lonely loaded by a query first, dies not yet
+     * loaded; both count no live document after, as in RAM */
+    assert_int_equal(hits(f, "lonely", d), 1);
+    remove_text(f, 13, single_a[3]);
+    remove_text(f, 12, single_a[2]);
+    remove_text(a, 13, single_a[3]);
+    remove_text(a, 12, single_a[2]);
+    assert_int_equal(hits(f, "lonely", d), 0);
+    assert_int_equal(hits(f, "dies", d), 0);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK); /* df: the live postings */
+    for (size_t q = 0; q < sizeof single_queries / sizeof single_queries[0]; q++)
+        same_answer(a, f, single_queries[q], 8);
+    /* merged: as written, as in RAM, as the merge of the RAM indexes */
+    xs[0] = f;
+    xs[1] = b;
+    assert_int_equal(cairn__ramidx_merge_write(NULL, "none", xs, 2, put_bytes, &w, NULL),
+                     CAIRN_OK);
+    assert_int_equal(cairn__ramidx_merge(&m, NULL, "none", xs, 2), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_write(m, put_bytes, &wr), CAIRN_OK);
+    assert_int_equal(w.len, wr.len);
+    assert_memory_equal(w.b, wr.b, w.len);
+    /* common solo1 twin pair solo2 gone huge fresh: dies, lonely, ghost gone */
+    assert_int_equal(image_u64(&w, 16), 8);
+    assert_int_equal(image_u64(&w, 64), 5); /* solo1 pair solo2 gone fresh */
+    (void)record_of(&w, "twin", &single);
+    assert_false(single); /* single in each source, two postings merged */
+    (void)record_of(&w, "pair", &single);
+    assert_true(single); /* its other posting's document is dead */
+    mem2 = calloc((w.len + 7) / 8, 8);
+    assert_non_null(mem2);
+    memcpy(mem2, w.b, w.len);
+    assert_int_equal(cairn__ramidx_map(&fm, NULL, "none", mem2, w.len, NULL), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_check(fm), CAIRN_OK);
+    xs[0] = a;
+    assert_int_equal(cairn__ramidx_merge(&mr, NULL, "none", xs, 2), CAIRN_OK);
+    for (size_t q = 0; q < sizeof single_queries / sizeof single_queries[0]; q++)
+        for (size_t k = 1; k <= 8; k += 7) {
+            same_answer(m, fm, single_queries[q], k);
+            same_answer(mr, fm, single_queries[q], k);
+        }
+    assert_int_equal(hits(fm, "twin", d), 2);
+    assert_int_equal(hits(fm, "pair", d), 1);
+    assert_int_equal(d[0], 10);
+    cairn__ramidx_free(fm);
+    cairn__ramidx_free(mr);
+    cairn__ramidx_free(m);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(b);
+    cairn__ramidx_free(a);
+    free(mem);
+    free(mem2);
+    free(im.b);
+    free(w.b);
+    free(wr.b);
+}
+
+/* A single record's document number with one bit flipped (0 to 1: still
+ * a document of the image) or its term's bytes moved: its check catches
+ * it; the search that looks the term up and the full check fail with
+ * CAIRN_ECORRUPT, never answering with the wrong document. */
+static void a_damaged_single_record_is_refused(void **state)
+{
+    cairn__ramidx *a = single_index_a(), *f = NULL;
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL, d[8];
+    double s[8];
+    size_t n = 0, at;
+    int single = 0;
+    (void)state;
+
+    cairn__ramidx_free(map_image(a, &im, &mem));
+    at = record_of(&im, "solo1", &single);
+    assert_true(single);
+    for (int c = 0; c < 3; c++) {
+        uint8_t *r = (uint8_t *)mem + at;
+        uint32_t doc;
+        memcpy(mem, im.b, im.len);
+        memcpy(&doc, r + 8, 4);
+        assert_int_equal(doc, 0);
+        if (c == 0)
+            r[8] ^= 1;   /* document 1: in range */
+        else if (c == 1)
+            r[6] ^= 1;   /* tf 2 */
+        else
+            r[12] ^= 0x80; /* the check itself */
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"solo2", 5, 8, d, s, &n, NULL),
+                         CAIRN_OK); /* another single term: intact */
+        assert_int_equal(n, 1);
+        assert_int_equal(d[0], 11);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"solo1", 5, 8, d, s, &n, NULL),
+                         CAIRN_ECORRUPT);
+        cairn__ramidx_free(f);
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+        assert_int_equal(cairn__ramidx_check(f), CAIRN_ECORRUPT);
+        cairn__ramidx_free(f);
+    }
+    /* the header's single count, sum recomputed: past the terms */
+    memcpy(mem, im.b, im.len);
+    {
+        uint64_t bad = image_u64(&im, 16) + 1, sum;
+        memcpy((uint8_t *)mem + 64, &bad, 8);
+        sum = XXH3_64bits(mem, 72);
+        memcpy((uint8_t *)mem + 72, &sum, 8);
+    }
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_ECORRUPT);
+    cairn__ramidx_free(a);
+    free(mem);
+    free(im.b);
+}
+
 static void ranking_equals_brute_force_bm25(void **state)
 {
     cairn__ramidx *x = NULL;
@@ -1013,6 +1219,8 @@ int main(void)
         cmocka_unit_test(an_image_of_one_document_reads_back),
         cmocka_unit_test(seek_jumps_blocks_and_finds_what_a_full_scan_finds),
         cmocka_unit_test(damaged_blocks_and_skip_entries_are_refused),
+        cmocka_unit_test(single_terms_read_back_and_merge_as_in_ram),
+        cmocka_unit_test(a_damaged_single_record_is_refused),
         cmocka_unit_test(pruning_skips_documents_of_a_common_term),
         cmocka_unit_test(removal_and_order_errors),
         cmocka_unit_test(empty_and_unknown_queries_find_nothing),
