@@ -22,7 +22,10 @@
  * offset). A query term's cursor holds one block, decoded; a lookup goes
  * through the skip table to the block that can hold the document (no block
  * passed over is decoded), then halves within it. Postings in RAM are read
- * in place through the same cursor, cut into blocks the same way.
+ * in place through the same cursor, cut into blocks the same way. A term
+ * of one posting (in bench_memory's texts, most terms: each memory's own
+ * name) has a short record holding that posting and no postings bytes;
+ * mapped, its posting is read in place as a term in RAM's is.
  */
 #include "ramindex.h"
 
