@@ -55,13 +55,38 @@ static void wr64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
+/* A text image's checks (tlen bytes at t, its head thead of them): each
+ * single record's check, the header's sum, and the head's sum in the
+ * namespace entry ns. An image of version 1 to 3 gets version 4 and no
+ * single record (its old header sum, where the count now is, zeroed). */
+static void repair_image(uint8_t *t, uint64_t tlen, uint64_t thead, uint8_t *ns)
+{
+    uint64_t nterms = rd64(t + 16), nsingle;
+    if (t[4] >= 1 && t[4] <= 3) {
+        t[4] = 4;
+        wr64(t + 64, 0);
+    }
+    nsingle = rd64(t + 64);
+    if (nsingle <= nterms && nterms - nsingle <= tlen / 40 && nsingle <= tlen / 16 &&
+        80 + (nterms - nsingle) * 40 + nsingle * 16 <= tlen)
+        for (uint64_t i = 0; i < nsingle; i++) {
+            uint8_t *r = t + 80 + (nterms - nsingle) * 40 + i * 16;
+            uint32_t check = (uint32_t)XXH3_64bits(r, 12);
+            memcpy(r + 12, &check, 4);
+        }
+    wr64(t + 72, XXH3_64bits(t, 72));
+    if (thead <= tlen)
+        wr64(ns + 48, XXH3_64bits(t, (size_t)thead));
+}
+
 /* Recompute the sums a reader checks before it looks further, where the
- * bytes say where they are (format-spec/memindex.md, version 10: the common
- * file header, then the memory index header, MX_HEAD_LEN bytes; a row's
- * part of the heap), and make the versions this build's (the file's 10,
- * each text image's 3), so that inputs of older versions (most of the
- * corpus) reach today's readers; their rows, of another layout, mostly
- * fail their bounds, which exercises those checks. */
+ * bytes say where they are (format-spec/memindex.md, version 10: the
+ * common file header, then the memory index header, MX_HEAD_LEN bytes; a
+ * row's part of the heap; each text image's checks), and make the
+ * versions this build's (the file's 10, each text image's 4), so that
+ * inputs of older versions (most of the corpus) reach today's readers;
+ * their rows, of another layout, mostly fail their bounds, which
+ * exercises those checks. */
 static void repair(uint8_t *b, size_t len)
 {
     uint64_t n_ns, tcap, nrows, ro, heap;
@@ -78,13 +103,10 @@ static void repair(uint8_t *b, size_t len)
     if (ro > len)
         goto header;
     for (uint64_t i = 0; i < n_ns; i++) {
-        const uint8_t *ns = b + MX_HEAD_LEN + i * 64;
+        uint8_t *ns = b + MX_HEAD_LEN + i * 64;
         uint64_t toff = rd64(ns + 24), tlen = rd64(ns + 32);
-        if (toff < len && tlen >= 72 && tlen <= len - toff) {
-            if (b[toff + 4] == 1 || b[toff + 4] == 2) /* an image of version 1 or 2 */
-                b[toff + 4] = 3;
-            wr64(b + toff + 64, XXH3_64bits(b + toff, 64));
-        }
+        if (toff < len && tlen >= 80 && tlen <= len - toff)
+            repair_image(b + toff, tlen, rd64(ns + 40), ns);
     }
     wr64(b + MX_NS_SUM, XXH3_64bits(b + MX_HEAD_LEN, (size_t)(n_ns * 64)));
     heap = ro + nrows * 80;

@@ -1505,7 +1505,8 @@ static void test_memindex_generation_golden_reads_back(void **state)
 /* Files of versions 1..3 are bound to no log, of version 4 lie on no
  * other, of version 5 index the content alone (not the name), of version
  * 6 have no common file header, of version 7 unpacked postings, of
- * version 8 a copy of each memory's content:
+ * version 8 a copy of each memory's content, of version 9 postings of
+ * one width a term:
  * recognised as older (their header sum
  * checked where those versions keep it), never used; the memory layer
  * rebuilds from the log (test_memindex.c). A damaged one is damage. */

@@ -536,7 +536,7 @@ static void a_damaged_term_is_not_written_on(void **state)
     char *want, *path, *e;
     size_t len = 0;
     uint8_t *b;
-    uint64_t tix_off, nterms, nrows;
+    uint64_t tix_off, nterms, nsingle, nrows;
     uint32_t bad = 0x7fffffff;
 
     build_history(f, ids);
@@ -547,10 +547,13 @@ static void a_damaged_term_is_not_written_on(void **state)
     nrows = header_u64(path, H_NROWS);
     b = tu_read_file(path, &len);
     /* namespace 0's text image; its last term record's "off" field (the
-     * last: a merge meets no sound term after it) */
+     * last: a merge meets no sound term after it), a single record after
+     * the nterms - nsingle full ones */
     memcpy(&tix_off, b + MX_HEAD_LEN + 24, 8);
     memcpy(&nterms, b + tix_off + 16, 8);
-    memcpy(b + tix_off + 72 + (nterms - 1) * 40, &bad, 4);
+    memcpy(&nsingle, b + tix_off + 64, 8);
+    assert_true(nsingle > 0 && nsingle < nterms);
+    memcpy(b + tix_off + 80 + (nterms - nsingle) * 40 + (nsingle - 1) * 16, &bad, 4);
     assert_int_equal(tu_write_file(path, b, len), 0);
     free(b);
     open_all(f, 0);
@@ -605,8 +608,8 @@ static void a_lying_live_count_cannot_overflow_the_prune(void **state)
         memcpy(b + MX_HEAD_LEN + 64 * i + 16, &lie, 8);
         /* and the text image's own count, which the open compares it with */
         memcpy(b + tix + 48, &lie, 8);
-        sum = XXH3_64bits(b + tix, 64);
-        memcpy(b + tix + 64, &sum, 8);
+        sum = XXH3_64bits(b + tix, 72);
+        memcpy(b + tix + 72, &sum, 8);
     }
     sum = XXH3_64bits(b + MX_HEAD_LEN, 64 * (size_t)n_ns);
     memcpy(b + MX_NS_SUM, &sum, 8);

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "ramindex.h"
 #include "tokenize.h"
 #include "testutil.h"
@@ -388,7 +390,7 @@ static void damaged_images_are_refused(void **state)
 
     assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
     assert_int_equal(cairn__ramidx_add(x, 1, (const uint8_t *)"alpha beta", 10), CAIRN_OK);
-    assert_int_equal(cairn__ramidx_add(x, 2, (const uint8_t *)"beta gamma", 10), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x, 2, (const uint8_t *)"beta beta gamma", 15), CAIRN_OK);
     assert_int_equal(cairn__ramidx_write(x, put_bytes, &im), CAIRN_OK);
     words = (im.len + 7) / 8;
     copy = calloc(words, 8);
@@ -403,18 +405,25 @@ static void damaged_images_are_refused(void **state)
      * the first query that reads it fails */
     memcpy(copy, im.b, im.len);
     {
-        /* the postings end the image (their length at byte 40), packed
-         * one bit each here (2 documents, every tf 1): alpha's byte,
-         * beta's, then gamma's; its document 1 made 0 */
-        uint64_t post_len;
+        /* the postings end the image (their length at byte 40): beta's
+         * block of two (its header: 0 bits a gap, 1 bit a tf - 1), its tfs
+         * 1 and 2 in the byte 0x02; alpha and gamma, of one posting each,
+         * have single records and no postings. beta's tf 2 made 1 */
+        uint64_t post_len, nsingle;
         memcpy(&post_len, im.b + 40, 8);
+        memcpy(&nsingle, im.b + 64, 8);
+        assert_int_equal(nsingle, 2);
         assert_int_equal(post_len, 16); /* 3 bytes, 8 spare, padding */
-        ((uint8_t *)copy)[im.len - post_len + 2] ^= 0x01;
+        assert_int_equal(im.b[im.len - post_len], 0);
+        assert_int_equal(im.b[im.len - post_len + 1], 1);
+        assert_int_equal(im.b[im.len - post_len + 2], 0x02);
+        ((uint8_t *)copy)[im.len - post_len + 2] ^= 0x02;
     }
     assert_int_equal(cairn__ramidx_map(&f, NULL, "none", copy, im.len, NULL), CAIRN_OK);
     assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"alpha", 5, 4, d, sc, &n, NULL),
-                     CAIRN_OK); /* alpha's postings are intact */
-    assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"gamma", 5, 4, d, sc, &n, NULL),
+                     CAIRN_OK); /* alpha's posting is intact */
+    assert_int_equal(n, 1);
+    assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"beta", 4, 4, d, sc, &n, NULL),
                      CAIRN_ECHECKSUM);
     cairn__ramidx_free(f);
     /* the magic */
@@ -488,6 +497,533 @@ static void packed_postings_read_back_at_every_width(void **state)
         free(aligned);
         free(im.b);
     }
+}
+
+/* ---- postings in blocks ------------------------------------------------- */
+
+/* x written, the image mapped (an aligned copy: *mem, freed by the caller). */
+static cairn__ramidx *map_image(const cairn__ramidx *x, image *im, uint64_t **mem)
+{
+    cairn__ramidx *f = NULL;
+    size_t used = 0;
+    im->len = 0;
+    assert_int_equal(cairn__ramidx_write(x, put_bytes, im), CAIRN_OK);
+    *mem = calloc((im->len + 7) / 8, 8);
+    assert_non_null(*mem);
+    memcpy(*mem, im->b, im->len);
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", *mem, im->len, &used), CAIRN_OK);
+    assert_int_equal(used, im->len);
+    return f;
+}
+
+/* The same answer from a and b (documents and scores, bit for bit). */
+static void same_answer(cairn__ramidx *a, cairn__ramidx *b, const char *q, size_t k)
+{
+    uint64_t d1[64], d2[64];
+    double s1[64], s2[64];
+    size_t n1 = 0, n2 = 0;
+    assert_true(k <= 64);
+    assert_int_equal(cairn__ramidx_search(a, (const uint8_t *)q, strlen(q), k, d1, s1, &n1, NULL),
+                     CAIRN_OK);
+    assert_int_equal(cairn__ramidx_search(b, (const uint8_t *)q, strlen(q), k, d2, s2, &n2, NULL),
+                     CAIRN_OK);
+    if (n1 != n2)
+        fail_msg("query '%s' k %zu: %zu hits, then %zu", q, k, n1, n2);
+    for (size_t i = 0; i < n1; i++)
+        if (d1[i] != d2[i] || memcmp(&s1[i], &s2[i], sizeof s1[i]) != 0)
+            fail_msg("query '%s' k %zu rank %zu: %llu %.9f, then %llu %.9f", q, k, i,
+                     (unsigned long long)d1[i], s1[i], (unsigned long long)d2[i], s2[i]);
+}
+
+#define EDGE_DOCS 600
+
+/* Terms of 1, 2, 127, 128, 129, 256 and 257 postings (spread over the
+ * documents, the first and the last among them), one in every document
+ * (gaps of 0 bits), one with a tf of 70,000: mapped, merged into another
+ * index as it is written, each image ranks as the index it was made from
+ * and passes its check. */
+static void blocks_read_back_at_their_edges(void **state)
+{
+    static const int counts[] = {1, 2, 127, 128, 129, 256, 257};
+    static const char *const queries[] = {
+        "t1", "t2", "t127", "t128", "t129", "t256", "t257", "all", "big",
+        "t129 all", "t257 all", "t1 t2 t128", "big t256", "t127 t129 t257 all"};
+    static const size_t ks[] = {1, 3, 10, 64};
+    static char text[8 * 70000 + 256];
+    cairn__ramidx *x = NULL, *y = NULL, *f = NULL, *m = NULL, *fm = NULL, *xs[2];
+    image im = {NULL, 0, 0}, w = {NULL, 0, 0};
+    uint64_t *mem = NULL, *mem2 = NULL;
+    size_t used = 0;
+    (void)state;
+
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_new(&y, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < EDGE_DOCS; i++) {
+        int len = snprintf(text, sizeof text, "all");
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            /* count postings: the documents j * EDGE_DOCS / count, and
+             * for 2 the first and the last (the largest gap) */
+            int has = 0;
+            for (int j = 0; j < counts[c] && !has; j++)
+                has = counts[c] == 2 ? i == 0 || i == EDGE_DOCS - 1 : i == j * EDGE_DOCS / counts[c];
+            if (has)
+                len += snprintf(text + len, sizeof text - (size_t)len, " t%d", counts[c]);
+        }
+        if (i % 3 == 0) { /* 200 postings, one of tf 70,000 */
+            int reps = i == 300 ? 70000 : 1 + i % 5;
+            for (int r = 0; r < reps; r++)
+                len += snprintf(text + len, sizeof text - (size_t)len, " big");
+        }
+        assert_int_equal(cairn__ramidx_add(x, 10 + 3 * (uint64_t)i, (const uint8_t *)text,
+                                           (size_t)len),
+                         CAIRN_OK);
+    }
+    for (int i = 0; i < 300; i++) { /* a second index, after the first */
+        const char *t = i % 2 ? "all t129 big" : "all t257";
+        assert_int_equal(cairn__ramidx_add(y, 100000 + (uint64_t)i, (const uint8_t *)t, strlen(t)),
+                         CAIRN_OK);
+    }
+    f = map_image(x, &im, &mem);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++)
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+            same_answer(x, f, queries[q], ks[k]);
+    /* merged as it is written (the mapped image and y): the bytes of the
+     * merge written, and the same ranking as the merge in RAM */
+    xs[0] = f;
+    xs[1] = y;
+    assert_int_equal(cairn__ramidx_merge(&m, NULL, "none", xs, 2), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_merge_write(NULL, "none", xs, 2, put_bytes, &w, NULL),
+                     CAIRN_OK);
+    im.len = 0;
+    assert_int_equal(cairn__ramidx_write(m, put_bytes, &im), CAIRN_OK);
+    assert_int_equal(w.len, im.len);
+    assert_memory_equal(w.b, im.b, w.len);
+    mem2 = calloc((w.len + 7) / 8, 8);
+    assert_non_null(mem2);
+    memcpy(mem2, w.b, w.len);
+    assert_int_equal(cairn__ramidx_map(&fm, NULL, "none", mem2, w.len, &used), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_check(fm), CAIRN_OK);
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++)
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+            same_answer(m, fm, queries[q], ks[k]);
+    cairn__ramidx_free(fm);
+    cairn__ramidx_free(m);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(y);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(mem2);
+    free(w.b);
+    free(im.b);
+}
+
+/* One document (0 bits of document number): its postings read back. */
+static void an_image_of_one_document_reads_back(void **state)
+{
+    cairn__ramidx *x = NULL, *f = NULL;
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL;
+    (void)state;
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_add(x, 42, (const uint8_t *)"solo solo solo duo duo one", 26),
+                     CAIRN_OK);
+    f = map_image(x, &im, &mem);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    same_answer(x, f, "solo", 1);
+    same_answer(x, f, "duo one", 1);
+    {
+        uint64_t d[1];
+        double s[1];
+        size_t n = 0;
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"duo", 3, 1, d, s, &n, NULL),
+                         CAIRN_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(d[0], 42);
+    }
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
+#define SEEK_DOCS 5000
+
+/* An index where MaxScore seeks a common term's postings (3,333 in 27
+ * blocks) across blocks: 3 words a document, "common" in two of three
+ * (twice in three of the rare ones, each blocks after the one before:
+ * they must come first), "rare" in nine. */
+static cairn__ramidx *seek_index(void)
+{
+    static const int rare[] = {1, 129, 130, 700, 1301, 2600, 2601, 4998, 4999};
+    cairn__ramidx *x = NULL;
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < SEEK_DOCS; i++) {
+        char t[64];
+        int is_rare = 0;
+        for (size_t r = 0; r < sizeof rare / sizeof rare[0]; r++)
+            is_rare |= rare[r] == i;
+        snprintf(t, sizeof t, "%s %s %s", i % 3 ? "common" : "other",
+                 is_rare && (i == 1301 || i == 2600 || i == 4999) ? "common" : "fill",
+                 is_rare ? "rare" : "pad");
+        assert_int_equal(cairn__ramidx_add(x, 7 + (uint64_t)i, (const uint8_t *)t, strlen(t)),
+                         CAIRN_OK);
+    }
+    return x;
+}
+
+/* Seeking through the skip table finds what reading every posting finds:
+ * the top 4 of "rare common" (once the 4 best so far are all rare,
+ * "common" is only looked up: near, a few blocks on, many blocks on) are
+ * the first 4 of the search that scores every match, in RAM and mapped. */
+static void seek_jumps_blocks_and_finds_what_a_full_scan_finds(void **state)
+{
+    static const uint64_t want[4] = {7 + 1301, 7 + 2600, 7 + 4999, 7 + 1};
+    cairn__ramidx *x = seek_index(), *f = NULL, *both[2];
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL, dall[64], d[4];
+    double sall[64], s[4];
+    size_t nall = 0, n = 0;
+    const char *q = "rare common";
+    (void)state;
+
+    f = map_image(x, &im, &mem);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    both[0] = x;
+    both[1] = f;
+    for (int i = 0; i < 2; i++) {
+        ramidx_trace tr;
+        assert_int_equal(cairn__ramidx_search(both[i], (const uint8_t *)q, strlen(q), 64, dall,
+                                              sall, &nall, NULL),
+                         CAIRN_OK);
+        assert_int_equal(nall, 64);
+        assert_int_equal(cairn__ramidx_search(both[i], (const uint8_t *)q, strlen(q), 4, d, s, &n,
+                                              &tr),
+                         CAIRN_OK);
+        assert_int_equal(n, 4);
+        for (size_t j = 0; j < 4; j++) {
+            assert_int_equal(d[j], want[j]);
+            assert_int_equal(dall[j], want[j]);
+            assert_memory_equal(&s[j], &sall[j], sizeof s[j]);
+        }
+        assert_true(s[2] > s[3]); /* tf 2 above tf 1: the seek read tf */
+        /* 3,336 documents match; after the first few hundred only rare
+         * ones are enumerated, "common" sought for each */
+        assert_true(tr.docs_scored + tr.docs_pruned < 1000);
+    }
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
+/* Where term `word`'s record is in an image (stemmer "none"): *single
+ * says which kind (a full record of 40 bytes, or a single one of 16). */
+static size_t record_of(const image *im, const char *word, int *single)
+{
+    uint64_t ndocs, nterms, tcap, alen, nsingle, nfull, arena;
+    memcpy(&ndocs, im->b + 8, 8);
+    memcpy(&nterms, im->b + 16, 8);
+    memcpy(&tcap, im->b + 24, 8);
+    memcpy(&alen, im->b + 32, 8);
+    memcpy(&nsingle, im->b + 64, 8);
+    assert_true(nsingle <= nterms);
+    nfull = nterms - nsingle;
+    arena = 80 + 40 * nfull + 16 * nsingle + 8 * tcap + 8 * ndocs + (4 * ndocs + 7) / 8 * 8 +
+            (ndocs + 63) / 64 * 8;
+    for (uint64_t t = 0; t < nterms; t++) {
+        size_t at = t < nfull ? 80 + 40 * t : 80 + 40 * nfull + 16 * (t - nfull);
+        uint32_t off = 0, len = 0;
+        memcpy(&off, im->b + at, 4);
+        memcpy(&len, im->b + at + 4, t < nfull ? 4 : 2);
+        if (len == strlen(word) && memcmp(im->b + arena + off, word, len) == 0) {
+            *single = t >= nfull;
+            return at;
+        }
+    }
+    fail_msg("no term %s", word);
+    return 0;
+}
+
+/* Where term `word`'s postings start in an image (stemmer "none"; a term
+ * with a full record), and their count. */
+static size_t postings_of(const image *im, const char *word, uint32_t *n)
+{
+    uint64_t post_len, first;
+    int single = 1;
+    size_t at = record_of(im, word, &single);
+    assert_false(single);
+    memcpy(&post_len, im->b + 40, 8);
+    memcpy(&first, im->b + at + 8, 8);
+    memcpy(n, im->b + at + 16, 4);
+    return (size_t)(im->len - post_len + first);
+}
+
+/* A damaged skip entry or block header: the map succeeds, a query that
+ * reads the term (and the full check) fails with CAIRN_ECORRUPT, never
+ * reading outside the image; the other terms still answer. */
+static void damaged_blocks_and_skip_entries_are_refused(void **state)
+{
+    cairn__ramidx *x = seek_index();
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL;
+    uint32_t n = 0;
+    size_t at;
+    (void)state;
+
+    cairn__ramidx_free(map_image(x, &im, &mem));
+    at = postings_of(&im, "common", &n);
+    assert_int_equal(n, 3333);
+    for (int c = 0; c < 6; c++) {
+        cairn__ramidx *f = NULL;
+        uint8_t *b = (uint8_t *)mem;
+        uint32_t nb = (n + 127) / 128, v;
+        uint64_t d[4];
+        double s[4];
+        size_t k = 0;
+        int want = CAIRN_ECORRUPT;
+        memcpy(mem, im.b, im.len);
+        assert_int_equal(nb, 27);
+        switch (c) {
+        case 0: /* block 0's last document */
+            b[at] ^= 1;
+            break;
+        case 1: /* block 5's offset, far past the end */
+            v = 0xfffffff0u;
+            memcpy(b + at + 5 * 8 + 4, &v, 4);
+            break;
+        case 2: /* the last block's offset, one byte on */
+            b[at + 26 * 8 + 4]++;
+            break;
+        case 3: /* block 0's gap width past 32 */
+            b[at + nb * 8] = 40;
+            break;
+        case 4: /* block 0's widths past 56 together */
+            b[at + nb * 8] = 30;
+            b[at + nb * 8 + 1] = 30;
+            break;
+        case 5: /* block 0's tf width, in bounds but wrong */
+            b[at + nb * 8 + 1] += 3;
+            want = CAIRN_ECORRUPT; /* block 1 no longer starts where the table says */
+            break;
+        }
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"rare", 4, 4, d, s, &k, NULL),
+                         CAIRN_OK);
+        assert_int_equal(k, 4);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"rare common", 11, 4, d, s, &k,
+                                              NULL),
+                         want);
+        assert_int_equal(cairn__ramidx_check(f), want);
+        cairn__ramidx_free(f);
+    }
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
+/* ---- terms of one posting: single records ------------------------------ */
+
+static void add_text(cairn__ramidx *x, uint64_t doc, const char *t)
+{
+    assert_int_equal(cairn__ramidx_add(x, doc, (const uint8_t *)t, strlen(t)), CAIRN_OK);
+}
+
+static void remove_text(cairn__ramidx *x, uint64_t doc, const char *t)
+{
+    assert_int_equal(cairn__ramidx_remove(x, doc, (const uint8_t *)t, strlen(t)), CAIRN_OK);
+}
+
+/* Hits of query q in x (k at most 8). */
+static size_t hits(cairn__ramidx *x, const char *q, uint64_t *d)
+{
+    double s[8];
+    size_t n = 0;
+    assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)q, strlen(q), 8, d, s, &n, NULL),
+                     CAIRN_OK);
+    return n;
+}
+
+static uint64_t image_u64(const image *im, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, im->b + at, 8);
+    return v;
+}
+
+/* Index A's texts: solo1, twin, solo2 (tf 2), gone, dies, lonely and
+ * ghost of one posting each (ghost's document removed before the image is
+ * written); common and pair of more; huge of one posting whose tf - 1
+ * (69,999) does not fit a single record. */
+static const char *const single_a[4] = {
+    "common solo1 twin pair", "common solo2 solo2 gone", "common dies pair", "common lonely"};
+
+static cairn__ramidx *single_index_a(void)
+{
+    static char text[8 * 70000 + 16];
+    cairn__ramidx *x = NULL;
+    int len = snprintf(text, sizeof text, "common");
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < 4; i++)
+        add_text(x, 10 + (uint64_t)i, single_a[i]);
+    for (int r = 0; r < 70000; r++)
+        len += snprintf(text + len, sizeof text - (size_t)len, " huge");
+    add_text(x, 14, text);
+    add_text(x, 15, "common ghost");
+    remove_text(x, 15, "common ghost");
+    return x;
+}
+
+static const char *const single_queries[] = {
+    "solo1", "twin", "solo2", "gone", "dies", "lonely", "huge", "pair", "common", "fresh",
+    "solo1 solo2", "common twin", "pair twin solo1", "huge common solo2", "lonely dies gone",
+    "ghost", "ghost common"};
+
+/* Terms of one posting written as single records: the image numbers the
+ * full terms first (the table follows), a single term reads back through
+ * search, removal and merge as in RAM; a term of one posting with tf
+ * 70,000 keeps a full record. Merged: a single term in both sources
+ * becomes a term of two postings, a term whose other postings are dead a
+ * single one, a single term of a dead document is dropped. */
+static void single_terms_read_back_and_merge_as_in_ram(void **state)
+{
+    cairn__ramidx *a = single_index_a(), *b = NULL, *f = NULL, *m = NULL, *mr = NULL, *fm = NULL,
+                  *xs[2];
+    image im = {NULL, 0, 0}, w = {NULL, 0, 0}, wr = {NULL, 0, 0};
+    uint64_t *mem = NULL, *mem2 = NULL, d[8];
+    int single = 0;
+    (void)state;
+
+    assert_int_equal(cairn__ramidx_new(&b, NULL, "none"), CAIRN_OK);
+    add_text(b, 100, "common twin");
+    add_text(b, 101, "common fresh");
+    f = map_image(a, &im, &mem);
+    assert_int_equal(image_u64(&im, 16), 10);
+    assert_int_equal(image_u64(&im, 64), 7); /* solo1 twin solo2 gone dies lonely ghost */
+    (void)record_of(&im, "ghost", &single);
+    assert_true(single); /* its document dead: it counts none (the check below) */
+    (void)record_of(&im, "solo2", &single);
+    assert_true(single);
+    (void)record_of(&im, "huge", &single);
+    assert_false(single); /* tf - 1 past a u16 */
+    (void)record_of(&im, "pair", &single);
+    assert_false(single);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    for (size_t q = 0; q < sizeof single_queries / sizeof single_queries[0]; q++)
+        for (size_t k = 1; k <= 8; k += 7)
+            same_answer(a, f, single_queries[q], k);
+    assert_int_equal(hits(f, "huge", d), 1);
+    assert_int_equal(d[0], 14);
+    assert_int_equal(hits(f, "ghost", d), 0);
+    /* removed, mapped: lonely loaded by a query first, dies not yet
+     * loaded; both count no live document after, as in RAM */
+    assert_int_equal(hits(f, "lonely", d), 1);
+    remove_text(f, 13, single_a[3]);
+    remove_text(f, 12, single_a[2]);
+    remove_text(a, 13, single_a[3]);
+    remove_text(a, 12, single_a[2]);
+    assert_int_equal(hits(f, "lonely", d), 0);
+    assert_int_equal(hits(f, "dies", d), 0);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK); /* df: the live postings */
+    for (size_t q = 0; q < sizeof single_queries / sizeof single_queries[0]; q++)
+        same_answer(a, f, single_queries[q], 8);
+    /* merged: as written, as in RAM, as the merge of the RAM indexes */
+    xs[0] = f;
+    xs[1] = b;
+    assert_int_equal(cairn__ramidx_merge_write(NULL, "none", xs, 2, put_bytes, &w, NULL),
+                     CAIRN_OK);
+    assert_int_equal(cairn__ramidx_merge(&m, NULL, "none", xs, 2), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_write(m, put_bytes, &wr), CAIRN_OK);
+    assert_int_equal(w.len, wr.len);
+    assert_memory_equal(w.b, wr.b, w.len);
+    /* common solo1 twin pair solo2 gone huge fresh: dies, lonely, ghost gone */
+    assert_int_equal(image_u64(&w, 16), 8);
+    assert_int_equal(image_u64(&w, 64), 5); /* solo1 pair solo2 gone fresh */
+    (void)record_of(&w, "twin", &single);
+    assert_false(single); /* single in each source, two postings merged */
+    (void)record_of(&w, "pair", &single);
+    assert_true(single); /* its other posting's document is dead */
+    mem2 = calloc((w.len + 7) / 8, 8);
+    assert_non_null(mem2);
+    memcpy(mem2, w.b, w.len);
+    assert_int_equal(cairn__ramidx_map(&fm, NULL, "none", mem2, w.len, NULL), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_check(fm), CAIRN_OK);
+    xs[0] = a;
+    assert_int_equal(cairn__ramidx_merge(&mr, NULL, "none", xs, 2), CAIRN_OK);
+    for (size_t q = 0; q < sizeof single_queries / sizeof single_queries[0]; q++)
+        for (size_t k = 1; k <= 8; k += 7) {
+            same_answer(m, fm, single_queries[q], k);
+            same_answer(mr, fm, single_queries[q], k);
+        }
+    assert_int_equal(hits(fm, "twin", d), 2);
+    assert_int_equal(hits(fm, "pair", d), 1);
+    assert_int_equal(d[0], 10);
+    cairn__ramidx_free(fm);
+    cairn__ramidx_free(mr);
+    cairn__ramidx_free(m);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(b);
+    cairn__ramidx_free(a);
+    free(mem);
+    free(mem2);
+    free(im.b);
+    free(w.b);
+    free(wr.b);
+}
+
+/* A single record's document number with one bit flipped (0 to 1: still
+ * a document of the image) or its term's bytes moved: its check catches
+ * it; the search that looks the term up and the full check fail with
+ * CAIRN_ECORRUPT, never answering with the wrong document. */
+static void a_damaged_single_record_is_refused(void **state)
+{
+    cairn__ramidx *a = single_index_a(), *f = NULL;
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL, d[8];
+    double s[8];
+    size_t n = 0, at;
+    int single = 0;
+    (void)state;
+
+    cairn__ramidx_free(map_image(a, &im, &mem));
+    at = record_of(&im, "solo1", &single);
+    assert_true(single);
+    for (int c = 0; c < 3; c++) {
+        uint8_t *r = (uint8_t *)mem + at;
+        uint32_t doc;
+        memcpy(mem, im.b, im.len);
+        memcpy(&doc, r + 8, 4);
+        assert_int_equal(doc, 0);
+        if (c == 0)
+            r[8] ^= 1;   /* document 1: in range */
+        else if (c == 1)
+            r[6] ^= 1;   /* tf 2 */
+        else
+            r[12] ^= 0x80; /* the check itself */
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"solo2", 5, 8, d, s, &n, NULL),
+                         CAIRN_OK); /* another single term: intact */
+        assert_int_equal(n, 1);
+        assert_int_equal(d[0], 11);
+        assert_int_equal(cairn__ramidx_search(f, (const uint8_t *)"solo1", 5, 8, d, s, &n, NULL),
+                         CAIRN_ECORRUPT);
+        cairn__ramidx_free(f);
+        assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+        assert_int_equal(cairn__ramidx_check(f), CAIRN_ECORRUPT);
+        cairn__ramidx_free(f);
+    }
+    /* the header's single count, sum recomputed: past the terms */
+    memcpy(mem, im.b, im.len);
+    {
+        uint64_t bad = image_u64(&im, 16) + 1, sum;
+        memcpy((uint8_t *)mem + 64, &bad, 8);
+        sum = XXH3_64bits(mem, 72);
+        memcpy((uint8_t *)mem + 72, &sum, 8);
+    }
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_ECORRUPT);
+    cairn__ramidx_free(a);
+    free(mem);
+    free(im.b);
 }
 
 static void ranking_equals_brute_force_bm25(void **state)
@@ -679,6 +1215,12 @@ int main(void)
         cmocka_unit_test(mapped_and_ram_indexes_rank_as_one),
         cmocka_unit_test(damaged_images_are_refused),
         cmocka_unit_test(packed_postings_read_back_at_every_width),
+        cmocka_unit_test(blocks_read_back_at_their_edges),
+        cmocka_unit_test(an_image_of_one_document_reads_back),
+        cmocka_unit_test(seek_jumps_blocks_and_finds_what_a_full_scan_finds),
+        cmocka_unit_test(damaged_blocks_and_skip_entries_are_refused),
+        cmocka_unit_test(single_terms_read_back_and_merge_as_in_ram),
+        cmocka_unit_test(a_damaged_single_record_is_refused),
         cmocka_unit_test(pruning_skips_documents_of_a_common_term),
         cmocka_unit_test(removal_and_order_errors),
         cmocka_unit_test(empty_and_unknown_queries_find_nothing),

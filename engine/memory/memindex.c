@@ -33,9 +33,10 @@
  * 6: a memory's name is in its text; 7: the common file header; 8: packed
  * postings (text index images of version 2); 9: no content (a memory's
  * content is read from its store record in the log); 10: rows of 80
- * bytes (one length for a row's strings; expiresAt among them when set)
- * and hash tables at most 3/4 full of any size. Only the newest is used:
- * an older file is rebuilt from the log. */
+ * bytes (one length for a row's strings; expiresAt among them when set),
+ * hash tables at most 3/4 full of any size, and postings in blocks of
+ * document gaps (text index images of version 4). Only the newest is
+ * used: an older file is rebuilt from the log. */
 #define MX_VERSION 10
 /* The file's version says which tokenizer rules made its terms: new rules
  * need a new version here. */
@@ -116,8 +117,9 @@ static int check_header(memindex *mx, cairn__err *e)
     if ((rc = cairn__filehdr_check(h, mx->len, MX_MAGIC, MX_VERSION, mx->name, e)) != CAIRN_OK)
         return rc;
     /* Versions 7 (the common header, postings of 8 bytes), 8 (a copy of
-     * each content) and 9 (rows of 96 bytes): under the same sums as this
-     * version, so checked as far as they go. */
+     * each content) and 9 (rows of 96 bytes, postings of one width a
+     * term): under the same sums as this version, so checked as far as
+     * they go. */
     if (mx->version >= 7 && mx->version < MX_VERSION) {
         if (mx->len < MX_HEAD || XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE) !=
                                      get64(h + MX_EXT_SUM))

@@ -14,7 +14,18 @@
  * cheapest ones whose bounds together cannot lift a document past the
  * current k-th score are "non-essential": documents are enumerated only
  * from the essential terms' postings, and non-essential terms are looked
- * up (binary search) only while the document can still make it.
+ * up only while the document can still make it.
+ *
+ * A mapped index (an image, format-spec/memindex.md) keeps each term's
+ * postings in blocks of PK_BLOCK document gaps, bit-packed at the widths
+ * each block needs, behind a skip table (each block's last document and
+ * offset). A query term's cursor holds one block, decoded; a lookup goes
+ * through the skip table to the block that can hold the document (no block
+ * passed over is decoded), then halves within it. Postings in RAM are read
+ * in place through the same cursor, cut into blocks the same way. A term
+ * of one posting (in bench_memory's texts, most terms: each memory's own
+ * name) has a short record holding that posting and no postings bytes;
+ * mapped, its posting is read in place as a term in RAM's is.
  */
 #include "ramindex.h"
 
@@ -26,6 +37,17 @@
 
 #include "alloc.h"
 #include "tokenize.h"
+
+/* ---- the file image's constants (format-spec/memindex.md, "text index") */
+
+#define TIX_MAGIC 0x31584954u /* "TIX1" */
+#define TIX_VERSION 4 /* 4: postings in blocks, gaps; 3: the term table at most 3/4 full */
+#define TIX_HEAD 80
+#define TIX_TERM 40
+#define TIX_SINGLE 16     /* a term of one posting's record: no postings bytes */
+#define TIX_SINGLE_MAX 0xffffu /* its len and tf - 1 are u16 */
+#define TIX_SLACK 8  /* spare bytes after the postings: a field is one load */
+#define TIX_MAX_W 56 /* bits of a posting at most: it fits one load past a byte */
 
 typedef struct posting {
     uint32_t doc; /* local document number */
@@ -44,49 +66,101 @@ typedef struct term {
     uint32_t slot;       /* its place in the scratch list of that document */
     uint32_t checked;    /* mapped: its postings were verified */
     uint32_t loaded;     /* mapped: read from its file record */
+    uint8_t db, tb;      /* mapped: bits of a document number, of tf - 1 at
+                            max_tf (a term of one posting: no block header) */
+    posting one;         /* mapped from a single record: its posting (p points
+                            here); merge_write: the first posting counted */
     uint64_t sum;        /* mapped: XXH3-64 of its postings, from the file */
-    const uint8_t *pk;   /* mapped: its postings, packed (pdoc, ptf); else p */
-    uint8_t w;           /* mapped: bits of a packed posting */
-    uint8_t db;          /* mapped: bits of its document number, the low ones */
-    uint32_t dmask, tmask; /* mapped: (1 << db) - 1, and the same for tf - 1 */
+    const uint8_t *pk;   /* mapped: its postings, in blocks (term_block); else p */
+    uint64_t room;       /* mapped: bytes from pk to the postings' spare bytes */
 } term;
 
-/* A posting of a mapped term: w bits at bit i * w of its packed bytes, the
- * document number in the low db bits and tf - 1 above (w <= 56, and the
- * image ends with 8 spare bytes: one unaligned load reads it). */
-static inline uint64_t pk_at(const term *t, uint32_t i)
+/* Postings come in blocks of PK_BLOCK (the last may be shorter): a
+ * mapped term's are decoded a block at a time, a term in RAM's are read
+ * in place, cut the same way. */
+#define PK_BLOCK 128
+#define PK_HEAD 2 /* a block's header: bits of its gaps, bits of its tf - 1 */
+#define PK_SKIP 8 /* a skip entry: u32 last document, u32 byte offset */
+
+static inline uint32_t nblocks(const term *t)
 {
-    size_t bit = (size_t)i * t->w;
-    uint64_t v;
-    memcpy(&v, t->pk + (bit >> 3), 8);
-    return v >> (bit & 7);
+    return (uint32_t)(((uint64_t)t->n + PK_BLOCK - 1) / PK_BLOCK);
 }
 
-static inline uint32_t pdoc(const term *t, uint32_t i)
+/* The last document of block b of t (b < nblocks; mapped: b > 0 or a
+ * term of more than one block, whose skip table says it). */
+static inline uint32_t block_last(const term *t, uint32_t b)
 {
-    return t->pk ? (uint32_t)pk_at(t, i) & t->dmask : t->p[i].doc;
-}
-
-static inline uint32_t ptf(const term *t, uint32_t i)
-{
-    return t->pk ? ((uint32_t)(pk_at(t, i) >> t->db) & t->tmask) + 1 : t->p[i].tf;
-}
-
-/* Postings i..i+k-1 of a term into out: one load each when packed. */
-static void postings_at(const term *t, uint32_t i, uint32_t k, posting *out)
-{
-    size_t bit = (size_t)i * t->w;
-    if (t->pk == NULL) {
-        memcpy(out, t->p + i, (size_t)k * sizeof *out);
-        return;
+    uint64_t end = ((uint64_t)b + 1) * PK_BLOCK;
+    uint32_t v;
+    if (t->pk) {
+        memcpy(&v, t->pk + (size_t)b * PK_SKIP, 4);
+        return v;
     }
-    for (uint32_t j = 0; j < k; j++, bit += t->w) {
+    return t->p[end < t->n ? end - 1 : t->n - 1].doc;
+}
+
+/* k fields of gw + tw bits (<= 56) from bit 0 of in into out: a document
+ * gap (the documents between it and the one before) in the low gw bits,
+ * tf - 1 above; prev: the document before the first (UINT32_MAX: none,
+ * so that the first gap is the document itself). One unaligned load a
+ * field: whoever calls it has 8 readable bytes past the fields. */
+static void unpack(const uint8_t *in, uint32_t k, unsigned gw, unsigned tw, uint32_t prev,
+                   posting *out)
+{
+    uint64_t gmask = ((uint64_t)1 << gw) - 1, tmask = ((uint64_t)1 << tw) - 1;
+    unsigned w = gw + tw;
+    size_t bit = 0;
+    for (uint32_t j = 0; j < k; j++, bit += w) {
         uint64_t v;
-        memcpy(&v, t->pk + (bit >> 3), 8);
+        memcpy(&v, in + (bit >> 3), 8);
         v >>= bit & 7;
-        out[j].doc = (uint32_t)v & t->dmask;
-        out[j].tf = ((uint32_t)(v >> t->db) & t->tmask) + 1;
+        prev += 1 + (uint32_t)(v & gmask); /* wraps past 2^32: seen as not increasing */
+        out[j].doc = prev;
+        out[j].tf = (uint32_t)((v >> gw) & tmask) + 1;
     }
+}
+
+static uint64_t packed_len(uint64_t n, unsigned w)
+{
+    return (n * w + 7) / 8;
+}
+
+/* Block b of t: its postings, in place (RAM) or decoded into buf (room
+ * for PK_BLOCK), and how many (0: the block's header or offset points
+ * outside the term's room, or a width is past 32 or their sum past 56).
+ * Only bounds are checked here: check_postings checks what it holds. */
+static uint32_t term_block(const term *t, uint32_t b, posting *buf, const posting **out)
+{
+    uint32_t nb = nblocks(t), k = b + 1 < nb ? PK_BLOCK : t->n - b * PK_BLOCK;
+    uint64_t at = 0;
+    unsigned gw = t->db, tw = t->tb;
+    const uint8_t *h;
+
+    *out = buf;
+    if (t->pk == NULL) {
+        *out = t->p + (size_t)b * PK_BLOCK;
+        return k;
+    }
+    if (t->n > 1) {
+        uint32_t off;
+        if (nb > 1) {
+            memcpy(&off, t->pk + (size_t)b * PK_SKIP + 4, 4);
+            at = off;
+        }
+        if (at > t->room || t->room - at < PK_HEAD)
+            return 0;
+        h = t->pk + at;
+        gw = h[0];
+        tw = h[1];
+        at += PK_HEAD;
+        if (gw > 32 || tw > 32 || gw + tw > TIX_MAX_W)
+            return 0;
+    }
+    if (packed_len(k, gw + tw) > t->room - at)
+        return 0;
+    unpack(t->pk + at, k, gw, tw, b > 0 ? block_last(t, b - 1) : UINT32_MAX, buf);
+    return k;
 }
 
 typedef struct scratch_ent {
@@ -134,7 +208,10 @@ struct cairn__ramidx {
     int frozen;              /* mapped from a file: arena, table, postings, ext
                                 and dl point into the caller's bytes; a term is
                                 read from its record on first use */
-    const uint8_t *tfile;    /* mapped: the term records */
+    const uint8_t *image;    /* mapped: the image's first byte */
+    const uint8_t *tfile;    /* mapped: the full term records */
+    const uint8_t *sfile;    /* mapped: the single records (terms nfull..) */
+    size_t nfull;            /* mapped: terms with a full record */
     size_t post_off;         /* mapped: the postings' offset in the image */
     uint64_t npost;          /* mapped: postings in the image */
     int damaged;             /* mapped: a record or slot failed its bounds */
@@ -636,29 +713,51 @@ static long lookup(cairn__ramidx *x, const char *s, size_t len)
     return x->table[slot] ? (long)(uint32_t)x->table[slot] - 1 : -1;
 }
 
-/* A mapped term's postings, checked once: the sum the file gives, and
- * document numbers in range and increasing (the search relies on both). */
+/* A mapped term's blocks against the skip table: block b starts where
+ * block b - 1 ends (the first right after the table), and ends at the
+ * document the table says. k: its postings; *at: where it starts, then
+ * where the next one does. */
+static int check_block(const term *t, uint32_t b, uint32_t k, const posting *p, uint64_t *at)
+{
+    uint32_t nb = nblocks(t), off;
+    if (t->n == 1)
+        return CAIRN_OK;
+    if (nb > 1) {
+        memcpy(&off, t->pk + (size_t)b * PK_SKIP + 4, 4);
+        if (off != *at || block_last(t, b) != p[k - 1].doc)
+            return CAIRN_ECORRUPT;
+    }
+    *at += PK_HEAD + packed_len(k, (unsigned)t->pk[*at] + t->pk[*at + 1]);
+    return CAIRN_OK;
+}
+
+/* A mapped term's postings, checked once: the sum the file gives, the
+ * blocks where the skip table says, document numbers in range and
+ * increasing and every tf in 1..max_tf (the search relies on all of it). */
 static int check_postings(const cairn__ramidx *x, term *t)
 {
-    posting buf[256];
+    posting buf[PK_BLOCK];
     XXH3_state_t st;
-    uint32_t prev = 0;
+    uint32_t prev = 0, nb = nblocks(t);
+    uint64_t at = nb > 1 ? (uint64_t)nb * PK_SKIP : 0;
     if (!x->frozen || t->checked)
         return CAIRN_OK;
     /* The sum is of the postings as (u32 doc, u32 tf) pairs, whatever
-     * their packing: made of them decoded, a chunk at a time. */
+     * their packing: made of them decoded, a block at a time. */
     XXH3_64bits_reset(&st);
-    for (uint32_t i = 0; i < t->n;) {
-        uint32_t k = t->n - i < 256 ? t->n - i : 256;
-        postings_at(t, i, k, buf);
+    for (uint32_t b = 0, i = 0; b < nb; b++) {
+        const posting *p;
+        uint32_t k = term_block(t, b, buf, &p);
+        if (k == 0 || check_block(t, b, k, p, &at) != CAIRN_OK)
+            return CAIRN_ECORRUPT;
         for (uint32_t j = 0; j < k; j++, i++) {
-            /* tf 0: tf - 1 of 32 bits all ones (a max_tf past 2^31) */
-            if (buf[j].doc >= x->ndocs || (i > 0 && buf[j].doc <= prev) || buf[j].tf == 0 ||
-                buf[j].tf > t->max_tf)
+            /* tf 0: tf - 1 of 32 bits all ones */
+            if (p[j].doc >= x->ndocs || (i > 0 && p[j].doc <= prev) || p[j].tf == 0 ||
+                p[j].tf > t->max_tf)
                 return CAIRN_ECORRUPT;
-            prev = buf[j].doc;
+            prev = p[j].doc;
         }
-        (void)XXH3_64bits_update(&st, buf, k * sizeof *buf);
+        (void)XXH3_64bits_update(&st, p, k * sizeof *p);
     }
     if (XXH3_64bits_digest(&st) != t->sum)
         return CAIRN_ECHECKSUM;
@@ -666,19 +765,41 @@ static int check_postings(const cairn__ramidx *x, term *t)
     return CAIRN_OK;
 }
 
+/* A query term and its cursor: the block it is in, decoded once into buf
+ * (a mapped term's) or read in place (a term in RAM's). */
 typedef struct qterm {
     const term *t;
     double idf;
-    double ub;   /* most it can add to a score */
-    uint32_t at; /* cursor into t's postings */
-    uint32_t doc; /* the document of posting at (UINT32_MAX past the last):
-                     decoded once however often the loop compares it */
+    double ub;          /* most it can add to a score */
+    const posting *p;   /* the cursor's block */
+    posting *buf;       /* room for a block: not in the struct, which qsort moves */
+    uint32_t i, k;      /* the cursor's place in p, p's postings */
+    uint32_t blk;       /* p's block number */
+    uint32_t doc;       /* p[i].doc (UINT32_MAX past the last): decoded once
+                           however often the loop compares it */
 } qterm;
 
-static void q_at(qterm *q, uint32_t at)
+/* The cursor at the first posting of block b (past the last if none). */
+static void q_block(qterm *q, uint32_t b)
 {
-    q->at = at;
-    q->doc = at < q->t->n ? pdoc(q->t, at) : UINT32_MAX;
+    q->blk = b;
+    q->i = 0;
+    q->k = b < nblocks(q->t) ? term_block(q->t, b, q->buf, &q->p) : 0;
+    /* k 0 in a checked term: never; read as the end */
+    q->doc = q->k ? q->p[0].doc : UINT32_MAX;
+}
+
+static inline void q_next(qterm *q)
+{
+    if (++q->i < q->k)
+        q->doc = q->p[q->i].doc;
+    else
+        q_block(q, q->blk + 1);
+}
+
+static inline uint32_t q_tf(const qterm *q)
+{
+    return q->p[q->i].tf;
 }
 
 static int by_ub(const void *a, const void *b)
@@ -687,18 +808,53 @@ static int by_ub(const void *a, const void *b)
     return x->ub < y->ub ? -1 : x->ub > y->ub;
 }
 
-/* First posting at or after position `from` with doc >= d. */
-static uint32_t seek(const term *t, uint32_t from, uint32_t d)
+/* The first block after b whose last document is >= d (nb: none):
+ * galloping over the skip table, then halving, so that a near block is
+ * found in a step or two and no block is decoded to be passed over. */
+static uint32_t skip_to(const term *t, uint32_t b, uint32_t d)
 {
-    uint32_t lo = from, hi = t->n;
+    uint32_t nb = nblocks(t), lo = b + 1, step = 1, hi;
+    while (lo < nb && block_last(t, lo) < d) {
+        lo += step;
+        step *= 2;
+    }
+    /* block lo - step / 2 (the last probed before lo) ends below d: the
+     * answer is past it, and at most lo (whose last is >= d), or nb */
+    hi = lo < nb ? lo : nb;
+    if (step > 1)
+        lo = lo - step / 2 + 1;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (pdoc(t, mid) < d)
+        if (block_last(t, mid) < d)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* The cursor at its first posting with doc >= d (it never goes back). */
+static void q_seek(qterm *q, uint32_t d)
+{
+    uint32_t lo, hi;
+    if (q->doc >= d)
+        return;
+    if (q->p[q->k - 1].doc < d) {
+        q_block(q, skip_to(q->t, q->blk, d));
+        if (q->doc >= d)
+            return;
+    }
+    lo = q->i + 1; /* p[i].doc < d <= p[k - 1].doc */
+    hi = q->k - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (q->p[mid].doc < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    q->i = lo;
+    q->doc = q->p[lo].doc;
 }
 
 /* MaxScore over one index, into the shared top-k; its documents enter the
@@ -730,29 +886,29 @@ static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, do
         if (!is_live(x, d)) {
             for (size_t i = p; i < m; i++)
                 if (q[i].doc == d)
-                    q_at(&q[i], q[i].at + 1);
+                    q_next(&q[i]);
             continue;
         }
         norm = (double)x->dl[d];
         for (size_t i = p; i < m; i++)
             if (q[i].doc == d) {
-                s += q[i].idf * cairn__bm25_tf(ptf(q[i].t, q[i].at), norm, avgdl);
-                q_at(&q[i], q[i].at + 1);
+                s += q[i].idf * cairn__bm25_tf(q_tf(&q[i]), norm, avgdl);
+                q_next(&q[i]);
                 /* The lengths of the documents to come are scattered: ask
-                 * for one a few postings ahead, so that its miss overlaps
-                 * the scoring of those before it. */
-                if (q[i].at + DL_AHEAD < q[i].t->n)
-                    __builtin_prefetch(&x->dl[pdoc(q[i].t, q[i].at + DL_AHEAD)]);
+                 * for one a few postings ahead (in the same block), so
+                 * that its miss overlaps the scoring of those before it. */
+                if (q[i].i + DL_AHEAD < q[i].k)
+                    __builtin_prefetch(&x->dl[q[i].p[q[i].i + DL_AHEAD].doc]);
             }
         for (size_t i = p; i-- > 0;) {
             if (s + cum[i] < floor) {
                 pruned = 1;
                 break;
             }
-            q_at(&q[i], seek(q[i].t, q[i].at, d));
+            q_seek(&q[i], d);
             if (q[i].doc == d) {
-                s += q[i].idf * cairn__bm25_tf(ptf(q[i].t, q[i].at), norm, avgdl);
-                q_at(&q[i], q[i].at + 1);
+                s += q[i].idf * cairn__bm25_tf(q_tf(&q[i]), norm, avgdl);
+                q_next(&q[i]);
             }
         }
         if (pruned) {
@@ -773,6 +929,7 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
     qterm *q = NULL;
     double *cum = NULL, avgdl;
     bm25_hit *heap = NULL;
+    posting *bufs = NULL; /* a block for each query term */
     bm25_topk top;
     uint64_t n_live = 0, sum_dl = 0, ndocs = 0;
     ramidx_trace tr = {0, 0, 0};
@@ -804,7 +961,8 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
     q = cairn__calloc(a, qy.n ? qy.n : 1, sizeof *q);
     cum = cairn__calloc(a, qy.n ? qy.n : 1, sizeof *cum);
     heap = cairn__calloc(a, k, sizeof *heap);
-    if (q == NULL || cum == NULL || heap == NULL) {
+    bufs = cairn__calloc(a, (qy.n ? qy.n : 1) * PK_BLOCK, sizeof *bufs);
+    if (q == NULL || cum == NULL || heap == NULL || bufs == NULL) {
         rc = CAIRN_ENOMEM;
         goto done;
     }
@@ -818,6 +976,13 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
         }
         qy.w[i].idf = cairn__bm25_idf(n_live, qy.w[i].df);
     }
+    /* A damaged record looked up reads as no term: the query fails
+     * rather than answer without it. */
+    for (size_t s = 0; s < nx; s++)
+        if (xs[s]->damaged) {
+            rc = CAIRN_ECORRUPT;
+            goto done;
+        }
     avgdl = (double)sum_dl / (double)n_live;
     cairn__bm25_topk_init(&top, heap, k);
     for (size_t s = 0, base = 0; s < nx; base += xs[s]->ndocs, s++) {
@@ -837,7 +1002,8 @@ int cairn__ramidx_search_many(cairn__ramidx *const *xs, size_t nx, const uint8_t
             q[m].idf = qy.w[i].idf;
             /* Rounding must never make a real score exceed its bound. */
             q[m].ub = q[m].idf * cairn__bm25_tf(t->max_tf, t->min_dl, avgdl) * (1.0 + 1e-9);
-            q_at(&q[m], 0);
+            q[m].buf = bufs + m * PK_BLOCK;
+            q_block(&q[m], 0);
             tr.postings += t->n;
             m++;
         }
@@ -858,6 +1024,7 @@ done:
     cairn__free(a, q);
     cairn__free(a, cum);
     cairn__free(a, heap);
+    cairn__free(a, bufs);
     if (trace != NULL)
         *trace = tr;
     return rc;
@@ -894,6 +1061,30 @@ static int join_docs(cairn__ramidx *x, const cairn__ramidx *y, uint32_t *remap)
         remap[d] = nd;
     }
     return CAIRN_OK;
+}
+
+/* from's postings of live documents, renumbered by remap, after to's
+ * (which has room for them); from's were checked. */
+static void join_postings(cairn__ramidx *x, term *to, const term *from, const uint32_t *remap)
+{
+    posting buf[PK_BLOCK];
+    for (uint32_t b = 0; b < nblocks(from); b++) {
+        const posting *p;
+        uint32_t k = term_block(from, b, buf, &p);
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t nd = remap[p[j].doc], tf = p[j].tf;
+            if (nd == UINT32_MAX)
+                continue;
+            to->p[to->n].doc = nd;
+            to->p[to->n].tf = tf;
+            to->n++;
+            to->df++;
+            if (tf > to->max_tf)
+                to->max_tf = tf;
+            if (x->dl[nd] < to->min_dl)
+                to->min_dl = x->dl[nd];
+        }
+    }
 }
 
 int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const char *stemmer,
@@ -937,19 +1128,7 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
                 break;
             }
             to->cap = (uint32_t)cap;
-            for (uint32_t j = 0; j < from->n; j++) {
-                uint32_t nd = remap[pdoc(from, j)], tf = ptf(from, j);
-                if (nd == UINT32_MAX)
-                    continue;
-                to->p[to->n].doc = nd;
-                to->p[to->n].tf = tf;
-                to->n++;
-                to->df++;
-                if (tf > to->max_tf)
-                    to->max_tf = tf;
-                if (x->dl[nd] < to->min_dl)
-                    to->min_dl = x->dl[nd];
-            }
+            join_postings(x, to, from, remap);
         }
         if (rc == CAIRN_OK && y->damaged) /* a term record failed: do not write its loss on */
             rc = CAIRN_ECORRUPT;
@@ -967,12 +1146,6 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 
 /* ---- the file image (format-spec/memindex.md, "text index") ------------ */
 
-#define TIX_MAGIC 0x31584954u /* "TIX1" */
-#define TIX_VERSION 3 /* 3: the term table at most 3/4 full; 2: at most 1/2 */
-#define TIX_HEAD 72
-#define TIX_TERM 40
-#define TIX_SLACK 8  /* spare bytes after the postings: a posting is one load */
-#define TIX_MAX_W 56 /* bits of a posting at most: it fits one load past a byte */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -1020,19 +1193,133 @@ static unsigned tf_bits(uint32_t max_tf)
     return max_tf > 1 ? bits_of(max_tf - 1) : 0u;
 }
 
-static uint64_t packed_len(uint64_t n, unsigned w)
+/* A term the image gives a single record (TIX_SINGLE bytes, its posting
+ * in it) rather than a full one and postings: one posting, and a length
+ * and tf - 1 that fit the record's u16s. Decided from counts the writers
+ * know before the head is written (merge_write: once counted). */
+static int is_single(const term *tm)
 {
-    return (n * w + 7) / 8;
+    return tm->n == 1 && tm->max_tf - 1 <= TIX_SINGLE_MAX && tm->len <= TIX_SINGLE_MAX;
 }
 
-/* Postings packed as they come (pk_at): each term's from a byte of its
- * own, written through put a buffer at a time. */
+/* ---- postings in blocks (format-spec/memindex.md, "Postings") --------- */
+
+/* Sizing each term's postings before any is written (the head gives each
+ * term's offset): they are cut into blocks as they come, and each block's
+ * last document and offset kept, the skip table of a term of more than
+ * one block. */
+typedef struct pk_plan {
+    const cairn_allocator *a;
+    uint64_t *len;        /* per term: bytes of its postings */
+    uint32_t *skip;       /* the skip tables, in term order: last, offset */
+    size_t nskip, cap;    /* u32s */
+    uint64_t total;       /* bytes of every term's */
+    /* the term being sized */
+    size_t first;         /* its skip table in skip */
+    uint32_t n, k;        /* its postings, those of the open block */
+    uint32_t prev;        /* the document before (UINT32_MAX: none) */
+    uint32_t gor, tor;    /* the open block's gaps, tf - 1, ORed together */
+    uint64_t at;          /* bytes of its closed blocks */
+    int failed;
+} pk_plan;
+
+/* Bytes of a block of k postings whose gaps OR to gor and tf - 1 to tor. */
+static uint64_t block_len(uint32_t k, uint32_t gor, uint32_t tor)
+{
+    return PK_HEAD + packed_len(k, bits_of(gor) + bits_of(tor));
+}
+
+static void plan_close(pk_plan *pl)
+{
+    if (cairn__grow(pl->a, (void **)&pl->skip, &pl->cap, pl->nskip + 2, sizeof *pl->skip) !=
+        CAIRN_OK) {
+        pl->failed = 1;
+        return;
+    }
+    pl->skip[pl->nskip++] = pl->prev;
+    pl->skip[pl->nskip++] = (uint32_t)pl->at; /* the table's length added at the end */
+    pl->at += block_len(pl->k, pl->gor, pl->tor);
+    pl->k = pl->gor = pl->tor = 0;
+}
+
+static void plan_feed(pk_plan *pl, const posting *p, size_t k)
+{
+    for (size_t j = 0; j < k; j++) {
+        pl->gor |= p[j].doc - pl->prev - 1; /* the first: the document itself */
+        pl->tor |= p[j].tf - 1;
+        pl->prev = p[j].doc;
+        pl->n++;
+        if (++pl->k == PK_BLOCK)
+            plan_close(pl);
+    }
+}
+
+/* Term t's postings were fed (the largest tf max_tf, db the bits of a
+ * document number): its length (0 for a single term: its posting is in
+ * its record). CAIRN_EINVAL: a posting of more than TIX_MAX_W bits, or a
+ * term too long for its skip table's offsets. */
+static int plan_end(pk_plan *pl, size_t t, unsigned db, uint32_t max_tf, int single)
+{
+    uint64_t nb;
+    if (db + tf_bits(max_tf) > TIX_MAX_W)
+        return CAIRN_EINVAL;
+    if (pl->k)
+        plan_close(pl);
+    if (pl->failed)
+        return CAIRN_ENOMEM;
+    nb = (pl->nskip - pl->first) / 2;
+    if (single)
+        pl->len[t] = 0;
+    else if (pl->n == 1) /* no header: the document in db bits */
+        pl->len[t] = packed_len(1, db + tf_bits(max_tf));
+    else if (nb == 1)
+        pl->len[t] = pl->at;
+    else if (pl->at + nb * PK_SKIP > UINT32_MAX)
+        return CAIRN_EINVAL;
+    else
+        pl->len[t] = pl->at + nb * PK_SKIP;
+    if (nb > 1)
+        for (size_t i = pl->first + 1; i < pl->nskip; i += 2)
+            pl->skip[i] += (uint32_t)(nb * PK_SKIP);
+    else
+        pl->nskip = pl->first; /* one block: no table */
+    pl->total += pl->len[t];
+    pl->first = pl->nskip;
+    pl->n = 0;
+    pl->prev = UINT32_MAX;
+    pl->at = 0;
+    return CAIRN_OK;
+}
+
+static int plan_init(pk_plan *pl, const cairn_allocator *a, size_t nterms)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->a = a;
+    pl->prev = UINT32_MAX;
+    pl->len = cairn__calloc(a, nterms ? nterms : 1, sizeof *pl->len);
+    return pl->len ? CAIRN_OK : CAIRN_ENOMEM;
+}
+
+static void plan_free(pk_plan *pl)
+{
+    cairn__free(pl->a, pl->len);
+    cairn__free(pl->a, pl->skip);
+}
+
+/* Postings written in blocks as they come, each term's from a byte of its
+ * own, through put a buffer at a time: a term's skip table (from its
+ * plan), then each block's header and bits (unpack's fields). */
 typedef struct pk_enc {
     cairn__ramidx_put_fn put;
     void *user;
     uint64_t acc;  /* bits not written yet, the oldest lowest */
-    unsigned nacc; /* how many (below 8 between postings) */
-    unsigned db, w;
+    unsigned nacc; /* how many (below 8 between fields) */
+    unsigned db, tb; /* a term of one posting: its widths, no header */
+    uint32_t n;    /* the term's postings */
+    posting blk[PK_BLOCK]; /* the open block */
+    uint32_t k;
+    uint32_t prev; /* the document before it (UINT32_MAX: none) */
+    uint64_t out;  /* bytes made so far */
     size_t len;
     uint8_t buf[4096];
 } pk_enc;
@@ -1047,64 +1334,112 @@ static int pk_flush(pk_enc *e)
 static int pk_byte(pk_enc *e, uint8_t b)
 {
     e->buf[e->len++] = b;
+    e->out++;
     return e->len > sizeof e->buf - 8 ? pk_flush(e) : CAIRN_OK;
 }
 
-/* Each posting's bits go in above those not written yet (fewer than 8
- * between postings, w <= 56: at most 63), then the whole bytes among them
- * leave in one 8-byte store: the buffer keeps 8 bytes of room past len. */
-static int pk_push(pk_enc *e, const posting *p, size_t k)
+static int pk_u32(pk_enc *e, uint32_t v)
 {
-    for (size_t j = 0; j < k; j++) {
-        unsigned whole;
-        e->acc |= ((uint64_t)p[j].doc | (uint64_t)(p[j].tf - 1) << e->db) << e->nacc;
-        e->nacc += e->w;
-        memcpy(e->buf + e->len, &e->acc, 8); /* little-endian: the oldest bits first */
-        whole = e->nacc >> 3;
-        e->len += whole;
-        e->acc >>= 8 * whole; /* whole <= 7 */
-        e->nacc &= 7;
-        if (e->len > sizeof e->buf - 8) {
-            int rc = pk_flush(e);
-            if (rc != CAIRN_OK)
-                return rc;
-        }
-    }
-    return CAIRN_OK;
+    int rc = CAIRN_OK;
+    for (int i = 0; i < 4 && rc == CAIRN_OK; i++)
+        rc = pk_byte(e, (uint8_t)(v >> 8 * i));
+    return rc;
 }
 
-/* The term ends: its last bits in a byte of their own. */
-static int pk_term_end(pk_enc *e)
+/* Each field's bits go in above those not written yet (fewer than 8
+ * between fields, w <= 56: at most 63), then the whole bytes among them
+ * leave in one 8-byte store: the buffer keeps 8 bytes of room past len. */
+static int pk_bits(pk_enc *e, uint64_t v, unsigned w)
 {
-    int rc = e->nacc ? pk_byte(e, (uint8_t)e->acc) : CAIRN_OK;
+    unsigned whole;
+    e->acc |= v << e->nacc;
+    e->nacc += w;
+    memcpy(e->buf + e->len, &e->acc, 8); /* little-endian: the oldest bits first */
+    whole = e->nacc >> 3;
+    e->len += whole;
+    e->out += whole;
+    e->acc = whole < 8 ? e->acc >> 8 * whole : 0;
+    e->nacc &= 7;
+    return e->len > sizeof e->buf - 8 ? pk_flush(e) : CAIRN_OK;
+}
+
+/* The open block out: its header (but in a term of one posting), its
+ * fields, its last bits in a byte of their own. */
+static int pk_block(pk_enc *e)
+{
+    uint32_t gor = 0, tor = 0, prev = e->prev;
+    unsigned gw, tw;
+    int rc = CAIRN_OK;
+    for (uint32_t j = 0; j < e->k; prev = e->blk[j++].doc) {
+        gor |= e->blk[j].doc - prev - 1;
+        tor |= e->blk[j].tf - 1;
+    }
+    gw = e->n == 1 ? e->db : bits_of(gor);
+    tw = e->n == 1 ? e->tb : bits_of(tor);
+    if (e->n != 1 && ((rc = pk_byte(e, (uint8_t)gw)) != CAIRN_OK ||
+                      (rc = pk_byte(e, (uint8_t)tw)) != CAIRN_OK))
+        return rc;
+    prev = e->prev;
+    for (uint32_t j = 0; j < e->k && rc == CAIRN_OK; prev = e->blk[j++].doc)
+        rc = pk_bits(e, (uint64_t)(e->blk[j].doc - prev - 1) | (uint64_t)(e->blk[j].tf - 1) << gw,
+                     gw + tw);
+    if (rc == CAIRN_OK && e->nacc)
+        rc = pk_byte(e, (uint8_t)e->acc);
     e->acc = 0;
     e->nacc = 0;
+    e->prev = prev;
+    e->k = 0;
+    return rc;
+}
+
+static int pk_push(pk_enc *e, const posting *p, size_t k)
+{
+    int rc = CAIRN_OK;
+    for (size_t j = 0; j < k && rc == CAIRN_OK; j++) {
+        e->blk[e->k++] = p[j];
+        if (e->k == PK_BLOCK)
+            rc = pk_block(e);
+    }
+    return rc;
+}
+
+/* A term of n postings (the largest tf max_tf) starts: its skip table,
+ * the next nb pairs of *skip (nb > 1), goes out first. */
+static int pk_term(pk_enc *e, uint32_t n, uint32_t max_tf, const uint32_t **skip)
+{
+    uint32_t nb = (uint32_t)(((uint64_t)n + PK_BLOCK - 1) / PK_BLOCK);
+    int rc = CAIRN_OK;
+    e->n = n;
+    e->tb = tf_bits(max_tf);
+    e->prev = UINT32_MAX;
+    e->k = 0;
+    for (uint32_t i = 0; nb > 1 && i < 2 * nb && rc == CAIRN_OK; i++)
+        rc = pk_u32(e, (*skip)[i]);
+    if (nb > 1)
+        *skip += 2 * nb;
     return rc;
 }
 
 /* The postings end: the spare bytes, then padding to 8. */
-static int pk_end(pk_enc *e, uint64_t written)
+static int pk_end(pk_enc *e)
 {
     int rc = CAIRN_OK;
-    for (uint64_t i = written; i < pad8((size_t)written + TIX_SLACK) && rc == CAIRN_OK; i++)
+    uint64_t end = pad8((size_t)e->out + TIX_SLACK);
+    while (e->out < end && rc == CAIRN_OK)
         rc = pk_byte(e, 0);
     return rc == CAIRN_OK ? pk_flush(e) : rc;
 }
 
-/* Bytes of the packed postings of x's terms, spare bytes and padding
- * included; CAIRN_EINVAL if a term's postings would not fit TIX_MAX_W. */
-static int postings_len(const cairn__ramidx *x, uint64_t *len)
+/* x's terms' postings sized into pl (in RAM: x is not mapped). */
+static int plan_ram(const cairn__ramidx *x, pk_plan *pl)
 {
     unsigned db = doc_bits(x->ndocs);
-    uint64_t n = 0;
-    for (size_t i = 0; i < x->nterms; i++) {
-        unsigned w = db + tf_bits(x->terms[i].max_tf);
-        if (w > TIX_MAX_W)
-            return CAIRN_EINVAL;
-        n += packed_len(x->terms[i].n, w);
+    int rc = plan_init(pl, x->a, x->nterms);
+    for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
+        plan_feed(pl, x->terms[t].p, x->terms[t].n);
+        rc = plan_end(pl, t, db, x->terms[t].max_tf, is_single(&x->terms[t]));
     }
-    *len = pad8((size_t)n + TIX_SLACK);
-    return CAIRN_OK;
+    return rc;
 }
 
 /* Slots of an image's term table for n terms: a power of 2 at most 3/4
@@ -1123,37 +1458,116 @@ static size_t image_tcap(size_t n)
 }
 
 /* x's terms in a table of cap slots (slot: the term's hash's top 32 bits,
- * then its number + 1; linear probing from the hash's low bits). */
-static uint64_t *image_table(const cairn__ramidx *x, size_t cap)
+ * then its image number + 1, img[id]; linear probing from the hash's low
+ * bits). A table of x's own size is x's with the numbers changed: the
+ * same slots, no term hashed again. */
+static uint64_t *image_table(const cairn__ramidx *x, size_t cap, const uint32_t *img)
 {
     uint64_t *t = cairn__calloc(x->a, cap, sizeof *t);
     if (t == NULL)
         return NULL;
+    if (cap == x->table_cap) {
+        for (size_t i = 0; i < cap; i++)
+            if (x->table[i] != 0)
+                t[i] = (x->table[i] >> 32) << 32 | ((uint64_t)img[(uint32_t)x->table[i] - 1] + 1);
+        return t;
+    }
     for (size_t id = 0; id < x->nterms; id++) {
         const term *tm = &x->terms[id]; /* in RAM: an image is written from RAM */
         uint64_t h = XXH3_64bits(x->arena + tm->off, tm->len);
         size_t i = (size_t)h & (cap - 1);
         while (t[i] != 0)
             i = (i + 1) & (cap - 1);
-        t[i] = (h >> 32) << 32 | (uint64_t)(id + 1);
+        t[i] = (h >> 32) << 32 | ((uint64_t)img[id] + 1);
     }
     return t;
 }
 
-/* The head of x's image (all but the postings), then the head mark. With
- * sums, each term's postings sum is its `sum` (the postings are not in x:
+/* The image numbers of x's terms: the full ones first, then the single
+ * ones, each kind in x's order (NULL: no memory). *nsingle: how many
+ * single ones. */
+static uint32_t *image_numbers(const cairn__ramidx *x, uint64_t *nsingle)
+{
+    uint32_t *img = cairn__calloc(x->a, x->nterms ? x->nterms : 1, sizeof *img);
+    uint32_t full = 0, one = 0;
+    if (img == NULL)
+        return NULL;
+    for (size_t id = 0; id < x->nterms; id++)
+        one += (uint32_t)is_single(&x->terms[id]);
+    *nsingle = one;
+    one = (uint32_t)(x->nterms - one);
+    for (size_t id = 0; id < x->nterms; id++)
+        img[id] = is_single(&x->terms[id]) ? one++ : full++;
+    return img;
+}
+
+/* Term tm's full record (its postings at byte at of the section). With
+ * sums, its postings sum is its `sum` (the postings are not in x:
  * cairn__ramidx_merge_write). */
-static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put, void *user)
+static void full_record(uint8_t *t, const term *tm, uint64_t at, int sums)
+{
+    put32(t, tm->off);
+    put32(t + 4, tm->len);
+    put64(t + 8, at);
+    put32(t + 16, tm->n);
+    put32(t + 20, tm->df);
+    put32(t + 24, tm->max_tf);
+    put32(t + 28, tm->min_dl);
+    put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
+}
+
+/* Term tm's single record: its posting is p. The check covers the rest,
+ * so that a damaged document number is caught, not read as another. */
+static void single_record(uint8_t *t, const term *tm, posting p)
+{
+    put32(t, tm->off);
+    t[4] = (uint8_t)tm->len;
+    t[5] = (uint8_t)(tm->len >> 8);
+    t[6] = (uint8_t)(p.tf - 1);
+    t[7] = (uint8_t)((p.tf - 1) >> 8);
+    put32(t + 8, p.doc);
+    put32(t + 12, (uint32_t)XXH3_64bits(t, 12));
+}
+
+/* x's term records, the full ones then the single ones (is_single). */
+static int write_records(const cairn__ramidx *x, const pk_plan *pl, int sums,
+                         cairn__ramidx_put_fn put, void *user)
+{
+    uint8_t t[TIX_TERM];
+    uint64_t at = 0;
+    int rc = CAIRN_OK;
+    for (size_t i = 0; rc == CAIRN_OK && i < x->nterms; i++) {
+        const term *tm = &x->terms[i];
+        if (is_single(tm))
+            continue;
+        full_record(t, tm, at, sums);
+        at += pl->len[i];
+        rc = put(user, t, TIX_TERM);
+    }
+    for (size_t i = 0; rc == CAIRN_OK && i < x->nterms; i++) {
+        const term *tm = &x->terms[i];
+        if (!is_single(tm))
+            continue;
+        single_record(t, tm, sums ? tm->one : tm->p[0]);
+        rc = put(user, t, TIX_SINGLE);
+    }
+    return rc;
+}
+
+/* The head of x's image (all but the postings), then the head mark. sums:
+ * as full_record. */
+static int write_head(const cairn__ramidx *x, const pk_plan *pl, int sums,
+                      cairn__ramidx_put_fn put, void *user)
 {
     static const uint8_t zeros[8];
-    uint8_t h[TIX_HEAD], t[TIX_TERM];
-    uint64_t post_len = 0, at = 0, *table;
+    uint8_t h[TIX_HEAD];
+    uint64_t post_len = pad8((size_t)pl->total + TIX_SLACK), nsingle = 0, *table = NULL;
     size_t tcap = image_tcap(x->nterms);
-    unsigned db = doc_bits(x->ndocs);
+    uint32_t *img = image_numbers(x, &nsingle);
     int rc;
 
-    if ((rc = postings_len(x, &post_len)) != CAIRN_OK)
-        return rc;
+    if (img == NULL)
+        return CAIRN_ENOMEM;
     memset(h, 0, sizeof h);
     put32(h, TIX_MAGIC);
     put32(h + 4, TIX_VERSION);
@@ -1164,32 +1578,16 @@ static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put
     put64(h + 40, post_len);
     put64(h + 48, x->n_live);
     put64(h + 56, x->sum_dl);
-    put64(h + 64, XXH3_64bits(h, 64));
-    if ((rc = put(user, h, sizeof h)) != CAIRN_OK)
-        return rc;
-    for (size_t i = 0; i < x->nterms; i++) {
-        const term *tm = &x->terms[i];
-        put32(t, tm->off);
-        put32(t + 4, tm->len);
-        put64(t + 8, at);
-        put32(t + 16, tm->n);
-        put32(t + 20, tm->df);
-        put32(t + 24, tm->max_tf);
-        put32(t + 28, tm->min_dl);
-        put64(t + 32, sums ? tm->sum : XXH3_64bits(tm->p, (size_t)tm->n * sizeof *tm->p));
-        at += packed_len(tm->n, db + tf_bits(tm->max_tf));
-        if ((rc = put(user, t, sizeof t)) != CAIRN_OK)
-            return rc;
-    }
-    if (tcap == 0)
-        table = NULL;
-    else if (tcap == x->table_cap)
-        table = x->table; /* as full as an image's may be: written as it is */
-    else if ((table = image_table(x, tcap)) == NULL)
-        return CAIRN_ENOMEM;
-    rc = tcap ? put(user, table, tcap * 8) : CAIRN_OK;
-    if (table != x->table)
-        cairn__free(x->a, table);
+    put64(h + 64, nsingle);
+    put64(h + 72, XXH3_64bits(h, 72));
+    if ((rc = put(user, h, sizeof h)) == CAIRN_OK)
+        rc = write_records(x, pl, sums, put, user);
+    if (rc == CAIRN_OK && tcap && (table = image_table(x, tcap, img)) == NULL)
+        rc = CAIRN_ENOMEM;
+    cairn__free(x->a, img);
+    if (rc == CAIRN_OK && tcap)
+        rc = put(user, table, tcap * 8);
+    cairn__free(x->a, table);
     if (rc != CAIRN_OK ||
         (x->ndocs && (rc = put(user, x->ext, x->ndocs * 8)) != CAIRN_OK) ||
         (x->ndocs && (rc = put(user, x->dl, x->ndocs * 4)) != CAIRN_OK) ||
@@ -1201,22 +1599,31 @@ static int write_head(const cairn__ramidx *x, int sums, cairn__ramidx_put_fn put
     return put(user, NULL, 0); /* the head ends: postings follow */
 }
 
-/* x's terms' postings packed, after its head (x->terms[t].n and max_tf
- * as they will be); more(t) gives term t's postings to e. */
-static int write_postings(const cairn__ramidx *x, pk_enc *e,
+/* x's terms' postings in blocks, after its head (x->terms[t].n and
+ * max_tf as they will be, pl their plan); more(t) gives term t's
+ * postings to e. */
+static int write_postings(const cairn__ramidx *x, const pk_plan *pl, pk_enc *e,
                           int (*more)(void *u, size_t t, pk_enc *e), void *u)
 {
-    uint64_t written = 0;
+    const uint32_t *skip = pl->skip;
     int rc = CAIRN_OK;
     e->db = doc_bits(x->ndocs);
     for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
-        e->w = e->db + tf_bits(x->terms[t].max_tf);
-        rc = more(u, t, e);
+        uint64_t from = e->out;
+        if (is_single(&x->terms[t]))
+            continue; /* its posting is in its record */
+        rc = pk_term(e, x->terms[t].n, x->terms[t].max_tf, &skip);
         if (rc == CAIRN_OK)
-            rc = pk_term_end(e);
-        written += packed_len(x->terms[t].n, e->w);
+            rc = more(u, t, e);
+        if (rc == CAIRN_OK && e->k)
+            rc = pk_block(e);
+        /* The head said where each term starts: a source that gave other
+         * postings the second time through (it cannot, unless its bytes
+         * changed under us) must not leave a file that says otherwise. */
+        if (rc == CAIRN_OK && e->out - from != pl->len[t])
+            rc = CAIRN_ECORRUPT;
     }
-    return rc == CAIRN_OK ? pk_end(e, written) : rc;
+    return rc == CAIRN_OK ? pk_end(e) : rc;
 }
 
 static int ram_postings(void *u, size_t t, pk_enc *e)
@@ -1227,19 +1634,24 @@ static int ram_postings(void *u, size_t t, pk_enc *e)
 
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
 {
-    pk_enc *e;
+    pk_enc *e = NULL;
+    pk_plan pl;
     int rc;
 
     if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
         return CAIRN_EINVAL;
-    if ((rc = write_head(x, 0, put, user)) != CAIRN_OK)
-        return rc;
-    if ((e = cairn__calloc(x->a, 1, sizeof *e)) == NULL)
-        return CAIRN_ENOMEM;
-    e->put = put;
-    e->user = user;
-    rc = write_postings(x, e, ram_postings, (void *)(uintptr_t)x);
+    rc = plan_ram(x, &pl);
+    if (rc == CAIRN_OK)
+        rc = write_head(x, &pl, 0, put, user);
+    if (rc == CAIRN_OK && (e = cairn__calloc(x->a, 1, sizeof *e)) == NULL)
+        rc = CAIRN_ENOMEM;
+    if (rc == CAIRN_OK) {
+        e->put = put;
+        e->user = user;
+        rc = write_postings(x, &pl, e, ram_postings, (void *)(uintptr_t)x);
+    }
     cairn__free(x->a, e);
+    plan_free(&pl);
     return rc;
 }
 
@@ -1354,7 +1766,7 @@ static int mw_plan(mwrite *w)
 static int mw_postings(mwrite *w, size_t t, int (*fn)(void *u, const posting *p, size_t k),
                        void *u)
 {
-    posting buf[MW_CHUNK];
+    posting buf[MW_CHUNK], blk[PK_BLOCK];
     size_t k = 0;
     int rc;
     for (uint32_t f = w->first[t]; f < w->first[t + 1]; f++) {
@@ -1367,16 +1779,20 @@ static int mw_postings(mwrite *w, size_t t, int (*fn)(void *u, const posting *p,
             return CAIRN_ECORRUPT;
         if (mw_stopped(w, 1 + from->n))
             return CAIRN_ELOCKED; /* given up */
-        for (uint32_t j = 0; j < from->n; j++) {
-            uint32_t nd = remap[pdoc(from, j)];
-            if (nd == UINT32_MAX)
-                continue;
-            buf[k].doc = nd;
-            buf[k].tf = ptf(from, j);
-            if (++k == MW_CHUNK) {
-                if ((rc = fn(u, buf, k)) != CAIRN_OK)
-                    return rc;
-                k = 0;
+        for (uint32_t b = 0; b < nblocks(from); b++) {
+            const posting *p;
+            uint32_t kb = term_block(from, b, blk, &p);
+            for (uint32_t j = 0; j < kb; j++) {
+                uint32_t nd = remap[p[j].doc];
+                if (nd == UINT32_MAX)
+                    continue;
+                buf[k].doc = nd;
+                buf[k].tf = p[j].tf;
+                if (++k == MW_CHUNK) {
+                    if ((rc = fn(u, buf, k)) != CAIRN_OK)
+                        return rc;
+                    k = 0;
+                }
             }
         }
     }
@@ -1387,12 +1803,15 @@ typedef struct mw_sum {
     mwrite *w;
     term *t;
     XXH3_state_t *st;
+    pk_plan *pl;
 } mw_sum;
 
 static int mw_count(void *u, const posting *p, size_t k)
 {
     mw_sum *c = u;
     for (size_t j = 0; j < k; j++) {
+        if (c->t->n == 0)
+            c->t->one = p[j]; /* a single term's record holds it */
         c->t->n++;
         c->t->df++;
         if (p[j].tf > c->t->max_tf)
@@ -1400,6 +1819,7 @@ static int mw_count(void *u, const posting *p, size_t k)
         if (c->w->x->dl[p[j].doc] < c->t->min_dl)
             c->t->min_dl = c->w->x->dl[p[j].doc];
     }
+    plan_feed(c->pl, p, k);
     return XXH3_64bits_update(c->st, p, k * sizeof *p) == XXH_OK ? CAIRN_OK : CAIRN_ENOMEM;
 }
 
@@ -1419,25 +1839,33 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
 {
     mwrite w;
     XXH3_state_t st;
+    pk_plan pl;
     int rc;
 
     memset(&w, 0, sizeof w);
+    memset(&pl, 0, sizeof pl);
     w.src = src;
     w.n = n;
     w.stop = stop;
     if ((rc = cairn__ramidx_new(&w.x, a, stemmer)) != CAIRN_OK)
         return rc;
     rc = mw_plan(&w);
-    /* Each term's counts and the sum of its postings, made once to count
-     * and again to write: no term's postings are held. */
+    if (rc == CAIRN_OK)
+        rc = plan_init(&pl, a, w.x->nterms);
+    /* Each term's counts, the sum of its postings and its blocks' sizes,
+     * made once to count and again to write: no term's postings are
+     * held. */
     for (size_t t = 0; rc == CAIRN_OK && t < w.x->nterms; t++) {
-        mw_sum c = {&w, &w.x->terms[t], &st};
+        mw_sum c = {&w, &w.x->terms[t], &st, &pl};
         XXH3_64bits_reset(&st);
         rc = mw_postings(&w, t, mw_count, &c);
         w.x->terms[t].sum = XXH3_64bits_digest(&st);
+        if (rc == CAIRN_OK)
+            rc = plan_end(&pl, t, doc_bits(w.x->ndocs), w.x->terms[t].max_tf,
+                          is_single(&w.x->terms[t]));
     }
     if (rc == CAIRN_OK)
-        rc = write_head(w.x, 1, put, user);
+        rc = write_head(w.x, &pl, 1, put, user);
     if (rc == CAIRN_OK) {
         pk_enc *e = cairn__calloc(a, 1, sizeof *e);
         if (e == NULL) {
@@ -1445,12 +1873,52 @@ int cairn__ramidx_merge_write(const cairn_allocator *a, const char *stemmer,
         } else {
             e->put = put;
             e->user = user;
-            rc = write_postings(w.x, e, mw_term, &w);
+            rc = write_postings(w.x, &pl, e, mw_term, &w);
             cairn__free(a, e);
         }
     }
+    plan_free(&pl);
     mwrite_free(&w);
     return rc;
+}
+
+/* A term whose record failed its checks: it matches nothing, and the
+ * index is damaged. */
+static term *bad_term(cairn__ramidx *x, term *tm)
+{
+    x->damaged = 1;
+    tm->len = 0;
+    tm->n = tm->df = 0;
+    tm->db = tm->tb = 0;
+    tm->p = NULL;
+    tm->pk = NULL;
+    return tm;
+}
+
+/* Single term id's record, checked (its sum, its bounds): its posting
+ * in tm->one. Its df is derived: 1 if its document is live now (a
+ * removal loads the terms of the document before it clears its bit). */
+static term *load_single(cairn__ramidx *x, size_t id)
+{
+    const uint8_t *t = x->sfile + (id - x->nfull) * TIX_SINGLE;
+    term *tm = &x->terms[id];
+
+    tm->loaded = 1;
+    tm->off = get32(t);
+    tm->len = (uint32_t)t[4] | (uint32_t)t[5] << 8;
+    tm->one.tf = ((uint32_t)t[6] | (uint32_t)t[7] << 8) + 1;
+    tm->one.doc = get32(t + 8);
+    if (get32(t + 12) != (uint32_t)XXH3_64bits(t, 12) || tm->len == 0 ||
+        (uint64_t)tm->off + tm->len > x->arena_len || tm->one.doc >= x->ndocs)
+        return bad_term(x, tm);
+    tm->n = 1;
+    tm->df = (uint32_t)is_live(x, tm->one.doc);
+    tm->max_tf = tm->one.tf;
+    tm->min_dl = x->dl[tm->one.doc];
+    tm->p = &tm->one; /* read in place, as a term in RAM's */
+    tm->pk = NULL;
+    tm->checked = 1;
+    return tm;
 }
 
 /* A term's record, checked against the image's bounds. A bad one reads as
@@ -1459,9 +1927,12 @@ static term *load_term(cairn__ramidx *x, size_t id)
 {
     const uint8_t *t = x->tfile + id * TIX_TERM;
     term *tm = &x->terms[id];
-    uint64_t first = get64(t + 8);
+    uint64_t first, need;
     unsigned db = doc_bits(x->ndocs);
 
+    if (id >= x->nfull)
+        return load_single(x, id);
+    first = get64(t + 8);
     tm->loaded = 1;
     tm->off = get32(t);
     tm->len = get32(t + 4);
@@ -1471,23 +1942,17 @@ static term *load_term(cairn__ramidx *x, size_t id)
     tm->min_dl = get32(t + 28);
     tm->sum = get64(t + 32);
     tm->db = (uint8_t)db;
-    tm->w = (uint8_t)(db + tf_bits(tm->max_tf));
-    tm->dmask = (uint32_t)(((uint64_t)1 << db) - 1);
-    tm->tmask = (uint32_t)(((uint64_t)1 << (tm->w - db)) - 1);
-    /* x->npost: bytes of the postings, the spare ones after them included */
-    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || tm->w > TIX_MAX_W ||
-        first > x->npost - TIX_SLACK || packed_len(tm->n, tm->w) > x->npost - TIX_SLACK - first ||
-        tm->df > tm->n) {
-        x->damaged = 1;
-        tm->len = 0;
-        tm->n = tm->df = 0;
-        tm->w = tm->db = 0;
-        tm->p = NULL;
-        tm->pk = NULL;
-        return tm;
-    }
+    tm->tb = (uint8_t)tf_bits(tm->max_tf);
+    /* x->npost: bytes of the postings, the spare ones after them included;
+     * the least a term's postings take (its blocks are checked when read) */
+    need = tm->n == 0 ? 0 : tm->n == 1 ? packed_len(1, db + tm->tb)
+           : nblocks(tm) == 1 ? PK_HEAD : (uint64_t)nblocks(tm) * PK_SKIP;
+    if ((uint64_t)tm->off + tm->len > x->arena_len || tm->len == 0 || db + tm->tb > TIX_MAX_W ||
+        first > x->npost - TIX_SLACK || need > x->npost - TIX_SLACK - first || tm->df > tm->n)
+        return bad_term(x, tm);
+    tm->room = x->npost - TIX_SLACK - first;
     tm->p = NULL;
-    tm->pk = (const uint8_t *)x->tfile - TIX_HEAD + x->post_off + first;
+    tm->pk = x->image + x->post_off + first;
     return tm;
 }
 
@@ -1523,15 +1988,15 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
                       const void *bytes, size_t len, size_t *used)
 {
     const uint8_t *b = bytes;
-    uint64_t ndocs, nterms, tcap, alen, npost, need, n_live, sum_dl;
-    size_t o_terms, o_table, o_ext, o_dl, o_live, o_arena, o_post;
+    uint64_t ndocs, nterms, nsingle, tcap, alen, npost, need, n_live, sum_dl;
+    size_t o_terms, o_single, o_table, o_ext, o_dl, o_live, o_arena, o_post;
     cairn__ramidx *x = NULL;
     int rc;
 
     *out = NULL;
     if (((uintptr_t)bytes & 7) != 0 || len < TIX_HEAD || get32(b) != TIX_MAGIC ||
         get32(b + 4) != TIX_VERSION ||
-        XXH3_64bits(b, 64) != get64(b + 64))
+        XXH3_64bits(b, 72) != get64(b + 72))
         return CAIRN_ECORRUPT;
     ndocs = get64(b + 8);
     nterms = get64(b + 16);
@@ -1540,14 +2005,17 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     npost = get64(b + 40);
     n_live = get64(b + 48);
     sum_dl = get64(b + 56);
+    nsingle = get64(b + 64);
     /* Every count bounded by the bytes there are before any product. */
     if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 8 || alen > len ||
         npost > len || npost < TIX_SLACK || npost % 8 != 0 || (tcap & (tcap - 1)) != 0 ||
-        (nterms > 0 && tcap * 3 < nterms * 4) ||
-        nterms > len / TIX_TERM || ndocs > len / 8 || n_live > ndocs)
+        (nterms > 0 && tcap * 3 < nterms * 4) || nsingle > nterms ||
+        nterms - nsingle > len / TIX_TERM || nsingle > len / TIX_SINGLE || ndocs > len / 8 ||
+        n_live > ndocs)
         return CAIRN_ECORRUPT;
     o_terms = TIX_HEAD;
-    o_table = o_terms + (size_t)nterms * TIX_TERM;
+    o_single = o_terms + (size_t)(nterms - nsingle) * TIX_TERM;
+    o_table = o_single + (size_t)nsingle * TIX_SINGLE;
     o_ext = o_table + (size_t)tcap * 8;
     o_dl = o_ext + (size_t)ndocs * 8;
     o_live = o_dl + pad8((size_t)ndocs * 4);
@@ -1568,7 +2036,10 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
         return CAIRN_ENOMEM;
     }
     memcpy(x->live, b + o_live, (size_t)(ndocs + 63) / 64 * 8);
+    x->image = b;
     x->tfile = b + o_terms;
+    x->sfile = b + o_single;
+    x->nfull = (size_t)(nterms - nsingle);
     x->post_off = o_post;
     x->npost = npost;
     x->table = (uint64_t *)(uintptr_t)(b + o_table);
@@ -1622,8 +2093,13 @@ int cairn__ramidx_check(cairn__ramidx *x)
             return CAIRN_ECORRUPT;
         if ((rc = check_postings(x, tm)) != CAIRN_OK)
             return rc;
-        for (uint32_t j = 0; j < tm->n; j++)
-            live_postings += is_live(x, pdoc(tm, j));
+        for (uint32_t b = 0; b < nblocks(tm); b++) {
+            posting buf[PK_BLOCK];
+            const posting *p;
+            uint32_t k = term_block(tm, b, buf, &p);
+            for (uint32_t j = 0; j < k; j++)
+                live_postings += is_live(x, p[j].doc);
+        }
         if (live_postings != tm->df)
             return CAIRN_ECORRUPT;
         live_postings = 0;

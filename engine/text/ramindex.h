@@ -82,7 +82,9 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
 /* The image cairn__ramidx_merge of src[0..n) would write, the same bytes,
  * written as it is made: the merged documents and terms are held (about
  * 13 bytes a document), each term's postings are made from the sources
- * twice (to count and sum them, then to write them) and never held.
+ * twice (to count, sum and size them, then to write them) and never held:
+ * only their length (8 bytes a term) and the skip table of a term of more
+ * than one block (8 bytes a block) are kept between the two.
  * Mapped sources' postings are checked as they are read. Given up with
  * CAIRN_ELOCKED once *stop is set (stop NULL: never). Errors: put's,
  * CAIRN_ENOMEM, CAIRN_EINVAL (out of order), CAIRN_ECHECKSUM /
