@@ -647,6 +647,68 @@ static void an_image_of_one_document_reads_back(void **state)
     free(im.b);
 }
 
+#define TABLE_TERMS 3000
+
+static uint64_t image_u64(const image *im, size_t at);
+
+/* The image's term table (format-spec/memindex.md, "Term hash table"):
+ * n + n / 3 + 1 slots of 4 bytes, n of them filled, each with its term's
+ * tag and number; every term is found in it, a word that is no term is
+ * not, and a slot naming a term past the last is damage. */
+static void the_term_table_is_three_quarters_full_and_finds_every_term(void **state)
+{
+    cairn__ramidx *x = NULL, *f = NULL;
+    image im = {NULL, 0, 0};
+    uint64_t *mem = NULL, nterms, tcap, nsingle, filled = 0;
+    size_t table;
+    (void)state;
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    for (int i = 0; i < TABLE_TERMS; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "w%d shared", i);
+        assert_int_equal(cairn__ramidx_add(x, 1 + (uint64_t)i, (const uint8_t *)t, strlen(t)),
+                         CAIRN_OK);
+    }
+    f = map_image(x, &im, &mem);
+    nterms = image_u64(&im, 16);
+    tcap = image_u64(&im, 24);
+    nsingle = image_u64(&im, 64);
+    assert_int_equal(nterms, TABLE_TERMS + 1);
+    assert_int_equal(tcap, nterms + nterms / 3 + 1);
+    table = 80 + 40 * (size_t)(nterms - nsingle) + 16 * (size_t)nsingle;
+    for (uint64_t i = 0; i < tcap; i++) {
+        uint32_t v;
+        memcpy(&v, im.b + table + 4 * i, 4);
+        filled += v != 0;
+    }
+    assert_int_equal(filled, nterms);
+    for (int i = 0; i < TABLE_TERMS; i += 97) {
+        char w[16];
+        snprintf(w, sizeof w, "w%d", i);
+        same_answer(x, f, w, 1);
+    }
+    same_answer(x, f, "shared", 5);
+    same_answer(x, f, "nosuchword", 5);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_OK);
+    cairn__ramidx_free(f);
+    /* a slot naming term nterms + 1 (its tag kept): the check refuses it */
+    for (uint64_t i = 0; i < tcap; i++) {
+        uint32_t v, idmask = (1u << 12) - 1; /* 3,001 terms: 12 bits of number */
+        memcpy(&v, (uint8_t *)mem + table + 4 * i, 4);
+        if (v == 0)
+            continue;
+        v = (v & ~idmask) | (uint32_t)(nterms + 1);
+        memcpy((uint8_t *)mem + table + 4 * i, &v, 4);
+        break;
+    }
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_check(f), CAIRN_ECORRUPT);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(im.b);
+}
+
 #define SEEK_DOCS 5000
 
 /* An index where MaxScore seeks a common term's postings (3,333 in 27
@@ -729,7 +791,7 @@ static size_t record_of(const image *im, const char *word, int *single)
     memcpy(&nsingle, im->b + 64, 8);
     assert_true(nsingle <= nterms);
     nfull = nterms - nsingle;
-    arena = 80 + 40 * nfull + 16 * nsingle + 8 * tcap + 8 * ndocs + (4 * ndocs + 7) / 8 * 8 +
+    arena = 80 + 40 * nfull + 16 * nsingle + (4 * tcap + 7) / 8 * 8 + 8 * ndocs + (4 * ndocs + 7) / 8 * 8 +
             (ndocs + 63) / 64 * 8;
     for (uint64_t t = 0; t < nterms; t++) {
         size_t at = t < nfull ? 80 + 40 * t : 80 + 40 * nfull + 16 * (t - nfull);
@@ -1213,6 +1275,7 @@ int main(void)
         cmocka_unit_test(ranking_equals_brute_force_bm25),
         cmocka_unit_test(words_are_indexed_as_the_tokenizer_gives_them),
         cmocka_unit_test(mapped_and_ram_indexes_rank_as_one),
+        cmocka_unit_test(the_term_table_is_three_quarters_full_and_finds_every_term),
         cmocka_unit_test(damaged_images_are_refused),
         cmocka_unit_test(packed_postings_read_back_at_every_width),
         cmocka_unit_test(blocks_read_back_at_their_edges),

@@ -211,6 +211,8 @@ struct cairn__ramidx {
     const uint8_t *image;    /* mapped: the image's first byte */
     const uint8_t *tfile;    /* mapped: the full term records */
     const uint8_t *sfile;    /* mapped: the single records (terms nfull..) */
+    const uint32_t *itab;    /* mapped: the image's term table (image_table) */
+    size_t itab_cap;
     size_t nfull;            /* mapped: terms with a full record */
     size_t post_off;         /* mapped: the postings' offset in the image */
     uint64_t npost;          /* mapped: postings in the image */
@@ -1442,43 +1444,48 @@ static int plan_ram(const cairn__ramidx *x, pk_plan *pl)
     return rc;
 }
 
-/* Slots of an image's term table for n terms: a power of 2 at most 3/4
- * full. The RAM table stays at most 1/2 full, for its inserts; the image
- * takes the terms into a table of its own, 2.7 MB less for each 262,144
- * memories of bench_memory's texts (312,144 terms: 524,288 slots, not
- * 1,048,576). */
+/* An image's term table: u32 slots, 0 empty, else a tag (the top bits of
+ * the term's XXH3-64 hash) above the term's image number + 1 in idbits
+ * bits, the least that hold nterms; at most 3/4 full, of any size; a probe
+ * starts at the hash's low 32 bits scaled to the table. 5.3 bytes a term,
+ * where slots of 8 bytes in a power of 2 at most 3/4 full took 13.4 at
+ * 312,144 terms. The RAM table keeps its own form, at most 1/2 full. */
 static size_t image_tcap(size_t n)
 {
-    size_t cap = 16;
-    if (n == 0)
-        return 0;
-    while (cap * 3 < n * 4)
-        cap *= 2;
-    return cap;
+    return n == 0 ? 0 : n + n / 3 + 1;
 }
 
-/* x's terms in a table of cap slots (slot: the term's hash's top 32 bits,
- * then its image number + 1, img[id]; linear probing from the hash's low
- * bits). A table of x's own size is x's with the numbers changed: the
- * same slots, no term hashed again. */
-static uint64_t *image_table(const cairn__ramidx *x, size_t cap, const uint32_t *img)
+static unsigned image_idbits(uint64_t nterms)
 {
-    uint64_t *t = cairn__calloc(x->a, cap, sizeof *t);
+    return bits_of(nterms);
+}
+
+static inline size_t image_slot(uint64_t h, size_t cap)
+{
+    return (size_t)(((uint64_t)(uint32_t)h * cap) >> 32);
+}
+
+/* The tag of hash h in a slot of idbits ids (none when they take all 32). */
+static inline uint32_t image_tag(uint64_t h, unsigned idbits)
+{
+    return idbits >= 32 ? 0 : (uint32_t)(h >> (32 + idbits)) << idbits;
+}
+
+/* x's terms in a table of cap slots (in RAM: an image is written from
+ * RAM), each under its image number img[id]. */
+static uint32_t *image_table(const cairn__ramidx *x, size_t cap, const uint32_t *img)
+{
+    uint32_t *t = cairn__calloc(x->a, cap, sizeof *t);
+    unsigned idbits = image_idbits(x->nterms);
     if (t == NULL)
         return NULL;
-    if (cap == x->table_cap) {
-        for (size_t i = 0; i < cap; i++)
-            if (x->table[i] != 0)
-                t[i] = (x->table[i] >> 32) << 32 | ((uint64_t)img[(uint32_t)x->table[i] - 1] + 1);
-        return t;
-    }
     for (size_t id = 0; id < x->nterms; id++) {
-        const term *tm = &x->terms[id]; /* in RAM: an image is written from RAM */
+        const term *tm = &x->terms[id];
         uint64_t h = XXH3_64bits(x->arena + tm->off, tm->len);
-        size_t i = (size_t)h & (cap - 1);
+        size_t i = image_slot(h, cap);
         while (t[i] != 0)
-            i = (i + 1) & (cap - 1);
-        t[i] = (h >> 32) << 32 | ((uint64_t)img[id] + 1);
+            i = i + 1 == cap ? 0 : i + 1;
+        t[i] = image_tag(h, idbits) | (img[id] + 1);
     }
     return t;
 }
@@ -1561,12 +1568,15 @@ static int write_head(const cairn__ramidx *x, const pk_plan *pl, int sums,
 {
     static const uint8_t zeros[8];
     uint8_t h[TIX_HEAD];
-    uint64_t post_len = pad8((size_t)pl->total + TIX_SLACK), nsingle = 0, *table = NULL;
+    uint64_t post_len = pad8((size_t)pl->total + TIX_SLACK), nsingle = 0;
+    uint32_t *table = NULL;
     size_t tcap = image_tcap(x->nterms);
-    uint32_t *img = image_numbers(x, &nsingle);
+    uint32_t *img;
     int rc;
 
-    if (img == NULL)
+    if (tcap > UINT32_MAX) /* a slot's start is its hash's low 32 bits times tcap */
+        return CAIRN_EINVAL;
+    if ((img = image_numbers(x, &nsingle)) == NULL)
         return CAIRN_ENOMEM;
     memset(h, 0, sizeof h);
     put32(h, TIX_MAGIC);
@@ -1586,8 +1596,10 @@ static int write_head(const cairn__ramidx *x, const pk_plan *pl, int sums,
         rc = CAIRN_ENOMEM;
     cairn__free(x->a, img);
     if (rc == CAIRN_OK && tcap)
-        rc = put(user, table, tcap * 8);
+        rc = put(user, table, tcap * 4);
     cairn__free(x->a, table);
+    if (rc == CAIRN_OK)
+        rc = put(user, zeros, pad8(tcap * 4) - tcap * 4);
     if (rc != CAIRN_OK ||
         (x->ndocs && (rc = put(user, x->ext, x->ndocs * 8)) != CAIRN_OK) ||
         (x->ndocs && (rc = put(user, x->dl, x->ndocs * 4)) != CAIRN_OK) ||
@@ -1960,13 +1972,15 @@ static term *load_term(cairn__ramidx *x, size_t id)
  * and a table with no empty slot cannot loop. */
 static long frozen_lookup(cairn__ramidx *x, const char *s, size_t len)
 {
-    uint64_t h = XXH3_64bits(s, len), fp = h >> 32;
-    size_t mask = x->table_cap - 1, i = (size_t)h & mask;
-    if (x->table_cap == 0)
+    uint64_t h = XXH3_64bits(s, len);
+    unsigned idbits = image_idbits(x->nterms);
+    uint32_t tag = image_tag(h, idbits), idmask = idbits >= 32 ? UINT32_MAX : (1u << idbits) - 1;
+    size_t i;
+    if (x->itab_cap == 0)
         return -1;
-    for (size_t probes = 0; probes < x->table_cap; probes++, i = (i + 1) & mask) {
-        uint64_t v = x->table[i];
-        uint32_t id = (uint32_t)v;
+    i = image_slot(h, x->itab_cap);
+    for (size_t probes = 0; probes < x->itab_cap; probes++, i = i + 1 == x->itab_cap ? 0 : i + 1) {
+        uint32_t v = x->itab[i], id = v & idmask;
         const term *tm;
         if (v == 0)
             return -1;
@@ -1974,7 +1988,7 @@ static long frozen_lookup(cairn__ramidx *x, const char *s, size_t len)
             x->damaged = 1;
             return -1;
         }
-        if ((v >> 32) != fp)
+        if ((v & ~idmask) != tag)
             continue;
         tm = T(x, id - 1);
         if (tm->len == len && memcmp(x->arena + tm->off, s, len) == 0)
@@ -2007,16 +2021,16 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     sum_dl = get64(b + 56);
     nsingle = get64(b + 64);
     /* Every count bounded by the bytes there are before any product. */
-    if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 8 || alen > len ||
-        npost > len || npost < TIX_SLACK || npost % 8 != 0 || (tcap & (tcap - 1)) != 0 ||
-        (nterms > 0 && tcap * 3 < nterms * 4) || nsingle > nterms ||
+    if (ndocs >= UINT32_MAX || nterms >= UINT32_MAX || tcap > len / 4 || tcap > UINT32_MAX ||
+        alen > len || npost > len || npost < TIX_SLACK || npost % 8 != 0 ||
+        (nterms == 0) != (tcap == 0) || tcap < image_tcap((size_t)nterms) || nsingle > nterms ||
         nterms - nsingle > len / TIX_TERM || nsingle > len / TIX_SINGLE || ndocs > len / 8 ||
         n_live > ndocs)
         return CAIRN_ECORRUPT;
     o_terms = TIX_HEAD;
     o_single = o_terms + (size_t)(nterms - nsingle) * TIX_TERM;
     o_table = o_single + (size_t)nsingle * TIX_SINGLE;
-    o_ext = o_table + (size_t)tcap * 8;
+    o_ext = o_table + pad8((size_t)tcap * 4);
     o_dl = o_ext + (size_t)ndocs * 8;
     o_live = o_dl + pad8((size_t)ndocs * 4);
     o_arena = o_live + (size_t)(ndocs + 63) / 64 * 8;
@@ -2042,8 +2056,8 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     x->nfull = (size_t)(nterms - nsingle);
     x->post_off = o_post;
     x->npost = npost;
-    x->table = (uint64_t *)(uintptr_t)(b + o_table);
-    x->table_cap = (size_t)tcap;
+    x->itab = (const uint32_t *)(const void *)(b + o_table);
+    x->itab_cap = (size_t)tcap;
     x->ext = (uint64_t *)(uintptr_t)(b + o_ext);
     x->dl = (uint32_t *)(uintptr_t)(b + o_dl);
     x->arena = (char *)(uintptr_t)(b + o_arena);
@@ -2075,15 +2089,17 @@ int cairn__ramidx_check(cairn__ramidx *x)
     }
     if (n_live != x->n_live || sum_dl != x->sum_dl)
         return CAIRN_ECORRUPT;
-    for (size_t i = 0; i < x->table_cap; i++) {
-        uint64_t v = x->table[i];
+    for (size_t i = 0; i < x->itab_cap; i++) {
+        unsigned idbits = image_idbits(x->nterms);
+        uint32_t v = x->itab[i], idmask = idbits >= 32 ? UINT32_MAX : (1u << idbits) - 1;
         const term *tm;
         if (v == 0)
             continue;
-        if ((uint32_t)v == 0 || (uint32_t)v > x->nterms)
+        if ((v & idmask) == 0 || (v & idmask) > x->nterms)
             return CAIRN_ECORRUPT;
-        tm = T(x, (uint32_t)v - 1);
-        if (x->damaged || (v >> 32) != XXH3_64bits(x->arena + tm->off, tm->len) >> 32)
+        tm = T(x, (v & idmask) - 1);
+        if (x->damaged ||
+            (v & ~idmask) != image_tag(XXH3_64bits(x->arena + tm->off, tm->len), idbits))
             return CAIRN_ECORRUPT;
     }
     for (size_t i = 0; i < x->nterms; i++) {
