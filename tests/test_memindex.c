@@ -335,19 +335,42 @@ static void flip_byte(const char *path, size_t at)
     free(b);
 }
 
-static size_t find_in_file(const char *path, const char *s)
+/* Where the n bytes at s first are in the file at path; SIZE_MAX: not in it. */
+static size_t offset_in_file(const char *path, const void *s, size_t n)
 {
-    size_t len = 0, n = strlen(s);
+    size_t len = 0, at = SIZE_MAX;
     uint8_t *b = tu_read_file(path, &len);
     assert_non_null(b);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(b + i, s, n) == 0) {
-            free(b);
-            return i;
-        }
+    for (size_t i = 0; i + n <= len && at == SIZE_MAX; i++)
+        if (memcmp(b + i, s, n) == 0)
+            at = i;
     free(b);
-    fail_msg("'%s' not in %s", s, path);
-    return 0;
+    return at;
+}
+
+static size_t find_bytes_in_file(const char *path, const void *s, size_t n, const char *what)
+{
+    size_t at = offset_in_file(path, s, n);
+    if (at == SIZE_MAX)
+        fail_msg("'%s' not in %s", what, path);
+    return at;
+}
+
+/* Where a memory's id is in an index file: an id cairn made ("m" and 16
+ * lowercase hex digits) as its digits' value, u64 little-endian
+ * (format-spec/memindex.md, "Rows"); any other as its text. */
+static size_t find_id_in_file(const char *path, const char *id)
+{
+    uint8_t v[8];
+    uint64_t x = 0;
+    size_t n = strlen(id);
+    if (n != 17 || id[0] != 'm' || strspn(id + 1, "0123456789abcdef") != 16)
+        return find_bytes_in_file(path, id, n, id);
+    for (int i = 1; i < 17; i++)
+        x = x << 4 | (uint64_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    for (int i = 0; i < 8; i++)
+        v[i] = (uint8_t)(x >> (8 * i));
+    return find_bytes_in_file(path, v, 8, id);
 }
 
 static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
@@ -383,7 +406,7 @@ static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
      * alone): found when that row is first read */
     path = index_file(f->dir);
     assert_non_null(path);
-    flip_byte(path, find_in_file(path, ids[77]) + 2);
+    flip_byte(path, find_id_in_file(path, ids[77]) + 2);
     open_all(f, 0);
     assert_int_equal(cairn_mem_get(f->mem, ids[77], &m), CAIRN_ECORRUPT);
     assert_non_null(strstr(cairn_mem_errmsg(f->mem), "damaged"));
@@ -2366,7 +2389,7 @@ static void a_damaged_generation_goes_alone(void **state)
     top = two_file_chain(f, ids);
     want = export_all(f);
     close_all(f);
-    flip_byte(top, find_in_file(top, ids[650]) + 3); /* an own row's id */
+    flip_byte(top, find_id_in_file(top, ids[650]) + 3); /* an own row's id */
     open_all(f, 0);
     assert_int_equal(cairn_mem_get(f->mem, ids[650], &m), CAIRN_ECORRUPT);
     close_all(f);
@@ -2865,7 +2888,7 @@ static void a_shadow_row_is_taken_when_its_memory_is_first_read(void **state)
     chain_with_changes(f, ids);
     close_all(f);
     base = oldest_index_file(f->dir);
-    flip_byte(base, find_in_file(base, ids[5]) + 2);
+    flip_byte(base, find_id_in_file(base, ids[5]) + 2);
     open_all(f, 1);
     assert_string_equal(cairn_mem_index_note(f->mem), ""); /* the chain is in use */
     assert_true(importance_of(f, ids[8]) == 0.88);
