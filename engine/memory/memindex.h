@@ -52,8 +52,9 @@ static inline uint64_t cairn__mx_slot(uint64_t h, uint64_t tcap)
 /* One row, decoded and checked. Strings point into the mapping and are
  * NUL-terminated; metadata is NULL when the memory has none. An id the
  * file keeps as its 64-bit value is rendered into idbuf, so id may point
- * into the struct itself: a copy of a row read by cairn__mx_row points its
- * id at its own idbuf when the original's did. */
+ * into the struct itself and lives only as long as it: whoever copies a
+ * row read by cairn__mx_row points the copy's id at the copy's idbuf when
+ * the original's pointed at its own (or copies the id out). */
 typedef struct mx_row {
     uint64_t seq;
     double importance;
