@@ -447,19 +447,23 @@ static uint8_t *make_sealed(unsigned n, size_t *len, uint8_t **log_out, size_t *
 }
 
 
-/* The memory index golden: three memories in two namespaces, a text index
- * each, covering seq 50 (format-spec/memindex.md). */
+/* The memory index golden: four memories in two namespaces, a text index
+ * each, covering seq 50 (format-spec/memindex.md). The first three have
+ * ids as cairn makes them, kept as 8 bytes; the fourth's, in capitals,
+ * stays text. */
 #define MX_COVERED 50u
 #define MX_GOLDEN "mem-0000000000000032.cmx"
 
 static const mx_row mx_rows[] = {
     {7, 0.5, 1700000000000ll, 1700000001000ll, 0, 2, 0x1111111111111111ull,
-     "the deploy failed on friday", "m0000000000000001", "fact", NULL, 27, 0, 0},
+     "the deploy failed on friday", "m0000000000000001", "fact", NULL, 27, 0, 0, ""},
     {9, 0.875, 1700000002000ll, 1700000002000ll, 1800000000000ll, 0, 0x2222222222222222ull,
      "use a canary before every deploy", "m0000000000000002", "lesson",
-     "{\"source\":\"retro\"}", 32, 1, 0},
+     "{\"source\":\"retro\"}", 32, 1, 0, ""},
     {12, 0.25, 1700000003000ll, 1700000004000ll, 0, 1, 0x3333333333333333ull,
-     "friday deploys need two reviewers", "m0000000000000003", "decision", NULL, 33, 0, 0},
+     "friday deploys need two reviewers", "m0000000000000003", "decision", NULL, 33, 0, 0, ""},
+    {14, 0.5, 1700000005000ll, 1700000005000ll, 1900000000000ll, 0, 0x4444444444444444ull,
+     "keep the release notes short", "M0000000000000004", "fact", NULL, 28, 1, 0, ""},
 };
 
 static uint64_t mx_hash_id(const char *id)
@@ -491,7 +495,7 @@ static uint8_t *make_memindex(size_t *len)
     char *dir = tu_mkdtemp("golden-mx");
     cairn__ramidx *x[2] = {NULL, NULL};
     cairn__vecset *v[2] = {NULL, NULL};
-    mx_ns_in ns[2] = {{"", 2, NULL, NULL, 0, NULL, 0}, {"work", 1, NULL, NULL, 0, NULL, 0}};
+    mx_ns_in ns[2] = {{"", 2, NULL, NULL, 0, NULL, 0}, {"work", 2, NULL, NULL, 0, NULL, 0}};
     mx_in in;
     cairn__err e;
     uint8_t *b;
@@ -1247,7 +1251,7 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(mx.covered, MX_COVERED);
     assert_int_equal(mx.skipped, 1);
     assert_int_equal(mx.deleted, 4);
-    assert_int_equal(mx.nrows, 3);
+    assert_int_equal(mx.nrows, 4);
     assert_int_equal(mx.n_ns, 2);
     assert_string_equal(mx.stemmer, "english");
     assert_int_equal(mx.version, 10);
@@ -1266,14 +1270,31 @@ static void test_memindex_golden_reads_back(void **state)
     assert_int_equal(get_le64(g + 16), MX_COVERED);
     assert_int_equal(get_le64(g + 24), 0);
     assert_int_equal(get_le64(g + 32), glen);
-    assert_int_equal(get_le64(g + 40), 3);
+    assert_int_equal(get_le64(g + 40), 4);
     assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
     assert_int_equal(get_le64(g + 48), XXH3_64bits(g + 64, MX_HEAD_LEN - 64));
     assert_int_equal(cairn__filehdr_check(g, glen, "CAIRNMX1", 10, "golden", &e), CAIRN_OK);
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         mx_row r;
+        const uint8_t *row = mx.rows + i * 80;
+        const uint8_t *part = mx.heap + get_le64(row + 48) + (mx_rows[i].expires ? 8 : 0);
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
         assert_int_equal(r.seq, mx_rows[i].seq);
+        /* an id cairn makes is its 16 digits' value, u64, flag bit 2; the
+         * capitals' stays text, its NUL after it */
+        if (i < 3) {
+            assert_int_equal(get_le32(row + 68) & 4, 4);
+            assert_int_equal(get_le64(part), (uint64_t)i + 1);
+            assert_false(holds_bytes(g, glen, mx_rows[i].id));
+            assert_ptr_equal(r.id, r.idbuf);
+        } else {
+            assert_int_equal(get_le32(row + 68) & 4, 0);
+            assert_memory_equal(part, mx_rows[i].id, strlen(mx_rows[i].id) + 1);
+        }
+        assert_int_equal(get_le32(row + 60), (mx_rows[i].expires ? 8 : 0) +
+                                                 (i < 3 ? 8 : strlen(mx_rows[i].id) + 1) +
+                                                 strlen(mx_rows[i].category) + 1 +
+                                                 (mx_rows[i].metadata ? strlen(mx_rows[i].metadata) + 1 : 0));
         assert_true(r.importance == mx_rows[i].importance);
         assert_int_equal(r.created, mx_rows[i].created);
         assert_int_equal(r.accessed, mx_rows[i].accessed);
@@ -1296,7 +1317,7 @@ static void test_memindex_golden_reads_back(void **state)
             uint64_t h = mx_hash_id(r.id);
             /* the spec's start: the low 32 bits of h scaled to tcap */
             size_t slot = (size_t)(((unsigned __int128)(uint32_t)h * mx.tcap) >> 32);
-            assert_int_equal(mx.tcap, 16); /* 3 rows: at least 16 slots */
+            assert_int_equal(mx.tcap, 16); /* 4 rows: at least 16 slots */
             while (mx.idtab[slot] != 0 && (uint32_t)mx.idtab[slot] != i + 1)
                 slot = slot + 1 == mx.tcap ? 0 : slot + 1;
             assert_int_equal(mx.idtab[slot], (h >> 32 << 32) | (i + 1)); /* tagged */
@@ -1331,7 +1352,7 @@ static void test_memindex_golden_reads_back(void **state)
             cairn__vecset_free(v);
         }
         assert_string_equal(name, i ? "work" : "");
-        assert_int_equal(live, i ? 1 : 2);
+        assert_int_equal(live, 2);
         assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)"friday deploy", 13, 4, docs, sc,
                                               &n, NULL),
                          CAIRN_OK);
@@ -1357,12 +1378,13 @@ static void test_memindex_golden_reads_back(void **state)
 
 static const mx_row mxg_rows[] = {
     {7, 0.75, 1700000000000ll, 1700000009000ll, 0, 5, 0x1111111111111111ull,
-     "the deploy failed on friday", "m0000000000000001", "incident", "{\"seen\":true}", 27, 0, 0},
+     "the deploy failed on friday", "m0000000000000001", "incident", "{\"seen\":true}", 27, 0, 0,
+     ""},
     {9, 0.875, 1700000002000ll, 1700000002000ll, 1800000000000ll, 0, 0x2222222222222222ull,
      "use a canary before every deploy", "m0000000000000002", "lesson", "{\"x\":1}", 32, 1,
-     MX_ROW_DEAD},
+     MX_ROW_DEAD, ""},
     {55, 0.5, 1700000010000ll, 1700000010000ll, 0, 0, 0x5555555555555555ull,
-     "roll back friday deploys first", "m0000000000000005", "lesson", NULL, 30, 0, 0},
+     "roll back friday deploys first", "m0000000000000005", "lesson", NULL, 30, 0, 0, ""},
 };
 
 static uint8_t *make_memindex_gen(size_t *len)
@@ -1442,6 +1464,9 @@ static void test_memindex_generation_golden_reads_back(void **state)
     assert_int_equal(get_le64(g + 72), 2);
     assert_int_equal(mx.nrows, 3);
     assert_int_equal(mx.deleted, 5);
+    /* the dead shadow row: expiresAt, its id as 8 bytes, an empty category */
+    assert_int_equal(get_le32(mx.rows + 80 + 68), 1 | 2 | 4);
+    assert_int_equal(get_le32(mx.rows + 80 + 60), 8 + 8 + 1);
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
         assert_int_equal(r.seq, mxg_rows[i].seq);

@@ -335,19 +335,49 @@ static void flip_byte(const char *path, size_t at)
     free(b);
 }
 
-static size_t find_in_file(const char *path, const char *s)
+/* Where the n bytes at s first are in the file at path; SIZE_MAX: not in it. */
+static size_t offset_in_file(const char *path, const void *s, size_t n)
 {
-    size_t len = 0, n = strlen(s);
+    size_t len = 0, at = SIZE_MAX;
     uint8_t *b = tu_read_file(path, &len);
     assert_non_null(b);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(b + i, s, n) == 0) {
-            free(b);
-            return i;
-        }
+    for (size_t i = 0; i + n <= len && at == SIZE_MAX; i++)
+        if (memcmp(b + i, s, n) == 0)
+            at = i;
     free(b);
-    fail_msg("'%s' not in %s", s, path);
-    return 0;
+    return at;
+}
+
+static size_t find_bytes_in_file(const char *path, const void *s, size_t n, const char *what)
+{
+    size_t at = offset_in_file(path, s, n);
+    if (at == SIZE_MAX)
+        fail_msg("'%s' not in %s", what, path);
+    return at;
+}
+
+static uint32_t get32le(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Where a memory's id is in an index file: an id cairn made ("m" and 16
+ * lowercase hex digits) as its digits' value, u64 little-endian
+ * (format-spec/memindex.md, "Rows"); any other as its text. */
+static size_t find_id_in_file(const char *path, const char *id)
+{
+    uint8_t v[8];
+    uint64_t x = 0;
+    size_t n = strlen(id);
+    if (n != 17 || id[0] != 'm' || strspn(id + 1, "0123456789abcdef") != 16)
+        return find_bytes_in_file(path, id, n, id);
+    for (int i = 1; i < 17; i++)
+        x = x << 4 | (uint64_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    for (int i = 0; i < 8; i++)
+        v[i] = (uint8_t)(x >> (8 * i));
+    return find_bytes_in_file(path, v, 8, id);
 }
 
 static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
@@ -383,7 +413,7 @@ static void a_damaged_file_is_set_aside_and_nothing_is_lost(void **state)
      * alone): found when that row is first read */
     path = index_file(f->dir);
     assert_non_null(path);
-    flip_byte(path, find_in_file(path, ids[77]) + 2);
+    flip_byte(path, find_id_in_file(path, ids[77]) + 2);
     open_all(f, 0);
     assert_int_equal(cairn_mem_get(f->mem, ids[77], &m), CAIRN_ECORRUPT);
     assert_non_null(strstr(cairn_mem_errmsg(f->mem), "damaged"));
@@ -2366,7 +2396,7 @@ static void a_damaged_generation_goes_alone(void **state)
     top = two_file_chain(f, ids);
     want = export_all(f);
     close_all(f);
-    flip_byte(top, find_in_file(top, ids[650]) + 3); /* an own row's id */
+    flip_byte(top, find_id_in_file(top, ids[650]) + 3); /* an own row's id */
     open_all(f, 0);
     assert_int_equal(cairn_mem_get(f->mem, ids[650], &m), CAIRN_ECORRUPT);
     close_all(f);
@@ -2865,7 +2895,7 @@ static void a_shadow_row_is_taken_when_its_memory_is_first_read(void **state)
     chain_with_changes(f, ids);
     close_all(f);
     base = oldest_index_file(f->dir);
-    flip_byte(base, find_in_file(base, ids[5]) + 2);
+    flip_byte(base, find_id_in_file(base, ids[5]) + 2);
     open_all(f, 1);
     assert_string_equal(cairn_mem_index_note(f->mem), ""); /* the chain is in use */
     assert_true(importance_of(f, ids[8]) == 0.88);
@@ -2935,6 +2965,146 @@ static void a_shadow_row_that_does_not_fold_is_found_when_read(void **state)
     free(top);
 }
 
+/* ---- ids in rows: cairn's as 8 bytes, any other as text ------------- */
+
+/* The index file of dir covering the most, mapped (the caller closes it). */
+static void map_newest(const char *dir, memindex *mx)
+{
+    cairn__err e;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    if (cairn__mx_open(mx, cairn_io_default(), dirfd, UINT64_MAX, 0, &e) != CAIRN_OK)
+        fail_msg("cairn__mx_open: %s", e.msg);
+    close(dirfd);
+}
+
+/* An id cairn made, and one a caller gave in its form, are kept as their
+ * 64-bit value (row flag bit 2); ids one character off that form (a
+ * capital M, a digit that is not hex, 17 digits) and others stay text.
+ * Each comes back from the file by its id with its content. */
+static void ids_of_both_forms_come_back_from_the_file(void **state)
+{
+    fx *f = *state;
+    static const char *const given[] = {"M0000000000000001", "m000000000000000G",
+                                        "m00000000000000001", "note-1", "m00000000000000ff"};
+    enum { NGIVEN = sizeof given / sizeof given[0], N = NGIVEN + 1 };
+    char ids[N][CAIRN_MEM_ID_MAX + 1], text[N][64], *path;
+    cairn_mem_stats st;
+    memindex mx;
+
+    for (int i = 0; i < N; i++) {
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        cairn_memory *m = NULL;
+        snprintf(text[i], sizeof text[i], "memory %d of the id forms", i);
+        so.id = i == 0 ? NULL : given[i - 1]; /* the first: an id cairn makes */
+        so.category = i % 2 ? "note" : "fact";
+        so.metadata = i % 3 == 1 ? "{\"k\":1}" : NULL;
+        so.expires_at = i % 2 ? 4102444800000ll : 0; /* expiresAt before the id */
+        assert_int_equal(cairn_mem_store(f->mem, text[i], &so, &m, NULL), CAIRN_OK);
+        strcpy(ids[i], m->id);
+        cairn_mem_free(m);
+    }
+    assert_int_equal(strlen(ids[0]), 17);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+
+    /* the file: rows in the order stored, the hex flag on cairn's forms */
+    map_newest(f->dir, &mx);
+    assert_int_equal(mx.nrows, N);
+    for (size_t i = 0; i < N; i++) {
+        mx_row r;
+        int hex = i == 0 || i == N - 1;
+        assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
+        assert_string_equal(r.id, ids[i]);
+        assert_int_equal(get32le(mx.rows + i * 80 + 68) & 4, hex ? 4 : 0);
+    }
+    cairn__mx_close(&mx);
+    path = index_file(f->dir);
+    for (int i = 0; i < N; i++) {
+        int hex = i == 0 || i == N - 1;
+        (void)find_id_in_file(path, ids[i]); /* as 8 bytes or as text */
+        if (hex) /* and never as text */
+            assert_int_equal(offset_in_file(path, ids[i], strlen(ids[i])), SIZE_MAX);
+    }
+    free(path);
+
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_rows, N);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+    for (int i = 0; i < N; i++) {
+        cairn_memory *m = NULL;
+        assert_int_equal(cairn_mem_get(f->mem, ids[i], &m), CAIRN_OK);
+        assert_string_equal(m->id, ids[i]);
+        assert_string_equal(m->content, text[i]);
+        assert_string_equal(m->category, i % 2 ? "note" : "fact");
+        assert_int_equal(m->expires_at, i % 2 ? 4102444800000ll : 0);
+        cairn_mem_free(m);
+    }
+    /* an id one digit off a stored one is not found */
+    {
+        cairn_memory *m = NULL;
+        assert_int_equal(cairn_mem_get(f->mem, "m00000000000000fe", &m), CAIRN_ENOTFOUND);
+        assert_null(m);
+    }
+}
+
+/* The hex flag set on rows whose ids are text, the row sums made to
+ * match: the 8 bytes taken for the id leave no category ("n1", a part of
+ * 5 bytes), or a metadata with a NUL inside ("user-note-1", with
+ * metadata). Either is CAIRN_ECORRUPT when the row is read, never a
+ * crash; the next open rebuilds from the log and loses nothing. */
+static void a_hex_flag_on_a_text_id_is_damage(void **state)
+{
+    fx *f = *state;
+    static const char *const id[2] = {"n1", "user-note-1"};
+    uint32_t flags = 4;
+    char *path;
+    memindex mx;
+
+    for (int i = 0; i < 2; i++) {
+        cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+        so.id = id[i];
+        so.category = i ? "fact" : "x";
+        so.metadata = i ? "{\"k\":1}" : NULL;
+        assert_int_equal(cairn_mem_store(f->mem, i ? "the second text" : "the first text", &so,
+                                         NULL, NULL),
+                         CAIRN_OK);
+    }
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    close_all(f);
+    path = index_file(f->dir);
+    for (size_t i = 0; i < 2; i++) {
+        mx_row r;
+        map_newest(f->dir, &mx);
+        assert_int_equal(get32le(mx.rows + i * 80 + 68), 0);
+        assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_OK);
+        assert_string_equal(r.id, id[i]);
+        cairn__mx_close(&mx);
+        rewrite_row(path, i, 68, &flags, 4);
+        map_newest(f->dir, &mx);
+        assert_int_equal(cairn__mx_row(&mx, i, &r), CAIRN_ECORRUPT);
+        cairn__mx_close(&mx);
+    }
+    open_all(f, 0);
+    for (int i = 0; i < 2; i++) {
+        cairn_memory *m = NULL;
+        assert_int_equal(cairn_mem_get(f->mem, id[i], &m), CAIRN_ECORRUPT);
+        assert_null(m);
+    }
+    close_all(f);
+    assert_int_equal(access(path, F_OK), -1); /* set aside */
+    open_all(f, 0);
+    for (int i = 0; i < 2; i++) {
+        cairn_memory *m = NULL;
+        assert_int_equal(cairn_mem_get(f->mem, id[i], &m), CAIRN_OK);
+        assert_string_equal(m->content, i ? "the second text" : "the first text");
+        cairn_mem_free(m);
+    }
+    free(path);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -2983,6 +3153,8 @@ int main(void)
         T(a_shadow_row_is_taken_when_its_memory_is_first_read),
         T(a_file_replacing_shadow_rows_carries_them),
         T(a_shadow_row_that_does_not_fold_is_found_when_read),
+        T(ids_of_both_forms_come_back_from_the_file),
+        T(a_hex_flag_on_a_text_id_is_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  *
  * Layout, all little-endian, every section 8-byte aligned:
  *   common file header (64) | memory index header (136) | namespaces
- *   (64 each) | id table | content table | rows (96 each) | string heap |
+ *   (64 each) | id table | content table | rows (80 each) | string heap |
  *   one text index image (and vector image) per namespace
  */
 #include "memindex.h"
@@ -33,7 +33,8 @@
  * 6: a memory's name is in its text; 7: the common file header; 8: packed
  * postings (text index images of version 2); 9: no content (a memory's
  * content is read from its store record in the log); 10: rows of 80
- * bytes (one length for a row's strings; expiresAt among them when set),
+ * bytes (one length for a row's strings; expiresAt among them when set;
+ * an id cairn generated kept as 8 bytes),
  * hash tables at most 3/4 full of any size, and postings in blocks of
  * document gaps (text index images of version 4). Only the newest is
  * used: an older file is rebuilt from the log. */
@@ -51,9 +52,13 @@ _Static_assert(TOK_VERSION == 2, "tokenizer rules changed: bump MX_VERSION");
 #define MX_NS 64
 #define MX_ROW 80
 #define MX_ROW_SUMMED 72 /* row bytes under its sum */
-/* A row's flags in the file: MX_ROW_DEAD, and this one: the row's part
- * of the heap starts with its expiresAt (i64, not 0). */
+/* A row's flags in the file: MX_ROW_DEAD, and these: the row's part of
+ * the heap starts with its expiresAt (i64, not 0); its id is one cairn
+ * generated, kept as 8 bytes (see hexid_value). */
 #define MX_ROW_EXPIRES 2u
+#define MX_ROW_HEXID 4u
+#define MX_HEXID_LEN 17 /* "m" and 16 hex digits */
+_Static_assert(MX_HEXID_LEN <= CAIRN_MEM_ID_MAX, "a generated id fits mx_row.idbuf");
 #define MX_BUF (1u << 20)
 #define MX_WRITEBACK (8u << 20) /* written bytes handed to writeback at once */
 
@@ -70,6 +75,41 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v
 static uint64_t pad8(uint64_t n)
 {
     return (n + 7) & ~(uint64_t)7;
+}
+
+/* An id of the form cairn__mem_new_id makes, "m" and 16 lowercase hex
+ * digits, is kept as the digits' value (u64): 8 bytes where its text
+ * takes 18. 1 and the value in *v for such an id; 0 for any other (a
+ * user's id, uppercase digits, another length), kept as text. */
+static int hexid_value(const char *id, uint64_t *v)
+{
+    uint64_t x = 0;
+    if (id[0] != 'm')
+        return 0;
+    for (int i = 1; i < MX_HEXID_LEN; i++) { /* stops at a NUL: no read past it */
+        char c = id[i];
+        if (c >= '0' && c <= '9')
+            x = x << 4 | (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            x = x << 4 | (uint64_t)(c - 'a' + 10);
+        else
+            return 0;
+    }
+    if (id[MX_HEXID_LEN] != 0)
+        return 0;
+    *v = x;
+    return 1;
+}
+
+/* The text of an id kept as its value, into out (MX_HEXID_LEN + 1 bytes).
+ * Every value gives a valid id that hexid_value reads back as itself. */
+static void hexid_render(uint64_t v, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    out[0] = 'm';
+    for (int i = 0; i < 16; i++)
+        out[1 + i] = hex[(v >> (60 - 4 * i)) & 15];
+    out[MX_HEXID_LEN] = 0;
 }
 
 static uint64_t rows_off(uint64_t n_ns, uint64_t tcap)
@@ -370,6 +410,7 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     uint64_t off, total, lead;
     uint32_t clen, flags;
     const char *s, *end, *cat, *nul;
+    int hex;
     XXH3_state_t st;
 
     if (i >= mx->nrows)
@@ -380,21 +421,32 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     total = get32(p + 60);
     flags = get32(p + 68);
     lead = flags & MX_ROW_EXPIRES ? 8 : 0;
-    if (off > mx->heap_len || total > mx->heap_len - off || total < lead + 3 ||
-        get32(p + 64) >= mx->n_ns || (flags & ~(MX_ROW_DEAD | MX_ROW_EXPIRES)) != 0)
+    hex = (flags & MX_ROW_HEXID) != 0;
+    /* at least an id (8 bytes, or 1 and its NUL) and a category's NUL */
+    if (off > mx->heap_len || total > mx->heap_len - off || total < lead + (hex ? 9 : 3) ||
+        get32(p + 64) >= mx->n_ns ||
+        (flags & ~(MX_ROW_DEAD | MX_ROW_EXPIRES | MX_ROW_HEXID)) != 0)
         return CAIRN_ECORRUPT;
     XXH3_64bits_reset(&st);
     XXH3_64bits_update(&st, p, MX_ROW_SUMMED);
     XXH3_64bits_update(&st, mx->heap + off, total);
     if (XXH3_64bits_digest(&st) != get64(p + 72))
         return CAIRN_ECHECKSUM;
-    /* id NUL category NUL [metadata NUL], after expiresAt when set */
+    /* id NUL category NUL [metadata NUL], after expiresAt when set; with
+     * the hexid flag the id is a u64 and has no NUL */
     s = (const char *)mx->heap + off + lead;
     end = (const char *)mx->heap + off + total;
-    if (end[-1] != 0 || (nul = memchr(s, 0, (size_t)(end - s))) == NULL || nul == s ||
-        nul - s > CAIRN_MEM_ID_MAX || nul + 1 == end)
+    if (end[-1] != 0)
         return CAIRN_ECORRUPT;
-    cat = nul + 1;
+    if (hex) {
+        hexid_render(get64((const uint8_t *)s), r->idbuf);
+        cat = s + 8; /* before end: the length was checked above */
+    } else {
+        if ((nul = memchr(s, 0, (size_t)(end - s))) == NULL || nul == s ||
+            nul - s > CAIRN_MEM_ID_MAX || nul + 1 == end)
+            return CAIRN_ECORRUPT;
+        cat = nul + 1;
+    }
     nul = memchr(cat, 0, (size_t)(end - cat));
     r->metadata = nul + 1 < end ? nul + 1 : NULL;
     /* a dead shadow row keeps the id alone: no category, no metadata */
@@ -416,7 +468,7 @@ int cairn__mx_row(const memindex *mx, size_t i, mx_row *r)
     }
     r->content = NULL; /* in the log, at the row's seq */
     r->content_len = clen;
-    r->id = s;
+    r->id = hex ? r->idbuf : s;
     r->category = cat;
     r->nsi = get32(p + 64);
     r->flags = flags & MX_ROW_DEAD;
@@ -564,11 +616,12 @@ static int has_metadata(const mx_row *r)
     return r->metadata != NULL && r->metadata[0] != 0;
 }
 
-/* Bytes of a row's part of the heap: expiresAt when set, then its strings. */
-static uint64_t row_strings(const mx_row *r)
+/* Bytes of a row's part of the heap: expiresAt when set, its id (8
+ * bytes when hex is set: hexid_value), then its strings. */
+static uint64_t row_strings(const mx_row *r, int hex)
 {
-    return (r->expires != 0 ? 8 : 0) + (uint64_t)strlen(r->id) + 1 + strlen(r->category) + 1 +
-           (has_metadata(r) ? strlen(r->metadata) + 1 : 0);
+    return (r->expires != 0 ? 8 : 0) + (hex ? 8 : (uint64_t)strlen(r->id) + 1) +
+           strlen(r->category) + 1 + (has_metadata(r) ? strlen(r->metadata) + 1 : 0);
 }
 
 static uint64_t vec_rows(const mx_ns_in *ns)
@@ -601,8 +654,11 @@ static const mx_row *row_of(const mx_in *in, size_t i, mx_row *tmp)
         r = &in->rows[i];
     }
     if (i < in->n_shadow && (r->flags & MX_ROW_DEAD) && (r->category[0] != 0 || r->metadata)) {
-        if (r != tmp)
+        if (r != tmp) {
             *tmp = *r;
+            if (r->id == r->idbuf) /* a row as cairn__mx_row read it */
+                tmp->id = tmp->idbuf;
+        }
         tmp->category = "";
         tmp->metadata = NULL;
         r = tmp;
@@ -662,8 +718,11 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         XXH3_state_t st;
         size_t clen = row_content_len(in, i, r), il = strlen(r->id), cl = strlen(r->category);
         size_t ml = has_metadata(r) ? strlen(r->metadata) : 0;
-        uint8_t ex[8];
-        /* row_strings fits its u32: a record is at most CAIRN_RECORD_MAX */
+        uint8_t ex[8], idv[8];
+        uint64_t v = 0;
+        int hex = hexid_value(r->id, &v);
+        uint64_t strs = row_strings(r, hex);
+        /* strs fits its u32: a record is at most CAIRN_RECORD_MAX */
         memset(row, 0, sizeof row);
         put64(row, r->seq);
         memcpy(row + 8, &r->importance, 8);
@@ -673,20 +732,25 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(row + 40, r->content_hash);
         put64(row + 48, heap_len);
         put32(row + 56, (uint32_t)clen);
-        put32(row + 60, (uint32_t)row_strings(r));
+        put32(row + 60, (uint32_t)strs);
         put32(row + 64, r->nsi);
-        put32(row + 68, (i < in->n_shadow ? r->flags : 0) | (r->expires != 0 ? MX_ROW_EXPIRES : 0));
+        put32(row + 68, (i < in->n_shadow ? r->flags : 0) | (r->expires != 0 ? MX_ROW_EXPIRES : 0) |
+                            (hex ? MX_ROW_HEXID : 0));
         put64(ex, (uint64_t)r->expires);
+        put64(idv, v);
         XXH3_64bits_reset(&st);
         XXH3_64bits_update(&st, row, MX_ROW_SUMMED);
         if (r->expires != 0)
             XXH3_64bits_update(&st, ex, 8);
-        XXH3_64bits_update(&st, r->id, il + 1);
+        if (hex)
+            XXH3_64bits_update(&st, idv, 8);
+        else
+            XXH3_64bits_update(&st, r->id, il + 1);
         XXH3_64bits_update(&st, r->category, cl + 1);
         if (ml)
             XXH3_64bits_update(&st, r->metadata, ml + 1);
         put64(row + 72, XXH3_64bits_digest(&st));
-        heap_len += row_strings(r);
+        heap_len += strs;
         if (i >= in->n_shadow) {
             table_put(idtab, tcap, in->hash_id(r->id), (uint32_t)i);
             table_put(ctab, tcap, r->content_hash, (uint32_t)i);
@@ -698,11 +762,16 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     for (size_t i = 0; i < in->nrows && rc == CAIRN_OK; i++) {
         mx_row tmp_row;
         const mx_row *r = row_of(in, i, &tmp_row);
-        uint8_t ex[8];
+        uint8_t ex[8], idv[8];
+        uint64_t v = 0;
         put64(ex, (uint64_t)r->expires);
         rc = r->expires != 0 ? put(&w, ex, 8) : CAIRN_OK;
-        if (rc == CAIRN_OK)
+        if (rc == CAIRN_OK && hexid_value(r->id, &v)) {
+            put64(idv, v);
+            rc = put(&w, idv, 8);
+        } else if (rc == CAIRN_OK) {
             rc = put(&w, r->id, strlen(r->id) + 1);
+        }
         if (rc == CAIRN_OK)
             rc = put(&w, r->category, strlen(r->category) + 1);
         if (rc == CAIRN_OK && has_metadata(r))

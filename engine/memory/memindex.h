@@ -50,7 +50,11 @@ static inline uint64_t cairn__mx_slot(uint64_t h, uint64_t tcap)
 #define MX_ROW_DEAD 1u
 
 /* One row, decoded and checked. Strings point into the mapping and are
- * NUL-terminated; metadata is NULL when the memory has none. */
+ * NUL-terminated; metadata is NULL when the memory has none. An id the
+ * file keeps as its 64-bit value is rendered into idbuf, so id may point
+ * into the struct itself and lives only as long as it: whoever copies a
+ * row read by cairn__mx_row points the copy's id at the copy's idbuf when
+ * the original's pointed at its own (or copies the id out). */
 typedef struct mx_row {
     uint64_t seq;
     double importance;
@@ -61,6 +65,8 @@ typedef struct mx_row {
     uint32_t content_len;
     uint32_t nsi;
     uint32_t flags;          /* MX_ROW_DEAD; 0 for every row but a shadow's */
+    char idbuf[CAIRN_MEM_ID_MAX + 1]; /* "m" + 16 hex digits read from 8 bytes;
+                                         unused by the writer */
 } mx_row;
 
 typedef struct memindex {
