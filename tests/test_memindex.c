@@ -27,6 +27,7 @@
 
 #include "cairn.h"
 #include "cairn_sys.h"
+#include "boot.h"
 #include "filehdr.h"
 #include "io.h"
 #include "memindex.h"
@@ -42,6 +43,7 @@
 #define H_NNS 64
 #define H_SHADOW 72
 #define H_TCAP 96
+#define H_UNSYNCED 192
 
 #include <xxhash.h>
 
@@ -3107,6 +3109,89 @@ static void a_hex_flag_on_a_text_id_is_damage(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+/* A close's small file goes in place without its fsync and names the boot
+ * it was written in (format-spec/memindex.md, "Files written without a
+ * sync"); an explicit checkpoint's file is synced (0 there). In the same
+ * boot the file is used as it is. After a restart of the machine (another
+ * boot id) it is set aside, the file below it is used, and its records
+ * are replayed from the log: the same answers, said in the index note,
+ * and the next close writes the file again, in the new boot. */
+static void a_close_file_is_unsynced_and_set_aside_after_a_restart(void **state)
+{
+    fx *f = *state;
+    static char ids[2000][CAIRN_MEM_ID_MAX + 1];
+    static ranking before[NQ], after[NQ];
+    const char *nss[] = {"", "work"};
+    char *whole, *top, *top2, *want, *got;
+    cairn_mem_stats st;
+    uint64_t boot = cairn__boot_id(), other;
+
+    assert_true(boot != 0);
+    rnd_state = 7;
+    store_some(f, 0, 800, ids);
+    assert_int_equal(cairn_mem_checkpoint(f->mem), CAIRN_OK);
+    whole = index_file(f->dir);
+    assert_int_equal(header_u64(whole, H_UNSYNCED), 0);
+    store_some(f, 800, 2000, ids);
+    for (int i = 0; i < 800; i += 7)
+        assert_int_equal(cairn_mem_delete(f->mem, ids[i], "x"), CAIRN_OK);
+    rank_all(f, nss, 2, before);
+    want = export_all(f);
+    close_all(f);
+    top = index_file(f->dir);
+    assert_string_not_equal(top, whole);
+    assert_int_equal(header_u64(top, H_BASE), header_u64(whole, H_COVERED));
+    assert_int_equal(header_u64(top, H_UNSYNCED), boot);
+
+    /* The same boot: the file is used. */
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 2);
+    assert_int_equal(st.unindexed, 0);
+    assert_string_equal(st.index_note, "");
+    cairn_mem_stats_free(&st);
+    got = export_all(f); /* before the recalls: they count as accesses */
+    assert_string_equal(got, want);
+    free(got);
+    rank_all(f, nss, 2, after);
+    same_rankings(before, after);
+    free(want);
+    want = export_all(f);
+    close_all(f);
+
+    /* Another boot: set aside, replayed, answered the same. */
+    other = boot ^ 0x5bd1e9955bd1e995ull;
+    cairn__boot_id_set(other);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 1);
+    assert_true(st.unindexed >= 1000);
+    assert_non_null(strstr(st.index_note, "unsynced"));
+    cairn_mem_stats_free(&st);
+    assert_int_not_equal(access(top, F_OK), 0);
+    assert_int_equal(access(whole, F_OK), 0);
+    got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+    memset(after, 0, sizeof after);
+    rank_all(f, nss, 2, after);
+    same_rankings(before, after);
+    close_all(f);
+    top2 = index_file(f->dir);
+    assert_string_not_equal(top2, whole);
+    assert_int_equal(header_u64(top2, H_UNSYNCED), other);
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.index_files, 2);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+    cairn__boot_id_set(0);
+    free(whole);
+    free(top);
+    free(top2);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3155,6 +3240,7 @@ int main(void)
         T(a_shadow_row_that_does_not_fold_is_found_when_read),
         T(ids_of_both_forms_come_back_from_the_file),
         T(a_hex_flag_on_a_text_id_is_damage),
+        T(a_close_file_is_unsynced_and_set_aside_after_a_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

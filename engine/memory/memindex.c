@@ -189,12 +189,13 @@ static int check_header(memindex *mx, cairn__err *e)
     mx->deleted = get64(h + 88);
     mx->tcap = get64(h + 96);
     mx->heap_len = get64(h + 104);
+    mx->unsynced_boot = get64(h + MX_UNSYNCED_BOOT);
     memcpy(mx->stemmer, h + 112, 32);
     if (get64(h + 32) != mx->len)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s: %zu bytes, the header says %" PRIu64, mx->name,
                            mx->len, get64(h + 32));
     /* Bounded by the file before any product. */
-    if (get32(h + 68) != 0 || get64(h + 192) != 0 || mx->stemmer[31] != 0 ||
+    if (get32(h + 68) != 0 || mx->stemmer[31] != 0 ||
         mx->n_ns > mx->len / MX_NS || mx->nrows > mx->len / MX_ROW ||
         mx->tcap > mx->len / 8 || mx->tcap < 16 || mx->tcap < MX_TCAP(mx->nrows) ||
         mx->heap_len > mx->len || mx->n_shadow > mx->nrows || (mx->base != 0 && mx->base >= mx->covered) ||
@@ -548,6 +549,7 @@ typedef struct wbuf {
     cairn__err *e;
     const int *stop;
     uint64_t wb_off;       /* bytes below it are handed to writeback */
+    int no_writeback;      /* a file put in place unsynced: left to the kernel */
     /* the text image being written: its head's sum */
     int in_head;
     XXH3_state_t head;
@@ -564,7 +566,7 @@ static int flush(wbuf *w)
               : CAIRN_OK;
     w->off += w->n;
     w->n = 0;
-    if (rc == CAIRN_OK && w->off - w->wb_off >= MX_WRITEBACK) {
+    if (rc == CAIRN_OK && !w->no_writeback && w->off - w->wb_off >= MX_WRITEBACK) {
         cairn__io_writeback(w->fd, w->wb_off, w->off - w->wb_off);
         w->wb_off = w->off;
     }
@@ -692,6 +694,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
     w.e = e;
     w.fd = -1;
     w.stop = in->stop;
+    w.no_writeback = in->unsynced_boot != 0;
     head = calloc(1, (size_t)(ro - MX_HEAD));
     idtab = (uint64_t *)(void *)(head ? head + in->n_ns * MX_NS : NULL);
     ctab = (uint64_t *)(void *)(head ? head + in->n_ns * MX_NS + tcap * 8 : NULL);
@@ -836,6 +839,7 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         put64(h + 88, in->deleted);
         put64(h + 96, tcap);
         put64(h + 104, heap_len);
+        put64(h + MX_UNSYNCED_BOOT, in->unsynced_boot);
         memcpy(h + 112, in->stemmer, strlen(in->stemmer));
         put64(h + MX_NS_SUM, XXH3_64bits(head, (size_t)(in->n_ns * MX_NS)));
         put64(h + MX_TABLES_SUM, XXH3_64bits(head + in->n_ns * MX_NS, (size_t)(2 * tcap * 8)));
@@ -861,10 +865,23 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
          * not at all when the write was given up meanwhile (a close waits) */
         if (in->stop != NULL && __atomic_load_n(in->stop, __ATOMIC_ACQUIRE))
             rc = cairn__fail(e, CAIRN_ELOCKED, "memory index: the write was given up");
-        if (rc == CAIRN_OK)
+        if (rc == CAIRN_OK && in->unsynced_boot == 0)
             rc = cairn__io_fsync_stoppable(io, "memindex.fsync", w.fd, w.off, in->stop, tmp, e);
         if (rc == CAIRN_OK && (rc = in->gate(in->gate_user)) != CAIRN_OK)
             (void)cairn__fail(e, rc, "memory index: %s not put in place", name);
+    }
+    if (in->unsynced_boot != 0) {
+        /* No fsync, and no directory fsync either (on ext4 a journal
+         * commit that may wait for the file's blocks): the MANIFEST that
+         * lists it next syncs the directory. Until then a crash of the
+         * machine loses the name, or leaves a file its boot sets aside. */
+        cairn__io_close(io, "memindex.close", w.fd);
+        w.fd = -1;
+        if (rc == CAIRN_OK)
+            rc = cairn__io_rename(io, "memindex.rename", dirfd, tmp, name, e);
+        if (rc != CAIRN_OK)
+            (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
+        goto out;
     }
     /* with a gate, the file was synced before it */
     rc = in->gate != NULL ? cairn__io_publish_synced(io, &sites, rc, w.fd, dirfd, tmp, name, e)

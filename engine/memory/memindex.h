@@ -32,6 +32,7 @@
 #define MX_NS_SUM 144     /* XXH3-64 of the namespace table */
 #define MX_TABLES_SUM 152 /* XXH3-64 of the two hash tables */
 #define MX_BIND_OFF 160   /* the binding block (logbind.h) */
+#define MX_UNSYNCED_BOOT 192 /* u64: 0, or the boot a file put in place unsynced was written in */
 
 /* Slots of a file's id and content tables for n rows: at most 3/4 full
  * (and at least 16), of any size, not a power of 2: 21 bytes a row where a
@@ -85,6 +86,8 @@ typedef struct memindex {
                                 the files below (seq <= base) */
     uint64_t skipped;        /* records replay could not apply, up to covered */
     uint64_t deleted;        /* memories deleted or cleared, up to covered */
+    uint64_t unsynced_boot;  /* 0: synced before it was put in place; else
+                                written without a sync in this boot (boot.h) */
     uint64_t nrows, n_ns, tcap, heap_len;
     const uint8_t *nstab, *rows, *heap;
     const uint64_t *idtab, *ctab; /* row + 1 | the hash's top 32 bits << 32;
@@ -171,6 +174,10 @@ typedef struct mx_in {
      * for reading and writing) is returned here, for cairn__mx_map_fd and
      * then cairn__mx_put_in_place or cairn__mx_drop_temp. */
     int *temp_fd;
+    /* Optional: nonzero (cairn__boot_id), the file is put in place without
+     * its fsync and says so (format-spec/memindex.md, "Files written
+     * without a sync"); the gate is still called before the rename. */
+    uint64_t unsynced_boot;
     const int *stop;
     /* Optional: called with hook_user once the rows and strings are
      * written, before the first text image is read (a thread still adding

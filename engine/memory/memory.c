@@ -36,6 +36,7 @@
 #include "merger.h"
 #include "ivf.h"
 #include "hole.h"
+#include "boot.h"
 #include "memstate.h"
 #include "alloc.h"
 #include "bytes.h"
@@ -1594,6 +1595,26 @@ static int open_index(cairn_mem *m, uint64_t last_seq)
      * replaces it, however few records the store has. */
     if (rc == CAIRN_EVERSION && n < MEM_GEN_MAX && cairn__mx_is_older(&chain[n]))
         m->index_outdated = 1;
+    /* A file put in place unsynced in an earlier boot may be torn (the
+     * machine went down before its pages reached the disk): it and the
+     * files on it are set aside, and the chain is read again from the file
+     * below; the records they held are replayed from the log. */
+    if (rc == CAIRN_OK && !m->check_only)
+        for (size_t k = n; k-- > 0;) {
+            uint64_t boot = chain[k].unsynced_boot;
+            if (boot == 0 || boot == cairn__boot_id())
+                continue;
+            snprintf(m->index_note, sizeof m->index_note, "%s was put in place unsynced before "
+                     "the machine restarted: set aside, its records replayed from the log",
+                     chain[k].name);
+            m->unsynced_gone = 1;
+            for (size_t i = 0; i <= k; i++)
+                cairn__seqfile_set_aside(m->db, &cairn__seqfile_memindex, chain[i].name,
+                                         &chain[i].id);
+            for (size_t i = 0; i < n; i++)
+                cairn__mx_close(&chain[i]);
+            return CHAIN_MOVED;
+        }
     /* Oldest first into m->gen: each file's rows apply on those below (a
      * shadow row's memory is found below it: cairn__mem_gen_of looks from
      * the oldest up). */
@@ -1804,7 +1825,7 @@ static uint64_t records_after_newest_file(cairn_mem *m)
  * processes closing at once, the first writes the file. */
 static int close_wants_checkpoint(cairn_mem *m)
 {
-    if (m->index_outdated || m->chain_reread)
+    if (m->index_outdated || m->chain_reread || m->unsynced_gone)
         return 1;
     return m->tail_weight + (keys_active(m) ? m->keys.n : 0) >= MEM_CHECKPOINT_MIN &&
            records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
@@ -3173,7 +3194,7 @@ static int gen_images_ready(void *user)
  * defer: left under a temp name of its own, unsynced, its fd and name in
  * *defer (mx_in.temp_fd). */
 static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_user,
-                     const int *stop, mem_pending *defer)
+                     const int *stop, mem_pending *defer, uint64_t unsynced_boot)
 {
     cairn__err e;
     mx_in in;
@@ -3289,6 +3310,7 @@ static int write_gen(cairn_mem *m, size_t j, int (*gate)(void *), void *gate_use
         in.temp_fd = &defer->fd;
     }
     in.stop = stop;
+    in.unsynced_boot = unsynced_boot;
     in.merge_damaged = &merge_damaged;
     rc = cairn__mx_write(m->db->io, m->db->dirfd, &in, &e);
     if (merge_damaged) {
@@ -3452,7 +3474,7 @@ static int flush_deferred(cairn_mem *m)
         p->keep[g] = m->gen[g].mx.covered;
     p->n_keep = m->ng;
     p->dropped = cairn__dropped_upto(m->db);
-    if ((rc = write_gen(m, m->ng, NULL, NULL, NULL, p)) != CAIRN_OK)
+    if ((rc = write_gen(m, m->ng, NULL, NULL, NULL, p, 0)) != CAIRN_OK)
         return rc;
     p->on = 1;
     m->index_outdated = 0;
@@ -3470,6 +3492,20 @@ static int settled_reload(cairn_mem *m)
 {
     int rc = cairn__mem_index_settle(m);
     return rc != CAIRN_OK ? rc : reload(m);
+}
+
+/* A close's file of at most MEM_UNSYNCED_ROWS rows goes in place without
+ * its fsync (format-spec/memindex.md, "Files written without a sync"): the
+ * boot it was written in, else 0. A crash of the machine costs at most
+ * those rows' records replayed from the log at the next open. */
+static uint64_t close_unsynced(const cairn_mem *m, int mode, size_t j)
+{
+    uint64_t rows = m->n + m->n_touched;
+    if (mode != CKPT_CLOSE)
+        return 0;
+    for (size_t g = j; g < m->ng; g++)
+        rows += m->gen[g].mx.nrows;
+    return rows <= MEM_UNSYNCED_ROWS ? cairn__boot_id() : 0;
 }
 
 /* Write the file; then read it back in place of the RAM state, unless the
@@ -3568,7 +3604,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     }
     if (mode == CKPT_FLUSH && m->bg_merge && j == m->ng)
         return flush_deferred(m);
-    if ((rc = write_gen(m, j, NULL, NULL, NULL, NULL)) != CAIRN_OK)
+    if ((rc = write_gen(m, j, NULL, NULL, NULL, NULL, close_unsynced(m, mode, j))) != CAIRN_OK)
         return rc;
     m->index_outdated = 0;
     /* Listed in the MANIFEST; the files the new one replaced go. Readers
@@ -3582,6 +3618,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
         if (rc != CAIRN_OK)
             return cairn__mem_fail(m, rc, "memory index: %s", e.msg);
     }
+    m->unsynced_gone = 0;
     /* Read the new file in place of the RAM copies: the handle's memory
      * use drops back to what a fresh open needs. */
     if (mode == CKPT_CLOSE)
@@ -3836,7 +3873,7 @@ static int merge_step(cairn_mem *m, const int *stop, int whole)
     job.m = m;
     job.t = t;
     job.stop = stop;
-    rc = write_gen(t, job.j, merge_gate, &job, stop, NULL);
+    rc = write_gen(t, job.j, merge_gate, &job, stop, NULL, 0);
     if (job.held) {
         /* In place (named as the newest it merges, which it replaces), and
          * listed so: the others it merged go. */

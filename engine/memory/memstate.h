@@ -107,6 +107,11 @@ typedef struct strchunk {
  * close's tail write grows by ~40 ms at most. */
 #define MEM_FLUSH_ROWS 65536
 
+/* A close's file of at most this many rows is put in place without its
+ * fsync, naming the boot it was written in (boot.h): its records are what
+ * a crash of the machine makes the next open replay. */
+#define MEM_UNSYNCED_ROWS (2 * MEM_FLUSH_ROWS)
+
 /* A flush's file, written and read in place of the RAM tail but not yet
  * put in place (memory.c, "Deferred flushes"): under its temp name until
  * a later turn syncs it, renames it and lists it. */
@@ -173,6 +178,9 @@ struct cairn_mem {
     int chain_reread;        /* a flush's file was given up or not surely
                                 listed: the next checkpoint reads the chain
                                 on disk first (and a close writes one) */
+    int unsynced_gone;       /* an unsynced file of an earlier boot was set
+                                aside at open: the close writes its records
+                                again, however few */
     ment **touched;          /* rows of the files changed (ment.changed) */
     size_t n_touched, touched_cap;
     /* The memories stored after it, in seq order. */
