@@ -1490,10 +1490,14 @@ static void kill_9_during_generations_and_merges_loses_nothing(void **state)
 
     close_all(f);
     for (int round = 0; round < 12; round++) {
-        char *a, *b, *path;
-        pid_t pid = fork();
+        char *a, *b, *path, got;
+        int fds[2];
+        pid_t pid;
+        assert_int_equal(pipe(fds), 0);
+        pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
+            close(fds[0]);
             cairn_options o = CAIRN_OPTIONS_INIT;
             cairn_mem_update_opts u = CAIRN_MEM_UPDATE_OPTS_INIT;
             cairn_db *db = NULL;
@@ -1519,15 +1523,23 @@ static void kill_9_during_generations_and_merges_loses_nothing(void **state)
                 cairn_mem_free(m);
                 if (it % 40 == 39 && cairn_mem_checkpoint(mem) != CAIRN_OK)
                     _exit(4);
+                if (it % 40 == 39 && write(fds[1], "c", 1) != 1)
+                    _exit(5);
             }
         }
-        tu_sleep_ms(20 + (long)(tu_splitmix64(&seed) % 120));
+        /* Two checkpoints in (however slow the machine: sanitizers, a
+         * loaded CI), then a kill at a random moment of what follows. */
+        close(fds[1]);
+        assert_int_equal(read(fds[0], &got, 1), 1);
+        assert_int_equal(read(fds[0], &got, 1), 1);
+        tu_sleep_ms((long)(tu_splitmix64(&seed) % 120));
         assert_int_equal(kill(pid, SIGKILL), 0);
         {
             int st;
             assert_int_equal(waitpid(pid, &st, 0), pid);
             assert_true(WIFSIGNALED(st)); /* it was still writing */
         }
+        close(fds[0]);
         open_all(f, 0);
         a = export_all(f);
         close_all(f);
