@@ -1,9 +1,9 @@
 /*
  * fuzz_memindex.c - the memory index file reader (engine/memory/memindex.c,
- * engine/text/ramindex.c's image reader) over arbitrary bytes: the checks
- * cairn_mem_open makes (cairn__mx_parse), then what a reader does after
- * (read rows, map each namespace's text index, search it), then the full
- * verification. Input: the file's bytes (the golden file is a seed).
+ * engine/text/ramindex_image.c's image reader) over arbitrary bytes: the
+ * checks cairn_mem_open makes (cairn__mx_parse), then what a reader does
+ * after (read rows, map each namespace's text index, search it), then the
+ * full verification. Input: the file's bytes (the golden file is a seed).
  *
  * Invariants: no crash or out-of-bounds read whatever the bytes; a file the
  * full check accepts has every row and every namespace readable.

@@ -1,5 +1,5 @@
 /*
- * test_ramindex.c - the in-RAM inverted index (engine/text/ramindex.c).
+ * test_ramindex.c - the in-RAM inverted index (engine/text/ramindex*.c).
  *
  * The main proof is differential: over a random corpus with a Zipfian
  * vocabulary, with documents removed along the way, the index's top k
