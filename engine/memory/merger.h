@@ -22,6 +22,13 @@
  * pace says enough has gone (format-spec/compaction.md, "In the
  * background"): after merges, at open, and every 30 seconds. The
  * compaction itself is retain.c's.
+ *
+ * Shared and not: the thread itself (its kicks, its looks every 30 s, its
+ * stop without waiting, the hand-over of what it unmaps and frees, and
+ * its join) is the background worker the reflexion's merge uses too
+ * (engine/log/bgwork.h); the step it runs, what an unmap or a free of an
+ * index is, and the hold of the compaction are the memory layer's
+ * (merger.c).
  */
 #ifndef CAIRN_MERGER_H
 #define CAIRN_MERGER_H

@@ -3,6 +3,12 @@
  * file, load its small tables, fold the records after it), checkpoint
  * (write a graph file of the whole state, then read it back in place of
  * the RAM delta), close, status and verify.
+ *
+ * The whole-file merge in the background (format-spec/graph.md, "The
+ * merger") runs on the background worker the memory layer's merger uses
+ * too (engine/log/bgwork.h: the thread, its half-second delay, its stop
+ * and join); what is the reflexion's is here: when to start one (at open,
+ * when the generations are due), and its one step (merge_files).
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -12,6 +18,7 @@
 
 #include "alloc.h"
 #include "bfs.h"
+#include "bgwork.h"
 #include "io.h"
 #include "rstate.h"
 #include "seqfile.h"
@@ -187,8 +194,6 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
     r->bg_merge = !db->read_only && db->background;
     cairn__errbuf_drop(r); /* a handle that lived here before */
     pthread_mutex_init(&r->mu, NULL);
-    pthread_mutex_init(&r->m_mu, NULL);
-    pthread_cond_init(&r->m_cv, NULL);
     rc = cairn_stats_get(db, &st);
     if (rc == CAIRN_OK)
         rc = open_file(r, cairn__handed_seq(db));
@@ -200,8 +205,6 @@ int cairn_reflex_open(cairn_db *db, cairn_reflex **out)
             snprintf(cairn__errbuf(db), CAIRN_ERRMSG_MAX, "%s", cairn__errbuf(r));
         cairn__errbuf_drop(r);
         cairn__rx_free_state(r);
-        pthread_cond_destroy(&r->m_cv);
-        pthread_mutex_destroy(&r->m_mu);
         pthread_mutex_destroy(&r->mu);
         free(r);
         return rc;
@@ -431,12 +434,13 @@ static int checkpoint_turn(cairn_reflex *r, int closing)
 typedef struct rmerge_job {
     cairn_reflex *r;          /* the handle: its mutex and turn at the gate */
     cairn_reflex *t;          /* the state of the files merged */
+    const int *stop;          /* the worker's stop (atomic): the close asks it */
     int held;                 /* the gate holds r->mu and the turn */
 } rmerge_job;
 
-static int merge_stopped(const cairn_reflex *r)
+static int merge_stopped(const int *stop)
 {
-    return __atomic_load_n(&r->m_stop, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(stop, __ATOMIC_ACQUIRE);
 }
 
 /* Just before the merged file is put in place: take the handle and the
@@ -448,7 +452,7 @@ static int merge_gate(void *user)
     cairn_reflex *r = job->r, *t = job->t;
     int rc;
 
-    if (merge_stopped(r))
+    if (merge_stopped(job->stop))
         return CAIRN_ELOCKED;
     pthread_mutex_lock(&r->mu);
     if ((rc = cairn__rx_turn_begin(r)) != CAIRN_OK) {
@@ -470,7 +474,7 @@ static int merge_gate(void *user)
  * a state of its own and write it as one whole file covering the newest
  * generation's seq, in place of them all. The log is not read: the files
  * hold the state, and the records after them stay the handles' own. */
-static int merge_files(cairn_reflex *r)
+static int merge_files(cairn_reflex *r, const int *stop)
 {
     cairn_reflex *t = calloc(1, sizeof *t);
     rmerge_job job;
@@ -484,9 +488,10 @@ static int merge_files(cairn_reflex *r)
     memset(&job, 0, sizeof job);
     job.r = r;
     job.t = t;
+    job.stop = stop;
     rc = open_file(t, cairn__handed_seq(r->db));
-    if (rc == CAIRN_OK && t->n_chain >= 2 && !merge_stopped(r))
-        rc = write_whole(t, merge_gate, &job, &r->m_stop);
+    if (rc == CAIRN_OK && t->n_chain >= 2 && !merge_stopped(stop))
+        rc = write_whole(t, merge_gate, &job, stop);
     if (job.held) {
         (void)cairn__rx_turn_end(r, CAIRN_OK);
         pthread_mutex_unlock(&r->mu);
@@ -498,48 +503,34 @@ static int merge_files(cairn_reflex *r)
     return rc;
 }
 
-static void *merger_main(void *arg)
+/* The worker's one step (its thread: bgwork.h), after RM_DELAY_MS. */
+static void merger_step(cairn__bgwork *w, void *user, int kicked, const int *stop)
 {
-    cairn_reflex *r = arg;
-    struct timespec until;
-    int stop;
-
-    (void)cairn__deferred_begin(); /* nobody is told of what this thread meets */
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(RM_DELAY_MS % 1000) * 1000000L;
-    until.tv_sec += RM_DELAY_MS / 1000 + until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&r->m_mu);
-    while (!merge_stopped(r))
-        if (pthread_cond_timedwait(&r->m_cv, &r->m_mu, &until) != 0)
-            break;
-    stop = merge_stopped(r);
-    pthread_mutex_unlock(&r->m_mu);
-    if (!stop)
-        (void)merge_files(r); /* a failure leaves the files as they were */
-    return NULL;
+    (void)w;
+    (void)kicked;
+    (void)merge_files(user, stop); /* a failure leaves the files as they were */
 }
 
 /* At open: a merger when the generations are due for a whole file. */
 static void merger_start(cairn_reflex *r)
 {
+    cairn__bgwork_plan plan = {0};
+
     if (!r->bg_merge || !cairn__rg_merge_due(r))
         return;
-    if (pthread_create(&r->m_thread, NULL, merger_main, r) == 0)
-        r->m_started = 1; /* else: the close writes the whole file when due */
+    plan.step = merger_step;
+    plan.user = r;
+    plan.delay_ms = RM_DELAY_MS;
+    plan.once = 1;
+    /* Else r->merger stays NULL: the close writes the whole file when due. */
+    (void)cairn__bgwork_new(&r->merger, &plan);
 }
 
 /* Ask the merger to give up, and wait for it. */
 static void merger_stop(cairn_reflex *r)
 {
-    if (!r->m_started)
-        return;
-    pthread_mutex_lock(&r->m_mu);
-    __atomic_store_n(&r->m_stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_signal(&r->m_cv);
-    pthread_mutex_unlock(&r->m_mu);
-    pthread_join(r->m_thread, NULL);
-    r->m_started = 0;
+    cairn__bgwork_free(r->merger);
+    r->merger = NULL;
 }
 
 int cairn_reflex_checkpoint(cairn_reflex *r)
@@ -567,8 +558,6 @@ void cairn_reflex_close(cairn_reflex *r)
         cairn__deferred_end(was);
     }
     cairn__rx_free_state(r);
-    pthread_cond_destroy(&r->m_cv);
-    pthread_mutex_destroy(&r->m_mu);
     pthread_mutex_destroy(&r->mu);
     cairn__errbuf_drop(r);
     free(r);

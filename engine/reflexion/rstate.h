@@ -107,11 +107,8 @@ struct cairn_reflex {
      * close writes a generation and leaves the whole file to the thread,
      * until the generations hold half as many rows as the whole file. */
     int bg_merge;             /* a writable handle with background threads */
-    int m_started;            /* m_thread runs (joined by the close) */
-    int m_stop;               /* atomic: the close asks it to give up */
-    pthread_t m_thread;
-    pthread_mutex_t m_mu;
-    pthread_cond_t m_cv;
+    struct cairn__bgwork *merger; /* its worker (bgwork.h), started at open
+                                 when due, freed by the close; or NULL */
     gimage gi;                /* gi.map NULL: no graph file in use */
     uint32_t base_n, base_m;
     rnode *bn;                /* base_n overlay slots */
