@@ -422,6 +422,11 @@ static int roll_locked(cairn_db *db, uint64_t seq_floor)
 
 static int seal_one_turn(cairn_db *db, uint64_t id);
 
+/* Set on the sealer thread: its seals are catch-up work beside the
+ * appenders, and do not split their compression over another thread (a
+ * seal a caller waits for does: cairn__seal_write). */
+static _Thread_local int on_sealer;
+
 /* Seal one closed segment: write the .seg without holding mu, then swap the
  * manifest and the view under it, then unlink the .log. */
 static int seal_one(cairn_db *db, uint64_t id)
@@ -493,7 +498,7 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     chained = rc == CAIRN_OK;
 #endif
     rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, chained ? chain : NULL,
-                           db->background || !db->caller_io, &size, &e);
+                           db->background || !db->caller_io ? 1 + !on_sealer : 0, &size, &e);
     if (rc == CAIRN_OK)
         rc = cairn__seg_open_sealed(db, id, 0, &sealed, &e);
     cairn__view_release(db, v);
@@ -1141,6 +1146,8 @@ static void *flusher_main(void *arg)
 static void *sealer_main(void *arg)
 {
     cairn_db *db = arg;
+
+    on_sealer = 1;
 
 #ifdef __linux__
     /* Sealing is catch-up work: on a busy host it yields the CPU to the

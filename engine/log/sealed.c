@@ -97,6 +97,8 @@ static int check_block_records(const uint8_t *raw, size_t len, const logseg *src
     return CAIRN_OK;
 }
 
+static void setup_cctx(ZSTD_CCtx *c, const ZSTD_CDict *cdict);
+
 /* Fault-injection names: a seal's, and a compaction's (version 2). */
 static const cairn__sealw_sites seal_sites = {
     "seal.open", "seal.write", "seal.cleanup",
@@ -130,14 +132,7 @@ int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocato
     if (w->hash == NULL || w->cctx == NULL || (dict_len && w->cdict == NULL))
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", fin);
     XXH3_64bits_reset(w->hash);
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
-    if (w->cdict != NULL) {
-        /* the dictionary's id is in the file's section; each frame need
-         * not repeat it */
-        ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_dictIDFlag, 0);
-        ZSTD_CCtx_refCDict(w->cctx, w->cdict);
-    }
+    setup_cctx(w->cctx, w->cdict);
     w->sites = compacting ? &compact_sites : &seal_sites;
     rc = cairn__io_open(io, w->sites->open, dirfd, w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644,
                         &w->fd, e);
@@ -158,22 +153,29 @@ int cairn__sealw_begin(cairn__sealw *w, const cairn_io *io, const cairn_allocato
     return rc;
 }
 
-int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint64_t first_seq,
-                       uint64_t last_seq, int64_t first_ts, int64_t last_ts, uint32_t count,
-                       cairn__err *e)
+/* A compression context as the writer's: level, no checksum, the
+ * dictionary by reference and its id left out (the file's section has it). */
+static void setup_cctx(ZSTD_CCtx *c, const ZSTD_CDict *cdict)
+{
+    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, SEAL_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
+    if (cdict != NULL) {
+        ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
+        ZSTD_CCtx_refCDict(c, cdict);
+    }
+}
+
+/* A compressed block (clen bytes at comp) written and indexed. */
+static int put_compressed(cairn__sealw *w, const uint8_t *comp, size_t clen, size_t raw_len,
+                          uint64_t first_seq, uint64_t last_seq, int64_t first_ts,
+                          int64_t last_ts, uint32_t count, cairn__err *e)
 {
     sealed_block b;
-    size_t clen;
     int rc;
 
-    if (cairn__grow(w->a, (void **)&w->comp, &w->comp_cap, ZSTD_compressBound(raw_len), 1) !=
-            CAIRN_OK ||
-        cairn__grow(w->a, (void **)&w->index, &w->index_cap,
+    if (cairn__grow(w->a, (void **)&w->index, &w->index_cap,
                     (w->nblocks + 1) * SEAL_INDEX_ENTRY, 1) != CAIRN_OK)
         return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);
-    clen = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, raw, raw_len);
-    if (ZSTD_isError(clen))
-        return cairn__fail(e, CAIRN_EIO, "%s: zstd: %s", w->fin, ZSTD_getErrorName(clen));
     b.offset = w->pos;
     b.comp_len = (uint32_t)clen;
     b.raw_len = (uint32_t)raw_len;
@@ -182,8 +184,8 @@ int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint
     b.first_ts = first_ts;
     b.last_ts = last_ts;
     b.count = count;
-    b.sum = XXH3_64bits(w->comp, clen);
-    if ((rc = out_write(w, w->comp, clen, e)) != CAIRN_OK)
+    b.sum = XXH3_64bits(comp, clen);
+    if ((rc = out_write(w, comp, clen, e)) != CAIRN_OK)
         return rc;
     put_block(w->index + w->nblocks * SEAL_INDEX_ENTRY, &b);
     w->nblocks++;
@@ -191,6 +193,22 @@ int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint
     w->records += count;
     w->next_seq = last_seq + 1;
     return CAIRN_OK;
+}
+
+int cairn__sealw_block(cairn__sealw *w, const uint8_t *raw, size_t raw_len, uint64_t first_seq,
+                       uint64_t last_seq, int64_t first_ts, int64_t last_ts, uint32_t count,
+                       cairn__err *e)
+{
+    size_t clen;
+
+    if (cairn__grow(w->a, (void **)&w->comp, &w->comp_cap, ZSTD_compressBound(raw_len), 1) !=
+        CAIRN_OK)
+        return cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to write", w->fin);
+    clen = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, raw, raw_len);
+    if (ZSTD_isError(clen))
+        return cairn__fail(e, CAIRN_EIO, "%s: zstd: %s", w->fin, ZSTD_getErrorName(clen));
+    return put_compressed(w, w->comp, clen, raw_len, first_seq, last_seq, first_ts, last_ts,
+                          count, e);
 }
 
 /* Write the block being gathered by cairn__sealw_add, if any. */
@@ -445,6 +463,94 @@ out:
     return rc;
 }
 
+/* With parallel 2 (a close waiting for its seals: nothing else wants the
+ * cores), the blocks of the segment's second half are read, checked and
+ * compressed on a thread of their own into memory, while the sealing
+ * thread compresses and writes the first half; then they are written in
+ * order. The same blocks, the same bytes: only who compresses them
+ * differs. */
+#define SEAL_SPLIT_MIN (4u << 20) /* bytes of log before the compression is split */
+
+typedef struct split_job {
+    const cairn_io *io;
+    const cairn_allocator *a;
+    const logseg *src;
+    const ZSTD_CDict *cdict;
+    const size_t *cut;     /* block b holds records cut[b] .. cut[b + 1] - 1 */
+    size_t from, to;       /* the job's blocks */
+    uint8_t *out;          /* their compressed bytes, back to back */
+    size_t out_len, out_cap;
+    size_t *clen;          /* each one's length */
+    int rc;
+    cairn__err e;
+} split_job;
+
+static void *split_main(void *arg)
+{
+    split_job *j = arg;
+    const logseg *src = j->src;
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    uint8_t *raw = NULL;
+    size_t raw_cap = 0;
+
+    if (c == NULL)
+        j->rc = cairn__fail(&j->e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
+    else
+        setup_cctx(c, j->cdict);
+    for (size_t b = j->from; j->rc == CAIRN_OK && b < j->to; b++) {
+        size_t i = j->cut[b], raw_len, got, clen;
+        uint64_t start = src->off[i];
+        raw_len = (size_t)(rec_end(src, j->cut[b + 1]) - start);
+        if (cairn__grow(j->a, (void **)&raw, &raw_cap, raw_len, 1) != CAIRN_OK ||
+            cairn__grow(j->a, (void **)&j->out, &j->out_cap,
+                        j->out_len + ZSTD_compressBound(raw_len), 1) != CAIRN_OK) {
+            j->rc = cairn__fail(&j->e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);
+            break;
+        }
+        j->rc = cairn__io_read(j->io, "seal.read", src->fd, raw, raw_len, start, &got, src->name,
+                               &j->e);
+        if (j->rc == CAIRN_OK && got != raw_len)
+            j->rc = cairn__fail(&j->e, CAIRN_ECORRUPT, "%s: short read at offset %llu while "
+                                "sealing", src->name, (unsigned long long)start);
+        if (j->rc == CAIRN_OK)
+            j->rc = check_block_records(raw, raw_len, src, src->base_seq + i, &j->e);
+        if (j->rc != CAIRN_OK)
+            break;
+        clen = ZSTD_compress2(c, j->out + j->out_len, j->out_cap - j->out_len, raw, raw_len);
+        if (ZSTD_isError(clen)) {
+            j->rc = cairn__fail(&j->e, CAIRN_EIO, "%s: zstd: %s", src->name,
+                                ZSTD_getErrorName(clen));
+            break;
+        }
+        j->clen[b - j->from] = clen;
+        j->out_len += clen;
+    }
+    ZSTD_freeCCtx(c);
+    cairn__free(j->a, raw);
+    return NULL;
+}
+
+/* The record each block starts at, and n at the end, into *cut (the
+ * blocks cairn__seal_write's loop makes): their number, 0 on no memory. */
+static size_t cut_blocks(const cairn_allocator *a, const logseg *src, size_t target,
+                         size_t **cut)
+{
+    size_t nb = 0, cap = 0, i = 0;
+    *cut = NULL;
+    while (i < src->n) {
+        if (cairn__grow(a, (void **)cut, &cap, nb + 2, sizeof **cut) != CAIRN_OK) {
+            cairn__free(a, *cut);
+            *cut = NULL;
+            return 0;
+        }
+        (*cut)[nb++] = i;
+        i = block_end(src, i, target);
+    }
+    if (*cut != NULL)
+        (*cut)[nb] = src->n;
+    return nb;
+}
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                       const logseg *src, uint8_t *chain, int parallel, uint64_t *file_size,
                       cairn__err *e)
@@ -454,10 +560,13 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
     size_t raw_cap = 0, i = 0, dict_len = 0;
     cairn__sealw w;
     chain_job job;
-    pthread_t th;
-    int threaded = 0, rc;
+    split_job split;
+    size_t *cut = NULL, nb = 0, upto = src->n;
+    pthread_t th, split_th;
+    int threaded = 0, split_on = 0, rc;
 
     memset(&job, 0, sizeof job);
+    memset(&split, 0, sizeof split);
     if (chain != NULL) {
         job.io = io;
         job.a = a;
@@ -481,7 +590,22 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
         rc = cairn__sealw_begin(&w, io, a, dirfd, fin, src->id, src->salt, src->base_seq,
                                 src->created_ms, 0, dict, dict_len, e);
     cairn__free(a, dict); /* the writer digested it */
-    while (rc == CAIRN_OK && i < src->n) {
+    /* The second half's blocks on a thread of their own (see split_job). */
+    if (rc == CAIRN_OK && parallel >= 2 && src->end >= SEAL_SPLIT_MIN &&
+        (nb = cut_blocks(a, src, w.target, &cut)) >= 2 &&
+        (split.clen = cairn__calloc(a, nb - nb / 2, sizeof *split.clen)) != NULL) {
+        split.io = io;
+        split.a = a;
+        split.src = src;
+        split.cdict = w.cdict;
+        split.cut = cut;
+        split.from = nb / 2;
+        split.to = nb;
+        split_on = pthread_create(&split_th, NULL, split_main, &split) == 0;
+        if (split_on)
+            upto = cut[nb / 2];
+    }
+    while (rc == CAIRN_OK && i < upto) {
         size_t j = block_end(src, i, w.target), raw_len, got;
         uint64_t start = src->off[i];
         raw_len = (size_t)(rec_end(src, j) - start);
@@ -500,6 +624,25 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                                     src->ts[i], src->ts[j - 1], (uint32_t)(j - i), e);
         i = j;
     }
+    if (split_on) {
+        pthread_join(split_th, NULL);
+        if (rc == CAIRN_OK && split.rc != CAIRN_OK) {
+            *e = split.e;
+            rc = split.rc;
+        }
+        for (size_t b = split.from, at = 0; rc == CAIRN_OK && b < split.to; b++) {
+            size_t k = cut[b + 1], len = split.clen[b - split.from];
+            i = cut[b];
+            rc = put_compressed(&w, split.out + at, len,
+                                (size_t)(rec_end(src, k) - src->off[i]), src->base_seq + i,
+                                src->base_seq + k - 1, src->ts[i], src->ts[k - 1],
+                                (uint32_t)(k - i), e);
+            at += len;
+        }
+    }
+    cairn__free(a, cut);
+    cairn__free(a, split.clen);
+    cairn__free(a, split.out);
     /* The hash before the file is put in place: a seal whose chain failed
      * publishes nothing. */
     if (threaded) {
