@@ -2049,6 +2049,10 @@ static void a_merged_file_whose_base_is_gone_drops_nothing(void **state)
 }
 
 /* Ingest n memories (8 namespaces: under the 10,000 of one). */
+/* The flush threshold the tests of flushes set (cairn__mem_set_flush_rows):
+ * the same paths as 65,536, in a few thousand stores. */
+#define TEST_FLUSH_ROWS 4096
+
 static void ingest(cairn_mem *mem, int from, int n)
 {
     for (int i = from; i < from + n; i++) {
@@ -2062,7 +2066,8 @@ static void ingest(cairn_mem *mem, int from, int n)
 }
 
 /* A long ingest in one handle writes its RAM tail out as a generation each
- * MEM_FLUSH_ROWS (65,536) memories, so that a close writes only the rest.
+ * MEM_FLUSH_ROWS (65,536; here TEST_FLUSH_ROWS) memories, so that a close
+ * writes only the rest.
  * The handle reads the flush's file in place of its tail at once; the
  * file is put in place on the merger thread, or by the close. */
 static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
@@ -2071,21 +2076,22 @@ static void a_long_ingest_writes_its_tail_out_as_it_goes(void **state)
     cairn_mem_stats st;
     char *top;
 
-    ingest(f->mem, 0, MEM_FLUSH_ROWS + 232);
+    cairn__mem_set_flush_rows(f->mem, TEST_FLUSH_ROWS);
+    ingest(f->mem, 0, TEST_FLUSH_ROWS + 232);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.total, MEM_FLUSH_ROWS + 232);
+    assert_int_equal(st.total, TEST_FLUSH_ROWS + 232);
     assert_true(st.index_files >= 1);
     assert_true(st.unindexed < 1000); /* the rest is in the files */
     cairn_mem_stats_free(&st);
     close_all(f);
     top = index_file(f->dir);
     assert_non_null(top);
-    assert_true(header_u64(top, H_NROWS) >= MEM_FLUSH_ROWS);
+    assert_true(header_u64(top, H_NROWS) >= TEST_FLUSH_ROWS);
     free(top);
     assert_int_equal(index_temps(f->dir), 0); /* the flush's temp went in place */
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.total, MEM_FLUSH_ROWS + 232);
+    assert_int_equal(st.total, TEST_FLUSH_ROWS + 232);
     assert_true(st.unindexed < 1000);
     cairn_mem_stats_free(&st);
 }
@@ -2194,7 +2200,8 @@ static void a_flush_file_that_cannot_be_synced_is_given_up(void **state)
     tu_rmrf(f->dir);
     open_unsyncable(f, &io);
     index_fsync_fails = 1;
-    ingest(f->mem, 0, MEM_FLUSH_ROWS + 100);
+    cairn__mem_set_flush_rows(f->mem, TEST_FLUSH_ROWS);
+    ingest(f->mem, 0, TEST_FLUSH_ROWS + 100);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_true(st.unindexed < 1000); /* the flushed rows are read from its file */
     cairn_mem_stats_free(&st);
@@ -2245,11 +2252,12 @@ static void a_flush_file_another_writer_overtook_is_given_up(void **state)
     tu_rmrf(f->dir);
     open_unsyncable(f, &io);
     index_fsync_fails = 1; /* its flush's file stays pending */
-    ingest(f->mem, 0, MEM_FLUSH_ROWS + 100);
+    cairn__mem_set_flush_rows(f->mem, TEST_FLUSH_ROWS);
+    ingest(f->mem, 0, TEST_FLUSH_ROWS + 100);
     memset(&other, 0, sizeof other);
     other.dir = f->dir;
     open_all(&other, 0);
-    ingest(other.mem, MEM_FLUSH_ROWS + 100, 1200);
+    ingest(other.mem, TEST_FLUSH_ROWS + 100, 1200);
     assert_int_equal(cairn_mem_checkpoint(other.mem), CAIRN_OK);
     assert_int_equal(cairn_stats_get(other.db, &ls), CAIRN_OK);
     close_all(&other);
@@ -2328,14 +2336,15 @@ static void a_process_killed_after_a_flush_loses_nothing(void **state)
     if (child == 0) {
         fx c = {NULL, f->dir, NULL, NULL};
         open_all(&c, 0);
-        ingest(c.mem, 0, MEM_FLUSH_ROWS + 300);
+        cairn__mem_set_flush_rows(c.mem, TEST_FLUSH_ROWS);
+        ingest(c.mem, 0, TEST_FLUSH_ROWS + 300);
         _exit(0); /* no close: as kill -9 */
     }
     assert_int_equal(waitpid(child, NULL, 0), child);
     open_all(f, 0);
     assert_int_equal(index_temps(f->dir), 0); /* (the sealer may be writing a segment's) */
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
-    assert_int_equal(st.total, MEM_FLUSH_ROWS + 300);
+    assert_int_equal(st.total, TEST_FLUSH_ROWS + 300);
     cairn_mem_stats_free(&st);
 }
 

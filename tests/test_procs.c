@@ -34,7 +34,9 @@
 #include <unistd.h>
 
 #include "cairn.h"
-#include "memstate.h" /* MEM_FLUSH_ROWS */
+#include "memstate.h" /* cairn__mem_set_flush_rows */
+
+#define FLUSH_ROWS 4096
 #include "testutil.h"
 
 /* A writer or reader handle; background threads off (children fork). */
@@ -460,7 +462,10 @@ static void test_a_second_writer_takes_the_first_writers_flush(void **state)
     assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &a, &ma), CAIRN_OK);
     assert_int_equal(open_db(dir, 0, CAIRN_DURABILITY_NONE, &b, &mb), CAIRN_OK);
     assert_int_equal(cairn_config_set_max_memories(a, 0), CAIRN_OK);
-    for (int i = 0; i < MEM_FLUSH_ROWS + 100; i++) { /* a flushes once, at MEM_FLUSH_ROWS */
+    /* the flush of 65,536 memories, in 4,096 (cairn__mem_set_flush_rows) */
+    cairn__mem_set_flush_rows(ma, FLUSH_ROWS);
+    cairn__mem_set_flush_rows(mb, FLUSH_ROWS);
+    for (int i = 0; i < FLUSH_ROWS + 100; i++) { /* a flushes once, at FLUSH_ROWS */
         snprintf(text, sizeof text, "memory %d of the first writer", i);
         assert_int_equal(cairn_mem_store(ma, text, NULL, NULL, NULL), CAIRN_OK);
     }

@@ -1732,6 +1732,7 @@ static int open_mem(cairn_db *db, const cairn_mem_options *o, int use_index, cai
     if (m == NULL)
         return CAIRN_ENOMEM;
     m->db = db;
+    m->flush_rows = MEM_FLUSH_ROWS;
     strcpy(m->stemmer, o->stemmer ? o->stemmer : "english");
     m->half_life = o->half_life_days > 0 ? o->half_life_days : 30.0;
     m->max_retention = o->max_retention_days > 0 ? o->max_retention_days : 90.0;
@@ -3644,10 +3645,17 @@ int cairn__mem_checkpoint_whole(cairn_mem *m)
     return checkpoint_locked(m, CKPT_WHOLE);
 }
 
+void cairn__mem_set_flush_rows(cairn_mem *m, size_t rows)
+{
+    pthread_mutex_lock(&m->mu);
+    m->flush_rows = rows ? rows : 1;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void cairn__mem_flush_if_due(cairn_mem *m)
 {
     char err[CAIRN_ERRMSG_MAX];
-    if (m->n < MEM_FLUSH_ROWS || m->db->read_only || m->stale || m->damaged || keys_active(m))
+    if (m->n < m->flush_rows || m->db->read_only || m->stale || m->damaged || keys_active(m))
         return;
     /* Best effort: the memories are in the log; a failure only leaves the
      * tail in RAM (the next flush or close tries again). */

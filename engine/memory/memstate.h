@@ -178,6 +178,7 @@ struct cairn_mem {
     int chain_reread;        /* a flush's file was given up or not surely
                                 listed: the next checkpoint reads the chain
                                 on disk first (and a close writes one) */
+    size_t flush_rows;       /* MEM_FLUSH_ROWS (tests: fewer) */
     int unsynced_gone;       /* an unsynced file of an earlier boot was set
                                 aside at open: the close writes its records
                                 again, however few */
@@ -458,6 +459,11 @@ int cairn__mem_access_fold(cairn_mem *m);
 /* After a write (mu held, no entry pointer kept): write the RAM tail out
  * as a generation once it holds MEM_FLUSH_ROWS memories. Best effort. */
 void cairn__mem_flush_if_due(cairn_mem *m);
+
+/* Tests: flush once the RAM tail holds `rows` memories (at least 1)
+ * rather than MEM_FLUSH_ROWS, so that a test of flushes stores a few
+ * thousand memories, not 65,536 (under the sanitizers, tens of seconds). */
+void cairn__mem_set_flush_rows(cairn_mem *m, size_t rows);
 
 /* Write one whole memory index file in place of every file in use (mu
  * held): a purge, which must leave no file holding the memory's text. */
