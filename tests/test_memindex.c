@@ -909,6 +909,72 @@ static void failing_disk_variant(fx *f, int variant)
     }
 }
 
+static void store_plain(fx *f, int from, int to);
+
+/* Every I/O call of a close's file (written without its fsync: "Files
+ * written without a sync") fails in turn, with EIO and with ENOSPC: the
+ * close still returns, leaves no temp file (but one a failed unlink
+ * left), and a reopen without faults has every memory; once no call
+ * fails, the close's file is there, naming this boot. */
+static void a_failing_disk_during_a_close_loses_nothing(void **state)
+{
+    fx *f = *state;
+    int done = 0;
+
+    close_all(f);
+    for (int n = 1; !done; n++)
+        for (int e = 0; e < 2; e++) {
+            cairn_options o = CAIRN_OPTIONS_INIT;
+            cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+            char err[CAIRN_ERRMSG_MAX] = "", *want, *got, *tmp, *top;
+            int failed;
+
+            tu_rmrf(f->dir);
+            o.create = 1;
+            o.durability = CAIRN_DURABILITY_NONE;
+            o.io = &faulty;
+            o.background = 0; /* the close's calls in order: no merger */
+            mo.w_relevance = 1.0;
+            inj.calls = 0;
+            inj.fail_at = 0;
+            inj.failed = 0;
+            if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+                fail_msg("cairn_open: %s", err);
+            assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+            store_plain(f, 0, 1200); /* past MEM_CHECKPOINT_MIN: the close writes a file */
+            assert_int_equal(cairn_sync(f->db), CAIRN_OK);
+            want = export_all(f);
+            inj.err = e ? ENOSPC : EIO;
+            inj.calls = 0;
+            inj.fail_at = n;
+            cairn_mem_close(f->mem);
+            f->mem = NULL;
+            failed = inj.failed;
+            inj.fail_at = 0;
+            assert_int_equal(cairn_close(f->db), CAIRN_OK);
+            f->db = NULL;
+            tmp = tu_find_last(f->dir, ".tmp");
+            if (tmp != NULL && failed) /* a failed unlink's: never read */
+                free(tmp);
+            else
+                assert_null(tmp);
+            top = index_file(f->dir);
+            if (!failed) {
+                assert_non_null(top);
+                assert_int_equal(header_u64(top, H_UNSYNCED), cairn__boot_id());
+                done = 1;
+            }
+            free(top);
+            open_all(f, 0);
+            got = export_all(f);
+            assert_string_equal(got, want);
+            free(got);
+            free(want);
+            close_all(f);
+        }
+    open_all(f, 0);
+}
+
 static const char victim_bytes[] = "a file outside the store that must keep its bytes\n";
 
 static void victim_unchanged(const char *path)
@@ -3262,6 +3328,7 @@ int main(void)
         T(ids_of_both_forms_come_back_from_the_file),
         T(a_hex_flag_on_a_text_id_is_damage),
         T(a_close_file_is_unsynced_and_set_aside_after_a_restart),
+        T(a_failing_disk_during_a_close_loses_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
