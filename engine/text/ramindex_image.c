@@ -61,18 +61,6 @@ static int is_single(const term *tm)
     return tm->n == 1 && tm->max_tf - 1 <= TIX_SINGLE_MAX && tm->len <= TIX_SINGLE_MAX;
 }
 
-/* x's terms' postings sized into pl (in RAM: x is not mapped). */
-static int plan_ram(const cairn__ramidx *x, pk_plan *pl)
-{
-    unsigned db = doc_bits(x->ndocs);
-    int rc = cairn__pk_plan_init(pl, x->a, x->nterms);
-    for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
-        cairn__pk_plan_feed(pl, x->terms[t].p, x->terms[t].n);
-        rc = cairn__pk_plan_end(pl, t, db, x->terms[t].max_tf, is_single(&x->terms[t]));
-    }
-    return rc;
-}
-
 /* An image's term table: u32 slots, 0 empty, else a tag (the top bits of
  * the term's XXH3-64 hash) above the term's image number + 1 in idbits
  * bits, the least that hold nterms; at most 3/4 full, of any size; a probe
@@ -267,30 +255,78 @@ static int write_postings(const cairn__ramidx *x, const pk_plan *pl, pk_enc *e,
     return rc == CAIRN_OK ? cairn__pk_end(e) : rc;
 }
 
-static int ram_postings(void *u, size_t t, pk_enc *e)
+/* The postings of a RAM index, made before its head (which gives each
+ * term's offset) into memory: each term sized and encoded one after the
+ * other, so that the encoder reads the postings the sizing has just
+ * brought into the cache (sizing every term, then encoding every term,
+ * missed the cache for each twice: a quarter of a close's text image). A
+ * RAM index is a tail of at most a flush's memories: a few MB of postings. */
+typedef struct membuf {
+    const cairn_allocator *a;
+    uint8_t *b;
+    size_t n, cap;
+} membuf;
+
+static int membuf_put(void *u, const void *p, size_t n)
 {
-    const cairn__ramidx *x = u;
-    return cairn__pk_push(e, x->terms[t].p, x->terms[t].n);
+    membuf *m = u;
+    if (p == NULL || n == 0)
+        return CAIRN_OK;
+    if (cairn__grow(m->a, (void **)&m->b, &m->cap, m->n + n, 1) != CAIRN_OK)
+        return CAIRN_ENOMEM;
+    memcpy(m->b + m->n, p, n);
+    m->n += n;
+    return CAIRN_OK;
+}
+
+static int ram_postings(const cairn__ramidx *x, pk_plan *pl, pk_enc *e)
+{
+    unsigned db = doc_bits(x->ndocs);
+    int rc = CAIRN_OK;
+    e->db = db;
+    for (size_t t = 0; rc == CAIRN_OK && t < x->nterms; t++) {
+        const term *tm = &x->terms[t];
+        size_t first = pl->nskip;
+        const uint32_t *skip;
+        uint64_t from = e->out;
+        cairn__pk_plan_feed(pl, tm->p, tm->n);
+        if ((rc = cairn__pk_plan_end(pl, t, db, tm->max_tf, is_single(tm))) != CAIRN_OK ||
+            is_single(tm))
+            continue; /* a single term's posting is in its record */
+        skip = pl->skip + first;
+        rc = cairn__pk_term(e, tm->n, tm->max_tf, &skip);
+        if (rc == CAIRN_OK)
+            rc = cairn__pk_push(e, tm->p, tm->n);
+        if (rc == CAIRN_OK && e->k)
+            rc = cairn__pk_block(e);
+        if (rc == CAIRN_OK && e->out - from != pl->len[t])
+            rc = CAIRN_ECORRUPT; /* the sizing and the encoder disagree */
+    }
+    return rc == CAIRN_OK ? cairn__pk_end(e) : rc;
 }
 
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
 {
+    membuf mb = {x->a, NULL, 0, 0};
     pk_enc *e = NULL;
     pk_plan pl;
     int rc;
 
     if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
         return CAIRN_EINVAL;
-    rc = plan_ram(x, &pl);
-    if (rc == CAIRN_OK)
-        rc = write_head(x, &pl, 0, put, user);
+    rc = cairn__pk_plan_init(&pl, x->a, x->nterms);
     if (rc == CAIRN_OK && (e = cairn__calloc(x->a, 1, sizeof *e)) == NULL)
         rc = CAIRN_ENOMEM;
     if (rc == CAIRN_OK) {
-        e->put = put;
-        e->user = user;
-        rc = write_postings(x, &pl, e, ram_postings, (void *)(uintptr_t)x);
+        e->put = membuf_put;
+        e->user = &mb;
+        rc = ram_postings(x, &pl, e);
     }
+    if (rc == CAIRN_OK)
+        rc = write_head(x, &pl, 0, put, user);
+    if (rc == CAIRN_OK && mb.n)
+        rc = put(user, mb.b, mb.n);
+    cairn__free(x->a, mb.b);
     cairn__free(x->a, e);
     cairn__pk_plan_free(&pl);
     return rc;
