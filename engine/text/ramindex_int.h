@@ -158,6 +158,12 @@ struct cairn__ramidx {
     size_t ntoks, toks_cap;
     char *tbytes;
     size_t tb_len, tb_cap;
+    /* The first TERM_FIRST postings of each term (ramindex.c, term_room):
+     * chunks of CHUNK_TERMS terms' room, owned here. */
+    posting **chunks;
+    size_t nchunks, chunks_cap;
+    posting *chunk_next;     /* the next term's room in the newest chunk */
+    size_t chunk_left;       /* terms' room left there */
     int frozen;              /* mapped from a file: arena, table, postings, ext
                                 and dl point into the caller's bytes; a term is
                                 read from its record on first use */
