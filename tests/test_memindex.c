@@ -2192,6 +2192,69 @@ static void open_unsyncable(fx *f, cairn_io *io)
     assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
 }
 
+/* An index file's fsync that takes half a second on any thread but the
+ * test's own (the merger's, putting a flush's file in place), and a count
+ * of those the test's thread makes. */
+static pthread_t test_thread;
+static int main_index_fsyncs;
+
+static int slow_index_fsync(void *user, const char *site, int fd)
+{
+    (void)user;
+    if (strcmp(site, "memindex.fsync") == 0) {
+        if (pthread_equal(pthread_self(), test_thread))
+            main_index_fsyncs++;
+        else
+            tu_sleep_ms(500);
+    }
+    return cairn_io_default()->fsync(cairn_io_default()->user, site, fd);
+}
+
+/* A close that finds a flush's file not in place yet (the merger still
+ * syncing it) does not wait for that fsync, nor make its own: it puts the
+ * file in place naming the boot, as its own file ("Files written without
+ * a sync"). The memories are all there after a reopen. */
+static void a_close_does_not_wait_for_a_flush_files_fsync(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "", *name;
+    cairn_io io = *cairn_io_default();
+    cairn_mem_stats st;
+    uint64_t flush_covered;
+
+    close_all(f);
+    tu_rmrf(f->dir);
+    io.fsync = slow_index_fsync;
+    test_thread = pthread_self();
+    main_index_fsyncs = 0;
+    o.io = &io;
+    o.create = 1;
+    o.background = 1; /* the merger puts the flush's file in place */
+    o.durability = CAIRN_DURABILITY_NONE;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+    cairn__mem_set_flush_rows(f->mem, TEST_FLUSH_ROWS);
+    ingest(f->mem, 0, TEST_FLUSH_ROWS + 1100); /* a flush, then a tail a close writes */
+    flush_covered = f->mem->pend.on ? f->mem->pend.covered : 0;
+    assert_true(flush_covered > 0); /* its fsync is under way on the merger */
+    close_all(f);
+    assert_int_equal(main_index_fsyncs, 0);
+    name = malloc(strlen(f->dir) + 32);
+    assert_non_null(name);
+    sprintf(name, "%s/mem-%016" PRIx64 ".cmx", f->dir, flush_covered);
+    assert_int_equal(header_u64(name, H_UNSYNCED), cairn__boot_id());
+    free(name);
+    assert_int_equal(index_files(f->dir), 2); /* the flush's and the close's */
+    open_all(f, 0);
+    assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
+    assert_int_equal(st.total, TEST_FLUSH_ROWS + 1100);
+    assert_int_equal(st.unindexed, 0);
+    cairn_mem_stats_free(&st);
+}
+
 /* Writes to the index file, as the io table sees them. */
 typedef struct pieces {
     size_t largest;   /* bytes of the largest pwrite */
@@ -3329,6 +3392,7 @@ int main(void)
         T(a_hex_flag_on_a_text_id_is_damage),
         T(a_close_file_is_unsynced_and_set_aside_after_a_restart),
         T(a_failing_disk_during_a_close_loses_nothing),
+        T(a_close_does_not_wait_for_a_flush_files_fsync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -319,8 +319,26 @@ int cairn__mx_map_fd(memindex *mx, int fd, uint64_t covered, cairn__err *e)
     return rc;
 }
 
+/* The header of the temp file fd made to name boot (MX_UNSYNCED_BOOT, its
+ * sums remade): what a file put in place without its fsync says. */
+static int header_name_boot(const cairn_io *io, int fd, const char *tmp, uint64_t boot,
+                            cairn__err *e)
+{
+    uint8_t h[MX_HEAD];
+    size_t got = 0;
+    int rc = cairn__io_read(io, "memindex.read", fd, h, sizeof h, 0, &got, tmp, e);
+    if (rc == CAIRN_OK && got != sizeof h)
+        rc = cairn__fail(e, CAIRN_EIO, "%s: short read of its header", tmp);
+    if (rc != CAIRN_OK)
+        return rc;
+    put64(h + MX_UNSYNCED_BOOT, boot);
+    put64(h + MX_EXT_SUM, XXH3_64bits(h + FILEHDR_SIZE, MX_HEAD - FILEHDR_SIZE));
+    cairn__filehdr_seal(h);
+    return cairn__io_write(io, "memindex.write", fd, h, sizeof h, 0, tmp, e);
+}
+
 int cairn__mx_put_in_place(const cairn_io *io, int dirfd, int fd, uint64_t covered,
-                           uint64_t temp_salt, cairn__err *e)
+                           uint64_t temp_salt, uint64_t unsynced_boot, cairn__err *e)
 {
     static const cairn__publish_sites sites = {"memindex.fsync", "memindex.close",
                                                "memindex.rename", "memindex.dirsync"};
@@ -328,6 +346,17 @@ int cairn__mx_put_in_place(const cairn_io *io, int dirfd, int fd, uint64_t cover
     int rc;
     cairn__seqfile_name(&cairn__seqfile_memindex, covered, name, sizeof name);
     cairn__seqfile_temp(&cairn__seqfile_memindex, covered, temp_salt, tmp, sizeof tmp);
+    if (unsynced_boot != 0) {
+        /* as a close's own file: no fsync, no directory fsync (the
+         * MANIFEST that lists it syncs the directory) */
+        rc = header_name_boot(io, fd, tmp, unsynced_boot, e);
+        cairn__io_close(io, "memindex.close", fd);
+        if (rc == CAIRN_OK)
+            rc = cairn__io_rename(io, "memindex.rename", dirfd, tmp, name, e);
+        if (rc != CAIRN_OK)
+            (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);
+        return rc;
+    }
     rc = cairn__io_publish(io, &sites, CAIRN_OK, fd, dirfd, tmp, name, e);
     if (rc != CAIRN_OK)
         (void)cairn__io_unlink(io, "memindex.unlink", dirfd, tmp, NULL);

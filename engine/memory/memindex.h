@@ -200,11 +200,13 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
 int cairn__mx_map_fd(memindex *mx, int fd, uint64_t covered, cairn__err *e);
 
 /* Put that file in place: fsync, close fd, rename to its name, fsync the
- * directory. The temp file is removed on failure. The caller has made the
- * log it covers durable and lists the file in the MANIFEST after. Errors:
- * CAIRN_EIO, CAIRN_EFULL. */
+ * directory. With unsynced_boot (cairn__boot_id), instead: its header
+ * made to name that boot, close, rename, no fsync (format-spec/
+ * memindex.md, "Files written without a sync"). The temp file is removed
+ * on failure. The caller has made the log it covers durable and lists the
+ * file in the MANIFEST after. Errors: CAIRN_EIO, CAIRN_EFULL. */
 int cairn__mx_put_in_place(const cairn_io *io, int dirfd, int fd, uint64_t covered,
-                           uint64_t temp_salt, cairn__err *e);
+                           uint64_t temp_salt, uint64_t unsynced_boot, cairn__err *e);
 
 /* Or give it up: close fd, remove the temp file. */
 void cairn__mx_drop_temp(const cairn_io *io, int dirfd, int fd, uint64_t covered,

@@ -3382,8 +3382,11 @@ static void pend_drop(cairn_mem *m)
 }
 
 /* In a turn: put the flush's file in place and list it, unless the store
- * changed under it. Best effort, as the flush: the log holds it all. */
-static void pend_publish(cairn_mem *m)
+ * changed under it. Best effort, as the flush: the log holds it all. A
+ * close does not wait for its fsync (the merger's, given up, or its own):
+ * the file goes in place naming the boot (format-spec/memindex.md, "Files
+ * written without a sync"; it holds at most MEM_FLUSH_ROWS rows). */
+static void pend_publish(cairn_mem *m, int closing)
 {
     mem_pending *p = &m->pend;
     char below[MX_NAME_MAX], name[MX_NAME_MAX];
@@ -3404,7 +3407,8 @@ static void pend_publish(cairn_mem *m)
         return;
     }
     p->on = 0;
-    rc = cairn__mx_put_in_place(m->db->io, m->db->dirfd, p->fd, p->covered, p->salt, &e);
+    rc = cairn__mx_put_in_place(m->db->io, m->db->dirfd, p->fd, p->covered, p->salt,
+                                closing ? cairn__boot_id() : 0, &e);
     if (rc == CAIRN_OK)
         rc = cairn__seqfile_publish(m->db, &cairn__seqfile_memindex, p->covered, p->keep, p->n_keep, &e);
     /* Not listed, or not surely (a failed directory fsync or MANIFEST
@@ -3454,7 +3458,7 @@ void cairn__mem_pend_step(cairn_mem *m, const int *stop)
     if (m->pend.on && m->pend.covered == covered &&
         !__atomic_load_n(stop, __ATOMIC_ACQUIRE) && cairn__mem_turn_begin(m) == CAIRN_OK) {
         if (!__atomic_load_n(stop, __ATOMIC_ACQUIRE))
-            pend_publish(m);
+            pend_publish(m, 0);
         (void)cairn__mem_turn_end(m, CAIRN_OK);
     }
     memcpy(cairn__errbuf(m), err, sizeof err);
@@ -3540,7 +3544,7 @@ static int checkpoint_turn(cairn_mem *m, int mode)
     int rc;
 
     /* What follows reads the chain on disk: a flush's file first. */
-    pend_publish(m);
+    pend_publish(m, mode == CKPT_CLOSE);
 
     /* Another process may have written the file meanwhile. */
     if (mode == CKPT_CLOSE && !close_wants_checkpoint(m))
