@@ -819,6 +819,28 @@ static const cairn_io faulty = {f_open, f_openat, f_close, f_pread, f_pwrite, f_
  * disk. */
 static void failing_disk_variant(fx *f, int variant);
 
+/* A fresh store in f->dir, opened on the faulty io table with no call
+ * failing yet, without background threads: the I/O calls of a checkpoint
+ * or a close come in order, with no merger's among them. */
+static void open_faulty(fx *f)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    tu_rmrf(f->dir);
+    o.create = 1;
+    o.durability = CAIRN_DURABILITY_NONE;
+    o.io = &faulty;
+    o.background = 0;
+    mo.w_relevance = 1.0;
+    inj.calls = 0;
+    inj.fail_at = 0;
+    inj.failed = 0;
+    if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+}
+
 static void a_failing_disk_while_writing_the_file_loses_nothing(void **state)
 {
     fx *f = *state;
@@ -837,23 +859,10 @@ static void failing_disk_variant(fx *f, int variant)
     if (f->mem != NULL)
         close_all(f);
     for (int n = 0;; n++) {
-        cairn_options o = CAIRN_OPTIONS_INIT;
-        cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
-        char err[CAIRN_ERRMSG_MAX] = "", *got, *tmp;
+        char *got, *tmp;
         int rc;
 
-        tu_rmrf(f->dir);
-        o.create = 1;
-        o.durability = CAIRN_DURABILITY_NONE;
-        o.io = &faulty;
-        o.background = 0; /* every I/O call of the checkpoint in order: no merger */
-        mo.w_relevance = 1.0;
-        inj.calls = 0;
-        inj.fail_at = 0;
-        inj.failed = 0;
-        if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
-            fail_msg("cairn_open: %s", err);
-        assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+        open_faulty(f);
         rnd_state = 5;
         store_some(f, 0, 40, ids);
         if (variant > 0) { /* a whole file first, then what changes it */
@@ -924,23 +933,10 @@ static void a_failing_disk_during_a_close_loses_nothing(void **state)
     close_all(f);
     for (int n = 1; !done; n++)
         for (int e = 0; e < 2; e++) {
-            cairn_options o = CAIRN_OPTIONS_INIT;
-            cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
-            char err[CAIRN_ERRMSG_MAX] = "", *want, *got, *tmp, *top;
+            char *want, *got, *tmp, *top;
             int failed;
 
-            tu_rmrf(f->dir);
-            o.create = 1;
-            o.durability = CAIRN_DURABILITY_NONE;
-            o.io = &faulty;
-            o.background = 0; /* the close's calls in order: no merger */
-            mo.w_relevance = 1.0;
-            inj.calls = 0;
-            inj.fail_at = 0;
-            inj.failed = 0;
-            if (cairn_open(&f->db, f->dir, &o, err, sizeof err) != CAIRN_OK)
-                fail_msg("cairn_open: %s", err);
-            assert_int_equal(cairn_mem_open(f->db, &mo, &f->mem), CAIRN_OK);
+            open_faulty(f);
             store_plain(f, 0, 1200); /* past MEM_CHECKPOINT_MIN: the close writes a file */
             assert_int_equal(cairn_sync(f->db), CAIRN_OK);
             want = export_all(f);
