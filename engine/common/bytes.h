@@ -77,4 +77,21 @@ static inline int cairn__contains(const char *hay, size_t len, const char *needl
     return 0;
 }
 
+/* The n lowercase hex digits at p as a number (at most 16 of them): 1, or
+ * 0 when one is not 0-9 or a-f. Reads no further than the first that is
+ * not (a NUL among them stops it). Names of files, ids cairn makes. */
+static inline int cairn__hex_lower(const char *p, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 1;
+}
+
 #endif /* CAIRN_BYTES_H */

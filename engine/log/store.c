@@ -625,27 +625,13 @@ int cairn__refresh(cairn_db *db)
 /* ---- opening ------------------------------------------------------------ */
 
 /* n lowercase hex digits at p; 1 and the value if they are. */
-static int parse_hex(const char *p, int n, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return 0;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return 1;
-}
-
 /* Parse "<16 hex>.<ext>" names; returns 1 and the id for a match. */
 static int parse_seg_name(const char *name, const char *ext, uint64_t *id)
 {
     size_t el = strlen(ext);
     if (strlen(name) != 17 + el || name[16] != '.' || strcmp(name + 17, ext) != 0)
         return 0;
-    return parse_hex(name, 16, id);
+    return cairn__hex_lower(name, 16, id);
 }
 
 /* Parse "<16 hex>.seg" (rev 0) and "<16 hex>-<8 hex>.seg" (a compacted
@@ -657,7 +643,7 @@ static int parse_sealed_name(const char *name, uint64_t *id, uint32_t *rev)
     if (parse_seg_name(name, "seg", id))
         return 1;
     if (strlen(name) != 29 || name[16] != '-' || strcmp(name + 25, ".seg") != 0 ||
-        !parse_hex(name, 16, id) || !parse_hex(name + 17, 8, &r) || r == 0)
+        !cairn__hex_lower(name, 16, id) || !cairn__hex_lower(name + 17, 8, &r) || r == 0)
         return 0;
     *rev = (uint32_t)r;
     return 1;

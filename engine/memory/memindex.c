@@ -22,6 +22,7 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
+#include "bytes.h"
 #include "filehdr.h"
 #include "io.h"
 #include "memrec.h"
@@ -84,18 +85,8 @@ static uint64_t pad8(uint64_t n)
 static int hexid_value(const char *id, uint64_t *v)
 {
     uint64_t x = 0;
-    if (id[0] != 'm')
-        return 0;
-    for (int i = 1; i < MX_HEXID_LEN; i++) { /* stops at a NUL: no read past it */
-        char c = id[i];
-        if (c >= '0' && c <= '9')
-            x = x << 4 | (uint64_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            x = x << 4 | (uint64_t)(c - 'a' + 10);
-        else
-            return 0;
-    }
-    if (id[MX_HEXID_LEN] != 0)
+    /* the digits stop at a NUL: no read past it */
+    if (id[0] != 'm' || !cairn__hex_lower(id + 1, MX_HEXID_LEN - 1, &x) || id[MX_HEXID_LEN] != 0)
         return 0;
     *v = x;
     return 1;
