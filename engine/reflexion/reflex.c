@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "alloc.h"
+#include "bytes.h"
 #include "jsonnum.h"
 #include "hole.h"
 #include "rstate.h"
@@ -51,18 +52,9 @@ void cairn__rx_id(char prefix, uint64_t key, char *out)
 
 int cairn__rx_parse_id(const char *s, char prefix, uint64_t *key)
 {
-    uint64_t v = 0;
     if (s == NULL || s[0] != prefix || strlen(s) != 17)
         return 0;
-    for (int i = 1; i < 17; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return 0;
-        v = v << 4 | (uint64_t)d;
-    }
-    *key = v;
-    return 1;
+    return cairn__hex_lower(s + 1, 16, key);
 }
 
 const char *const cairn__rx_outcomes[3] = {"success", "partial", "failure"};
