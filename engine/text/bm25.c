@@ -10,16 +10,6 @@ double cairn__bm25_idf(uint64_t n_docs, uint64_t df)
     return log(1.0 + ((double)n_docs - (double)df + 0.5) / ((double)df + 0.5));
 }
 
-double cairn__bm25_tf(double tf, double dl, double avgdl)
-{
-    return tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
-}
-
-int cairn__bm25_before(const bm25_hit *a, const bm25_hit *b)
-{
-    return a->score > b->score || (a->score == b->score && a->doc < b->doc);
-}
-
 void cairn__bm25_topk_init(bm25_topk *t, bm25_hit *h, size_t k)
 {
     t->h = h;
@@ -68,11 +58,6 @@ void cairn__bm25_topk_push(bm25_topk *t, uint32_t doc, double score)
         return;
     t->h[0] = x;
     sift_down(t, 0);
-}
-
-double cairn__bm25_topk_floor(const bm25_topk *t)
-{
-    return t->n < t->k ? 0.0 : t->h[0].score;
 }
 
 size_t cairn__bm25_topk_finish(bm25_topk *t)

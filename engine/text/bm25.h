@@ -30,10 +30,17 @@ typedef struct bm25_hit {
 double cairn__bm25_idf(uint64_t n_docs, uint64_t df);
 
 /* The tf part: tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)). */
-double cairn__bm25_tf(double tf, double dl, double avgdl);
+/* Inline: called once per posting scored. */
+static inline double cairn__bm25_tf(double tf, double dl, double avgdl)
+{
+    return tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
+}
 
 /* a ranks before b: higher score, then lower document number. */
-int cairn__bm25_before(const bm25_hit *a, const bm25_hit *b);
+static inline int cairn__bm25_before(const bm25_hit *a, const bm25_hit *b)
+{
+    return a->score > b->score || (a->score == b->score && a->doc < b->doc);
+}
 
 /* The k best hits seen so far (a min-heap on "ranks before"). */
 typedef struct bm25_topk {
@@ -49,7 +56,10 @@ void cairn__bm25_topk_push(bm25_topk *t, uint32_t doc, double score);
 
 /* Score a document must exceed to get in (0 until the heap is full: every
  * matching document scores above 0). */
-double cairn__bm25_topk_floor(const bm25_topk *t);
+static inline double cairn__bm25_topk_floor(const bm25_topk *t)
+{
+    return t->n < t->k ? 0.0 : t->h[0].score;
+}
 
 /* Sort the kept hits best first, in place; returns their number. */
 size_t cairn__bm25_topk_finish(bm25_topk *t);

@@ -223,7 +223,8 @@ static void maxscore(const cairn__ramidx *x, qterm *q, size_t m, double *cum, do
             continue;
         }
         tr->docs_scored++;
-        cairn__bm25_topk_push(top, base + d, s);
+        if (s >= floor) /* below it, the push would refuse it */
+            cairn__bm25_topk_push(top, base + d, s);
     }
 }
 
