@@ -821,22 +821,26 @@ static size_t postings_of(const image *im, const char *word, uint32_t *n)
     return (size_t)(im->len - post_len + first);
 }
 
-/* A damaged skip entry or block header: the map succeeds, a query that
- * reads the term (and the full check) fails with CAIRN_ECORRUPT, never
- * reading outside the image; the other terms still answer. */
+/* A damaged skip entry or block header, or a term record whose max_tf is
+ * below a tf its blocks hold (the postings' sum still matching): the map
+ * succeeds, a query that reads the term (and the full check) fails with
+ * CAIRN_ECORRUPT, never reading outside the image; the other terms still
+ * answer. */
 static void damaged_blocks_and_skip_entries_are_refused(void **state)
 {
     cairn__ramidx *x = seek_index();
     image im = {NULL, 0, 0};
     uint64_t *mem = NULL;
     uint32_t n = 0;
-    size_t at;
+    size_t at, rec;
+    int single = 1;
     (void)state;
 
     cairn__ramidx_free(map_image(x, &im, &mem));
     at = postings_of(&im, "common", &n);
+    rec = record_of(&im, "common", &single);
     assert_int_equal(n, 3333);
-    for (int c = 0; c < 6; c++) {
+    for (int c = 0; c < 7; c++) {
         cairn__ramidx *f = NULL;
         uint8_t *b = (uint8_t *)mem;
         uint32_t nb = (n + 127) / 128, v;
@@ -867,6 +871,12 @@ static void damaged_blocks_and_skip_entries_are_refused(void **state)
         case 5: /* block 0's tf width, in bounds but wrong */
             b[at + nb * 8 + 1] += 3;
             want = CAIRN_ECORRUPT; /* block 1 no longer starts where the table says */
+            break;
+        case 6: /* max_tf 1, where documents 1301, 2600 and 4999 have tf 2 */
+            memcpy(&v, b + rec + 24, 4);
+            assert_int_equal(v, 2);
+            v = 1;
+            memcpy(b + rec + 24, &v, 4);
             break;
         }
         assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, im.len, NULL), CAIRN_OK);

@@ -699,16 +699,38 @@ int cairn__ramidx_check_postings(const cairn__ramidx *x, term *t)
     XXH3_64bits_reset(&st);
     for (uint32_t b = 0, i = 0; b < nb; b++) {
         const posting *p;
+        uint64_t head = at, base = i > 0 ? (uint64_t)prev + 1 : 0;
         uint32_t k = cairn__pk_term_block(t, b, buf, &p);
+        unsigned gw, tw;
         if (k == 0 || check_block(t, b, k, p, &at) != CAIRN_OK)
             return CAIRN_ECORRUPT;
-        for (uint32_t j = 0; j < k; j++, i++) {
-            /* tf 0: tf - 1 of 32 bits all ones */
-            if (p[j].doc >= x->ndocs || (i > 0 && p[j].doc <= prev) || p[j].tf == 0 ||
-                p[j].tf > t->max_tf)
-                return CAIRN_ECORRUPT;
-            prev = p[j].doc;
+        if (t->pk == NULL) { /* read in place: no widths */
+            gw = tw = 32;
+        } else if (t->n == 1) { /* no header: the image's widths */
+            gw = t->db;
+            tw = t->tb;
+        } else {
+            gw = t->pk[head];
+            tw = t->pk[head + 1];
         }
+        /* Widths that cannot carry a document past 2^32 - 1 (each is the
+         * one before + 1 + a gap below 2^gw) nor a tf past max_tf leave
+         * only the last document to check; others, every posting. */
+        if (gw < 32 && tw < 32 && base + ((uint64_t)k << gw) <= ((uint64_t)1 << 32) &&
+            ((uint64_t)1 << tw) <= t->max_tf) {
+            if (p[k - 1].doc >= x->ndocs)
+                return CAIRN_ECORRUPT;
+        } else {
+            for (uint32_t j = 0; j < k; j++) {
+                /* tf 0: tf - 1 of 32 bits all ones */
+                if (p[j].doc >= x->ndocs || (i + j > 0 && p[j].doc <= prev) || p[j].tf == 0 ||
+                    p[j].tf > t->max_tf)
+                    return CAIRN_ECORRUPT;
+                prev = p[j].doc;
+            }
+        }
+        prev = p[k - 1].doc;
+        i += k;
         (void)XXH3_64bits_update(&st, p, k * sizeof *p);
     }
     if (XXH3_64bits_digest(&st) != t->sum)

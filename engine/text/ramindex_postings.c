@@ -32,6 +32,16 @@ static void unpack(const uint8_t *in, uint32_t k, unsigned gw, unsigned tw, uint
     uint64_t gmask = ((uint64_t)1 << gw) - 1, tmask = ((uint64_t)1 << tw) - 1;
     unsigned w = gw + tw;
     size_t bit = 0;
+    if (tw == 0) { /* every tf 1: most blocks of most terms */
+        for (uint32_t j = 0; j < k; j++, bit += w) {
+            uint64_t v;
+            memcpy(&v, in + (bit >> 3), 8);
+            prev += 1 + (uint32_t)((v >> (bit & 7)) & gmask);
+            out[j].doc = prev;
+            out[j].tf = 1;
+        }
+        return;
+    }
     for (uint32_t j = 0; j < k; j++, bit += w) {
         uint64_t v;
         memcpy(&v, in + (bit >> 3), 8);
