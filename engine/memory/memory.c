@@ -41,6 +41,7 @@
 #include "alloc.h"
 #include "bytes.h"
 #include "filehdr.h"
+#include "genpolicy.h"
 #include "io.h"
 #include "status.h"
 #include "seqfile.h"
@@ -3108,28 +3109,25 @@ static int reload(cairn_mem *m)
     return CAIRN_OK;
 }
 
-/* The merge policy (format-spec/memindex.md, "Generations"): the new
- * file replaces the files from the one returned on (m->ng: none; it lies
- * on them all; 0: a whole file), taking in each file, newest first, that
- * holds at most MEM_GEN_RATIO times the rows gathered so far, and as many
- * as it takes to stay within MEM_GEN_MAX. The files of a chain then shrink
- * at least (MEM_GEN_RATIO + 1)-fold from each to the next, so a chain has
- * about log(memories / MEM_CHECKPOINT_MIN) files and a row is rewritten
- * that many times over its life, in files the size of what changed. */
+/* The merge policy (format-spec/memindex.md, "Generations";
+ * engine/log/genpolicy.h): a file written on the caller's time replaces
+ * the files from the one returned on (m->ng: none; it lies on them all; 0:
+ * a whole file), taking in each file, newest first, that holds at most
+ * MEM_GEN_RATIO times the rows gathered so far, and as many as it takes
+ * to stay within MEM_GEN_MAX: about log3(memories / MEM_CHECKPOINT_MIN)
+ * files, and a row rewritten that many times over its life. The merger
+ * thread's policy is tiered instead: it merges MEM_MERGE_FANIN files of
+ * about one size into one, writing each memory about log4(memories /
+ * flush) times (a long ingest runs beside it); its chains are a little
+ * longer. */
 #define MEM_GEN_RATIO 2
-/* The merger thread's policy is tiered instead: it merges MEM_MERGE_FANIN
- * files of about one size into one, writing each memory about
- * log4(memories / flush) times rather than log3 (a long ingest runs beside
- * it); its chains are a little longer. */
 #define MEM_MERGE_FANIN 4
 static size_t merge_from(const cairn_mem *m, uint64_t rows)
 {
-    size_t j = m->ng;
-    while (j > 0 && (m->gen[j - 1].mx.nrows <= MEM_GEN_RATIO * rows || j + 1 > MEM_GEN_MAX)) {
-        rows += m->gen[j - 1].mx.nrows;
-        j--;
-    }
-    return j;
+    uint64_t have[MEM_GEN_MAX];
+    for (size_t g = 0; g < m->ng; g++)
+        have[g] = m->gen[g].mx.nrows;
+    return cairn__gen_take_from(have, m->ng, rows, MEM_GEN_RATIO, MEM_GEN_MAX, 0);
 }
 
 static int seq_order(const void *a, const void *b)
@@ -3779,29 +3777,8 @@ static cairn_mem *scratch_open(cairn_mem *m, uint64_t upto, int *rc)
  * due. */
 static int tiered_run(const uint64_t *rows, size_t ng, size_t *j_out, size_t *k_out)
 {
-    size_t e = ng;
-    while (e-- > 0) {
-        size_t j = e;
-        uint64_t lo = rows[e], hi = lo;
-        while (j > 0 && rows[j - 1] <= MEM_GEN_RATIO * (hi ? hi : 1) &&
-               rows[j - 1] * MEM_GEN_RATIO >= lo) {
-            j--;
-            hi = rows[j] > hi ? rows[j] : hi;
-            lo = rows[j] < lo ? rows[j] : lo;
-        }
-        if (e - j + 1 >= MEM_MERGE_FANIN) {
-            *j_out = j;
-            *k_out = e;
-            return 1;
-        }
-        e = j;
-    }
-    if (ng + 2 > MEM_GEN_MAX) {
-        *j_out = ng - 2;
-        *k_out = ng - 1;
-        return 1;
-    }
-    return 0;
+    return cairn__gen_tiered_run(rows, ng, MEM_MERGE_FANIN, MEM_GEN_RATIO, MEM_GEN_MAX, j_out,
+                                 k_out);
 }
 
 /* The row counts of the chain on disk, oldest file first, from the files'

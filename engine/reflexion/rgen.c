@@ -4,9 +4,10 @@
  * graph, and an open folds the generations into RAM on top of the whole
  * file they lie on.
  *
- * The policy is a binary counter over the chain: the new changes take
- * with them every generation at the top that is no larger than what they
- * have gathered so far, so a row is rewritten about log2(chain) times
+ * The policy is the memory index's rule (engine/log/genpolicy.h) at a
+ * ratio of 1, a binary counter over the chain: the new changes take with
+ * them every generation at the top that is no larger than what they have
+ * gathered so far, so a row is rewritten about log2(chain) times
  * before a whole file takes it, the chain stays short, and the largest
  * generation is never more than the whole file's quarter: once the
  * generations hold that much, the whole file is written instead. With
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "genpolicy.h"
 #include "io.h"
 #include "rstate.h"
 #include "seqfile.h"
@@ -92,7 +94,7 @@ int cairn__rg_merge_due(const cairn_reflex *r)
 
 int cairn__rg_policy(const cairn_reflex *r, size_t *jout)
 {
-    uint64_t acc = r->delta_records ? r->delta_records : 1, total = acc;
+    uint64_t acc = r->delta_records ? r->delta_records : 1, total = acc, rows[RG_CHAIN_MAX];
     size_t j;
     if (r->n_chain == 0 || !chain_on_disk(r))
         return 0;
@@ -103,12 +105,12 @@ int cairn__rg_policy(const cairn_reflex *r, size_t *jout)
      * to half of it (handles too short-lived for a merge: CLI calls). */
     if (total * (r->bg_merge ? RG_WHOLE_SHARE_BG : RG_WHOLE_SHARE) >= r->chain[0].rows)
         return 0;
-    j = r->n_chain - 1;
-    while (j >= 1 && r->chain[j].rows <= acc)
-        acc += r->chain[j--].rows;
-    while (j + 2 > RG_CHAIN_MAX) /* the chain is full: one more goes */
-        j--;
-    *jout = j;
+    /* The memory index's rule at ratio 1 (a binary counter), above the
+     * whole file: the new generation lies on file j. */
+    for (size_t p = 0; p < r->n_chain; p++)
+        rows[p] = r->chain[p].rows;
+    j = cairn__gen_take_from(rows, r->n_chain, acc, 1, RG_CHAIN_MAX, 1);
+    *jout = j - 1;
     return 1;
 }
 
