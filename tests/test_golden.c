@@ -495,7 +495,7 @@ static uint8_t *make_memindex(size_t *len)
     char *dir = tu_mkdtemp("golden-mx");
     cairn__ramidx *x[2] = {NULL, NULL};
     cairn__vecset *v[2] = {NULL, NULL};
-    mx_ns_in ns[2] = {{"", 2, NULL, NULL, 0, NULL, 0}, {"work", 2, NULL, NULL, 0, NULL, 0}};
+    mx_ns_in ns[2] = {{"", 2, NULL, NULL, 0, NULL, 0, NULL}, {"work", 2, NULL, NULL, 0, NULL, 0, NULL}};
     mx_in in;
     cairn__err e;
     uint8_t *b;
@@ -1412,7 +1412,7 @@ static uint8_t *make_memindex_gen(size_t *len)
 {
     char *dir = tu_mkdtemp("golden-mxg");
     cairn__ramidx *x[2] = {NULL, NULL};
-    mx_ns_in ns[2] = {{"", 1, NULL, NULL, 0, NULL, 0}, {"work", 0, NULL, NULL, 0, NULL, 0}};
+    mx_ns_in ns[2] = {{"", 1, NULL, NULL, 0, NULL, 0, NULL}, {"work", 0, NULL, NULL, 0, NULL, 0, NULL}};
     mx_in in;
     cairn__err e;
     uint8_t *b;

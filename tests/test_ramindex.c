@@ -894,6 +894,62 @@ static void damaged_blocks_and_skip_entries_are_refused(void **state)
     free(im.b);
 }
 
+/* An image made ahead (a close makes it while it writes its rows) owns
+ * its bytes: put after its index is gone, it is the bytes the index would
+ * have written, its head ending where the writer marks it, and it maps
+ * and answers as that index does. */
+typedef struct marked {
+    image im;
+    size_t mark; /* bytes before the head mark */
+    int marks;
+} marked;
+
+static int put_marked(void *user, const void *bytes, size_t len)
+{
+    marked *m = user;
+    if (bytes == NULL) {
+        m->mark = m->im.len;
+        m->marks++;
+        return CAIRN_OK;
+    }
+    return put_bytes(&m->im, bytes, len);
+}
+
+static void an_image_made_ahead_is_the_written_one(void **state)
+{
+    cairn__ramidx *x = seek_index(), *y = seek_index(), *f = NULL;
+    cairn__ramidx_image img;
+    marked direct, ahead;
+    uint64_t *mem;
+    (void)state;
+
+    memset(&direct, 0, sizeof direct);
+    memset(&ahead, 0, sizeof ahead);
+    assert_int_equal(cairn__ramidx_write(x, put_marked, &direct), CAIRN_OK);
+    assert_int_equal(cairn__ramidx_image_make(y, &img), CAIRN_OK);
+    cairn__ramidx_free(y);
+    assert_int_equal(cairn__ramidx_image_put(&img, put_marked, &ahead), CAIRN_OK);
+    cairn__ramidx_image_free(&img);
+    cairn__ramidx_image_free(&img); /* twice: nothing left to free */
+    assert_int_equal(direct.marks, 1);
+    assert_int_equal(ahead.marks, 1);
+    assert_int_equal(ahead.mark, direct.mark);
+    assert_true(ahead.mark > 80 && ahead.mark < ahead.im.len);
+    assert_int_equal(ahead.im.len, direct.im.len);
+    assert_memory_equal(ahead.im.b, direct.im.b, direct.im.len);
+    mem = calloc((ahead.im.len + 7) / 8, 8);
+    assert_non_null(mem);
+    memcpy(mem, ahead.im.b, ahead.im.len);
+    assert_int_equal(cairn__ramidx_map(&f, NULL, "none", mem, ahead.im.len, NULL), CAIRN_OK);
+    same_answer(x, f, "rare common", 4);
+    same_answer(x, f, "other fill pad", 10);
+    cairn__ramidx_free(f);
+    cairn__ramidx_free(x);
+    free(mem);
+    free(direct.im.b);
+    free(ahead.im.b);
+}
+
 /* ---- terms of one posting: single records ------------------------------ */
 
 static void add_text(cairn__ramidx *x, uint64_t doc, const char *t)
@@ -1292,6 +1348,7 @@ int main(void)
         cmocka_unit_test(an_image_of_one_document_reads_back),
         cmocka_unit_test(seek_jumps_blocks_and_finds_what_a_full_scan_finds),
         cmocka_unit_test(damaged_blocks_and_skip_entries_are_refused),
+        cmocka_unit_test(an_image_made_ahead_is_the_written_one),
         cmocka_unit_test(single_terms_read_back_and_merge_as_in_ram),
         cmocka_unit_test(a_damaged_single_record_is_refused),
         cmocka_unit_test(pruning_skips_documents_of_a_common_term),

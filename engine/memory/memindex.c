@@ -814,7 +814,9 @@ int cairn__mx_write(const cairn_io *io, int dirfd, const mx_in *in, cairn__err *
         w.img_start = w.off + w.n;
         w.in_head = 1;
         XXH3_64bits_reset(&w.head);
-        if (in->ns[i].n_merge == 0) {
+        if (in->ns[i].n_merge == 0 && in->ns[i].img != NULL) {
+            rc = cairn__ramidx_image_put(in->ns[i].img, put, &w);
+        } else if (in->ns[i].n_merge == 0) {
             rc = cairn__ramidx_write(in->ns[i].idx, put, &w);
         } else {
             rc = cairn__ramidx_merge_write(NULL, in->stemmer, in->ns[i].merge, in->ns[i].n_merge,

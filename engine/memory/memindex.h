@@ -141,6 +141,8 @@ typedef struct mx_ns_in {
     cairn__ramidx *const *merge; /* or, n_merge > 0: the live documents of
                                     these, merged as they are written */
     size_t n_merge;
+    const cairn__ramidx_image *img; /* n_merge 0: idx's image, made already
+                                       (NULL: made as it is written) */
 } mx_ns_in;
 
 typedef struct mx_in {

@@ -321,6 +321,9 @@ int cairn__mem_turn_end(cairn_mem *m, int rc);
  * A text the thread failed to add (no memory) makes the handle stale and
  * is an error, once. */
 int cairn__mem_index_settle(cairn_mem *m);
+/* The end of a settle whose wait for the indexing thread returned rc
+ * (made elsewhere): a failure marks m stale and says so. */
+int cairn__mem_index_settled(cairn_mem *m, int rc);
 int64_t cairn__mem_wall_ms(void);
 /* Now as this handle reads it: its clock (cairn_mem_set_clock), else the
  * wall clock. */

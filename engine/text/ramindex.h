@@ -79,6 +79,24 @@ int cairn__ramidx_merge(cairn__ramidx **out, const cairn_allocator *a, const cha
 typedef int (*cairn__ramidx_put_fn)(void *user, const void *bytes, size_t len);
 int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user);
 
+/* The same image made in memory first (the head, then the postings), to
+ * be put later: a close makes it on another thread while it writes its
+ * rows. x must not change until made. CAIRN_ENOMEM, or CAIRN_EINVAL as
+ * for cairn__ramidx_write (img holds nothing then). */
+typedef struct cairn__ramidx_image {
+    const cairn_allocator *a;
+    uint8_t *head, *post;
+    size_t head_len, post_len;
+} cairn__ramidx_image;
+int cairn__ramidx_image_make(const cairn__ramidx *x, cairn__ramidx_image *img);
+
+/* Put a made image through put as cairn__ramidx_write would: the same
+ * bytes, the head's end marked. */
+int cairn__ramidx_image_put(const cairn__ramidx_image *img, cairn__ramidx_put_fn put, void *user);
+
+/* Free what a make holds; accepts an image never made (zeroed). */
+void cairn__ramidx_image_free(cairn__ramidx_image *img);
+
 /* The image cairn__ramidx_merge of src[0..n) would write, the same bytes,
  * written as it is made: the merged documents and terms are held (about
  * 13 bytes a document), each term's postings are made from the sources

@@ -305,13 +305,15 @@ static int ram_postings(const cairn__ramidx *x, pk_plan *pl, pk_enc *e)
     return rc == CAIRN_OK ? cairn__pk_end(e) : rc;
 }
 
-int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
+int cairn__ramidx_image_make(const cairn__ramidx *x, cairn__ramidx_image *img)
 {
-    membuf mb = {x->a, NULL, 0, 0};
+    membuf head = {x->a, NULL, 0, 0}, mb = {x->a, NULL, 0, 0};
     pk_enc *e = NULL;
     pk_plan pl;
     int rc;
 
+    memset(img, 0, sizeof *img);
+    img->a = x->a;
     if (x->frozen && x->nterms > 0) /* a mapped index is written by merging it */
         return CAIRN_EINVAL;
     rc = cairn__pk_plan_init(&pl, x->a, x->nterms);
@@ -323,12 +325,45 @@ int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *
         rc = ram_postings(x, &pl, e);
     }
     if (rc == CAIRN_OK)
-        rc = write_head(x, &pl, 0, put, user);
-    if (rc == CAIRN_OK && mb.n)
-        rc = put(user, mb.b, mb.n);
-    cairn__free(x->a, mb.b);
+        rc = write_head(x, &pl, 0, membuf_put, &head); /* its end mark: the put's */
     cairn__free(x->a, e);
     cairn__pk_plan_free(&pl);
+    if (rc != CAIRN_OK) {
+        cairn__free(x->a, head.b);
+        cairn__free(x->a, mb.b);
+        return rc;
+    }
+    img->head = head.b;
+    img->head_len = head.n;
+    img->post = mb.b;
+    img->post_len = mb.n;
+    return CAIRN_OK;
+}
+
+int cairn__ramidx_image_put(const cairn__ramidx_image *img, cairn__ramidx_put_fn put, void *user)
+{
+    int rc = img->head_len ? put(user, img->head, img->head_len) : CAIRN_OK;
+    if (rc == CAIRN_OK)
+        rc = put(user, NULL, 0); /* the head ends: postings follow */
+    if (rc == CAIRN_OK && img->post_len)
+        rc = put(user, img->post, img->post_len);
+    return rc;
+}
+
+void cairn__ramidx_image_free(cairn__ramidx_image *img)
+{
+    cairn__free(img->a, img->head);
+    cairn__free(img->a, img->post);
+    memset(img, 0, sizeof *img);
+}
+
+int cairn__ramidx_write(const cairn__ramidx *x, cairn__ramidx_put_fn put, void *user)
+{
+    cairn__ramidx_image img;
+    int rc = cairn__ramidx_image_make(x, &img);
+    if (rc == CAIRN_OK)
+        rc = cairn__ramidx_image_put(&img, put, user);
+    cairn__ramidx_image_free(&img);
     return rc;
 }
 
