@@ -22,8 +22,11 @@
  *              and the peak RSS of the command-line tool's search and recall
  *              (RSS_QUERIES of each, a process each, on that chain), and
  *              the bytes of the store next to FTS5's database after ingest
+ *   close      the synthetic part's cairn ingest alone, then cairn_mem_close
+ *              and cairn_close timed (no FTS5, no queries): a close's cost
+ *              against the tail it writes (--n 1048575: the longest tail)
  * usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S]
- *                     [--only synthetic|locomo] [--warm GIB] [--cairn PATH]
+ *                     [--only synthetic|locomo|close] [--warm GIB] [--cairn PATH]
  * Before the synthetic part, GIB (default 8, 0 = none) of RAM is touched and
  * given back (bench_warm_memory: a VM's first touch of a page is slow).
  * Output: JSON lines on stdout, a summary with PASS/FAIL on stderr.
@@ -363,6 +366,8 @@ static void cairn_queries(const char *path, const cairn_mem_options *mo, char (*
     qsort(t, QUERIES, sizeof *t, cmp_double);
 }
 
+static int close_only; /* --only close: the ingest and the closes alone */
+
 static void synthetic(const char *dir, size_t n)
 {
     char path[1100], *text = malloc(64 * 12), fq[512];
@@ -425,6 +430,15 @@ static void synthetic(const char *dir, size_t n)
         bench_die("close");
     c_index = bench_now() - c_index;
     c_ingest = bench_now() - t0;
+    if (close_only) {
+        printf("{\"bench\":\"memory\",\"part\":\"close\",\"memories\":%zu,"
+               "\"cairn_ingest_s\":%.3f,\"cairn_mem_close_ms\":%.1f,\"cairn_close_ms\":%.1f}\n",
+               n, c_ingest, c_memclose * 1e3, (c_index - c_memclose) * 1e3);
+        fprintf(stderr, "close, %zu memories: ingest %.2f s, cairn_mem_close %.1f ms  %s (target <= "
+                "100 ms), cairn_close %.1f ms\n", n, c_ingest, c_memclose * 1e3,
+                c_memclose <= 0.1 ? "PASS" : "FAIL", (c_index - c_memclose) * 1e3);
+        return;
+    }
     /* FTS5 ingest, same texts */
     snprintf(path, sizeof path, "%s/mem-fts5.db", dir);
     rm_rf(path);
@@ -845,6 +859,7 @@ static void locomo(const char *dir, const char *data)
 int main(int argc, char **argv)
 {
     size_t n = 1000000;
+    int close_part = 0;
     const char *dir = "build/bench-tmp", *data = "../shared/data/locomo-dev", *only = NULL;
 
     bench_name = "bench_memory";
@@ -858,8 +873,15 @@ int main(int argc, char **argv)
             dir = argv[++i];
         else if (strcmp(argv[i], "--locomo") == 0 && i + 1 < argc)
             data = argv[++i];
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
+            if (strcmp(only, "close") == 0) {
+                close_part = 1;
+                only = "synthetic";
+            } else if (strcmp(only, "synthetic") != 0 && strcmp(only, "locomo") != 0) {
+                bench_die("--only: synthetic, locomo or close, not %s", only);
+            }
+        }
         else if (strcmp(argv[i], "--stemmer") == 0 && i + 1 < argc)
             stemmer = argv[++i];
         else if (strcmp(argv[i], "--cairn") == 0 && i + 1 < argc)
@@ -871,8 +893,9 @@ int main(int argc, char **argv)
         }
         else
             bench_die("usage: bench_memory [--n N] [--dir DIR] [--locomo DIR] [--stemmer S] "
-                "[--only synthetic|locomo] [--warm GIB] [--cairn PATH]");
+                "[--only synthetic|locomo|close] [--warm GIB] [--cairn PATH]");
     }
+    close_only = close_part;
     mkdir(dir, 0755);
     if (only == NULL || strcmp(only, "locomo") == 0)
         locomo(dir, data);
