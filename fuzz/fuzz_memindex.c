@@ -55,18 +55,96 @@ static void wr64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static unsigned bits_of(uint64_t v)
+{
+    unsigned b = 0;
+    while (v >> b)
+        b++;
+    return b;
+}
+
+/* A full term record's postings sum (rec, of an image of tlen bytes at t
+ * whose postings start at post): remade from the postings' bytes as
+ * format-spec/memindex.md ("Postings") reads them, the XXH3-64 of their
+ * (u32 document, u32 tf) pairs, wherever they lie within the image, so
+ * that damage under a good sum reaches the reader's checks of the blocks
+ * (document range and order, tf against max_tf). */
+static void repair_postings(const uint8_t *t, uint64_t tlen, uint64_t post, uint64_t ndocs,
+                            uint8_t *rec)
+{
+    uint64_t at = post + rd64(rec + 8);
+    uint32_t n = rd32(rec + 16), max_tf = rd32(rec + 24), nb, prev = UINT32_MAX;
+    unsigned db = ndocs > 1 ? bits_of(ndocs - 1) : 0, tb = max_tf > 1 ? bits_of(max_tf - 1) : 0;
+    XXH3_state_t st;
+    if (n == 0 || n > (1u << 20) || at < post || at >= tlen)
+        return;
+    nb = (n + 127) / 128;
+    if (nb > 1 && (tlen - at) / 8 < nb)
+        return;
+    XXH3_64bits_reset(&st);
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t k = b + 1 < nb ? 128 : n - b * 128;
+        uint64_t p = at, gmask, tmask;
+        unsigned gw = db, tw = tb;
+        if (n > 1) {
+            p = at + (nb > 1 ? rd32(t + at + (uint64_t)b * 8 + 4) : 0);
+            if (b > 0)
+                prev = rd32(t + at + (uint64_t)(b - 1) * 8);
+            if (p < at || p >= tlen || tlen - p < 2)
+                return;
+            gw = t[p];
+            tw = t[p + 1];
+            p += 2;
+        }
+        if (gw > 32 || tw > 32 || gw + tw > 56 || tlen - p < ((uint64_t)k * (gw + tw) + 7) / 8 + 8)
+            return;
+        gmask = ((uint64_t)1 << gw) - 1;
+        tmask = ((uint64_t)1 << tw) - 1;
+        for (uint64_t j = 0, bit = 0; j < k; j++, bit += gw + tw) {
+            uint64_t v;
+            uint32_t pair[2];
+            memcpy(&v, t + p + bit / 8, 8);
+            v >>= bit % 8;
+            prev += 1 + (uint32_t)(v & gmask);
+            pair[0] = prev;
+            pair[1] = (uint32_t)((v >> gw) & tmask) + 1;
+            XXH3_64bits_update(&st, pair, sizeof pair);
+        }
+    }
+    wr64(rec + 32, XXH3_64bits_digest(&st));
+}
+
 /* A text image's checks (tlen bytes at t, its head thead of them): each
- * single record's check, the header's sum, and the head's sum in the
- * namespace entry ns. An image of version 1 to 3 gets version 4 and no
- * single record (its old header sum, where the count now is, zeroed). */
+ * full term's postings sum, each single record's check, the header's sum,
+ * and the head's sum in the namespace entry ns. An image of version 1 to
+ * 3 gets version 4 and no single record (its old header sum, where the
+ * count now is, zeroed). */
 static void repair_image(uint8_t *t, uint64_t tlen, uint64_t thead, uint8_t *ns)
 {
-    uint64_t nterms = rd64(t + 16), nsingle;
+    uint64_t nterms = rd64(t + 16), nsingle, ndocs = rd64(t + 8), tcap = rd64(t + 24),
+             alen = rd64(t + 32);
     if (t[4] >= 1 && t[4] <= 3) {
         t[4] = 4;
         wr64(t + 64, 0);
     }
     nsingle = rd64(t + 64);
+    /* the postings' offset, from the counts as the reader lays them out */
+    if (nsingle <= nterms && nterms - nsingle <= tlen / 40 && nsingle <= tlen / 16 &&
+        80 + (nterms - nsingle) * 40 <= tlen && tcap <= tlen / 4 && ndocs <= tlen / 8 &&
+        alen <= tlen) {
+        uint64_t post = 80 + (nterms - nsingle) * 40 + nsingle * 16 + (tcap * 4 + 7) / 8 * 8 +
+                        ndocs * 8 + (ndocs * 4 + 7) / 8 * 8 + (ndocs + 63) / 64 * 8 +
+                        (alen + 7) / 8 * 8;
+        for (uint64_t i = 0; post < tlen && i < nterms - nsingle; i++)
+            repair_postings(t, tlen, post, ndocs, t + 80 + i * 40);
+    }
     if (nsingle <= nterms && nterms - nsingle <= tlen / 40 && nsingle <= tlen / 16 &&
         80 + (nterms - nsingle) * 40 + nsingle * 16 <= tlen)
         for (uint64_t i = 0; i < nsingle; i++) {
