@@ -210,8 +210,6 @@ typedef struct pk_plan {
 typedef struct pk_enc {
     cairn__ramidx_put_fn put;
     void *user;
-    uint64_t acc;  /* bits not written yet, the oldest lowest */
-    unsigned nacc; /* how many (below 8 between fields) */
     unsigned db, tb; /* a term of one posting: its widths, no header */
     uint32_t n;    /* the term's postings */
     posting blk[PK_BLOCK]; /* the open block */
