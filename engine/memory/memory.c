@@ -3155,9 +3155,16 @@ static int log_durable(void *user)
     return rc;
 }
 
-/* A namespace whose only source is its RAM text index, with no dead
- * document, has that index written as it is, not merged. */
-static int takes_whole(const cairn_mem *m, const mx_ns_in *ns, size_t i);
+/* A RAM text index a file takes whole: its namespace's only source,
+ * with no dead document (written as it is, not merged). */
+static int takes_whole(const cairn_mem *m, const mx_ns_in *ns, size_t i)
+{
+    return ns[i].n_merge == 1 && ns[i].merge[0] == m->ns[i].idx &&
+           cairn__ramidx_count(ns[i].merge[0]) == cairn__ramidx_docs(ns[i].merge[0]);
+}
+
+/* Each namespace whose RAM text index the file takes whole has it
+ * written as it is. */
 static void gen_take_whole(cairn_mem *m, mx_ns_in *ns)
 {
     for (size_t i = 0; i < m->nns; i++)
@@ -3166,14 +3173,6 @@ static void gen_take_whole(cairn_mem *m, mx_ns_in *ns)
             ns[i].merge = NULL;
             ns[i].n_merge = 0;
         }
-}
-
-/* A RAM text index a file takes whole: its namespace's only source,
- * with no dead document (written as it is, not merged). */
-static int takes_whole(const cairn_mem *m, const mx_ns_in *ns, size_t i)
-{
-    return ns[i].n_merge == 1 && ns[i].merge[0] == m->ns[i].idx &&
-           cairn__ramidx_count(ns[i].merge[0]) == cairn__ramidx_docs(ns[i].merge[0]);
 }
 
 /* A foreground write's text images, made on a thread of their own while
