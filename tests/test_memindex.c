@@ -208,6 +208,14 @@ static char *export_all(fx *f)
     return out;
 }
 
+/* The export is want, byte for byte. */
+static void export_is(fx *f, const char *want)
+{
+    char *got = export_all(f);
+    assert_string_equal(got, want);
+    free(got);
+}
+
 typedef struct ranking {
     char id[20][CAIRN_MEM_ID_MAX + 1];
     double bm25[20];
@@ -859,7 +867,7 @@ static void failing_disk_variant(fx *f, int variant)
     if (f->mem != NULL)
         close_all(f);
     for (int n = 0;; n++) {
-        char *got, *tmp;
+        char *tmp;
         int rc;
 
         open_faulty(f);
@@ -891,9 +899,7 @@ static void failing_disk_variant(fx *f, int variant)
             assert_true(rc == (variant == 3 ? CAIRN_EFULL : CAIRN_EIO));
             assert_true(strlen(cairn_mem_errmsg(f->mem)) > 0);
         }
-        got = export_all(f);
-        assert_string_equal(got, want);
-        free(got);
+        export_is(f, want);
         cairn_mem_close(f->mem);
         f->mem = NULL;
         assert_int_equal(cairn_close(f->db), CAIRN_OK);
@@ -906,9 +912,7 @@ static void failing_disk_variant(fx *f, int variant)
             assert_null(tmp);
         }
         open_all(f, 0);
-        got = export_all(f);
-        assert_string_equal(got, want);
-        free(got);
+        export_is(f, want);
         free(want);
         close_all(f);
         if (n > 0 && !inj.failed)
@@ -933,7 +937,7 @@ static void a_failing_disk_during_a_close_loses_nothing(void **state)
     close_all(f);
     for (int n = 1; !done; n++)
         for (int e = 0; e < 2; e++) {
-            char *want, *got, *tmp, *top;
+            char *want, *tmp, *top;
             int failed;
 
             open_faulty(f);
@@ -962,9 +966,7 @@ static void a_failing_disk_during_a_close_loses_nothing(void **state)
             }
             free(top);
             open_all(f, 0);
-            got = export_all(f);
-            assert_string_equal(got, want);
-            free(got);
+            export_is(f, want);
             free(want);
             close_all(f);
         }
@@ -1075,7 +1077,7 @@ static void a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_remove
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, *tmp;
+    char *want, *tmp;
     temp_note t;
     uint64_t count = 0;
     pid_t pid;
@@ -1124,9 +1126,7 @@ static void a_checkpoint_killed_midway_leaves_a_temp_the_next_writer_open_remove
     assert_int_equal(tu_file_size(tmp), -1); /* removed */
     assert_int_equal(cairn_temp_files(f->db, NULL, NULL, &count), CAIRN_OK);
     assert_int_equal(count, 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(tmp);
 }
@@ -1413,24 +1413,20 @@ static void a_chain_counts_the_dead_as_the_log_does(void **state)
 static void rebuilt_then_one_whole_file(fx *f, const char *want, const char *note)
 {
     cairn_mem_stats st;
-    char *got, *top;
+    char *top;
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_int_equal(st.index_files, 0);
     assert_non_null(strstr(st.index_note, note));
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     assert_int_equal(index_files(f->dir), 1);
     top = index_file(f->dir);
     assert_int_equal(header_u64(top, H_BASE), 0);
     free(top);
     open_all(f, 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
 }
 
 /* A file the newest one lies on goes missing (removed by hand): the chain
@@ -1773,7 +1769,7 @@ static void a_checkpoint_whose_log_sync_fails_puts_no_file_in_place(void **state
     cairn_io io = *cairn_io_default();
     cairn_options o = CAIRN_OPTIONS_INIT;
     cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
-    char err[CAIRN_ERRMSG_MAX] = "", *want, *got;
+    char err[CAIRN_ERRMSG_MAX] = "", *want;
 
     close_all(f);
     tu_rmrf(f->dir);
@@ -1803,9 +1799,7 @@ static void a_checkpoint_whose_log_sync_fails_puts_no_file_in_place(void **state
     (void)cairn_close(f->db); /* the handle died with its sync */
     f->db = NULL;
     open_all(f, 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
 }
 
@@ -1861,7 +1855,7 @@ static void a_stopped_sync_gives_up_without_syncing(void **state)
 static void the_merger_thread_merges_in_the_background(void **state)
 {
     fx *f = *state;
-    char *want, *got, *top, *merged;
+    char *want, *top, *merged;
     cairn_mem_stats st;
     long long t0;
 
@@ -1890,9 +1884,7 @@ static void the_merger_thread_merges_in_the_background(void **state)
     assert_string_equal(merged, top); /* in place of the newest */
     assert_int_equal(header_u64(merged, H_BASE), 0); /* a whole file */
     assert_int_equal(header_u64(merged, H_NROWS), 7500);
-    got = export_all(f); /* this handle's files are unlinked, still mapped */
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want); /* this handle's files are unlinked, still mapped */
     close_all(f);
     open_all(f, 0);
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
@@ -1900,9 +1892,7 @@ static void the_merger_thread_merges_in_the_background(void **state)
     assert_int_equal(st.total, 7500);
     assert_int_equal(st.unindexed, 0);
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(top);
     free(merged);
@@ -1960,9 +1950,7 @@ static void the_merger_carries_shadow_rows(void **state)
         free(got);
     }
     open_all(f, 1);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(top);
 }
@@ -2060,14 +2048,12 @@ static void merge_killed_before_its_manifest(fx *f, char **want, char **bottom)
 static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **state)
 {
     fx *f = *state;
-    char *want, *got, *bottom;
+    char *want, *bottom;
     cairn_mem_stats st;
 
     merge_killed_before_its_manifest(f, &want, &bottom);
     open_all(f, 1); /* a reader: the old chain */
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
 
     open_all(f, 0);
@@ -2078,14 +2064,10 @@ static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **st
     assert_int_equal(st.total, 9000);
     assert_int_equal(st.unindexed, 0);
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     open_all(f, 1);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(bottom);
 }
@@ -2097,15 +2079,13 @@ static void a_merge_killed_before_its_manifest_leaves_no_replaced_file(void **st
 static void a_merged_file_whose_base_is_gone_drops_nothing(void **state)
 {
     fx *f = *state;
-    char *want, *got, *bottom;
+    char *want, *bottom;
 
     merge_killed_before_its_manifest(f, &want, &bottom);
     assert_int_equal(unlink(bottom), 0);
     open_all(f, 0);
     assert_int_equal(index_files(f->dir), 4);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(bottom);
 }
@@ -2319,7 +2299,7 @@ static void a_flush_file_that_cannot_be_synced_is_given_up(void **state)
     cairn_recall_opts ro = CAIRN_RECALL_OPTS_INIT;
     static const char *const ns_b[] = {"b"};
     size_t n = 0;
-    char *want, *got, *top;
+    char *want, *top;
 
     close_all(f);
     tu_rmrf(f->dir);
@@ -2355,9 +2335,7 @@ static void a_flush_file_that_cannot_be_synced_is_given_up(void **state)
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_true(st.unindexed < 1000);
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
 }
 
@@ -2371,7 +2349,7 @@ static void a_flush_file_another_writer_overtook_is_given_up(void **state)
     cairn_stats ls;
     ino_t top_ino;
     fx other;
-    char *want, *got, *top;
+    char *want, *top;
 
     close_all(f);
     tu_rmrf(f->dir);
@@ -2408,9 +2386,7 @@ static void a_flush_file_another_writer_overtook_is_given_up(void **state)
     }
     free(top);
     open_all(f, 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
 }
 
@@ -2537,7 +2513,7 @@ static void a_damaged_generation_goes_alone(void **state)
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, *top;
+    char *want, *top;
     cairn_memory *m = NULL;
     cairn_mem_stats st;
 
@@ -2555,9 +2531,7 @@ static void a_damaged_generation_goes_alone(void **state)
     assert_int_equal(st.index_files, 1);
     assert_true(st.unindexed > 0);
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(top);
 }
@@ -2622,7 +2596,7 @@ static void an_index_file_the_manifest_does_not_list_is_never_read(void **state)
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
     cairn_mem_stats st;
-    char *want, *got, *top;
+    char *want, *top;
     size_t len;
     uint8_t *before;
 
@@ -2647,18 +2621,14 @@ static void an_index_file_the_manifest_does_not_list_is_never_read(void **state)
     assert_true(st.index_seq < header_u64(top, H_COVERED));
     assert_string_equal(st.index_note, "");
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     assert_int_equal(access(top, F_OK), 0); /* a reader removes nothing */
 
     open_all(f, 0); /* a writer's open: the leftover goes */
     assert_int_equal(access(top, F_OK), -1);
     assert_int_equal(index_files(f->dir), 1);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(before);
     free(top);
     free(want);
@@ -2687,7 +2657,7 @@ static void a_file_put_in_place_under_a_listed_name_is_waited_for(void **state)
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, base[64], *base_path;
+    char *want, base[64], *base_path;
     cairn_mem_stats st;
     put_back pb;
     pthread_t th;
@@ -2716,9 +2686,7 @@ static void a_file_put_in_place_under_a_listed_name_is_waited_for(void **state)
     assert_int_equal(st.index_files, 2); /* then read the chain */
     assert_string_equal(st.index_note, "");
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
 
     /* Another file under the name, its header damaged: verify names it,
      * at once (a whole one renamed in a moment ago would be in flight). */
@@ -2736,9 +2704,7 @@ static void a_file_put_in_place_under_a_listed_name_is_waited_for(void **state)
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_int_equal(st.index_files, 1); /* the whole file alone */
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     open_all(f, 0); /* a writer's open drops it from the list */
     assert_int_equal(listed_files(f->dir), 1);
@@ -2772,7 +2738,7 @@ static void a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
     cairn_io io = *cairn_io_default();
     cairn_options o = CAIRN_OPTIONS_INIT;
-    char err[CAIRN_ERRMSG_MAX] = "", *want, *got, *top = two_file_chain(f, ids);
+    char err[CAIRN_ERRMSG_MAX] = "", *want, *top = two_file_chain(f, ids);
     uint64_t covered = header_u64(top, H_COVERED), problems = 9;
     cairn_mem_stats st;
 
@@ -2797,9 +2763,7 @@ static void a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer
     assert_int_equal(cairn_mem_stats_get(f->mem, &st), CAIRN_OK);
     assert_true(st.index_seq < covered);
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     assert_int_equal(access(top, F_OK), 0); /* a reader removes nothing */
 
@@ -2812,9 +2776,7 @@ static void a_replacement_whose_manifest_never_came_is_listed_by_the_next_writer
     assert_int_equal(st.index_files, 1);
     assert_string_equal(st.index_note, "");
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(top);
     free(want);
 }
@@ -2825,7 +2787,7 @@ static void a_manifest_before_the_list_reads_the_files_of_the_directory(void **s
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, *top = two_file_chain(f, ids);
+    char *want, *top = two_file_chain(f, ids);
     cairn_mem_stats st;
 
     want = export_all(f);
@@ -2836,9 +2798,7 @@ static void a_manifest_before_the_list_reads_the_files_of_the_directory(void **s
     assert_int_equal(st.index_files, 2);
     assert_int_equal(st.index_seq, header_u64(top, H_COVERED));
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     open_all(f, 0);
     store_some(f, 660, 700, ids);
@@ -2856,7 +2816,7 @@ static void a_damaged_base_takes_its_generations_with_it(void **state)
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *want, *got, *top, base[64];
+    char *want, *top, base[64];
     cairn_mem_stats st;
 
     top = two_file_chain(f, ids);
@@ -2869,9 +2829,7 @@ static void a_damaged_base_takes_its_generations_with_it(void **state)
     assert_int_equal(st.index_files, 0);
     assert_non_null(strstr(st.index_note, "rebuilt from the log"));
     cairn_mem_stats_free(&st);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     close_all(f);
     assert_int_equal(index_files(f->dir), 0);
     open_all(f, 1);
@@ -2891,7 +2849,7 @@ static void verify_checks_that_a_chain_folds(void **state)
 {
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
-    char *top, *got, *want;
+    char *top, *want;
     uint64_t problems = 0;
     uint32_t nsi;
     vproblem p;
@@ -2926,9 +2884,7 @@ static void verify_checks_that_a_chain_folds(void **state)
     assert_non_null(strstr(p.msg, "no file below holds live"));
     assert_int_equal(index_files(f->dir), 2); /* verify removes nothing */
     open_all(f, 0);
-    got = export_all(f); /* the open did not use them */
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want); /* the open did not use them */
     assert_int_equal(index_files(f->dir), 1); /* and set the generation aside */
     free(want);
     free(top);
@@ -3091,7 +3047,7 @@ static void a_shadow_row_that_does_not_fold_is_found_when_read(void **state)
     fx *f = *state;
     static char ids[700][CAIRN_MEM_ID_MAX + 1];
     cairn_memory *m = NULL;
-    char *top, *want, *got;
+    char *top, *want;
     uint32_t nsi = 0; /* "work": memory 5 is of "" */
 
     chain_with_changes(f, ids);
@@ -3106,9 +3062,7 @@ static void a_shadow_row_that_does_not_fold_is_found_when_read(void **state)
     close_all(f);
     assert_int_equal(index_files(f->dir), 1); /* the generation set aside */
     open_all(f, 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     free(want);
     free(top);
 }
@@ -3268,7 +3222,7 @@ static void a_close_file_is_unsynced_and_set_aside_after_a_restart(void **state)
     static char ids[2000][CAIRN_MEM_ID_MAX + 1];
     static ranking before[NQ], after[NQ];
     const char *nss[] = {"", "work"};
-    char *whole, *top, *top2, *want, *got;
+    char *whole, *top, *top2, *want;
     cairn_mem_stats st;
     uint64_t boot = cairn__boot_id(), other;
 
@@ -3296,9 +3250,7 @@ static void a_close_file_is_unsynced_and_set_aside_after_a_restart(void **state)
     assert_int_equal(st.unindexed, 0);
     assert_string_equal(st.index_note, "");
     cairn_mem_stats_free(&st);
-    got = export_all(f); /* before the recalls: they count as accesses */
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want); /* before the recalls: they count as accesses */
     rank_all(f, nss, 2, after);
     same_rankings(before, after);
     free(want);
@@ -3316,9 +3268,7 @@ static void a_close_file_is_unsynced_and_set_aside_after_a_restart(void **state)
     cairn_mem_stats_free(&st);
     assert_int_not_equal(access(top, F_OK), 0);
     assert_int_equal(access(whole, F_OK), 0);
-    got = export_all(f);
-    assert_string_equal(got, want);
-    free(got);
+    export_is(f, want);
     memset(after, 0, sizeof after);
     rank_all(f, nss, 2, after);
     same_rankings(before, after);
