@@ -201,6 +201,16 @@ static ment *probe(cairn_mem *m, const uint64_t *t, int content, uint64_t h, men
                    const void *key)
 {
     size_t i;
+    /* Each table's first slot is asked for at once: a store probes every
+     * file for a key that is mostly in none, and the misses overlap
+     * instead of following one another. */
+    if (m->tcap)
+        __builtin_prefetch(&t[(size_t)h & (m->tcap - 1)]);
+    for (size_t g = m->ng; g-- > 0;) {
+        const memindex *mx = &m->gen[g].mx;
+        if (mx->tcap)
+            __builtin_prefetch(&(content ? mx->ctab : mx->idtab)[cairn__mx_slot(h, mx->tcap)]);
+    }
     for (i = (size_t)h & (m->tcap - 1); m->tcap && t[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x;
         if (SLOT_TAG(t[i]) != SLOT_TAG(h))
