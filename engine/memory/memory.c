@@ -709,7 +709,7 @@ static int apply_store(cairn_mem *m, const char *ns, size_t ns_len, uint64_t seq
 
     if (nsi < 0)
         return CAIRN_ENOMEM;
-    if (cairn__mem_find_id(m, r->id) != NULL)
+    if (!m->id_checked && cairn__mem_find_id(m, r->id) != NULL)
         return CAIRN_EEXIST; /* a second live memory with one id: not applied */
     if (r->embedder != NULL && (m->vdim != 0 && (m->vdim != r->dim || strcmp(m->vname, r->embedder) != 0)))
         return CAIRN_EINVAL; /* another embedder's vector: never mixed */
@@ -2097,10 +2097,13 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
 {
     cairn_record rec;
     uint64_t seq = 0;
-    int rc = append_rec(m, ns, r, &seq);
+    int checked = m->id_checked, rc;
 
-    if (rc != CAIRN_OK)
+    m->id_checked = 0;
+    if ((rc = append_rec(m, ns, r, &seq)) != CAIRN_OK)
         return rc;
+    /* The check holds only if no other record is folded before this one. */
+    checked = checked && seq == m->folded + 1 && cairn__dropped_upto(m->db) <= m->folded;
     memset(&rec, 0, sizeof rec);
     rec.seq = seq;
     rec.ts_ms = cairn__mem_wall_ms();
@@ -2110,7 +2113,9 @@ int cairn__mem_write_rec(cairn_mem *m, const char *ns, const memrec *r, uint64_t
     rc = fold_gap(m, seq);
     if (rc == CAIRN_OK) {
         m->ix_bound = IX_BOUND_STORE; /* one memory: see indexer.h */
+        m->id_checked = checked;
         rc = apply(m, &rec, r);
+        m->id_checked = 0;
         m->ix_bound = 0;
     } else if (rc == FOLD_RELOADED)
         rc = CAIRN_OK; /* folded with the rest */
@@ -2649,7 +2654,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         }
     }
     if (want_id != NULL)
-        snprintf(id, sizeof id, "%s", want_id);
+        snprintf(id, sizeof id, "%s", want_id); /* on no live memory: looked up above */
     else
         cairn__mem_new_id(m, d.content, id);
     store_rec(&r, &d, id, len, now);
@@ -2658,6 +2663,7 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         r.dim = m->emb.dim;
         r.vec = vec;
     }
+    m->id_checked = 1;
     rc = cairn__mem_write_rec(m, d.ns, &r, &seq);
     if (rc != CAIRN_OK)
         goto out;

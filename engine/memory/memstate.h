@@ -202,6 +202,11 @@ struct cairn_mem {
     int lazy_mode;           /* a catch-up folded others' records: defer */
     size_t ix_bound;         /* texts queued before a store waits (indexer.h;
                                 0: the queue's own bound) */
+    int id_checked;          /* the record cairn__mem_write_rec appends next has
+                                an id its writer found on no live memory in
+                                this turn; while it is applied with nothing
+                                folded before it, apply_store need not look
+                                again */
     /* A writer that only stores folds others' store records as keys alone
      * (memkeys.h): the records in (folded, keyed] are in keys, not in the
      * state; keyed <= folded: none are. */
