@@ -270,13 +270,26 @@ static size_t compose(word *w)
     }
 }
 
+/* A word's bytes, folded, to fn: stemmed first if asked. */
+static int emit_bytes(cairn__tokenizer *t, const char *buf, size_t len, uint32_t *pos,
+                      cairn__tok_fn fn, void *user, int stem)
+{
+    const char *term = buf;
+    int rc;
+    if (len == 0)
+        return CAIRN_OK;
+    if (stem && t->stem != NULL)
+        stem_word(t, buf, &term, &len);
+    rc = fn(user, term, len, *pos);
+    (*pos)++;
+    return rc;
+}
+
 static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, void *user,
                 int stem)
 {
     char buf[TOK_MAX_BYTES + 4];
     size_t n = w->ascii ? w->n : compose(w), len = 0;
-    const char *term = buf;
-    int rc;
 
     /* Rules 1: a trailing apostrophe is not part of a word (it only joins
      * letters). Rules 2 never keep one. */
@@ -299,16 +312,16 @@ static int emit(cairn__tokenizer *t, word *w, uint32_t *pos, cairn__tok_fn fn, v
     w->n = 0;
     w->ascii = 1;
     w->latin_base = 0;
-    if (len == 0)
-        return CAIRN_OK;
-    if (stem && t->stem != NULL)
-        stem_word(t, buf, &term, &len);
-    rc = fn(user, term, len, *pos);
-    (*pos)++;
-    return rc;
+    return emit_bytes(t, buf, len, pos, fn, user, stem);
+}
+
+static inline int ascii_alnum(uint8_t b)
+{
+    return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9');
 }
 
 /* cairn__tok_run with stem = 1, cairn__tok_run_words with 0. */
+
 static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn, void *user,
                int stem)
 {
@@ -325,6 +338,25 @@ static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_
         utf8proc_int32_t c;
         utf8proc_ssize_t k;
 
+        if (b < 0x80 && w.n == 0 && ascii_alnum(b)) {
+            /* A word of ASCII letters and digits ended by an ASCII
+             * separator (not an apostrophe) or the end: what push and
+             * emit would make of it, without them. */
+            size_t j = i + 1;
+            while (j < len && ascii_alnum(text[j]))
+                j++;
+            if (j == len || (text[j] < 0x80 && text[j] != '\'')) {
+                char buf[TOK_MAX_BYTES];
+                size_t n = j - i < TOK_MAX_BYTES ? j - i : TOK_MAX_BYTES;
+                for (size_t at = 0; at < n; at++) {
+                    uint8_t a = text[i + at];
+                    buf[at] = (char)(a >= 'A' && a <= 'Z' ? a + ('a' - 'A') : a);
+                }
+                rc = emit_bytes(t, buf, n, &pos, fn, user, stem);
+                i = j;
+                continue;
+            }
+        }
         if (b < 0x80) {
             if ((b >= 'a' && b <= 'z') || (b >= '0' && b <= '9')) {
                 push(&w, b);
