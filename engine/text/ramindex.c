@@ -160,9 +160,9 @@ static size_t find_slot(const cairn__ramidx *x, const char *s, size_t len, uint6
     return probe_slot(x->table, x->table_cap, x->terms, sizeof *x->terms, x->arena, s, len, h);
 }
 
-static int grow_table(cairn__ramidx *x)
+/* The term table at cap slots (a power of 2 above the terms), rehashed. */
+static int resize_table(cairn__ramidx *x, size_t cap)
 {
-    size_t cap = x->table_cap ? x->table_cap * 2 : 1024;
     uint64_t *t = cairn__calloc(x->a, cap, sizeof *t), *old = x->table;
     size_t old_cap = x->table_cap;
     if (t == NULL)
@@ -176,6 +176,25 @@ static int grow_table(cairn__ramidx *x)
             x->table[find_slot(x, s, tm->len, XXH3_64bits(s, tm->len))] = old[i];
         }
     cairn__free(x->a, old);
+    return CAIRN_OK;
+}
+
+static int grow_table(cairn__ramidx *x)
+{
+    return resize_table(x, x->table_cap ? x->table_cap * 2 : 1024);
+}
+
+int cairn__ramidx_reserve(cairn__ramidx *x, size_t nterms, size_t arena)
+{
+    size_t cap = x->table_cap ? x->table_cap : 1024;
+    if (x->frozen)
+        return CAIRN_EINVAL;
+    while ((nterms + 1) * 2 > cap)
+        cap *= 2;
+    if ((cap > x->table_cap && resize_table(x, cap) != CAIRN_OK) ||
+        cairn__grow(x->a, (void **)&x->terms, &x->terms_cap, nterms, sizeof *x->terms) != CAIRN_OK ||
+        cairn__grow(x->a, (void **)&x->arena, &x->arena_cap, arena, 1) != CAIRN_OK)
+        return CAIRN_ENOMEM;
     return CAIRN_OK;
 }
 

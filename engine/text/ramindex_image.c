@@ -418,6 +418,14 @@ static int mw_plan(mwrite *w)
     tmap = cairn__calloc(a, w->n ? w->n : 1, sizeof *tmap);
     if (w->remap == NULL || tmap == NULL)
         rc = CAIRN_ENOMEM;
+    if (rc == CAIRN_OK) { /* at most every source's terms: the table never grows */
+        size_t nt = 0, bytes = 0;
+        for (size_t s = 0; s < w->n; s++) {
+            nt += w->src[s]->nterms;
+            bytes += w->src[s]->arena_len;
+        }
+        rc = cairn__ramidx_reserve(x, nt, bytes);
+    }
     for (size_t s = 0; rc == CAIRN_OK && s < w->n; s++) {
         cairn__ramidx *y = w->src[s];
         w->remap[s] = cairn__calloc(a, y->ndocs ? y->ndocs : 1, sizeof **w->remap);

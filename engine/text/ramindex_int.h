@@ -228,6 +228,11 @@ typedef struct pk_enc {
  * added): -1 unknown, -2 no memory. */
 long cairn__ramidx_term_id(cairn__ramidx *x, const char *s, size_t len);
 
+/* Room for nterms terms of arena bytes in all in an index being built, so
+ * that adding them moves nothing (a merge knows its bound). Errors:
+ * CAIRN_EINVAL (a mapped index), CAIRN_ENOMEM. */
+int cairn__ramidx_reserve(cairn__ramidx *x, size_t nterms, size_t arena);
+
 /* The term's number in x, or -1 (never added). */
 long cairn__ramidx_lookup(cairn__ramidx *x, const char *s, size_t len);
 
