@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "bytes.h"
 
@@ -74,4 +75,31 @@ int cairn__grow(const cairn_allocator *a, void **arr, size_t *cap, size_t need, 
     *arr = p;
     *cap = ncap;
     return CAIRN_OK;
+}
+
+/* Below this, a block is zeroed whole as calloc does: it is soon touched. */
+#define LAZY_MIN ((size_t)1 << 20)
+
+void *cairn__calloc_lazy(const cairn_allocator *a, size_t n, size_t size)
+{
+    size_t total;
+    void *p;
+
+    if (size_mul(&total, n, size) != 0)
+        return NULL;
+    if (a != NULL || total < LAZY_MIN)
+        return cairn__calloc(a, n, size);
+    p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void cairn__free_lazy(const cairn_allocator *a, void *ptr, size_t n, size_t size)
+{
+    size_t total;
+    if (ptr == NULL)
+        return;
+    if (a != NULL || size_mul(&total, n, size) != 0 || total < LAZY_MIN)
+        cairn__free(a, ptr);
+    else
+        munmap(ptr, total);
 }

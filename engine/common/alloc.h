@@ -14,6 +14,14 @@ void *cairn__calloc(const cairn_allocator *a, size_t n, size_t size);
 void *cairn__realloc(const cairn_allocator *a, void *ptr, size_t size);
 void cairn__free(const cairn_allocator *a, void *ptr);
 
+/* n zeroed elements whose pages cost nothing until touched: a large array
+ * mostly left alone (a mapped text index's term slots). libc's calloc
+ * zeroes a block whole when it reuses freed memory; with a NULL allocator
+ * a block of 1 MiB or more comes from the system instead, as fresh zero
+ * pages. Freed by cairn__free_lazy with the same a, n and size. */
+void *cairn__calloc_lazy(const cairn_allocator *a, size_t n, size_t size);
+void cairn__free_lazy(const cairn_allocator *a, void *ptr, size_t n, size_t size);
+
 /* Grow *arr (elements of `elem` bytes, capacity *cap) to hold at least
  * `need` elements, doubling. 0 on success, CAIRN_ENOMEM on failure (the
  * array is untouched then). */

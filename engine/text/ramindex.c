@@ -109,8 +109,10 @@ void cairn__ramidx_free(cairn__ramidx *x)
         cairn__free(x->a, x->table);
         cairn__free(x->a, x->ext);
         cairn__free(x->a, x->dl);
+        cairn__free(x->a, x->terms);
+    } else {
+        cairn__free_lazy(x->a, x->terms, x->terms_cap ? x->terms_cap : 1, sizeof *x->terms);
     }
-    cairn__free(x->a, x->terms);
     cairn__free(x->a, x->wtable);
     cairn__free(x->a, x->words);
     cairn__free(x->a, x->warena);

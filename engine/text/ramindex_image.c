@@ -826,8 +826,9 @@ int cairn__ramidx_map(cairn__ramidx **out, const cairn_allocator *a, const char 
     if (rc != CAIRN_OK)
         return rc;
     x->frozen = 1;
-    /* calloc: pages of terms never used are never touched */
-    x->terms = cairn__calloc(a, nterms ? nterms : 1, sizeof *x->terms);
+    /* pages of terms never used are never touched (nor zeroed) */
+    x->terms = cairn__calloc_lazy(a, nterms ? nterms : 1, sizeof *x->terms);
+    x->terms_cap = (size_t)nterms; /* what cairn__ramidx_free gives back */
     x->live = cairn__calloc(a, (ndocs + 63) / 64 + 1, sizeof *x->live);
     if (x->terms == NULL || x->live == NULL) {
         cairn__ramidx_free(x);
