@@ -316,6 +316,16 @@ static int gather(cairn__ramidx *x, const uint8_t *text, size_t len, int lookup_
 }
 
 /* Tokenizer callback of gather_add: keep the word, start fetching its slot. */
+/* A word's key in its slot (struct wslot). */
+static inline uint64_t word_key(const char *s, size_t len)
+{
+    uint64_t k = 0;
+    size_t n = len < 8 ? len : 7;
+    for (size_t i = 0; i < n; i++)
+        k |= (uint64_t)(uint8_t)s[i] << (8 * i);
+    return len < 8 ? k : k | (uint64_t)0xFF << 56;
+}
+
 static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
 {
     cairn__ramidx *x = user;
@@ -330,6 +340,7 @@ static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
     x->toks[x->ntoks].off = (uint32_t)x->tb_len;
     x->toks[x->ntoks].len = (uint32_t)len;
     x->toks[x->ntoks].h = h;
+    x->toks[x->ntoks].key = word_key(s, len);
     x->ntoks++;
     x->tb_len += len;
     if (x->wtable_cap)
@@ -337,10 +348,25 @@ static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
     return 0;
 }
 
-/* The word table's slot for s: its entry, or the empty slot to put it in. */
-static size_t word_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h)
+/* The word table's slot for s (h: its hash, key: word_key): its entry,
+ * or the empty slot to put it in. */
+static size_t word_slot(const cairn__ramidx *x, const char *s, size_t len, uint64_t h,
+                        uint64_t key)
 {
-    return probe_slot(x->wtable, x->wtable_cap, x->words, sizeof *x->words, x->warena, s, len, h);
+    size_t mask = x->wtable_cap - 1, i = (size_t)h & mask;
+    for (;; i = (i + 1) & mask) {
+        const struct wslot *e = &x->wtable[i];
+        const struct wordent *we;
+        if (e->word == 0)
+            return i;
+        if (e->key != key)
+            continue;
+        if (len < 8)
+            return i; /* the key is the whole word */
+        we = &x->words[e->word - 1];
+        if (we->len == len && memcmp(x->warena + we->off, s, len) == 0)
+            return i;
+    }
 }
 
 /* Room for `more` new words at load <= 1/2. The slots keep only half of
@@ -348,39 +374,41 @@ static size_t word_slot(const cairn__ramidx *x, const char *s, size_t len, uint6
 static int grow_words(cairn__ramidx *x, size_t more)
 {
     size_t cap = x->wtable_cap ? x->wtable_cap : 1024;
-    uint64_t *t, *old = x->wtable;
-    size_t old_cap = x->wtable_cap;
+    struct wslot *t;
     while ((x->nwords + more + 1) * 2 > cap)
         cap *= 2;
-    if (cap == old_cap)
+    if (cap == x->wtable_cap)
         return CAIRN_OK;
     if ((t = cairn__calloc(x->a, cap, sizeof *t)) == NULL)
         return CAIRN_ENOMEM;
+    cairn__free(x->a, x->wtable);
     x->wtable = t;
     x->wtable_cap = cap;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i] != 0) {
-            const struct wordent *we = &x->words[(uint32_t)old[i] - 1];
-            const char *w = x->warena + we->off;
-            x->wtable[word_slot(x, w, we->len, XXH3_64bits(w, we->len))] = old[i];
-        }
-    cairn__free(x->a, old);
+    for (size_t w = 0; w < x->nwords; w++) {
+        const struct wordent *we = &x->words[w];
+        const char *s = x->warena + we->off;
+        uint64_t key = word_key(s, we->len);
+        struct wslot *e = &t[word_slot(x, s, we->len, XXH3_64bits(s, we->len), key)];
+        e->key = key;
+        e->term = we->term;
+        e->word = (uint32_t)w + 1;
+    }
     return CAIRN_OK;
 }
 
 /* The term number of a word (h: its hash), stemming and adding it (and
  * its term, if new) the first time: -2 no memory. The word table has room
  * (grow_words). */
-static long word_term(cairn__ramidx *x, const char *s, size_t len, uint64_t h)
+static long word_term(cairn__ramidx *x, const char *s, size_t len, uint64_t h, uint64_t key)
 {
-    size_t slot = word_slot(x, s, len, h);
+    size_t slot = word_slot(x, s, len, h, key);
     const char *stem;
     size_t slen;
     long id;
     int stemmed;
 
-    if (x->wtable[slot] != 0)
-        return (long)x->words[(uint32_t)x->wtable[slot] - 1].term;
+    if (x->wtable[slot].word != 0)
+        return (long)x->wtable[slot].term;
     stemmed = cairn__tok_stem(x->tok, s, len, &stem, &slen);
     id = term_id_h(x, stem, slen, XXH3_64bits(stem, slen));
     if (id < 0 || !stemmed)
@@ -395,7 +423,9 @@ static long word_term(cairn__ramidx *x, const char *s, size_t len, uint64_t h)
     x->words[x->nwords].term = (uint32_t)id;
     memcpy(x->warena + x->warena_len, s, len);
     x->warena_len += len;
-    x->wtable[slot] = (h >> 32) << 32 | (uint64_t)(x->nwords + 1);
+    x->wtable[slot].key = key;
+    x->wtable[slot].term = (uint32_t)id;
+    x->wtable[slot].word = (uint32_t)(x->nwords + 1);
     x->nwords++;
     return id;
 }
@@ -423,7 +453,8 @@ static int gather_add(cairn__ramidx *x, const uint8_t *text, size_t len)
             return CAIRN_ENOMEM;
     x->lookup_only = 0;
     for (size_t i = 0; i < x->ntoks; i++) {
-        long id = word_term(x, x->tbytes + x->toks[i].off, x->toks[i].len, x->toks[i].h);
+        long id = word_term(x, x->tbytes + x->toks[i].off, x->toks[i].len, x->toks[i].h,
+                            x->toks[i].key);
         if (id < 0)
             return CAIRN_ENOMEM;
         x->toks[i].h = (uint64_t)id; /* the hash is spent: keep the id */

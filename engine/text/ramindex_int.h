@@ -145,16 +145,17 @@ struct cairn__ramidx {
     int lookup_only;         /* query: do not add unknown terms */
     /* Adding a document: the term of each word (surface form) seen
      * before, so that a repeated word is neither stemmed nor looked up in
-     * the term table again: slots as in `table`, over `words`. */
-    uint64_t *wtable;
+     * the term table again: slots over `words` (wslot). */
+    struct wslot *wtable;
     size_t wtable_cap;
     struct wordent { uint32_t off, len, term; } *words; /* bytes in warena */
     size_t nwords, words_cap;
     char *warena;
     size_t warena_len, warena_cap;
     /* Adding a document: its tokens first, then their lookups, so that
-     * the cache misses of one lookup overlap those of the others. */
-    struct tokref { uint32_t off, len; uint64_t h; } *toks;
+     * the cache misses of one lookup overlap those of the others. h: the
+     * word's hash, key: its slot key (wslot). */
+    struct tokref { uint32_t off, len; uint64_t h, key; } *toks;
     size_t ntoks, toks_cap;
     char *tbytes;
     size_t tb_len, tb_cap;
@@ -180,6 +181,16 @@ struct cairn__ramidx {
 
 /* probe_slot reads both kinds of entry by their leading off and len. */
 _Static_assert(offsetof(term, off) == 0 && offsetof(term, len) == 4, "term starts with off, len");
+/* A slot of the word table. key: a word of 7 bytes or fewer, padded with
+ * zeros (no word holds a NUL); a longer word's first 7 bytes and 0xFF (a
+ * byte UTF-8 never holds). So the slot alone matches a short word, and a
+ * hit reads nothing else. term: the word's term; word: its entry in
+ * words, + 1 (0: an empty slot). */
+struct wslot {
+    uint64_t key;
+    uint32_t term, word;
+};
+
 _Static_assert(offsetof(struct wordent, off) == 0 && offsetof(struct wordent, len) == 4,
                "wordent starts with off, len");
 
