@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <string.h>
+#define XXH_INLINE_ALL /* short words: the hash inline, not a call through the PLT */
 #include <xxhash.h>
 
 #include "alloc.h"
