@@ -602,6 +602,11 @@ long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
         free(p->name);
         return -1;
     }
+    for (size_t i = 0; i < m->n_ns_sizes; i++)
+        if (m->ns_sizes[i].name == XXH3_64bits(name, len)) {
+            (void)cairn__ramidx_presize(p->idx, &m->ns_sizes[i].size); /* a hint */
+            break;
+        }
     return (long)m->nns++;
 }
 
@@ -3066,6 +3071,7 @@ static void free_all(cairn_mem *m)
     free(m->by_id);
     free(m->by_content);
     free(m->vtmp);
+    free(m->ns_sizes);
     cairn__memkeys_free(&m->keys);
     cairn__fetch_free(m->db, &m->fetch);
     free(m->text);
@@ -3073,6 +3079,31 @@ static void free_all(cairn_mem *m)
     m->text_cap = 0;
     cairn__memscan_free(&m->scan);
     cairn__memscan_free(&m->text_scan);
+}
+
+/* Each RAM index that holds documents: its size, for its namespace made
+ * again (m->ns_sizes; at most NS_SIZES_MAX namespaces are remembered). */
+#define NS_SIZES_MAX 64
+static void note_ns_sizes(cairn_mem *m)
+{
+    for (size_t i = 0; i < m->nns; i++) {
+        uint64_t h;
+        size_t j;
+        if (m->ns[i].idx == NULL || cairn__ramidx_docs(m->ns[i].idx) == 0)
+            continue;
+        h = XXH3_64bits(m->ns[i].name, strlen(m->ns[i].name));
+        for (j = 0; j < m->n_ns_sizes && m->ns_sizes[j].name != h; j++)
+            ;
+        if (j == m->n_ns_sizes) {
+            struct ns_size *p;
+            if (j == NS_SIZES_MAX || (p = realloc(m->ns_sizes, (j + 1) * sizeof *p)) == NULL)
+                continue;
+            m->ns_sizes = p;
+            m->n_ns_sizes++;
+        }
+        m->ns_sizes[j].name = h;
+        cairn__ramidx_size_of(m->ns[i].idx, &m->ns_sizes[j].size);
+    }
 }
 
 /* Free the state (entries, namespaces, the file) but not the handle. */
@@ -3091,6 +3122,7 @@ static void free_state(cairn_mem *m)
     m->owned = NULL;
     m->n_owned = m->owned_cap = 0;
     drop_index(m);
+    note_ns_sizes(m);
     for (size_t i = 0; i < m->nns; i++) {
         free(m->ns[i].name);
         let_go_index(m, m->ns[i].idx);

@@ -200,6 +200,14 @@ struct cairn_mem {
     size_t *lazy;
     size_t n_lazy, lazy_cap;
     int lazy_mode;           /* a catch-up folded others' records: defer */
+    /* The namespaces' RAM indexes' sizes when the state was last freed (a
+     * flush's reload), by XXH3 of the name: one made again starts at its
+     * size (cairn__ramidx_presize). */
+    struct ns_size {
+        uint64_t name;
+        cairn__ramidx_size size;
+    } *ns_sizes;
+    size_t n_ns_sizes;
     size_t ix_bound;         /* texts queued before a store waits (indexer.h;
                                 0: the queue's own bound) */
     int id_checked;          /* the record cairn__mem_write_rec appends next has

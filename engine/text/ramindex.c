@@ -397,6 +397,25 @@ static int grow_words(cairn__ramidx *x, size_t more)
     return CAIRN_OK;
 }
 
+void cairn__ramidx_size_of(const cairn__ramidx *x, cairn__ramidx_size *s)
+{
+    s->terms = x->nterms;
+    s->term_bytes = x->arena_len;
+    s->words = x->nwords;
+    s->word_bytes = x->warena_len;
+}
+
+int cairn__ramidx_presize(cairn__ramidx *x, const cairn__ramidx_size *s)
+{
+    int rc = cairn__ramidx_reserve(x, s->terms, s->term_bytes);
+    if (rc == CAIRN_OK && (grow_words(x, s->words > x->nwords ? s->words - x->nwords : 0) != CAIRN_OK ||
+                           cairn__grow(x->a, (void **)&x->words, &x->words_cap, s->words,
+                                       sizeof *x->words) != CAIRN_OK ||
+                           cairn__grow(x->a, (void **)&x->warena, &x->warena_cap, s->word_bytes, 1) != CAIRN_OK))
+        rc = CAIRN_ENOMEM;
+    return rc;
+}
+
 /* The term number of a word (h: its hash), stemming and adding it (and
  * its term, if new) the first time: -2 no memory. The word table has room
  * (grow_words). */

@@ -49,6 +49,20 @@ uint64_t cairn__ramidx_count(const cairn__ramidx *x);
 /* Documents ever added (live or removed). */
 uint64_t cairn__ramidx_docs(const cairn__ramidx *x);
 
+/* How far an index being built has grown: its terms, the distinct words
+ * it has seen, and their bytes. A writer's next RAM index grows as its
+ * last did; made that big at once (cairn__ramidx_presize), its tables are
+ * not rehashed at every doubling on the way. */
+typedef struct cairn__ramidx_size {
+    size_t terms, term_bytes, words, word_bytes;
+} cairn__ramidx_size;
+
+void cairn__ramidx_size_of(const cairn__ramidx *x, cairn__ramidx_size *s);
+
+/* Room for s in an index being built. Errors: CAIRN_EINVAL (a mapped
+ * index), CAIRN_ENOMEM (it works as before, growing as it goes). */
+int cairn__ramidx_presize(cairn__ramidx *x, const cairn__ramidx_size *s);
+
 /* The best k live documents for query, best first, into docs/scores
  * (arrays of k); *n_out = how many (fewer when fewer match). Query terms
  * count once each however often they occur. trace may be NULL.
