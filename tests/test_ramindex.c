@@ -1335,11 +1335,52 @@ static void empty_and_unknown_queries_find_nothing(void **state)
     cairn__ramidx_free(x);
 }
 
+/* Words that share their first 7 bytes, of 7 bytes and more, ASCII and
+ * not, each its own term (no stemmer): the word table tells them apart
+ * (a slot holds a word of 7 bytes or fewer whole, a longer one's first 7
+ * bytes and its entry), the first time and when the word is seen again.
+ * 1,500 words of one 7-byte start fill the table's probe runs with slots
+ * of their key. */
+static void words_of_one_prefix_stay_apart(void **state)
+{
+    static const char *const stem[] = {"abcdefg", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"};
+    enum { NW = 1500 };
+    static char w[NW][32];
+    cairn__ramidx *x = NULL;
+    uint64_t d[4];
+    double s[4];
+    size_t n;
+    (void)state;
+
+    /* 7 bytes, then 8 to 11: stem + "", stem + "0".."9999" */
+    for (size_t i = 0; i < NW; i++) {
+        if (i < 2)
+            snprintf(w[i], sizeof w[i], "%.7s", stem[i]);
+        else
+            snprintf(w[i], sizeof w[i], "%s%zu", stem[i % 2], i);
+    }
+    assert_int_equal(cairn__ramidx_new(&x, NULL, "none"), CAIRN_OK);
+    /* documents i + 1 and NW + i + 1 hold word i alone: the second time
+     * the word table knows it */
+    for (size_t round = 0; round < 2; round++)
+        for (size_t i = 0; i < NW; i++)
+            add_text(x, NW * round + i + 1, w[i]);
+    for (size_t i = 0; i < NW; i++) {
+        assert_int_equal(cairn__ramidx_search(x, (const uint8_t *)w[i], strlen(w[i]), 4, d, s, &n,
+                                              NULL),
+                         CAIRN_OK);
+        assert_int_equal(n, 2);
+        assert_true((d[0] == i + 1 && d[1] == NW + i + 1) || (d[1] == i + 1 && d[0] == NW + i + 1));
+    }
+    cairn__ramidx_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ranking_equals_brute_force_bm25),
         cmocka_unit_test(words_are_indexed_as_the_tokenizer_gives_them),
+        cmocka_unit_test(words_of_one_prefix_stay_apart),
         cmocka_unit_test(mapped_and_ram_indexes_rank_as_one),
         cmocka_unit_test(the_term_table_is_three_quarters_full_and_finds_every_term),
         cmocka_unit_test(damaged_images_are_refused),
