@@ -38,6 +38,7 @@
 #include "hole.h"
 #include "boot.h"
 #include "memstate.h"
+#include "prefetch.h"
 #include "alloc.h"
 #include "bytes.h"
 #include "filehdr.h"
@@ -197,20 +198,25 @@ typedef int (*ment_match)(const ment *x, const void *key);
  * file's id table (content: its content table), newest first, all probed
  * from hash h. Ids and contents are unique among live memories, so the
  * first live match is the only one. */
+/* Ask for the first slot of key h in every table probe will read, at
+ * once: a store probes every file for keys mostly in none, and the misses
+ * overlap instead of following one another. */
+static void probe_ask(const cairn_mem *m, const uint64_t *t, int content, uint64_t h)
+{
+    if (m->tcap)
+        cairn__prefetch(&t[(size_t)h & (m->tcap - 1)]);
+    for (size_t g = m->ng; g-- > 0;) {
+        const memindex *mx = &m->gen[g].mx;
+        if (mx->tcap)
+            cairn__prefetch(&(content ? mx->ctab : mx->idtab)[cairn__mx_slot(h, mx->tcap)]);
+    }
+}
+
 static ment *probe(cairn_mem *m, const uint64_t *t, int content, uint64_t h, ment_match match,
                    const void *key)
 {
     size_t i;
-    /* Each table's first slot is asked for at once: a store probes every
-     * file for a key that is mostly in none, and the misses overlap
-     * instead of following one another. */
-    if (m->tcap)
-        __builtin_prefetch(&t[(size_t)h & (m->tcap - 1)]);
-    for (size_t g = m->ng; g-- > 0;) {
-        const memindex *mx = &m->gen[g].mx;
-        if (mx->tcap)
-            __builtin_prefetch(&(content ? mx->ctab : mx->idtab)[cairn__mx_slot(h, mx->tcap)]);
-    }
+    probe_ask(m, t, content, h);
     for (i = (size_t)h & (m->tcap - 1); m->tcap && t[i]; i = (i + 1) & (m->tcap - 1)) {
         ment *x;
         if (SLOT_TAG(t[i]) != SLOT_TAG(h))
@@ -2270,17 +2276,23 @@ static int check_category(cairn_mem *m, const char *c)
     return check_text(m, "category", c, n);
 }
 
-void cairn__mem_new_id(cairn_mem *m, const char *content, char *id)
+/* An id cairn__mem_new_id would try, not looked up. */
+static void id_candidate(cairn_mem *m, const char *content, char *id)
 {
     static const char hex[] = "0123456789abcdef";
-    do {
-        uint64_t seed = (uint64_t)cairn__mem_wall_ms() ^ (++m->id_counter << 40) ^ (uint64_t)(uintptr_t)m;
-        uint64_t h = XXH3_64bits_withSeed(content, strlen(content), seed);
-        id[0] = 'm'; /* "m%016llx", without printf: it was 4% of a store */
-        for (int i = 0; i < 16; i++)
-            id[1 + i] = hex[(h >> (60 - 4 * i)) & 15];
-        id[17] = 0;
-    } while (cairn__mem_find_id(m, id) != NULL);
+    uint64_t seed = (uint64_t)cairn__mem_wall_ms() ^ (++m->id_counter << 40) ^ (uint64_t)(uintptr_t)m;
+    uint64_t h = XXH3_64bits_withSeed(content, strlen(content), seed);
+    id[0] = 'm'; /* "m%016llx", without printf: it was 4% of a store */
+    for (int i = 0; i < 16; i++)
+        id[1 + i] = hex[(h >> (60 - 4 * i)) & 15];
+    id[17] = 0;
+}
+
+void cairn__mem_new_id(cairn_mem *m, const char *content, char *id)
+{
+    do
+        id_candidate(m, content, id);
+    while (cairn__mem_find_id(m, id) != NULL);
 }
 
 uint64_t cairn__mem_limit(cairn_mem *m, const char **what)
@@ -2624,6 +2636,12 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
         rc = out != NULL ? copy_new(m, x, out) : CAIRN_OK;
         goto out;
     }
+    if (want_id == NULL) {
+        /* The new memory's id is made now and its slots asked for, so
+         * that their misses overlap the duplicate check's. */
+        id_candidate(m, d.content, id);
+        probe_ask(m, m->by_id, 0, hash_id(id));
+    }
     if (!keep_dup && nsi >= 0 && (x = find_content(m, (uint32_t)nsi, d.content, len,
                                       hash_content((uint32_t)nsi, d.content, len))) != NULL) {
         if (existed != NULL)
@@ -2660,8 +2678,8 @@ int cairn_mem_store(cairn_mem *m, const char *content, const cairn_mem_store_opt
     }
     if (want_id != NULL)
         snprintf(id, sizeof id, "%s", want_id); /* on no live memory: looked up above */
-    else
-        cairn__mem_new_id(m, d.content, id);
+    else if (cairn__mem_find_id(m, id) != NULL)
+        cairn__mem_new_id(m, d.content, id); /* the one made above is taken */
     store_rec(&r, &d, id, len, now);
     if (vec != NULL) {
         r.embedder = m->emb.name;
