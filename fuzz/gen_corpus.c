@@ -530,7 +530,7 @@ static uint8_t *make_sealed(const char *dir, int dfd, uint64_t id, unsigned n, s
         seg.raw_bytes += b.n;
         free(b.p);
     }
-    if (cairn__seal_write(io, NULL, dfd, &seg, NULL, 0, &fsize, &e) != CAIRN_OK) {
+    if (cairn__seal_write(io, NULL, dfd, &seg, NULL, 0, NULL, &fsize, &e) != CAIRN_OK) {
         fprintf(stderr, "gen_corpus: seal: %s\n", e.msg);
         exit(1);
     }

@@ -425,7 +425,7 @@ static uint8_t *make_sealed(unsigned n, size_t *len, uint8_t **log_out, size_t *
                      CAIRN_OK);
     assert_int_equal(seg.n, n);
     assert_int_equal(stop.why, REC_END);
-    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, &fsize, &e),
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, NULL, &fsize, &e),
                      CAIRN_OK);
     cairn__logseg_free(cairn_io_default(), NULL, &seg);
     close(dfd);

@@ -17,6 +17,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +176,7 @@ static void seal_log(fx *f)
                      CAIRN_OK);
     assert_int_equal(seg.n, f->n);
     assert_int_equal(stop.why, REC_END);
-    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, &f->file_size, &e),
+    assert_int_equal(cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, 0, NULL, &f->file_size, &e),
                      CAIRN_OK);
     cairn__logseg_free(cairn_io_default(), NULL, &seg);
     close(dfd);
@@ -756,12 +758,50 @@ static void test_seal_refuses_a_log_that_rotted_after_its_scan(void **state)
     no_sealed_file(f);
 }
 
+/* A close that starts waiting for a seal under way: the sealer's reads
+ * go through this io, which sets `hurry` at the hurry_at-th block read
+ * (0: never). */
+static int hurry, read_elsewhere; /* read_elsewhere: a block read on another thread */
+static unsigned hurry_at, seal_reads;
+static pthread_t sealing_thread;
+
+static ssize_t counting_pread(void *user, const char *site, int fd, void *buf, size_t len,
+                              off_t off)
+{
+    const cairn_io *d = cairn_io_default();
+    (void)user;
+    if (strcmp(site, "seal.read") == 0 && hurry_at != 0) {
+        if (__atomic_add_fetch(&seal_reads, 1, __ATOMIC_RELAXED) == hurry_at)
+            __atomic_store_n(&hurry, 1, __ATOMIC_RELAXED);
+        if (!pthread_equal(pthread_self(), sealing_thread))
+            __atomic_store_n(&read_elsewhere, 1, __ATOMIC_RELAXED);
+    }
+    return d->pread(d->user, site, fd, buf, len, off);
+}
+
+static int reseal(fx *f, int parallel, int damage, unsigned damage_k, uint8_t **out, size_t *len);
+
+/* The same with hurry set at the hurry_at-th block read. */
+static int reseal_hurried(fx *f, unsigned at, int damage, unsigned damage_k, uint8_t **out,
+                          size_t *len)
+{
+    int rc;
+    hurry = read_elsewhere = 0;
+    seal_reads = 0;
+    hurry_at = at;
+    sealing_thread = pthread_self();
+    rc = reseal(f, 1, damage, damage_k, out, len);
+    hurry_at = 0;
+    return rc;
+}
+
 /* Scan the log again and seal it with `parallel` (a .seg already there is
  * removed first); with damage, record damage_k's byte 40 is flipped after
  * the scan (a log that rots under a seal). The status, and the file's bytes
  * in *out on success. */
 static int reseal(fx *f, int parallel, int damage, unsigned damage_k, uint8_t **out, size_t *len)
 {
+    cairn_io io = *cairn_io_default();
     int dfd = open_dir(f->dir), rc;
     logseg seg;
     logseg_stop stop;
@@ -784,7 +824,9 @@ static int reseal(fx *f, int parallel, int damage, unsigned damage_k, uint8_t **
         close(fd);
         free(log);
     }
-    rc = cairn__seal_write(cairn_io_default(), NULL, dfd, &seg, NULL, parallel, &fsize, &e);
+    io.pread = counting_pread;
+    rc = cairn__seal_write(&io, NULL, dfd, &seg, NULL, parallel, hurry_at ? &hurry : NULL, &fsize,
+                           &e);
     cairn__logseg_free(cairn_io_default(), NULL, &seg);
     close(dfd);
     *out = rc == CAIRN_OK ? tu_read_file(path, len) : NULL;
@@ -816,12 +858,54 @@ static void test_a_seal_split_over_two_threads_writes_the_same_bytes(void **stat
     teardown((void **)&f);
 }
 
+/* A seal asked to hurry part way (a close waits for the sealer) splits
+ * the blocks it has left over two threads from there: the same file, byte
+ * for byte, wherever the ask comes; a rot in the part split off fails it
+ * and leaves no file. */
+static void test_a_seal_asked_to_hurry_splits_what_is_left(void **state)
+{
+    fx *f = fx_new(40000);
+    uint8_t *out = NULL;
+    size_t len = 0;
+    unsigned reads, at[3];
+    (void)state;
+
+    /* Never asked: one thread reads every block. */
+    assert_int_equal(reseal_hurried(f, UINT_MAX, 0, 0, &out, &len), CAIRN_OK);
+    assert_int_equal(hurry, 0);
+    assert_int_equal(read_elsewhere, 0);
+    assert_memory_equal(out, f->data, len);
+    free(out);
+    reads = seal_reads;
+    /* Asked at the 2nd read (the dictionary's samples, before the first
+     * block), half way, and 20 blocks before the end (too little left to
+     * split, as a seal of less than 4 MiB is not). */
+    at[0] = 2;
+    at[1] = reads / 2;
+    at[2] = reads - 20;
+    assert_true(f->raw_total >= (8u << 20));
+    for (size_t k = 0; k < 3; k++) {
+        assert_int_equal(reseal_hurried(f, at[k], 0, 0, &out, &len), CAIRN_OK);
+        assert_int_equal(hurry, 1); /* it was asked before the end */
+        assert_int_equal(read_elsewhere, k < 2);
+        assert_non_null(out);
+        assert_int_equal(len, f->size);
+        assert_memory_equal(out, f->data, len);
+        free(out);
+    }
+    assert_int_equal(reseal_hurried(f, at[1], 1, 39000, &out, &len), CAIRN_ECHECKSUM);
+    assert_null(out);
+    no_sealed_file(f);
+    teardown((void **)&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_footer_and_header_describe_the_source_log, setup,
                                         teardown),
         cmocka_unit_test(test_a_seal_split_over_two_threads_writes_the_same_bytes),
+        cmocka_unit_test(test_a_seal_asked_to_hurry_splits_what_is_left),
         cmocka_unit_test_setup_teardown(test_block_index_partitions_the_records, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_segment_of_some_size_gets_a_dictionary, setup,

@@ -498,7 +498,8 @@ static int seal_one_turn(cairn_db *db, uint64_t id)
     chained = rc == CAIRN_OK;
 #endif
     rc = cairn__seal_write(db->io, db->a, db->dirfd, &src->log, chained ? chain : NULL,
-                           db->background || !db->caller_io ? 1 + !on_sealer : 0, &size, &e);
+                           db->background || !db->caller_io ? 1 + !on_sealer : 0,
+                           on_sealer ? &db->seal_hurry : NULL, &size, &e);
     if (rc == CAIRN_OK)
         rc = cairn__seg_open_sealed(db, id, 0, &sealed, &e);
     cairn__view_release(db, v);
@@ -1176,6 +1177,7 @@ static void *sealer_main(void *arg)
 
 int cairn__bg_start(cairn_db *db)
 {
+    __atomic_store_n(&db->seal_hurry, 0, __ATOMIC_RELAXED);
     int err = pthread_create(&db->bg, NULL, flusher_main, db);
     if (err == 0) {
         err = pthread_create(&db->sealer, NULL, sealer_main, db);
@@ -1201,6 +1203,8 @@ void cairn__bg_stop(cairn_db *db)
         return;
     pthread_mutex_lock(&db->mu);
     db->bg_stop = 1;
+    /* A seal under way finishes first: on both cores from here on. */
+    __atomic_store_n(&db->seal_hurry, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&db->bg_cv);
     pthread_cond_broadcast(&db->seal_cv);
     pthread_mutex_unlock(&db->mu);

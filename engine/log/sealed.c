@@ -530,12 +530,13 @@ static void *split_main(void *arg)
     return NULL;
 }
 
-/* The record each block starts at, and n at the end, into *cut (the
- * blocks cairn__seal_write's loop makes): their number, 0 on no memory. */
-static size_t cut_blocks(const cairn_allocator *a, const logseg *src, size_t target,
+/* The record each block from record i on starts at, and n at the end,
+ * into *cut (the blocks cairn__seal_write's loop makes): their number, 0
+ * on no memory. */
+static size_t cut_blocks(const cairn_allocator *a, const logseg *src, size_t i, size_t target,
                          size_t **cut)
 {
-    size_t nb = 0, cap = 0, i = 0;
+    size_t nb = 0, cap = 0;
     *cut = NULL;
     while (i < src->n) {
         if (cairn__grow(a, (void **)cut, &cap, nb + 2, sizeof **cut) != CAIRN_OK) {
@@ -551,9 +552,40 @@ static size_t cut_blocks(const cairn_allocator *a, const logseg *src, size_t tar
     return nb;
 }
 
+/* The blocks from record i on, their second half on a thread of its own
+ * (split_job), the first half left to the caller up to *upto. 1 if the
+ * thread runs; else 0, nothing changed. */
+static int split_from(const cairn_io *io, const cairn_allocator *a, const logseg *src,
+                      const cairn__sealw *w, size_t i, split_job *split, size_t **cut,
+                      pthread_t *th, size_t *upto)
+{
+    size_t nb = cut_blocks(a, src, i, w->target, cut);
+    if (nb < 2 || (split->clen = cairn__calloc(a, nb - nb / 2, sizeof *split->clen)) == NULL) {
+        cairn__free(a, *cut);
+        *cut = NULL;
+        return 0;
+    }
+    split->io = io;
+    split->a = a;
+    split->src = src;
+    split->cdict = w->cdict;
+    split->cut = *cut;
+    split->from = nb / 2;
+    split->to = nb;
+    if (pthread_create(th, NULL, split_main, split) != 0) {
+        cairn__free(a, split->clen);
+        split->clen = NULL;
+        cairn__free(a, *cut);
+        *cut = NULL;
+        return 0;
+    }
+    *upto = (*cut)[nb / 2];
+    return 1;
+}
+
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
-                      const logseg *src, uint8_t *chain, int parallel, uint64_t *file_size,
-                      cairn__err *e)
+                      const logseg *src, uint8_t *chain, int parallel, const int *hurry,
+                      uint64_t *file_size, cairn__err *e)
 {
     char fin[LOGSEG_NAME_MAX];
     uint8_t *raw = NULL, *dict = NULL;
@@ -561,7 +593,7 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
     cairn__sealw w;
     chain_job job;
     split_job split;
-    size_t *cut = NULL, nb = 0, upto = src->n;
+    size_t *cut = NULL, upto = src->n;
     pthread_t th, split_th;
     int threaded = 0, split_on = 0, rc;
 
@@ -591,23 +623,16 @@ int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
                                 src->created_ms, 0, dict, dict_len, e);
     cairn__free(a, dict); /* the writer digested it */
     /* The second half's blocks on a thread of their own (see split_job). */
-    if (rc == CAIRN_OK && parallel >= 2 && src->end >= SEAL_SPLIT_MIN &&
-        (nb = cut_blocks(a, src, w.target, &cut)) >= 2 &&
-        (split.clen = cairn__calloc(a, nb - nb / 2, sizeof *split.clen)) != NULL) {
-        split.io = io;
-        split.a = a;
-        split.src = src;
-        split.cdict = w.cdict;
-        split.cut = cut;
-        split.from = nb / 2;
-        split.to = nb;
-        split_on = pthread_create(&split_th, NULL, split_main, &split) == 0;
-        if (split_on)
-            upto = cut[nb / 2];
-    }
+    if (rc == CAIRN_OK && parallel >= 2 && src->end >= SEAL_SPLIT_MIN)
+        split_on = split_from(io, a, src, &w, 0, &split, &cut, &split_th, &upto);
     while (rc == CAIRN_OK && i < upto) {
-        size_t j = block_end(src, i, w.target), raw_len, got;
+        size_t j, raw_len, got;
         uint64_t start = src->off[i];
+        /* Asked to hurry (a close waits): what is left, split the same way. */
+        if (!split_on && hurry != NULL && __atomic_load_n(hurry, __ATOMIC_RELAXED) &&
+            src->end - start >= SEAL_SPLIT_MIN)
+            split_on = split_from(io, a, src, &w, i, &split, &cut, &split_th, &upto);
+        j = block_end(src, i, w.target);
         raw_len = (size_t)(rec_end(src, j) - start);
         if (cairn__grow(a, (void **)&raw, &raw_cap, raw_len, 1) != CAIRN_OK) {
             rc = cairn__fail(e, CAIRN_ENOMEM, "%s: no memory to seal", src->name);

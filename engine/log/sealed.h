@@ -105,10 +105,13 @@ size_t cairn__seal_train(uint8_t *dict, const uint8_t *samples, const size_t *sa
  * <id>.seg.tmp, fsync, rename, fsync the directory. *file_size gets the
  * size of the sealed file. chain (may be NULL): the hash chain before the
  * segment, folded on through its records (chain.h): on a thread of its own
- * beside the sealing when parallel, else first. */
+ * beside the sealing when parallel, else first. parallel 2: the second
+ * half of the blocks compressed on another thread. hurry (may be NULL):
+ * once it reads nonzero (a close waits for this seal), the blocks left
+ * are split so, as with parallel 2; the same bytes either way. */
 int cairn__seal_write(const cairn_io *io, const cairn_allocator *a, int dirfd,
-                      const logseg *src, uint8_t *chain, int parallel, uint64_t *file_size,
-                      cairn__err *e);
+                      const logseg *src, uint8_t *chain, int parallel, const int *hurry,
+                      uint64_t *file_size, cairn__err *e);
 
 /* A sealed file being written (sealing, compaction): begin writes the
  * header to <fin>.tmp; blocks follow, given whole (block) or gathered

@@ -121,6 +121,8 @@ struct cairn_db {
     pthread_t sealer;         /* rewrites closed segments into sealed files */
     pthread_mutex_t seal_mu;  /* one sealer at a time */
     int seal_err;             /* last background seal failure, 0 if none */
+    int seal_hurry;           /* a close waits for the sealer: its seal under
+                                 way splits what it has left (atomic) */
 
     seg_ref *closed_unsynced; /* none/batch: a rolled segment not yet fdatasynced (mu) */
     uint64_t create_max_memories; /* cairn_options.max_memories, for a new store */
