@@ -194,10 +194,6 @@ static ment *gen_slot(cairn_mem *m, size_t g, uint32_t v)
  * wants a live entry checks liveness itself. */
 typedef int (*ment_match)(const ment *x, const void *key);
 
-/* The live entry matching key: first in the RAM table t, then in each
- * file's id table (content: its content table), newest first, all probed
- * from hash h. Ids and contents are unique among live memories, so the
- * first live match is the only one. */
 /* Ask for the first slot of key h in every table probe will read, at
  * once: a store probes every file for keys mostly in none, and the misses
  * overlap instead of following one another. */
@@ -212,6 +208,10 @@ static void probe_ask(const cairn_mem *m, const uint64_t *t, int content, uint64
     }
 }
 
+/* The live entry matching key: first in the RAM table t, then in each
+ * file's id table (content: its content table), newest first, all probed
+ * from hash h. Ids and contents are unique among live memories, so the
+ * first live match is the only one. */
 static ment *probe(cairn_mem *m, const uint64_t *t, int content, uint64_t h, ment_match match,
                    const void *key)
 {

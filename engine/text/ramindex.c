@@ -195,7 +195,8 @@ int cairn__ramidx_reserve(cairn__ramidx *x, size_t nterms, size_t arena)
     while ((nterms + 1) * 2 > cap)
         cap *= 2;
     if ((cap > x->table_cap && resize_table(x, cap) != CAIRN_OK) ||
-        cairn__grow(x->a, (void **)&x->terms, &x->terms_cap, nterms, sizeof *x->terms) != CAIRN_OK ||
+        cairn__grow(x->a, (void **)&x->terms, &x->terms_cap, nterms, sizeof *x->terms) !=
+            CAIRN_OK ||
         cairn__grow(x->a, (void **)&x->arena, &x->arena_cap, arena, 1) != CAIRN_OK)
         return CAIRN_ENOMEM;
     return CAIRN_OK;
@@ -316,7 +317,6 @@ static int gather(cairn__ramidx *x, const uint8_t *text, size_t len, int lookup_
     return x->failed ? CAIRN_ENOMEM : rc;
 }
 
-/* Tokenizer callback of gather_add: keep the word, start fetching its slot. */
 /* A word's key in its slot (struct wslot). */
 static inline uint64_t word_key(const char *s, size_t len)
 {
@@ -327,6 +327,7 @@ static inline uint64_t word_key(const char *s, size_t len)
     return len < 8 ? k : k | (uint64_t)0xFF << 56;
 }
 
+/* Tokenizer callback of gather_add: keep the word, start fetching its slot. */
 static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
 {
     cairn__ramidx *x = user;
@@ -370,8 +371,8 @@ static size_t word_slot(const cairn__ramidx *x, const char *s, size_t len, uint6
     }
 }
 
-/* Room for `more` new words at load <= 1/2. The slots keep only half of
- * each hash, so a bigger table rehashes the words' bytes. */
+/* Room for `more` new words at load <= 1/2. A slot keeps no hash, so a
+ * bigger table hashes the words' bytes again. */
 static int grow_words(cairn__ramidx *x, size_t more)
 {
     size_t cap = x->wtable_cap ? x->wtable_cap : 1024;
@@ -408,12 +409,14 @@ void cairn__ramidx_size_of(const cairn__ramidx *x, cairn__ramidx_size *s)
 int cairn__ramidx_presize(cairn__ramidx *x, const cairn__ramidx_size *s)
 {
     int rc = cairn__ramidx_reserve(x, s->terms, s->term_bytes);
-    if (rc == CAIRN_OK && (grow_words(x, s->words > x->nwords ? s->words - x->nwords : 0) != CAIRN_OK ||
-                           cairn__grow(x->a, (void **)&x->words, &x->words_cap, s->words,
-                                       sizeof *x->words) != CAIRN_OK ||
-                           cairn__grow(x->a, (void **)&x->warena, &x->warena_cap, s->word_bytes, 1) != CAIRN_OK))
-        rc = CAIRN_ENOMEM;
-    return rc;
+    if (rc != CAIRN_OK)
+        return rc;
+    if (grow_words(x, s->words > x->nwords ? s->words - x->nwords : 0) != CAIRN_OK ||
+        cairn__grow(x->a, (void **)&x->words, &x->words_cap, s->words, sizeof *x->words) !=
+            CAIRN_OK ||
+        cairn__grow(x->a, (void **)&x->warena, &x->warena_cap, s->word_bytes, 1) != CAIRN_OK)
+        return CAIRN_ENOMEM;
+    return CAIRN_OK;
 }
 
 /* The term number of a word (h: its hash), stemming and adding it (and

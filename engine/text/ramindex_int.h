@@ -179,8 +179,9 @@ struct cairn__ramidx {
     int damaged;             /* mapped: a record or slot failed its bounds */
 };
 
-/* probe_slot reads both kinds of entry by their leading off and len. */
+/* probe_slot reads an entry by its leading off and len. */
 _Static_assert(offsetof(term, off) == 0 && offsetof(term, len) == 4, "term starts with off, len");
+
 /* A slot of the word table. key: a word of 7 bytes or fewer, padded with
  * zeros (no word holds a NUL); a longer word's first 7 bytes and 0xFF (a
  * byte UTF-8 never holds). So the slot alone matches a short word, and a
@@ -190,9 +191,6 @@ struct wslot {
     uint64_t key;
     uint32_t term, word;
 };
-
-_Static_assert(offsetof(struct wordent, off) == 0 && offsetof(struct wordent, len) == 4,
-               "wordent starts with off, len");
 
 /* ---- the postings encoder (ramindex_postings.c) ------------------------- */
 
