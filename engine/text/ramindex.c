@@ -20,6 +20,7 @@
 #include <xxhash.h>
 
 #include "alloc.h"
+#include "prefetch.h"
 #include "ramindex_int.h"
 #include "tokenize.h"
 
@@ -288,6 +289,8 @@ static int count_term(cairn__ramidx *x, long id)
     }
     tm->mark = x->cur_mark;
     tm->slot = (uint32_t)x->nscr;
+    if (tm->n < tm->cap) /* where cairn__ramidx_add will put its posting */
+        cairn__prefetch(&tm->p[tm->n]);
     x->scr[x->nscr].term = (uint32_t)id;
     x->scr[x->nscr].tf = 1;
     x->nscr++;
@@ -481,7 +484,9 @@ static int gather_add(cairn__ramidx *x, const uint8_t *text, size_t len)
         if (id < 0)
             return CAIRN_ENOMEM;
         x->toks[i].h = (uint64_t)id; /* the hash is spent: keep the id */
-        __builtin_prefetch(&x->terms[id]);
+        /* its fields read below span two cache lines for most terms */
+        cairn__prefetch(&x->terms[id]);
+        cairn__prefetch((const char *)&x->terms[id] + offsetof(term, slot));
     }
     x->nscr = 0;
     x->terms_seen = 0;
