@@ -1177,8 +1177,9 @@ static void *sealer_main(void *arg)
 
 int cairn__bg_start(cairn_db *db)
 {
+    int err;
     __atomic_store_n(&db->seal_hurry, 0, __ATOMIC_RELAXED);
-    int err = pthread_create(&db->bg, NULL, flusher_main, db);
+    err = pthread_create(&db->bg, NULL, flusher_main, db);
     if (err == 0) {
         err = pthread_create(&db->sealer, NULL, sealer_main, db);
         if (err != 0) {

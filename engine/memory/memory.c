@@ -608,11 +608,14 @@ long cairn__mem_ns_index(cairn_mem *m, const char *name, size_t len, int create)
         free(p->name);
         return -1;
     }
-    for (size_t i = 0; i < m->n_ns_sizes; i++)
-        if (m->ns_sizes[i].name == XXH3_64bits(name, len)) {
-            (void)cairn__ramidx_presize(p->idx, &m->ns_sizes[i].size); /* a hint */
-            break;
-        }
+    if (m->n_ns_sizes > 0) {
+        uint64_t h = XXH3_64bits(name, len);
+        for (size_t i = 0; i < m->n_ns_sizes; i++)
+            if (m->ns_sizes[i].name == h) {
+                (void)cairn__ramidx_presize(p->idx, &m->ns_sizes[i].size); /* a hint */
+                break;
+            }
+    }
     return (long)m->nns++;
 }
 

@@ -349,7 +349,7 @@ static int on_collect(void *user, const char *s, size_t len, uint32_t pos)
     x->ntoks++;
     x->tb_len += len;
     if (x->wtable_cap)
-        __builtin_prefetch(&x->wtable[h & (x->wtable_cap - 1)]);
+        cairn__prefetch(&x->wtable[h & (x->wtable_cap - 1)]);
     return 0;
 }
 

@@ -321,7 +321,6 @@ static inline int ascii_alnum(uint8_t b)
 }
 
 /* cairn__tok_run with stem = 1, cairn__tok_run_words with 0. */
-
 static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_fn fn, void *user,
                int stem)
 {
@@ -338,7 +337,7 @@ static int run(cairn__tokenizer *t, const uint8_t *text, size_t len, cairn__tok_
         utf8proc_int32_t c;
         utf8proc_ssize_t k;
 
-        if (b < 0x80 && w.n == 0 && ascii_alnum(b)) {
+        if (w.n == 0 && ascii_alnum(b)) {
             /* A word of ASCII letters and digits ended by an ASCII
              * separator (not an apostrophe) or the end: what push and
              * emit would make of it, without them. */
