@@ -32,24 +32,43 @@ uint64_t cairn__memkeys_id_key(const char *id, size_t len)
     return nonzero(XXH3_64bits(id, len));
 }
 
+/* A probe ends at the key, at an empty slot, or after every slot: a
+ * file's sets are shared with other processes, and a damaged one may have
+ * no empty slot left (then the key may be there: over-approximate). */
 static int has(const uint64_t *t, size_t cap, uint64_t key)
 {
-    if (cap == 0)
-        return 0;
-    for (size_t i = (size_t)key & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    size_t i = (size_t)key & (cap - 1);
+    for (size_t step = 0; step < cap; step++, i = (i + 1) & (cap - 1)) {
         if (t[i] == key)
             return 1;
         if (t[i] == 0)
             return 0;
     }
+    return cap != 0;
 }
 
-static void put(uint64_t *t, size_t cap, uint64_t key)
+/* 0 when no slot is left (only in a damaged file's sets). */
+static int put(uint64_t *t, size_t cap, uint64_t key)
 {
     size_t i = (size_t)key & (cap - 1);
-    while (t[i] != 0 && t[i] != key)
-        i = (i + 1) & (cap - 1);
-    t[i] = key;
+    for (size_t step = 0; step < cap; step++, i = (i + 1) & (cap - 1))
+        if (t[i] == 0 || t[i] == key) {
+            t[i] = key;
+            return 1;
+        }
+    return 0;
+}
+
+static cairn__memkeys_core *core(cairn__memkeys *k)
+{
+    if (k->core == NULL)
+        k->core = &k->own;
+    return k->core;
+}
+
+static const cairn__memkeys_core *core_c(const cairn__memkeys *k)
+{
+    return k->core != NULL ? k->core : &k->own;
 }
 
 /* Eight times the slots, every key put again. */
@@ -66,9 +85,9 @@ static int grow(cairn__memkeys *k)
     }
     for (size_t i = 0; i < k->cap; i++) {
         if (k->content[i] != 0)
-            put(c, cap, k->content[i]);
+            (void)put(c, cap, k->content[i]);
         if (k->ids[i] != 0)
-            put(d, cap, k->ids[i]);
+            (void)put(d, cap, k->ids[i]);
     }
     free(k->content);
     free(k->ids);
@@ -82,34 +101,74 @@ static int grow(cairn__memkeys *k)
 static void drain(cairn__memkeys *k)
 {
     for (size_t i = 0; i < k->n_pend; i++) {
-        put(k->content, k->cap, k->pend_content[i]);
-        put(k->ids, k->cap, k->pend_id[i]);
+        (void)put(k->content, k->cap, k->pend_content[i]);
+        (void)put(k->ids, k->cap, k->pend_id[i]);
     }
     k->n_pend = 0;
 }
 
 /* The slot of ns_key in the per-namespace counts, or n_ns. */
-static size_t ns_slot(const cairn__memkeys *k, uint64_t ns_key)
+static size_t ns_slot(const cairn__memkeys_core *c, uint64_t ns_key)
 {
-    size_t i = 0;
-    while (i < k->n_ns && k->ns_key[i] != ns_key)
+    size_t i = 0, n = c->n_ns < CAIRN__MEMKEYS_NS ? (size_t)c->n_ns : CAIRN__MEMKEYS_NS;
+    while (i < n && c->ns_key[i] != ns_key)
         i++;
     return i;
 }
 
 uint64_t cairn__memkeys_in_ns(const cairn__memkeys *k, uint64_t ns_key)
 {
-    size_t i = ns_slot(k, ns_key);
-    return i < k->n_ns ? k->ns_n[i] : 0;
+    const cairn__memkeys_core *c = core_c(k);
+    size_t i = ns_slot(c, ns_key);
+    return i < c->n_ns ? c->ns_n[i] : 0;
+}
+
+uint64_t cairn__memkeys_count(const cairn__memkeys *k)
+{
+    return core_c(k)->n;
+}
+
+void cairn__memkeys_attach(cairn__memkeys *k, cairn__memkeys_core *c, uint64_t *content,
+                           uint64_t *ids, size_t cap)
+{
+    cairn__memkeys_free(k);
+    k->core = c;
+    k->content = content;
+    k->ids = ids;
+    k->cap = cap;
+    k->fixed = 1;
+}
+
+void cairn__memkeys_detach(cairn__memkeys *k)
+{
+    if (!k->fixed)
+        return;
+    memset(k, 0, sizeof *k);
 }
 
 int cairn__memkeys_add(cairn__memkeys *k, uint64_t ns_key, uint64_t content_key, uint64_t id_key)
 {
-    size_t ns = ns_slot(k, ns_key);
+    cairn__memkeys_core *c = core(k);
+    size_t ns = ns_slot(c, ns_key);
     if (ns == CAIRN__MEMKEYS_NS)
         return CAIRN_EINVAL;
+    if (k->fixed) {
+        /* a file's sets: at most half full, and every key in its slot
+         * before the turn ends */
+        if ((c->n + 1) * 2 > k->cap || !put(k->content, k->cap, content_key) ||
+            !put(k->ids, k->cap, id_key))
+            return CAIRN_ENOMEM;
+        c->n++;
+        if (ns == c->n_ns) {
+            c->ns_key[ns] = ns_key;
+            c->ns_n[ns] = 0;
+            c->n_ns++;
+        }
+        c->ns_n[ns]++;
+        return CAIRN_OK;
+    }
     /* at most half full: probes stay short */
-    if ((k->n + 1) * 2 > k->cap) {
+    if ((c->n + 1) * 2 > k->cap) {
         drain(k);
         if (grow(k) != CAIRN_OK)
             return CAIRN_ENOMEM;
@@ -118,12 +177,12 @@ int cairn__memkeys_add(cairn__memkeys *k, uint64_t ns_key, uint64_t content_key,
     __builtin_prefetch(&k->ids[(size_t)id_key & (k->cap - 1)], 1);
     k->pend_content[k->n_pend] = content_key;
     k->pend_id[k->n_pend] = id_key;
-    k->n++;
-    if (ns == k->n_ns) {
-        k->ns_key[k->n_ns++] = ns_key;
-        k->ns_n[ns] = 0;
+    c->n++;
+    if (ns == c->n_ns) {
+        c->ns_key[c->n_ns++] = ns_key;
+        c->ns_n[ns] = 0;
     }
-    k->ns_n[ns]++;
+    c->ns_n[ns]++;
     if (++k->n_pend == CAIRN__MEMKEYS_GROUP)
         drain(k);
     return CAIRN_OK;
@@ -149,11 +208,15 @@ int cairn__memkeys_has_id(const cairn__memkeys *k, uint64_t key)
 
 void cairn__memkeys_clear(cairn__memkeys *k)
 {
-    k->n_pend = 0;
-    k->n_ns = 0;
-    if (k->n == 0)
+    cairn__memkeys_core *c;
+    if (k->fixed)
         return;
-    k->n = 0;
+    c = core(k);
+    k->n_pend = 0;
+    c->n_ns = 0;
+    if (c->n == 0)
+        return;
+    c->n = 0;
     if (k->cap > 8192) { /* given back: clearing would cost what they grew to */
         free(k->content);
         free(k->ids);
@@ -167,6 +230,10 @@ void cairn__memkeys_clear(cairn__memkeys *k)
 
 void cairn__memkeys_free(cairn__memkeys *k)
 {
+    if (k->fixed) { /* the file's mapping is its owner's */
+        memset(k, 0, sizeof *k);
+        return;
+    }
     free(k->content);
     free(k->ids);
     memset(k, 0, sizeof *k);

@@ -35,15 +35,30 @@
  * folds the full way). */
 #define CAIRN__MEMKEYS_NS 32
 
+/* What the sets count. In a handle's own sets, memories added since they
+ * were last emptied. In KEYS, the file shared by a store's writers
+ * (keyfile.h), this block is bytes 64..607 of the file, changed in place
+ * by the writer in its turn: there `n` counts the keys put since the file
+ * was made (the slots in use), while the counts per namespace start again
+ * with `base`. */
+typedef struct cairn__memkeys_core {
+    uint64_t base;      /* KEYS: the store records in (base, covered] have */
+    uint64_t covered;   /* their keys in the sets (0, 0 in a handle's own) */
+    uint64_t n;         /* memories added (pending ones too) */
+    uint64_t n_ns;
+    uint64_t ns_key[CAIRN__MEMKEYS_NS], ns_n[CAIRN__MEMKEYS_NS]; /* memories added per namespace */
+} cairn__memkeys_core;
+
 typedef struct cairn__memkeys {
     uint64_t *content;  /* keys of namespace + content; 0 empty */
     uint64_t *ids;      /* keys of ids; 0 empty */
     size_t cap;         /* slots of each, a power of 2 (0: none yet) */
-    size_t n;           /* memories added (pending ones too) */
+    cairn__memkeys_core *core; /* &own, or the block of a mapped KEYS */
+    cairn__memkeys_core own;
+    int fixed;          /* the sets are a mapped file's: no growth, no
+                           pending keys (another process reads them next) */
     uint64_t pend_content[CAIRN__MEMKEYS_GROUP], pend_id[CAIRN__MEMKEYS_GROUP];
     size_t n_pend;      /* added, not yet in the tables */
-    uint64_t ns_key[CAIRN__MEMKEYS_NS], ns_n[CAIRN__MEMKEYS_NS]; /* memories added per namespace */
-    size_t n_ns;
 } cairn__memkeys;
 
 /* The key of namespace ns[0..len). */
@@ -55,7 +70,19 @@ uint64_t cairn__memkeys_content_key(uint64_t ns_key, const char *content, size_t
 /* The key of an id. */
 uint64_t cairn__memkeys_id_key(const char *id, size_t len);
 
-/* Add one memory's keys. CAIRN_ENOMEM: the sets cannot grow; CAIRN_EINVAL:
+/* Use the sets of a mapped file (core, and content and ids of cap slots
+ * each): the handle's own sets are emptied and freed first. */
+void cairn__memkeys_attach(cairn__memkeys *k, cairn__memkeys_core *core, uint64_t *content,
+                           uint64_t *ids, size_t cap);
+
+/* Back to the handle's own sets, empty (the file's stay as they are). */
+void cairn__memkeys_detach(cairn__memkeys *k);
+
+/* Memories the sets hold (in a file: the keys put since it was made). */
+uint64_t cairn__memkeys_count(const cairn__memkeys *k);
+
+/* Add one memory's keys. CAIRN_ENOMEM: the sets cannot grow (a file's:
+ * half its slots are in use); CAIRN_EINVAL:
  * a namespace past CAIRN__MEMKEYS_NS (either way nothing is added; the
  * caller drops the sets). */
 int cairn__memkeys_add(cairn__memkeys *k, uint64_t ns_key, uint64_t content_key, uint64_t id_key);
@@ -67,7 +94,8 @@ uint64_t cairn__memkeys_in_ns(const cairn__memkeys *k, uint64_t ns_key);
 int cairn__memkeys_has_content(const cairn__memkeys *k, uint64_t key);
 int cairn__memkeys_has_id(const cairn__memkeys *k, uint64_t key);
 
-/* Empty the sets (large tables are freed, small ones kept). */
+/* Empty the sets (large tables are freed, small ones kept). A file's sets
+ * are left alone: see cairn__memkeys_detach. */
 void cairn__memkeys_clear(cairn__memkeys *k);
 
 void cairn__memkeys_free(cairn__memkeys *k);

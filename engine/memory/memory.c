@@ -1164,7 +1164,7 @@ static int keys_one(void *user, const cairn_record *rec)
         return CAIRN_OK;
     if (rec->type == CAIRN_REC_MEMORY) {
         if (!cairn__memkeys_of_record(rec->ns, rec->ns_len, rec->json, rec->json_len, &nk, &ck, &ik) ||
-            m->keys.n >= KEYS_MAX || cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
+            cairn__memkeys_count(&m->keys) >= KEYS_MAX || cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
             return KEYS_FULL;
     } else if (rec->type == CAIRN_REC_COMPACTED || rec->type == CAIRN_REC_MEMORY_PURGE ||
                (rec->type > CAIRN_REC_MEMORY && rec->type <= CAIRN_REC_MEMORY_CLEAR)) {
@@ -1844,7 +1844,7 @@ static uint64_t records_after_newest_file(cairn_mem *m)
 {
     uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd);
     if (newest <= cairn__mem_index_covered(m))
-        return m->tail_weight + (keys_active(m) ? m->keys.n : 0);
+        return m->tail_weight + (keys_active(m) ? cairn__memkeys_count(&m->keys) : 0);
     return seen_seq(m) > newest ? seen_seq(m) - newest : 0;
 }
 
@@ -1858,7 +1858,7 @@ static int close_wants_checkpoint(cairn_mem *m)
 {
     if (m->index_outdated || m->chain_reread || m->unsynced_gone)
         return 1;
-    return m->tail_weight + (keys_active(m) ? m->keys.n : 0) >= MEM_CHECKPOINT_MIN &&
+    return m->tail_weight + (keys_active(m) ? cairn__memkeys_count(&m->keys) : 0) >= MEM_CHECKPOINT_MIN &&
            records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
 }
 
@@ -2458,7 +2458,7 @@ static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int k
         *done = 1;
         return out != NULL ? copy_new(m, x, out) : CAIRN_OK; /* no event: nothing stored */
     }
-    if ((!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) || m->keys.n >= KEYS_MAX ||
+    if ((!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) || cairn__memkeys_count(&m->keys) >= KEYS_MAX ||
         (lim != 0 && live + 1 > lim))
         return CAIRN_OK;
     do {
