@@ -51,6 +51,7 @@
 #include "logseg.h"
 #include "io.h"
 #include "hole.h"
+#include "keyfile.h"
 #include "manifest.h"
 #include "store.h"
 #include "memindex.h"
@@ -150,6 +151,13 @@ static const struct {
     int64_t at;
 } acc_entries[] = {{2, 1700000360000ll}, {5, 1700000360000ll}, {2, 1700000420000ll}};
 #define ACC_GOLD_N (sizeof acc_entries / sizeof acc_entries[0])
+
+/* The KEYS golden (keys-v1.bin): its first 4096 bytes (header, counts,
+ * reserved), as a writer leaves them after 8 stores in two namespaces
+ * (the sets after them are zeros but for those keys: not pinned). */
+#define KEYS_GOLD_BOOT 0xb007b007b007b007ull
+#define KEYS_GOLD_BASE 42u
+#define KEYS_GOLD_COVERED 50u
 
 static const char *golden_dir(void)
 {
@@ -552,6 +560,25 @@ static uint8_t *make_access(size_t *len)
     for (size_t i = 0; i < ACC_GOLD_N; i++)
         cairn__accfile_entry_encode(b + ACC_HDR_SIZE + i * ACC_ENTRY_SIZE, ACC_GOLD_FILE_ID,
                                     acc_entries[i].seq, acc_entries[i].at);
+    return b;
+}
+
+static uint8_t *make_keys(size_t *len)
+{
+    uint8_t *b = malloc(KEYS_OFF_TABLES);
+    cairn__memkeys_core c;
+    assert_non_null(b);
+    cairn__keyfile_head_encode(b, KEYS_GOLD_BOOT, man_store_id, KEYS_SLOTS, KEYS_GOLD_BASE);
+    memcpy(&c, b + KEYS_OFF_CORE, sizeof c);
+    c.covered = KEYS_GOLD_COVERED;
+    c.n = 8;
+    c.n_ns = 2;
+    c.ns_key[0] = cairn__memkeys_ns_key("", 0);
+    c.ns_key[1] = cairn__memkeys_ns_key("agent", 5);
+    c.ns_n[0] = 5;
+    c.ns_n[1] = 3;
+    memcpy(b + KEYS_OFF_CORE, &c, sizeof c);
+    *len = KEYS_OFF_TABLES;
     return b;
 }
 
@@ -2092,6 +2119,90 @@ static void test_access_encoding_matches_golden(void **state)
     matches_golden("access-v1.bin", make_access);
 }
 
+static void test_keys_encoding_matches_golden(void **state)
+{
+    (void)state;
+    matches_golden("keys-v1.bin", make_keys);
+}
+
+/* The golden read with the engine's checks: its fields, then what makes a
+ * writer remake the file (format-spec/keys.md). */
+static void test_keys_golden_reads_back(void **state)
+{
+    const uint64_t size = KEYS_FILE_SIZE(KEYS_SLOTS);
+    size_t len;
+    uint8_t *g = read_golden("keys-v1.bin", &len), *c, other[16];
+    cairn__memkeys_core k;
+    uint64_t slots;
+    cairn__err e;
+
+    (void)state;
+    assert_int_equal(len, KEYS_OFF_TABLES);
+    assert_memory_equal(g, "CAIRNKEY", 8);
+    assert_int_equal(get_le64(g + 16), KEYS_GOLD_BOOT);
+    assert_memory_equal(g + 24, man_store_id, 16);
+    assert_int_equal(get_le64(g + 40), KEYS_SLOTS);
+    assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
+    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_OK);
+    assert_int_equal(slots, KEYS_SLOTS);
+    memcpy(&k, g + KEYS_OFF_CORE, sizeof k);
+    assert_int_equal(k.base, KEYS_GOLD_BASE);
+    assert_int_equal(k.covered, KEYS_GOLD_COVERED);
+    assert_int_equal(k.n, 8);
+    assert_int_equal(k.n_ns, 2);
+    assert_int_equal(k.ns_key[1], XXH3_64bits("agent", 5));
+    assert_int_equal(k.ns_n[0] + k.ns_n[1], 8);
+    for (size_t i = KEYS_OFF_CORE + sizeof k; i < KEYS_OFF_TABLES; i++)
+        assert_int_equal(g[i], 0);
+
+    /* what a writer remakes: another boot, another store, a log that ends
+     * before covered (a writer killed before its records reached it), a
+     * file of another size, counts out of range */
+    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT + 1, man_store_id, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    memcpy(other, man_store_id, 16);
+    other[3] ^= 1;
+    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, other, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, man_store_id, 49, &slots, &e),
+                     CAIRN_ECORRUPT);
+    assert_int_equal(cairn__keyfile_check(g, len, size - 8, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    assert_int_equal(cairn__keyfile_check(g, len - 1, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    c = malloc(len);
+    assert_non_null(c);
+    memcpy(c, g, len);
+    k.ns_n[1] = 4; /* the counts add up to more than the keys put */
+    memcpy(c + KEYS_OFF_CORE, &k, sizeof k);
+    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    k.ns_n[1] = 3;
+    k.n = KEYS_SLOTS / 2 + 1; /* past half the slots */
+    memcpy(c + KEYS_OFF_CORE, &k, sizeof k);
+    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    /* a flipped header bit, a newer version, slots not a power of 2 */
+    memcpy(c, g, len);
+    c[17] ^= 1;
+    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_ECHECKSUM);
+    memcpy(c, g, len);
+    put_le16(c + 8, 2);
+    put_le64(c + 56, XXH3_64bits(c, 56));
+    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+                     CAIRN_EVERSION);
+    memcpy(c, g, len);
+    put_le64(c + 40, KEYS_SLOTS + 1);
+    put_le64(c + 56, XXH3_64bits(c, 56));
+    assert_int_equal(cairn__keyfile_check(c, len, KEYS_FILE_SIZE(KEYS_SLOTS + 1), KEYS_GOLD_BOOT,
+                                          man_store_id, 50, &slots, &e),
+                     CAIRN_ECORRUPT);
+    free(c);
+    free(g);
+}
+
 typedef struct acc_seen {
     size_t n;
     uint64_t seq[8], off[8];
@@ -2230,6 +2341,9 @@ static void regen(void **state)
     b = make_access(&len);
     regen_one(dir, "access-v1.bin", b, len);
     free(b);
+    b = make_keys(&len);
+    regen_one(dir, "keys-v1.bin", b, len);
+    free(b);
     snprintf(ver, sizeof ver, "%u\n", ZSTD_versionNumber());
     regen_one(dir, "sealed-v1.zstd-version", (const uint8_t *)ver, strlen(ver));
 }
@@ -2292,6 +2406,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_lock_content_matches_golden_and_reads_back),
             cmocka_unit_test(test_access_encoding_matches_golden),
             cmocka_unit_test(test_access_golden_reads_back),
+            cmocka_unit_test(test_keys_encoding_matches_golden),
+            cmocka_unit_test(test_keys_golden_reads_back),
         };
         return cmocka_run_group_tests_name("golden", tests, NULL, NULL);
     }

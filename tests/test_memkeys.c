@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "boot.h"
 #include "cairn.h"
+#include "keyfile.h"
 #include "memkeys.h"
 #include "memrec.h"
 #include "memstate.h"
@@ -115,6 +121,16 @@ typedef struct two {
     cairn_mem *ma, *mb;
 } two;
 
+/* The tests of two writers run twice: with KEYS, the sets the writers
+ * share (keyfile.h), and with each handle's own sets (what a handle uses
+ * when it cannot have the file). */
+static int own_sets;
+
+static void use_sets(cairn_mem *m)
+{
+    m->kf.off = own_sets;
+}
+
 static int setup(void **state)
 {
     two *t = calloc(1, sizeof *t);
@@ -129,8 +145,22 @@ static int setup(void **state)
         tu_open_small(t->dir, 0, &t->b, err, sizeof err) != CAIRN_OK ||
         cairn_mem_open(t->a, &mo, &t->ma) != CAIRN_OK || cairn_mem_open(t->b, &mo, &t->mb) != CAIRN_OK)
         return -1;
+    use_sets(t->ma);
+    use_sets(t->mb);
     *state = t;
     return 0;
+}
+
+static int setup_own(void **state)
+{
+    own_sets = 1;
+    return setup(state);
+}
+
+static int setup_shared(void **state)
+{
+    own_sets = 0;
+    return setup(state);
 }
 
 static void close_two(two *t)
@@ -167,9 +197,13 @@ static void store_n(cairn_mem *m, const char *who, int from, int n)
     }
 }
 
+/* Records the handle holds as keys and not in its state: in KEYS, the
+ * seqs after its state; in its own sets, the memories they count. */
 static int keys_held(cairn_mem *m)
 {
-    return m->keyed > m->folded ? (int)cairn__memkeys_count(&m->keys) : 0;
+    if (m->keyed <= m->folded)
+        return 0;
+    return m->keys.fixed ? (int)(m->keyed - m->folded) : (int)cairn__memkeys_count(&m->keys);
 }
 
 static uint64_t live(cairn_mem *m)
@@ -378,6 +412,7 @@ static void a_limit_within_reach_of_the_keys_prunes_as_a_full_fold_does(void **s
         cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
         mo.max_memories = 30;
         assert_int_equal(cairn_mem_open(t->b, &mo, &t->mb), CAIRN_OK);
+        use_sets(t->mb);
     }
     store_n(t->mb, "b", 0, 1);
     store_n(t->ma, "a", 0, 25);
@@ -457,28 +492,202 @@ static void a_close_with_keys_takes_the_file_another_close_wrote(void **state)
     assert_int_equal(cairn_close(db), CAIRN_OK);
 }
 
+/* ---- KEYS ------------------------------------------------------------ */
+
+static char *keys_path(const two *t)
+{
+    return tu_join(t->dir, KEYS_NAME);
+}
+
+static ino_t keys_ino(const two *t)
+{
+    struct stat st;
+    char *p = keys_path(t);
+    int rc = stat(p, &st);
+    free(p);
+    assert_int_equal(rc, 0);
+    return st.st_ino;
+}
+
+/* What a's stores leave for b: KEYS holds their keys, b's store takes
+ * them from there, and a duplicate of a's content found through them is
+ * not stored again. */
+static void check_b_finds_a_duplicate(two *t, const char *dup)
+{
+    int existed = 0;
+    assert_int_equal(cairn_mem_store(t->mb, dup, NULL, NULL, &existed), CAIRN_OK);
+    assert_int_equal(existed, 1);
+}
+
+/* Only writers that store while others do make the file; both then use it. */
+static void keys_is_made_by_the_second_writer_and_shared(void **state)
+{
+    two *t = *state;
+    char *p = keys_path(t);
+    struct stat st;
+    store_n(t->ma, "a", 0, 5); /* alone: nothing to hold as keys */
+    assert_int_equal(stat(p, &st), -1);
+    store_n(t->mb, "b", 0, 5); /* b's catch-up meets a's records */
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, KEYS_FILE_SIZE(KEYS_SLOTS));
+    assert_true(t->mb->keys.fixed);
+    store_n(t->ma, "a", 5, 5);
+    assert_true(t->ma->keys.fixed);
+    assert_ptr_not_equal(t->ma->keys.core, t->mb->keys.core); /* two mappings, */
+    assert_int_equal(t->ma->keys.core->covered, t->mb->keys.core->covered); /* one file */
+    check_b_finds_a_duplicate(t, "a wrote memory number 7");
+    assert_int_equal(live(t->ma), 15);
+    free(p);
+}
+
+/* A file written in another boot of the machine (a power loss may have
+ * torn it) is remade, and the stores after it stay exact. */
+static void keys_of_another_boot_is_remade(void **state)
+{
+    two *t = *state;
+    ino_t before;
+    store_n(t->ma, "a", 0, 5);
+    store_n(t->mb, "b", 0, 5);
+    before = keys_ino(t);
+    cairn__boot_id_set(cairn__boot_id() ^ 0x5a5a5a5a5a5a5a5aull);
+    store_n(t->ma, "a", 5, 5);
+    assert_true(keys_ino(t) != before);
+    check_b_finds_a_duplicate(t, "a wrote memory number 6");
+    check_b_finds_a_duplicate(t, "a wrote memory number 2");
+    cairn__boot_id_set(0);
+    assert_int_equal(live(t->mb), 15);
+}
+
+/* A writer killed after it counted its record in KEYS but before the
+ * record reached the log leaves `covered` past the log's end: the next
+ * writer remakes the file rather than trust keys of seqs others will get. */
+static void keys_past_the_logs_end_is_remade(void **state)
+{
+    two *t = *state;
+    cairn__memkeys_core c;
+    cairn_stats st;
+    ino_t before;
+    char *p;
+    int fd;
+    store_n(t->ma, "a", 0, 5);
+    store_n(t->mb, "b", 0, 5);
+    before = keys_ino(t);
+    assert_int_equal(cairn_stats_get(t->b, &st), CAIRN_OK);
+    p = keys_path(t);
+    assert_true((fd = open(p, O_RDWR)) >= 0);
+    assert_int_equal(pread(fd, &c, sizeof c, KEYS_OFF_CORE), (ssize_t)sizeof c);
+    assert_int_equal(c.covered, st.last_seq);
+    c.covered = st.last_seq + 3;
+    assert_int_equal(pwrite(fd, &c, sizeof c, KEYS_OFF_CORE), (ssize_t)sizeof c);
+    close(fd);
+    free(p);
+    store_n(t->ma, "a", 5, 2);
+    assert_true(keys_ino(t) != before);
+    check_b_finds_a_duplicate(t, "a wrote memory number 6");
+    assert_int_equal(live(t->ma), 12);
+}
+
+/* A file whose bytes are damaged (here: its header) is remade; nothing
+ * faults, nothing is lost. */
+static void damaged_keys_is_remade(void **state)
+{
+    two *t = *state;
+    ino_t before;
+    char *p;
+    int fd;
+    store_n(t->ma, "a", 0, 5);
+    store_n(t->mb, "b", 0, 5);
+    before = keys_ino(t);
+    p = keys_path(t);
+    assert_true((fd = open(p, O_RDWR)) >= 0);
+    assert_int_equal(pwrite(fd, "garbage!", 8, 0), 8);
+    close(fd);
+    free(p);
+    store_n(t->ma, "a", 5, 2);
+    assert_true(keys_ino(t) != before);
+    check_b_finds_a_duplicate(t, "a wrote memory number 1");
+    assert_int_equal(live(t->mb), 12);
+}
+
+/* A purge among the records remakes the file from it on: no key of the
+ * purged content stays in KEYS. */
+static void a_purge_remakes_keys_without_the_purged_content(void **state)
+{
+    two *t = *state;
+    cairn_memory *mm = NULL;
+    cairn_purge_report pr;
+    static const char secret[] = "a secret a purges";
+    uint64_t nk = cairn__memkeys_ns_key("", 0);
+    uint64_t ck = cairn__memkeys_content_key(nk, secret, strlen(secret));
+    ino_t before;
+    store_n(t->ma, "a", 0, 2);
+    store_n(t->mb, "b", 0, 2);
+    assert_int_equal(cairn_mem_store(t->ma, secret, NULL, &mm, NULL), CAIRN_OK);
+    store_n(t->mb, "b", 2, 1);
+    assert_true(cairn__memkeys_has_content(&t->mb->keys, ck));
+    before = keys_ino(t);
+    assert_int_equal(cairn_mem_purge(t->ma, mm->id, &pr), CAIRN_OK);
+    cairn_mem_free(mm);
+    {
+        char *p = keys_path(t);
+        struct stat st;
+        assert_int_equal(stat(p, &st), -1); /* gone with the purge */
+        free(p);
+    }
+    store_n(t->ma, "a", 2, 1);
+    store_n(t->mb, "b", 3, 1); /* b folds past the purge in full */
+    store_n(t->ma, "a", 3, 1);
+    store_n(t->mb, "b", 4, 1); /* and holds a's store in a new KEYS */
+    assert_true(keys_ino(t) != before);
+    assert_true(t->mb->keys.fixed);
+    assert_false(cairn__memkeys_has_content(&t->mb->keys, ck));
+    assert_int_equal(live(t->mb), 9); /* a 4, b 5 */
+}
+
+/* The counts of KEYS include memories a handle's state holds already (a
+ * handle that read the log after the file's base): what it reports is
+ * exact all the same. */
+static void a_prune_report_by_keys_counts_exactly(void **state)
+{
+    two *t = *state;
+    cairn_mem_store_opts so = CAIRN_MEM_STORE_OPTS_INIT;
+    cairn_mem_prune pr;
+    store_n(t->ma, "a", 0, 3);
+    store_n(t->mb, "b", 0, 1);  /* KEYS from here, base at b's state (0) */
+    store_n(t->ma, "a", 3, 4);
+    assert_int_equal(live(t->ma), 8); /* a folds all: its state is past the base */
+    store_n(t->mb, "b", 1, 2);
+    store_n(t->ma, "a", 7, 1); /* a stores by keys, counting from its state */
+    assert_true(keys_held(t->ma) > 0);
+    so.prune = &pr;
+    assert_int_equal(cairn_mem_store(t->ma, "a reports the count", &so, NULL, NULL), CAIRN_OK);
+    assert_int_equal(pr.kept, 12);
+    assert_int_equal(live(t->mb), 12);
+}
+
+#define TWO(fn, own) {#fn own, fn, own[0] ? setup_own : setup_shared, teardown, NULL}
+#define BOTH(fn) TWO(fn, ""), TWO(fn, " (own sets)")
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_sets_hold_what_was_added_and_nothing_else),
         cmocka_unit_test(the_record_reader_takes_the_writers_records_and_declines_the_rest),
-        cmocka_unit_test_setup_teardown(a_storing_writer_holds_others_stores_as_keys_until_it_reads,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(a_store_by_keys_returns_the_memory_a_read_gives, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(a_store_by_keys_folds_accesses_of_memories_it_holds_as_keys,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(metadata_reads_the_same_from_the_store_and_after_a_fold,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(a_duplicate_among_the_keys_is_found, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_delete_among_others_records_makes_the_store_fold_in_full,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(a_limit_within_reach_of_the_keys_prunes_as_a_full_fold_does,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(a_close_with_keys_writes_the_index_of_everything, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(a_close_with_keys_takes_the_file_another_close_wrote, setup,
-                                        teardown),
+        BOTH(a_storing_writer_holds_others_stores_as_keys_until_it_reads),
+        BOTH(a_store_by_keys_returns_the_memory_a_read_gives),
+        BOTH(a_store_by_keys_folds_accesses_of_memories_it_holds_as_keys),
+        BOTH(metadata_reads_the_same_from_the_store_and_after_a_fold),
+        BOTH(a_duplicate_among_the_keys_is_found),
+        BOTH(a_delete_among_others_records_makes_the_store_fold_in_full),
+        BOTH(a_limit_within_reach_of_the_keys_prunes_as_a_full_fold_does),
+        BOTH(a_close_with_keys_writes_the_index_of_everything),
+        BOTH(a_close_with_keys_takes_the_file_another_close_wrote),
+        BOTH(a_prune_report_by_keys_counts_exactly),
+        TWO(keys_is_made_by_the_second_writer_and_shared, ""),
+        TWO(keys_of_another_boot_is_remade, ""),
+        TWO(keys_past_the_logs_end_is_remade, ""),
+        TWO(damaged_keys_is_remade, ""),
+        TWO(a_purge_remakes_keys_without_the_purged_content, ""),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -1978,9 +1979,17 @@ static uint64_t folded_seq(void *p)
     return v;
 }
 
+static void *checkpoint_after_the_wait(void *p)
+{
+    waiter *w = p;
+    __atomic_store_n(&w->rc, cairn_mem_checkpoint(w->mem), __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
 /* A writer waiting for another handle's turn folds what that one appends
  * meanwhile (cairn__turn_begin_busy), before the lock is let go: its own
- * turn then starts with a short catch-up, not with all of it. */
+ * turn then starts with a short catch-up, not with all of it. (A store's
+ * wait has nothing to fold: the holder adds its keys to KEYS; below.) */
 static void a_waiting_writer_folds_what_the_holder_appends(void **state)
 {
     fx *f = *state;
@@ -1989,7 +1998,7 @@ static void a_waiting_writer_folds_what_the_holder_appends(void **state)
     cairn_db *db2 = NULL;
     cairn_mem_stats ms;
     waiter w = {f->mem, NULL, -1};
-    tu_held_turn h = {f->db, store_200, store_after_the_wait, folded_seq, &w};
+    tu_held_turn h = {f->db, store_200, checkpoint_after_the_wait, folded_seq, &w};
 
     o.busy_timeout_ms = 20000;
     if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
@@ -1998,7 +2007,55 @@ static void a_waiting_writer_folds_what_the_holder_appends(void **state)
     assert_true(tu_folds_while_held(&h)); /* folded while the turn was held */
     assert_int_equal(w.rc, CAIRN_OK);
     assert_int_equal(cairn_mem_stats_get(w.mem, &ms), CAIRN_OK);
-    assert_int_equal(ms.total, 201);
+    assert_int_equal(ms.total, 200);
+    cairn_mem_stats_free(&ms);
+    cairn_mem_close(w.mem);
+    assert_int_equal(cairn_close(db2), CAIRN_OK);
+}
+
+/* A store that waits for the turn reads nothing meanwhile: the holder's
+ * stores put their keys in KEYS, and the waiter's turn takes them from
+ * there (format-spec/keys.md). Its state stays where it was; its keys
+ * cover the log; a read folds it all. */
+static void a_waiting_store_takes_the_holders_stores_from_keys(void **state)
+{
+    fx *f = *state;
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db2 = NULL;
+    cairn_mem_stats ms;
+    cairn_stats st;
+    waiter w = {f->mem, NULL, -1};
+    pthread_t th;
+    struct stat kst;
+
+    o.busy_timeout_ms = 20000;
+    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(db2, NULL, &w.mem), CAIRN_OK);
+    assert_int_equal(cairn_mem_store(w.mem, "the waiter was here first", NULL, NULL, NULL), CAIRN_OK);
+    assert_int_equal(cairn__turn_begin(f->db), CAIRN_OK);
+    store_200(&w);
+    assert_int_equal(pthread_create(&th, NULL, store_after_the_wait, &w), 0);
+    tu_sleep_ms(50);
+    assert_int_equal(folded_seq(&w), 1); /* the wait read none of the 200 */
+    assert_int_equal(cairn__turn_end(f->db), CAIRN_OK);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.rc, CAIRN_OK);
+    assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
+    pthread_mutex_lock(&w.mem->mu);
+    assert_true(w.mem->keys.fixed);             /* KEYS served */
+    assert_int_equal(w.mem->folded, 1);         /* nothing folded */
+    assert_int_equal(w.mem->keyed, st.last_seq); /* its own store too */
+    pthread_mutex_unlock(&w.mem->mu);
+    {
+        char *keys = tu_join(f->dir, "KEYS");
+        assert_int_equal(stat(keys, &kst), 0);
+        assert_true((uint64_t)kst.st_size > 4096);
+        free(keys);
+    }
+    assert_int_equal(cairn_mem_stats_get(w.mem, &ms), CAIRN_OK); /* a read folds */
+    assert_int_equal(ms.total, 202);
     cairn_mem_stats_free(&ms);
     cairn_mem_close(w.mem);
     assert_int_equal(cairn_close(db2), CAIRN_OK);
@@ -2350,6 +2407,7 @@ int main(void)
     T(max_memories_prunes_the_least_important_and_says_so) \
     T(a_burst_of_stores_and_deletes_ranks_as_a_rebuilt_index) \
     T(a_waiting_writer_folds_what_the_holder_appends) \
+    T(a_waiting_store_takes_the_holders_stores_from_keys) \
     T(long_contents_do_not_waste_the_shared_chunk) \
     T(recall_filters_by_metadata) \
     T(keep_duplicate_and_a_chosen_id) \

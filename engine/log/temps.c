@@ -8,7 +8,8 @@
  * One kind more is written by any handle: ACCESS.<hex>.tmp, the access side
  * file before it is linked or renamed into place (format-spec/access.md);
  * a writer open that removes one in flight only makes that recall record
- * nothing. And a merger thread writes its derived file as
+ * nothing. KEYS.<hex>.tmp is a fresh KEYS before its rename, written by
+ * a writer in its turn (format-spec/keys.md). And a merger thread writes its derived file as
  * NAME.<16 hex>.tmp outside the turn, renaming it inside one, as a flush
  * does with its file in a later turn; each holds an OFD lock on its temp
  * while it does (cairn__seqfile_temp_hold). Otherwise only a writer handle
@@ -42,7 +43,8 @@ int cairn__temp_name(const char *n)
     /* Any name ending in .seg.tmp, as format-spec/manifest.md has it. */
     return strcmp(n, MANIFEST_TMP) == 0 || (len > 8 && strcmp(n + len - 8, ".seg.tmp") == 0) ||
            cairn__seqfile_is_temp(n) ||
-           (len > 11 && strncmp(n, "ACCESS.", 7) == 0 && strcmp(n + len - 4, ".tmp") == 0);
+           (len > 11 && strncmp(n, "ACCESS.", 7) == 0 && strcmp(n + len - 4, ".tmp") == 0) ||
+           (len > 9 && strncmp(n, "KEYS.", 5) == 0 && strcmp(n + len - 4, ".tmp") == 0);
 }
 
 /* Is this handle in a turn (holding the lock)? */

@@ -1143,6 +1143,15 @@ static int keys_active(const cairn_mem *m)
     return m->keyed > m->folded;
 }
 
+/* Records the keys stand for that the state does not hold: what a close
+ * weighs as the tail. */
+static uint64_t keys_weight(const cairn_mem *m)
+{
+    if (!keys_active(m))
+        return 0;
+    return m->keys.fixed ? m->keyed - m->folded : cairn__memkeys_count(&m->keys);
+}
+
 static void keys_drop(cairn_mem *m)
 {
     cairn__memkeys_clear(&m->keys);
@@ -1174,6 +1183,158 @@ static int keys_one(void *user, const cairn_record *rec)
     return CAIRN_OK;
 }
 
+/* ---- KEYS: the sets the writer processes share (keyfile.h) ---------- */
+
+/* Is KEYS mapped, checked and attached as this handle's sets for this
+ * turn? A file that cannot serve leaves the handle its own sets. */
+static int shared_keys(cairn_mem *m, uint64_t log_end, uint64_t fresh_base, int renew)
+{
+    cairn__memkeys_core *c;
+
+    if (cairn__keyfile_use(&m->kf, m->db, log_end, fresh_base, renew) != CAIRN_OK) {
+        if (m->keys.fixed) {
+            cairn__memkeys_detach(&m->keys);
+            m->keyed = 0;
+        }
+        return 0;
+    }
+    c = cairn__keyfile_core(&m->kf);
+    if (!m->keys.fixed || m->keys.core != c) {
+        cairn__memkeys_attach(&m->keys, c, cairn__keyfile_content(&m->kf),
+                              cairn__keyfile_ids(&m->kf), (size_t)m->kf.slots);
+        m->keyed = 0;
+    }
+    return 1;
+}
+
+/* The records up to seq are not in the sets, the ones after it will be. */
+static void shared_restart(cairn__memkeys_core *c, uint64_t seq)
+{
+    c->base = seq;
+    c->n_ns = 0;
+}
+
+/* keys_one for KEYS: a record the keys cannot stand for moves the base
+ * past it; full sets, or a purge (no hash of purged content stays), end
+ * the fold with m->keys_renew set: the caller makes the file afresh. */
+static int keys_one_shared(void *user, const cairn_record *rec)
+{
+    cairn_mem *m = user;
+    cairn__memkeys_core *c = m->keys.core;
+    uint64_t nk, ck, ik;
+
+    if (rec->seq <= c->covered)
+        return CAIRN_OK;
+    if (rec->type == CAIRN_REC_MEMORY) {
+        int rc = CAIRN_EINVAL;
+        if (cairn__memkeys_of_record(rec->ns, rec->ns_len, rec->json, rec->json_len, &nk, &ck, &ik))
+            rc = cairn__memkeys_add(&m->keys, nk, ck, ik);
+        if (rc == CAIRN_ENOMEM) {
+            m->keys_renew = rec->seq;
+            return KEYS_FULL;
+        }
+        if (rc != CAIRN_OK) /* another shape, or a namespace past the counts' room */
+            shared_restart(c, rec->seq);
+    } else if (rec->type == CAIRN_REC_MEMORY_PURGE) {
+        m->keys_renew = rec->seq;
+        return KEYS_FULL;
+    } else if (rec->type == CAIRN_REC_COMPACTED ||
+               (rec->type > CAIRN_REC_MEMORY && rec->type <= CAIRN_REC_MEMORY_CLEAR &&
+                rec->type != CAIRN_REC_MEMORY_ACCESS)) {
+        shared_restart(c, rec->seq); /* an update, a delete, a clear, a hole */
+    }
+    c->covered = rec->seq;
+    return CAIRN_OK;
+}
+
+/* Count a store record of (base, folded] into the snapshot of the KEYS
+ * counts (every memory record there is one KEYS counted: any other kind
+ * would have moved the base past it). */
+static int keys_count_one(void *user, const cairn_record *rec)
+{
+    cairn_mem *m = user;
+    const cairn__memkeys_core *c = m->keys.core;
+    uint64_t nk;
+
+    if (rec->type != CAIRN_REC_MEMORY)
+        return CAIRN_OK;
+    nk = cairn__memkeys_ns_key(rec->ns, rec->ns_len);
+    for (uint64_t i = 0; i < c->n_ns && i < CAIRN__MEMKEYS_NS; i++)
+        if (c->ns_key[i] == nk) {
+            m->ksnap_n[i]++;
+            return CAIRN_OK;
+        }
+    return CAIRN_EINVAL; /* not counted: the counts stay unknown */
+}
+
+/* keys_fold through KEYS: bring its sets up to `to` (the records other
+ * writers appended without adding their keys, or that a writer killed in
+ * its turn left out), then take them when they start at or before this
+ * handle's state. -1: KEYS does not serve this handle (its own sets do);
+ * KEYS_FULL: the state must fold the full way. */
+static int keys_fold_shared(cairn_mem *m, uint64_t to)
+{
+    uint64_t base = m->folded;
+    cairn__memkeys_core *c = NULL;
+    int renew = 0, rc = CAIRN_OK;
+
+    for (int round = 0; round < 3; round++) {
+        if (!shared_keys(m, to, base, renew))
+            return -1;
+        c = m->keys.core;
+        if (c->covered >= to)
+            break;
+        m->keys_renew = 0;
+        rc = cairn__each_record(m->db, c->covered + 1, to, keys_one_shared, m);
+        if (rc != KEYS_FULL || m->keys_renew == 0)
+            break;
+        renew = 1; /* afresh, holding the records after keys_renew */
+        base = m->keys_renew;
+    }
+    if (rc != CAIRN_OK || c->covered < to || c->base > m->folded)
+        return KEYS_FULL;
+    m->keyed = to;
+    /* The counts' share the state holds (keys_in_ns): none at the base,
+     * all of them at covered, else those of the records in between, read
+     * once (until the state or the base moves). */
+    if (m->ksnap_ok && m->ksnap_seq == m->folded && m->ksnap_base == c->base)
+        return CAIRN_OK;
+    m->ksnap_ok = 0;
+    memset(m->ksnap_n, 0, sizeof m->ksnap_n);
+    if (c->covered == m->folded) {
+        for (uint64_t i = 0; i < c->n_ns && i < CAIRN__MEMKEYS_NS; i++)
+            m->ksnap_n[i] = c->ns_n[i];
+    } else if (c->base != m->folded &&
+               cairn__each_record(m->db, c->base + 1, m->folded, keys_count_one, m) != CAIRN_OK) {
+        return CAIRN_OK; /* the counts stay unknown: a store that reports them folds */
+    }
+    m->ksnap_ok = 1;
+    m->ksnap_seq = m->folded;
+    m->ksnap_base = c->base;
+    return CAIRN_OK;
+}
+
+/* Memories of the namespace of ns_key the keys hold and the state does
+ * not: 1 and *n when exact, 0 and an upper bound when the handle cannot
+ * tell (KEYS counted some the state holds too). */
+static int keys_in_ns(const cairn_mem *m, uint64_t ns_key, uint64_t *n)
+{
+    const cairn__memkeys_core *c = m->keys.core;
+    uint64_t all = cairn__memkeys_in_ns(&m->keys, ns_key);
+
+    *n = all;
+    if (!m->keys.fixed)
+        return 1; /* the handle's own sets: only what it has not folded */
+    if (!m->ksnap_ok || m->ksnap_seq != m->folded || m->ksnap_base != c->base)
+        return 0;
+    for (uint64_t i = 0; i < c->n_ns && i < CAIRN__MEMKEYS_NS; i++)
+        if (c->ns_key[i] == ns_key) {
+            *n = all - (m->ksnap_n[i] <= all ? m->ksnap_n[i] : all);
+            break;
+        }
+    return 1;
+}
+
 /* Hold the records up to `to` as keys. KEYS_FULL when they cannot stand
  * for them (the records from keyed on are then for the full fold; the
  * keys taken so far stay right). */
@@ -1182,6 +1343,8 @@ static int keys_fold(cairn_mem *m, uint64_t to)
     int rc;
     if (m->stale || m->damaged || cairn__dropped_upto(m->db) > m->folded)
         return KEYS_FULL;
+    if ((rc = keys_fold_shared(m, to)) != -1)
+        return rc;
     if (!keys_active(m)) {
         keys_drop(m);
         m->keyed = m->folded;
@@ -1295,6 +1458,12 @@ static int fold_waiting(void *user)
     if (m->stale || m->damaged || m->wait_rc != CAIRN_OK || cairn__db_refresh(m->db) != CAIRN_OK ||
         ((last = cairn__handed_seq(m->db)) <= before &&
          cairn__dropped_upto(m->db) <= m->folded)) {
+        pthread_mutex_unlock(&m->mu);
+        return 0;
+    }
+    /* KEYS is read and changed in turns only: a wait with it has nothing
+     * to do (the holder adds its keys itself). */
+    if (((wait_fold *)user)->keys && !m->kf.off) {
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
@@ -1844,7 +2013,7 @@ static uint64_t records_after_newest_file(cairn_mem *m)
 {
     uint64_t newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd);
     if (newest <= cairn__mem_index_covered(m))
-        return m->tail_weight + (keys_active(m) ? cairn__memkeys_count(&m->keys) : 0);
+        return m->tail_weight + keys_weight(m);
     return seen_seq(m) > newest ? seen_seq(m) - newest : 0;
 }
 
@@ -1858,7 +2027,7 @@ static int close_wants_checkpoint(cairn_mem *m)
 {
     if (m->index_outdated || m->chain_reread || m->unsynced_gone)
         return 1;
-    return m->tail_weight + (keys_active(m) ? cairn__memkeys_count(&m->keys) : 0) >= MEM_CHECKPOINT_MIN &&
+    return m->tail_weight + keys_weight(m) >= MEM_CHECKPOINT_MIN &&
            records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
 }
 
@@ -2441,8 +2610,9 @@ static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int k
     long nsi = cairn__mem_ns_index(m, d->ns, ns_len, 0);
     uint64_t nk = cairn__memkeys_ns_key(d->ns, ns_len);
     uint64_t ck = cairn__memkeys_content_key(nk, d->content, len), ik;
-    uint64_t lim = no_limit ? 0 : cairn__mem_limit(m, NULL), seq = 0;
-    uint64_t live = (nsi >= 0 ? m->ns[nsi].live : 0) + cairn__memkeys_in_ns(&m->keys, nk);
+    uint64_t lim = no_limit ? 0 : cairn__mem_limit(m, NULL), seq = 0, keyed_live;
+    int exact = keys_in_ns(m, nk, &keyed_live);
+    uint64_t live = (nsi >= 0 ? m->ns[nsi].live : 0) + keyed_live;
     char id[CAIRN_MEM_ID_MAX + 1];
     ment *x;
     memrec r;
@@ -2458,7 +2628,10 @@ static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int k
         *done = 1;
         return out != NULL ? copy_new(m, x, out) : CAIRN_OK; /* no event: nothing stored */
     }
-    if ((!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) || cairn__memkeys_count(&m->keys) >= KEYS_MAX ||
+    /* A count that may be high decides nothing the caller is told. */
+    if ((!exact && prune != NULL && !no_limit) ||
+        (!keep_dup && cairn__memkeys_has_content(&m->keys, ck)) ||
+        cairn__memkeys_count(&m->keys) >= KEYS_MAX ||
         (lim != 0 && live + 1 > lim))
         return CAIRN_OK;
     do {
@@ -2469,11 +2642,18 @@ static int store_keyed(cairn_mem *m, const cairn_mem_draft *d, size_t len, int k
     if ((rc = append_rec(m, d->ns, &r, &seq)) != CAIRN_OK)
         return rc;
     *done = 1;
-    /* The keys stand for every record up to seq, or for none. */
-    if (seq != m->keyed + 1 || cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
+    /* The keys stand for every record up to seq, or for none. In KEYS, the
+     * key is in before the file says it covers seq; a writer killed before
+     * its record reached the log leaves covered past the log's end, and
+     * the next writer makes the file afresh (keyfile.c). */
+    if (seq != m->keyed + 1 || (m->keys.fixed && m->keys.core->covered != m->keyed) ||
+        cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK) {
         keys_drop(m);
-    else
+    } else {
         m->keyed = seq;
+        if (m->keys.fixed)
+            m->keys.core->covered = seq;
+    }
     if (prune != NULL && !no_limit) { /* as enforce_limit reports */
         prune->kept = live + 1;
         prune->limit = lim;
@@ -3094,6 +3274,7 @@ static void free_all(cairn_mem *m)
     free(m->vtmp);
     free(m->ns_sizes);
     cairn__memkeys_free(&m->keys);
+    cairn__keyfile_close(&m->kf);
     cairn__fetch_free(m->db, &m->fetch);
     free(m->text);
     m->text = NULL;

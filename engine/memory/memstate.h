@@ -13,6 +13,7 @@
 #include "batch.h"
 #include "cairn.h"
 #include "memindex.h"
+#include "keyfile.h"
 #include "memkeys.h"
 #include "memrec.h"
 #include "ramindex.h"
@@ -220,6 +221,18 @@ struct cairn_mem {
      * state; keyed <= folded: none are. */
     cairn__memkeys keys;
     uint64_t keyed;
+    cairn__keyfile kf;       /* KEYS, shared by the writer processes: when
+                                mapped, keys are its sets (keyfile.h) */
+    uint64_t keys_renew;     /* keys_one_shared: the seq to make KEYS afresh
+                                from (0: none) */
+    /* KEYS counts memories per namespace since its base; what of them
+     * this handle's state holds already is known at two points: its state
+     * at the base (none), or at covered (all, as counted then). ksnap_n
+     * are the counts when covered was ksnap_seq, valid while the state
+     * is at ksnap_seq and the base at ksnap_base (keys_in_ns). */
+    int ksnap_ok;
+    uint64_t ksnap_seq, ksnap_base;
+    uint64_t ksnap_n[CAIRN__MEMKEYS_NS];
     uint64_t *by_id;         /* entry + 1 | the hash's top 32 bits << 32 (a
                                 probe skips other hashes without reading the
                                 entry); 0 empty; cap a power of 2 */

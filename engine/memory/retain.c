@@ -1116,6 +1116,15 @@ int cairn_mem_purge(cairn_mem *m, const char *id, cairn_purge_report *out)
     memset(&t, 0, sizeof t);
     if (rc == CAIRN_OK && (rc = cairn__mem_access_fold(m)) == CAIRN_OK)
         rc = write_marker(m, id, vname[0] ? vname : NULL, vdim, out);
+    /* No hash of the purged content stays in KEYS: the file goes, and the
+     * next writer that needs it makes it anew (format-spec/keys.md). */
+    if (rc == CAIRN_OK) {
+        if (m->keys.fixed) {
+            cairn__memkeys_detach(&m->keys);
+            m->keyed = 0;
+        }
+        rc = cairn__keyfile_remove(&m->kf, m->db);
+    }
     /* The marker is in the log: the memory is gone for every reader. Its
      * records go outside the turn (other writers go on). */
     rc = cairn__mem_turn_end(m, rc);
