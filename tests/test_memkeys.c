@@ -23,6 +23,7 @@
 #include "memkeys.h"
 #include "memrec.h"
 #include "memstate.h"
+#include "store.h"
 #include "testutil.h"
 
 /* ---- the key sets and the record reader ---------------------------------- */
@@ -665,6 +666,29 @@ static void a_prune_report_by_keys_counts_exactly(void **state)
     assert_int_equal(live(t->mb), 12);
 }
 
+/* Byte 3 of LOCK: one closing handle at a time folds and writes the
+ * index; another waits for it up to its busy timeout, then goes on
+ * without; a handle that closes lets it go. */
+static void the_index_writers_lock_is_held_by_one_handle_at_a_time(void **state)
+{
+    two *t = *state;
+    long long t0;
+    assert_int_equal(cairn__index_writer_lock(t->a, 1), 1);
+    t->b->busy_ms = 60;
+    t0 = tu_now_ms();
+    assert_int_equal(cairn__index_writer_lock(t->b, 1), 0); /* a holds it */
+    assert_true(tu_now_ms() - t0 >= 50);
+    assert_int_equal(cairn__index_writer_lock(t->a, 0), 1);
+    assert_int_equal(cairn__index_writer_lock(t->b, 1), 1);
+    assert_int_equal(cairn__index_writer_lock(t->a, 1), 0);
+    cairn_mem_close(t->mb);
+    t->mb = NULL;
+    assert_int_equal(cairn_close(t->b), CAIRN_OK); /* its descriptor goes, with the lock */
+    t->b = NULL;
+    assert_int_equal(cairn__index_writer_lock(t->a, 1), 1);
+    assert_int_equal(cairn__index_writer_lock(t->a, 0), 1);
+}
+
 #define TWO(fn, own) {#fn own, fn, own[0] ? setup_own : setup_shared, teardown, NULL}
 #define BOTH(fn) TWO(fn, ""), TWO(fn, " (own sets)")
 
@@ -688,6 +712,7 @@ int main(void)
         TWO(keys_past_the_logs_end_is_remade, ""),
         TWO(damaged_keys_is_remade, ""),
         TWO(a_purge_remakes_keys_without_the_purged_content, ""),
+        TWO(the_index_writers_lock_is_held_by_one_handle_at_a_time, ""),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

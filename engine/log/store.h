@@ -330,6 +330,14 @@ int cairn__compaction_live(cairn_db *db);
  * (take 1), so no compaction starts meanwhile; 1 if it got it (no
  * compaction runs), 0 if one runs. take 0 lets it go. */
 int cairn__compaction_guard(cairn_db *db, int take);
+
+/* Byte 3 of LOCK (format-spec/lock.md): held by the one handle of the
+ * store that folds the log and writes the memory index at its close, so
+ * that many writers closing at once do that work once, one after the
+ * other, and not all at once on the same records. take 1: wait for it,
+ * at most the busy timeout; 1 when held, 0 when not (timed out, no OFD
+ * locks, a read-only handle). take 0: let it go. */
+int cairn__index_writer_lock(cairn_db *db, int take);
 /* CAIRN_OK if the handle may write, else its error (mu held). */
 int cairn__check_writable(cairn_db *db);
 

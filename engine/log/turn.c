@@ -87,7 +87,8 @@ int cairn__lock_open(cairn_db *db, cairn__err *e)
 /* An OFD lock of type (F_RDLCK, F_WRLCK, F_UNLCK) on one byte of LOCK:
  * 0, or -1 with errno (ENOSYS without OFD locks). Byte 1 carries waiters'
  * shared locks, byte 2 the compaction lock (a compaction's F_WRLCK, a
- * writer's open's F_RDLCK while it lists orphans); byte 0 is unused by
+ * writer's open's F_RDLCK while it lists orphans), byte 3 the index
+ * writer's (cairn__index_writer_lock); byte 0 is unused by
  * them so it never conflicts with anything else. */
 static int ofd_byte_lock(cairn_db *db, off_t byte, short type)
 {
@@ -179,6 +180,26 @@ int cairn__compaction_live(cairn_db *db)
     (void)db;
     return 0;
 #endif
+}
+
+int cairn__index_writer_lock(cairn_db *db, int take)
+{
+    /* Byte 3 of LOCK: the one closing handle of the store that folds and
+     * writes the memory index at a time. Held outside turns; waited for
+     * in 1 ms sleeps, at most the busy timeout. */
+    int64_t deadline;
+    if (db->lockfd < 0)
+        return 0;
+    if (!take)
+        return ofd_byte_lock(db, 3, F_UNLCK) == 0;
+    deadline = mono_ns() + (int64_t)db->busy_ms * 1000000;
+    for (;;) {
+        if (ofd_byte_lock(db, 3, F_WRLCK) == 0)
+            return 1;
+        if ((errno != EAGAIN && errno != EACCES) || mono_ns() >= deadline)
+            return 0;
+        sleep_ns(1000000);
+    }
 }
 
 static int others_waiting(cairn_db *db)

@@ -2031,6 +2031,39 @@ static int close_wants_checkpoint(cairn_mem *m)
            records_after_newest_file(m) >= MEM_CHECKPOINT_MIN;
 }
 
+/* Records a close leaves to fold in its turn, at most (close_prefold). */
+#define CLOSE_PREFOLD_LEFT 1024
+
+/* A close whose state is behind the log by the stores of other processes
+ * (held as keys while it stored) folds them before its turn, as a reader
+ * does, and has their texts indexed: in its turn it then folds only what
+ * came after, and the other writers wait for its file's write, not for
+ * the fold. Best effort: what fails here is done again in the turn. */
+static void close_prefold(cairn_mem *m)
+{
+    uint64_t newest;
+    int rc;
+
+    if (!keys_active(m) || m->stale || m->damaged || m->db->read_only ||
+        cairn__db_refresh(m->db) != CAIRN_OK)
+        return;
+    newest = cairn__seqfile_newest(&cairn__seqfile_memindex, m->db->io, m->db->dirfd);
+    if (cairn__handed_seq(m->db) < newest + MEM_CHECKPOINT_MIN)
+        return; /* another close's file holds nearly all: the turn decides */
+    rc = newest > cairn__mem_index_covered(m) ? reload(m) : CAIRN_OK;
+    /* Again while the others appended much meanwhile, the texts indexed
+     * each time: the turn folds and indexes the last few thousand. */
+    for (int round = 0; rc == CAIRN_OK && round < 8; round++) {
+        if ((rc = cairn__db_refresh(m->db)) != CAIRN_OK ||
+            cairn__handed_seq(m->db) < m->folded + CLOSE_PREFOLD_LEFT)
+            break;
+        if ((rc = cairn__mem_catch_up(m)) == CAIRN_OK)
+            rc = cairn__mem_index_settle(m);
+    }
+    if (rc == CAIRN_OK)
+        (void)cairn__mem_index_settle(m);
+}
+
 void cairn_mem_close(cairn_mem *m)
 {
     if (m == NULL)
@@ -2050,8 +2083,15 @@ void cairn_mem_close(cairn_mem *m)
         /* Deferred: a failure that kills the handle is cairn_close's. */
         int was = cairn__deferred_begin();
         pthread_mutex_lock(&m->mu);
-        if (close_wants_checkpoint(m) || m->pend.on) /* (a flush's file goes in place) */
+        if (close_wants_checkpoint(m) || m->pend.on) { /* (a flush's file goes in place) */
+            /* Of many writers closing at once, one folds and writes at a
+             * time; the next finds its file and folds what came after. */
+            int writer = cairn__index_writer_lock(m->db, 1);
+            close_prefold(m);
             (void)checkpoint_locked(m, CKPT_CLOSE);
+            if (writer)
+                (void)cairn__index_writer_lock(m->db, 0);
+        }
         else if (cairn__access_fold_due(m) && cairn__mem_turn_begin(m) == CAIRN_OK) {
             /* In a turn: once. A fold of many accesses weighs what it
              * names (tail_weight): every open would replay it, so the
