@@ -92,6 +92,11 @@ typedef struct cairn__keyfile {
 int cairn__keyfile_use(cairn__keyfile *kf, cairn_db *db, uint64_t log_end, uint64_t fresh_base,
                        int renew);
 
+/* Outside a turn (a store's wait): map KEYS ahead, its pages asked for
+ * writable, so that the turn finds it mapped (the turn checks it all the
+ * same). Best effort: nothing is read or written in the file. */
+void cairn__keyfile_premap(cairn__keyfile *kf, cairn_db *db);
+
 /* The mapped file's counts and sets. */
 cairn__memkeys_core *cairn__keyfile_core(const cairn__keyfile *kf);
 uint64_t *cairn__keyfile_content(const cairn__keyfile *kf);

@@ -1462,8 +1462,9 @@ static int fold_waiting(void *user)
         return 0;
     }
     /* KEYS is read and changed in turns only: a wait with it has nothing
-     * to do (the holder adds its keys itself). */
+     * to do (the holder adds its keys itself) but to map it ahead. */
     if (((wait_fold *)user)->keys && !m->kf.off) {
+        cairn__keyfile_premap(&m->kf, m->db);
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
