@@ -1332,6 +1332,8 @@ static void test_crashes_around_a_seal_recover_to_one_sealed_copy(void **state)
     write_file(dir, "0000000000000001.seg", "not a sealed segment", 20);
     write_file(dir, "0000000000000003.log", img_file(&img, "0000000000000002.log")->data, 64);
     write_file(dir, "MANIFEST.tmp", "partial", 7);
+    write_file(dir, "KEYS.00000000deadbeef.tmp", "CAIRNKEY", 8); /* a KEYS being made */
+    write_file(dir, "KEYS.notes.txt", "mine", 4);
     write_file(dir, "notes.txt", "mine", 4);
     write_file(dir, "0000000000000001.LOG", "mine", 4);
 
@@ -1339,6 +1341,8 @@ static void test_crashes_around_a_seal_recover_to_one_sealed_copy(void **state)
     assert_false(file_exists(dir, "0000000000000001.seg.tmp"));
     assert_false(file_exists(dir, "0000000000000003.log"));
     assert_false(file_exists(dir, "MANIFEST.tmp"));
+    assert_false(file_exists(dir, "KEYS.00000000deadbeef.tmp"));
+    assert_true(file_exists(dir, "KEYS.notes.txt"));
     assert_false(file_exists(dir, "0000000000000001.log"));
     assert_true(file_exists(dir, "0000000000000002.log"));
     assert_true(file_exists(dir, "notes.txt"));
