@@ -1297,7 +1297,8 @@ static int keys_fold_shared(cairn_mem *m, uint64_t to)
     /* The counts' share the state holds (keys_in_ns): none at the base,
      * all of them at covered, else those of the records in between, read
      * once (until the state or the base moves). */
-    if (m->ksnap_ok && m->ksnap_seq == m->folded && m->ksnap_base == c->base)
+    if (m->ksnap_ok && m->ksnap_seq == m->folded && m->ksnap_base == c->base &&
+        m->ksnap_ino == m->kf.ino)
         return CAIRN_OK;
     m->ksnap_ok = 0;
     memset(m->ksnap_n, 0, sizeof m->ksnap_n);
@@ -1311,6 +1312,7 @@ static int keys_fold_shared(cairn_mem *m, uint64_t to)
     m->ksnap_ok = 1;
     m->ksnap_seq = m->folded;
     m->ksnap_base = c->base;
+    m->ksnap_ino = m->kf.ino;
     return CAIRN_OK;
 }
 
@@ -1325,7 +1327,8 @@ static int keys_in_ns(const cairn_mem *m, uint64_t ns_key, uint64_t *n)
     *n = all;
     if (!m->keys.fixed)
         return 1; /* the handle's own sets: only what it has not folded */
-    if (!m->ksnap_ok || m->ksnap_seq != m->folded || m->ksnap_base != c->base)
+    if (!m->ksnap_ok || m->ksnap_seq != m->folded || m->ksnap_base != c->base ||
+        m->ksnap_ino != m->kf.ino)
         return 0;
     for (uint64_t i = 0; i < c->n_ns && i < CAIRN__MEMKEYS_NS; i++)
         if (c->ns_key[i] == ns_key) {

@@ -229,9 +229,11 @@ struct cairn_mem {
      * this handle's state holds already is known at two points: its state
      * at the base (none), or at covered (all, as counted then). ksnap_n
      * are the counts when covered was ksnap_seq, valid while the state
-     * is at ksnap_seq and the base at ksnap_base (keys_in_ns). */
+     * is at ksnap_seq and the base at ksnap_base, in the file ksnap_ino
+     * (keys_in_ns). */
     int ksnap_ok;
     uint64_t ksnap_seq, ksnap_base;
+    ino_t ksnap_ino;
     uint64_t ksnap_n[CAIRN__MEMKEYS_NS];
     uint64_t *by_id;         /* entry + 1 | the hash's top 32 bits << 32 (a
                                 probe skips other hashes without reading the
