@@ -60,11 +60,13 @@ static void the_sets_hold_what_was_added_and_nothing_else(void **state)
 }
 
 /* The reader takes what the record encoder writes, with the keys of the
- * id and content it decodes to; it declines every other shape. */
+ * id and content it decodes to (escapes and all); it declines every other
+ * shape. */
 static void the_record_reader_takes_the_writers_records_and_declines_the_rest(void **state)
 {
     static const char *const contents[] = {"plain words", "ünïcödé ✓", "a \"quoted\" word",
-                                           "a\nnewline", "back\\slash"};
+                                           "a\nnewline\tand a tab", "back\\slash",
+                                           "\"", "ends with a quote\"", "bell \x07 and \x1f"};
     uint64_t nk, ck, ik;
     (void)state;
     for (size_t i = 0; i < sizeof contents / sizeof *contents; i++) {
@@ -72,7 +74,6 @@ static void the_record_reader_takes_the_writers_records_and_declines_the_rest(vo
         cairn__err e;
         char *json = NULL;
         size_t len = 0;
-        int escaped = strpbrk(contents[i], "\"\n\\") != NULL;
         memset(&r, 0, sizeof r);
         r.type = CAIRN_REC_MEMORY;
         r.id = "m0123456789abcdef";
@@ -81,16 +82,21 @@ static void the_record_reader_takes_the_writers_records_and_declines_the_rest(vo
         r.category = "fact";
         r.importance = 0.5;
         assert_int_equal(cairn__memrec_encode(&r, &json, &len, &e), CAIRN_OK);
-        /* escapes: declined (the full fold decodes them) */
-        assert_int_equal(cairn__memkeys_of_record("ns", 2, json, len, &nk, &ck, &ik), !escaped);
-        if (!escaped) {
-            assert_true(nk == cairn__memkeys_ns_key("ns", 2));
-            assert_true(ck == cairn__memkeys_content_key(nk, contents[i], strlen(contents[i])));
-            assert_true(ck != cairn__memkeys_content_key(cairn__memkeys_ns_key("other", 5),
-                                                         contents[i], strlen(contents[i])));
-            assert_true(ik == cairn__memkeys_id_key(r.id, strlen(r.id)));
-        }
+        assert_int_equal(cairn__memkeys_of_record("ns", 2, json, len, &nk, &ck, &ik), 1);
+        assert_true(nk == cairn__memkeys_ns_key("ns", 2));
+        assert_true(ck == cairn__memkeys_content_key(nk, contents[i], strlen(contents[i])));
+        assert_true(ck != cairn__memkeys_content_key(cairn__memkeys_ns_key("other", 5),
+                                                     contents[i], strlen(contents[i])));
+        assert_true(ik == cairn__memkeys_id_key(r.id, strlen(r.id)));
         free(json);
+    }
+    {
+        /* escapes as any JSON writer may put them: \/, \u of one and of
+         * two UTF-16 units, the same key as the bytes they stand for */
+        static const char json[] = "{\"id\":\"m1\",\"content\":\"a\\/b \\u00e9 \\ud83d\\ude00 \\u2713\"}";
+        static const char raw[] = "a/b \xc3\xa9 \xf0\x9f\x98\x80 \xe2\x9c\x93";
+        assert_int_equal(cairn__memkeys_of_record("", 0, json, strlen(json), &nk, &ck, &ik), 1);
+        assert_true(ck == cairn__memkeys_content_key(cairn__memkeys_ns_key("", 0), raw, strlen(raw)));
     }
     /* other shapes: fields in another order, a commit's mark, a bad id,
      * an empty content, cut short */
@@ -103,6 +109,16 @@ static void the_record_reader_takes_the_writers_records_and_declines_the_rest(vo
         "{\"id\":\"m1\",\"content\":\"x",
         "{\"id\":\"m1\"",
         "{\"id\":\"abcdefghijabcdefghijabcdefghijabc\",\"content\":\"x\"}", /* 33 > 32 */
+        /* contents no decoder reads as these bytes: a NUL, a lone
+         * surrogate, an escape JSON has not, a raw control byte, an
+         * escape cut short */
+        "{\"id\":\"m1\",\"content\":\"a\\u0000b\"}",
+        "{\"id\":\"m1\",\"content\":\"a\\ud83db\"}",
+        "{\"id\":\"m1\",\"content\":\"a\\ude00b\"}",
+        "{\"id\":\"m1\",\"content\":\"a\\xb\"}",
+        "{\"id\":\"m1\",\"content\":\"a\tb\"}",
+        "{\"id\":\"m1\",\"content\":\"a\\u00\"}",
+        "{\"id\":\"m1\",\"content\":\"a\\\"}",
     };
     for (size_t i = 0; i < sizeof declined / sizeof *declined; i++)
         assert_int_equal(cairn__memkeys_of_record("", 0, declined[i], strlen(declined[i]), &nk, &ck, &ik), 0);

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "cairn.h"
@@ -259,6 +260,125 @@ static int plain(const char *p, size_t n)
     return 1;
 }
 
+static int hex4(const char *p, const char *end, uint32_t *out)
+{
+    uint32_t v = 0;
+    if (end - p < 4)
+        return 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (uint32_t)(c - 'A' + 10);
+        else
+            return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static size_t utf8_put(uint32_t cp, uint8_t *o)
+{
+    if (cp < 0x80) {
+        o[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (uint8_t)(0xC0 | (cp >> 6));
+        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (uint8_t)(0xE0 | (cp >> 12));
+        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (uint8_t)(0xF0 | (cp >> 18));
+    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* The key of a content whose JSON string (c up to end, after its opening
+ * quote) holds escapes: hashed as it unescapes, the runs between escapes
+ * as they are, so the key is the one of the decoded content. 1 with the
+ * key and *q at the closing quote; 0 for a control byte, an escape JSON
+ * has not, a lone surrogate, \u0000 (a decoder's string would end
+ * there), an empty content or no closing quote. */
+static int escaped_content_key(uint64_t ns_key, const char *c, const char *end, const char **q,
+                               uint64_t *key)
+{
+    XXH3_state_t st;
+    const char *p = c, *run = c;
+    size_t total = 0;
+
+    if (XXH3_64bits_reset_withSeed(&st, ns_key) != XXH_OK)
+        return 0;
+    while (p < end && *p != '"') {
+        uint8_t out[4];
+        size_t n = 1;
+        uint32_t cp, lo;
+        if ((unsigned char)*p < 0x20)
+            return 0;
+        if (*p != '\\') {
+            p++;
+            continue;
+        }
+        if (p > run) {
+            (void)XXH3_64bits_update(&st, run, (size_t)(p - run));
+            total += (size_t)(p - run);
+        }
+        if (end - p < 2)
+            return 0;
+        switch (p[1]) {
+        case '"': out[0] = '"'; break;
+        case '\\': out[0] = '\\'; break;
+        case '/': out[0] = '/'; break;
+        case 'b': out[0] = '\b'; break;
+        case 'f': out[0] = '\f'; break;
+        case 'n': out[0] = '\n'; break;
+        case 'r': out[0] = '\r'; break;
+        case 't': out[0] = '\t'; break;
+        case 'u':
+            if (!hex4(p + 2, end, &cp) || cp == 0 || (cp >= 0xDC00 && cp <= 0xDFFF))
+                return 0;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (end - p < 12 || p[6] != '\\' || p[7] != 'u' || !hex4(p + 8, end, &lo) ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return 0;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p += 6;
+            }
+            n = utf8_put(cp, out);
+            p += 4;
+            break;
+        default:
+            return 0;
+        }
+        p += 2;
+        run = p;
+        (void)XXH3_64bits_update(&st, out, n);
+        total += n;
+    }
+    if (p >= end)
+        return 0;
+    if (p > run) {
+        (void)XXH3_64bits_update(&st, run, (size_t)(p - run));
+        total += (size_t)(p - run);
+    }
+    if (total == 0)
+        return 0;
+    *q = p;
+    *key = nonzero(XXH3_64bits_digest(&st));
+    return 1;
+}
+
 static int id_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -282,10 +402,13 @@ int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, si
         return 0;
     *id_key = cairn__memkeys_id_key(id, (size_t)(p - id));
     c = p + sizeof mid - 1;
+    *ns_key = cairn__memkeys_ns_key(ns, ns_len);
     /* The content's end: the first quote, when no escape or control byte
      * comes before it (the writer escapes quotes, backslashes and control
-     * bytes, and a decoder ends a string at a NUL). */
-    if ((q = memchr(c, '"', (size_t)(end - c))) == NULL || q == c || !plain(c, (size_t)(q - c)))
+     * bytes); else the content is read escape by escape. */
+    if ((q = memchr(c, '"', (size_t)(end - c))) != NULL && q != c && plain(c, (size_t)(q - c)))
+        *content_key = cairn__memkeys_content_key(*ns_key, c, (size_t)(q - c));
+    else if (!escaped_content_key(*ns_key, c, end, &q, content_key))
         return 0;
     /* A commit's mark ("batch":[i,n]) is a field of its own after it: such
      * a record counts only if its whole commit is in the log. A key is
@@ -296,7 +419,5 @@ int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, si
     for (const char *b = q + 1; (b = memchr(b, 'b', (size_t)(end - b))) != NULL; b++)
         if (b[-1] == '"' && end - b >= 5 && memcmp(b, "batch", 5) == 0)
             return 0;
-    *ns_key = cairn__memkeys_ns_key(ns, ns_len);
-    *content_key = cairn__memkeys_content_key(*ns_key, c, (size_t)(q - c));
     return 1;
 }

@@ -15,10 +15,11 @@
  * full fold would skip, so a hit sends the caller to the full fold, which
  * decides. A miss is exact: every store record after the fold is in the
  * sets, and any record the keys cannot stand for (an update, a delete, a
- * clear, a purge, a commit of several, a content with escapes, a hole
+ * clear, a purge, a commit of several, a store of another shape, a hole
  * compaction left) ends the keys and the caller folds the full way.
- * The sets live in RAM only; dropping them is always correct (the next
- * fold reads the records again from the log).
+ * The sets live in a handle's RAM, or in KEYS, shared by the writer
+ * processes (keyfile.h); dropping them is always correct (the next fold
+ * reads the records again from the log).
  */
 #ifndef CAIRN_MEMKEYS_H
 #define CAIRN_MEMKEYS_H
@@ -102,9 +103,12 @@ void cairn__memkeys_free(cairn__memkeys *k);
 
 /* The keys of a memory store record's payload json[0..len) in namespace
  * ns, read from the two fields the writer puts first
- * ({"id":"...","content":"...", ...). 1 with the keys; 0 when the payload
- * has another shape, escapes or control bytes, or a commit's mark: the
- * caller folds that record the full way. Reads nothing past len. */
+ * ({"id":"...","content":"...", ...); the content's escapes are read as
+ * a JSON decoder reads them (its key is that of the decoded bytes). 1 with
+ * the keys; 0 when the payload has another shape, a content no decoder
+ * reads as bytes without a NUL (\u0000, a lone surrogate, a raw control
+ * byte), escapes or control bytes after the content, or a commit's mark:
+ * the caller folds that record the full way. Reads nothing past len. */
 int cairn__memkeys_of_record(const char *ns, size_t ns_len, const char *json, size_t len,
                              uint64_t *ns_key, uint64_t *content_key, uint64_t *id_key);
 
