@@ -526,6 +526,25 @@ static ino_t keys_ino(const two *t)
     return st.st_ino;
 }
 
+/* Both writers store, b by keys, in KEYS: the inode of the file. */
+static ino_t two_writers_in_keys(two *t)
+{
+    store_n(t->ma, "a", 0, 5);
+    store_n(t->mb, "b", 0, 5);
+    return keys_ino(t);
+}
+
+/* len bytes of KEYS at off, read into buf or written from it. */
+static void keys_bytes(const two *t, off_t off, void *buf, size_t len, int write)
+{
+    char *p = keys_path(t);
+    int fd = open(p, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(write ? pwrite(fd, buf, len, off) : pread(fd, buf, len, off), (ssize_t)len);
+    close(fd);
+    free(p);
+}
+
 /* What a's stores leave for b: KEYS holds their keys, b's store takes
  * them from there, and a duplicate of a's content found through them is
  * not stored again. */
@@ -562,10 +581,7 @@ static void keys_is_made_by_the_second_writer_and_shared(void **state)
 static void keys_of_another_boot_is_remade(void **state)
 {
     two *t = *state;
-    ino_t before;
-    store_n(t->ma, "a", 0, 5);
-    store_n(t->mb, "b", 0, 5);
-    before = keys_ino(t);
+    ino_t before = two_writers_in_keys(t);
     cairn__boot_id_set(cairn__boot_id() ^ 0x5a5a5a5a5a5a5a5aull);
     store_n(t->ma, "a", 5, 5);
     assert_true(keys_ino(t) != before);
@@ -581,23 +597,14 @@ static void keys_of_another_boot_is_remade(void **state)
 static void keys_past_the_logs_end_is_remade(void **state)
 {
     two *t = *state;
+    ino_t before = two_writers_in_keys(t);
     cairn__memkeys_core c;
     cairn_stats st;
-    ino_t before;
-    char *p;
-    int fd;
-    store_n(t->ma, "a", 0, 5);
-    store_n(t->mb, "b", 0, 5);
-    before = keys_ino(t);
     assert_int_equal(cairn_stats_get(t->b, &st), CAIRN_OK);
-    p = keys_path(t);
-    assert_true((fd = open(p, O_RDWR)) >= 0);
-    assert_int_equal(pread(fd, &c, sizeof c, KEYS_OFF_CORE), (ssize_t)sizeof c);
+    keys_bytes(t, KEYS_OFF_CORE, &c, sizeof c, 0);
     assert_int_equal(c.covered, st.last_seq);
     c.covered = st.last_seq + 3;
-    assert_int_equal(pwrite(fd, &c, sizeof c, KEYS_OFF_CORE), (ssize_t)sizeof c);
-    close(fd);
-    free(p);
+    keys_bytes(t, KEYS_OFF_CORE, &c, sizeof c, 1);
     store_n(t->ma, "a", 5, 2);
     assert_true(keys_ino(t) != before);
     check_b_finds_a_duplicate(t, "a wrote memory number 6");
@@ -609,17 +616,9 @@ static void keys_past_the_logs_end_is_remade(void **state)
 static void damaged_keys_is_remade(void **state)
 {
     two *t = *state;
-    ino_t before;
-    char *p;
-    int fd;
-    store_n(t->ma, "a", 0, 5);
-    store_n(t->mb, "b", 0, 5);
-    before = keys_ino(t);
-    p = keys_path(t);
-    assert_true((fd = open(p, O_RDWR)) >= 0);
-    assert_int_equal(pwrite(fd, "garbage!", 8, 0), 8);
-    close(fd);
-    free(p);
+    ino_t before = two_writers_in_keys(t);
+    char garbage[] = "garbage!";
+    keys_bytes(t, 0, garbage, 8, 1);
     store_n(t->ma, "a", 5, 2);
     assert_true(keys_ino(t) != before);
     check_b_finds_a_duplicate(t, "a wrote memory number 1");
