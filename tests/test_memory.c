@@ -1986,6 +1986,31 @@ static void *checkpoint_after_the_wait(void *p)
     return NULL;
 }
 
+/* A second writer handle on f's store, with a busy timeout long enough
+ * for any wait of these tests. */
+static cairn_db *open_second(fx *f, cairn_mem **m)
+{
+    cairn_options o = CAIRN_OPTIONS_INIT;
+    char err[CAIRN_ERRMSG_MAX] = "";
+    cairn_db *db = NULL;
+    o.busy_timeout_ms = 20000;
+    if (cairn_open(&db, f->dir, &o, err, sizeof err) != CAIRN_OK)
+        fail_msg("cairn_open: %s", err);
+    assert_int_equal(cairn_mem_open(db, NULL, m), CAIRN_OK);
+    return db;
+}
+
+/* The memories m holds once it has read the log, then m and db closed. */
+static void close_second(cairn_db *db, cairn_mem *m, uint64_t total)
+{
+    cairn_mem_stats ms;
+    assert_int_equal(cairn_mem_stats_get(m, &ms), CAIRN_OK);
+    assert_int_equal(ms.total, total);
+    cairn_mem_stats_free(&ms);
+    cairn_mem_close(m);
+    assert_int_equal(cairn_close(db), CAIRN_OK);
+}
+
 /* A writer waiting for another handle's turn folds what that one appends
  * meanwhile (cairn__turn_begin_busy), before the lock is let go: its own
  * turn then starts with a short catch-up, not with all of it. (A store's
@@ -1993,24 +2018,13 @@ static void *checkpoint_after_the_wait(void *p)
 static void a_waiting_writer_folds_what_the_holder_appends(void **state)
 {
     fx *f = *state;
-    cairn_options o = CAIRN_OPTIONS_INIT;
-    char err[CAIRN_ERRMSG_MAX] = "";
-    cairn_db *db2 = NULL;
-    cairn_mem_stats ms;
     waiter w = {f->mem, NULL, -1};
     tu_held_turn h = {f->db, store_200, checkpoint_after_the_wait, folded_seq, &w};
+    cairn_db *db2 = open_second(f, &w.mem);
 
-    o.busy_timeout_ms = 20000;
-    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
-        fail_msg("cairn_open: %s", err);
-    assert_int_equal(cairn_mem_open(db2, NULL, &w.mem), CAIRN_OK);
     assert_true(tu_folds_while_held(&h)); /* folded while the turn was held */
     assert_int_equal(w.rc, CAIRN_OK);
-    assert_int_equal(cairn_mem_stats_get(w.mem, &ms), CAIRN_OK);
-    assert_int_equal(ms.total, 200);
-    cairn_mem_stats_free(&ms);
-    cairn_mem_close(w.mem);
-    assert_int_equal(cairn_close(db2), CAIRN_OK);
+    close_second(db2, w.mem, 200);
 }
 
 /* A store that waits for the turn reads nothing meanwhile: the holder's
@@ -2020,19 +2034,13 @@ static void a_waiting_writer_folds_what_the_holder_appends(void **state)
 static void a_waiting_store_takes_the_holders_stores_from_keys(void **state)
 {
     fx *f = *state;
-    cairn_options o = CAIRN_OPTIONS_INIT;
-    char err[CAIRN_ERRMSG_MAX] = "";
-    cairn_db *db2 = NULL;
-    cairn_mem_stats ms;
-    cairn_stats st;
     waiter w = {f->mem, NULL, -1};
+    cairn_db *db2 = open_second(f, &w.mem);
+    char *keys = tu_join(f->dir, "KEYS");
+    cairn_stats st;
     pthread_t th;
     struct stat kst;
 
-    o.busy_timeout_ms = 20000;
-    if (cairn_open(&db2, f->dir, &o, err, sizeof err) != CAIRN_OK)
-        fail_msg("cairn_open: %s", err);
-    assert_int_equal(cairn_mem_open(db2, NULL, &w.mem), CAIRN_OK);
     assert_int_equal(cairn_mem_store(w.mem, "the waiter was here first", NULL, NULL, NULL), CAIRN_OK);
     assert_int_equal(cairn__turn_begin(f->db), CAIRN_OK);
     store_200(&w);
@@ -2044,21 +2052,14 @@ static void a_waiting_store_takes_the_holders_stores_from_keys(void **state)
     assert_int_equal(w.rc, CAIRN_OK);
     assert_int_equal(cairn_stats_get(f->db, &st), CAIRN_OK);
     pthread_mutex_lock(&w.mem->mu);
-    assert_true(w.mem->keys.fixed);             /* KEYS served */
-    assert_int_equal(w.mem->folded, 1);         /* nothing folded */
+    assert_true(w.mem->keys.fixed);              /* KEYS served */
+    assert_int_equal(w.mem->folded, 1);          /* nothing folded */
     assert_int_equal(w.mem->keyed, st.last_seq); /* its own store too */
     pthread_mutex_unlock(&w.mem->mu);
-    {
-        char *keys = tu_join(f->dir, "KEYS");
-        assert_int_equal(stat(keys, &kst), 0);
-        assert_true((uint64_t)kst.st_size > 4096);
-        free(keys);
-    }
-    assert_int_equal(cairn_mem_stats_get(w.mem, &ms), CAIRN_OK); /* a read folds */
-    assert_int_equal(ms.total, 202);
-    cairn_mem_stats_free(&ms);
-    cairn_mem_close(w.mem);
-    assert_int_equal(cairn_close(db2), CAIRN_OK);
+    assert_int_equal(stat(keys, &kst), 0);
+    assert_true((uint64_t)kst.st_size > 4096);
+    free(keys);
+    close_second(db2, w.mem, 202); /* a read folds */
 }
 
 /* Stores in a burst, each recalled by the very next call, some deleted
