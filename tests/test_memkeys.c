@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -681,6 +682,84 @@ static void a_prune_report_by_keys_counts_exactly(void **state)
     assert_int_equal(live(t->mb), 12);
 }
 
+/* An io table that fails one call site with an errno. */
+typedef struct fail_at {
+    const cairn_io *real;
+    const char *site;
+    int err;
+    int hits;
+} fail_at;
+
+static ssize_t fail_pwrite(void *u, const char *site, int fd, const void *buf, size_t len, off_t off)
+{
+    fail_at *f = u;
+    if (strcmp(site, f->site) == 0) {
+        f->hits++;
+        errno = f->err;
+        return -1;
+    }
+    return f->real->pwrite(f->real->user, site, fd, buf, len, off);
+}
+
+static int fail_renameat(void *u, const char *site, int dirfd, const char *from, const char *to)
+{
+    fail_at *f = u;
+    if (strcmp(site, f->site) == 0) {
+        f->hits++;
+        errno = f->err;
+        return -1;
+    }
+    return f->real->renameat(f->real->user, site, dirfd, from, to);
+}
+
+/* KEYS cannot be made (a full disk while it is written, a rename that
+ * fails): the handle keeps its own sets, stores as exactly, and leaves no
+ * file behind. */
+static void a_keys_file_that_cannot_be_made_leaves_the_handle_its_own_sets(void **state)
+{
+    static const char *const sites[] = {"keys.create", "keys.rename"};
+    two *t = *state;
+    for (size_t k = 0; k < 2; k++) {
+        const cairn_io *r = cairn_io_default();
+        fail_at fa = {r, sites[k], k == 0 ? ENOSPC : EIO, 0};
+        cairn_io io = *r;
+        cairn_options o = CAIRN_OPTIONS_INIT;
+        cairn_mem_options mo = CAIRN_MEM_OPTIONS_INIT;
+        char err[CAIRN_ERRMSG_MAX] = "", *p = keys_path(t), *tmp;
+        struct stat st;
+        char text[64];
+
+        io.pwrite = fail_pwrite;
+        io.renameat = fail_renameat;
+        io.user = &fa;
+        o.background = 0;
+        o.durability = CAIRN_DURABILITY_NONE;
+        o.segment_size = 4096;
+        o.io = &io;
+        cairn_mem_close(t->mb);
+        assert_int_equal(cairn_close(t->b), CAIRN_OK);
+        assert_int_equal(cairn_open(&t->b, t->dir, &o, err, sizeof err), CAIRN_OK);
+        mo.max_memories = 100000;
+        assert_int_equal(cairn_mem_open(t->b, &mo, &t->mb), CAIRN_OK);
+        snprintf(text, sizeof text, "a wrote memory number %zu", 100 + k);
+        store_n(t->ma, "a", (int)(100 + k), 1);
+        (void)unlink(p); /* a's turn may have made one (a meets b's stores) */
+        store_n(t->mb, "b", (int)(100 + k), 1); /* b meets a's store: it makes KEYS */
+        assert_true(fa.hits > 0);
+        assert_true(t->mb->kf.off);
+        assert_false(t->mb->keys.fixed);
+        assert_int_equal(stat(p, &st), -1); /* no KEYS */
+        assert_null(tmp = tu_find_last(t->dir, ".tmp")); /* and no temp of one */
+        store_n(t->ma, "a", (int)(200 + k), 1);
+        (void)unlink(p);
+        store_n(t->mb, "b", (int)(200 + k), 1);
+        assert_true(keys_held(t->mb) > 0); /* its own sets */
+        check_b_finds_a_duplicate(t, text);
+        assert_int_equal(live(t->ma), 4 * (k + 1)); /* a 2 and b 2 a round */
+        free(p);
+    }
+}
+
 /* Byte 3 of LOCK: one closing handle at a time folds and writes the
  * index; another waits for it up to its busy timeout, then goes on
  * without; a handle that closes lets it go. */
@@ -727,6 +806,7 @@ int main(void)
         TWO(keys_past_the_logs_end_is_remade, ""),
         TWO(damaged_keys_is_remade, ""),
         TWO(a_purge_remakes_keys_without_the_purged_content, ""),
+        TWO(a_keys_file_that_cannot_be_made_leaves_the_handle_its_own_sets, ""),
         TWO(the_index_writers_lock_is_held_by_one_handle_at_a_time, ""),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
