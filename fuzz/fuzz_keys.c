@@ -29,9 +29,10 @@ static void sets(const uint8_t *data, size_t size, uint64_t slots)
     if (f == NULL)
         return;
     memcpy(f, data, KEYS_OFF_TABLES);
-    for (size_t i = KEYS_OFF_TABLES; i < len; i++)
-        f[i] = size > KEYS_OFF_TABLES ? data[KEYS_OFF_TABLES + (i - KEYS_OFF_TABLES) % (size - KEYS_OFF_TABLES)]
-                                      : 0;
+    for (size_t i = KEYS_OFF_TABLES; i < len; i++) {
+        size_t rest = size - KEYS_OFF_TABLES; /* the input's bytes after its head, repeated */
+        f[i] = size > KEYS_OFF_TABLES ? data[KEYS_OFF_TABLES + (i - KEYS_OFF_TABLES) % rest] : 0;
+    }
     memcpy(&core, f + KEYS_OFF_CORE, sizeof core);
     memset(&k, 0, sizeof k);
     cairn__memkeys_attach(&k, &core, (uint64_t *)(void *)(f + KEYS_OFF_TABLES),

@@ -2125,6 +2125,15 @@ static void test_keys_encoding_matches_golden(void **state)
     matches_golden("keys-v1.bin", make_keys);
 }
 
+/* cairn__keyfile_check against this store's id. */
+static int kcheck(const uint8_t *b, size_t len, uint64_t size, uint64_t boot, const uint8_t *sid,
+                  uint64_t log_end)
+{
+    uint64_t slots;
+    cairn__err e;
+    return cairn__keyfile_check(b, len, size, boot, sid, log_end, &slots, &e);
+}
+
 /* The golden read with the engine's checks: its fields, then what makes a
  * writer remake the file (format-spec/keys.md). */
 static void test_keys_golden_reads_back(void **state)
@@ -2143,7 +2152,8 @@ static void test_keys_golden_reads_back(void **state)
     assert_memory_equal(g + 24, man_store_id, 16);
     assert_int_equal(get_le64(g + 40), KEYS_SLOTS);
     assert_int_equal(get_le64(g + 56), XXH3_64bits(g, 56));
-    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
+    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots,
+                                          &e),
                      CAIRN_OK);
     assert_int_equal(slots, KEYS_SLOTS);
     memcpy(&k, g + KEYS_OFF_CORE, sizeof k);
@@ -2159,45 +2169,35 @@ static void test_keys_golden_reads_back(void **state)
     /* what a writer remakes: another boot, another store, a log that ends
      * before covered (a writer killed before its records reached it), a
      * file of another size, counts out of range */
-    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT + 1, man_store_id, 50, &slots, &e),
-                     CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(g, len, size, KEYS_GOLD_BOOT + 1, man_store_id, 50), CAIRN_ECORRUPT);
     memcpy(other, man_store_id, 16);
     other[3] ^= 1;
-    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, other, 50, &slots, &e),
-                     CAIRN_ECORRUPT);
-    assert_int_equal(cairn__keyfile_check(g, len, size, KEYS_GOLD_BOOT, man_store_id, 49, &slots, &e),
-                     CAIRN_ECORRUPT);
-    assert_int_equal(cairn__keyfile_check(g, len, size - 8, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
-                     CAIRN_ECORRUPT);
-    assert_int_equal(cairn__keyfile_check(g, len - 1, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
-                     CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(g, len, size, KEYS_GOLD_BOOT, other, 50), CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(g, len, size, KEYS_GOLD_BOOT, man_store_id, 49), CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(g, len, size - 8, KEYS_GOLD_BOOT, man_store_id, 50), CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(g, len - 1, size, KEYS_GOLD_BOOT, man_store_id, 50), CAIRN_ECORRUPT);
     c = malloc(len);
     assert_non_null(c);
     memcpy(c, g, len);
     k.ns_n[1] = 4; /* the counts add up to more than the keys put */
     memcpy(c + KEYS_OFF_CORE, &k, sizeof k);
-    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
-                     CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50), CAIRN_ECORRUPT);
     k.ns_n[1] = 3;
     k.n = KEYS_SLOTS / 2 + 1; /* past half the slots */
     memcpy(c + KEYS_OFF_CORE, &k, sizeof k);
-    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
-                     CAIRN_ECORRUPT);
+    assert_int_equal(kcheck(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50), CAIRN_ECORRUPT);
     /* a flipped header bit, a newer version, slots not a power of 2 */
     memcpy(c, g, len);
     c[17] ^= 1;
-    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
-                     CAIRN_ECHECKSUM);
+    assert_int_equal(kcheck(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50), CAIRN_ECHECKSUM);
     memcpy(c, g, len);
     put_le16(c + 8, 2);
     put_le64(c + 56, XXH3_64bits(c, 56));
-    assert_int_equal(cairn__keyfile_check(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50, &slots, &e),
-                     CAIRN_EVERSION);
+    assert_int_equal(kcheck(c, len, size, KEYS_GOLD_BOOT, man_store_id, 50), CAIRN_EVERSION);
     memcpy(c, g, len);
     put_le64(c + 40, KEYS_SLOTS + 1);
     put_le64(c + 56, XXH3_64bits(c, 56));
-    assert_int_equal(cairn__keyfile_check(c, len, KEYS_FILE_SIZE(KEYS_SLOTS + 1), KEYS_GOLD_BOOT,
-                                          man_store_id, 50, &slots, &e),
+    assert_int_equal(kcheck(c, len, KEYS_FILE_SIZE(KEYS_SLOTS + 1), KEYS_GOLD_BOOT, man_store_id, 50),
                      CAIRN_ECORRUPT);
     free(c);
     free(g);

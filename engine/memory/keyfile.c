@@ -134,7 +134,7 @@ int cairn__keyfile_remove(cairn__keyfile *kf, cairn_db *db)
     return rc == CAIRN_OK ? CAIRN_OK : cairn__db_fail(db, rc, &e);
 }
 
-/* Map fd (its size `size`) and check it; 1 when it serves. */
+/* Check the file fd (st: its fstat) and map it; 1 when it serves. */
 static int map_checked(cairn__keyfile *kf, int fd, const struct stat *st, uint64_t boot,
                        const uint8_t *sid, uint64_t log_end)
 {
@@ -187,9 +187,10 @@ static int make_fresh(cairn__keyfile *kf, cairn_db *db, uint64_t boot, const uin
         free(buf);
         return rc;
     }
-    for (uint64_t off = KEYS_OFF_TABLES; rc == CAIRN_OK && off < size; off += chunk)
-        rc = cairn__io_write(io, "keys.create", fd, buf, (size_t)(size - off < chunk ? size - off : chunk),
-                             off, tmp, NULL);
+    for (uint64_t off = KEYS_OFF_TABLES; rc == CAIRN_OK && off < size; off += chunk) {
+        size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+        rc = cairn__io_write(io, "keys.create", fd, buf, n, off, tmp, NULL);
+    }
     cairn__keyfile_head_encode(buf, boot, sid, KEYS_SLOTS, base);
     if (rc == CAIRN_OK)
         rc = cairn__io_write(io, "keys.create", fd, buf, KEYS_OFF_TABLES, 0, tmp, NULL);

@@ -1173,7 +1173,8 @@ static int keys_one(void *user, const cairn_record *rec)
         return CAIRN_OK;
     if (rec->type == CAIRN_REC_MEMORY) {
         if (!cairn__memkeys_of_record(rec->ns, rec->ns_len, rec->json, rec->json_len, &nk, &ck, &ik) ||
-            cairn__memkeys_count(&m->keys) >= KEYS_MAX || cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
+            cairn__memkeys_count(&m->keys) >= KEYS_MAX ||
+            cairn__memkeys_add(&m->keys, nk, ck, ik) != CAIRN_OK)
             return KEYS_FULL;
     } else if (rec->type == CAIRN_REC_COMPACTED || rec->type == CAIRN_REC_MEMORY_PURGE ||
                (rec->type > CAIRN_REC_MEMORY && rec->type <= CAIRN_REC_MEMORY_CLEAR)) {
