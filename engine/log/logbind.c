@@ -10,13 +10,6 @@
 #include "bytes.h"
 #include "store.h"
 
-static void store_id_of(cairn_db *db, uint8_t *id)
-{
-    view *v = cairn__view_acquire(db);
-    memcpy(id, v->m.store_id, MAN_STORE_ID_LEN);
-    cairn__view_release(db, v);
-}
-
 static int make(cairn_db *db, uint64_t covered, int sync, cairn__logbind *b, cairn__err *e)
 {
     int sealed, rc = CAIRN_OK;
@@ -34,7 +27,7 @@ static int make(cairn_db *db, uint64_t covered, int sync, cairn__logbind *b, cai
         rc = cairn__record_at_or_before(db, covered, &b->anchor_seq, &b->anchor_sum, &sealed);
     if (rc != CAIRN_OK)
         return cairn__fail(e, rc, "%s", cairn_errmsg(db));
-    store_id_of(db, b->store_id);
+    cairn__db_store_id(db, b->store_id);
     if (cairn__store_id_is_zero(b->store_id))
         return cairn__fail(e, CAIRN_EINVAL, "the store has no id yet");
     return CAIRN_OK;
@@ -58,7 +51,7 @@ int cairn__logbind_check(cairn_db *db, const char *name, uint64_t covered,
     uint64_t seq, sum;
     int sealed, rc;
 
-    store_id_of(db, id);
+    cairn__db_store_id(db, id);
     if (cairn__store_id_is_zero(id) || memcmp(id, b->store_id, sizeof id) != 0)
         return cairn__fail(e, CAIRN_ECORRUPT, "%s belongs to another store (its store id is "
                            "not this store's)", name);

@@ -869,6 +869,13 @@ uint64_t cairn__random_salt(void)
  * another store copied in is never taken for one of this store's. Without
  * /dev/urandom the halves still differ (a counter) and so do two stores
  * made by one process in one millisecond. */
+void cairn__db_store_id(cairn_db *db, uint8_t *id)
+{
+    view *v = cairn__view_acquire(db);
+    memcpy(id, v->m.store_id, MAN_STORE_ID_LEN);
+    cairn__view_release(db, v);
+}
+
 void cairn__store_id_new(uint8_t *id)
 {
     static _Atomic uint64_t made;

@@ -208,6 +208,10 @@ uint64_t cairn__random_salt(void);
 uint64_t cairn__views_sweep(cairn_db *db, int all);
 /* 128 random bits for a new store's id (never all zero). */
 void cairn__store_id_new(uint8_t *id);
+
+/* The store's id as the current view's MANIFEST has it (MAN_STORE_ID_LEN
+ * bytes; zeros for a store that has none). */
+void cairn__db_store_id(cairn_db *db, uint8_t *id);
 /* Every record with seq in from..to, in order, through fn; stops at the
  * first non-OK it returns and returns that. CAIRN_OK at the end; an
  * iterator error as cairn_iter_open/next give it (message in the db). */

@@ -187,13 +187,6 @@ static cairn__access *acc_get(cairn_mem *m)
     return m->acc;
 }
 
-static void store_id_of(cairn_db *db, uint8_t *id)
-{
-    view *v = cairn__view_acquire(db);
-    memcpy(id, v->m.store_id, ACC_STORE_ID_LEN);
-    cairn__view_release(db, v);
-}
-
 _Static_assert(ACC_STORE_ID_LEN == MAN_STORE_ID_LEN, "the header holds the MANIFEST's store id");
 
 /* Open the file under the name (lst: what lstat found there) and read its
@@ -242,7 +235,7 @@ static void acc_open(cairn_mem *m, cairn__access *a, const struct stat *lst)
         a->state = ACC_NEWER; /* a later cairn's file: left alone */
         return;
     }
-    store_id_of(m->db, sid);
+    cairn__db_store_id(m->db, sid);
     if (rc != CAIRN_OK ||
         (!cairn__store_id_is_zero(sid) && memcmp(sid, h.store_id, sizeof sid) != 0))
         return; /* damaged, or another store's: the next fold replaces it */
@@ -315,7 +308,7 @@ static int make_file(cairn_mem *m, int replace)
     int fd = -1, rc;
 
     snprintf(tmp, sizeof tmp, "%s.%016" PRIx64 ".tmp", ACC_NAME, cairn__random_salt());
-    store_id_of(m->db, sid);
+    cairn__db_store_id(m->db, sid);
     cairn__accfile_hdr_encode(hdr, cairn__random_salt(), sid);
     rc = cairn__io_open(io, "access.create", m->db->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644,
                         &fd, NULL);
@@ -636,7 +629,7 @@ int cairn_mem_verify_access(cairn_db *db, cairn_verify_fn fn, void *user, uint64
         rc = CAIRN_OK;
         goto out;
     }
-    store_id_of(db, sid);
+    cairn__db_store_id(db, sid);
     if (!cairn__store_id_is_zero(sid) && memcmp(sid, h.store_id, sizeof sid) != 0) {
         acc_problem(fn, user, problems_out, 24, CAIRN_ECORRUPT,
                     "ACCESS belongs to another store (its store id is not this store's)");

@@ -109,13 +109,6 @@ int cairn__keyfile_check(const uint8_t *buf, size_t len, uint64_t file_size, uin
 
 /* ---- the mapping --------------------------------------------------- */
 
-static void store_id_of(cairn_db *db, uint8_t *id)
-{
-    view *v = cairn__view_acquire(db);
-    memcpy(id, v->m.store_id, KEYS_STORE_ID_LEN);
-    cairn__view_release(db, v);
-}
-
 void cairn__keyfile_close(cairn__keyfile *kf)
 {
     if (kf->map != NULL)
@@ -225,7 +218,7 @@ int cairn__keyfile_use(cairn__keyfile *kf, cairn_db *db, uint64_t log_end, uint6
         kf->off = 1; /* a file that cannot tell a crash of the machine */
         return CAIRN_EUNAVAIL;
     }
-    store_id_of(db, sid);
+    cairn__db_store_id(db, sid);
     if (!renew && fstatat(db->dirfd, KEYS_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISREG(st.st_mode)) {
         /* The file mapped already: its counts checked again (another
@@ -259,7 +252,7 @@ void cairn__keyfile_premap(cairn__keyfile *kf, cairn_db *db)
 
     if (kf->off || kf->map != NULL || (boot = cairn__boot_id()) == 0)
         return;
-    store_id_of(db, sid);
+    cairn__db_store_id(db, sid);
     if (cairn__io_open(db->io, "keys.open", db->dirfd, KEYS_NAME, O_RDWR | O_NOFOLLOW, 0, &fd,
                        NULL) != CAIRN_OK)
         return;
