@@ -117,6 +117,13 @@ static size_t ns_slot(const cairn__memkeys_core *c, uint64_t ns_key)
     return i;
 }
 
+long cairn__memkeys_ns_slot(const cairn__memkeys *k, uint64_t ns_key)
+{
+    const cairn__memkeys_core *c = core_c(k);
+    size_t i = ns_slot(c, ns_key);
+    return i < c->n_ns ? (long)i : -1;
+}
+
 uint64_t cairn__memkeys_in_ns(const cairn__memkeys *k, uint64_t ns_key)
 {
     const cairn__memkeys_core *c = core_c(k);

@@ -88,6 +88,10 @@ uint64_t cairn__memkeys_count(const cairn__memkeys *k);
  * caller drops the sets). */
 int cairn__memkeys_add(cairn__memkeys *k, uint64_t ns_key, uint64_t content_key, uint64_t id_key);
 
+/* The slot of the namespace of ns_key in the counts (ns_key[], ns_n[]),
+ * or -1 when none is counted. */
+long cairn__memkeys_ns_slot(const cairn__memkeys *k, uint64_t ns_key);
+
 /* Memories added in the namespace of ns_key. */
 uint64_t cairn__memkeys_in_ns(const cairn__memkeys *k, uint64_t ns_key);
 

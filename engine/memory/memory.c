@@ -1254,18 +1254,15 @@ static int keys_one_shared(void *user, const cairn_record *rec)
 static int keys_count_one(void *user, const cairn_record *rec)
 {
     cairn_mem *m = user;
-    const cairn__memkeys_core *c = m->keys.core;
-    uint64_t nk;
+    long slot;
 
     if (rec->type != CAIRN_REC_MEMORY)
         return CAIRN_OK;
-    nk = cairn__memkeys_ns_key(rec->ns, rec->ns_len);
-    for (uint64_t i = 0; i < c->n_ns && i < CAIRN__MEMKEYS_NS; i++)
-        if (c->ns_key[i] == nk) {
-            m->ksnap_n[i]++;
-            return CAIRN_OK;
-        }
-    return CAIRN_EINVAL; /* not counted: the counts stay unknown */
+    slot = cairn__memkeys_ns_slot(&m->keys, cairn__memkeys_ns_key(rec->ns, rec->ns_len));
+    if (slot < 0)
+        return CAIRN_EINVAL; /* not counted: the counts stay unknown */
+    m->ksnap_n[slot]++;
+    return CAIRN_OK;
 }
 
 /* keys_fold through KEYS: bring its sets up to `to` (the records other
@@ -1322,20 +1319,17 @@ static int keys_fold_shared(cairn_mem *m, uint64_t to)
  * tell (KEYS counted some the state holds too). */
 static int keys_in_ns(const cairn_mem *m, uint64_t ns_key, uint64_t *n)
 {
-    const cairn__memkeys_core *c = m->keys.core;
     uint64_t all = cairn__memkeys_in_ns(&m->keys, ns_key);
+    long slot;
 
     *n = all;
     if (!m->keys.fixed)
         return 1; /* the handle's own sets: only what it has not folded */
-    if (!m->ksnap_ok || m->ksnap_seq != m->folded || m->ksnap_base != c->base ||
+    if (!m->ksnap_ok || m->ksnap_seq != m->folded || m->ksnap_base != m->keys.core->base ||
         m->ksnap_ino != m->kf.ino)
         return 0;
-    for (uint64_t i = 0; i < c->n_ns && i < CAIRN__MEMKEYS_NS; i++)
-        if (c->ns_key[i] == ns_key) {
-            *n = all - (m->ksnap_n[i] <= all ? m->ksnap_n[i] : all);
-            break;
-        }
+    if ((slot = cairn__memkeys_ns_slot(&m->keys, ns_key)) >= 0)
+        *n = all - (m->ksnap_n[slot] <= all ? m->ksnap_n[slot] : all);
     return 1;
 }
 
